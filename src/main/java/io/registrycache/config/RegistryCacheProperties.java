@@ -1,0 +1,351 @@
+package io.registrycache.config;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * Everything an operator sets, under the prefix {@code registry-cache}. Every property can be set
+ * by an environment variable in Spring Boot's relaxed form, e.g. {@code REGISTRY_CACHE_STORAGE_PATH}
+ * or {@code REGISTRY_CACHE_UPSTREAMS_LOCAL_URL}. Defaults are those of {@code application.yml}.
+ */
+@ConfigurationProperties(prefix = "registry-cache")
+public class RegistryCacheProperties {
+
+  /** Where manifests, tags and blobs are kept on disk. */
+  private Storage storage = new Storage();
+
+  /** Manifest limits and caching. */
+  private Manifests manifests = new Manifests();
+
+  /** Blob download behaviour. */
+  private Blobs blobs = new Blobs();
+
+  /** Key of the upstream that serves bare-form requests ({@code /v2/<name>/...}). */
+  private String defaultUpstream = "local";
+
+  /**
+   * Whether a registry host that is not configured may be used (as {@code https://<host>},
+   * anonymous). Off by default: the cache is not an open proxy.
+   */
+  private boolean allowAnyUpstream = false;
+
+  /** Upstream registries by key. */
+  private Map<String, Upstream> upstreams = new LinkedHashMap<>();
+
+  public Storage getStorage() {
+    return storage;
+  }
+
+  public void setStorage(Storage storage) {
+    this.storage = storage;
+  }
+
+  public Manifests getManifests() {
+    return manifests;
+  }
+
+  public void setManifests(Manifests manifests) {
+    this.manifests = manifests;
+  }
+
+  public Blobs getBlobs() {
+    return blobs;
+  }
+
+  public void setBlobs(Blobs blobs) {
+    this.blobs = blobs;
+  }
+
+  public String getDefaultUpstream() {
+    return defaultUpstream;
+  }
+
+  public void setDefaultUpstream(String defaultUpstream) {
+    this.defaultUpstream = defaultUpstream;
+  }
+
+  public boolean isAllowAnyUpstream() {
+    return allowAnyUpstream;
+  }
+
+  public void setAllowAnyUpstream(boolean allowAnyUpstream) {
+    this.allowAnyUpstream = allowAnyUpstream;
+  }
+
+  public Map<String, Upstream> getUpstreams() {
+    return upstreams;
+  }
+
+  public void setUpstreams(Map<String, Upstream> upstreams) {
+    this.upstreams = upstreams;
+  }
+
+  /** On-disk storage. */
+  public static class Storage {
+    /** Root folder of the cache; created when missing. */
+    private Path path = Path.of("data");
+
+    public Path getPath() {
+      return path;
+    }
+
+    public void setPath(Path path) {
+      this.path = path;
+    }
+  }
+
+  /** Manifest settings. */
+  public static class Manifests {
+    /** Upper bound of the in-memory manifest cache, in bytes of manifest bodies. */
+    private long memoryMaxBytes = 64L * 1024 * 1024;
+
+    /** Largest manifest accepted from an upstream, in bytes (the spec suggests 4 MiB). */
+    private int maxSizeBytes = 4 * 1024 * 1024;
+
+    /** How long a cached tag is served before it is revalidated with a HEAD to the upstream. */
+    private Duration tagTtl = Duration.ofMinutes(5);
+
+    public long getMemoryMaxBytes() {
+      return memoryMaxBytes;
+    }
+
+    public void setMemoryMaxBytes(long memoryMaxBytes) {
+      this.memoryMaxBytes = memoryMaxBytes;
+    }
+
+    public int getMaxSizeBytes() {
+      return maxSizeBytes;
+    }
+
+    public void setMaxSizeBytes(int maxSizeBytes) {
+      this.maxSizeBytes = maxSizeBytes;
+    }
+
+    public Duration getTagTtl() {
+      return tagTtl;
+    }
+
+    public void setTagTtl(Duration tagTtl) {
+      this.tagTtl = tagTtl;
+    }
+  }
+
+  /** Blob settings. */
+  public static class Blobs {
+    /**
+     * How long a blob download goes on after every client that asked for it went away, so that
+     * the next pull is a hit.
+     */
+    private Duration orphanDownloadTimeout = Duration.ofMinutes(10);
+
+    public Duration getOrphanDownloadTimeout() {
+      return orphanDownloadTimeout;
+    }
+
+    public void setOrphanDownloadTimeout(Duration orphanDownloadTimeout) {
+      this.orphanDownloadTimeout = orphanDownloadTimeout;
+    }
+  }
+
+  /** One upstream registry. */
+  public static class Upstream {
+    /**
+     * Registry host name as clients name it in {@code ns=} and in-path requests, e.g.
+     * {@code registry.example.com} or {@code localhost:5000}.
+     */
+    private String host;
+
+    /** Base URL the cache fetches from, http or https, e.g. {@code https://registry.example.com}. */
+    private String url;
+
+    /** Other host names that mean the same upstream and share its cache entries. */
+    private List<String> aliases = new ArrayList<>();
+
+    /**
+     * Docker Hub naming rules: a single-component name gets the {@code library/} prefix, so
+     * {@code alpine} and {@code library/alpine} are one cache entry.
+     */
+    private boolean dockerHubNaming = false;
+
+    /** User name for the upstream; with {@code password} or {@code password-file}. */
+    private String username;
+
+    /** Password or token; prefer {@code password-file} or an environment variable. Never logged. */
+    private String password;
+
+    /** File holding the password (trailing newline ignored). */
+    private Path passwordFile;
+
+    /**
+     * Whether to look up credentials the way Docker does (config.json, credential helpers) when no
+     * username is configured.
+     */
+    private boolean dockerConfigCredentials = false;
+
+    /** TLS settings for https upstreams. */
+    private Tls tls = new Tls();
+
+    /** TCP connect timeout. */
+    private Duration connectTimeout = Duration.ofSeconds(5);
+
+    /** Time allowed for the response headers and then between two chunks of a body. */
+    private Duration readTimeout = Duration.ofSeconds(30);
+
+    /** Upper bound on requests in flight to this upstream at once. */
+    private int maxConcurrentRequests = 64;
+
+    public String getHost() {
+      return host;
+    }
+
+    public void setHost(String host) {
+      this.host = host;
+    }
+
+    public String getUrl() {
+      return url;
+    }
+
+    public void setUrl(String url) {
+      this.url = url;
+    }
+
+    public List<String> getAliases() {
+      return aliases;
+    }
+
+    public void setAliases(List<String> aliases) {
+      this.aliases = aliases;
+    }
+
+    public boolean isDockerHubNaming() {
+      return dockerHubNaming;
+    }
+
+    public void setDockerHubNaming(boolean dockerHubNaming) {
+      this.dockerHubNaming = dockerHubNaming;
+    }
+
+    public String getUsername() {
+      return username;
+    }
+
+    public void setUsername(String username) {
+      this.username = username;
+    }
+
+    public String getPassword() {
+      return password;
+    }
+
+    public void setPassword(String password) {
+      this.password = password;
+    }
+
+    public Path getPasswordFile() {
+      return passwordFile;
+    }
+
+    public void setPasswordFile(Path passwordFile) {
+      this.passwordFile = passwordFile;
+    }
+
+    public boolean isDockerConfigCredentials() {
+      return dockerConfigCredentials;
+    }
+
+    public void setDockerConfigCredentials(boolean dockerConfigCredentials) {
+      this.dockerConfigCredentials = dockerConfigCredentials;
+    }
+
+    public Tls getTls() {
+      return tls;
+    }
+
+    public void setTls(Tls tls) {
+      this.tls = tls;
+    }
+
+    public Duration getConnectTimeout() {
+      return connectTimeout;
+    }
+
+    public void setConnectTimeout(Duration connectTimeout) {
+      this.connectTimeout = connectTimeout;
+    }
+
+    public Duration getReadTimeout() {
+      return readTimeout;
+    }
+
+    public void setReadTimeout(Duration readTimeout) {
+      this.readTimeout = readTimeout;
+    }
+
+    public int getMaxConcurrentRequests() {
+      return maxConcurrentRequests;
+    }
+
+    public void setMaxConcurrentRequests(int maxConcurrentRequests) {
+      this.maxConcurrentRequests = maxConcurrentRequests;
+    }
+
+    @Override
+    public String toString() {
+      // Never print the password.
+      return "Upstream[host=" + host + ", url=" + url + ", username=" + username + "]";
+    }
+  }
+
+  /** TLS for an https upstream. */
+  public static class Tls {
+    /** PEM file of CA certificates to trust in addition to the JVM's. */
+    private Path caFile;
+
+    /** PEM client certificate (chain) for mutual TLS. */
+    private Path certFile;
+
+    /** PEM PKCS#8 private key of the client certificate. */
+    private Path keyFile;
+
+    /** Skip certificate verification. Insecure; an explicit opt-in for test setups only. */
+    private boolean insecureSkipVerify = false;
+
+    public Path getCaFile() {
+      return caFile;
+    }
+
+    public void setCaFile(Path caFile) {
+      this.caFile = caFile;
+    }
+
+    public Path getCertFile() {
+      return certFile;
+    }
+
+    public void setCertFile(Path certFile) {
+      this.certFile = certFile;
+    }
+
+    public Path getKeyFile() {
+      return keyFile;
+    }
+
+    public void setKeyFile(Path keyFile) {
+      this.keyFile = keyFile;
+    }
+
+    public boolean isInsecureSkipVerify() {
+      return insecureSkipVerify;
+    }
+
+    public void setInsecureSkipVerify(boolean insecureSkipVerify) {
+      this.insecureSkipVerify = insecureSkipVerify;
+    }
+  }
+}

@@ -1,0 +1,47 @@
+package io.registrycache.oci;
+
+import java.util.regex.Pattern;
+
+/**
+ * The {@code <reference>} of a manifest request: a tag or a digest (OCI Distribution Spec v1.1,
+ * "Pulling manifests"). Tags are mutable, digests are immutable.
+ */
+public sealed interface Reference permits Reference.Tag, Reference.ByDigest {
+
+  /** Tag grammar: {@code [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}}, case-sensitive. */
+  Pattern TAG = Pattern.compile("[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}");
+
+  /**
+   * Parses a reference: a digest when it contains {@code :}, else a tag.
+   *
+   * @throws OciException {@code DIGEST_INVALID} for a malformed digest, {@code TAG_INVALID} (400)
+   *     for a malformed tag
+   */
+  static Reference parse(String value) {
+    if (Digest.looksLikeDigest(value)) {
+      return new ByDigest(Digest.parse(value));
+    }
+    if (!TAG.matcher(value).matches()) {
+      throw new OciException(
+          OciErrorCode.TAG_INVALID,
+          "invalid tag '" + OciException.abbreviate(value) + "': must match " + TAG.pattern());
+    }
+    return new Tag(value);
+  }
+
+  /** A mutable tag, e.g. {@code latest}. */
+  record Tag(String name) implements Reference {
+    @Override
+    public String toString() {
+      return name;
+    }
+  }
+
+  /** An immutable manifest digest. */
+  record ByDigest(Digest digest) implements Reference {
+    @Override
+    public String toString() {
+      return digest.toString();
+    }
+  }
+}

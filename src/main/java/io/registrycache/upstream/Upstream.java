@@ -1,0 +1,41 @@
+package io.registrycache.upstream;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.RepositoryName;
+import java.net.URI;
+import java.util.Set;
+
+/**
+ * One configured upstream registry, resolved from configuration.
+ *
+ * @param key the configuration key (e.g. {@code local}); used in metrics and on disk
+ * @param host registry host name as clients name it in {@code ns=} and in-path requests
+ * @param url base URL fetched from (scheme, host, port; no path)
+ * @param aliases other host names meaning this upstream
+ * @param dockerHubNaming whether single-component names get the {@code library/} prefix
+ * @param settings the configuration this upstream was built from (credentials, TLS, timeouts)
+ */
+public record Upstream(
+    String key,
+    String host,
+    URI url,
+    Set<String> aliases,
+    boolean dockerHubNaming,
+    RegistryCacheProperties.Upstream settings) {
+
+  /**
+   * The name under which a repository is fetched and cached: with Docker Hub naming, {@code
+   * alpine} becomes {@code library/alpine}.
+   */
+  public RepositoryName canonical(RepositoryName name) {
+    if (dockerHubNaming && name.componentCount() == 1) {
+      return new RepositoryName("library/" + name.value());
+    }
+    return name;
+  }
+
+  @Override
+  public String toString() {
+    return key + " (" + host + " at " + url + ")";
+  }
+}

@@ -1,0 +1,57 @@
+package io.registrycache.upstream;
+
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.Reference;
+import io.registrycache.oci.RepositoryName;
+import java.util.List;
+import reactor.core.publisher.Mono;
+
+/**
+ * Pull-only access to upstream registries (OCI Distribution Spec v1.1, Pull category), with
+ * registry authentication done the jib-core way. Never blocks the calling thread.
+ *
+ * <p>Errors arrive as {@link UpstreamException} (a kind of {@code OciException}): an upstream 404
+ * becomes {@code MANIFEST_UNKNOWN} / {@code BLOB_UNKNOWN} / {@code NAME_UNKNOWN} (404), 401
+ * {@code UNAUTHORIZED}, 403 {@code DENIED}, 429 {@code TOOMANYREQUESTS} with the upstream's
+ * {@code Retry-After}, and a refused connection, a timeout, a 5xx or nonsense
+ * {@code UPSTREAM_UNAVAILABLE} with 502, 503 or 504 and a message naming the upstream and the
+ * reason.
+ */
+public interface UpstreamClient {
+
+  /**
+   * {@code GET /v2/<name>/manifests/<reference>}.
+   *
+   * @param accept media types for the {@code Accept} header, in order of preference
+   * @return the manifest's raw bytes; bodies over {@code maxBytes} fail with {@code
+   *     MANIFEST_INVALID}
+   */
+  Mono<UpstreamManifest> getManifest(
+      Upstream upstream, RepositoryName name, Reference reference, List<String> accept, int maxBytes);
+
+  /** {@code HEAD /v2/<name>/manifests/<reference>}. */
+  Mono<UpstreamManifestHead> headManifest(
+      Upstream upstream, RepositoryName name, Reference reference, List<String> accept);
+
+  /**
+   * {@code GET /v2/<name>/blobs/<digest>}, following redirects (without forwarding the upstream
+   * {@code Authorization} to another host). The returned body is not verified: the caller checks
+   * the digest.
+   */
+  Mono<UpstreamBlob> getBlob(Upstream upstream, RepositoryName name, Digest digest);
+
+  /**
+   * {@code HEAD /v2/<name>/blobs/<digest>}.
+   *
+   * @return the blob's size in bytes ({@code Content-Length}), or -1 when not sent
+   */
+  Mono<Long> headBlob(Upstream upstream, RepositoryName name, Digest digest);
+
+  /**
+   * {@code GET /v2/<name>/tags/list?n=&last=}.
+   *
+   * @param n page size, or {@code null} for the upstream's default
+   * @param last the last tag of the previous page (exclusive), or {@code null}
+   */
+  Mono<UpstreamTags> listTags(Upstream upstream, RepositoryName name, Integer n, String last);
+}

@@ -1,0 +1,123 @@
+package io.registrycache.upstream;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import java.net.URI;
+import java.util.LinkedHashSet;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.stereotype.Component;
+
+/**
+ * The configured upstreams, looked up by registry host name (or alias) and by key.
+ *
+ * <p>A host that is not configured is refused with {@code DENIED} (403) unless {@code
+ * registry-cache.allow-any-upstream} is on, in which case it is reached anonymously at {@code
+ * https://<host>} with default settings.
+ */
+@Component
+public class UpstreamRegistry {
+
+  private final Map<String, Upstream> byHost = new ConcurrentHashMap<>();
+  private final Map<String, Upstream> byKey = new ConcurrentHashMap<>();
+  private final Upstream defaultUpstream;
+  private final boolean allowAnyUpstream;
+
+  public UpstreamRegistry(RegistryCacheProperties properties) {
+    this.allowAnyUpstream = properties.isAllowAnyUpstream();
+    properties
+        .getUpstreams()
+        .forEach(
+            (key, settings) -> {
+              if (settings.getUrl() == null || settings.getUrl().isBlank()) {
+                throw new IllegalStateException("registry-cache.upstreams." + key + ".url is not set");
+              }
+              URI url = URI.create(stripTrailingSlash(settings.getUrl()));
+              if (!"http".equals(url.getScheme()) && !"https".equals(url.getScheme())) {
+                throw new IllegalStateException(
+                    "registry-cache.upstreams." + key + ".url must be http or https: " + url);
+              }
+              String host = settings.getHost() != null ? settings.getHost() : url.getAuthority();
+              Set<String> aliases = new LinkedHashSet<>();
+              settings.getAliases().forEach(a -> aliases.add(a.toLowerCase(Locale.ROOT)));
+              Upstream upstream =
+                  new Upstream(
+                      key, host.toLowerCase(Locale.ROOT), url, Set.copyOf(aliases),
+                      settings.isDockerHubNaming(), settings);
+              register(upstream);
+            });
+    String defaultKey = properties.getDefaultUpstream();
+    this.defaultUpstream = defaultKey == null || defaultKey.isBlank() ? null : byKey.get(defaultKey);
+    if (defaultKey != null && !defaultKey.isBlank() && defaultUpstream == null) {
+      throw new IllegalStateException(
+          "registry-cache.default-upstream '" + defaultKey + "' is not among the configured upstreams "
+              + byKey.keySet());
+    }
+  }
+
+  private void register(Upstream upstream) {
+    byKey.put(upstream.key(), upstream);
+    byHost.put(upstream.host(), upstream);
+    upstream.aliases().forEach(a -> byHost.put(a, upstream));
+  }
+
+  /**
+   * The upstream for a registry host name as a client named it.
+   *
+   * @throws OciException {@code DENIED} (403) when the host is not configured and any-upstream
+   *     mode is off
+   */
+  public Upstream forHost(String host) {
+    String normalized = host.toLowerCase(Locale.ROOT);
+    Upstream upstream = byHost.get(normalized);
+    if (upstream != null) {
+      return upstream;
+    }
+    if (!allowAnyUpstream) {
+      throw new OciException(
+          OciErrorCode.DENIED,
+          "upstream registry '" + host + "' is not configured in this cache (registry-cache.upstreams)");
+    }
+    return byHost.computeIfAbsent(
+        normalized,
+        h -> {
+          RegistryCacheProperties.Upstream settings = new RegistryCacheProperties.Upstream();
+          settings.setHost(h);
+          settings.setUrl("https://" + h);
+          Upstream dynamic = new Upstream(h, h, URI.create("https://" + h), Set.of(), false, settings);
+          byKey.put(dynamic.key(), dynamic);
+          return dynamic;
+        });
+  }
+
+  /**
+   * The upstream that serves bare-form requests.
+   *
+   * @throws OciException {@code DENIED} when no default upstream is configured
+   */
+  public Upstream defaultUpstream() {
+    if (defaultUpstream == null) {
+      throw new OciException(
+          OciErrorCode.DENIED, "no default upstream is configured: name the registry host in the path or with ns=");
+    }
+    return defaultUpstream;
+  }
+
+  /** The upstream with the given configuration key, if any. */
+  public Optional<Upstream> byKey(String key) {
+    return Optional.ofNullable(byKey.get(key));
+  }
+
+  /** All upstreams known now. */
+  public java.util.Collection<Upstream> all() {
+    return byKey.values();
+  }
+
+  private static String stripTrailingSlash(String url) {
+    return url.endsWith("/") ? url.substring(0, url.length() - 1) : url;
+  }
+}
