@@ -1,0 +1,118 @@
+package io.registrycache.testsupport;
+
+import io.registrycache.testsupport.TestImages.Blob;
+import io.registrycache.testsupport.TestImages.Descriptor;
+import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.TestImages.ImageIndex;
+import io.registrycache.testsupport.TestImages.Manifest;
+import io.registrycache.testsupport.TestImages.PlatformImage;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+
+/**
+ * Pushes images to a registry with the OCI Distribution push API over plain {@link HttpClient}:
+ * monolithic blob upload (POST, then PUT with {@code ?digest=}) and manifest PUT with its
+ * Content-Type. Used to seed the upstream {@code registry:2}; the cache under test never sees
+ * these requests.
+ */
+public final class ImagePusher {
+
+  private final String baseUrl;
+  private final HttpClient http =
+      HttpClient.newBuilder()
+          .version(HttpClient.Version.HTTP_1_1)
+          .connectTimeout(Duration.ofSeconds(5))
+          .build();
+
+  /** @param baseUrl e.g. {@code http://localhost:32768} */
+  public ImagePusher(String baseUrl) {
+    this.baseUrl = baseUrl.endsWith("/") ? baseUrl.substring(0, baseUrl.length() - 1) : baseUrl;
+  }
+
+  /** Uploads a blob in one piece; returns its descriptor. */
+  public Descriptor pushBlob(String repository, Blob blob) {
+    HttpResponse<String> started =
+        send(
+            HttpRequest.newBuilder(URI.create(baseUrl + "/v2/" + repository + "/blobs/uploads/"))
+                .POST(HttpRequest.BodyPublishers.noBody())
+                .build());
+    expect(started, 202, "start upload of " + blob.digest());
+    String location =
+        started.headers().firstValue("Location").orElseThrow(() -> new IllegalStateException("no Location"));
+    URI upload = URI.create(baseUrl + "/").resolve(location);
+    String sep = upload.toString().contains("?") ? "&" : "?";
+    HttpResponse<String> done =
+        send(
+            HttpRequest.newBuilder(URI.create(upload + sep + "digest=" + blob.digest()))
+                .header("Content-Type", "application/octet-stream")
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(blob.bytes()))
+                .build());
+    expect(done, 201, "finish upload of " + blob.digest());
+    return blob.descriptor();
+  }
+
+  /**
+   * PUTs a manifest under {@code reference} (tag or digest) with its media type as Content-Type;
+   * checks the registry's {@code Docker-Content-Digest} is the digest of the bytes sent.
+   */
+  public Descriptor pushManifest(String repository, String reference, Manifest manifest) {
+    HttpResponse<String> response =
+        send(
+            HttpRequest.newBuilder(
+                    URI.create(baseUrl + "/v2/" + repository + "/manifests/" + reference))
+                .header("Content-Type", manifest.mediaType())
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(manifest.bytes()))
+                .build());
+    expect(response, 201, "put manifest " + repository + ":" + reference);
+    String digest = response.headers().firstValue("Docker-Content-Digest").orElse(null);
+    if (!manifest.digest().equals(digest)) {
+      throw new IllegalStateException(
+          "registry computed digest " + digest + ", expected " + manifest.digest());
+    }
+    return manifest.descriptor();
+  }
+
+  /** Pushes config, layers and the manifest under the image's tag. */
+  public Image push(Image image) {
+    for (Blob blob : image.blobs()) {
+      pushBlob(image.repository(), blob);
+    }
+    pushManifest(image.repository(), image.tag(), image.manifest());
+    return image;
+  }
+
+  /** Pushes every platform image (by digest), then the index under its tag. */
+  public ImageIndex push(ImageIndex index) {
+    for (PlatformImage platform : index.platforms()) {
+      Image image = platform.image();
+      for (Blob blob : image.blobs()) {
+        pushBlob(index.repository(), blob);
+      }
+      pushManifest(index.repository(), image.manifest().digest(), image.manifest());
+    }
+    pushManifest(index.repository(), index.tag(), index.index());
+    return index;
+  }
+
+  private HttpResponse<String> send(HttpRequest request) {
+    try {
+      return http.send(request, HttpResponse.BodyHandlers.ofString());
+    } catch (IOException e) {
+      throw new IllegalStateException(request.method() + " " + request.uri() + " failed", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void expect(HttpResponse<String> response, int status, String what) {
+    if (response.statusCode() != status) {
+      throw new IllegalStateException(
+          what + ": HTTP " + response.statusCode() + " " + response.body());
+    }
+  }
+}

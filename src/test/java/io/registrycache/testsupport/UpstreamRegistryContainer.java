@@ -1,0 +1,183 @@
+package io.registrycache.testsupport;
+
+import com.github.dockerjava.api.DockerClient;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.testcontainers.containers.GenericContainer;
+import org.testcontainers.containers.wait.strategy.Wait;
+import org.testcontainers.utility.DockerImageName;
+
+/**
+ * The upstream of the cache in tests: a real {@code registry:2} (CNCF distribution 2.8) in a
+ * container, published on a fixed free loopback port so that {@link #stopUpstream()} and
+ * {@link #startUpstream()} keep its address and data.
+ *
+ * <p>{@link #requests()} reads the registry's own request log. distribution 2.8 writes one logrus
+ * line per finished request, e.g. {@code msg="response completed" ... http.request.method=GET ...
+ * http.request.uri="/v2/foo/blobs/sha256:..."} ({@code "response completed with error"} for 4xx; the
+ * URI is quoted only when it holds characters such as {@code :}). Call {@link #syncLogs()} before
+ * counting, so that every request finished so far is in the log.
+ */
+public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistryContainer> {
+
+  public static final DockerImageName IMAGE = DockerImageName.parse("registry:2");
+  public static final int PORT = 5000;
+
+  private static final Pattern COMPLETED =
+      Pattern.compile(
+          "msg=\"response completed(?: with error)?\".*?"
+              + "http\\.request\\.method=(\\S+).*?"
+              + "http\\.request\\.uri=(\"(?:[^\"\\\\]|\\\\.)*\"|\\S+)");
+
+  private final int hostPort;
+  private final HttpClient http =
+      HttpClient.newBuilder()
+          .version(HttpClient.Version.HTTP_1_1)
+          .connectTimeout(Duration.ofSeconds(2))
+          .build();
+
+  /** One request the upstream finished: method and path (query string removed). */
+  public record Request(String method, String path, String uri) {}
+
+  public UpstreamRegistryContainer() {
+    super(IMAGE);
+    this.hostPort = freePort();
+    addFixedExposedPort(hostPort, PORT);
+    addExposedPort(PORT);
+    withEnv("REGISTRY_STORAGE_DELETE_ENABLED", "true");
+    waitingFor(Wait.forHttp("/v2/").forPort(PORT).forStatusCode(200));
+    withStartupTimeout(Duration.ofSeconds(60));
+  }
+
+  /** {@code http://localhost:<port>}. */
+  public String baseUrl() {
+    return "http://localhost:" + hostPort;
+  }
+
+  /** {@code localhost:<port>}. */
+  public String hostAndPort() {
+    return "localhost:" + hostPort;
+  }
+
+  /** A pusher that seeds this registry. */
+  public ImagePusher pusher() {
+    return new ImagePusher(baseUrl());
+  }
+
+  /** Every request the registry has logged as finished, oldest first. */
+  public List<Request> requests() {
+    List<Request> result = new ArrayList<>();
+    for (String line : logs().split("\n")) {
+      Matcher m = COMPLETED.matcher(line);
+      if (m.find()) {
+        String uri = m.group(2);
+        if (uri.startsWith("\"")) {
+          uri = uri.substring(1, uri.length() - 1).replace("\\\"", "\"").replace("\\\\", "\\");
+        }
+        int q = uri.indexOf('?');
+        result.add(new Request(m.group(1), q < 0 ? uri : uri.substring(0, q), uri));
+      }
+    }
+    return result;
+  }
+
+  /** How many finished requests had this method and exactly this path (query ignored). */
+  public long countRequests(String method, String path) {
+    return requests().stream()
+        .filter(r -> r.method().equals(method) && r.path().equals(path))
+        .count();
+  }
+
+  /** How many finished requests, any method, had a path starting with {@code prefix}. */
+  public long countRequestsUnder(String prefix) {
+    return requests().stream().filter(r -> r.path().startsWith(prefix)).count();
+  }
+
+  /**
+   * Sends a marker request and waits until it shows in the log. Requests that finished before
+   * this call are then in the log too.
+   */
+  public void syncLogs() {
+    String marker = UUID.randomUUID().toString();
+    try {
+      http.send(
+          HttpRequest.newBuilder(URI.create(baseUrl() + "/v2/?sync=" + marker)).GET().build(),
+          HttpResponse.BodyHandlers.discarding());
+    } catch (IOException e) {
+      throw new IllegalStateException("upstream not reachable for log sync", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+    long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+    while (System.nanoTime() < deadline) {
+      if (logs().contains(marker)) {
+        return;
+      }
+      sleep(50);
+    }
+    throw new IllegalStateException("marker request " + marker + " never reached the log");
+  }
+
+  /** The container's whole stdout+stderr so far (works while stopped, too). */
+  public String logs() {
+    return getLogs();
+  }
+
+  /** {@code docker stop}: the registry goes away, its container, data and port binding stay. */
+  public void stopUpstream() {
+    DockerClient docker = getDockerClient();
+    docker.stopContainerCmd(getContainerId()).withTimeout(2).exec();
+  }
+
+  /** {@code docker start} after {@link #stopUpstream()}; same address, same data. */
+  public void startUpstream() {
+    getDockerClient().startContainerCmd(getContainerId()).exec();
+    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+    while (System.nanoTime() < deadline) {
+      try {
+        HttpResponse<Void> r =
+            http.send(
+                HttpRequest.newBuilder(URI.create(baseUrl() + "/v2/")).build(),
+                HttpResponse.BodyHandlers.discarding());
+        if (r.statusCode() == 200) {
+          return;
+        }
+      } catch (IOException e) {
+        // not up yet
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
+      sleep(100);
+    }
+    throw new IllegalStateException("registry did not come back");
+  }
+
+  private static int freePort() {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+}
