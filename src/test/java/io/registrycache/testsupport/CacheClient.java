@@ -1,0 +1,127 @@
+package io.registrycache.testsupport;
+
+import com.jayway.jsonpath.JsonPath;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+
+/** A plain HTTP/1.1 client for the cache under test, as an OCI client would talk to it. */
+public final class CacheClient {
+
+  /** What container runtimes send: index types first. */
+  public static final String MANIFEST_ACCEPT =
+      String.join(
+          ", ",
+          List.of(
+              "application/vnd.oci.image.index.v1+json",
+              "application/vnd.docker.distribution.manifest.list.v2+json",
+              "application/vnd.oci.image.manifest.v1+json",
+              "application/vnd.docker.distribution.manifest.v2+json"));
+
+  private final String baseUrl;
+  private final HttpClient http;
+
+  public CacheClient(String baseUrl) {
+    this.baseUrl = baseUrl;
+    this.http =
+        HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5))
+            .build();
+  }
+
+  /** {@code http://localhost:<port>}. */
+  public static CacheClient onPort(int port) {
+    return new CacheClient("http://localhost:" + port);
+  }
+
+  public String baseUrl() {
+    return baseUrl;
+  }
+
+  public HttpClient http() {
+    return http;
+  }
+
+  /** GET {@code pathAndQuery}; {@code headers} are name, value pairs. */
+  public HttpResponse<byte[]> get(String pathAndQuery, String... headers) {
+    return send("GET", pathAndQuery, null, headers);
+  }
+
+  public HttpResponse<byte[]> head(String pathAndQuery, String... headers) {
+    return send("HEAD", pathAndQuery, null, headers);
+  }
+
+  /** GET a manifest with the Accept header of a container runtime. */
+  public HttpResponse<byte[]> getManifest(String pathAndQuery) {
+    return get(pathAndQuery, "Accept", MANIFEST_ACCEPT);
+  }
+
+  public HttpResponse<byte[]> headManifest(String pathAndQuery) {
+    return head(pathAndQuery, "Accept", MANIFEST_ACCEPT);
+  }
+
+  public HttpResponse<byte[]> send(String method, String pathAndQuery, byte[] body, String... headers) {
+    try {
+      return sendOrThrow(method, pathAndQuery, body, headers);
+    } catch (IOException e) {
+      throw new UncheckedIOException(method + " " + pathAndQuery + " failed", e);
+    }
+  }
+
+  /** Like {@link #send} but lets an aborted response surface as {@link IOException}. */
+  public HttpResponse<byte[]> sendOrThrow(
+      String method, String pathAndQuery, byte[] body, String... headers) throws IOException {
+    HttpRequest.Builder builder =
+        HttpRequest.newBuilder(URI.create(baseUrl + pathAndQuery))
+            .timeout(Duration.ofSeconds(60))
+            .method(
+                method,
+                body == null
+                    ? HttpRequest.BodyPublishers.noBody()
+                    : HttpRequest.BodyPublishers.ofByteArray(body));
+    for (int i = 0; i + 1 < headers.length; i += 2) {
+      builder.header(headers[i], headers[i + 1]);
+    }
+    try {
+      return http.send(builder.build(), HttpResponse.BodyHandlers.ofByteArray());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The first error's code of an OCI error body, or {@code null} when the body is not one. */
+  public static String errorCode(HttpResponse<byte[]> response) {
+    return errorField(response, "code");
+  }
+
+  public static String errorMessage(HttpResponse<byte[]> response) {
+    return errorField(response, "message");
+  }
+
+  private static String errorField(HttpResponse<byte[]> response, String field) {
+    String body = new String(response.body(), StandardCharsets.UTF_8);
+    try {
+      return JsonPath.read(body, "$.errors[0]." + field);
+    } catch (RuntimeException e) {
+      return null;
+    }
+  }
+
+  /** For failure messages: status, headers and (abbreviated) body. */
+  public static String describe(HttpResponse<byte[]> response) {
+    String body = new String(response.body(), StandardCharsets.UTF_8);
+    if (body.length() > 500) {
+      body = body.substring(0, 500) + "...";
+    }
+    return response.request().method() + " " + response.uri() + " -> " + response.statusCode()
+        + " " + response.headers().map() + " " + body;
+  }
+}
