@@ -1,0 +1,94 @@
+package io.registrycache.metrics;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.ManifestStore;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.springframework.stereotype.Component;
+
+/**
+ * The cache's own metrics, exported at {@code /actuator/prometheus} on the management port:
+ *
+ * <ul>
+ *   <li>{@code registry_cache_requests_total{kind,result,upstream}} — kind {@code
+ *       manifest|blob|tags}, result {@code hit|miss|stale|error}
+ *   <li>{@code registry_cache_served_bytes_total{source}} — source {@code cache} (from a stored
+ *       file) or {@code upstream} (streamed while downloading)
+ *   <li>{@code registry_cache_inflight_fetches} — upstream fetches (manifests and blobs) in flight
+ *   <li>{@code registry_cache_stored_items{kind}}, {@code registry_cache_stored_bytes{kind}} —
+ *       kind {@code manifest|blob}
+ *   <li>{@code registry_cache_stale_served_total{upstream,reason}} — cached tags served because
+ *       the upstream failed or rate-limited
+ * </ul>
+ *
+ * Upstream latency ({@code registry_cache_upstream_request_seconds}) and fetched bytes ({@code
+ * registry_cache_upstream_fetched_bytes_total}) are recorded by the upstream client.
+ */
+@Component
+public class CacheMetrics {
+
+  /** What a request was. */
+  public enum Kind {
+    MANIFEST,
+    BLOB,
+    TAGS
+  }
+
+  /** How the cache answered it. */
+  public enum Result {
+    HIT,
+    MISS,
+    STALE,
+    ERROR
+  }
+
+  private final MeterRegistry registry;
+  private final AtomicInteger inFlightManifests = new AtomicInteger();
+  private final Counter servedFromCache;
+  private final Counter servedFromUpstream;
+
+  public CacheMetrics(MeterRegistry registry, BlobStore blobs, ManifestStore manifests) {
+    this.registry = registry;
+    this.servedFromCache = Counter.builder("registry.cache.served.bytes").baseUnit("bytes")
+        .description("Bytes of manifests and blobs sent to clients").tag("source", "cache").register(registry);
+    this.servedFromUpstream = Counter.builder("registry.cache.served.bytes").baseUnit("bytes")
+        .description("Bytes of manifests and blobs sent to clients").tag("source", "upstream").register(registry);
+    Gauge.builder("registry.cache.inflight.fetches", () -> blobs.inFlightCount() + inFlightManifests.get())
+        .description("Upstream fetches of manifests and blobs in flight").register(registry);
+    Gauge.builder("registry.cache.stored.items", blobs, BlobStore::count).tag("kind", "blob")
+        .description("Items stored in the cache").register(registry);
+    Gauge.builder("registry.cache.stored.items", manifests, ManifestStore::count).tag("kind", "manifest")
+        .description("Items stored in the cache").register(registry);
+    Gauge.builder("registry.cache.stored.bytes", blobs, BlobStore::bytes).tag("kind", "blob").baseUnit("bytes")
+        .description("Bytes stored in the cache").register(registry);
+    Gauge.builder("registry.cache.stored.bytes", manifests, ManifestStore::bytes).tag("kind", "manifest")
+        .baseUnit("bytes").description("Bytes stored in the cache").register(registry);
+  }
+
+  /** Counts one client request. */
+  public void request(Kind kind, Result result, String upstream) {
+    registry.counter(
+            "registry.cache.requests",
+            "kind", kind.name().toLowerCase(),
+            "result", result.name().toLowerCase(),
+            "upstream", upstream == null ? "none" : upstream)
+        .increment();
+  }
+
+  /** Counts a cached tag served because the upstream failed or rate-limited. */
+  public void staleServed(String upstream, String reason) {
+    registry.counter("registry.cache.stale.served", "upstream", upstream, "reason", reason).increment();
+  }
+
+  /** Counts bytes sent to a client. */
+  public void served(boolean fromCache, long bytes) {
+    (fromCache ? servedFromCache : servedFromUpstream).increment(bytes);
+  }
+
+  /** Tracks a manifest fetch in flight: call with +1 at start and -1 at the end. */
+  public void manifestFetchInFlight(int delta) {
+    inFlightManifests.addAndGet(delta);
+  }
+}

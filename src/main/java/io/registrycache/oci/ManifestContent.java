@@ -1,0 +1,125 @@
+package io.registrycache.oci;
+
+import java.util.ArrayList;
+import java.util.List;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * What the cache needs to know of a manifest's JSON: its media type and the descriptors it
+ * references (OCI Image Spec v1.1, "Image Manifest" and "Image Index"; Docker Image Manifest V2
+ * Schema 2). The bytes themselves are never re-serialized.
+ *
+ * @param mediaType the media type, from the body's {@code mediaType} or else from the upstream's
+ *     {@code Content-Type}
+ * @param references config, layers, subject (manifests) or child manifests (indexes)
+ */
+public record ManifestContent(String mediaType, List<Descriptor> references) {
+
+  private static final JsonMapper JSON = JsonMapper.builder().build();
+
+  /**
+   * A referenced descriptor.
+   *
+   * @param digest the content's digest
+   * @param mediaType its media type; may be {@code null}
+   * @param size its size in bytes, or -1 when absent
+   * @param platform {@code os/architecture[/variant]} of an index entry, else {@code null}
+   */
+  public record Descriptor(Digest digest, String mediaType, long size, String platform) {}
+
+  /** Whether the manifest is an image index or a Docker manifest list. */
+  public boolean isIndex() {
+    return MediaTypes.isIndex(mediaType);
+  }
+
+  /**
+   * Parses and checks a manifest body.
+   *
+   * @param body the raw bytes
+   * @param contentType the upstream's {@code Content-Type}; may be {@code null}
+   * @throws OciException {@code MANIFEST_INVALID} (400) when the body is not a JSON object, has no
+   *     media type at all, is a schema 1 manifest, its {@code mediaType} contradicts a manifest
+   *     {@code Content-Type}, or a descriptor's digest is malformed
+   */
+  public static ManifestContent parse(byte[] body, String contentType) {
+    JsonNode root;
+    try {
+      root = JSON.readTree(body);
+    } catch (JacksonException e) {
+      throw invalid("not JSON (" + e.getOriginalMessage() + ")");
+    }
+    if (root == null || !root.isObject()) {
+      throw invalid("not a JSON object");
+    }
+    JsonNode schemaVersion = root.get("schemaVersion");
+    if (schemaVersion != null && schemaVersion.isNumber() && schemaVersion.intValue() == 1) {
+      throw invalid("Docker schema 1 manifests are not supported");
+    }
+    String declared = root.path("mediaType").isString() ? root.get("mediaType").stringValue() : null;
+    String header = MediaTypes.essence(contentType);
+    String mediaType;
+    if (declared != null && !declared.isBlank()) {
+      if (header != null && MediaTypes.ALL_MANIFESTS.contains(header) && !header.equals(declared)) {
+        throw invalid("mediaType " + declared + " contradicts Content-Type " + header);
+      }
+      mediaType = declared;
+    } else if (header != null && !header.isBlank() && !"application/json".equals(header)
+        && !"application/octet-stream".equals(header)) {
+      mediaType = header;
+    } else if (root.has("manifests")) {
+      mediaType = MediaTypes.OCI_INDEX;
+    } else if (root.has("config")) {
+      mediaType = MediaTypes.OCI_MANIFEST;
+    } else {
+      throw invalid("no media type in the body or the Content-Type");
+    }
+    List<Descriptor> refs = new ArrayList<>();
+    addDescriptor(refs, root.get("config"), null);
+    for (JsonNode layer : root.path("layers")) {
+      addDescriptor(refs, layer, null);
+    }
+    for (JsonNode child : root.path("manifests")) {
+      JsonNode p = child.get("platform");
+      String platform = null;
+      if (p != null && p.isObject()) {
+        platform = p.path("os").asString("") + "/" + p.path("architecture").asString("");
+        String variant = p.path("variant").asString("");
+        if (!variant.isEmpty()) {
+          platform += "/" + variant;
+        }
+      }
+      addDescriptor(refs, child, platform);
+    }
+    return new ManifestContent(mediaType, List.copyOf(refs));
+  }
+
+  private static void addDescriptor(List<Descriptor> refs, JsonNode node, String platform) {
+    if (node == null || !node.isObject()) {
+      return;
+    }
+    JsonNode digest = node.get("digest");
+    if (digest == null || !digest.isString()) {
+      throw invalid("descriptor without a digest");
+    }
+    Digest parsed;
+    try {
+      parsed = Digest.parse(digest.stringValue());
+    } catch (OciException e) {
+      throw invalid("descriptor digest: " + e.getMessage());
+    }
+    JsonNode mt = node.get("mediaType");
+    JsonNode size = node.get("size");
+    refs.add(
+        new Descriptor(
+            parsed,
+            mt != null && mt.isString() ? mt.stringValue() : null,
+            size != null && size.isNumber() ? size.longValue() : -1,
+            platform));
+  }
+
+  private static OciException invalid(String why) {
+    return new OciException(OciErrorCode.MANIFEST_INVALID, "invalid manifest from upstream: " + why);
+  }
+}

@@ -1,0 +1,77 @@
+package io.registrycache.proxy;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.RepositoryName;
+import io.registrycache.storage.BlobDownload;
+import io.registrycache.storage.BlobStore;
+import io.registrycache.upstream.Upstream;
+import io.registrycache.upstream.UpstreamClient;
+import java.time.Duration;
+import java.util.Optional;
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.stereotype.Service;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * Pull-through for blobs: a stored blob is served from disk; otherwise one download per digest is
+ * started (or joined) and the client tails it while it arrives. Blobs are content-addressed, so a
+ * blob stored through one repository serves requests in any repository of any upstream.
+ */
+@Service
+public class ProxyBlobService {
+
+  private final UpstreamClient upstreams;
+  private final BlobStore store;
+  private final Scheduler storage;
+  private final Duration orphanTimeout;
+
+  public ProxyBlobService(
+      UpstreamClient upstreams,
+      BlobStore store,
+      @Qualifier("storageScheduler") Scheduler storage,
+      RegistryCacheProperties properties) {
+    this.upstreams = upstreams;
+    this.store = store;
+    this.storage = storage;
+    this.orphanTimeout = properties.getBlobs().getOrphanDownloadTimeout();
+  }
+
+  /**
+   * Where to read blob {@code digest} from. A miss starts (or joins) the upstream download and
+   * completes once the upstream answered with its headers.
+   *
+   * @return a {@link BlobSource.Stored} on a hit, a {@link BlobSource.Downloading} on a miss;
+   *     errors with the upstream's failure ({@code BLOB_UNKNOWN} 404, 502/503/504, ...) when the
+   *     download could not start
+   */
+  public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
+    Optional<Long> size = store.size(digest);
+    if (size.isPresent()) {
+      return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
+    }
+    return Mono.defer(
+        () -> {
+          BlobDownload download =
+              store.joinOrStart(
+                  digest,
+                  d ->
+                      new BlobDownload(
+                          d,
+                          upstream.key() + "/" + name + "@" + d,
+                          store,
+                          () -> upstreams.getBlob(upstream, name, d),
+                          storage,
+                          orphanTimeout));
+          return download
+              .announcedSize()
+              .map(announced -> (BlobSource) new BlobSource.Downloading(digest, download, announced));
+        });
+  }
+
+  /** Whether {@code digest} is stored (verified and complete). */
+  public boolean isStored(Digest digest) {
+    return store.size(digest).isPresent();
+  }
+}

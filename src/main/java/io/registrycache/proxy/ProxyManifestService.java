@@ -1,0 +1,253 @@
+package io.registrycache.proxy;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.metrics.CacheMetrics.Result;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.ManifestContent;
+import io.registrycache.oci.MediaTypes;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import io.registrycache.oci.Reference;
+import io.registrycache.oci.RepositoryName;
+import io.registrycache.storage.ManifestStore;
+import io.registrycache.storage.StoredManifest;
+import io.registrycache.storage.TagLink;
+import io.registrycache.upstream.Upstream;
+import io.registrycache.upstream.UpstreamClient;
+import io.registrycache.upstream.UpstreamException;
+import io.registrycache.upstream.UpstreamManifest;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.http.HttpStatus;
+import org.springframework.stereotype.Service;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * Pull-through for manifests: serve from the cache when it may, else fetch from the upstream once
+ * (single-flight), verify, keep, serve.
+ *
+ * <ul>
+ *   <li>By digest: immutable; a stored manifest is always served, never revalidated.
+ *   <li>By tag: the tag link is served for {@code tag-ttl}; after that a HEAD to the upstream
+ *       revalidates it. If the upstream is down or rate-limits, the cached manifest is served
+ *       stale (logged, counted).
+ *   <li>Content negotiation: a stored manifest is served when the client accepts its media type
+ *       (or sent no {@code Accept}); otherwise the upstream is asked with the client's {@code
+ *       Accept}, and the answer is not linked to the tag.
+ *   <li>Verification: sha256 (or the requested algorithm) of the exact bytes must equal the
+ *       requested digest and the upstream's {@code Docker-Content-Digest}; the body must be a
+ *       manifest no larger than {@code manifests.max-size-bytes}. Otherwise nothing is kept and the
+ *       client gets {@code MANIFEST_INVALID} with 502.
+ * </ul>
+ */
+@Service
+public class ProxyManifestService {
+
+  private static final Logger log = LoggerFactory.getLogger(ProxyManifestService.class);
+
+  private final UpstreamClient upstreams;
+  private final ManifestStore store;
+  private final Scheduler storage;
+  private final CacheMetrics metrics;
+  private final Duration tagTtl;
+  private final int maxBytes;
+  private final Clock clock;
+  private final SingleFlight<String, StoredManifest> fetches = new SingleFlight<>();
+  private final SingleFlight<String, ManifestResult> revalidations = new SingleFlight<>();
+
+  public ProxyManifestService(
+      UpstreamClient upstreams,
+      ManifestStore store,
+      @Qualifier("storageScheduler") Scheduler storage,
+      CacheMetrics metrics,
+      RegistryCacheProperties properties,
+      Clock clock) {
+    this.upstreams = upstreams;
+    this.store = store;
+    this.storage = storage;
+    this.metrics = metrics;
+    this.tagTtl = properties.getManifests().getTagTtl();
+    this.maxBytes = properties.getManifests().getMaxSizeBytes();
+    this.clock = clock;
+  }
+
+  /**
+   * The manifest {@code name:reference} from {@code upstream}, from the cache when possible.
+   *
+   * @param accept the media types the client accepts, from its {@code Accept} header; empty when
+   *     it sent none
+   * @return the manifest and whether it was a hit, a miss or served stale; errors with {@link
+   *     OciException} ({@code MANIFEST_UNKNOWN} 404, {@code MANIFEST_INVALID} 502, upstream errors
+   *     as {@link UpstreamException})
+   */
+  public Mono<ManifestResult> get(
+      Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
+    if (reference instanceof Reference.ByDigest byDigest) {
+      return byDigest(upstream, name, byDigest, accept);
+    }
+    return byTag(upstream, name, (Reference.Tag) reference, accept);
+  }
+
+  private Mono<ManifestResult> byDigest(
+      Upstream upstream, RepositoryName name, Reference.ByDigest reference, List<String> accept) {
+    Optional<StoredManifest> inMemory = store.cached(reference.digest());
+    if (inMemory.isPresent()) {
+      return Mono.just(new ManifestResult(inMemory.get(), Result.HIT));
+    }
+    return Mono.fromCallable(() -> store.find(reference.digest()))
+        .subscribeOn(storage)
+        .flatMap(
+            found ->
+                found.isPresent()
+                    ? Mono.just(new ManifestResult(found.get(), Result.HIT))
+                    : fetch(upstream, name, reference, upstreamAccept(accept), false)
+                        .map(m -> new ManifestResult(m, Result.MISS)));
+  }
+
+  private Mono<ManifestResult> byTag(
+      Upstream upstream, RepositoryName name, Reference.Tag tag, List<String> accept) {
+    List<String> upstreamAccept = upstreamAccept(accept);
+    boolean linkable = upstreamAccept.containsAll(MediaTypes.ALL_MANIFESTS);
+    return Mono.fromCallable(() -> cachedTag(upstream, name, tag))
+        .subscribeOn(storage)
+        .flatMap(
+            cached -> {
+              if (cached.isEmpty() || !acceptable(cached.get().manifest().mediaType(), accept)) {
+                return fetch(upstream, name, tag, upstreamAccept, linkable)
+                    .map(m -> new ManifestResult(m, Result.MISS));
+              }
+              CachedTag hit = cached.get();
+              if (Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
+                return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
+              }
+              String key = upstream.key() + "|" + name + "|" + tag.name() + "|" + String.join(",", upstreamAccept);
+              return revalidations.run(key, () -> revalidate(upstream, name, tag, hit, upstreamAccept, linkable));
+            });
+  }
+
+  private record CachedTag(TagLink link, StoredManifest manifest) {}
+
+  private Optional<CachedTag> cachedTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
+    return store
+        .findTag(upstream.key(), name.value(), tag)
+        .flatMap(link -> store.find(link.digest()).map(m -> new CachedTag(link, m)));
+  }
+
+  private Mono<ManifestResult> revalidate(
+      Upstream upstream,
+      RepositoryName name,
+      Reference.Tag tag,
+      CachedTag cached,
+      List<String> accept,
+      boolean linkable) {
+    return upstreams
+        .headManifest(upstream, name, tag, accept)
+        .flatMap(
+            head -> {
+              if (cached.manifest().digest().equals(head.digest())) {
+                return Mono.fromRunnable(() -> store.touchTag(upstream.key(), name.value(), tag))
+                    .subscribeOn(storage)
+                    .thenReturn(new ManifestResult(cached.manifest(), Result.HIT));
+              }
+              log.info(
+                  "tag {}/{}:{} moved upstream from {} to {}",
+                  upstream.key(), name, tag, cached.manifest().digest(), head.digest());
+              return fetch(upstream, name, tag, accept, linkable).map(m -> new ManifestResult(m, Result.MISS));
+            })
+        .onErrorResume(
+            UpstreamException.class,
+            e -> {
+              if (e.isNotFound()) {
+                log.info("tag {}/{}:{} is gone upstream; dropping the cached link", upstream.key(), name, tag);
+                return Mono.fromRunnable(() -> store.deleteTag(upstream.key(), name.value(), tag))
+                    .subscribeOn(storage)
+                    .then(Mono.error(e));
+              }
+              if (!e.isUnavailable()) {
+                return Mono.error(e);
+              }
+              log.warn(
+                  "serving cached {}/{}:{} ({}) stale: upstream failed revalidation: {}",
+                  upstream.key(), name, tag, cached.manifest().digest(), e.getMessage());
+              metrics.staleServed(upstream.key(), e.code().name().toLowerCase());
+              return Mono.just(new ManifestResult(cached.manifest(), Result.STALE));
+            });
+  }
+
+  private Mono<StoredManifest> fetch(
+      Upstream upstream, RepositoryName name, Reference reference, List<String> accept, boolean linkTag) {
+    String key = upstream.key() + "|" + name + "|" + reference + "|" + String.join(",", accept);
+    return fetches.run(
+        key,
+        () ->
+            upstreams
+                .getManifest(upstream, name, reference, accept, maxBytes)
+                .doOnSubscribe(s -> metrics.manifestFetchInFlight(1))
+                .doFinally(s -> metrics.manifestFetchInFlight(-1))
+                .map(response -> verify(upstream, name, reference, response))
+                .publishOn(storage)
+                .map(
+                    manifest -> {
+                      store.put(manifest);
+                      if (linkTag && reference instanceof Reference.Tag tag) {
+                        store.putTag(upstream.key(), name.value(), tag, manifest.digest());
+                      }
+                      log.info(
+                          "stored manifest {}/{}:{} {} ({}, {} bytes)",
+                          upstream.key(), name, reference, manifest.digest(), manifest.mediaType(),
+                          manifest.body().length);
+                      return manifest;
+                    }));
+  }
+
+  private StoredManifest verify(
+      Upstream upstream, RepositoryName name, Reference reference, UpstreamManifest response) {
+    String what = upstream.key() + "/" + name + ":" + reference;
+    byte[] body = response.body();
+    Digest computed;
+    if (reference instanceof Reference.ByDigest byDigest) {
+      computed = byDigest.digest().recompute(body);
+      if (!computed.equals(byDigest.digest())) {
+        throw lying(what, "the manifest bytes have digest " + computed + ", not the requested one");
+      }
+    } else {
+      computed = Digest.sha256(body);
+    }
+    Digest announced = response.upstreamDigest();
+    if (announced != null && !announced.recompute(body).equals(announced)) {
+      throw lying(what, "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced);
+    }
+    ManifestContent content;
+    try {
+      content = ManifestContent.parse(body, response.mediaType());
+    } catch (OciException e) {
+      throw new OciException(OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY, what + ": " + e.getMessage());
+    }
+    return new StoredManifest(computed, content.mediaType(), body);
+  }
+
+  private static OciException lying(String what, String why) {
+    log.warn("upstream sent a bad manifest for {}: {}; nothing kept", what, why);
+    return new OciException(OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY, "upstream manifest for " + what + " rejected: " + why);
+  }
+
+  /** The {@code Accept} list sent upstream: the client's, or all manifest types. */
+  static List<String> upstreamAccept(List<String> clientAccept) {
+    if (clientAccept.isEmpty() || clientAccept.contains("*/*")) {
+      return MediaTypes.ALL_MANIFESTS;
+    }
+    return clientAccept;
+  }
+
+  /** Whether a client that sent {@code accept} takes {@code mediaType}. */
+  static boolean acceptable(String mediaType, List<String> accept) {
+    return accept.isEmpty() || accept.contains("*/*") || accept.contains(mediaType);
+  }
+}

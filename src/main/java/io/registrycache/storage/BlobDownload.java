@@ -1,0 +1,350 @@
+package io.registrycache.storage;
+
+import io.registrycache.oci.Digest;
+import io.registrycache.upstream.UpstreamBlob;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
+
+/**
+ * One blob being fetched from an upstream into the cache, shared by every client that asks for it
+ * meanwhile (single-flight).
+ *
+ * <p>The upstream body is written to a temporary file while its digest is computed. Readers tail
+ * that growing file from the first byte on, so the first client and every later one receive bytes
+ * as they arrive. The last byte is held back until the digest checked out: a reader never sees a
+ * clean end of bad content — on a mismatch or a failed transfer it gets an error (its connection
+ * is aborted), the temporary file is deleted and nothing is kept. On success the file is moved
+ * atomically to its content address; open readers keep reading it (same inode).
+ *
+ * <p>The transfer does not depend on any client: it goes on when they disconnect, until {@code
+ * orphanTimeout} has passed with no reader, so the next pull is a hit.
+ */
+public final class BlobDownload {
+
+  private static final Logger log = LoggerFactory.getLogger(BlobDownload.class);
+  private static final int CHUNK_BYTES = 256 * 1024;
+  private static final Sinks.EmitFailureHandler RETRY_EMIT =
+      Sinks.EmitFailureHandler.busyLooping(Duration.ofSeconds(1));
+
+  private enum State {
+    RUNNING,
+    COMMITTED,
+    FAILED
+  }
+
+  private final Digest digest;
+  private final String description;
+  private final BlobStore store;
+  private final Supplier<Mono<UpstreamBlob>> source;
+  private final Scheduler scheduler;
+  private final Duration orphanTimeout;
+  private final Path tempPath;
+  private final Object pathLock = new Object();
+  private final AtomicInteger readers = new AtomicInteger();
+  /** Readable byte count while running; completes on commit, errors on failure. */
+  private final Sinks.Many<Long> progress = Sinks.many().replay().latest();
+  /** Emits the upstream's Content-Length (or -1) once the response headers arrived. */
+  private final Sinks.One<Long> sizeSink = Sinks.one();
+
+  private volatile State state = State.RUNNING;
+  private volatile Path path;
+  private volatile long expectedSize = -1;
+  private volatile long written;
+  private volatile Throwable failure;
+  private volatile Disposable transfer;
+  private volatile Disposable orphanTimer;
+
+  /**
+   * @param digest the digest the bytes must have
+   * @param description for log lines, e.g. {@code local/library/alpine@sha256:...}
+   * @param store the blob store to commit into
+   * @param source starts the upstream request when subscribed
+   * @param scheduler where file-system work runs (never a Netty event loop)
+   * @param orphanTimeout how long the transfer goes on with no reader
+   */
+  public BlobDownload(
+      Digest digest,
+      String description,
+      BlobStore store,
+      Supplier<Mono<UpstreamBlob>> source,
+      Scheduler scheduler,
+      Duration orphanTimeout) {
+    this.digest = digest;
+    this.description = description;
+    this.store = store;
+    this.source = source;
+    this.scheduler = scheduler;
+    this.orphanTimeout = orphanTimeout;
+    this.tempPath = store.layout().newTempFile("blob-" + digest.hex().substring(0, 12));
+    this.path = tempPath;
+  }
+
+  /** Starts the transfer; called once, by {@link BlobStore#joinOrStart}. */
+  void start() {
+    FileChannel out;
+    try {
+      out = FileChannel.open(tempPath, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+    } catch (IOException e) {
+      fail(new UncheckedIOException("cannot create " + tempPath, e), null);
+      return;
+    }
+    MessageDigest md = digest.newMessageDigest();
+    progress.emitNext(0L, RETRY_EMIT);
+    transfer =
+        source
+            .get()
+            .doOnNext(
+                blob -> {
+                  expectedSize = blob.size();
+                  sizeSink.emitValue(blob.size(), RETRY_EMIT);
+                })
+            .flatMapMany(UpstreamBlob::body)
+            .publishOn(scheduler, 8)
+            .doOnDiscard(DataBuffer.class, DataBufferUtils::release)
+            .doOnNext(buffer -> append(out, md, buffer))
+            .then(Mono.fromRunnable(() -> commit(out, md)))
+            .subscribe(null, error -> fail(error, out));
+    armOrphanTimer();
+  }
+
+  private void append(FileChannel out, MessageDigest md, DataBuffer buffer) {
+    try (DataBuffer.ByteBufferIterator it = buffer.readableByteBuffers()) {
+      while (it.hasNext()) {
+        ByteBuffer bb = it.next();
+        md.update(bb.duplicate());
+        while (bb.hasRemaining()) {
+          written += out.write(bb);
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + tempPath, e);
+    } finally {
+      DataBufferUtils.release(buffer);
+    }
+    long size = expectedSize;
+    if (size >= 0 && written > size) {
+      throw new BlobVerificationException(
+          description + ": upstream sent more than its Content-Length of " + size + " bytes");
+    }
+    // Hold back the last byte of a known-size blob until the digest checked out.
+    long readable = size >= 0 ? Math.min(written, size - 1) : written;
+    progress.emitNext(Math.max(readable, 0), RETRY_EMIT);
+  }
+
+  private void commit(FileChannel out, MessageDigest md) {
+    long size = expectedSize;
+    if (size >= 0 && written != size) {
+      throw new BlobVerificationException(
+          description + ": upstream sent " + written + " bytes, Content-Length was " + size);
+    }
+    if (!digest.matches(md)) {
+      throw new BlobVerificationException(
+          description + ": the " + written + " bytes from the upstream do not match the digest");
+    }
+    try {
+      out.force(false);
+      out.close();
+      synchronized (pathLock) {
+        store.layout().moveIntoPlace(tempPath, store.layout().blob(digest));
+        path = store.layout().blob(digest);
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot store " + description, e);
+    }
+    state = State.COMMITTED;
+    store.committed(digest, written, this);
+    disposeOrphanTimer();
+    log.info("stored blob {} ({} bytes)", description, written);
+    progress.emitNext(written, RETRY_EMIT);
+    progress.emitComplete(RETRY_EMIT);
+  }
+
+  private void fail(Throwable error, FileChannel out) {
+    if (state != State.RUNNING) {
+      return;
+    }
+    state = State.FAILED;
+    failure = error;
+    if (out != null) {
+      try {
+        out.close();
+      } catch (IOException ignored) {
+        // the file goes anyway
+      }
+    }
+    StorageLayout.deleteQuietly(tempPath);
+    store.abandoned(digest, this);
+    disposeOrphanTimer();
+    log.warn("blob download {} failed, nothing kept: {}", description, error.toString());
+    sizeSink.tryEmitError(error); // ignored when the size was already announced
+    progress.emitError(error, RETRY_EMIT);
+  }
+
+  /**
+   * The blob's size in bytes as the upstream announced it (-1 when it did not), once the upstream
+   * answered; errors when the upstream request failed.
+   */
+  public Mono<Long> announcedSize() {
+    return sizeSink.asMono();
+  }
+
+  /** Completes with the stored size when the blob is verified and stored; errors otherwise. */
+  public Mono<Long> completion() {
+    return progress.asFlux().last();
+  }
+
+  /**
+   * Streams bytes {@code [start, endInclusive]} of the blob as they arrive; completes only after
+   * the whole blob was verified, errors when it was not.
+   *
+   * @param start first byte offset (0-based)
+   * @param endInclusive last byte offset, or -1 for "to the end"
+   */
+  public Flux<DataBuffer> read(long start, long endInclusive) {
+    return Flux.using(
+        () -> openTail().start(start),
+        tail ->
+            progress
+                .asFlux()
+                .onBackpressureLatest()
+                .concatMap(readable -> tail.readUpTo(endInclusive < 0 ? readable : Math.min(readable, endInclusive + 1)), 1)
+                .subscribeOn(scheduler),
+        Tail::close);
+  }
+
+  private Tail openTail() throws IOException {
+    readers.incrementAndGet();
+    disposeOrphanTimer();
+    try {
+      synchronized (pathLock) {
+        if (state == State.FAILED) {
+          throw new IOException("download of " + description + " failed", failure);
+        }
+        return new Tail(FileChannel.open(path, StandardOpenOption.READ));
+      }
+    } catch (NoSuchFileException e) {
+      releaseReader();
+      throw new IOException("download of " + description + " failed", failure != null ? failure : e);
+    } catch (IOException | RuntimeException e) {
+      releaseReader();
+      throw e;
+    }
+  }
+
+  private void releaseReader() {
+    if (readers.decrementAndGet() == 0) {
+      armOrphanTimer();
+    }
+  }
+
+  private void armOrphanTimer() {
+    if (state != State.RUNNING) {
+      return;
+    }
+    disposeOrphanTimer();
+    orphanTimer =
+        Mono.delay(orphanTimeout)
+            .subscribe(
+                t -> {
+                  if (readers.get() == 0 && state == State.RUNNING) {
+                    Disposable d = transfer;
+                    if (d != null) {
+                      d.dispose();
+                    }
+                    fail(new IOException("no client has waited for " + orphanTimeout + "; download stopped"), null);
+                  }
+                });
+  }
+
+  private void disposeOrphanTimer() {
+    Disposable t = orphanTimer;
+    if (t != null) {
+      t.dispose();
+    }
+  }
+
+  /** The digest being downloaded. */
+  public Digest digest() {
+    return digest;
+  }
+
+  /** A reader's position in the growing file. */
+  private final class Tail {
+    private final FileChannel channel;
+    private long cursor;
+
+    Tail(FileChannel channel) {
+      this.channel = channel;
+    }
+
+    Tail start(long start) {
+      this.cursor = start;
+      return this;
+    }
+
+    Flux<DataBuffer> readUpTo(long limit) {
+      return Flux.generate(
+          sink -> {
+            if (cursor >= limit) {
+              sink.complete();
+              return;
+            }
+            int n = (int) Math.min(CHUNK_BYTES, limit - cursor);
+            ByteBuffer buffer = ByteBuffer.allocate(n);
+            try {
+              while (buffer.hasRemaining()) {
+                int r = channel.read(buffer, cursor + buffer.position());
+                if (r < 0) {
+                  break;
+                }
+              }
+            } catch (IOException e) {
+              sink.error(e);
+              return;
+            }
+            if (buffer.position() == 0) {
+              sink.error(new IOException("unexpected end of " + description + " at byte " + cursor));
+              return;
+            }
+            buffer.flip();
+            cursor += buffer.remaining();
+            sink.next(DefaultDataBufferFactory.sharedInstance.wrap(buffer));
+          });
+    }
+
+    void close() {
+      try {
+        channel.close();
+      } catch (IOException ignored) {
+        // read-only channel
+      }
+      releaseReader();
+    }
+  }
+
+  /** Thrown when the bytes from the upstream are not the blob that was asked for. */
+  public static class BlobVerificationException extends RuntimeException {
+    public BlobVerificationException(String message) {
+      super(message);
+    }
+  }
+}

@@ -1,0 +1,156 @@
+package io.registrycache.storage;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.Digest;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.UUID;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.stereotype.Component;
+
+/**
+ * The on-disk layout of the cache, rooted at {@code registry-cache.storage.path}:
+ *
+ * <pre>
+ * blobs/sha256/ab/abcdef...            blob content, content-addressed
+ * manifests/sha256/ab/abcdef...        manifest bytes exactly as the upstream sent them
+ * manifests/sha256/ab/abcdef....type   the manifest's media type (one line)
+ * tags/&lt;upstream&gt;/&lt;name&gt;/_tags/&lt;tag&gt;  tag link: the manifest digest (one line); mtime = last validated
+ * tmp/                                 downloads in progress; emptied at start-up
+ * </pre>
+ *
+ * Everything is written to {@code tmp/} first and moved into place atomically, so a reader never
+ * sees a partial file and a crash leaves only {@code tmp/} leftovers. The folder is
+ * self-describing: copying it to another machine carries the whole cache.
+ */
+@Component
+public class StorageLayout {
+
+  private static final Logger log = LoggerFactory.getLogger(StorageLayout.class);
+
+  private final Path root;
+  private final Path blobs;
+  private final Path manifests;
+  private final Path tags;
+  private final Path tmp;
+
+  public StorageLayout(RegistryCacheProperties properties) throws IOException {
+    this.root = properties.getStorage().getPath().toAbsolutePath().normalize();
+    this.blobs = root.resolve("blobs");
+    this.manifests = root.resolve("manifests");
+    this.tags = root.resolve("tags");
+    this.tmp = root.resolve("tmp");
+    for (Path dir : new Path[] {blobs, manifests, tags, tmp}) {
+      Files.createDirectories(dir);
+    }
+    int removed = clearTmp();
+    log.info("cache storage at {} ({} leftover temporary files removed)", root, removed);
+  }
+
+  private int clearTmp() throws IOException {
+    int removed = 0;
+    try (Stream<Path> leftovers = Files.list(tmp)) {
+      for (Path p : (Iterable<Path>) leftovers::iterator) {
+        Files.deleteIfExists(p);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  public Path root() {
+    return root;
+  }
+
+  public Path blobsRoot() {
+    return blobs;
+  }
+
+  public Path manifestsRoot() {
+    return manifests;
+  }
+
+  public Path tagsRoot() {
+    return tags;
+  }
+
+  public Path tmpRoot() {
+    return tmp;
+  }
+
+  /** {@code blobs/<algorithm>/<first two hex>/<hex>}. */
+  public Path blob(Digest digest) {
+    return contentPath(blobs, digest);
+  }
+
+  /** {@code manifests/<algorithm>/<first two hex>/<hex>}. */
+  public Path manifest(Digest digest) {
+    return contentPath(manifests, digest);
+  }
+
+  /** The media type sidecar of a stored manifest. */
+  public Path manifestType(Digest digest) {
+    Path p = manifest(digest);
+    return p.resolveSibling(p.getFileName() + ".type");
+  }
+
+  /** {@code tags/<upstream>/<name>/_tags/<tag>}; name components are validated, so no traversal. */
+  public Path tag(String upstreamKey, String name, String tag) {
+    return tagsDir(upstreamKey, name).resolve(tag);
+  }
+
+  /** The folder holding the tag links of one repository. */
+  public Path tagsDir(String upstreamKey, String name) {
+    return tags.resolve(safeSegment(upstreamKey)).resolve(name).resolve("_tags");
+  }
+
+  /** A fresh, unique temporary file path (not created). */
+  public Path newTempFile(String purpose) {
+    return tmp.resolve(purpose + "-" + UUID.randomUUID());
+  }
+
+  /**
+   * Writes {@code bytes} to {@code target} through a temporary file and an atomic move.
+   *
+   * @throws UncheckedIOException when the file system fails
+   */
+  public void writeAtomically(Path target, byte[] bytes) {
+    Path temp = newTempFile("write");
+    try {
+      Files.createDirectories(target.getParent());
+      Files.write(temp, bytes);
+      moveIntoPlace(temp, target);
+    } catch (IOException e) {
+      deleteQuietly(temp);
+      throw new UncheckedIOException("cannot write " + target, e);
+    }
+  }
+
+  /** Atomically renames {@code temp} to {@code target}, replacing it. Same file system. */
+  public void moveIntoPlace(Path temp, Path target) throws IOException {
+    Files.createDirectories(target.getParent());
+    Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+  }
+
+  /** Deletes a file, logging instead of failing. */
+  public static void deleteQuietly(Path path) {
+    try {
+      Files.deleteIfExists(path);
+    } catch (IOException e) {
+      log.warn("could not delete {}: {}", path, e.toString());
+    }
+  }
+
+  private static Path contentPath(Path base, Digest digest) {
+    return base.resolve(digest.algorithm()).resolve(digest.hex().substring(0, 2)).resolve(digest.hex());
+  }
+
+  private static String safeSegment(String s) {
+    return s.replaceAll("[^A-Za-z0-9._:-]", "_");
+  }
+}

@@ -1,0 +1,102 @@
+package io.registrycache.upstream;
+
+import io.netty.channel.ChannelOption;
+import io.registrycache.config.RegistryCacheProperties;
+import java.time.Duration;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLParameters;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.client.reactive.ReactorClientHttpConnector;
+import org.springframework.web.reactive.function.client.WebClient;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.resources.ConnectionProvider;
+
+/**
+ * The HTTP side of one upstream: its own connection pool and {@link WebClient} with the
+ * upstream's TLS, timeouts and concurrency bound.
+ *
+ * <ul>
+ *   <li>{@code connect-timeout}: TCP connect ({@code CONNECT_TIMEOUT_MILLIS}).
+ *   <li>{@code read-timeout}: Reactor Netty's response timeout, an idle timeout between two reads
+ *       of a response (headers, then every body chunk), so a hanging upstream fails.
+ *   <li>{@code max-concurrent-requests}: the pool's {@code maxConnections} (HTTP/1.1: one request
+ *       per connection); more requests wait in a bounded queue, then fail with 503.
+ *   <li>Redirects are not followed here: {@link WebClientUpstreamClient} follows them itself so it
+ *       decides where {@code Authorization} goes.
+ *   <li>No {@code Accept-Encoding}: blob and manifest bytes must arrive exactly as stored.
+ * </ul>
+ */
+final class UpstreamConnection implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(UpstreamConnection.class);
+
+  private final Upstream upstream;
+  private final UpstreamTls tls;
+  private final ConnectionProvider pool;
+  private final WebClient webClient;
+
+  UpstreamConnection(Upstream upstream) {
+    this.upstream = upstream;
+    RegistryCacheProperties.Upstream settings = upstream.settings();
+    UpstreamCredentials.validate(upstream.key(), settings);
+    this.tls = UpstreamTls.from(upstream.key(), settings.getTls());
+    if (tls.insecureSkipVerify()) {
+      log.warn(
+          "upstream '{}': TLS certificate verification is OFF (tls.insecure-skip-verify)", upstream.key());
+    }
+    int max = Math.max(1, settings.getMaxConcurrentRequests());
+    Duration readTimeout = settings.getReadTimeout();
+    this.pool =
+        ConnectionProvider.builder("upstream-" + upstream.key())
+            .maxConnections(max)
+            .pendingAcquireMaxCount(max * 16)
+            .pendingAcquireTimeout(readTimeout.compareTo(Duration.ofSeconds(45)) > 0 ? readTimeout : Duration.ofSeconds(45))
+            .maxIdleTime(Duration.ofSeconds(30))
+            .evictInBackground(Duration.ofSeconds(30))
+            .build();
+    HttpClient http =
+        HttpClient.create(pool)
+            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) settings.getConnectTimeout().toMillis())
+            .responseTimeout(readTimeout)
+            .followRedirect(false)
+            .compress(false);
+    // Configured for http upstreams too: Reactor Netty uses TLS only for https:// URIs, and a
+    // redirect may lead to an https storage host.
+    http =
+        http.secure(
+            spec -> {
+              var builder = spec.sslContext(tls.nettyContext());
+              if (tls.insecureSkipVerify()) {
+                builder.handlerConfigurator(
+                    handler -> {
+                      SSLEngine engine = handler.engine();
+                      SSLParameters parameters = engine.getSSLParameters();
+                      parameters.setEndpointIdentificationAlgorithm(null);
+                      engine.setSSLParameters(parameters);
+                    });
+              }
+            });
+    this.webClient =
+        WebClient.builder()
+            .clientConnector(new ReactorClientHttpConnector(http))
+            .build();
+  }
+
+  Upstream upstream() {
+    return upstream;
+  }
+
+  UpstreamTls tls() {
+    return tls;
+  }
+
+  WebClient webClient() {
+    return webClient;
+  }
+
+  @Override
+  public void close() {
+    pool.disposeLater().block(Duration.ofSeconds(5));
+  }
+}

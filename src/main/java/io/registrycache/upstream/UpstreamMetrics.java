@@ -1,0 +1,61 @@
+package io.registrycache.upstream;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import org.springframework.core.io.buffer.DataBuffer;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * Upstream metrics: the timer {@code registry.cache.upstream.request} (tags {@code upstream},
+ * {@code kind} = manifest|blob|tags|auth, {@code outcome} =
+ * success|not_found|client_error|server_error|timeout|unreachable) and the counter {@code
+ * registry.cache.upstream.fetched.bytes} (tag {@code upstream}; blob body bytes, counted as they
+ * stream).
+ */
+final class UpstreamMetrics {
+
+  static final String REQUEST_TIMER = "registry.cache.upstream.request";
+  static final String FETCHED_BYTES = "registry.cache.upstream.fetched.bytes";
+
+  private final MeterRegistry registry;
+
+  UpstreamMetrics(MeterRegistry registry) {
+    this.registry = registry;
+  }
+
+  /**
+   * Times {@code call} from subscription to its result or error. A blob's time ends when the
+   * response headers arrive (latency, not transfer time).
+   */
+  <T> Mono<T> time(Upstream upstream, String kind, Mono<T> call) {
+    return Mono.defer(
+        () -> {
+          Timer.Sample sample = Timer.start(registry);
+          return call.doOnSuccess(v -> stop(sample, upstream, kind, UpstreamErrors.SUCCESS))
+              .doOnError(e -> stop(sample, upstream, kind, UpstreamErrors.outcome(e)));
+        });
+  }
+
+  /** Counts the bytes of a blob body as they pass. */
+  Flux<DataBuffer> countBytes(Upstream upstream, Flux<DataBuffer> body) {
+    Counter counter =
+        Counter.builder(FETCHED_BYTES)
+            .description("Blob bytes received from the upstream")
+            .baseUnit("bytes")
+            .tag("upstream", upstream.key())
+            .register(registry);
+    return body.doOnNext(buffer -> counter.increment(buffer.readableByteCount()));
+  }
+
+  private void stop(Timer.Sample sample, Upstream upstream, String kind, String outcome) {
+    sample.stop(
+        Timer.builder(REQUEST_TIMER)
+            .description("Requests to upstream registries")
+            .tag("upstream", upstream.key())
+            .tag("kind", kind)
+            .tag("outcome", outcome)
+            .register(registry));
+  }
+}

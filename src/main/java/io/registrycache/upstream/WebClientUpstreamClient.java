@@ -1,0 +1,450 @@
+package io.registrycache.upstream;
+
+import com.google.cloud.tools.jib.http.Authorization;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.MediaTypes;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import io.registrycache.oci.Reference;
+import io.registrycache.oci.RepositoryName;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import org.springframework.beans.factory.DisposableBean;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpMethod;
+import org.springframework.http.HttpStatus;
+import org.springframework.stereotype.Component;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * {@link UpstreamClient} on Spring's {@code WebClient} over Reactor Netty, with jib-core doing
+ * registry authentication (see {@code docs/jib-core.md}).
+ *
+ * <p>Per upstream: one connection pool with the upstream's TLS, {@code connect-timeout}, {@code
+ * read-timeout} (between two reads) and {@code max-concurrent-requests} ({@link
+ * UpstreamConnection}). Per (upstream, repository): one cached {@code Authorization}, obtained
+ * after a {@code 401} challenge and reused for manifests, blobs and tags ({@link
+ * UpstreamAuthenticator}).
+ *
+ * <p>Redirects (RFC 9110 section 15.4) are followed here, at most {@value #MAX_REDIRECTS} hops;
+ * {@code Authorization} is sent only to the upstream's own origin (scheme, host, port), never to
+ * a storage host it redirects to.
+ *
+ * <p>Metrics: timer {@code registry.cache.upstream.request{upstream,kind,outcome}}, counter {@code
+ * registry.cache.upstream.fetched.bytes{upstream}} ({@link UpstreamMetrics}).
+ */
+@Component
+public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
+
+  /** {@code User-Agent} of every upstream request, token requests included. */
+  public static final String USER_AGENT = "registry-cache (jib-core)";
+
+  static final int MAX_REDIRECTS = 5;
+  /** Largest tags list page read, in bytes. */
+  static final int MAX_TAGS_BYTES = 16 * 1024 * 1024;
+  /** How much of an error body is read for the message, in bytes. */
+  static final int ERROR_BODY_BYTES = 4096;
+  /** How much of a redirect or challenge body is drained to keep the connection, in bytes. */
+  static final int DRAIN_BYTES = 64 * 1024;
+  /**
+   * How long an authorization is reused. jib drops {@code expires_in}; the token spec's default
+   * lifetime is 60 s; a 401 refreshes earlier anyway.
+   */
+  static final Duration DEFAULT_TOKEN_TTL = Duration.ofSeconds(55);
+
+  private final Map<String, UpstreamConnection> connections = new ConcurrentHashMap<>();
+  private final UpstreamMetrics metrics;
+  private final UpstreamAuthenticator authenticator;
+  private final Scheduler authScheduler;
+  private final Clock clock = Clock.systemUTC();
+
+  /**
+   * Builds the connection pools of all configured upstreams now, so that unreadable TLS files or
+   * half-configured credentials fail the start-up.
+   *
+   * @throws IllegalStateException naming the setting that is wrong
+   */
+  @Autowired
+  public WebClientUpstreamClient(UpstreamRegistry upstreams, MeterRegistry meterRegistry) {
+    this(upstreams, meterRegistry, DEFAULT_TOKEN_TTL);
+  }
+
+  WebClientUpstreamClient(UpstreamRegistry upstreams, MeterRegistry meterRegistry, Duration tokenTtl) {
+    this.metrics = new UpstreamMetrics(meterRegistry);
+    // jib blocks: its calls get their own small pool, never a Netty event-loop thread.
+    this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
+    this.authenticator =
+        new UpstreamAuthenticator(
+            authScheduler, upstream -> connection(upstream).tls(), metrics, USER_AGENT, tokenTtl);
+    if (upstreams != null) {
+      upstreams.all().forEach(this::connection);
+    }
+  }
+
+  @Override
+  public Mono<UpstreamManifest> getManifest(
+      Upstream upstream, RepositoryName name, Reference reference, List<String> accept, int maxBytes) {
+    String what = "manifest " + describe(name, reference);
+    URI uri = uri(upstream, "/v2/" + name.value() + "/manifests/" + reference);
+    return call(upstream, "manifest", what, () ->
+        execute(upstream, name, HttpMethod.GET, uri, accept)
+            .flatMap(
+                reply -> {
+                  if (!reply.ok()) {
+                    return failure(upstream, what, OciErrorCode.MANIFEST_UNKNOWN, reply);
+                  }
+                  long declared = reply.headers().getContentLength();
+                  if (declared > maxBytes) {
+                    return drain(reply).then(Mono.error(tooLarge(upstream, what, declared + " bytes", maxBytes)));
+                  }
+                  Digest digest;
+                  try {
+                    digest = upstreamDigest(upstream, what, reply.headers());
+                  } catch (UpstreamException e) {
+                    return drain(reply).then(Mono.error(e));
+                  }
+                  String mediaType = mediaType(reply.headers());
+                  // join(…, max) stops reading and cancels as soon as the limit is passed.
+                  return DataBufferUtils.join(reply.body(), maxBytes)
+                      .map(WebClientUpstreamClient::toBytes)
+                      .defaultIfEmpty(new byte[0])
+                      .onErrorMap(
+                          DataBufferLimitException.class,
+                          e -> tooLarge(upstream, what, "more than " + maxBytes + " bytes", maxBytes))
+                      .map(body -> new UpstreamManifest(body, mediaType, digest));
+                }));
+  }
+
+  @Override
+  public Mono<UpstreamManifestHead> headManifest(
+      Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
+    String what = "manifest " + describe(name, reference);
+    URI uri = uri(upstream, "/v2/" + name.value() + "/manifests/" + reference);
+    return call(upstream, "manifest", what, () ->
+        execute(upstream, name, HttpMethod.HEAD, uri, accept)
+            .flatMap(
+                reply -> {
+                  if (!reply.ok()) {
+                    return failure(upstream, what, OciErrorCode.MANIFEST_UNKNOWN, reply);
+                  }
+                  return drain(reply)
+                      .then(
+                          Mono.fromCallable(
+                              () ->
+                                  new UpstreamManifestHead(
+                                      upstreamDigest(upstream, what, reply.headers()),
+                                      mediaType(reply.headers()),
+                                      reply.headers().getContentLength())));
+                }));
+  }
+
+  @Override
+  public Mono<UpstreamBlob> getBlob(Upstream upstream, RepositoryName name, Digest digest) {
+    String what = "blob " + name + "@" + digest;
+    URI uri = uri(upstream, "/v2/" + name.value() + "/blobs/" + digest);
+    return call(upstream, "blob", what, () ->
+        execute(upstream, name, HttpMethod.GET, uri, null)
+            .flatMap(
+                reply -> {
+                  if (!reply.ok()) {
+                    return failure(upstream, what, OciErrorCode.BLOB_UNKNOWN, reply);
+                  }
+                  Flux<DataBuffer> body =
+                      metrics
+                          .countBytes(upstream, reply.body())
+                          .onErrorMap(e -> !(e instanceof OciException), e -> UpstreamErrors.fromTransport(upstream, what, e));
+                  return Mono.just(new UpstreamBlob(reply.headers().getContentLength(), body));
+                }));
+  }
+
+  @Override
+  public Mono<Long> headBlob(Upstream upstream, RepositoryName name, Digest digest) {
+    String what = "blob " + name + "@" + digest;
+    URI uri = uri(upstream, "/v2/" + name.value() + "/blobs/" + digest);
+    return call(upstream, "blob", what, () ->
+        execute(upstream, name, HttpMethod.HEAD, uri, null)
+            .flatMap(
+                reply -> {
+                  if (!reply.ok()) {
+                    return failure(upstream, what, OciErrorCode.BLOB_UNKNOWN, reply);
+                  }
+                  return drain(reply).thenReturn(reply.headers().getContentLength());
+                }));
+  }
+
+  @Override
+  public Mono<UpstreamTags> listTags(Upstream upstream, RepositoryName name, Integer n, String last) {
+    String what = "tags of " + name;
+    StringBuilder path = new StringBuilder("/v2/").append(name.value()).append("/tags/list");
+    String separator = "?";
+    if (n != null) {
+      path.append(separator).append("n=").append(n);
+      separator = "&";
+    }
+    if (last != null) {
+      path.append(separator).append("last=").append(URLEncoder.encode(last, StandardCharsets.UTF_8));
+    }
+    URI uri = uri(upstream, path.toString());
+    return call(upstream, "tags", what, () ->
+        execute(upstream, name, HttpMethod.GET, uri, List.of("application/json"))
+            .flatMap(
+                reply -> {
+                  if (!reply.ok()) {
+                    return failure(upstream, what, OciErrorCode.NAME_UNKNOWN, reply);
+                  }
+                  String link = reply.headers().getFirst(HttpHeaders.LINK);
+                  return DataBufferUtils.join(reply.body(), MAX_TAGS_BYTES)
+                      .map(WebClientUpstreamClient::toBytes)
+                      .defaultIfEmpty(new byte[0])
+                      .onErrorMap(
+                          DataBufferLimitException.class,
+                          e -> new UpstreamException(
+                              upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+                              UpstreamErrors.name(upstream) + ": " + what + " is larger than "
+                                  + MAX_TAGS_BYTES + " bytes", null, e))
+                      .map(body -> new UpstreamTags(body, link));
+                }));
+  }
+
+  /** Closes every connection pool and the authentication scheduler. */
+  @Override
+  public void destroy() {
+    connections.values().forEach(UpstreamConnection::close);
+    connections.clear();
+    authScheduler.dispose();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /** One HTTP exchange as received; {@code body} must be consumed or drained. */
+  private record Reply(
+      int status, HttpHeaders headers, Flux<DataBuffer> body, Authorization sent, boolean fromUpstream) {
+    boolean ok() {
+      return status >= 200 && status < 300;
+    }
+  }
+
+  private UpstreamConnection connection(Upstream upstream) {
+    UpstreamConnection existing = connections.get(upstream.key());
+    if (existing != null) {
+      return existing;
+    }
+    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream));
+  }
+
+  /** Times the call, and turns transport failures into {@link UpstreamException}s. */
+  private <T> Mono<T> call(
+      Upstream upstream, String kind, String what, java.util.function.Supplier<Mono<T>> exchange) {
+    return metrics.time(
+        upstream,
+        kind,
+        Mono.defer(exchange)
+            .onErrorMap(
+                e -> !(e instanceof OciException), e -> UpstreamErrors.fromTransport(upstream, what, e)));
+  }
+
+  /**
+   * Sends the request with the cached authorization; on a 401 challenge from the upstream, gets
+   * a new authorization from jib (single-flight) and sends once more.
+   */
+  private Mono<Reply> execute(
+      Upstream upstream, RepositoryName name, HttpMethod method, URI uri, List<String> accept) {
+    UpstreamConnection connection = connection(upstream);
+    return authenticator
+        .current(upstream, name)
+        .flatMap(auth -> follow(connection, method, uri, accept, auth.orElse(null), 0))
+        .flatMap(
+            reply -> {
+              if (reply.status() != 401 || !reply.fromUpstream()) {
+                return Mono.just(reply);
+              }
+              String challenge = reply.headers().getFirst(HttpHeaders.WWW_AUTHENTICATE);
+              if (challenge == null || challenge.isBlank()) {
+                return Mono.just(reply); // mapped to UNAUTHORIZED by the caller
+              }
+              return drain(reply)
+                  .then(authenticator.answer(upstream, name, challenge, reply.sent()))
+                  .flatMap(auth -> follow(connection, method, uri, accept, auth, 0))
+                  .doOnNext(
+                      second -> {
+                        if (second.status() == 401 && second.fromUpstream()) {
+                          authenticator.forget(upstream, name, second.sent());
+                        }
+                      });
+            });
+  }
+
+  /** Sends and follows redirects; {@code Authorization} only to the upstream's origin. */
+  private Mono<Reply> follow(
+      UpstreamConnection connection,
+      HttpMethod method,
+      URI uri,
+      List<String> accept,
+      Authorization auth,
+      int hops) {
+    Upstream upstream = connection.upstream();
+    boolean sameOrigin = sameOrigin(uri, upstream.url());
+    Authorization sent = sameOrigin ? auth : null;
+    return connection
+        .webClient()
+        .method(method)
+        .uri(uri)
+        .headers(
+            h -> {
+              h.set(HttpHeaders.USER_AGENT, USER_AGENT);
+              if (accept != null && !accept.isEmpty()) {
+                h.set(HttpHeaders.ACCEPT, String.join(", ", accept));
+              }
+              if (sent != null) {
+                h.set(HttpHeaders.AUTHORIZATION, sent.getScheme() + " " + sent.getToken());
+              }
+            })
+        .retrieve()
+        .onStatus(status -> true, response -> Mono.empty()) // every status is handled here
+        .toEntityFlux(DataBuffer.class)
+        .map(
+            entity ->
+                new Reply(
+                    entity.getStatusCode().value(),
+                    entity.getHeaders(),
+                    Objects.requireNonNullElse(entity.getBody(), Flux.empty()),
+                    sent,
+                    sameOrigin))
+        .flatMap(
+            reply -> {
+              String location = reply.headers().getFirst(HttpHeaders.LOCATION);
+              if (!isRedirect(reply.status()) || location == null) {
+                return Mono.just(reply);
+              }
+              if (hops >= MAX_REDIRECTS) {
+                return drain(reply)
+                    .then(Mono.error(new UpstreamException(
+                        upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+                        UpstreamErrors.name(upstream) + ": more than " + MAX_REDIRECTS
+                            + " redirects for " + uri.getPath(), null, null)));
+              }
+              URI next;
+              try {
+                next = uri.resolve(location);
+              } catch (IllegalArgumentException e) {
+                return drain(reply)
+                    .then(Mono.error(new UpstreamException(
+                        upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+                        UpstreamErrors.name(upstream) + ": redirect to an invalid Location for "
+                            + uri.getPath(), null, e)));
+              }
+              HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
+              return drain(reply).then(follow(connection, nextMethod, next, accept, auth, hops + 1));
+            });
+  }
+
+  private <T> Mono<T> failure(Upstream upstream, String what, OciErrorCode notFound, Reply reply) {
+    return errorText(reply)
+        .flatMap(
+            text ->
+                Mono.error(
+                    UpstreamErrors.fromStatus(
+                        upstream, what, notFound, reply.status(),
+                        reply.headers().getFirst(HttpHeaders.RETRY_AFTER), text, clock)));
+  }
+
+  /** The start of an error body (for the message); the rest is not read. */
+  private static Mono<String> errorText(Reply reply) {
+    return DataBufferUtils.join(DataBufferUtils.takeUntilByteCount(reply.body(), ERROR_BODY_BYTES))
+        .map(buffer -> new String(toBytes(buffer), StandardCharsets.UTF_8))
+        .onErrorReturn("")
+        .defaultIfEmpty("");
+  }
+
+  /** Reads and drops a small body so the connection can be reused; a big one is cut off. */
+  private static Mono<Void> drain(Reply reply) {
+    return DataBufferUtils.takeUntilByteCount(reply.body(), DRAIN_BYTES)
+        .doOnNext(DataBufferUtils::release)
+        .then()
+        .onErrorResume(e -> Mono.empty());
+  }
+
+  private static byte[] toBytes(DataBuffer buffer) {
+    try {
+      byte[] bytes = new byte[buffer.readableByteCount()];
+      buffer.read(bytes);
+      return bytes;
+    } finally {
+      DataBufferUtils.release(buffer);
+    }
+  }
+
+  /**
+   * The upstream's {@code Docker-Content-Digest}, or {@code null} when absent.
+   *
+   * @throws UpstreamException {@code UPSTREAM_UNAVAILABLE} (502) when it is malformed
+   */
+  static Digest upstreamDigest(Upstream upstream, String what, HttpHeaders headers) {
+    String value = headers.getFirst("Docker-Content-Digest");
+    if (value == null || value.isBlank()) {
+      return null;
+    }
+    try {
+      return Digest.parse(value.trim());
+    } catch (OciException e) {
+      throw new UpstreamException(
+          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+          UpstreamErrors.name(upstream) + ": upstream sent an invalid digest for " + what + " ("
+              + e.getMessage() + ")",
+          null, e);
+    }
+  }
+
+  private static String mediaType(HttpHeaders headers) {
+    return MediaTypes.essence(headers.getFirst(HttpHeaders.CONTENT_TYPE));
+  }
+
+  private static UpstreamException tooLarge(Upstream upstream, String what, String size, int maxBytes) {
+    return new UpstreamException(
+        upstream.key(), OciErrorCode.MANIFEST_INVALID, OciErrorCode.MANIFEST_INVALID.defaultStatus(),
+        UpstreamErrors.name(upstream) + ": " + what + " is " + size + ", above the limit of "
+            + maxBytes + " bytes (registry-cache.manifests.max-size-bytes)",
+        null, null);
+  }
+
+  static boolean sameOrigin(URI a, URI b) {
+    return a.getScheme().equalsIgnoreCase(b.getScheme())
+        && a.getHost() != null
+        && a.getHost().equalsIgnoreCase(b.getHost())
+        && port(a) == port(b);
+  }
+
+  private static int port(URI uri) {
+    if (uri.getPort() >= 0) {
+      return uri.getPort();
+    }
+    return "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
+  }
+
+  private static boolean isRedirect(int status) {
+    return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+  }
+
+  private static URI uri(Upstream upstream, String pathAndQuery) {
+    return URI.create(upstream.url().toString() + pathAndQuery);
+  }
+
+  private static String describe(RepositoryName name, Reference reference) {
+    return name + (reference instanceof Reference.ByDigest ? "@" : ":") + reference;
+  }
+}

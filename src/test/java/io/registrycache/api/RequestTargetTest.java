@@ -1,0 +1,86 @@
+package io.registrycache.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import io.registrycache.upstream.UpstreamRegistry;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class RequestTargetTest {
+
+  private static UpstreamRegistry upstreams(boolean allowAny) {
+    RegistryCacheProperties props = new RegistryCacheProperties();
+    RegistryCacheProperties.Upstream local = new RegistryCacheProperties.Upstream();
+    local.setHost("localhost:5000");
+    local.setUrl("http://127.0.0.1:5000");
+    RegistryCacheProperties.Upstream hub = new RegistryCacheProperties.Upstream();
+    hub.setHost("hub.example.test");
+    hub.setUrl("https://registry-1.hub.example.test");
+    hub.setAliases(List.of("index.hub.example.test"));
+    hub.setDockerHubNaming(true);
+    props.getUpstreams().put("local", local);
+    props.getUpstreams().put("hub", hub);
+    props.setDefaultUpstream("local");
+    props.setAllowAnyUpstream(allowAny);
+    return new UpstreamRegistry(props);
+  }
+
+  @Test
+  void bareFormGoesToTheDefaultUpstream() {
+    RequestTarget t = RequestTarget.resolve("team/app", null, upstreams(false));
+    assertThat(t.upstream().key()).isEqualTo("local");
+    assertThat(t.name().value()).isEqualTo("team/app");
+    assertThat(t.namespace()).isNull();
+  }
+
+  @Test
+  void inPathFormNamesTheRegistryHost() {
+    RequestTarget t = RequestTarget.resolve("localhost:5000/team/app", null, upstreams(false));
+    assertThat(t.upstream().key()).isEqualTo("local");
+    assertThat(t.name().value()).isEqualTo("team/app");
+    assertThat(RequestTarget.resolve("hub.example.test/alpine", null, upstreams(false)).upstream().key())
+        .isEqualTo("hub");
+  }
+
+  @Test
+  void nsFormUsesTheParameter() {
+    RequestTarget t = RequestTarget.resolve("team/app", "localhost:5000", upstreams(false));
+    assertThat(t.upstream().key()).isEqualTo("local");
+    assertThat(t.name().value()).isEqualTo("team/app");
+    assertThat(t.namespace()).isEqualTo("localhost:5000");
+  }
+
+  @Test
+  void dockerHubNamingMakesBothSpellingsOneEntry() {
+    UpstreamRegistry u = upstreams(false);
+    RequestTarget shortName = RequestTarget.resolve("alpine", "hub.example.test", u);
+    RequestTarget longName = RequestTarget.resolve("index.hub.example.test/library/alpine", null, u);
+    assertThat(shortName.name()).isEqualTo(longName.name());
+    assertThat(shortName.upstream()).isSameAs(longName.upstream());
+    assertThat(longName.name().value()).isEqualTo("library/alpine");
+  }
+
+  @Test
+  void unconfiguredHostIsDeniedUnlessAnyUpstreamIsAllowed() {
+    assertThatThrownBy(() -> RequestTarget.resolve("other.example.test/app", null, upstreams(false)))
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DENIED));
+    assertThatThrownBy(() -> RequestTarget.resolve("app", "other.example.test", upstreams(false)))
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DENIED));
+    RequestTarget t = RequestTarget.resolve("other.example.test/app", null, upstreams(true));
+    assertThat(t.upstream().url().toString()).isEqualTo("https://other.example.test");
+  }
+
+  @Test
+  void malformedHostOrNameIsNameInvalid() {
+    assertThatThrownBy(() -> RequestTarget.resolve("app", "bad host!", upstreams(false)))
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_INVALID));
+    assertThatThrownBy(() -> RequestTarget.resolve("localhost:5000/Team/App", null, upstreams(false)))
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_INVALID));
+    assertThatThrownBy(() -> RequestTarget.resolve("a//b", null, upstreams(false)))
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_INVALID));
+  }
+}
