@@ -20,8 +20,10 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
+import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.http.client.ReactorResourceFactory;
 
 /**
  * The cache survives an application restart: content pulled by one Spring context is served by a
@@ -51,6 +53,7 @@ class RestartIT {
 
   static ConfigurableApplicationContext startCache(String tagTtl) {
     return new SpringApplicationBuilder(RegistryCacheApplication.class)
+        .initializers(RestartIT::keepGlobalReactorResources)
         .run(
             "--server.port=0",
             "--management.server.port=0",
@@ -61,6 +64,27 @@ class RestartIT {
             "--registry-cache.upstreams.local.connect-timeout=1s",
             "--registry-cache.upstreams.local.read-timeout=2s",
             "--registry-cache.manifests.tag-ttl=" + tagTtl);
+  }
+
+  /**
+   * Reactor Netty's global event loops are shared by every Spring context in this JVM (the shared
+   * {@code @SpringBootTest} context of the other ITs included). Closing a context whose
+   * {@link ReactorResourceFactory} owns the global resources would dispose them under the other
+   * contexts; {@code @SpringBootTest} prevents that for its contexts, this does it for ours.
+   */
+  static void keepGlobalReactorResources(ConfigurableApplicationContext context) {
+    context
+        .getBeanFactory()
+        .addBeanPostProcessor(
+            new BeanPostProcessor() {
+              @Override
+              public Object postProcessBeforeInitialization(Object bean, String name) {
+                if (bean instanceof ReactorResourceFactory factory) {
+                  factory.setUseGlobalResources(false);
+                }
+                return bean;
+              }
+            });
   }
 
   static CacheClient client(ConfigurableApplicationContext context) {
@@ -83,6 +107,10 @@ class RestartIT {
     try (ConfigurableApplicationContext context = startCache("1h")) {
       CacheClient cache = client(context);
       pullEverything(cache);
+      // tags fall back to what the cache holds
+      HttpResponse<byte[]> tags = cache.get("/v2/" + image.repository() + "/tags/list");
+      assertThat(tags.statusCode()).as(describe(tags)).isEqualTo(200);
+      assertThat(new String(tags.body(), java.nio.charset.StandardCharsets.UTF_8)).contains("\"v1\"");
       // something never pulled is an upstream error, not a hang or a 404 lie
       HttpResponse<byte[]> missing =
           cache.get("/v2/" + image.repository() + "/blobs/" + TestImages.unknownDigest());
