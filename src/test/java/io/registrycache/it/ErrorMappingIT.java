@@ -167,7 +167,7 @@ class ErrorMappingIT extends AbstractCacheIT {
     HttpResponse<byte[]> response = management.get("/actuator/prometheus");
     assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
     String text = new String(response.body(), StandardCharsets.UTF_8);
-    assertThat(text).contains("# TYPE").contains("jvm_");
+    assertThat(text).contains("# TYPE").contains("jvm_").contains("registry_cache_");
     HttpResponse<byte[]> readiness = management.get("/actuator/health/readiness");
     assertThat(readiness.statusCode()).isEqualTo(200);
   }
