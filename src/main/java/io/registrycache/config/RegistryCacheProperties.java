@@ -37,6 +37,20 @@ public class RegistryCacheProperties {
   /** Upstream registries by key. */
   private Map<String, Upstream> upstreams = new LinkedHashMap<>();
 
+  /**
+   * Air-gapped mode: no upstream is ever contacted. What is cached is served (tags without
+   * revalidation); everything else is {@code MANIFEST_UNKNOWN} / {@code BLOB_UNKNOWN}.
+   */
+  private boolean offline = false;
+
+  public boolean isOffline() {
+    return offline;
+  }
+
+  public void setOffline(boolean offline) {
+    this.offline = offline;
+  }
+
   public Storage getStorage() {
     return storage;
   }

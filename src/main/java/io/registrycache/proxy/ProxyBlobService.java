@@ -2,6 +2,7 @@ package io.registrycache.proxy;
 
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobDownload;
 import io.registrycache.storage.BlobStore;
@@ -26,6 +27,7 @@ public class ProxyBlobService {
   private final BlobStore store;
   private final Scheduler storage;
   private final Duration orphanTimeout;
+  private final boolean offline;
 
   public ProxyBlobService(
       UpstreamClient upstreams,
@@ -36,6 +38,7 @@ public class ProxyBlobService {
     this.store = store;
     this.storage = storage;
     this.orphanTimeout = properties.getBlobs().getOrphanDownloadTimeout();
+    this.offline = properties.isOffline();
   }
 
   /**
@@ -50,6 +53,9 @@ public class ProxyBlobService {
     Optional<Long> size = store.size(digest);
     if (size.isPresent()) {
       return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
+    }
+    if (offline) {
+      return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
     }
     return Mono.defer(
         () -> {
