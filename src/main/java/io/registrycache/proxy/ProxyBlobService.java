@@ -50,7 +50,7 @@ public class ProxyBlobService {
    *     download could not start
    */
   public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
-    Optional<Long> size = store.size(digest);
+    Optional<Long> size = store.pull(digest);
     if (size.isPresent()) {
       return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
     }
