@@ -2,7 +2,6 @@ package io.registrycache.storage;
 
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
-import io.registrycache.oci.OciException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

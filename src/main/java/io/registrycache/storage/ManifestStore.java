@@ -5,7 +5,6 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.ManifestContent;
-import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import java.io.IOException;
 import java.io.UncheckedIOException;
