@@ -1,6 +1,7 @@
 package io.registrycache.proxy;
 
 import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
@@ -50,7 +51,13 @@ public class ProxyBlobService {
    *     download could not start
    */
   public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
-    Optional<Long> size = store.size(digest);
+    return lookup(upstream, name, digest)
+        .transform(CacheOutcome.track(
+            upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS));
+  }
+
+  private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest) {
+    Optional<Long> size = store.pull(digest);
     if (size.isPresent()) {
       return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
     }

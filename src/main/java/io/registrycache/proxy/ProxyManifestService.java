@@ -91,10 +91,11 @@ public class ProxyManifestService {
    */
   public Mono<ManifestResult> get(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
-    if (reference instanceof Reference.ByDigest byDigest) {
-      return byDigest(upstream, name, byDigest, accept);
-    }
-    return byTag(upstream, name, (Reference.Tag) reference, accept);
+    Mono<ManifestResult> result =
+        reference instanceof Reference.ByDigest byDigest
+            ? byDigest(upstream, name, byDigest, accept)
+            : byTag(upstream, name, (Reference.Tag) reference, accept);
+    return result.transform(CacheOutcome.track(upstream.key(), ManifestResult::result));
   }
 
   private Mono<ManifestResult> byDigest(

@@ -50,6 +50,12 @@ public class ProxyTagService {
    * @param last exclusive lower bound, or {@code null}
    */
   public Mono<TagPage> list(Upstream upstream, RepositoryName name, Integer n, String last) {
+    return page(upstream, name, n, last)
+        .transform(CacheOutcome.track(
+            upstream.key(), p -> p.fromCache() ? CacheMetrics.Result.STALE : CacheMetrics.Result.MISS));
+  }
+
+  private Mono<TagPage> page(Upstream upstream, RepositoryName name, Integer n, String last) {
     if (offline) {
       return cached(upstream, name, n, last);
     }
