@@ -149,8 +149,11 @@ public class RegistryHandler {
       if (head) {
         return ok.contentLength(stored.size()).build();
       }
+      if (hasRange(request) && !satisfiable(request, stored.size())) {
+        return rangeNotSatisfiable(stored.size());
+      }
       metrics.served(true, servedLength(request, stored.size()));
-      // Spring's resource writer answers Range (206/416) and uses zero-copy file transfer.
+      // Spring's resource writer answers Range with 206 and uses zero-copy file transfer.
       return ok.body(BodyInserters.fromResource(new FileSystemResource(stored.path())));
     }
     BlobSource.Downloading downloading = (BlobSource.Downloading) source;
@@ -170,9 +173,7 @@ public class RegistryHandler {
           end = range.getRangeEnd(size);
         }
       } catch (IllegalArgumentException e) {
-        return ServerResponse.status(HttpStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
-            .header(HttpHeaders.CONTENT_RANGE, "bytes */" + size)
-            .build();
+        return rangeNotSatisfiable(size);
       }
       if (range != null) {
         ok = ServerResponse.status(HttpStatus.PARTIAL_CONTENT)
@@ -223,6 +224,25 @@ public class RegistryHandler {
     } catch (NumberFormatException e) {
       throw new OciException(OciErrorCode.SIZE_INVALID, "n must be a non-negative integer, got '" + value + "'");
     }
+  }
+
+  /** Whether the request's Range can be answered for a blob of {@code size} bytes (RFC 9110 14.1). */
+  private static boolean satisfiable(ServerRequest request, long size) {
+    try {
+      for (HttpRange range : HttpRange.parseRanges(request.headers().firstHeader(HttpHeaders.RANGE))) {
+        range.getRangeStart(size);
+        range.getRangeEnd(size);
+      }
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  private static Mono<ServerResponse> rangeNotSatisfiable(long size) {
+    return ServerResponse.status(HttpStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+        .header(HttpHeaders.CONTENT_RANGE, "bytes */" + size)
+        .build();
   }
 
   private static long servedLength(ServerRequest request, long size) {

@@ -16,7 +16,7 @@ import org.springframework.web.server.WebFilter;
 public class RegistryRoutes {
 
   @Bean
-  public RouterFunction<ServerResponse> registryRoutes(RegistryHandler handler) {
+  public RouterFunction<ServerResponse> registryApi(RegistryHandler handler) {
     return RouterFunctions.route(path("/v2").or(path("/v2/")), handler::base)
         .andRoute(path("/v2/**"), handler::dispatch);
   }

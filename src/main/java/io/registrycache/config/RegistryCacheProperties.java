@@ -25,6 +25,12 @@ public class RegistryCacheProperties {
   /** Blob download behaviour. */
   private Blobs blobs = new Blobs();
 
+  /** Scheduled pruning; off by default. */
+  private Prune prune = new Prune();
+
+  /** The structured access log; off by default. */
+  private AccessLog accessLog = new AccessLog();
+
   /** Key of the upstream that serves bare-form requests ({@code /v2/<name>/...}). */
   private String defaultUpstream = "local";
 
@@ -36,6 +42,36 @@ public class RegistryCacheProperties {
 
   /** Upstream registries by key. */
   private Map<String, Upstream> upstreams = new LinkedHashMap<>();
+
+  /**
+   * Air-gapped mode: no upstream is ever contacted. What is cached is served (tags without
+   * revalidation); everything else is {@code MANIFEST_UNKNOWN} / {@code BLOB_UNKNOWN}.
+   */
+  private boolean offline = false;
+
+  public Prune getPrune() {
+    return prune;
+  }
+
+  public void setPrune(Prune prune) {
+    this.prune = prune;
+  }
+
+  public AccessLog getAccessLog() {
+    return accessLog;
+  }
+
+  public void setAccessLog(AccessLog accessLog) {
+    this.accessLog = accessLog;
+  }
+
+  public boolean isOffline() {
+    return offline;
+  }
+
+  public void setOffline(boolean offline) {
+    this.offline = offline;
+  }
 
   public Storage getStorage() {
     return storage;
@@ -90,12 +126,141 @@ public class RegistryCacheProperties {
     /** Root folder of the cache; created when missing. */
     private Path path = Path.of("data");
 
+    /**
+     * Disk budget in bytes for stored blobs and manifests; 0 means unlimited (no eviction). Blob
+     * downloads in flight and files waiting out {@code delete-grace} are not counted.
+     */
+    private long maxBytes = 0;
+
+    /** Fraction of {@code max-bytes} above which the least recently pulled content is evicted. */
+    private double highWatermark = 0.90;
+
+    /** Fraction of {@code max-bytes} that eviction brings the stored bytes down to. */
+    private double lowWatermark = 0.80;
+
+    /**
+     * How often the storage janitor runs: checks the budget and records access times on disk. It
+     * also runs as soon as a stored blob takes the cache over the high watermark.
+     */
+    private Duration janitorInterval = Duration.ofSeconds(30);
+
+    /** How many items the janitor evicts before it measures again. */
+    private int evictionBatchSize = 100;
+
+    /**
+     * How long an evicted blob's file stays on disk after it left the index, so that a request
+     * that looked it up just before can still open it. Once open, deleting it is harmless (Linux
+     * keeps the inode until the reader closes it).
+     */
+    private Duration deleteGrace = Duration.ofSeconds(30);
+
     public Path getPath() {
       return path;
     }
 
     public void setPath(Path path) {
       this.path = path;
+    }
+
+    public long getMaxBytes() {
+      return maxBytes;
+    }
+
+    public void setMaxBytes(long maxBytes) {
+      this.maxBytes = maxBytes;
+    }
+
+    public double getHighWatermark() {
+      return highWatermark;
+    }
+
+    public void setHighWatermark(double highWatermark) {
+      this.highWatermark = highWatermark;
+    }
+
+    public double getLowWatermark() {
+      return lowWatermark;
+    }
+
+    public void setLowWatermark(double lowWatermark) {
+      this.lowWatermark = lowWatermark;
+    }
+
+    public Duration getJanitorInterval() {
+      return janitorInterval;
+    }
+
+    public void setJanitorInterval(Duration janitorInterval) {
+      this.janitorInterval = janitorInterval;
+    }
+
+    public int getEvictionBatchSize() {
+      return evictionBatchSize;
+    }
+
+    public void setEvictionBatchSize(int evictionBatchSize) {
+      this.evictionBatchSize = evictionBatchSize;
+    }
+
+    public Duration getDeleteGrace() {
+      return deleteGrace;
+    }
+
+    public void setDeleteGrace(Duration deleteGrace) {
+      this.deleteGrace = deleteGrace;
+    }
+  }
+
+  /** Scheduled pruning: what goes, how often. Off while {@code schedule} is not set. */
+  public static class Prune {
+    /** Interval between two scheduled prunes, e.g. {@code 1h}; unset means never. */
+    private Duration schedule;
+
+    /**
+     * Keep what was pulled within this duration, e.g. {@code 14d}: tags whose manifest was last
+     * pulled longer ago are removed, with the content only they used.
+     */
+    private Duration keepPulledWithin;
+
+    /** Keep at most this many most recently pulled tags per repository; 0 means no limit. */
+    private int keepPerRepository = 0;
+
+    public Duration getSchedule() {
+      return schedule;
+    }
+
+    public void setSchedule(Duration schedule) {
+      this.schedule = schedule;
+    }
+
+    public Duration getKeepPulledWithin() {
+      return keepPulledWithin;
+    }
+
+    public void setKeepPulledWithin(Duration keepPulledWithin) {
+      this.keepPulledWithin = keepPulledWithin;
+    }
+
+    public int getKeepPerRepository() {
+      return keepPerRepository;
+    }
+
+    public void setKeepPerRepository(int keepPerRepository) {
+      this.keepPerRepository = keepPerRepository;
+    }
+  }
+
+  /** The access log: one line per {@code /v2} request on the logger {@code registry-cache.access}. */
+  public static class AccessLog {
+    /** Whether to write it. */
+    private boolean enabled = false;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
     }
   }
 

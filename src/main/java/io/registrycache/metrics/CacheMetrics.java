@@ -3,6 +3,7 @@ package io.registrycache.metrics;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ManifestStore;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -21,6 +22,11 @@ import org.springframework.stereotype.Component;
  *       kind {@code manifest|blob}
  *   <li>{@code registry_cache_stale_served_total{upstream,reason}} — cached tags served because
  *       the upstream failed or rate-limited
+ *   <li>{@code registry_cache_evictions_total{kind,reason}}, {@code
+ *       registry_cache_evicted_bytes_total{kind,reason}} — items and bytes removed, kind {@code
+ *       manifest|blob}, reason {@code budget|prune|evict}
+ *   <li>{@code registry_cache_storage_budget_bytes} — the disk budget ({@code
+ *       storage.max-bytes}; 0 = unlimited)
  * </ul>
  *
  * Upstream latency ({@code registry_cache_upstream_request_seconds}) and fetched bytes ({@code
@@ -49,8 +55,12 @@ public class CacheMetrics {
   private final Counter servedFromCache;
   private final Counter servedFromUpstream;
 
-  public CacheMetrics(MeterRegistry registry, BlobStore blobs, ManifestStore manifests) {
+  public CacheMetrics(
+      MeterRegistry registry, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties) {
     this.registry = registry;
+    long budget = properties.getStorage().getMaxBytes();
+    Gauge.builder("registry.cache.storage.budget.bytes", () -> budget).baseUnit("bytes")
+        .description("Disk budget for stored blobs and manifests; 0 = unlimited").register(registry);
     this.servedFromCache = Counter.builder("registry.cache.served.bytes").baseUnit("bytes")
         .description("Bytes of manifests and blobs sent to clients").tag("source", "cache").register(registry);
     this.servedFromUpstream = Counter.builder("registry.cache.served.bytes").baseUnit("bytes")
@@ -80,6 +90,13 @@ public class CacheMetrics {
   /** Counts a cached tag served because the upstream failed or rate-limited. */
   public void staleServed(String upstream, String reason) {
     registry.counter("registry.cache.stale.served", "upstream", upstream, "reason", reason).increment();
+  }
+
+  /** Counts one item removed from the cache and its bytes. */
+  public void evicted(String kind, String reason, long bytes) {
+    registry.counter("registry.cache.evictions", "kind", kind, "reason", reason).increment();
+    Counter.builder("registry.cache.evicted.bytes").baseUnit("bytes").tag("kind", kind).tag("reason", reason)
+        .description("Bytes removed from the cache").register(registry).increment(bytes);
   }
 
   /** Counts bytes sent to a client. */

@@ -1,7 +1,9 @@
 package io.registrycache.proxy;
 
 import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobDownload;
 import io.registrycache.storage.BlobStore;
@@ -26,6 +28,7 @@ public class ProxyBlobService {
   private final BlobStore store;
   private final Scheduler storage;
   private final Duration orphanTimeout;
+  private final boolean offline;
 
   public ProxyBlobService(
       UpstreamClient upstreams,
@@ -36,6 +39,7 @@ public class ProxyBlobService {
     this.store = store;
     this.storage = storage;
     this.orphanTimeout = properties.getBlobs().getOrphanDownloadTimeout();
+    this.offline = properties.isOffline();
   }
 
   /**
@@ -47,9 +51,18 @@ public class ProxyBlobService {
    *     download could not start
    */
   public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
-    Optional<Long> size = store.size(digest);
+    return lookup(upstream, name, digest)
+        .transform(CacheOutcome.track(
+            upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS));
+  }
+
+  private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest) {
+    Optional<Long> size = store.pull(digest);
     if (size.isPresent()) {
       return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
+    }
+    if (offline) {
+      return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
     }
     return Mono.defer(
         () -> {

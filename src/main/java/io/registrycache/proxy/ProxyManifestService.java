@@ -59,6 +59,7 @@ public class ProxyManifestService {
   private final Duration tagTtl;
   private final int maxBytes;
   private final Clock clock;
+  private final boolean offline;
   private final SingleFlight<String, StoredManifest> fetches = new SingleFlight<>();
   private final SingleFlight<String, ManifestResult> revalidations = new SingleFlight<>();
 
@@ -76,6 +77,7 @@ public class ProxyManifestService {
     this.tagTtl = properties.getManifests().getTagTtl();
     this.maxBytes = properties.getManifests().getMaxSizeBytes();
     this.clock = clock;
+    this.offline = properties.isOffline();
   }
 
   /**
@@ -89,10 +91,11 @@ public class ProxyManifestService {
    */
   public Mono<ManifestResult> get(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
-    if (reference instanceof Reference.ByDigest byDigest) {
-      return byDigest(upstream, name, byDigest, accept);
-    }
-    return byTag(upstream, name, (Reference.Tag) reference, accept);
+    Mono<ManifestResult> result =
+        reference instanceof Reference.ByDigest byDigest
+            ? byDigest(upstream, name, byDigest, accept)
+            : byTag(upstream, name, (Reference.Tag) reference, accept);
+    return result.transform(CacheOutcome.track(upstream.key(), ManifestResult::result));
   }
 
   private Mono<ManifestResult> byDigest(
@@ -124,7 +127,7 @@ public class ProxyManifestService {
                     .map(m -> new ManifestResult(m, Result.MISS));
               }
               CachedTag hit = cached.get();
-              if (Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
+              if (offline || Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
                 return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
               }
               String key = upstream.key() + "|" + name + "|" + tag.name() + "|" + String.join(",", upstreamAccept);
@@ -183,6 +186,10 @@ public class ProxyManifestService {
 
   private Mono<StoredManifest> fetch(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept, boolean linkTag) {
+    if (offline) {
+      return Mono.error(OciException.manifestUnknown(
+          upstream.key() + "/" + name + ":" + reference + " is not cached and the cache is offline"));
+    }
     String key = upstream.key() + "|" + name + "|" + reference + "|" + String.join(",", accept);
     return fetches.run(
         key,

@@ -28,16 +28,19 @@ public class ProxyTagService {
   private final ManifestStore store;
   private final Scheduler storage;
   private final CacheMetrics metrics;
+  private final boolean offline;
 
   public ProxyTagService(
       UpstreamClient upstreams,
       ManifestStore store,
       @Qualifier("storageScheduler") Scheduler storage,
-      CacheMetrics metrics) {
+      CacheMetrics metrics,
+      io.registrycache.config.RegistryCacheProperties properties) {
     this.upstreams = upstreams;
     this.store = store;
     this.storage = storage;
     this.metrics = metrics;
+    this.offline = properties.isOffline();
   }
 
   /**
@@ -47,6 +50,15 @@ public class ProxyTagService {
    * @param last exclusive lower bound, or {@code null}
    */
   public Mono<TagPage> list(Upstream upstream, RepositoryName name, Integer n, String last) {
+    return page(upstream, name, n, last)
+        .transform(CacheOutcome.track(
+            upstream.key(), p -> p.fromCache() ? CacheMetrics.Result.STALE : CacheMetrics.Result.MISS));
+  }
+
+  private Mono<TagPage> page(Upstream upstream, RepositoryName name, Integer n, String last) {
+    if (offline) {
+      return cached(upstream, name, n, last);
+    }
     return upstreams
         .listTags(upstream, name, n, last)
         .map(page -> TagPage.fromUpstream(page.body(), page.link()))
@@ -58,10 +70,14 @@ public class ProxyTagService {
               }
               log.warn("listing cached tags of {}/{}: upstream failed: {}", upstream.key(), name, e.getMessage());
               metrics.staleServed(upstream.key(), e.code().name().toLowerCase());
-              return Mono.fromCallable(() -> store.tags(upstream.key(), name.value()))
-                  .subscribeOn(storage)
-                  .map(all -> TagPage.fromCache(name.value(), all, n, last));
+              return cached(upstream, name, n, last);
             });
+  }
+
+  private Mono<TagPage> cached(Upstream upstream, RepositoryName name, Integer n, String last) {
+    return Mono.fromCallable(() -> store.tags(upstream.key(), name.value()))
+        .subscribeOn(storage)
+        .map(all -> TagPage.fromCache(name.value(), all, n, last));
   }
 
   /**

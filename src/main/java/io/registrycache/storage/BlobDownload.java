@@ -164,7 +164,7 @@ public final class BlobDownload {
       out.force(false);
       out.close();
       synchronized (pathLock) {
-        store.layout().moveIntoPlace(tempPath, store.layout().blob(digest));
+        store.commitFile(digest, tempPath, written);
         path = store.layout().blob(digest);
       }
     } catch (IOException e) {

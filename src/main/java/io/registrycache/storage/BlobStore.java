@@ -1,65 +1,207 @@
 package io.registrycache.storage;
 
+import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
-import io.registrycache.oci.OciException;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributeView;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.FileTime;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
  * Blobs on disk, content-addressed, plus the downloads in flight.
  *
  * <p>A blob is only ever visible under its digest after its bytes were verified against that
- * digest ({@link BlobDownload}). The index of stored blobs (digest → size in bytes) is held in
- * memory, built at start-up from the folder, so a cache hit needs no file-system call before the
- * transfer.
+ * digest ({@link BlobDownload}). The index of stored blobs (digest → {@link Entry}: size, when it
+ * was stored, when it was last pulled) is held in memory, built at start-up from one {@code stat}
+ * per file, so a cache hit needs no file-system call before the transfer. A hit records its time
+ * in a {@code volatile} field — no lock, no disk write; the janitor writes access times to the
+ * files' {@code atime} now and then ({@link #persistAccessTimes}), so the order of eviction
+ * survives a restart.
+ *
+ * <p>Removing a blob ({@link #evict}) takes it out of the index at once — later requests are
+ * misses and fetch it again — but unlinks the file only after {@code storage.delete-grace}, so a
+ * request that looked the blob up just before can still open it. A file a reader has open may be
+ * unlinked at any time: on Linux the reader keeps the inode.
  */
 @Component
-public class BlobStore {
+public class BlobStore implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(BlobStore.class);
+  /** Access times closer than this to the recorded one are not recorded again. */
+  static final long TOUCH_RESOLUTION_MILLIS = 1000;
+
+  /**
+   * One stored blob.
+   *
+   * <p>{@code lastPulled} is written by every hit without a lock (a plain volatile store of a
+   * long; racing writers store nearly the same value).
+   */
+  public static final class Entry {
+    private final long size;
+    private final long createdMillis;
+    volatile long lastPulledMillis;
+    volatile long persistedMillis;
+
+    Entry(long size, long createdMillis, long lastPulledMillis) {
+      this.size = size;
+      this.createdMillis = createdMillis;
+      this.lastPulledMillis = lastPulledMillis;
+      this.persistedMillis = lastPulledMillis;
+    }
+
+    /** Size in bytes. */
+    public long size() {
+      return size;
+    }
+
+    /** When the blob was stored (its file's mtime), epoch milliseconds. */
+    public long createdMillis() {
+      return createdMillis;
+    }
+
+    /** When a client last pulled it (or a manifest referencing it), epoch milliseconds. */
+    public long lastPulledMillis() {
+      return lastPulledMillis;
+    }
+
+    void touch(long now) {
+      if (now - lastPulledMillis >= TOUCH_RESOLUTION_MILLIS) {
+        lastPulledMillis = now;
+      }
+    }
+  }
+
+  /**
+   * A stored blob as reported to operators.
+   *
+   * @param digest the blob's digest
+   * @param size bytes
+   * @param created when it was stored
+   * @param lastPulled when a client last pulled it or a manifest referencing it
+   */
+  public record BlobInfo(Digest digest, long size, Instant created, Instant lastPulled) {}
 
   private final StorageLayout layout;
-  private final Map<Digest, Long> index = new ConcurrentHashMap<>();
+  private final Clock clock;
+  private final Duration deleteGrace;
+  private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
   private final Map<Digest, BlobDownload> inFlight = new ConcurrentHashMap<>();
   private final AtomicLong storedBytes = new AtomicLong();
+  private final ScheduledExecutorService unlinker;
+  private volatile Runnable onStored = () -> {};
 
+  /** A store with the system clock and no delete grace (tests). */
   public BlobStore(StorageLayout layout) throws IOException {
+    this(layout, Clock.systemUTC(), Duration.ZERO);
+  }
+
+  @Autowired
+  public BlobStore(StorageLayout layout, RegistryCacheProperties properties, Clock clock) throws IOException {
+    this(layout, clock, properties.getStorage().getDeleteGrace());
+  }
+
+  /**
+   * @param layout the folders
+   * @param clock source of access times
+   * @param deleteGrace how long an evicted blob's file stays on disk after leaving the index
+   */
+  public BlobStore(StorageLayout layout, Clock clock, Duration deleteGrace) throws IOException {
     this.layout = layout;
+    this.clock = clock;
+    this.deleteGrace = deleteGrace;
+    this.unlinker =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "blob-unlinker");
+              t.setDaemon(true);
+              return t;
+            });
     long started = System.nanoTime();
     try (Stream<Path> files = Files.walk(layout.blobsRoot())) {
-      files
-          .filter(Files::isRegularFile)
-          .forEach(
-              p -> {
-                String algorithm = p.getParent().getParent().getFileName().toString();
-                try {
-                  Digest digest = Digest.parse(algorithm + ":" + p.getFileName());
-                  long size = Files.size(p);
-                  index.put(digest, size);
-                  storedBytes.addAndGet(size);
-                } catch (OciException | IOException e) {
-                  log.warn("ignoring unexpected file in blob storage: {}", p);
-                }
-              });
+      files.forEach(
+          p -> {
+            try {
+              BasicFileAttributes attrs = Files.readAttributes(p, BasicFileAttributes.class);
+              if (!attrs.isRegularFile()) {
+                return;
+              }
+              String algorithm = p.getParent().getParent().getFileName().toString();
+              Digest digest = Digest.parse(algorithm + ":" + p.getFileName());
+              long created = attrs.lastModifiedTime().toMillis();
+              long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
+              index.put(digest, new Entry(attrs.size(), created, pulled));
+              storedBytes.addAndGet(attrs.size());
+            } catch (IOException | RuntimeException e) {
+              log.warn("ignoring unexpected file in blob storage: {}", p);
+            }
+          });
     }
     log.info(
         "blob index: {} blobs, {} bytes, loaded in {} ms",
         index.size(), storedBytes.get(), (System.nanoTime() - started) / 1_000_000);
   }
 
-  /** Size in bytes of a stored (verified, complete) blob, if it is stored. */
+  /** Size in bytes of a stored (verified, complete) blob, if it is stored. Records no access. */
   public Optional<Long> size(Digest digest) {
+    Entry e = index.get(digest);
+    return e == null ? Optional.empty() : Optional.of(e.size);
+  }
+
+  /**
+   * Size in bytes of a stored blob, recording a pull of it now: the hit path. Lock-free.
+   *
+   * @return empty when the blob is not stored (a miss)
+   */
+  public Optional<Long> pull(Digest digest) {
+    Entry e = index.get(digest);
+    if (e == null) {
+      return Optional.empty();
+    }
+    e.touch(clock.millis());
+    return Optional.of(e.size);
+  }
+
+  /** Records a pull of a stored blob now (a manifest referencing it was pulled); no-op if absent. */
+  public void touch(Digest digest) {
+    Entry e = index.get(digest);
+    if (e != null) {
+      e.touch(clock.millis());
+    }
+  }
+
+  /** The index entry of a stored blob. */
+  public Optional<Entry> entry(Digest digest) {
     return Optional.ofNullable(index.get(digest));
+  }
+
+  /** A snapshot of every stored blob, unordered. */
+  public List<BlobInfo> list() {
+    List<BlobInfo> out = new ArrayList<>(index.size());
+    index.forEach(
+        (d, e) ->
+            out.add(new BlobInfo(d, e.size, Instant.ofEpochMilli(e.createdMillis), Instant.ofEpochMilli(e.lastPulledMillis))));
+    return out;
   }
 
   /** Path of a stored blob; only meaningful when {@link #size} is present. */
@@ -91,12 +233,31 @@ public class BlobStore {
     return download;
   }
 
-  /** Called by a download once its verified file is in place. */
+  /**
+   * Moves a verified temporary file to its content address and indexes it, atomically with
+   * respect to a pending unlink of the same digest ({@link #evict}).
+   */
+  void commitFile(Digest digest, Path verifiedTemp, long size) {
+    index.compute(
+        digest,
+        (d, existing) -> {
+          try {
+            layout.moveIntoPlace(verifiedTemp, layout.blob(d));
+          } catch (IOException e) {
+            throw new UncheckedIOException("cannot store blob " + d, e);
+          }
+          long now = clock.millis();
+          if (existing == null) {
+            storedBytes.addAndGet(size);
+          }
+          return new Entry(size, now, now);
+        });
+  }
+
+  /** Called by a download once its verified file is in place ({@link #commitFile}). */
   void committed(Digest digest, long size, BlobDownload download) {
-    if (index.put(digest, size) == null) {
-      storedBytes.addAndGet(size);
-    }
     inFlight.remove(digest, download);
+    onStored.run();
   }
 
   /** Called by a download that failed; nothing was kept. */
@@ -104,14 +265,100 @@ public class BlobStore {
     inFlight.remove(digest, download);
   }
 
-  /** Removes a stored blob from disk and index (used by pruning and eviction). */
-  public boolean delete(Digest digest) throws IOException {
-    Long size = index.remove(digest);
-    boolean deleted = Files.deleteIfExists(layout.blob(digest));
-    if (size != null) {
-      storedBytes.addAndGet(-size);
+  /** Runs {@code listener} after each blob stored (on the storing thread; must not block). */
+  public void onStored(Runnable listener) {
+    this.onStored = listener;
+  }
+
+  /**
+   * Takes a stored blob out of the index now and unlinks its file after the delete grace.
+   *
+   * @param ifNotPulledSince epoch milliseconds: the blob is kept when it was pulled after this
+   *     (it became hot after it was selected); {@code Long.MAX_VALUE} to evict regardless
+   * @return bytes freed, or -1 when the blob was not stored or was kept
+   */
+  public long evict(Digest digest, long ifNotPulledSince) {
+    long[] freed = {-1};
+    index.computeIfPresent(
+        digest,
+        (d, e) -> {
+          if (e.lastPulledMillis > ifNotPulledSince) {
+            return e;
+          }
+          freed[0] = e.size;
+          storedBytes.addAndGet(-e.size);
+          return null;
+        });
+    if (freed[0] >= 0) {
+      scheduleUnlink(digest, deleteGrace);
     }
-    return deleted;
+    return freed[0];
+  }
+
+  /** Removes a stored blob from index and disk (after the delete grace). */
+  public boolean delete(Digest digest) {
+    return evict(digest, Long.MAX_VALUE) >= 0;
+  }
+
+  private void scheduleUnlink(Digest digest, Duration delay) {
+    if (delay.isZero() || delay.isNegative()) {
+      unlinkIfUnused(digest);
+      return;
+    }
+    try {
+      unlinker.schedule(() -> unlinkIfUnused(digest), delay.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      unlinkIfNotIndexed(digest); // shutting down
+    }
+  }
+
+  /**
+   * Unlinks the file of an evicted blob unless it was stored again meanwhile. Runs under the
+   * index's lock for the digest, so it cannot interleave with {@link #commitFile}.
+   */
+  private void unlinkIfUnused(Digest digest) {
+    if (inFlight.containsKey(digest)) {
+      // A new download will replace the file (or fail and leave it): look again later.
+      scheduleUnlink(digest, deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
+      return;
+    }
+    unlinkIfNotIndexed(digest);
+  }
+
+  private void unlinkIfNotIndexed(Digest digest) {
+    index.compute(
+        digest,
+        (d, e) -> {
+          if (e == null) {
+            StorageLayout.deleteQuietly(layout.blob(d));
+          }
+          return e;
+        });
+  }
+
+  /**
+   * Writes the in-memory last-pulled times that changed to the files' access times ({@code
+   * atime}), read back at start-up. One {@code utimes} per blob pulled since the last call.
+   *
+   * @return how many files were updated
+   */
+  public int persistAccessTimes() {
+    int n = 0;
+    for (Map.Entry<Digest, Entry> me : index.entrySet()) {
+      Entry e = me.getValue();
+      long pulled = e.lastPulledMillis;
+      if (pulled > e.persistedMillis) {
+        try {
+          Files.getFileAttributeView(layout.blob(me.getKey()), BasicFileAttributeView.class)
+              .setTimes(null, FileTime.fromMillis(pulled), null);
+          e.persistedMillis = pulled;
+          n++;
+        } catch (IOException ex) {
+          log.debug("cannot record access time of {}: {}", me.getKey(), ex.toString());
+        }
+      }
+    }
+    return n;
   }
 
   StorageLayout layout() {
@@ -131,5 +378,13 @@ public class BlobStore {
   /** Number of blob downloads in flight. */
   public int inFlightCount() {
     return inFlight.size();
+  }
+
+  /** Unlinks what waits out its grace now, and stops the unlinker. */
+  @Override
+  public void close() {
+    for (Runnable pending : unlinker.shutdownNow()) {
+      pending.run();
+    }
   }
 }

@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.ManifestContent;
 import io.registrycache.oci.Reference;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -11,20 +12,32 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributeView;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
+import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
  * Manifests by digest — in memory (Caffeine, bounded by total body bytes) and on disk — and tag
  * links (upstream, repository, tag → digest), kept apart from the content.
+ *
+ * <p>Every stored manifest has an index {@link Entry} in memory (size, stored, last pulled, and
+ * once read: media type and references), built at start-up from one {@code stat} per file. A pull
+ * ({@link #cached}, {@link #find}) records its time without a lock and touches what the manifest
+ * references — the blobs of an image manifest, the child manifests of an index — so that content
+ * in use is never the least recently pulled.
  *
  * <p>All methods do file-system work and block: call them from a storage scheduler, never from a
  * Netty event loop. {@link #cached} alone is memory-only and safe anywhere.
@@ -34,13 +47,96 @@ public class ManifestStore {
 
   private static final Logger log = LoggerFactory.getLogger(ManifestStore.class);
 
+  /** What the index knows of a stored manifest. */
+  public static final class Entry {
+    private final long size;
+    private final long createdMillis;
+    volatile long lastPulledMillis;
+    volatile long persistedMillis;
+    /** Media type and references, once the body was read; {@code null} before. */
+    volatile Content content;
+
+    Entry(long size, long createdMillis, long lastPulledMillis) {
+      this.size = size;
+      this.createdMillis = createdMillis;
+      this.lastPulledMillis = lastPulledMillis;
+      this.persistedMillis = lastPulledMillis;
+    }
+
+    /** Size of the manifest body in bytes. */
+    public long size() {
+      return size;
+    }
+
+    /** When it was stored, epoch milliseconds. */
+    public long createdMillis() {
+      return createdMillis;
+    }
+
+    /** When it was last pulled, epoch milliseconds. */
+    public long lastPulledMillis() {
+      return lastPulledMillis;
+    }
+  }
+
+  /**
+   * The parts of a manifest the index keeps.
+   *
+   * @param mediaType the manifest's media type
+   * @param references digests of the config, layers and subject (image manifest) or of the child
+   *     manifests (index)
+   * @param platforms {@code os/arch[/variant]} of an index's children; empty for an image manifest
+   */
+  public record Content(String mediaType, List<Digest> references, List<String> platforms) {
+    static final Content UNREADABLE = new Content("unknown", List.of(), List.of());
+
+    static Content of(String mediaType, byte[] body) {
+      try {
+        ManifestContent parsed = ManifestContent.parse(body, mediaType);
+        List<Digest> refs = new ArrayList<>();
+        List<String> platforms = new ArrayList<>();
+        for (ManifestContent.Descriptor d : parsed.references()) {
+          refs.add(d.digest());
+          if (d.platform() != null) {
+            platforms.add(d.platform());
+          }
+        }
+        return new Content(parsed.mediaType(), List.copyOf(refs), List.copyOf(platforms));
+      } catch (RuntimeException e) {
+        return new Content(mediaType, List.of(), List.of());
+      }
+    }
+  }
+
+  /**
+   * A tag link found on disk.
+   *
+   * @param upstream the upstream's configuration key
+   * @param repository the repository name
+   * @param tag the tag
+   * @param digest the manifest it points at
+   * @param validatedAt when the upstream last confirmed it
+   */
+  public record TagRef(String upstream, String repository, String tag, Digest digest, Instant validatedAt) {
+    /** {@code <upstream>/<repository>:<tag>}, what prune patterns match. */
+    public String image() {
+      return upstream + "/" + repository + ":" + tag;
+    }
+  }
+
   private final StorageLayout layout;
+  private final BlobStore blobs;
+  private final Clock clock;
   private final Cache<Digest, StoredManifest> memory;
-  private final AtomicLong count = new AtomicLong();
+  private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
   private final AtomicLong bytes = new AtomicLong();
 
-  public ManifestStore(StorageLayout layout, RegistryCacheProperties properties) throws IOException {
+  @Autowired
+  public ManifestStore(StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
+      throws IOException {
     this.layout = layout;
+    this.blobs = blobs;
+    this.clock = clock;
     this.memory =
         Caffeine.newBuilder()
             .maximumWeight(properties.getManifests().getMemoryMaxBytes())
@@ -49,29 +145,46 @@ public class ManifestStore {
     long started = System.nanoTime();
     try (Stream<Path> files = Files.walk(layout.manifestsRoot())) {
       files
-          .filter(p -> Files.isRegularFile(p) && !p.getFileName().toString().endsWith(".type"))
+          .filter(p -> !p.getFileName().toString().endsWith(".type"))
           .forEach(
               p -> {
                 try {
-                  bytes.addAndGet(Files.size(p));
-                  count.incrementAndGet();
-                } catch (IOException e) {
-                  log.warn("cannot read {}: {}", p, e.toString());
+                  BasicFileAttributes attrs = Files.readAttributes(p, BasicFileAttributes.class);
+                  if (!attrs.isRegularFile()) {
+                    return;
+                  }
+                  String algorithm = p.getParent().getParent().getFileName().toString();
+                  Digest digest = Digest.parse(algorithm + ":" + p.getFileName());
+                  long created = attrs.lastModifiedTime().toMillis();
+                  index.put(digest, new Entry(attrs.size(), created, Math.max(created, attrs.lastAccessTime().toMillis())));
+                  bytes.addAndGet(attrs.size());
+                } catch (IOException | RuntimeException e) {
+                  log.warn("ignoring unexpected file in manifest storage: {}", p);
                 }
               });
     }
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
-        count.get(), bytes.get(), (System.nanoTime() - started) / 1_000_000);
+        index.size(), bytes.get(), (System.nanoTime() - started) / 1_000_000);
   }
 
-  /** A manifest from memory only; never touches the disk. */
+  /** A manifest from memory only; never touches the disk. Records a pull when found. */
   public Optional<StoredManifest> cached(Digest digest) {
-    return Optional.ofNullable(memory.getIfPresent(digest));
+    StoredManifest m = memory.getIfPresent(digest);
+    if (m != null) {
+      pulled(m);
+    }
+    return Optional.ofNullable(m);
   }
 
-  /** A manifest from memory, else from disk (then kept in memory). Blocking. */
+  /** A manifest from memory, else from disk (then kept in memory). Records a pull. Blocking. */
   public Optional<StoredManifest> find(Digest digest) {
+    Optional<StoredManifest> m = read(digest);
+    m.ifPresent(this::pulled);
+    return m;
+  }
+
+  private Optional<StoredManifest> read(Digest digest) {
     StoredManifest inMemory = memory.getIfPresent(digest);
     if (inMemory != null) {
       return Optional.of(inMemory);
@@ -86,12 +199,40 @@ public class ManifestStore {
         return Optional.empty();
       }
       StoredManifest manifest = new StoredManifest(digest, mediaType, body);
-      memory.put(digest, manifest);
+      if (index.containsKey(digest)) {
+        memory.put(digest, manifest);
+      }
       return Optional.of(manifest);
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read manifest " + digest, e);
+    }
+  }
+
+  /** Records a pull of {@code m} now: its entry, and what it references. Lock-free. */
+  private void pulled(StoredManifest m) {
+    Entry e = index.get(m.digest());
+    if (e == null) {
+      return;
+    }
+    long now = clock.millis();
+    if (now - e.lastPulledMillis < BlobStore.TOUCH_RESOLUTION_MILLIS) {
+      return;
+    }
+    e.lastPulledMillis = now;
+    Content content = e.content;
+    if (content == null) {
+      content = Content.of(m.mediaType(), m.body());
+      e.content = content;
+    }
+    for (Digest ref : content.references()) {
+      Entry child = index.get(ref);
+      if (child != null) {
+        child.lastPulledMillis = Math.max(child.lastPulledMillis, now);
+      } else {
+        blobs.touch(ref);
+      }
     }
   }
 
@@ -102,22 +243,142 @@ public class ManifestStore {
       layout.writeAtomically(
           layout.manifestType(manifest.digest()), (manifest.mediaType() + "\n").getBytes(StandardCharsets.UTF_8));
       layout.writeAtomically(target, manifest.body());
-      count.incrementAndGet();
-      bytes.addAndGet(manifest.body().length);
     }
+    long now = clock.millis();
+    Entry[] fresh = new Entry[1];
+    index.computeIfAbsent(
+        manifest.digest(),
+        d -> {
+          fresh[0] = new Entry(manifest.body().length, now, now);
+          fresh[0].content = Content.of(manifest.mediaType(), manifest.body());
+          bytes.addAndGet(manifest.body().length);
+          return fresh[0];
+        });
     memory.put(manifest.digest(), manifest);
+    pulled(manifest);
   }
 
-  /** Removes a manifest from memory and disk. Blocking. */
+  /** Removes a manifest from the index, memory and disk. Blocking. */
   public void delete(Digest digest) throws IOException {
-    memory.invalidate(digest);
-    Path p = layout.manifest(digest);
-    long size = Files.exists(p) ? Files.size(p) : -1;
-    if (Files.deleteIfExists(p) && size >= 0) {
-      count.decrementAndGet();
-      bytes.addAndGet(-size);
+    Entry e = index.remove(digest);
+    if (e != null) {
+      bytes.addAndGet(-e.size);
     }
+    memory.invalidate(digest);
+    Files.deleteIfExists(layout.manifest(digest));
     Files.deleteIfExists(layout.manifestType(digest));
+  }
+
+  /** The index entry of a stored manifest. */
+  public Optional<Entry> entry(Digest digest) {
+    return Optional.ofNullable(index.get(digest));
+  }
+
+  /** Digests of every stored manifest (a snapshot). */
+  public List<Digest> digests() {
+    return new ArrayList<>(index.keySet());
+  }
+
+  /**
+   * Media type and references of a stored manifest, read from disk once and then kept in the
+   * index; records no pull (the file's access time is put back). Blocking.
+   *
+   * @return empty when the manifest is not stored
+   */
+  public Optional<Content> content(Digest digest) {
+    Entry e = index.get(digest);
+    if (e == null) {
+      return Optional.empty();
+    }
+    Content c = e.content;
+    if (c != null) {
+      return Optional.of(c);
+    }
+    Optional<StoredManifest> m = read(digest);
+    if (m.isEmpty()) {
+      return Optional.empty();
+    }
+    restoreAccessTime(digest, e.persistedMillis);
+    c = Content.of(m.get().mediaType(), m.get().body());
+    e.content = c;
+    return Optional.of(c);
+  }
+
+  private void restoreAccessTime(Digest digest, long millis) {
+    try {
+      Files.getFileAttributeView(layout.manifest(digest), BasicFileAttributeView.class)
+          .setTimes(null, FileTime.fromMillis(millis), null);
+    } catch (IOException ignored) {
+      // only the eviction order after a restart depends on it
+    }
+  }
+
+  /**
+   * Writes changed last-pulled times to the files' access times, read back at start-up.
+   *
+   * @return how many files were updated
+   */
+  public int persistAccessTimes() {
+    int n = 0;
+    for (Map.Entry<Digest, Entry> me : index.entrySet()) {
+      Entry e = me.getValue();
+      long pulled = e.lastPulledMillis;
+      if (pulled > e.persistedMillis) {
+        restoreAccessTime(me.getKey(), pulled);
+        e.persistedMillis = pulled;
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Every tag link on disk, all upstreams and repositories. Blocking. */
+  public List<TagRef> allTags() {
+    Path root = layout.tagsRoot();
+    List<TagRef> out = new ArrayList<>();
+    try (Stream<Path> files = Files.walk(root)) {
+      for (Path p : (Iterable<Path>) files::iterator) {
+        Path parent = p.getParent();
+        if (parent == null || !parent.getFileName().toString().equals("_tags") || !Files.isRegularFile(p)) {
+          continue;
+        }
+        Path rel = root.relativize(parent.getParent());
+        if (rel.getNameCount() < 2) {
+          continue;
+        }
+        String upstream = rel.getName(0).toString();
+        String repository = rel.subpath(1, rel.getNameCount()).toString().replace('\\', '/');
+        try {
+          String value = Files.readString(p, StandardCharsets.UTF_8).trim();
+          out.add(new TagRef(upstream, repository, p.getFileName().toString(), Digest.parse(value),
+              Files.getLastModifiedTime(p).toInstant()));
+        } catch (NoSuchFileException e) {
+          // removed meanwhile
+        } catch (IOException | RuntimeException e) {
+          log.warn("ignoring unreadable tag link {}: {}", p, e.toString());
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list tag links", e);
+    }
+    return out;
+  }
+
+  /** Removes the tag link of {@code ref} if it still points at the same digest. Blocking. */
+  public boolean deleteTag(TagRef ref) {
+    Path p = layout.tag(ref.upstream(), ref.repository(), ref.tag());
+    try {
+      String value = Files.readString(p, StandardCharsets.UTF_8).trim();
+      if (!value.equals(ref.digest().toString())) {
+        return false; // moved by a pull meanwhile: it is not what was selected
+      }
+      Files.deleteIfExists(p);
+      return true;
+    } catch (NoSuchFileException e) {
+      return false;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot delete tag link " + p, e);
+    }
   }
 
   /** The link of a cached tag, if any. Blocking. */
@@ -171,7 +432,7 @@ public class ManifestStore {
 
   /** Number of manifests on disk. */
   public long count() {
-    return count.get();
+    return index.size();
   }
 
   /** Total bytes of manifests on disk. */

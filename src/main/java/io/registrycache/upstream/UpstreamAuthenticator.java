@@ -51,10 +51,17 @@ final class UpstreamAuthenticator {
   /** Key of a cached authorization. */
   record Key(String upstreamKey, String repository) {}
 
+  /**
+   * Outcome of one token load. Failures are values, not failed futures: Caffeine logs every
+   * failed asynchronous load as a warning with its stack trace, and a wrong password is not a
+   * reason for that. A failed outcome is removed from the cache at once.
+   */
+  private record Outcome(Authorization authorization, Throwable failure) {}
+
   /** Reads the TLS settings of an upstream for its token requests. */
   interface TlsLookup extends Function<Upstream, UpstreamTls> {}
 
-  private final AsyncCache<Key, Authorization> authorizations;
+  private final AsyncCache<Key, Outcome> authorizations;
   private final Map<String, String> challenges = new ConcurrentHashMap<>();
   private final Scheduler blocking;
   private final TlsLookup tls;
@@ -86,9 +93,9 @@ final class UpstreamAuthenticator {
    */
   Mono<Optional<Authorization>> current(Upstream upstream, RepositoryName repository) {
     Key key = new Key(upstream.key(), repository.value());
-    CompletableFuture<Authorization> cached = authorizations.getIfPresent(key);
+    CompletableFuture<Outcome> cached = authorizations.getIfPresent(key);
     if (cached != null) {
-      return Mono.fromFuture(cached, true).map(Optional::of);
+      return unwrap(cached).map(Optional::of);
     }
     String challenge = challenges.get(upstream.key());
     if (challenge == null) {
@@ -119,18 +126,18 @@ final class UpstreamAuthenticator {
     if (rejected == null) {
       return;
     }
-    CompletableFuture<Authorization> cached = authorizations.getIfPresent(key);
+    CompletableFuture<Outcome> cached = authorizations.getIfPresent(key);
     if (cached != null
         && cached.isDone()
         && !cached.isCompletedExceptionally()
-        && rejected.equals(cached.join())) {
+        && rejected.equals(cached.join().authorization())) {
       authorizations.asMap().remove(key, cached);
     }
   }
 
   private Mono<Authorization> load(
       Upstream upstream, RepositoryName repository, Key key, String challenge) {
-    CompletableFuture<Authorization> future =
+    CompletableFuture<Outcome> future =
         authorizations.get(
             key,
             (k, executor) ->
@@ -145,9 +152,26 @@ final class UpstreamAuthenticator {
                             .onErrorMap(
                                 e -> !(e instanceof UpstreamException),
                                 e -> UpstreamErrors.fromTransport(upstream, "a token", e)))
+                    .map(authorization -> new Outcome(authorization, null))
+                    .onErrorResume(e -> Mono.just(new Outcome(null, e)))
                     .toFuture());
+    future.thenAccept(
+        outcome -> {
+          if (outcome.failure() != null) {
+            authorizations.asMap().remove(key, future); // the next request tries again
+          }
+        });
+    return unwrap(future);
+  }
+
+  private static Mono<Authorization> unwrap(CompletableFuture<Outcome> future) {
     // suppressCancel: one impatient caller must not cancel the token request others wait for.
-    return Mono.fromFuture(future, true);
+    return Mono.fromFuture(future, true)
+        .flatMap(
+            outcome ->
+                outcome.failure() != null
+                    ? Mono.error(outcome.failure())
+                    : Mono.just(outcome.authorization()));
   }
 
   private static Duration tokenTimeout(Upstream upstream) {

@@ -11,7 +11,10 @@ import io.registrycache.oci.RepositoryName;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
@@ -52,12 +55,18 @@ final class UpstreamCredentials {
    * @throws IllegalStateException naming the setting when the password file cannot be read
    */
   static Optional<Credential> resolve(Upstream upstream, RepositoryName repository) {
+    return resolve(upstream, repository, System.getenv());
+  }
+
+  /** As {@link #resolve(Upstream, RepositoryName)}, with the environment given (for tests). */
+  static Optional<Credential> resolve(
+      Upstream upstream, RepositoryName repository, Map<String, String> environment) {
     RegistryCacheProperties.Upstream settings = upstream.settings();
     if (settings.getUsername() != null) {
       return Optional.of(Credential.from(settings.getUsername(), password(upstream)));
     }
     if (settings.isDockerConfigCredentials()) {
-      return fromDockerConfig(upstream, repository);
+      return fromDockerConfig(upstream, repository, environment);
     }
     return Optional.empty();
   }
@@ -90,13 +99,22 @@ final class UpstreamCredentials {
     return s;
   }
 
-  private static Optional<Credential> fromDockerConfig(Upstream upstream, RepositoryName repository) {
+  private static Optional<Credential> fromDockerConfig(
+      Upstream upstream, RepositoryName repository, Map<String, String> environment) {
     Consumer<LogEvent> logger =
         event -> log.debug("upstream '{}' credential lookup: {}", upstream.key(), event.getMessage());
     ImageReference image = ImageReference.of(upstream.host(), repository.value(), null);
-    CredentialRetrieverFactory factory = CredentialRetrieverFactory.forImage(image, logger);
-    for (CredentialRetriever retriever :
-        List.of(factory.dockerConfig(), factory.wellKnownCredentialHelpers())) {
+    CredentialRetrieverFactory factory = CredentialRetrieverFactory.forImage(image, logger, environment);
+    List<CredentialRetriever> sources = new ArrayList<>();
+    // jib-core's dockerConfig() reads only ~/.docker/config.json; the Docker CLI honours
+    // DOCKER_CONFIG first, and so do we (jib's Maven and Gradle plugins do the same).
+    String dockerConfigDir = environment.get("DOCKER_CONFIG");
+    if (dockerConfigDir != null && !dockerConfigDir.isBlank()) {
+      sources.add(factory.dockerConfig(Path.of(dockerConfigDir, "config.json")));
+    }
+    sources.add(factory.dockerConfig());
+    sources.add(factory.wellKnownCredentialHelpers());
+    for (CredentialRetriever retriever : sources) {
       try {
         Optional<Credential> credential = retriever.retrieve();
         if (credential.isPresent()) {

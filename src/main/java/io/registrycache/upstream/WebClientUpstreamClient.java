@@ -416,7 +416,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
 
   private static UpstreamException tooLarge(Upstream upstream, String what, String size, int maxBytes) {
     return new UpstreamException(
-        upstream.key(), OciErrorCode.MANIFEST_INVALID, OciErrorCode.MANIFEST_INVALID.defaultStatus(),
+        upstream.key(), OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY,
         UpstreamErrors.name(upstream) + ": " + what + " is " + size + ", above the limit of "
             + maxBytes + " bytes (registry-cache.manifests.max-size-bytes)",
         null, null);

@@ -1,0 +1,93 @@
+package io.registrycache.admin;
+
+import io.registrycache.proxy.CacheOutcome;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.core.Ordered;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.server.reactive.ServerHttpRequest;
+import org.springframework.http.server.reactive.ServerHttpResponse;
+import org.springframework.stereotype.Component;
+import org.springframework.web.server.ServerWebExchange;
+import org.springframework.web.server.WebFilter;
+import org.springframework.web.server.WebFilterChain;
+import reactor.core.publisher.Mono;
+
+/**
+ * The structured access log, on when {@code registry-cache.access-log.enabled=true}: one line per
+ * {@code /v2} request on the logger {@code registry-cache.access}, at INFO, key=value:
+ *
+ * <pre>
+ * method=GET path=/v2/library/alpine/blobs/sha256:... status=200 bytes=3623807 duration_ms=12 cache=hit upstream=local
+ * </pre>
+ *
+ * <ul>
+ *   <li>{@code bytes}: the response's {@code Content-Length} (what was declared, not counted —
+ *       counting would cost the zero-copy transfer of stored blobs); {@code -} when the length
+ *       was not known in advance (a blob streamed while its download runs)
+ *   <li>{@code duration_ms}: from the request's arrival to the end of the response body
+ *   <li>{@code cache}: {@code hit|miss|stale|error}, recorded by the proxy services through the
+ *       Reactor context ({@link CacheOutcome}); {@code -} for requests that reach no cache, such
+ *       as {@code /v2/} or a malformed name (then {@code error} when the status is 4xx/5xx)
+ *   <li>{@code upstream}: the upstream's configuration key, or {@code -}
+ *   <li>{@code outcome=cancelled} is added when the client went away before the end
+ * </ul>
+ *
+ * The query string is not logged (it may carry {@code ns=}, and nothing else of use).
+ */
+@Component
+@ConditionalOnProperty(prefix = "registry-cache.access-log", name = "enabled", havingValue = "true")
+public class AccessLogFilter implements WebFilter, Ordered {
+
+  /** The logger name; route it to its own appender in the logging configuration if wanted. */
+  public static final String LOGGER = "registry-cache.access";
+
+  private static final Logger log = LoggerFactory.getLogger(LOGGER);
+
+  @Override
+  public int getOrder() {
+    return Ordered.HIGHEST_PRECEDENCE + 1;
+  }
+
+  @Override
+  public Mono<Void> filter(ServerWebExchange exchange, WebFilterChain chain) {
+    ServerHttpRequest request = exchange.getRequest();
+    String path = request.getPath().value();
+    if (!path.startsWith("/v2")) {
+      return chain.filter(exchange);
+    }
+    long started = System.nanoTime();
+    CacheOutcome outcome = new CacheOutcome();
+    return chain
+        .filter(exchange)
+        .contextWrite(ctx -> ctx.put(CacheOutcome.CONTEXT_KEY, outcome))
+        .doFinally(signal -> write(request, exchange.getResponse(), outcome, started, signal));
+  }
+
+  private static void write(
+      ServerHttpRequest request, ServerHttpResponse response, CacheOutcome outcome, long started,
+      reactor.core.publisher.SignalType signal) {
+    if (!log.isInfoEnabled()) {
+      return;
+    }
+    HttpStatusCode status = response.getStatusCode();
+    int code = status == null ? 200 : status.value();
+    long length = response.getHeaders().getContentLength();
+    String cache;
+    if (outcome.result() != null) {
+      cache = outcome.result().name().toLowerCase();
+    } else {
+      cache = code >= 400 ? "error" : "-";
+    }
+    String line = "method=" + request.getMethod().name()
+        + " path=" + request.getPath().value()
+        + " status=" + code
+        + " bytes=" + (length >= 0 ? Long.toString(length) : "-")
+        + " duration_ms=" + (System.nanoTime() - started) / 1_000_000
+        + " cache=" + cache
+        + " upstream=" + (outcome.upstream() == null ? "-" : outcome.upstream())
+        + (signal == reactor.core.publisher.SignalType.CANCEL ? " outcome=cancelled" : "");
+    log.info(line);
+  }
+}

@@ -1,0 +1,204 @@
+package io.registrycache.admin;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciException;
+import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.CacheCollector;
+import io.registrycache.storage.CacheCollector.Removal;
+import io.registrycache.storage.ManifestStore;
+import io.registrycache.storage.StorageJanitor;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
+import org.jspecify.annotations.Nullable;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
+import org.springframework.boot.actuate.endpoint.annotation.Selector;
+import org.springframework.boot.actuate.endpoint.annotation.WriteOperation;
+import org.springframework.boot.actuate.endpoint.web.WebEndpointResponse;
+import org.springframework.boot.convert.DurationStyle;
+import org.springframework.stereotype.Component;
+
+/**
+ * The cache's admin API, an Actuator endpoint: it is served on the management port ({@code
+ * management.server.port}, 8081 by default) only, never on the registry port, and only when
+ * {@code cache} is listed in {@code management.endpoints.web.exposure.include}.
+ *
+ * <ul>
+ *   <li>{@code GET /actuator/cache} — totals and the disk budget
+ *   <li>{@code GET /actuator/cache/images?filter=<regex>} — cached images, most recently pulled
+ *       first
+ *   <li>{@code GET /actuator/cache/blobs?filter=<regex>} — stored blobs
+ *   <li>{@code POST /actuator/cache/prune} with JSON {@code {"olderThan":"14d", "pattern":"...",
+ *       "keep":3, "dryRun":true}}
+ *   <li>{@code POST /actuator/cache/evict} with JSON {@code {"upstream":"local",
+ *       "repository":"library/alpine", "tag":"3.20"}} or {@code {"digest":"sha256:..."}}
+ *   <li>{@code POST /actuator/cache/janitor} — run the budget check now
+ * </ul>
+ *
+ * Sizes are bytes, times ISO-8601 instants (UTC), durations Spring Boot style ({@code 30m},
+ * {@code 14d}) or ISO-8601 ({@code PT30M}). Bad input is answered with 400 and {@code
+ * {"error": "..."}}; an unknown path segment with 404.
+ */
+@Component
+@Endpoint(id = "cache")
+public class CacheEndpoint {
+
+  private final CacheInventory inventory;
+  private final Pruner pruner;
+  private final CacheCollector collector;
+  private final StorageJanitor janitor;
+  private final BlobStore blobs;
+  private final ManifestStore manifests;
+  private final RegistryCacheProperties properties;
+
+  public CacheEndpoint(
+      CacheInventory inventory,
+      Pruner pruner,
+      CacheCollector collector,
+      StorageJanitor janitor,
+      BlobStore blobs,
+      ManifestStore manifests,
+      RegistryCacheProperties properties) {
+    this.inventory = inventory;
+    this.pruner = pruner;
+    this.collector = collector;
+    this.janitor = janitor;
+    this.blobs = blobs;
+    this.manifests = manifests;
+    this.properties = properties;
+  }
+
+  /** Totals: stored bytes and items, downloads in flight, the budget and its watermarks in bytes. */
+  @ReadOperation
+  public Map<String, Object> summary() {
+    RegistryCacheProperties.Storage s = properties.getStorage();
+    Map<String, Object> out = new LinkedHashMap<>();
+    out.put("storedBytes", collector.storedBytes());
+    out.put("blobs", Map.of("count", blobs.count(), "bytes", blobs.bytes()));
+    out.put("manifests", Map.of("count", manifests.count(), "bytes", manifests.bytes()));
+    out.put("downloadsInFlight", blobs.inFlightCount());
+    Map<String, Object> budget = new LinkedHashMap<>();
+    budget.put("maxBytes", s.getMaxBytes());
+    budget.put("highWatermarkBytes", (long) (s.getMaxBytes() * s.getHighWatermark()));
+    budget.put("lowWatermarkBytes", (long) (s.getMaxBytes() * s.getLowWatermark()));
+    out.put("budget", budget);
+    return out;
+  }
+
+  /** {@code images} or {@code blobs}, optionally filtered by a regular expression. */
+  @ReadOperation
+  public WebEndpointResponse<Object> list(@Selector String what, @Nullable String filter) {
+    Pattern p;
+    try {
+      p = filter == null || filter.isEmpty() ? null : Pattern.compile(filter);
+    } catch (PatternSyntaxException e) {
+      return badRequest("filter is not a regular expression: " + e.getDescription());
+    }
+    return switch (what) {
+      case "images" -> ok(Map.of("images", inventory.images(p).stream().map(Views::image).toList()));
+      case "blobs" -> ok(Map.of("blobs", inventory.blobs(p).stream().map(Views::blob).toList()));
+      default -> new WebEndpointResponse<>(Map.of("error", "unknown list '" + what + "'; use images or blobs"), 404);
+    };
+  }
+
+  /** {@code prune}, {@code evict} or {@code janitor}; parameters from the JSON body. */
+  @WriteOperation
+  public WebEndpointResponse<Object> act(
+      @Selector String action,
+      @Nullable String olderThan,
+      @Nullable String pattern,
+      @Nullable Integer keep,
+      @Nullable Boolean dryRun,
+      @Nullable String upstream,
+      @Nullable String repository,
+      @Nullable String tag,
+      @Nullable String digest) {
+    boolean dry = Boolean.TRUE.equals(dryRun);
+    try {
+      return switch (action) {
+        case "prune" -> {
+          Duration age = olderThan == null || olderThan.isBlank() ? null : DurationStyle.detectAndParse(olderThan);
+          Pattern p = pattern == null || pattern.isBlank() ? null : Pattern.compile(pattern);
+          yield ok(Views.removal(pruner.prune(new PruneRequest(age, p, keep, dry))));
+        }
+        case "evict" -> {
+          Digest d = digest == null || digest.isBlank() ? null : Digest.parse(digest);
+          if (d == null && (repository == null || tag == null)) {
+            yield badRequest("give digest, or repository and tag (and upstream, default '"
+                + properties.getDefaultUpstream() + "')");
+          }
+          String key = upstream == null || upstream.isBlank() ? properties.getDefaultUpstream() : upstream;
+          yield ok(Views.removal(pruner.evict(key, repository, tag, d, dry)));
+        }
+        case "janitor" -> {
+          janitor.runOnce();
+          yield ok(summary());
+        }
+        default -> new WebEndpointResponse<>(
+            Map.of("error", "unknown action '" + action + "'; use prune, evict or janitor"), 404);
+      };
+    } catch (IllegalArgumentException | OciException e) {
+      return badRequest(e.getMessage());
+    }
+  }
+
+  private static WebEndpointResponse<Object> ok(Object body) {
+    return new WebEndpointResponse<>(body, 200);
+  }
+
+  private static WebEndpointResponse<Object> badRequest(String message) {
+    return new WebEndpointResponse<>(Map.of("error", String.valueOf(message)), 400);
+  }
+
+  /** JSON shapes: plain maps of strings and numbers, independent of the mapper's settings. */
+  static final class Views {
+    private Views() {}
+
+    static Map<String, Object> image(CacheInventory.Image i) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("image", i.image());
+      m.put("upstream", i.upstream());
+      m.put("repository", i.repository());
+      m.put("tag", i.tag());
+      m.put("digest", i.digest().toString());
+      m.put("mediaType", i.mediaType());
+      m.put("size", i.size());
+      m.put("complete", i.complete());
+      m.put("platforms", i.platforms());
+      m.put("lastPulled", i.lastPulled().toString());
+      m.put("created", i.created().toString());
+      return m;
+    }
+
+    static Map<String, Object> blob(CacheInventory.BlobView b) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("digest", b.digest().toString());
+      m.put("size", b.size());
+      m.put("manifests", b.manifests());
+      m.put("lastPulled", b.lastPulled().toString());
+      m.put("created", b.created().toString());
+      return m;
+    }
+
+    static Map<String, Object> removal(Removal r) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("dryRun", r.dryRun());
+      m.put("bytes", r.bytes());
+      m.put("tags", r.tags().stream().map(t -> Map.of("image", t.image(), "digest", t.digest().toString())).toList());
+      m.put("manifests", items(r.manifests()));
+      m.put("blobs", items(r.blobs()));
+      return m;
+    }
+
+    private static List<Map<String, Object>> items(List<CacheCollector.Item> items) {
+      return items.stream()
+          .map(i -> Map.<String, Object>of("digest", i.digest().toString(), "size", i.size(), "lastPulled", i.lastPulled().toString()))
+          .toList();
+    }
+  }
+}

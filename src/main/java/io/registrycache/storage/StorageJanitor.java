@@ -1,0 +1,112 @@
+package io.registrycache.storage;
+
+import io.registrycache.config.RegistryCacheProperties;
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.stereotype.Component;
+
+/**
+ * The background task that keeps the cache within its disk budget and records access times on
+ * disk. It runs on its own thread ({@code storage-janitor}), every {@code
+ * storage.janitor-interval}, and at once when a newly stored blob takes the cache over the high
+ * watermark — never on the request path.
+ */
+@Component
+public class StorageJanitor implements SmartLifecycle {
+
+  private static final Logger log = LoggerFactory.getLogger(StorageJanitor.class);
+
+  private final CacheCollector collector;
+  private final BlobStore blobs;
+  private final ManifestStore manifests;
+  private final Duration interval;
+  private final AtomicBoolean queued = new AtomicBoolean();
+  private volatile ScheduledExecutorService executor;
+
+  public StorageJanitor(
+      CacheCollector collector, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties) {
+    this.collector = collector;
+    this.blobs = blobs;
+    this.manifests = manifests;
+    this.interval = properties.getStorage().getJanitorInterval();
+  }
+
+  @Override
+  public void start() {
+    executor =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "storage-janitor");
+              t.setDaemon(true);
+              return t;
+            });
+    long period = Math.max(100, interval.toMillis());
+    executor.scheduleWithFixedDelay(this::runSafely, period, period, TimeUnit.MILLISECONDS);
+    blobs.onStored(
+        () -> {
+          if (collector.overHighWatermark()) {
+            trigger();
+          }
+        });
+    if (collector.maxBytes() > 0) {
+      log.info("disk budget {} bytes; stored {} bytes", collector.maxBytes(), collector.storedBytes());
+      trigger();
+    }
+  }
+
+  /** Asks for a run soon; runs already queued are not repeated. */
+  public void trigger() {
+    ScheduledExecutorService e = executor;
+    if (e != null && queued.compareAndSet(false, true)) {
+      try {
+        e.execute(this::runSafely);
+      } catch (RejectedExecutionException ignored) {
+        queued.set(false);
+      }
+    }
+  }
+
+  /** One pass: enforce the budget, then record access times. Blocking. */
+  public void runOnce() {
+    queued.set(false);
+    collector.enforceBudget();
+    blobs.persistAccessTimes();
+    manifests.persistAccessTimes();
+  }
+
+  private void runSafely() {
+    try {
+      runOnce();
+    } catch (RuntimeException e) {
+      log.error("storage janitor failed; will run again", e);
+    }
+  }
+
+  @Override
+  public void stop() {
+    ScheduledExecutorService e = executor;
+    if (e != null) {
+      e.shutdownNow();
+      try {
+        e.awaitTermination(5, TimeUnit.SECONDS);
+      } catch (InterruptedException ie) {
+        Thread.currentThread().interrupt();
+      }
+      blobs.persistAccessTimes();
+      manifests.persistAccessTimes();
+    }
+    executor = null;
+  }
+
+  @Override
+  public boolean isRunning() {
+    return executor != null;
+  }
+}

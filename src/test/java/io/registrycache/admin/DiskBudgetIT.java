@@ -1,0 +1,124 @@
+package io.registrycache.admin;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.registrycache.admin.Registry2.Pushed;
+import io.registrycache.storage.CacheCollector;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalManagementPort;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * Eviction under a small disk budget while several clients pull: nobody ever gets a wrong byte,
+ * and after the janitor ran the disk holds no more than the budget plus one download.
+ */
+@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+class DiskBudgetIT {
+
+  static final int LAYER = 200_000;
+  static final long BUDGET = 600_000;
+
+  @TempDir static Path storage;
+
+  @DynamicPropertySource
+  static void properties(DynamicPropertyRegistry registry) {
+    registry.add("registry-cache.storage.path", () -> storage.toString());
+    registry.add("registry-cache.upstreams.local.url", Registry2::url);
+    registry.add("registry-cache.upstreams.local.host", Registry2::hostAndPort);
+    registry.add("registry-cache.storage.max-bytes", () -> Long.toString(BUDGET));
+    registry.add("registry-cache.storage.janitor-interval", () -> "200ms");
+    registry.add("registry-cache.storage.delete-grace", () -> "300ms");
+    registry.add("management.server.port", () -> "0");
+  }
+
+  @LocalServerPort int port;
+  @LocalManagementPort int managementPort;
+  @Autowired MeterRegistry meters;
+  @Autowired CacheCollector collector;
+
+  @Test
+  void clientsPullingUnderASmallBudgetAlwaysGetTheRightBytes() throws Exception {
+    List<Pushed> images = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      images.add(Registry2.push("budget/app" + i, "v1", Registry2.random(LAYER, 100 + i)));
+    }
+    String base = "http://localhost:" + port;
+    AtomicBoolean pulling = new AtomicBoolean(true);
+    AtomicLong maxStored = new AtomicLong();
+    Thread sampler = new Thread(() -> {
+      while (pulling.get()) {
+        maxStored.accumulateAndGet(collector.storedBytes(), Math::max);
+        try {
+          Thread.sleep(20);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    });
+    sampler.start();
+    ExecutorService clients = Executors.newFixedThreadPool(3);
+    List<Future<?>> done = new ArrayList<>();
+    for (int c = 0; c < 3; c++) {
+      long seed = c;
+      done.add(clients.submit(() -> {
+        List<Pushed> order = new ArrayList<>(images);
+        Random random = new Random(seed);
+        for (int round = 0; round < 3; round++) {
+          Collections.shuffle(order, random);
+          for (Pushed image : order) {
+            Registry2.pull(base, image); // asserts every digest
+          }
+        }
+        return null;
+      }));
+    }
+    for (Future<?> f : done) {
+      f.get(120, TimeUnit.SECONDS);
+    }
+    clients.shutdown();
+    pulling.set(false);
+    sampler.join();
+
+    var janitor = Registry2.post("http://localhost:" + managementPort + "/actuator/cache/janitor", "{}");
+    assertThat(janitor.statusCode()).isEqualTo(200);
+    Thread.sleep(600); // delete grace
+
+    long onDisk = bytesUnder(storage.resolve("blobs")) + bytesUnder(storage.resolve("manifests"));
+    System.out.printf("disk budget %d: stored %d after the janitor, %d on disk, at most %d while pulling%n",
+        BUDGET, collector.storedBytes(), onDisk, maxStored.get());
+    assertThat(collector.storedBytes()).isLessThanOrEqualTo((long) (BUDGET * 0.9));
+    assertThat(onDisk).isLessThanOrEqualTo(BUDGET + LAYER);
+    // while pulling: budget, plus a download per client that committed before the janitor ran
+    assertThat(maxStored.get()).isLessThanOrEqualTo(BUDGET + 3L * LAYER);
+    Counter evictions = meters.find("registry.cache.evictions").tags("kind", "blob", "reason", "budget").counter();
+    assertThat(evictions).isNotNull();
+    assertThat(evictions.count()).isGreaterThan(0);
+    assertThat(meters.find("registry.cache.storage.budget.bytes").gauge().value()).isEqualTo(BUDGET);
+  }
+
+  private static long bytesUnder(Path dir) throws Exception {
+    try (Stream<Path> files = Files.walk(dir)) {
+      return files.filter(Files::isRegularFile).mapToLong(p -> p.toFile().length()).sum();
+    }
+  }
+}

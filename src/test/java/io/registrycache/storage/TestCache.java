@@ -1,0 +1,147 @@
+package io.registrycache.storage;
+
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.Reference;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicLong;
+
+/** A real cache over a temporary folder, with a clock the test moves. For unit tests. */
+public final class TestCache implements AutoCloseable {
+
+  /** A clock that only moves when told. */
+  public static final class MutableClock extends Clock {
+    private final AtomicLong millis = new AtomicLong(System.currentTimeMillis());
+
+    public void advance(Duration d) {
+      millis.addAndGet(d.toMillis());
+    }
+
+    @Override
+    public ZoneId getZone() {
+      return ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(ZoneId zone) {
+      return this;
+    }
+
+    @Override
+    public long millis() {
+      return millis.get();
+    }
+
+    @Override
+    public Instant instant() {
+      return Instant.ofEpochMilli(millis.get());
+    }
+  }
+
+  public final MutableClock clock = new MutableClock();
+  public final RegistryCacheProperties properties = new RegistryCacheProperties();
+  public final SimpleMeterRegistry meters = new SimpleMeterRegistry();
+  public final StorageLayout layout;
+  public final BlobStore blobs;
+  public final ManifestStore manifests;
+  public final CacheCollector collector;
+  private int seed;
+
+  /** @param maxBytes disk budget (0 = unlimited); watermarks 0.9 / 0.5 */
+  public TestCache(Path root, long maxBytes, Duration deleteGrace) {
+    try {
+      properties.getStorage().setPath(root);
+      properties.getStorage().setMaxBytes(maxBytes);
+      properties.getStorage().setHighWatermark(0.9);
+      properties.getStorage().setLowWatermark(0.5);
+      properties.getStorage().setEvictionBatchSize(2);
+      layout = new StorageLayout(properties);
+      blobs = new BlobStore(layout, clock, deleteGrace);
+      manifests = new ManifestStore(layout, blobs, properties, clock);
+      collector = new CacheCollector(blobs, manifests, new CacheMetrics(meters, blobs, manifests, properties), properties);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /** Stores a random blob of {@code size} bytes, as a verified download would. */
+  public Digest blob(int size) {
+    byte[] content = new byte[size];
+    new Random(++seed).nextBytes(content);
+    Digest d = Digest.sha256(content);
+    try {
+      Path tmp = layout.newTempFile("test");
+      Files.write(tmp, content);
+      blobs.commitFile(d, tmp, size);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return d;
+  }
+
+  /** Stores an image manifest whose config is {@code config} and layers {@code layers}. */
+  public Digest manifest(Digest config, Digest... layers) {
+    StringBuilder json = new StringBuilder("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",")
+        .append("\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"").append(config)
+        .append("\",\"size\":1},\"layers\":[");
+    for (int i = 0; i < layers.length; i++) {
+      json.append(i > 0 ? "," : "").append("{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"")
+          .append(layers[i]).append("\",\"size\":1}");
+    }
+    json.append("]}");
+    byte[] body = json.toString().getBytes(StandardCharsets.UTF_8);
+    Digest d = Digest.sha256(body);
+    manifests.put(new StoredManifest(d, "application/vnd.oci.image.manifest.v1+json", body));
+    return d;
+  }
+
+  /** Stores an index of the given manifests, each for platform {@code linux/arch<i>}. */
+  public Digest index(Digest... children) {
+    StringBuilder json = new StringBuilder("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[");
+    for (int i = 0; i < children.length; i++) {
+      json.append(i > 0 ? "," : "").append("{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"")
+          .append(children[i]).append("\",\"size\":1,\"platform\":{\"os\":\"linux\",\"architecture\":\"arch").append(i).append("\"}}");
+    }
+    json.append("]}");
+    byte[] body = json.toString().getBytes(StandardCharsets.UTF_8);
+    Digest d = Digest.sha256(body);
+    manifests.put(new StoredManifest(d, "application/vnd.oci.image.index.v1+json", body));
+    return d;
+  }
+
+  /** Links {@code upstream/repository:tag} to {@code manifest}. */
+  public void tag(String upstream, String repository, String tag, Digest manifest) {
+    manifests.putTag(upstream, repository, new Reference.Tag(tag), manifest);
+  }
+
+  /** A client pull of a manifest (through the store's read path). */
+  public void pullManifest(Digest manifest) {
+    manifests.find(manifest).orElseThrow();
+  }
+
+  /** A client pull of a blob. */
+  public void pullBlob(Digest blob) {
+    blobs.pull(blob).orElseThrow();
+  }
+
+  public long total() {
+    return blobs.bytes() + manifests.bytes();
+  }
+
+  @Override
+  public void close() {
+    blobs.close();
+  }
+}

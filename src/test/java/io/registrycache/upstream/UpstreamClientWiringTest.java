@@ -1,0 +1,71 @@
+package io.registrycache.upstream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.registrycache.config.RegistryCacheProperties;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+import org.springframework.core.env.SystemEnvironmentPropertySource;
+
+/** The {@link UpstreamClient} bean as the rest of the application gets it. */
+class UpstreamClientWiringTest {
+
+  @Configuration(proxyBeanMethods = false)
+  @EnableConfigurationProperties(RegistryCacheProperties.class)
+  @Import({UpstreamRegistry.class, WebClientUpstreamClient.class})
+  static class Wiring {
+    @Bean
+    MeterRegistry meterRegistry() {
+      return new SimpleMeterRegistry();
+    }
+  }
+
+  private final ApplicationContextRunner runner =
+      new ApplicationContextRunner()
+          .withUserConfiguration(Wiring.class)
+          .withPropertyValues(
+              "registry-cache.default-upstream=local",
+              "registry-cache.upstreams.local.url=http://localhost:5000");
+
+  @Test
+  void upstreamClientIsInjectable() {
+    runner.run(context -> assertThat(context).hasSingleBean(UpstreamClient.class));
+  }
+
+  @Test
+  void badTlsFileFailsTheStartUpNamingTheSetting() {
+    runner
+        .withPropertyValues("registry-cache.upstreams.local.tls.ca-file=/nonexistent/ca.pem")
+        .run(context -> assertThat(context).hasFailed().getFailure()
+            .hasStackTraceContaining("registry-cache.upstreams.local.tls.ca-file"));
+  }
+
+  @Test
+  void passwordFromEnvironmentStyleProperty() {
+    runner
+        .withPropertyValues("registry-cache.upstreams.local.username=robot")
+        .withInitializer(context -> context.getEnvironment().getPropertySources().addFirst(
+            new SystemEnvironmentPropertySource(
+                "env", Map.of("REGISTRY_CACHE_UPSTREAMS_LOCAL_PASSWORD", "from-env"))))
+        .run(context -> {
+          assertThat(context).hasSingleBean(UpstreamClient.class);
+          assertThat(context.getBean(RegistryCacheProperties.class).getUpstreams().get("local").getPassword())
+              .isEqualTo("from-env");
+        });
+  }
+
+  @Test
+  void usernameWithoutPasswordFailsTheStartUp() {
+    runner
+        .withPropertyValues("registry-cache.upstreams.local.username=robot")
+        .run(context -> assertThat(context).hasFailed().getFailure()
+            .hasStackTraceContaining("username is set without password"));
+  }
+}

@@ -1,0 +1,78 @@
+package io.registrycache.upstream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.google.cloud.tools.jib.api.Credential;
+import io.registrycache.oci.RepositoryName;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Base64;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class UpstreamCredentialsTest {
+
+  private static final RepositoryName NAME = RepositoryName.parse("team/app");
+
+  @Test
+  void configuredUsernameAndPassword() {
+    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> {
+      s.setUsername("robot");
+      s.setPassword("pw");
+    });
+    assertThat(UpstreamCredentials.resolve(upstream, NAME)).contains(Credential.from("robot", "pw"));
+  }
+
+  @Test
+  void passwordFileLosesOneTrailingNewline(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("pw");
+    Files.writeString(file, "line-one\r\n");
+    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> {
+      s.setUsername("robot");
+      s.setPasswordFile(file);
+    });
+    assertThat(UpstreamCredentials.resolve(upstream, NAME)).contains(Credential.from("robot", "line-one"));
+    assertThat(UpstreamCredentials.stripTrailingNewline("a\n\n")).isEqualTo("a\n");
+    assertThat(UpstreamCredentials.stripTrailingNewline("a")).isEqualTo("a");
+  }
+
+  @Test
+  void unreadablePasswordFileNamesTheSettingNotTheSecret(@TempDir Path dir) {
+    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> {
+      s.setUsername("robot");
+      s.setPasswordFile(dir.resolve("missing"));
+    });
+    assertThatThrownBy(() -> UpstreamCredentials.resolve(upstream, NAME))
+        .hasMessageContaining("registry-cache.upstreams.u.password-file");
+  }
+
+  @Test
+  void halfConfiguredCredentialsFailAtStartUp() {
+    Upstream noPassword = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> s.setUsername("robot"));
+    assertThatThrownBy(() -> new UpstreamConnection(noPassword)).hasMessageContaining("without password");
+    Upstream noUser = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> s.setPassword("pw"));
+    assertThatThrownBy(() -> new UpstreamConnection(noUser)).hasMessageContaining("without username");
+  }
+
+  @Test
+  void dockerConfigFromDockerConfigDirectory(@TempDir Path dir) throws Exception {
+    String auth = Base64.getEncoder().encodeToString("robot:from-config".getBytes(StandardCharsets.UTF_8));
+    Files.writeString(dir.resolve("config.json"), "{\"auths\":{\"127.0.0.1:5000\":{\"auth\":\"" + auth + "\"}}}");
+    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> s.setDockerConfigCredentials(true));
+
+    Optional<Credential> credential =
+        UpstreamCredentials.resolve(upstream, NAME, Map.of("DOCKER_CONFIG", dir.toString(), "HOME", dir.toString()));
+
+    assertThat(credential).contains(Credential.from("robot", "from-config"));
+  }
+
+  @Test
+  void anonymousWithoutAnySource() {
+    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> {});
+    assertThat(UpstreamCredentials.resolve(upstream, NAME, Map.of())).isEmpty();
+  }
+}

@@ -1,0 +1,121 @@
+package io.registrycache.upstream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.handler.timeout.ReadTimeoutException;
+import io.registrycache.oci.OciErrorCode;
+import java.net.ConnectException;
+import java.net.UnknownHostException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.HttpStatus;
+import org.springframework.web.reactive.function.client.WebClientRequestException;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpMethod;
+import java.net.URI;
+
+class UpstreamErrorsTest {
+
+  private static final Clock CLOCK = Clock.fixed(Instant.parse("2025-01-01T12:00:00Z"), ZoneOffset.UTC);
+  private static final Upstream UPSTREAM = TestRegistry.upstream("hub", "https://registry.example.test", s -> {});
+
+  @Test
+  void retryAfterSeconds() {
+    assertThat(UpstreamErrors.parseRetryAfter("120", CLOCK)).isEqualTo(Duration.ofSeconds(120));
+    assertThat(UpstreamErrors.parseRetryAfter(" 0 ", CLOCK)).isEqualTo(Duration.ZERO);
+  }
+
+  @Test
+  void retryAfterHttpDate() {
+    assertThat(UpstreamErrors.parseRetryAfter("Wed, 01 Jan 2025 12:01:30 GMT", CLOCK)).isEqualTo(Duration.ofSeconds(90));
+    assertThat(UpstreamErrors.parseRetryAfter("Wed, 01 Jan 2025 11:00:00 GMT", CLOCK)).as("past").isEqualTo(Duration.ZERO);
+  }
+
+  @Test
+  void retryAfterAbsentOrGarbage() {
+    assertThat(UpstreamErrors.parseRetryAfter(null, CLOCK)).isNull();
+    assertThat(UpstreamErrors.parseRetryAfter("", CLOCK)).isNull();
+    assertThat(UpstreamErrors.parseRetryAfter("soon", CLOCK)).isNull();
+    assertThat(UpstreamErrors.parseRetryAfter("-5", CLOCK)).isNull();
+    assertThat(UpstreamErrors.parseRetryAfter("99999999999999999999999", CLOCK)).isNull();
+  }
+
+  @Test
+  void statusMapping() {
+    assertThat(map(404, OciErrorCode.BLOB_UNKNOWN)).satisfies(e -> {
+      assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN);
+      assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
+    });
+    assertThat(map(404, OciErrorCode.NAME_UNKNOWN).code()).isEqualTo(OciErrorCode.NAME_UNKNOWN);
+    assertThat(map(401, OciErrorCode.BLOB_UNKNOWN).code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
+    assertThat(map(403, OciErrorCode.BLOB_UNKNOWN).code()).isEqualTo(OciErrorCode.DENIED);
+    assertThat(map(429, OciErrorCode.BLOB_UNKNOWN)).satisfies(e -> {
+      assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS);
+      assertThat(e.retryAfter()).contains(Duration.ofSeconds(30));
+    });
+    assertThat(map(500, OciErrorCode.BLOB_UNKNOWN).status()).isEqualTo(HttpStatus.BAD_GATEWAY);
+    assertThat(map(502, OciErrorCode.BLOB_UNKNOWN).status()).isEqualTo(HttpStatus.BAD_GATEWAY);
+    assertThat(map(504, OciErrorCode.BLOB_UNKNOWN).status()).isEqualTo(HttpStatus.BAD_GATEWAY);
+    assertThat(map(503, OciErrorCode.BLOB_UNKNOWN).status()).isEqualTo(HttpStatus.SERVICE_UNAVAILABLE);
+    assertThat(map(418, OciErrorCode.BLOB_UNKNOWN)).satisfies(e -> {
+      assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
+      assertThat(e.status()).isEqualTo(HttpStatus.BAD_GATEWAY);
+    });
+    assertThat(map(500, OciErrorCode.BLOB_UNKNOWN).getMessage())
+        .startsWith("upstream 'hub' (https://registry.example.test): ").contains("blob x@y").contains("500");
+  }
+
+  @Test
+  void transportMapping() {
+    assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", wrapped(new ConnectException("Connection refused"))))
+        .satisfies(e -> {
+          assertThat(e.status()).isEqualTo(HttpStatus.BAD_GATEWAY);
+          assertThat(UpstreamErrors.outcome(e)).isEqualTo(UpstreamErrors.UNREACHABLE);
+        });
+    assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", wrapped(new UnknownHostException("nowhere"))))
+        .satisfies(e -> {
+          assertThat(e.getMessage()).contains("unknown host");
+          assertThat(UpstreamErrors.outcome(e)).isEqualTo(UpstreamErrors.UNREACHABLE);
+        });
+    assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", wrapped(ReadTimeoutException.INSTANCE)))
+        .satisfies(e -> {
+          assertThat(e.status()).isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
+          assertThat(UpstreamErrors.outcome(e)).isEqualTo(UpstreamErrors.TIMEOUT);
+        });
+    assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", wrapped(new ConnectTimeoutException("connect timed out"))))
+        .satisfies(e -> {
+          assertThat(e.status()).isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
+          assertThat(e.getMessage()).contains("connect-timeout");
+        });
+    assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", new javax.net.ssl.SSLHandshakeException("PKIX path")))
+        .satisfies(e -> assertThat(e.getMessage()).contains("TLS failed").contains("ca-file"));
+  }
+
+  @Test
+  void outcomes() {
+    assertThat(UpstreamErrors.outcome(map(404, OciErrorCode.MANIFEST_UNKNOWN))).isEqualTo(UpstreamErrors.NOT_FOUND);
+    assertThat(UpstreamErrors.outcome(map(401, OciErrorCode.MANIFEST_UNKNOWN))).isEqualTo(UpstreamErrors.CLIENT_ERROR);
+    assertThat(UpstreamErrors.outcome(map(429, OciErrorCode.MANIFEST_UNKNOWN))).isEqualTo(UpstreamErrors.CLIENT_ERROR);
+    assertThat(UpstreamErrors.outcome(map(500, OciErrorCode.MANIFEST_UNKNOWN))).isEqualTo(UpstreamErrors.SERVER_ERROR);
+  }
+
+  @Test
+  void describeReadsOciErrorBodies() {
+    assertThat(UpstreamErrors.describe("{\"errors\":[{\"code\":\"DENIED\",\"message\":\"requested access is denied\"}]}"))
+        .isEqualTo(" DENIED: requested access is denied");
+    assertThat(UpstreamErrors.describe("<html>502 Bad Gateway</html>")).isEmpty();
+    assertThat(UpstreamErrors.describe(null)).isEmpty();
+  }
+
+  private static UpstreamException map(int status, OciErrorCode notFound) {
+    return UpstreamErrors.fromStatus(UPSTREAM, "blob x@y", notFound, status, "30", null, CLOCK);
+  }
+
+  private static Throwable wrapped(Throwable cause) {
+    return new WebClientRequestException(cause, HttpMethod.GET, URI.create("https://registry.example.test/v2/"), new HttpHeaders());
+  }
+}
