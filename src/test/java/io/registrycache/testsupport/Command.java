@@ -1,0 +1,74 @@
+package io.registrycache.testsupport;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** Runs an external client (skopeo, ctr) with a time limit and collects its output. */
+public final class Command {
+
+  private Command() {}
+
+  /** Exit code and merged stdout+stderr. */
+  public record Result(List<String> command, int exitCode, String output) {
+    public Result assertSuccess() {
+      if (exitCode != 0) {
+        throw new AssertionError(String.join(" ", command) + " exited " + exitCode + ":\n" + output);
+      }
+      return this;
+    }
+  }
+
+  /** Whether {@code name} is an executable on PATH. */
+  public static boolean onPath(String name) {
+    String path = System.getenv().getOrDefault("PATH", "");
+    for (String dir : path.split(File.pathSeparator)) {
+      if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, name))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  public static Result run(Duration timeout, String... command) {
+    return run(timeout, List.of(command));
+  }
+
+  public static Result run(Duration timeout, List<String> command) {
+    try {
+      Process process =
+          new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
+      // Output is small for these clients; read it fully after the process ends or is killed.
+      StringBuilder out = new StringBuilder();
+      Thread reader =
+          new Thread(
+              () -> {
+                try {
+                  out.append(new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+                } catch (IOException e) {
+                  out.append("<output unreadable: ").append(e).append('>');
+                }
+              });
+      reader.start();
+      if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+        process.destroyForcibly();
+        process.waitFor(5, TimeUnit.SECONDS);
+        reader.join(5_000);
+        throw new AssertionError(
+            String.join(" ", command) + " did not finish within " + timeout + ":\n" + out);
+      }
+      reader.join(5_000);
+      return new Result(command, process.exitValue(), out.toString());
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot run " + command, e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+}
