@@ -3,7 +3,6 @@ package io.registrycache.it;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
@@ -13,6 +12,7 @@ import io.registrycache.testsupport.TestImages.ImageIndex;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -20,10 +20,6 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.io.TempDir;
-import org.springframework.beans.factory.config.BeanPostProcessor;
-import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.http.client.ReactorResourceFactory;
 
 /**
  * The cache survives an application restart: content pulled by one Spring context is served by a
@@ -51,52 +47,22 @@ class RestartIT {
     upstream.stop();
   }
 
-  static ConfigurableApplicationContext startCache(String tagTtl) {
-    return new SpringApplicationBuilder(RegistryCacheApplication.class)
-        .initializers(RestartIT::keepGlobalReactorResources)
-        .run(
-            "--server.port=0",
-            "--management.server.port=0",
-            "--registry-cache.storage.path=" + storage,
-            "--registry-cache.default-upstream=local",
-            "--registry-cache.upstreams.local.host=upstream.test",
-            "--registry-cache.upstreams.local.url=" + upstream.baseUrl(),
-            "--registry-cache.upstreams.local.connect-timeout=1s",
-            "--registry-cache.upstreams.local.read-timeout=2s",
-            "--registry-cache.manifests.tag-ttl=" + tagTtl);
-  }
-
-  /**
-   * Reactor Netty's global event loops are shared by every Spring context in this JVM (the shared
-   * {@code @SpringBootTest} context of the other ITs included). Closing a context whose
-   * {@link ReactorResourceFactory} owns the global resources would dispose them under the other
-   * contexts; {@code @SpringBootTest} prevents that for its contexts, this does it for ours.
-   */
-  static void keepGlobalReactorResources(ConfigurableApplicationContext context) {
-    context
-        .getBeanFactory()
-        .addBeanPostProcessor(
-            new BeanPostProcessor() {
-              @Override
-              public Object postProcessBeforeInitialization(Object bean, String name) {
-                if (bean instanceof ReactorResourceFactory factory) {
-                  factory.setUseGlobalResources(false);
-                }
-                return bean;
-              }
-            });
-  }
-
-  static CacheClient client(ConfigurableApplicationContext context) {
-    return CacheClient.onPort(
-        Integer.parseInt(context.getEnvironment().getRequiredProperty("local.server.port")));
+  static ManualCache startCache(String tagTtl) {
+    return ManualCache.start(
+        "registry-cache.storage.path=" + storage,
+        "registry-cache.default-upstream=local",
+        "registry-cache.upstreams.local.host=upstream.test",
+        "registry-cache.upstreams.local.url=" + upstream.baseUrl(),
+        "registry-cache.upstreams.local.connect-timeout=1s",
+        "registry-cache.upstreams.local.read-timeout=2s",
+        "registry-cache.manifests.tag-ttl=" + tagTtl);
   }
 
   @Test
   @Order(1)
   void pullWhileUpstreamIsUp() {
-    try (ConfigurableApplicationContext context = startCache("1h")) {
-      pullEverything(client(context));
+    try (ManualCache context = startCache("1h")) {
+      pullEverything(context.client().withTimeout(Duration.ofSeconds(20)));
     }
   }
 
@@ -104,8 +70,8 @@ class RestartIT {
   @Order(2)
   void pullAfterRestartWithUpstreamStopped() {
     upstream.stopUpstream();
-    try (ConfigurableApplicationContext context = startCache("1h")) {
-      CacheClient cache = client(context);
+    try (ManualCache context = startCache("1h")) {
+      CacheClient cache = context.client().withTimeout(Duration.ofSeconds(20));
       pullEverything(cache);
       // tags fall back to what the cache holds
       HttpResponse<byte[]> tags = cache.get("/v2/" + image.repository() + "/tags/list");
@@ -125,8 +91,8 @@ class RestartIT {
   @Order(3)
   void expiredTagIsStillServedWhileUpstreamIsDown() {
     // tag-ttl 1ms: the cached tag must be revalidated, the upstream is down: serve what we have
-    try (ConfigurableApplicationContext context = startCache("1ms")) {
-      CacheClient cache = client(context);
+    try (ManualCache context = startCache("1ms")) {
+      CacheClient cache = context.client().withTimeout(Duration.ofSeconds(20));
       ManifestPullIT.assertManifest(
           cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
     }

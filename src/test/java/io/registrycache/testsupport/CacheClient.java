@@ -26,9 +26,16 @@ public final class CacheClient {
 
   private final String baseUrl;
   private final HttpClient http;
+  private final Duration timeout;
 
   public CacheClient(String baseUrl) {
+    this(baseUrl, Duration.ofSeconds(60));
+  }
+
+  /** @param timeout per request, until the whole response is in */
+  public CacheClient(String baseUrl, Duration timeout) {
     this.baseUrl = baseUrl;
+    this.timeout = timeout;
     this.http =
         HttpClient.newBuilder()
             .version(HttpClient.Version.HTTP_1_1)
@@ -39,6 +46,11 @@ public final class CacheClient {
   /** {@code http://localhost:<port>}. */
   public static CacheClient onPort(int port) {
     return new CacheClient("http://localhost:" + port);
+  }
+
+  /** The same client with another per-request timeout. */
+  public CacheClient withTimeout(Duration timeout) {
+    return new CacheClient(baseUrl, timeout);
   }
 
   public String baseUrl() {
@@ -80,7 +92,7 @@ public final class CacheClient {
       String method, String pathAndQuery, byte[] body, String... headers) throws IOException {
     HttpRequest.Builder builder =
         HttpRequest.newBuilder(URI.create(baseUrl + pathAndQuery))
-            .timeout(Duration.ofSeconds(60))
+            .timeout(timeout)
             .method(
                 method,
                 body == null

@@ -1,0 +1,70 @@
+package io.registrycache.it;
+
+import io.registrycache.RegistryCacheApplication;
+import io.registrycache.testsupport.CacheClient;
+import java.util.ArrayList;
+import java.util.List;
+import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.http.client.ReactorResourceFactory;
+
+/**
+ * The service started and stopped by the test itself (a restart is a new context on the same
+ * storage), on random ports.
+ */
+final class ManualCache implements AutoCloseable {
+
+  private final ConfigurableApplicationContext context;
+
+  private ManualCache(ConfigurableApplicationContext context) {
+    this.context = context;
+  }
+
+  /** Starts the service with {@code --key=value} arguments added to random ports. */
+  static ManualCache start(String... properties) {
+    List<String> args = new ArrayList<>(List.of("--server.port=0", "--management.server.port=0"));
+    for (String property : properties) {
+      args.add("--" + property);
+    }
+    return new ManualCache(
+        new SpringApplicationBuilder(RegistryCacheApplication.class)
+            .initializers(ManualCache::keepGlobalReactorResources)
+            .run(args.toArray(String[]::new)));
+  }
+
+  CacheClient client() {
+    return CacheClient.onPort(
+        Integer.parseInt(context.getEnvironment().getRequiredProperty("local.server.port")));
+  }
+
+  ConfigurableApplicationContext context() {
+    return context;
+  }
+
+  @Override
+  public void close() {
+    context.close();
+  }
+
+  /**
+   * Reactor Netty's global event loops are shared by every Spring context in this JVM (the shared
+   * {@code @SpringBootTest} context of the other ITs included). Closing a context whose
+   * {@link ReactorResourceFactory} owns the global resources would dispose them under the other
+   * contexts; {@code @SpringBootTest} prevents that for its contexts, this does it for ours.
+   */
+  static void keepGlobalReactorResources(ConfigurableApplicationContext context) {
+    context
+        .getBeanFactory()
+        .addBeanPostProcessor(
+            new BeanPostProcessor() {
+              @Override
+              public Object postProcessBeforeInitialization(Object bean, String name) {
+                if (bean instanceof ReactorResourceFactory factory) {
+                  factory.setUseGlobalResources(false);
+                }
+                return bean;
+              }
+            });
+  }
+}

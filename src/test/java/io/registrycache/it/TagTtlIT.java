@@ -1,0 +1,70 @@
+package io.registrycache.it;
+
+import static io.registrycache.testsupport.CacheClient.describe;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.UpstreamRegistryContainer;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code registry-cache.manifests.tag-ttl}: a cached tag is served without asking the upstream
+ * until the TTL runs out; after that a tag moved upstream is seen. Digests never expire.
+ */
+class TagTtlIT {
+
+  static final UpstreamRegistryContainer upstream = AbstractCacheIT.upstream;
+  static final long TTL_MILLIS = 2_000;
+
+  @TempDir Path storage;
+
+  @Test
+  void aMovedTagIsSeenOnlyAfterTheTtl() throws Exception {
+    String repository = TestImages.uniqueRepository("ttl");
+    Image first = upstream.pusher().push(TestImages.smallOci(repository, "moving"));
+    Image second = TestImages.dockerSchema2(repository, "moving");
+    String tagPath = "/v2/" + repository + "/manifests/moving";
+
+    try (ManualCache service =
+        ManualCache.start(
+            "registry-cache.storage.path=" + storage,
+            "registry-cache.default-upstream=local",
+            "registry-cache.upstreams.local.host=upstream.test",
+            "registry-cache.upstreams.local.url=" + upstream.baseUrl(),
+            "registry-cache.manifests.tag-ttl=" + TTL_MILLIS + "ms")) {
+      CacheClient cache = service.client();
+
+      long start = System.nanoTime();
+      ManifestPullIT.assertManifest(cache.getManifest(tagPath), first.manifest());
+      upstream.pusher().push(second); // the tag moves upstream
+      upstream.syncLogs();
+      long upstreamBefore = upstream.countRequestsUnder("/v2/" + repository + "/manifests/");
+
+      HttpResponse<byte[]> withinTtl = cache.getManifest(tagPath);
+      long elapsed = (System.nanoTime() - start) / 1_000_000;
+      if (elapsed < TTL_MILLIS) {
+        ManifestPullIT.assertManifest(withinTtl, first.manifest());
+        upstream.syncLogs();
+        assertThat(upstream.countRequestsUnder("/v2/" + repository + "/manifests/"))
+            .as("within the TTL the tag is not revalidated")
+            .isEqualTo(upstreamBefore);
+      }
+
+      Thread.sleep(Math.max(0, TTL_MILLIS + 500 - (System.nanoTime() - start) / 1_000_000));
+      HttpResponse<byte[]> afterTtl = cache.getManifest(tagPath);
+      assertThat(afterTtl.statusCode()).as(describe(afterTtl)).isEqualTo(200);
+      ManifestPullIT.assertManifest(afterTtl, second.manifest());
+      ManifestPullIT.assertHeadOf(cache.headManifest(tagPath), second.manifest());
+
+      // the old manifest is still there by digest
+      ManifestPullIT.assertManifest(
+          cache.getManifest("/v2/" + repository + "/manifests/" + first.manifest().digest()),
+          first.manifest());
+    }
+  }
+}
