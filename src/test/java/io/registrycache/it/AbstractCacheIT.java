@@ -15,10 +15,12 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Base of the service-level ITs that can share one world: the real service in-process on a random
- * port, and one real {@code registry:2} upstream for the whole JVM. All subclasses get the same
+ * port, and one real {@code registry:2} upstream per JVM. Subclasses in one JVM get the same
  * Spring context (same properties, so Spring's test context cache reuses it) and the same storage
- * directory; every test pushes content unique to itself ({@code TestImages.uniqueRepository}), so
- * tests cannot see each other's cache entries or upstream requests.
+ * directory; failsafe runs each IT class in a JVM of its own ({@code reuseForks=false}), so in
+ * practice that is one upstream container and one context per class. Every test pushes content
+ * unique to itself ({@code TestImages.uniqueRepository}), so tests cannot see each other's cache
+ * entries or upstream requests.
  *
  * <p>The upstream is configured as host {@value #UPSTREAM_HOST} (a valid path component, so the
  * in-path form {@code /v2/upstream.test/<name>/...} works with clients like skopeo) and is the
