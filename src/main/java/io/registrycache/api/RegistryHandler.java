@@ -171,6 +171,9 @@ public class RegistryHandler {
         if (range != null) {
           start = range.getRangeStart(size);
           end = range.getRangeEnd(size);
+          if (start >= size || end < start) {
+            return rangeNotSatisfiable(size);
+          }
         }
       } catch (IllegalArgumentException e) {
         return rangeNotSatisfiable(size);
@@ -230,8 +233,10 @@ public class RegistryHandler {
   private static boolean satisfiable(ServerRequest request, long size) {
     try {
       for (HttpRange range : HttpRange.parseRanges(request.headers().firstHeader(HttpHeaders.RANGE))) {
-        range.getRangeStart(size);
-        range.getRangeEnd(size);
+        long start = range.getRangeStart(size);
+        if (start >= size || range.getRangeEnd(size) < start) {
+          return false;
+        }
       }
       return true;
     } catch (IllegalArgumentException e) {

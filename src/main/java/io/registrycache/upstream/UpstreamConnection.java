@@ -11,6 +11,7 @@ import org.springframework.http.client.reactive.ReactorClientHttpConnector;
 import org.springframework.web.reactive.function.client.WebClient;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
+import reactor.netty.resources.LoopResources;
 
 /**
  * The HTTP side of one upstream: its own connection pool and {@link WebClient} with the
@@ -36,7 +37,16 @@ final class UpstreamConnection implements AutoCloseable {
   private final ConnectionProvider pool;
   private final WebClient webClient;
 
+  /** With Reactor Netty's JVM-wide event loops; for tests that build one connection alone. */
   UpstreamConnection(Upstream upstream) {
+    this(upstream, reactor.netty.http.HttpResources.get());
+  }
+
+  /**
+   * @param loops event loops owned by the upstream client, not Reactor Netty's JVM-wide ones: a
+   *     Spring context that closes disposes those, which would leave this client hanging
+   */
+  UpstreamConnection(Upstream upstream, LoopResources loops) {
     this.upstream = upstream;
     RegistryCacheProperties.Upstream settings = upstream.settings();
     UpstreamCredentials.validate(upstream.key(), settings);
@@ -57,6 +67,7 @@ final class UpstreamConnection implements AutoCloseable {
             .build();
     HttpClient http =
         HttpClient.create(pool)
+            .runOn(loops)
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) settings.getConnectTimeout().toMillis())
             .responseTimeout(readTimeout)
             .followRedirect(false)

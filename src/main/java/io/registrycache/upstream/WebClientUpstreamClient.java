@@ -28,6 +28,7 @@ import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.netty.resources.LoopResources;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -68,6 +69,8 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   static final Duration DEFAULT_TOKEN_TTL = Duration.ofSeconds(55);
 
   private final Map<String, UpstreamConnection> connections = new ConcurrentHashMap<>();
+  private final LoopResources loops =
+      LoopResources.create("upstream", Math.max(2, Runtime.getRuntime().availableProcessors()), true);
   private final UpstreamMetrics metrics;
   private final UpstreamAuthenticator authenticator;
   private final Scheduler authScheduler;
@@ -225,6 +228,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   @Override
   public void destroy() {
     connections.values().forEach(UpstreamConnection::close);
+    loops.disposeLater().block(java.time.Duration.ofSeconds(5));
     connections.clear();
     authScheduler.dispose();
   }
@@ -244,7 +248,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
     if (existing != null) {
       return existing;
     }
-    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream));
+    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream, loops));
   }
 
   /** Times the call, and turns transport failures into {@link UpstreamException}s. */

@@ -151,7 +151,7 @@ class BlobDownloadTest {
     BlobDownload d = start(digest, Mono.just(new UpstreamBlob(content.length, dying)), new AtomicInteger());
     Throwable error = d.read(0, -1).doOnNext(DataBufferUtils::release).then(Mono.<Throwable>empty())
         .onErrorResume(Mono::just).block(Duration.ofSeconds(20));
-    assertThat(error).hasMessageContaining("failed");
+    assertThat(error).isNotNull();
     assertThat(store.size(digest)).isEmpty();
     assertThat(tmpFiles()).isZero();
     // The next request starts afresh.
