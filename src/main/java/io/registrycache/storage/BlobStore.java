@@ -48,47 +48,11 @@ import org.springframework.stereotype.Component;
 public class BlobStore implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(BlobStore.class);
-  /** Access times closer than this to the recorded one are not recorded again. */
-  static final long TOUCH_RESOLUTION_MILLIS = 1000;
 
-  /**
-   * One stored blob.
-   *
-   * <p>{@code lastPulled} is written by every hit without a lock (a plain volatile store of a
-   * long; racing writers store nearly the same value).
-   */
-  public static final class Entry {
-    private final long size;
-    private final long createdMillis;
-    volatile long lastPulledMillis;
-    volatile long persistedMillis;
-
+  /** One stored blob. */
+  public static final class Entry extends StoredItem {
     Entry(long size, long createdMillis, long lastPulledMillis) {
-      this.size = size;
-      this.createdMillis = createdMillis;
-      this.lastPulledMillis = lastPulledMillis;
-      this.persistedMillis = lastPulledMillis;
-    }
-
-    /** Size in bytes. */
-    public long size() {
-      return size;
-    }
-
-    /** When the blob was stored (its file's mtime), epoch milliseconds. */
-    public long createdMillis() {
-      return createdMillis;
-    }
-
-    /** When a client last pulled it (or a manifest referencing it), epoch milliseconds. */
-    public long lastPulledMillis() {
-      return lastPulledMillis;
-    }
-
-    void touch(long now) {
-      if (now - lastPulledMillis >= TOUCH_RESOLUTION_MILLIS) {
-        lastPulledMillis = now;
-      }
+      super(size, createdMillis, lastPulledMillis);
     }
   }
 

@@ -48,34 +48,12 @@ public class ManifestStore {
   private static final Logger log = LoggerFactory.getLogger(ManifestStore.class);
 
   /** What the index knows of a stored manifest. */
-  public static final class Entry {
-    private final long size;
-    private final long createdMillis;
-    volatile long lastPulledMillis;
-    volatile long persistedMillis;
+  public static final class Entry extends StoredItem {
     /** Media type and references, once the body was read; {@code null} before. */
     volatile Content content;
 
     Entry(long size, long createdMillis, long lastPulledMillis) {
-      this.size = size;
-      this.createdMillis = createdMillis;
-      this.lastPulledMillis = lastPulledMillis;
-      this.persistedMillis = lastPulledMillis;
-    }
-
-    /** Size of the manifest body in bytes. */
-    public long size() {
-      return size;
-    }
-
-    /** When it was stored, epoch milliseconds. */
-    public long createdMillis() {
-      return createdMillis;
-    }
-
-    /** When it was last pulled, epoch milliseconds. */
-    public long lastPulledMillis() {
-      return lastPulledMillis;
+      super(size, createdMillis, lastPulledMillis);
     }
   }
 
@@ -217,10 +195,9 @@ public class ManifestStore {
       return;
     }
     long now = clock.millis();
-    if (now - e.lastPulledMillis < BlobStore.TOUCH_RESOLUTION_MILLIS) {
+    if (!e.touch(now)) {
       return;
     }
-    e.lastPulledMillis = now;
     Content content = e.content;
     if (content == null) {
       content = Content.of(m.mediaType(), m.body());
