@@ -364,6 +364,15 @@ public class RegistryCacheProperties {
     /** Upper bound on requests in flight to this upstream at once. */
     private int maxConcurrentRequests = 64;
 
+    /**
+     * Retries of idempotent requests after transient failures (refused or reset connections,
+     * connect timeouts, 502/503/504). See {@code docs/resilience.md}.
+     */
+    private Retry retry = new Retry();
+
+    /** The circuit breaker of this upstream. See {@code docs/resilience.md}. */
+    private CircuitBreaker circuitBreaker = new CircuitBreaker();
+
     public String getHost() {
       return host;
     }
@@ -460,10 +469,141 @@ public class RegistryCacheProperties {
       this.maxConcurrentRequests = maxConcurrentRequests;
     }
 
+    public Retry getRetry() {
+      return retry;
+    }
+
+    public void setRetry(Retry retry) {
+      this.retry = retry;
+    }
+
+    public CircuitBreaker getCircuitBreaker() {
+      return circuitBreaker;
+    }
+
+    public void setCircuitBreaker(CircuitBreaker circuitBreaker) {
+      this.circuitBreaker = circuitBreaker;
+    }
+
     @Override
     public String toString() {
       // Never print the password.
       return "Upstream[host=" + host + ", url=" + url + ", username=" + username + "]";
+    }
+  }
+
+  /**
+   * Retry with exponential backoff and jitter (each delay varies by up to 50%) for transient
+   * upstream failures of idempotent requests; never for 4xx or 429, never in the middle of a body.
+   */
+  public static class Retry {
+    /** Attempts in all, the first included; 1 turns retries off. */
+    private int maxAttempts = 3;
+
+    /** Delay before the first retry; doubled for each further one. */
+    private Duration initialBackoff = Duration.ofMillis(200);
+
+    /**
+     * Upper bound of one delay. A 503 whose {@code Retry-After} asks for longer is not retried.
+     */
+    private Duration maxBackoff = Duration.ofSeconds(2);
+
+    public int getMaxAttempts() {
+      return maxAttempts;
+    }
+
+    public void setMaxAttempts(int maxAttempts) {
+      this.maxAttempts = maxAttempts;
+    }
+
+    public Duration getInitialBackoff() {
+      return initialBackoff;
+    }
+
+    public void setInitialBackoff(Duration initialBackoff) {
+      this.initialBackoff = initialBackoff;
+    }
+
+    public Duration getMaxBackoff() {
+      return maxBackoff;
+    }
+
+    public void setMaxBackoff(Duration maxBackoff) {
+      this.maxBackoff = maxBackoff;
+    }
+  }
+
+  /**
+   * Circuit breaker of one upstream: opens when the failure rate over the last {@code
+   * sliding-window-size} requests reaches {@code failure-rate-threshold}; while open, requests fail
+   * at once with 503 (so cached content is served stale without waiting for timeouts); after
+   * {@code wait-in-open} a few trial requests decide whether it closes again.
+   */
+  public static class CircuitBreaker {
+    /** Whether the breaker is used at all. */
+    private boolean enabled = true;
+
+    /** Failure rate in percent, over the sliding window, at which the breaker opens. */
+    private float failureRateThreshold = 50;
+
+    /** How many of the most recent requests the failure rate is measured over. */
+    private int slidingWindowSize = 20;
+
+    /** Fewest requests in the window before the failure rate counts. */
+    private int minimumNumberOfCalls = 10;
+
+    /** How long the breaker stays open before it lets trial requests through. */
+    private Duration waitInOpen = Duration.ofSeconds(30);
+
+    /** Trial requests let through while half-open; their outcome closes or reopens the breaker. */
+    private int permittedCallsInHalfOpen = 3;
+
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    public float getFailureRateThreshold() {
+      return failureRateThreshold;
+    }
+
+    public void setFailureRateThreshold(float failureRateThreshold) {
+      this.failureRateThreshold = failureRateThreshold;
+    }
+
+    public int getSlidingWindowSize() {
+      return slidingWindowSize;
+    }
+
+    public void setSlidingWindowSize(int slidingWindowSize) {
+      this.slidingWindowSize = slidingWindowSize;
+    }
+
+    public int getMinimumNumberOfCalls() {
+      return minimumNumberOfCalls;
+    }
+
+    public void setMinimumNumberOfCalls(int minimumNumberOfCalls) {
+      this.minimumNumberOfCalls = minimumNumberOfCalls;
+    }
+
+    public Duration getWaitInOpen() {
+      return waitInOpen;
+    }
+
+    public void setWaitInOpen(Duration waitInOpen) {
+      this.waitInOpen = waitInOpen;
+    }
+
+    public int getPermittedCallsInHalfOpen() {
+      return permittedCallsInHalfOpen;
+    }
+
+    public void setPermittedCallsInHalfOpen(int permittedCallsInHalfOpen) {
+      this.permittedCallsInHalfOpen = permittedCallsInHalfOpen;
     }
   }
 

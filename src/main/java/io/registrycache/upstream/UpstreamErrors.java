@@ -67,36 +67,36 @@ final class UpstreamErrors {
     String prefix = name(upstream) + ": ";
     if (status == 404) {
       return new UpstreamException(
-          upstream.key(), notFound, HttpStatus.NOT_FOUND, prefix + what + " not found (" + reason + ")", null, null);
+          upstream.key(), notFound, HttpStatus.NOT_FOUND, prefix + what + " not found (" + reason + ")", null, null, status);
     }
     if (status == 401) {
       return new UpstreamException(
           upstream.key(), OciErrorCode.UNAUTHORIZED, HttpStatus.UNAUTHORIZED,
           prefix + "not authorized for " + what + " even after authenticating (" + reason
               + "); check the configured credentials",
-          null, null);
+          null, null, status);
     }
     if (status == 403) {
       return new UpstreamException(
           upstream.key(), OciErrorCode.DENIED, HttpStatus.FORBIDDEN,
-          prefix + "access to " + what + " denied (" + reason + ")", null, null);
+          prefix + "access to " + what + " denied (" + reason + ")", null, null, status);
     }
     if (status == 429) {
       return new UpstreamException(
           upstream.key(), OciErrorCode.TOOMANYREQUESTS, HttpStatus.TOO_MANY_REQUESTS,
           prefix + "rate limit reached fetching " + what + " (" + reason + ")",
-          parseRetryAfter(retryAfter, clock), null);
+          parseRetryAfter(retryAfter, clock), null, status);
     }
     if (status == 503) {
       return new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.SERVICE_UNAVAILABLE,
           prefix + "unavailable fetching " + what + " (" + reason + ")",
-          parseRetryAfter(retryAfter, clock), null);
+          parseRetryAfter(retryAfter, clock), null, status);
     }
     String kind = status >= 500 ? "failed" : "answered unexpectedly";
     return new UpstreamException(
         upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-        prefix + kind + " fetching " + what + " (" + reason + ")", null, null);
+        prefix + kind + " fetching " + what + " (" + reason + ")", null, null, status);
   }
 
   /** The error for a transport failure: refused, unresolvable, timed out, TLS, cut off. */

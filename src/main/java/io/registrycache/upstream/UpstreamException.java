@@ -15,6 +15,7 @@ import org.springframework.http.HttpStatus;
 public class UpstreamException extends OciException {
 
   private final String upstreamKey;
+  private final int upstreamStatus;
 
   public UpstreamException(
       String upstreamKey,
@@ -23,13 +24,37 @@ public class UpstreamException extends OciException {
       String message,
       Duration retryAfter,
       Throwable cause) {
+    this(upstreamKey, code, status, message, retryAfter, cause, 0);
+  }
+
+  /**
+   * @param upstreamStatus the HTTP status the upstream answered with, or 0 when the failure is
+   *     not an upstream status (transport failure, bad answer, circuit open)
+   */
+  UpstreamException(
+      String upstreamKey,
+      OciErrorCode code,
+      HttpStatus status,
+      String message,
+      Duration retryAfter,
+      Throwable cause,
+      int upstreamStatus) {
     super(code, status, message, null, retryAfter, cause);
     this.upstreamKey = upstreamKey;
+    this.upstreamStatus = upstreamStatus;
   }
 
   /** Key of the upstream that failed. */
   public String upstreamKey() {
     return upstreamKey;
+  }
+
+  /**
+   * The HTTP status the upstream answered with (e.g. 503 for an upstream 503 mapped to 503, or
+   * 500 mapped to 502), or 0 when there was no such answer.
+   */
+  public int upstreamStatus() {
+    return upstreamStatus;
   }
 
   /** Whether the upstream is unreachable, failing or rate-limiting (stale content may be served). */

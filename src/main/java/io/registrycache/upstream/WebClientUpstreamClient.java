@@ -72,6 +72,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   private final LoopResources loops =
       LoopResources.create("upstream", Math.max(2, Runtime.getRuntime().availableProcessors()), true);
   private final UpstreamMetrics metrics;
+  private final UpstreamResilience resilience;
   private final UpstreamAuthenticator authenticator;
   private final Scheduler authScheduler;
   private final Clock clock = Clock.systemUTC();
@@ -83,12 +84,27 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
    * @throws IllegalStateException naming the setting that is wrong
    */
   @Autowired
-  public WebClientUpstreamClient(UpstreamRegistry upstreams, MeterRegistry meterRegistry) {
-    this(upstreams, meterRegistry, DEFAULT_TOKEN_TTL);
+  public WebClientUpstreamClient(
+      UpstreamRegistry upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
+    this(upstreams, meterRegistry, resilience, DEFAULT_TOKEN_TTL);
+  }
+
+  /** With its own {@link UpstreamResilience}; for tests that build a client alone. */
+  WebClientUpstreamClient(UpstreamRegistry upstreams, MeterRegistry meterRegistry) {
+    this(upstreams, meterRegistry, new UpstreamResilience(upstreams, meterRegistry), DEFAULT_TOKEN_TTL);
   }
 
   WebClientUpstreamClient(UpstreamRegistry upstreams, MeterRegistry meterRegistry, Duration tokenTtl) {
+    this(upstreams, meterRegistry, new UpstreamResilience(upstreams, meterRegistry), tokenTtl);
+  }
+
+  WebClientUpstreamClient(
+      UpstreamRegistry upstreams,
+      MeterRegistry meterRegistry,
+      UpstreamResilience resilience,
+      Duration tokenTtl) {
     this.metrics = new UpstreamMetrics(meterRegistry);
+    this.resilience = resilience;
     // jib blocks: its calls get their own small pool, never a Netty event-loop thread.
     this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
     this.authenticator =
@@ -251,15 +267,23 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
     return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream, loops));
   }
 
-  /** Times the call, and turns transport failures into {@link UpstreamException}s. */
+  /**
+   * Times each attempt, turns transport failures into {@link UpstreamException}s, and puts the
+   * attempts behind the upstream's circuit breaker and retries ({@link UpstreamResilience}). The
+   * exchange ends when the response headers are in (for blobs the body follows as a {@code Flux}),
+   * so a retry never starts in the middle of a body.
+   */
   private <T> Mono<T> call(
       Upstream upstream, String kind, String what, java.util.function.Supplier<Mono<T>> exchange) {
-    return metrics.time(
-        upstream,
-        kind,
-        Mono.defer(exchange)
-            .onErrorMap(
-                e -> !(e instanceof OciException), e -> UpstreamErrors.fromTransport(upstream, what, e)));
+    Mono<T> attempt =
+        metrics.time(
+            upstream,
+            kind,
+            Mono.defer(exchange)
+                .onErrorMap(
+                    e -> !(e instanceof OciException),
+                    e -> UpstreamErrors.fromTransport(upstream, what, e)));
+    return resilience.protect(upstream, what, attempt);
   }
 
   /**

@@ -198,9 +198,11 @@ class LocalUpstreamTest {
           assertThat(e.isUnavailable()).isTrue();
           assertThat(e.getMessage()).contains("closed").contains("127.0.0.1:" + port).contains("unreachable");
         });
+    // a refused connection is transient: tried max-attempts (3) times, each attempt timed
     assertThat(meters.get(UpstreamMetrics.REQUEST_TIMER)
             .tags("upstream", "closed", "kind", "manifest", "outcome", "unreachable").timer().count())
-        .isEqualTo(1);
+        .isEqualTo(3);
+    assertThat(meters.get(UpstreamResilience.RETRIES).tag("upstream", "closed").counter().count()).isEqualTo(2);
   }
 
   @Test
@@ -232,6 +234,7 @@ class LocalUpstreamTest {
           assertThat(e.getMessage()).contains("hanging").contains("timed out").contains("read-timeout");
         });
     assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+    assertThat(held).as("a read timeout is not retried").hasSize(1);
     assertThat(meters.get(UpstreamMetrics.REQUEST_TIMER)
             .tags("upstream", "hanging", "kind", "blob", "outcome", "timeout").timer().count())
         .isEqualTo(1);
@@ -279,7 +282,8 @@ class LocalUpstreamTest {
         default -> respond(ex, 404, Map.of(), new byte[0]);
       }
     });
-    Upstream upstream = TestRegistry.upstream("statuses", base(server), s -> {});
+    // mapping only: no retries here (UpstreamResilienceTest covers them)
+    Upstream upstream = TestRegistry.upstream("statuses", base(server), s -> s.getRetry().setMaxAttempts(1));
 
     assertThat(error(upstream, "limited")).satisfies(e -> {
       assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS);

@@ -19,7 +19,10 @@ class UpstreamClientWiringTest {
 
   @Configuration(proxyBeanMethods = false)
   @EnableConfigurationProperties(RegistryCacheProperties.class)
-  @Import({UpstreamRegistry.class, WebClientUpstreamClient.class})
+  @Import({
+    UpstreamRegistry.class, UpstreamResilience.class, UpstreamsHealthIndicator.class,
+    WebClientUpstreamClient.class
+  })
   static class Wiring {
     @Bean
     MeterRegistry meterRegistry() {
@@ -37,6 +40,26 @@ class UpstreamClientWiringTest {
   @Test
   void upstreamClientIsInjectable() {
     runner.run(context -> assertThat(context).hasSingleBean(UpstreamClient.class));
+  }
+
+  @Test
+  void configuredUpstreamsAreInTheHealthFromTheStart() {
+    runner
+        .withPropertyValues(
+            "registry-cache.upstreams.local.circuit-breaker.wait-in-open=7s",
+            "registry-cache.upstreams.local.retry.max-attempts=5")
+        .run(context -> {
+          var health = context.getBean(UpstreamsHealthIndicator.class).health();
+          assertThat(health.getStatus().getCode()).isEqualTo("UP");
+          assertThat(health.getDetails()).containsKey("local");
+          assertThat(context.getBean(RegistryCacheProperties.class).getUpstreams().get("local")
+                  .getCircuitBreaker().getWaitInOpen())
+              .isEqualTo(java.time.Duration.ofSeconds(7));
+          assertThat(context.getBean(MeterRegistry.class)
+                  .get(UpstreamResilience.CIRCUIT_STATE).tags("upstream", "local", "state", "closed")
+                  .gauge().value())
+              .isEqualTo(1.0);
+        });
   }
 
   @Test
