@@ -46,8 +46,12 @@ import reactor.core.scheduler.Schedulers;
  * {@code Authorization} is sent only to the upstream's own origin (scheme, host, port), never to
  * a storage host it redirects to.
  *
- * <p>Metrics: timer {@code registry.cache.upstream.request{upstream,kind,outcome}}, counter {@code
- * registry.cache.upstream.fetched.bytes{upstream}} ({@link UpstreamMetrics}).
+ * <p>Every request runs behind the upstream's circuit breaker and is retried after transient
+ * failures, up to the response headers, never in the middle of a blob body ({@link
+ * UpstreamResilience}, {@code docs/resilience.md}).
+ *
+ * <p>Metrics: timer {@code registry.cache.upstream.request{upstream,kind,outcome}} (per attempt),
+ * counter {@code registry.cache.upstream.fetched.bytes{upstream}} ({@link UpstreamMetrics}).
  */
 @Component
 public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
