@@ -39,9 +39,12 @@ import org.springframework.stereotype.Component;
  *       "repository":"library/alpine", "tag":"3.20"}} or {@code {"digest":"sha256:..."}}
  *   <li>{@code POST /actuator/cache/janitor} — run the budget check now
  *   <li>{@code POST /actuator/cache/preload} with JSON {@code {"references":
- *       ["registry.example.com/team/app:v1", "team/x@sha256:..."], "platforms":["linux/amd64"]}}
- *       — queue a preload job ({@link Preloader}); answers 202 at once with the job's id.
- *       {@code platforms} empty or absent: every platform of an index
+ *       "registry.example.com/team/app:v1 team/x@sha256:...", "platforms":"linux/amd64"}} — queue
+ *       a preload job ({@link Preloader}); answers 202 at once with the job's id. Both are strings
+ *       holding a list separated by blanks, commas or line breaks ({@code #} comments allowed, so
+ *       a preload file's content works as is): the actuator binds a JSON body as a map of strings,
+ *       a JSON array is refused with 400. {@code platforms} empty or absent: every platform of an
+ *       index
  *   <li>{@code GET /actuator/cache/preload} — the preload jobs, newest first; {@code GET
  *       /actuator/cache/preload/<id>} — one job: references total, done, failed (with the
  *       reason), bytes
@@ -142,8 +145,8 @@ public class CacheEndpoint {
       @Nullable String repository,
       @Nullable String tag,
       @Nullable String digest,
-      @Nullable List<String> references,
-      @Nullable List<String> platforms) {
+      @Nullable String references,
+      @Nullable String platforms) {
     boolean dry = Boolean.TRUE.equals(dryRun);
     try {
       return switch (action) {
@@ -165,7 +168,7 @@ public class CacheEndpoint {
           janitor.runOnce();
           yield ok(summary());
         }
-        case "preload" -> preload(references, platforms);
+        case "preload" -> preload(PreloadFile.parseList(references), PreloadFile.parseList(platforms));
         default -> new WebEndpointResponse<>(
             Map.of("error", "unknown action '" + action + "'; use prune, evict, janitor or preload"), 404);
       };
@@ -176,7 +179,8 @@ public class CacheEndpoint {
 
   private WebEndpointResponse<Object> preload(List<String> references, List<String> platforms) {
     if (references == null || references.isEmpty()) {
-      return badRequest("give references: a list of image references, e.g. [\"registry.example.com/team/app:v1\"]");
+      return badRequest("give references: image references separated by blanks, commas or line breaks, "
+          + "e.g. \"registry.example.com/team/app:v1 team/x:v2\"");
     }
     PreloadPlatforms wanted = PreloadPlatforms.of(platforms);
     List<String> errors = preloader.check(references);

@@ -36,6 +36,15 @@ class PreloadFileTest {
   }
 
   @Test
+  void aListInOneStringTakesBlanksCommasLineBreaksAndComments() {
+    assertThat(PreloadFile.parseList("a:v1 b:v2,c@sha256:x ,\n d # e:v9\n\t a:v1"))
+        .containsExactly("a:v1", "b:v2", "c@sha256:x", "d");
+    assertThat(PreloadFile.parseList("linux/amd64,linux/arm64")).containsExactly("linux/amd64", "linux/arm64");
+    assertThat(PreloadFile.parseList(null)).isEmpty();
+    assertThat(PreloadFile.parseList(" ,, ")).isEmpty();
+  }
+
+  @Test
   void emptyAndMissingFiles() throws IOException {
     assertThat(PreloadFile.parse(List.of("", "# nothing", "   "))).isEmpty();
     assertThatThrownBy(() -> PreloadFile.read(dir.resolve("missing.txt"))).isInstanceOf(IOException.class);
