@@ -67,7 +67,8 @@ class PortabilityIT {
         "registry-cache.upstreams.local.url=" + upstreamUrl,
         "registry-cache.upstreams.local.connect-timeout=1s",
         "registry-cache.upstreams.local.read-timeout=2s",
-        "registry-cache.manifests.tag-ttl=1h");
+        "registry-cache.manifests.tag-ttl=1h",
+        "registry-cache.access-log.enabled=true");
   }
 
   @Test
