@@ -38,6 +38,16 @@ import org.springframework.stereotype.Component;
  *   <li>{@code POST /actuator/cache/evict} with JSON {@code {"upstream":"local",
  *       "repository":"library/alpine", "tag":"3.20"}} or {@code {"digest":"sha256:..."}}
  *   <li>{@code POST /actuator/cache/janitor} — run the budget check now
+ *   <li>{@code POST /actuator/cache/preload} with JSON {@code {"references":
+ *       "registry.example.com/team/app:v1 team/x@sha256:...", "platforms":"linux/amd64"}} — queue
+ *       a preload job ({@link Preloader}); answers 202 at once with the job's id. Both are strings
+ *       holding a list separated by blanks, commas or line breaks ({@code #} comments allowed, so
+ *       a preload file's content works as is): the actuator binds a JSON body as a map of strings,
+ *       a JSON array is refused with 400. {@code platforms} empty or absent: every platform of an
+ *       index
+ *   <li>{@code GET /actuator/cache/preload} — the preload jobs, newest first; {@code GET
+ *       /actuator/cache/preload/<id>} — one job: references total, done, failed (with the
+ *       reason), bytes
  * </ul>
  *
  * Sizes are bytes, times ISO-8601 instants (UTC), durations Spring Boot style ({@code 30m},
@@ -55,6 +65,7 @@ public class CacheEndpoint {
   private final BlobStore blobs;
   private final ManifestStore manifests;
   private final RegistryCacheProperties properties;
+  private final Preloader preloader;
 
   public CacheEndpoint(
       CacheInventory inventory,
@@ -63,7 +74,8 @@ public class CacheEndpoint {
       StorageJanitor janitor,
       BlobStore blobs,
       ManifestStore manifests,
-      RegistryCacheProperties properties) {
+      RegistryCacheProperties properties,
+      Preloader preloader) {
     this.inventory = inventory;
     this.pruner = pruner;
     this.collector = collector;
@@ -71,6 +83,7 @@ public class CacheEndpoint {
     this.blobs = blobs;
     this.manifests = manifests;
     this.properties = properties;
+    this.preloader = preloader;
   }
 
   /** Totals: stored bytes and items, downloads in flight, the budget and its watermarks in bytes. */
@@ -90,7 +103,7 @@ public class CacheEndpoint {
     return out;
   }
 
-  /** {@code images} or {@code blobs}, optionally filtered by a regular expression. */
+  /** {@code images} or {@code blobs}, optionally filtered by a regular expression; or the {@code preload} jobs. */
   @ReadOperation
   public WebEndpointResponse<Object> list(@Selector String what, @Nullable String filter) {
     Pattern p;
@@ -102,8 +115,22 @@ public class CacheEndpoint {
     return switch (what) {
       case "images" -> ok(Map.of("images", inventory.images(p).stream().map(Views::image).toList()));
       case "blobs" -> ok(Map.of("blobs", inventory.blobs(p).stream().map(Views::blob).toList()));
-      default -> new WebEndpointResponse<>(Map.of("error", "unknown list '" + what + "'; use images or blobs"), 404);
+      case "preload" -> ok(Map.of("jobs", preloader.jobs().stream().map(PreloadJob::view).toList()));
+      default -> new WebEndpointResponse<>(
+          Map.of("error", "unknown list '" + what + "'; use images, blobs or preload"), 404);
     };
+  }
+
+  /** {@code preload/<id>}: one preload job's progress. */
+  @ReadOperation
+  public WebEndpointResponse<Object> item(@Selector String what, @Selector String id) {
+    if (!"preload".equals(what)) {
+      return new WebEndpointResponse<>(Map.of("error", "unknown path '" + what + "/" + id + "'"), 404);
+    }
+    return preloader
+        .job(id)
+        .map(job -> ok(job.view()))
+        .orElseGet(() -> new WebEndpointResponse<>(Map.of("error", "no preload job '" + id + "'"), 404));
   }
 
   /** {@code prune}, {@code evict} or {@code janitor}; parameters from the JSON body. */
@@ -117,7 +144,9 @@ public class CacheEndpoint {
       @Nullable String upstream,
       @Nullable String repository,
       @Nullable String tag,
-      @Nullable String digest) {
+      @Nullable String digest,
+      @Nullable String references,
+      @Nullable String platforms) {
     boolean dry = Boolean.TRUE.equals(dryRun);
     try {
       return switch (action) {
@@ -139,12 +168,33 @@ public class CacheEndpoint {
           janitor.runOnce();
           yield ok(summary());
         }
+        case "preload" -> preload(PreloadFile.parseList(references), PreloadFile.parseList(platforms));
         default -> new WebEndpointResponse<>(
-            Map.of("error", "unknown action '" + action + "'; use prune, evict or janitor"), 404);
+            Map.of("error", "unknown action '" + action + "'; use prune, evict, janitor or preload"), 404);
       };
     } catch (IllegalArgumentException | OciException e) {
       return badRequest(e.getMessage());
     }
+  }
+
+  private WebEndpointResponse<Object> preload(List<String> references, List<String> platforms) {
+    if (references == null || references.isEmpty()) {
+      return badRequest("give references: image references separated by blanks, commas or line breaks, "
+          + "e.g. \"registry.example.com/team/app:v1 team/x:v2\"");
+    }
+    PreloadPlatforms wanted = PreloadPlatforms.of(platforms);
+    List<String> errors = preloader.check(references);
+    if (!errors.isEmpty()) {
+      return new WebEndpointResponse<>(Map.of("error", "invalid references, nothing preloaded", "references", errors), 400);
+    }
+    PreloadJob job = preloader.submit(references, wanted, "api");
+    Map<String, Object> body = new LinkedHashMap<>();
+    body.put("id", job.id());
+    body.put("state", job.state().name().toLowerCase());
+    body.put("total", job.items().size());
+    body.put("platforms", wanted.wanted());
+    body.put("status", "/actuator/cache/preload/" + job.id());
+    return new WebEndpointResponse<>(body, 202);
   }
 
   private static WebEndpointResponse<Object> ok(Object body) {

@@ -31,6 +31,9 @@ public class RegistryCacheProperties {
   /** The structured access log; off by default. */
   private AccessLog accessLog = new AccessLog();
 
+  /** Preloading images into the cache: a file read after start-up, and the admin API's jobs. */
+  private Preload preload = new Preload();
+
   /** Key of the upstream that serves bare-form requests ({@code /v2/<name>/...}). */
   private String defaultUpstream = "local";
 
@@ -55,6 +58,14 @@ public class RegistryCacheProperties {
 
   public void setPrune(Prune prune) {
     this.prune = prune;
+  }
+
+  public Preload getPreload() {
+    return preload;
+  }
+
+  public void setPreload(Preload preload) {
+    this.preload = preload;
   }
 
   public AccessLog getAccessLog() {
@@ -261,6 +272,52 @@ public class RegistryCacheProperties {
 
     public void setEnabled(boolean enabled) {
       this.enabled = enabled;
+    }
+  }
+
+  /**
+   * Preloading: pulling images into the cache before any client asks, through the same pull-through
+   * path as clients (same verification, same storage).
+   */
+  public static class Preload {
+    /**
+     * File of image references to preload after start-up, one per line ({@code
+     * registry.example.com/team/app:v1}, {@code team/app@sha256:...}); {@code #} starts a comment.
+     * Read in the background once the service is ready; unset = nothing is preloaded at start-up.
+     */
+    private Path file;
+
+    /**
+     * Platforms ({@code os/architecture[/variant]}, e.g. {@code linux/amd64}) to take from an image
+     * index when preloading the file; empty = every platform of the index.
+     */
+    private List<String> platforms = new ArrayList<>();
+
+    /** How many images are preloaded at once; the blobs of one image are fetched one after another. */
+    private int concurrency = 3;
+
+    public Path getFile() {
+      return file;
+    }
+
+    public void setFile(Path file) {
+      this.file = file;
+    }
+
+    public List<String> getPlatforms() {
+      return platforms;
+    }
+
+    public void setPlatforms(List<String> platforms) {
+      this.platforms = platforms;
+    }
+
+    public int getConcurrency() {
+      return concurrency;
+    }
+
+    public void setConcurrency(int concurrency) {
+      this.concurrency = concurrency;
     }
   }
 
