@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# JMeter launcher of the perf pack: runs `jmeter` from PATH when it is JMeter 5.x or later,
+# else a JMeter 5.6.3 home assembled from Maven Central into perf/.jmeter/ (gitignored) on first use.
+#
+#   perf/scripts/jmeter.sh -n -t perf/jmeter/pull.jmx -Jthreads=100     # like `jmeter`
+#   perf/scripts/jmeter.sh --which       # prints which JMeter it would run (provisions if needed)
+#   perf/scripts/jmeter.sh --provision   # only assemble perf/.jmeter/ (no-op when present)
+#
+# Environment:
+#   JMETER          a jmeter command or launcher to use instead of the search above
+#   PERF_JMETER     path|provisioned: force one of the two (default: PATH first)
+#   HEAP            JMeter heap, as for the stock launcher (default "-Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m")
+#   JVM_ARGS        more JVM options
+#   JAVA            java command for the provisioned JMeter (default: $JAVA_HOME/bin/java, else java)
+set -euo pipefail
+
+PERF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_DIR="$(cd "$PERF_DIR/.." && pwd)"
+JMETER_VERSION=5.6.3
+HOME_DIR="$PERF_DIR/.jmeter/apache-jmeter-$JMETER_VERSION"
+POM="$PERF_DIR/jmeter/provision/pom.xml"
+: "${HEAP:=-Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m}"
+export HEAP
+
+log() { echo "jmeter.sh: $*" >&2; }
+
+java_cmd() {
+  if [[ -n "${JAVA:-}" ]]; then echo "$JAVA"
+  elif [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then echo "$JAVA_HOME/bin/java"
+  else command -v java || true
+  fi
+}
+
+# jmeter on PATH, when it is 5.0 or later (Debian's jmeter package is 2.13 and too old)
+path_jmeter() {
+  local j
+  j="$(command -v jmeter 2>/dev/null)" || return 1
+  # don't pick ourselves up if someone symlinked this script as `jmeter`
+  [[ "$(readlink -f "$j")" == "$(readlink -f "${BASH_SOURCE[0]}")" ]] && return 1
+  local v
+  v="$(JVM_ARGS="-Duser.language=en" timeout 60 "$j" --version 2>/dev/null | grep -Eo '\b[0-9]+\.[0-9]+(\.[0-9]+)?\b' | tail -1 || true)"
+  if [[ -z "$v" ]]; then
+    log "ignoring $j: cannot read its version"; return 1
+  fi
+  if (( ${v%%.*} < 5 )); then
+    log "ignoring $j: JMeter $v is too old (need 5.x), using the provisioned $JMETER_VERSION"; return 1
+  fi
+  echo "$j"
+}
+
+maven_cmd() {
+  if [[ -x "$REPO_DIR/mvnw" ]]; then echo "$REPO_DIR/mvnw"
+  elif command -v mvn >/dev/null; then command -v mvn
+  else return 1
+  fi
+}
+
+provision() {
+  [[ -f "$HOME_DIR/PROVISIONED" && -f "$HOME_DIR/bin/ApacheJMeter.jar" ]] && return 0
+  local mvn java
+  java="$(java_cmd)"
+  [[ -n "$java" ]] || { log "no java found: install a JDK/JRE 17+ or set JAVA_HOME"; return 2; }
+  mvn="$(maven_cmd)" || { log "neither $REPO_DIR/mvnw nor mvn found: cannot provision JMeter"; return 2; }
+  mkdir -p "$PERF_DIR/.jmeter"
+  # one provisioning at a time (matrix and smoke may start together)
+  exec 9>"$PERF_DIR/.jmeter/.lock"
+  flock -w 600 9 || { log "timed out waiting for another provisioning"; return 2; }
+  if [[ ! -f "$HOME_DIR/PROVISIONED" ]]; then
+    log "provisioning JMeter $JMETER_VERSION from Maven Central into ${HOME_DIR#"$REPO_DIR"/} (once, ~30 s)"
+    rm -rf "$HOME_DIR"
+    if ! "$mvn" -q -B -f "$POM" package >"$PERF_DIR/.jmeter/provision.log" 2>&1; then
+      log "provisioning failed; last lines of perf/.jmeter/provision.log:"
+      tail -20 "$PERF_DIR/.jmeter/provision.log" >&2
+      rm -rf "$HOME_DIR"
+      return 2
+    fi
+    [[ -f "$HOME_DIR/bin/ApacheJMeter.jar" ]] || { log "provisioning left no $HOME_DIR/bin/ApacheJMeter.jar"; return 2; }
+  fi
+  flock -u 9
+}
+
+# Prints the command (one word) to run JMeter with.
+resolve() {
+  if [[ -n "${JMETER:-}" ]]; then
+    if [[ ( "$JMETER" == *.jar && -f "$JMETER" ) || -x "$JMETER" ]] || command -v "$JMETER" >/dev/null 2>&1; then
+      echo "$JMETER"; return 0
+    fi
+    log "JMETER=$JMETER is neither an executable nor a launcher jar"; return 2
+  fi
+  if [[ "${PERF_JMETER:-}" != provisioned ]]; then
+    if path_jmeter; then return 0; fi
+    [[ "${PERF_JMETER:-}" == path ]] && { log "PERF_JMETER=path but no usable jmeter on PATH"; return 2; }
+  fi
+  provision || return $?
+  echo "$HOME_DIR/bin/ApacheJMeter.jar"
+}
+
+case "${1:-}" in
+  --provision) provision; exit $? ;;
+  --which) resolve; exit $? ;;
+esac
+
+cmd="$(resolve)" || exit $?
+if [[ "$cmd" == *.jar ]]; then
+  java="$(java_cmd)"
+  [[ -n "$java" ]] || { log "no java found"; exit 2; }
+  # shellcheck disable=SC2086  # HEAP and JVM_ARGS are word lists on purpose, as for the stock launcher
+  exec "$java" $HEAP -XX:+UseG1GC -XX:MaxGCPauseMillis=100 -Duser.language=en -Duser.region=US \
+    -Djava.security.egd=file:/dev/urandom ${JVM_ARGS:-} -jar "$cmd" "$@"
+else
+  # the stock launcher reads HEAP and JVM_ARGS itself
+  JVM_ARGS="-Duser.language=en -Duser.region=US ${JVM_ARGS:-}" exec "$cmd" "$@"
+fi

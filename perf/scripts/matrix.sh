@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Runs run.sh over lists of threads, timeouts, loops, ramp-ups and modes; writes one matrix.md with
+# every run, a latency table per concurrency, and matrix.png (throughput and p90 against threads).
+#
+#   perf/scripts/matrix.sh [-c "10 50 100 180"] [-t "1000 3000"] [-l "20"] [-r "2"]
+#                          [-m "cached pull-through"] [--out DIR] [--pause S] [run.sh options...]
+#
+#   -c LIST     threads                          default "10 50 100 180"
+#   -t LIST     timeouts, ms                     default "1000 3000"
+#   -l LIST     loops                            default "20"
+#   -r LIST     ramp-ups, s                      default "2"
+#   -m LIST     modes                            default "cached pull-through"
+#   --out DIR   matrix folder                    default perf/runs/matrix-<UTC timestamp>
+#               (an existing one gets the new runs added: one matrix.md over several invocations)
+#   --pause S   pause between runs (TIME_WAIT, GC) default 5
+#   --max-runs N  refuse to start more than N runs  default 64
+# Anything else is passed to every run.sh (e.g. --target registry, --form ns, --heap 2g).
+# A run that fails to run is recorded as such and the matrix goes on. Exit 0 when every run ran.
+#
+# The chart needs matplotlib: taken from python3 when importable, else installed into perf/.venv
+# from PyPI, else Debian's python3-matplotlib, else gnuplot; when none can be had the matrix says
+# so and has no chart (PERF_NO_INSTALL=1 skips the installs).
+set -uo pipefail
+
+SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
+threads_list="10 50 100 180" timeouts="1000 3000" loops_list="20" ramps="2" modes="cached pull-through"
+out="" pause=5 max_runs=64
+pass=()
+
+log() { echo "matrix.sh: $*" >&2; }
+while (($#)); do
+  case "$1" in
+    -c) threads_list=$2; shift 2 ;;
+    -t) timeouts=$2; shift 2 ;;
+    -l) loops_list=$2; shift 2 ;;
+    -r) ramps=$2; shift 2 ;;
+    -m) modes=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --pause) pause=$2; shift 2 ;;
+    --max-runs) max_runs=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -p|--target|--form|--upstream-host|--url|--metrics-url|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J)
+      pass+=("$1" "$2"); shift 2 ;;
+    *) pass+=("$1"); shift ;;
+  esac
+done
+target="cache"
+for ((i = 0; i < ${#pass[@]}; i++)); do [[ "${pass[$i]}" == --target ]] && target="${pass[$((i + 1))]}"; done
+[[ " ${pass[*]-} " == *" --url "* ]] && target="url"
+
+total=0
+for _m in $modes; do for _t in $timeouts; do for _l in $loops_list; do for _r in $ramps; do for _c in $threads_list; do
+  total=$((total + 1)); done; done; done; done; done
+(( total > 0 )) || { log "nothing to run"; exit 2; }
+(( total <= max_runs )) || { log "$total runs is more than --max-runs $max_runs"; exit 2; }
+
+out="${out:-$PERF_DIR/runs/matrix-$(date -u +%Y%m%dT%H%M%SZ)}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+# an existing matrix folder gets the new runs added to it (several invocations, one matrix.md)
+cat >>"$out/matrix.env" <<EOF
+command: $0 -c "$threads_list" -t "$timeouts" -l "$loops_list" -r "$ramps" -m "$modes" ${pass[*]-}
+started: $(date -u +%Y-%m-%dT%H:%M:%SZ)
+machine: $(nproc) cores, $(free -g | awk '/^Mem:/{print $2}') GiB, $(uname -sr)
+EOF
+touch "$out/runs.tsv"
+log "$total runs into $out"
+
+n=0 failed=0
+for m in $modes; do for t in $timeouts; do for l in $loops_list; do for r in $ramps; do for c in $threads_list; do
+  n=$((n + 1))
+  name="$target-$m-c=$c-t=$t-r=$r-l=$l"
+  log "[$n/$total] $name"
+  "$SCRIPTS/run.sh" -c "$c" -t "$t" -r "$r" -l "$l" -m "$m" --runs-dir "$out" --name "$name" ${pass[@]+"${pass[@]}"} \
+    >"$out/$name.console" 2>&1
+  rc=$?
+  folder=""
+  if [[ -d "$out/$name" ]]; then folder="$name"; mv "$out/$name.console" "$out/$name/run.console"; fi
+  if [[ ! -f "$out/$name/summary.json" ]]; then
+    failed=$((failed + 1))
+    log "  did not run (exit $rc), see ${folder:+$folder/run.console}${folder:-$name.console}"
+  else
+    grep -E '^\| [0-9]' "$out/$name/summary.md" | head -1 >&2
+  fi
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$c" "$t" "$l" "$r" "$rc" "$folder" >>"$out/runs.tsv"
+  (( n < total )) && sleep "$pause"
+done; done; done; done; done
+
+python3 "$SCRIPTS/matrix_report.py" "$out" "$out/runs.tsv"
+
+# ---------------------------------------------------------------- chart
+chart_python() {
+  if python3 -c 'import matplotlib' 2>/dev/null; then echo python3; return 0; fi
+  if [[ -x "$PERF_DIR/.venv/bin/python" ]] && "$PERF_DIR/.venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
+    echo "$PERF_DIR/.venv/bin/python"; return 0
+  fi
+  if [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then echo /usr/bin/python3; return 0; fi
+  [[ "${PERF_NO_INSTALL:-0}" == 1 ]] && return 1
+  log "installing matplotlib into perf/.venv (PyPI)"
+  if python3 -m venv "$PERF_DIR/.venv" >/dev/null 2>&1 \
+     && timeout 300 "$PERF_DIR/.venv/bin/pip" install -q matplotlib >"$out/chart-install.log" 2>&1; then
+    echo "$PERF_DIR/.venv/bin/python"; return 0
+  fi
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    log "installing Debian's python3-matplotlib"
+    if DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q python3-matplotlib >>"$out/chart-install.log" 2>&1 \
+       && /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+      echo /usr/bin/python3; return 0
+    fi
+  fi
+  return 1
+}
+
+gnuplot_chart() {
+  command -v gnuplot >/dev/null || return 1
+  local dat="$out/.chart" plot1="" plot2="" key
+  mkdir -p "$dat"
+  # one data file per target/mode/timeout: threads images/s p90
+  python3 - "$out/matrix.csv" "$dat" <<'EOF' || return 1
+import csv, collections, sys
+s = collections.defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["images_per_s"]:
+        s[f"{r['target']}_{r['mode']}_t{r['timeout']}_l{r['loops']}"].append((int(r["threads"]), r["images_per_s"], r["p90_ms"]))
+for k, pts in s.items():
+    with open(f"{sys.argv[2]}/{k}.dat", "w") as f:
+        for p in sorted(pts):
+            f.write(f"{p[0]} {p[1]} {p[2]}\n")
+EOF
+  for f in "$dat"/*.dat; do
+    [[ -f "$f" ]] || continue
+    key="$(basename "$f" .dat)"
+    plot1+="${plot1:+, }'$f' using 1:2 with linespoints title '$key'"
+    plot2+="${plot2:+, }'$f' using 1:3 with linespoints title '$key'"
+  done
+  [[ -n "$plot1" ]] || return 1
+  gnuplot <<EOF
+set terminal pngcairo size 1300,500 noenhanced
+set output '$out/matrix.png'
+set multiplot layout 1,2 title 'registry-cache pull matrix'
+set grid
+set xlabel 'threads'
+set ylabel 'images/s'
+set title 'Throughput'
+set yrange [0:*]
+plot $plot1
+set ylabel 'ms'
+set title 'Request latency p90'
+plot $plot2
+unset multiplot
+EOF
+}
+
+rm -f "$out/chart.note"
+if py="$(chart_python)"; then
+  "$py" "$SCRIPTS/matrix_chart.py" "$out" || echo "No chart: matrix_chart.py failed." >"$out/chart.note"
+elif gnuplot_chart; then
+  :
+else
+  echo "No chart: matplotlib could not be found$([[ -f "$out/chart-install.log" ]] && echo " or installed (see chart-install.log)") \
+and gnuplot is missing; install one (pip install matplotlib, or apt-get install python3-matplotlib / gnuplot-nox) \
+and run python3 perf/scripts/matrix_chart.py $out." >"$out/chart.note"
+fi
+[[ -f "$out/chart.note" ]] && log "$(cat "$out/chart.note")"
+python3 "$SCRIPTS/matrix_report.py" "$out" "$out/runs.tsv"   # again, to link the chart or the note
+
+log "matrix: $out/matrix.md ($((total - failed))/$total runs ran)"
+(( failed == 0 ))

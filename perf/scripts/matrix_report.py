@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Writes matrix.md (and matrix.json, matrix.csv) for a folder of run.sh runs, and the chart data.
+
+    matrix_report.py MATRIX_DIR RUNS_TSV
+
+RUNS_TSV has one line per attempted run: target<TAB>mode<TAB>threads<TAB>timeout<TAB>loops<TAB>rampup
+<TAB>exit code<TAB>run folder (relative to MATRIX_DIR, may be empty when the run did not start).
+The chart itself is drawn by matrix_chart.py (matplotlib) or gnuplot, see matrix.sh.
+"""
+import csv
+import json
+import os
+import sys
+
+
+def outcome(rc, s):
+    if s is None:
+        return f"did not run (exit {rc})"
+    if s["errors"] == 0:
+        return "ok"
+    return f"{s['errors']} errors ({s['error_pct']}%)"
+
+
+def reasons(s):
+    if not s or not s["error_reasons"]:
+        return ""
+    return ", ".join(f"{k}: {v}" for k, v in s["error_reasons"].items())
+
+
+def main():
+    mdir, tsv = sys.argv[1], sys.argv[2]
+    rows = []
+    with open(tsv) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) < 8:
+                continue
+            target, mode, threads, timeout, loops, rampup, rc, folder = parts[:8]
+            s = None
+            if folder and os.path.isfile(os.path.join(mdir, folder, "summary.json")):
+                with open(os.path.join(mdir, folder, "summary.json")) as jf:
+                    s = json.load(jf)["summary"]
+            rows.append({"target": target, "mode": mode, "threads": int(threads), "timeout": int(timeout),
+                         "loops": int(loops), "rampup": int(rampup), "rc": int(rc), "folder": folder, "s": s})
+    rows.sort(key=lambda r: (r["target"], r["mode"], r["timeout"], r["loops"], r["rampup"], r["threads"]))
+
+    lines = ["# Matrix " + os.path.basename(os.path.abspath(mdir)), ""]
+    meta = os.path.join(mdir, "matrix.env")
+    if os.path.isfile(meta):
+        lines += ["```", open(meta).read().strip(), "```", ""]
+    lines += [
+        "## All runs", "",
+        "| target | mode | threads | loops | ramp-up (s) | timeout (ms) | outcome | images/s | requests/s "
+        "| p90 (ms) | p99 (ms) | error reasons | run |",
+        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        s = r["s"]
+        lines.append(
+            f"| {r['target']} | {r['mode']} | {r['threads']} | {r['loops']} | {r['rampup']} | {r['timeout']} "
+            f"| {outcome(r['rc'], s)} | {s['images_per_s'] if s else ''} | {s['requests_per_s'] if s else ''} "
+            f"| {s['p90_ms'] if s else ''} | {s['p99_ms'] if s else ''} | {reasons(s)} "
+            f"| {'[' + r['folder'] + '](' + r['folder'].replace(' ', '%20') + '/summary.md)' if r['folder'] else ''} |")
+    lines += [
+        "", "## Request latency per concurrency (ms)", "",
+        "| target | mode | timeout (ms) | threads | min | avg | p90 | max | image avg | image p90 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        s = r["s"]
+        if not s:
+            continue
+        lines.append(f"| {r['target']} | {r['mode']} | {r['timeout']} | {r['threads']} | {s['min_ms']} | {s['avg_ms']} "
+                     f"| {s['p90_ms']} | {s['max_ms']} | {s['image_avg_ms']} | {s['image_p90_ms']} |")
+    cpu_rows = [r for r in rows if r["s"] and r["s"].get("cpu")]
+    if cpu_rows:
+        lines += [
+            "", "## Where the CPU went during each run (% of all cores over the JMeter run)", "",
+            "| target | mode | timeout (ms) | threads | machine busy | registry-cache | registry:2 | JMeter "
+            "| docker-proxy | dockerd | everything else | load avg before |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for r in cpu_rows:
+            c = r["s"]["cpu"]
+            f = lambda k: f"{c[k]:.0f}%" if k in c else "-"  # noqa: E731
+            lines.append(f"| {r['target']} | {r['mode']} | {r['timeout']} | {r['threads']} | {f('machine_busy_pct')} "
+                         f"| {f('cache_pct')} | {f('registry_pct')} | {f('jmeter_pct')} | {f('docker_proxy_pct')} "
+                         f"| {f('dockerd_pct')} | {f('other_pct')} "
+                         f"| {c.get('loadavg_before', '')} |")
+    lines += ["", "images/s: successful image pulls per second; latencies are per HTTP request unless "
+              "marked image (one whole pull: manifest(s), config and layers).", ""]
+    if os.path.isfile(os.path.join(mdir, "matrix.png")):
+        lines += ["![throughput and p90 against threads](matrix.png)", ""]
+    note = os.path.join(mdir, "chart.note")
+    if os.path.isfile(note):
+        lines += [open(note).read().strip(), ""]
+    with open(os.path.join(mdir, "matrix.md"), "w") as f:
+        f.write("\n".join(lines))
+
+    with open(os.path.join(mdir, "matrix.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["target", "mode", "timeout", "loops", "rampup", "threads", "exit", "images_per_s",
+                    "requests_per_s", "avg_ms", "min_ms", "max_ms", "p90_ms", "p99_ms", "errors", "error_pct"])
+        for r in rows:
+            s = r["s"] or {}
+            w.writerow([r["target"], r["mode"], r["timeout"], r["loops"], r["rampup"], r["threads"], r["rc"],
+                        s.get("images_per_s", ""), s.get("requests_per_s", ""), s.get("avg_ms", ""),
+                        s.get("min_ms", ""), s.get("max_ms", ""), s.get("p90_ms", ""), s.get("p99_ms", ""),
+                        s.get("errors", ""), s.get("error_pct", "")])
+    with open(os.path.join(mdir, "matrix.json"), "w") as f:
+        json.dump([{k: v for k, v in r.items()} for r in rows], f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

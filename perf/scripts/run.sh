@@ -1,0 +1,368 @@
+#!/usr/bin/env bash
+# Runs one JMeter pull test and keeps everything about it in one folder.
+#
+#   perf/scripts/run.sh -c <threads> -t <timeout-ms> [-r <ramp-up-s>] [-l <loops>] [-p <plan>]
+#                       [-m cached|pull-through] [target options] [other options]
+#
+#   -c N            threads (concurrent pullers)                         required
+#   -t MS           connect and response timeout, ms                     required
+#   -r S            ramp-up, seconds                                     default 2
+#   -l N            loops: images per thread                             default 20
+#   -p FILE         JMeter plan                                          default perf/jmeter/pull.jmx
+#   -m MODE         cached: threads cycle over a fixed, already cached set of images (warmed first)
+#                   pull-through: every image is pulled once, from a fresh batch never pulled before,
+#                   each thread its own disjoint part, so every pull goes through to the upstream
+#                                                                        default cached
+# Target (default: the perf stack's registry-cache, brought up with stack.sh, upstream registry:2):
+#   --target cache|registry   the service, or the stack's registry:2 itself (same plan, bare form)
+#   --form inpath|ns|bare     request form through the cache: /v2/<host>/<name>, /v2/<name>?ns=<host>,
+#                             /v2/<name> (default upstream)                default inpath
+#   --upstream-host H         registry host name for inpath/ns              default localhost:5000
+#   --url URL                 an already running target (e.g. http://127.0.0.1:8080): no stack.sh;
+#                             with --metrics-url URL and --registry-url URL (where to seed/check)
+#   --no-stack                don't run stack.sh up (the stack must be up already)
+#   --no-warm                 cached mode: skip the warm-up pass over the image set
+# Images:
+#   --images FILE             CSV (name,tag[,kind]) instead of the seeded set (cached mode)
+#   --set-size N              cached set: single-platform images to seed  default 200 (+20 multi-platform)
+#   --os OS --arch ARCH       platform picked from image indexes          default linux/amd64
+# Other:
+#   --fail-on-errors          exit 1 when any request failed (CI smoke); default: report only
+#   --heap SIZE               JMeter heap, e.g. 2g                         default 1g
+#   --duration S              hard stop of the JMeter test, seconds        default 1800
+#   --runs-dir DIR            where run folders go                         default perf/runs
+#   --name NAME               run folder name (default c=..-t=..-r=..-l=..-<UTC timestamp>)
+#   -J key=value              extra JMeter property (repeatable)
+#   --allow-non-loopback      allow a --url that is not on this machine (your own infrastructure only)
+#
+# Exit status: 0 the test ran (whatever its error rate); 1 --fail-on-errors and some request failed;
+# 2 bad usage or JMeter unavailable; 3 target down or seeding failed; 4 the plan did not run.
+set -euo pipefail
+
+SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
+DATA_DIR="${PERF_DATA_DIR:-$PERF_DIR/data}"
+
+orig_args="$*"
+threads="" timeout_ms="" rampup=2 loops=20 plan="$PERF_DIR/jmeter/pull.jmx" mode=cached
+target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
+images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
+runs_dir="$PERF_DIR/runs" name="" allow_remote=0
+extra=()
+
+log() { echo "run.sh: $*" >&2; }
+die() { local code=$1; shift; log "$*"; exit "$code"; }
+usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; }
+
+while (($#)); do
+  case "$1" in
+    -c) threads=$2; shift 2 ;;
+    -t) timeout_ms=$2; shift 2 ;;
+    -r) rampup=$2; shift 2 ;;
+    -l) loops=$2; shift 2 ;;
+    -p) plan=$2; shift 2 ;;
+    -m) mode=$2; shift 2 ;;
+    --target) target=$2; shift 2 ;;
+    --form) form=$2; shift 2 ;;
+    --upstream-host) upstream_host=$2; shift 2 ;;
+    --url) url=$2; shift 2 ;;
+    --metrics-url) metrics_url=$2; shift 2 ;;
+    --registry-url) registry_url=$2; shift 2 ;;
+    --no-stack) no_stack=1; shift ;;
+    --no-warm) warm=0; shift ;;
+    --images) images=$2; shift 2 ;;
+    --set-size) set_size=$2; shift 2 ;;
+    --os) os=$2; shift 2 ;;
+    --arch) arch=$2; shift 2 ;;
+    --fail-on-errors) fail_on_errors=1; shift ;;
+    --heap) heap=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --runs-dir) runs_dir=$2; shift 2 ;;
+    --name) name=$2; shift 2 ;;
+    -J) extra+=("-J$2"); shift 2 ;;
+    -J*) extra+=("$1"); shift ;;
+    --allow-non-loopback) allow_remote=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die 2 "unknown option $1" ;;
+  esac
+done
+
+int() { [[ "$1" =~ ^[0-9]+$ ]]; }
+[[ -n "$threads" && -n "$timeout_ms" ]] || { usage >&2; die 2 "-c <threads> and -t <timeout-ms> are required"; }
+int "$threads" && (( threads > 0 )) || die 2 "-c must be a positive integer"
+int "$timeout_ms" && (( timeout_ms > 0 )) || die 2 "-t must be a positive integer (ms)"
+int "$rampup" || die 2 "-r must be an integer (s)"
+int "$loops" && (( loops > 0 )) || die 2 "-l must be a positive integer"
+int "$duration" && (( duration > 0 )) || die 2 "--duration must be a positive integer (s)"
+case "$mode" in cached|pull-through) ;; pullthrough) mode=pull-through ;; *) die 2 "-m must be cached or pull-through" ;; esac
+case "$target" in cache|registry) ;; *) die 2 "--target must be cache or registry" ;; esac
+[[ -f "$plan" ]] || die 2 "plan $plan not found"
+plan="$(cd "$(dirname "$plan")" && pwd)/$(basename "$plan")"
+[[ -z "$images" || -f "$images" ]] || die 2 "images file $images not found"
+[[ -n "$images" ]] && images="$(cd "$(dirname "$images")" && pwd)/$(basename "$images")"
+
+# ------------------------------------------------------------ load-generator hygiene
+soft="$(ulimit -n)" hard="$(ulimit -Hn)"
+if [[ "$soft" != unlimited ]] && (( soft < 65536 )); then
+  want=65536
+  [[ "$hard" != unlimited ]] && (( hard < want )) && want=$hard
+  ulimit -n "$want" 2>/dev/null || true
+fi
+nofile="$(ulimit -n)"
+[[ "$nofile" != unlimited ]] && (( nofile < threads * 4 + 256 )) && log "warning: ulimit -n is $nofile, low for $threads threads"
+if [[ -r /proc/sys/net/core/somaxconn ]]; then
+  somax="$(cat /proc/sys/net/core/somaxconn)"
+  (( somax < 1024 )) && log "warning: net.core.somaxconn=$somax is low: the target's accept queue overflows under load (sysctl -w net.core.somaxconn=4096)"
+fi
+if [[ -r /proc/sys/net/ipv4/ip_local_port_range ]]; then
+  read -r plo phi < /proc/sys/net/ipv4/ip_local_port_range
+  (( phi - plo < 16384 )) && log "warning: net.ipv4.ip_local_port_range=$plo-$phi leaves $((phi - plo)) ephemeral ports: connections may fail under load (sysctl -w net.ipv4.ip_local_port_range='15000 64000')"
+fi
+
+# ------------------------------------------------------------ JMeter
+JM="$SCRIPTS/jmeter.sh"
+jmeter_cmd="$("$JM" --which)" || die 2 "JMeter is not available (see messages above)"
+export JMETER="$jmeter_cmd"
+jmeter_desc="JMeter $([[ $jmeter_cmd == *.jar ]] && echo "5.6.3 (provisioned, perf/.jmeter)" || echo "from $jmeter_cmd")"
+
+# ------------------------------------------------------------ target
+is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
+if [[ -n "$url" ]]; then
+  [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]] || die 2 "--url must look like http://host:port"
+  protocol="${BASH_REMATCH[1]}" host="${BASH_REMATCH[2]}" port="${BASH_REMATCH[4]:-}"
+  [[ -z "$port" ]] && port=$([[ $protocol == https ]] && echo 443 || echo 80)
+  if ! is_loopback "$host" && [[ $allow_remote != 1 ]]; then
+    die 2 "refusing non-loopback target $host (load tests here target this machine only; --allow-non-loopback for your own infrastructure)"
+  fi
+  target_desc="$url"
+  target=url
+  stack_logs=0
+  [[ -z "$form" ]] && form=bare
+  [[ -z "$upstream_host" ]] && upstream_host=localhost:5000
+else
+  [[ $no_stack == 1 ]] || {
+    if [[ $target == registry ]]; then "$SCRIPTS/stack.sh" up --registry-only || die 3 "the stack did not come up"
+    else "$SCRIPTS/stack.sh" up || die 3 "the stack did not come up"
+    fi
+  }
+  eval "$("$SCRIPTS/stack.sh" env)"
+  protocol=http
+  registry_url="${registry_url:-$REGISTRY_URL}"
+  [[ -z "$upstream_host" ]] && upstream_host="$UPSTREAM_HOST"
+  if [[ $target == registry ]]; then
+    host=127.0.0.1 port="${REGISTRY_URL##*:}" form=bare
+    metrics_url="${metrics_url:-$REGISTRY_METRICS_URL}"
+    target_desc="registry:2 at $REGISTRY_URL (direct)"
+  else
+    host="$CACHE_HOST" port="$CACHE_PORT"
+    [[ -z "$form" ]] && form=inpath
+    metrics_url="${metrics_url:-$CACHE_METRICS_URL}"
+    target_desc="registry-cache at $CACHE_URL, upstream registry:2 at $REGISTRY_URL"
+  fi
+  stack_logs=1
+fi
+prefix="" ns=""
+case "$form" in
+  inpath) prefix="$upstream_host" ;;
+  ns) ns="$upstream_host" ;;
+  bare) ;;
+  *) die 2 "--form must be inpath, ns or bare" ;;
+esac
+base="$protocol://$host:$port"
+code="$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$base/v2/" || true)"
+[[ "$code" =~ ^(200|401)$ ]] || die 3 "target $base/v2/ is down (answered '${code:-nothing}')"
+
+# ------------------------------------------------------------ images
+check_csv() { # csv -> 0 when its first and last images exist on the upstream registry
+  local csv=$1 first last n t
+  [[ -f "$csv" ]] || return 1
+  [[ -n "$registry_url" ]] || return 0   # nothing to check against: trust the file
+  first="$(sed -n 2p "$csv")" last="$(tail -n 1 "$csv")"
+  [[ -n "$first" ]] || return 1
+  for line in "$first" "$last"; do
+    n="${line%%,*}" t="${line#*,}" t="${t%%,*}"
+    [[ "$(curl -s -o /dev/null -m 5 -w '%{http_code}' -I \
+      -H 'Accept: application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json' \
+      "$registry_url/v2/$n/manifests/$t")" == 200 ]] || return 1
+  done
+}
+seed() { "$SCRIPTS/seed.sh" --registry "$registry_url" --out "$DATA_DIR" "$@"; }
+
+mkdir -p "$DATA_DIR"
+if [[ $mode == cached ]]; then
+  if [[ -z "$images" ]]; then
+    images="$DATA_DIR/cached.csv"
+    if ! check_csv "$images"; then
+      [[ -n "$registry_url" ]] || die 3 "no $images and no --registry-url to seed it into"
+      log "seeding the cached set into $registry_url ($set_size images + $((set_size / 10)) multi-platform + 2 large)"
+      seed --set cached --images "$set_size" --indexes $((set_size / 10)) --large 2 --large-size 32m --quiet >/dev/null \
+        || die 3 "seeding failed"
+    fi
+  fi
+else
+  # pull-through: a fresh batch of threads x loops images nobody pulled before
+  need=$((threads * loops))
+  [[ -n "$images" ]] && die 2 "--images is for cached mode; pull-through takes fresh seeded batches"
+  [[ -n "$registry_url" ]] || die 2 "pull-through mode needs the upstream (--registry-url) to take fresh batches from"
+  mkdir -p "$DATA_DIR/batches"
+  picked=() have=0
+  exec 8>"$DATA_DIR/batches/.lock"; flock 8
+  for b in "$DATA_DIR"/batches/*.csv; do
+    [[ -f "$b" && ! -e "$b.used" ]] || continue
+    if ! check_csv "$b"; then mv "$b" "$b.stale"; continue; fi
+    picked+=("$b"); have=$((have + $(($(wc -l <"$b") - 1))))
+    (( have >= need )) && break
+  done
+  if (( have < need )); then
+    log "seeding a fresh batch of $need images into $registry_url"
+    fresh="$(seed --images $((need - need / 10)) --indexes $((need / 10)) --pool --quiet | awk '/\/batches\// && !f { print; f = 1 }')" \
+      || die 3 "seeding failed"
+    picked=("$fresh")
+  fi
+  for b in "${picked[@]}"; do touch "$b.used"; done
+  flock -u 8
+fi
+
+# ------------------------------------------------------------ run folder
+stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+name="${name:-c=$threads-t=$timeout_ms-r=$rampup-l=$loops-$stamp}"
+run="$runs_dir/$name"
+[[ -e "$run" ]] && die 2 "$run already exists"
+mkdir -p "$run"
+run="$(cd "$run" && pwd)"
+if [[ $mode == pull-through ]]; then
+  # awk, not head: head would close the pipe early, and under pipefail that SIGPIPE ends the script
+  { echo "name,tag,kind"; for b in "${picked[@]}"; do tail -n +2 "$b"; done; } | awk -v n=$((need + 1)) 'NR <= n' >"$run/images.csv"
+  images="$run/images.csv"
+fi
+log "run folder ${run#"$PWD"/}"
+
+jprops=(-Jthreads="$threads" -Jloops="$loops" -Jrampup="$rampup" -Jtimeout="$timeout_ms"
+        -Jprotocol="$protocol" -Jhost="$host" -Jport="$port" -Jimages="$images" -Jmode="$mode"
+        -Jprefix="$prefix" -Jns="$ns" -Jos="$os" -Jarch="$arch" -Jduration="$duration")
+cat >"$run/params.env" <<EOF
+threads=$threads
+timeout_ms=$timeout_ms
+rampup=$rampup
+loops=$loops
+mode=$mode
+target=$target_desc
+form=$form
+upstream_host=$upstream_host
+base_url=$base
+prefix=$prefix
+ns=$ns
+images=$images
+plan=$plan
+jmeter=$jmeter_desc
+heap=$heap
+started_utc=$stamp
+command=$0 $orig_args
+EOF
+
+# cached mode: one quiet pass over the set first, so the measured run really is served from the cache
+if [[ $mode == cached && $warm == 1 && $target == cache ]]; then
+  rows=$(( $(wc -l <"$images") - 1 ))
+  log "warming the cache: one pass over $rows images"
+  HEAP="-Xms256m -Xmx512m" "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" -j "$run/warmup.log" \
+    "${jprops[@]}" -Jthreads=4 -Jloops=$(( (rows + 3) / 4 )) -Jrampup=0 -Jtimeout=30000 -Jmode=pull-through \
+    -Jsummariser.interval=600 "${extra[@]}" >"$run/warmup.output" 2>&1 || log "warning: the warm-up pass failed (see warmup.output)"
+fi
+
+scrape() { # dest
+  if [[ -z "$metrics_url" ]]; then echo "# no metrics endpoint known for $target_desc" >"$1"; return; fi
+  if ! curl -sf -m 10 "$metrics_url" -o "$1"; then
+    echo "# scrape of $metrics_url failed" >"$1"
+    log "warning: could not scrape $metrics_url"
+  fi
+}
+
+load0="$(cut -d' ' -f1-3 /proc/loadavg)"
+scrape "$run/metrics-before.prom"
+[[ $stack_logs == 1 ]] && "$SCRIPTS/stack.sh" log-offsets >"$run/.log-offsets"
+since="$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"
+sleep 1
+
+# CPU accounting: who used the cores during the JMeter run (ticks of the service's and the
+# registry's processes, the machine's busy time, and this shell's children, i.e. JMeter)
+tck="$(getconf CLK_TCK)"
+proc_ticks() { # comma-separated pids -> their user+system ticks
+  local t=0 p
+  for p in ${1//,/ }; do
+    [[ -r "/proc/$p/stat" ]] && t=$(( t + $(awk '{print $14 + $15}' "/proc/$p/stat") ))
+  done
+  echo "$t"
+}
+machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+# `times` must run in this shell (not in a $(...) subshell) to see this shell's children
+child_secs() { tail -1 "$1" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); s += a[1] * 60 + a[2] } print s }'; }
+cache_pid="" registry_pid="" proxy_pids="" dockerd_pid=""
+if [[ $stack_logs == 1 ]]; then
+  eval "$("$SCRIPTS/stack.sh" pids | sed 's/^registry-cache=/cache_pid=/; s/^registry=/registry_pid=/; s/^docker-proxy=/proxy_pids=/; s/^dockerd=/dockerd_pid=/')"
+fi
+[[ $target == registry ]] && cache_pid=""   # only the registry is under load
+times >"$run/.times0"
+cpu0_cache=$(proc_ticks "$cache_pid") cpu0_reg=$(proc_ticks "$registry_pid") cpu0_all=$(machine_ticks) cpu0_jm=$(child_secs "$run/.times0")
+cpu0_px=$(proc_ticks "$proxy_pids") cpu0_dd=$(proc_ticks "$dockerd_pid")
+wall0=$(date +%s.%N)
+
+log "JMeter: $threads threads, $loops loops, ramp-up ${rampup}s, timeout ${timeout_ms}ms, $mode, $target_desc ($form)"
+set +e
+HEAP="-Xms$heap -Xmx$heap -XX:MaxMetaspaceSize=256m" timeout --kill-after=30 $((duration + 600)) \
+  "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" \
+  -l "$run/results.csv" -j "$run/jmeter.log" \
+  "${jprops[@]}" "${extra[@]}" 2>&1 | grep --line-buffered -v 'StatusConsoleListener' | tee "$run/output"
+jm_rc=${PIPESTATUS[0]}
+set -e
+
+wall1=$(date +%s.%N)
+times >"$run/.times1"
+cpu1_cache=$(proc_ticks "$cache_pid") cpu1_reg=$(proc_ticks "$registry_pid") cpu1_all=$(machine_ticks) cpu1_jm=$(child_secs "$run/.times1")
+cpu1_px=$(proc_ticks "$proxy_pids") cpu1_dd=$(proc_ticks "$dockerd_pid")
+rm -f "$run/.times0" "$run/.times1"
+awk -v w0="$wall0" -v w1="$wall1" -v tck="$tck" -v cores="$(nproc)" \
+    -v c0="$cpu0_cache" -v c1="$cpu1_cache" -v r0="$cpu0_reg" -v r1="$cpu1_reg" \
+    -v a0="$cpu0_all" -v a1="$cpu1_all" -v j0="$cpu0_jm" -v j1="$cpu1_jm" \
+    -v p0="$cpu0_px" -v p1="$cpu1_px" -v d0="$cpu0_dd" -v d1="$cpu1_dd" \
+    -v hc="${cache_pid:+1}" -v hr="${registry_pid:+1}" -v hp="${proxy_pids:+1}" -v hd="${dockerd_pid:+1}" 'BEGIN {
+  printf "wall_s=%.2f\ncores=%d\nmachine_busy_s=%.2f\njmeter_s=%.2f\n", w1 - w0, cores, (a1 - a0) / tck, j1 - j0
+  if (hc) printf "cache_s=%.2f\n", (c1 - c0) / tck
+  if (hr) printf "registry_s=%.2f\n", (r1 - r0) / tck
+  if (hp) printf "docker_proxy_s=%.2f\n", (p1 - p0) / tck
+  if (hd) printf "dockerd_s=%.2f\n", (d1 - d0) / tck
+}' >"$run/cpu.env"
+printf 'loadavg_before=%s\nloadavg_after=%s\n' "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$run/cpu.env"
+
+sleep 1
+until="$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"
+scrape "$run/metrics-after.prom"
+if [[ $stack_logs == 1 ]]; then
+  "$SCRIPTS/stack.sh" logs --since "$since" --until "$until" --out "$run" --offsets "$run/.log-offsets" || true
+  rm -f "$run/.log-offsets"
+else
+  echo "# target $target_desc was not started by the perf stack: no logs collected" >"$run/registry-cache.logs"
+  echo "# target $target_desc was not started by the perf stack: no logs collected" >"$run/registry.logs"
+fi
+
+samples=0
+[[ -f "$run/results.csv" ]] && samples=$(( $(wc -l <"$run/results.csv") - 1 ))
+if (( samples <= 0 )); then
+  die 4 "JMeter produced no samples (exit $jm_rc): see $run/output and $run/jmeter.log"
+fi
+(( jm_rc != 0 )) && log "warning: JMeter exited with $jm_rc"
+# the HTML dashboard, generated after the test so it does not compete with it for CPU
+HEAP="-Xms$heap -Xmx$heap" timeout 600 "$JM" -g "$run/results.csv" -o "$run/report" -q "$PERF_DIR/jmeter/run.properties" \
+  -j "$run/report.log" 2>&1 | grep -v 'StatusConsoleListener' >>"$run/output" || true
+[[ -d "$run/report" && -f "$run/report/index.html" ]] || log "warning: no HTML report in $run/report (see output)"
+
+python3 "$SCRIPTS/summarize.py" "$run" --name "$name" --threads "$threads" --loops "$loops" --rampup "$rampup" \
+  --timeout "$timeout_ms" --mode "$mode" --target "$target_desc" --form "$form" --images "$images" \
+  --plan "${plan#"$PERF_DIR"/}" --jmeter "$jmeter_desc" --cpu "$run/cpu.env" >/dev/null || die 4 "could not summarise $run/results.csv"
+sed -n 5,7p "$run/summary.md"
+errors="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["errors"])' "$run/summary.json")"
+log "done: $run"
+if (( errors > 0 )); then
+  log "$errors requests failed (see summary.md)"
+  [[ $fail_on_errors == 1 ]] && exit 1
+fi
+exit 0

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Fill an upstream registry with test images through the registry push API.
+
+Every blob is random bytes, so no two images share a blob and a pull-through pass over a fresh
+batch really fetches everything from the upstream. Pushes use the plain push API only:
+monolithic blob upload (POST /v2/<name>/blobs/uploads/ then PUT <location>&digest=...) and
+manifest PUT; many images are pushed at once on a pool of keep-alive connections.
+
+What gets pushed (one "set", all names prefixed perf/<prefix>-...):
+  --images N       single-platform images, each a config blob + --layers layer blobs of --layer-size
+  --indexes K      multi-platform images: an image index (or Docker manifest list) over the
+                   platforms of --platforms, each platform manifest with its own blobs
+  --large L        images with one large layer of --large-size
+Images and indexes are spread over --batches B disjoint batches: batch b holds repositories
+perf/<prefix>-<bbbb>/... so two batches never share a name.
+
+Files written under --out (default perf/data):
+  <set>.csv                   every image and index of the set (header: name,tag,kind)
+  <set>-large.csv             the large images (when --large > 0)
+  batches/<prefix>-<bbbb>.csv one file per batch (when --batches > 1 or --pool)
+  <set>.json                  what was seeded, where, when
+
+Only loopback or containers started by the perf scripts are meant as targets.
+"""
+import argparse
+import concurrent.futures
+import csv
+import hashlib
+import http.client
+import json
+import os
+import secrets
+import sys
+import threading
+import time
+import urllib.parse
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
+OCI_LAYER = "application/vnd.oci.image.layer.v1.tar+gzip"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json"
+DOCKER_LAYER = "application/vnd.docker.image.rootfs.diff.tar.gzip"
+
+
+def parse_size(text):
+    """'32k', '4M', '1g' or a plain byte count -> bytes."""
+    text = str(text).strip().lower()
+    units = {"k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    if text.endswith("b"):
+        return parse_size(text[:-1])
+    return int(text)
+
+
+class Registry:
+    """A pool of keep-alive HTTP connections (one per worker thread) to one registry."""
+
+    def __init__(self, url, timeout):
+        u = urllib.parse.urlsplit(url)
+        if u.scheme not in ("http", "https"):
+            raise SystemExit(f"seed: registry URL must be http(s)://host:port, got {url!r}")
+        self.scheme, self.netloc, self.timeout = u.scheme, u.netloc, timeout
+        self.local = threading.local()
+        self.requests = 0
+        self.lock = threading.Lock()
+
+    def _conn(self, fresh=False):
+        c = getattr(self.local, "conn", None)
+        if c is None or fresh:
+            if c is not None:
+                c.close()
+            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            c = cls(self.netloc, timeout=self.timeout)
+            self.local.conn = c
+        return c
+
+    def request(self, method, path, body=None, headers=None):
+        headers = dict(headers or {})
+        if body is not None:
+            headers["Content-Length"] = str(len(body))
+        last = None
+        for attempt in range(3):
+            conn = self._conn(fresh=attempt > 0)
+            try:
+                conn.request(method, path, body=body, headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                with self.lock:
+                    self.requests += 1
+                return resp.status, resp.headers, data
+            except (http.client.HTTPException, OSError) as e:  # stale keep-alive, reset: retry
+                last = e
+                time.sleep(0.05 * (attempt + 1))
+        raise RuntimeError(f"{method} {path}: {last}")
+
+    def ping(self):
+        status, _, _ = self.request("GET", "/v2/")
+        return status
+
+    def push_blob(self, name, data):
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        status, headers, body = self.request("POST", f"/v2/{name}/blobs/uploads/")
+        if status != 202:
+            raise RuntimeError(f"POST upload {name}: HTTP {status} {body[:200]!r}")
+        loc = urllib.parse.urlsplit(headers["Location"])
+        path = loc.path + ("?" + loc.query if loc.query else "")
+        sep = "&" if loc.query else "?"
+        status, _, body = self.request(
+            "PUT", f"{path}{sep}digest={urllib.parse.quote(digest)}", body=data,
+            headers={"Content-Type": "application/octet-stream"})
+        if status != 201:
+            raise RuntimeError(f"PUT blob {name}@{digest}: HTTP {status} {body[:200]!r}")
+        return digest
+
+    def push_manifest(self, name, reference, media_type, payload):
+        digest = "sha256:" + hashlib.sha256(payload).hexdigest()
+        status, _, body = self.request(
+            "PUT", f"/v2/{name}/manifests/{reference}", body=payload,
+            headers={"Content-Type": media_type})
+        if status != 201:
+            raise RuntimeError(f"PUT manifest {name}:{reference}: HTTP {status} {body[:200]!r}")
+        return digest
+
+
+def make_image(reg, name, reference, layers, layer_size, docker, os_="linux", arch="amd64", variant=None):
+    """Push layers + config + manifest. reference None pushes the manifest by its digest (the
+    platform manifests of an index). Returns (digest, size, media type) of the manifest."""
+    layer_type = DOCKER_LAYER if docker else OCI_LAYER
+    descs = []
+    for _ in range(layers):
+        data = os.urandom(layer_size)
+        descs.append({"mediaType": layer_type, "size": len(data), "digest": reg.push_blob(name, data)})
+    config = {
+        "architecture": arch, "os": os_,
+        "config": {"Labels": {"io.registrycache.perf": name}},
+        # not real diff ids (the layers are random bytes, not tars): no registry checks them
+        "rootfs": {"type": "layers", "diff_ids": [d["digest"] for d in descs]},
+        "created": "2024-01-01T00:00:00Z",
+    }
+    if variant:
+        config["variant"] = variant
+    config_bytes = json.dumps(config, separators=(",", ":")).encode()
+    media_type = DOCKER_MANIFEST if docker else OCI_MANIFEST
+    manifest = {
+        "schemaVersion": 2, "mediaType": media_type,
+        "config": {"mediaType": DOCKER_CONFIG if docker else OCI_CONFIG,
+                   "size": len(config_bytes), "digest": reg.push_blob(name, config_bytes)},
+        "layers": descs,
+    }
+    payload = json.dumps(manifest, indent=2).encode()
+    digest = "sha256:" + hashlib.sha256(payload).hexdigest()
+    reg.push_manifest(name, reference or digest, media_type, payload)
+    return digest, len(payload), media_type
+
+
+def make_index(reg, name, tag, platforms, layers, layer_size, docker):
+    """Push one platform manifest per platform (by digest), then the index under the tag."""
+    entries = []
+    for plat in platforms:
+        parts = plat.split("/")
+        os_, arch = parts[0], parts[1]
+        variant = parts[2] if len(parts) > 2 else None
+        digest, size, mt = make_image(reg, name, None, layers, layer_size, docker, os_, arch, variant)
+        p = {"architecture": arch, "os": os_}
+        if variant:
+            p["variant"] = variant
+        entries.append({"mediaType": mt, "size": size, "digest": digest, "platform": p})
+    media_type = DOCKER_LIST if docker else OCI_INDEX
+    index = {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}
+    return reg.push_manifest(name, tag, media_type, json.dumps(index, indent=2).encode())
+
+
+def write_csv(path, rows):
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["name", "tag", "kind"])
+        for r in rows:
+            w.writerow([r["name"], r["tag"], r["kind"]])
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--registry", default=os.environ.get("PERF_REGISTRY_URL", "http://127.0.0.1:5000"),
+                    help="upstream registry base URL (default %(default)s)")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"),
+                    help="where CSV files go (default perf/data)")
+    ap.add_argument("--set", dest="set_name", help="name of the set and its CSV (default seed-<prefix>)")
+    ap.add_argument("--prefix", default=None, help="name prefix (default: 6 random hex characters)")
+    ap.add_argument("--images", type=int, default=100, help="single-platform images (default %(default)s)")
+    ap.add_argument("--layers", type=int, default=5, help="layer blobs per image (default %(default)s)")
+    ap.add_argument("--layer-size", default="32k", help="bytes per layer blob, k/m/g suffixes (default %(default)s)")
+    ap.add_argument("--indexes", type=int, default=0, help="multi-platform images (default %(default)s)")
+    ap.add_argument("--platforms", default="linux/amd64,linux/arm64,linux/arm/v7",
+                    help="platforms of each index (default %(default)s)")
+    ap.add_argument("--large", type=int, default=0, help="large-blob images (default %(default)s)")
+    ap.add_argument("--large-size", default="64m", help="size of the large layer (default %(default)s)")
+    ap.add_argument("--batches", type=int, default=1, help="disjoint batches to split images into (default %(default)s)")
+    ap.add_argument("--pool", action="store_true",
+                    help="write batch files under batches/ even for one batch (for pull-through runs)")
+    ap.add_argument("--media", choices=["oci", "docker", "mixed"], default="mixed",
+                    help="manifest media types (default %(default)s: alternate OCI and Docker)")
+    ap.add_argument("--tag", default="v1", help="tag of every image (default %(default)s)")
+    ap.add_argument("--workers", type=int, default=12, help="images pushed concurrently (default %(default)s)")
+    ap.add_argument("--timeout", type=float, default=60, help="per-request timeout in seconds")
+    ap.add_argument("--quiet", action="store_true")
+    a = ap.parse_args(argv)
+
+    prefix = a.prefix or secrets.token_hex(3)
+    set_name = a.set_name or f"seed-{prefix}"
+    layer_size, large_size = parse_size(a.layer_size), parse_size(a.large_size)
+    batches = max(1, a.batches)
+    reg = Registry(a.registry, a.timeout)
+    try:
+        status = reg.ping()
+    except Exception as e:  # noqa: BLE001 - report any connection problem plainly
+        print(f"seed: registry {a.registry} does not answer: {e}", file=sys.stderr)
+        return 3
+    if status not in (200, 401):
+        print(f"seed: GET {a.registry}/v2/ answered HTTP {status}", file=sys.stderr)
+        return 3
+
+    # Plan every image first: (batch, name, tag, kind, docker?)
+    plan = []
+    total = a.images + a.indexes
+    for i in range(total):
+        b = i * batches // total + 1 if total else 1
+        kind = "index" if (a.indexes and i % max(1, total // a.indexes) == 0 and
+                           sum(1 for p in plan if p["kind"] == "index") < a.indexes) else "image"
+        plan.append({"batch": b, "kind": kind, "tag": a.tag})
+    # fix counts exactly (the spreading above may leave a few indexes unplaced)
+    n_idx = sum(1 for p in plan if p["kind"] == "index")
+    for p in reversed(plan):
+        if n_idx >= a.indexes:
+            break
+        if p["kind"] == "image":
+            p["kind"], n_idx = "index", n_idx + 1
+    for i, p in enumerate(plan):
+        stem = "multi" if p["kind"] == "index" else "img"
+        p["name"] = f"perf/{prefix}-{p['batch']:04d}/{stem}-{i + 1:05d}"
+        p["docker"] = a.media == "docker" or (a.media == "mixed" and i % 2 == 1)
+    for j in range(a.large):
+        plan.append({"batch": 0, "kind": "large", "tag": a.tag, "name": f"perf/{prefix}-large/big-{j + 1:03d}",
+                     "docker": a.media == "docker"})
+
+    platforms = [p.strip() for p in a.platforms.split(",") if p.strip()]
+    done, lock, t0 = [0], threading.Lock(), time.monotonic()
+
+    def push(p):
+        if p["kind"] == "index":
+            make_index(reg, p["name"], p["tag"], platforms, a.layers, layer_size, p["docker"])
+        elif p["kind"] == "large":
+            make_image(reg, p["name"], p["tag"], 1, large_size, p["docker"])
+        else:
+            make_image(reg, p["name"], p["tag"], a.layers, layer_size, p["docker"])
+        with lock:
+            done[0] += 1
+            if not a.quiet and (done[0] % 250 == 0 or done[0] == len(plan)):
+                el = time.monotonic() - t0
+                print(f"seed: {done[0]}/{len(plan)} images pushed ({el:.1f} s, {reg.requests} requests)",
+                      file=sys.stderr, flush=True)
+
+    errors = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.workers)) as ex:
+        for fut in concurrent.futures.as_completed([ex.submit(push, p) for p in plan]):
+            try:
+                fut.result()
+            except Exception as e:  # noqa: BLE001
+                errors.append(str(e))
+                if len(errors) >= 5:
+                    break
+    if errors:
+        for e in errors[:5]:
+            print(f"seed: error: {e}", file=sys.stderr)
+        return 1
+
+    out = os.path.abspath(a.out)
+    regular = [p for p in plan if p["kind"] != "large"]
+    large = [p for p in plan if p["kind"] == "large"]
+    files = []
+    write_csv(os.path.join(out, f"{set_name}.csv"), regular)
+    files.append(os.path.join(out, f"{set_name}.csv"))
+    if large:
+        write_csv(os.path.join(out, f"{set_name}-large.csv"), large)
+        files.append(os.path.join(out, f"{set_name}-large.csv"))
+    if batches > 1 or a.pool:
+        for b in range(1, batches + 1):
+            path = os.path.join(out, "batches", f"{prefix}-{b:04d}.csv")
+            write_csv(path, [p for p in regular if p["batch"] == b])
+            files.append(path)
+    elapsed = time.monotonic() - t0
+    meta = {"set": set_name, "prefix": prefix, "registry": a.registry, "images": a.images,
+            "indexes": a.indexes, "platforms": platforms, "layers": a.layers, "layer_size": layer_size,
+            "large": a.large, "large_size": large_size, "batches": batches, "media": a.media,
+            "seeded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": round(elapsed, 1),
+            "requests": reg.requests, "files": [os.path.relpath(f, out) for f in files]}
+    with open(os.path.join(out, f"{set_name}.json"), "w") as f:
+        json.dump(meta, f, indent=2)
+        f.write("\n")
+    if not a.quiet:
+        print(f"seed: {len(plan)} images ({a.images} single, {a.indexes} multi-platform, {a.large} large) "
+              f"in {elapsed:.1f} s, {reg.requests} requests; set {set_name}, prefix {prefix}", file=sys.stderr)
+    for f in files:
+        print(f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

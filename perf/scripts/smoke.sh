@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# CI smoke of the perf pack: a few threads, a few loops, against registry-cache with registry:2
+# behind it (both modes and two request forms), once straight against registry:2, and once through
+# a bearer-token front (token-proxy.py) to keep the plan's auth flow honest.
+#
+#   perf/scripts/smoke.sh [--no-build] [--keep-stack]
+#
+#   --no-build     use the service image/jar as it is (default: rebuild it, so CI tests this commit)
+#   --keep-stack   leave the smoke's stack running afterwards (default: remove it and its data)
+#
+# Exits non-zero when JMeter cannot run, the stack does not come up, any request fails, or a run
+# folder misses an expected file. Runs in about 1-3 minutes (JMeter provisioning and the service
+# image build included). The smoke has a stack of its own (PERF_STACK_NAME=rc-perf-smoke, free
+# ports picked at random, seeded data in perf/data/smoke/), so a stack someone left running on the
+# default ports neither disturbs it nor is disturbed. PERF_* variables set by the caller win.
+set -uo pipefail
+
+SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
+build=1 keep=0
+for a in "$@"; do
+  case "$a" in
+    --no-build) build=0 ;;
+    --keep-stack) keep=1 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "smoke.sh: unknown option $a" >&2; exit 2 ;;
+  esac
+done
+
+t0=$SECONDS
+runs="$PERF_DIR/runs/smoke-$(date -u +%Y%m%dT%H%M%SZ)"
+failures=0 passed=0
+tp_pid=""
+log() { echo "smoke.sh: $*" >&2; }
+fail() { log "FAIL: $*"; failures=$((failures + 1)); }
+ok() { log "ok: $*"; passed=$((passed + 1)); }
+
+# a stack of its own, on free loopback ports
+free_ports() { python3 -c 'import socket
+ss = [socket.socket() for _ in range(5)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))'; }
+read -r p1 p2 p3 p4 p5 <<<"$(free_ports)"
+export PERF_STACK_NAME="${PERF_STACK_NAME:-rc-perf-smoke}"
+export PERF_REGISTRY_PORT="${PERF_REGISTRY_PORT:-$p1}" PERF_REGISTRY_DEBUG_PORT="${PERF_REGISTRY_DEBUG_PORT:-$p2}"
+export PERF_CACHE_PORT="${PERF_CACHE_PORT:-$p3}" PERF_MGMT_PORT="${PERF_MGMT_PORT:-$p4}"
+export PERF_DATA_DIR="${PERF_DATA_DIR:-$PERF_DIR/data/smoke}"
+tp_port="${PERF_TOKEN_PROXY_PORT:-$p5}"
+
+cleanup() {
+  [[ -n "$tp_pid" ]] && kill "$tp_pid" 2>/dev/null
+  if [[ $keep == 0 ]]; then "$SCRIPTS/stack.sh" down --purge >/dev/null 2>&1; rm -rf "$PERF_DATA_DIR"; fi
+}
+trap cleanup EXIT
+
+# 1. JMeter (PATH or provisioned from Maven Central)
+if ! jm="$("$SCRIPTS/jmeter.sh" --which)"; then
+  log "FAIL: JMeter cannot be provisioned"; echo "0 passed, 1 failed"; exit 2
+fi
+ok "JMeter: $jm ($((SECONDS - t0)) s)"
+
+# 2. the stack (from scratch: a smoke left behind by --keep-stack may have other ports)
+"$SCRIPTS/stack.sh" down --purge >/dev/null 2>&1
+rm -rf "$PERF_DATA_DIR"
+eval "$("$SCRIPTS/stack.sh" env)"
+up_args=()
+[[ $build == 1 ]] && up_args+=(--rebuild)
+if ! "$SCRIPTS/stack.sh" up "${up_args[@]}"; then
+  log "FAIL: the stack did not come up"; echo "$passed passed, 1 failed"; exit 3
+fi
+ok "stack up ($STACK_MODE, $((SECONDS - t0)) s)"
+
+expected=(output results.csv report/index.html registry-cache.logs registry.logs metrics-before.prom metrics-after.prom summary.md)
+check_run() { # what dir metrics-pattern
+  local what=$1 dir=$2 pattern=$3 missing=()
+  for f in "${expected[@]}"; do [[ -s "$dir/$f" ]] || missing+=("$f"); done
+  if ((${#missing[@]})); then fail "$what: missing in $dir: ${missing[*]}"; return; fi
+  local rows=$(( $(wc -l <"$dir/results.csv") - 1 ))
+  (( rows > 0 )) || { fail "$what: results.csv has no samples"; return; }
+  grep -q '^summary = ' "$dir/output" || { fail "$what: no summariser line in output"; return; }
+  if [[ -n "$pattern" ]] && ! grep -q "$pattern" "$dir/metrics-after.prom"; then
+    log "warning: $what: metrics-after.prom has no $pattern"
+  fi
+  ok "$what: $rows samples, 0 errors ($(basename "$dir"))"
+}
+
+run() { # what metrics-pattern run.sh-args...
+  local what=$1 pattern=$2; shift 2
+  local name="$what"
+  "$SCRIPTS/run.sh" --runs-dir "$runs" --name "$name" --fail-on-errors --duration 120 --heap 512m "$@" \
+    >"$runs/$name.console" 2>&1
+  local rc=$? console="$runs/$name.console"
+  if [[ -d "$runs/$name" ]]; then mv "$console" "$runs/$name/run.console"; console="$runs/$name/run.console"; fi
+  if (( rc != 0 )); then
+    fail "$what: run.sh exited $rc; last lines of $console:"
+    tail -15 "$console" >&2
+    [[ -f "$runs/$name/summary.md" ]] && grep -A2 '^| threads' "$runs/$name/summary.md" >&2
+    return
+  fi
+  check_run "$what" "$runs/$name" "$pattern"
+}
+
+mkdir -p "$runs"
+# 3. through the cache: cached (in-path form), pull-through (containerd ns= form), bare form
+run cache-cached-inpath 'registry_cache_requests_total' -c 4 -t 5000 -r 1 -l 3 -m cached --form inpath --no-stack
+run cache-pullthrough-ns 'registry_cache_requests_total' -c 4 -t 5000 -r 1 -l 2 -m pull-through --form ns --no-stack
+run cache-cached-bare 'registry_cache_requests_total' -c 2 -t 5000 -r 0 -l 2 -m cached --form bare --no-stack --no-warm
+# 4. the same plan straight against registry:2
+run registry-direct '' -c 2 -t 5000 -r 0 -l 2 -m cached --target registry --no-stack
+# 5. bearer-token flow, through a token front on loopback in front of registry:2
+python3 "$SCRIPTS/token-proxy.py" --listen "127.0.0.1:$tp_port" --upstream "$REGISTRY_URL" \
+  --user smoke --password smoke --max-seconds 300 >"$runs/token-proxy.log" 2>&1 &
+tp_pid=$!
+for _ in $(seq 1 40); do curl -s -o /dev/null "http://127.0.0.1:$tp_port/v2/" && break; sleep 0.25; done
+run registry-bearer '' -c 2 -t 5000 -r 0 -l 2 -m cached --url "http://127.0.0.1:$tp_port" \
+  --registry-url "$REGISTRY_URL" -J auth=bearer -J auth_user=smoke -J auth_password=smoke
+if [[ -f "$runs/registry-bearer/results.csv" ]] && ! grep -q ',token,200,' "$runs/registry-bearer/results.csv"; then
+  fail "registry-bearer: no successful token request in results.csv"
+fi
+kill "$tp_pid" 2>/dev/null; tp_pid=""
+
+log "runs in ${runs#"$PWD"/} ($((SECONDS - t0)) s)"
+echo "smoke: $passed passed, $failures failed"
+(( failures == 0 ))

@@ -1,0 +1,369 @@
+#!/usr/bin/env bash
+# Brings the perf target up and down: a registry:2 upstream and registry-cache in front of it.
+#
+#   perf/scripts/stack.sh up [--registry-only] [--rebuild]   start (idempotent), wait until ready
+#   perf/scripts/stack.sh down [--purge]                     stop; --purge also deletes stored data
+#   perf/scripts/stack.sh status                             what runs, where
+#   perf/scripts/stack.sh env                                shell variables for scripts (eval)
+#   perf/scripts/stack.sh logs [--since T] [--until T] [--out DIR] [--offsets FILE]
+#   perf/scripts/stack.sh log-offsets                        (process mode) current log sizes
+#   perf/scripts/stack.sh pids                               main pids of the service and the registry
+#   perf/scripts/stack.sh build                              build the service image (or jar)
+#
+# As containers when a Docker engine answers (the service image is built with Jib, from
+# local/jre-base:17 when that image exists), else as processes (Debian's docker-registry and
+# `java -jar target/registry-cache-*.jar`, state and logs in perf/.stack/<name>/). Everything listens
+# on 127.0.0.1 only.
+#
+# Environment (defaults):
+#   PERF_STACK=auto|docker|process     PERF_REGISTRY_PORT=5000  PERF_REGISTRY_DEBUG_PORT=5001
+#   PERF_CACHE_PORT=8080  PERF_MGMT_PORT=8081
+#   PERF_UPSTREAM_HOST=localhost:5000  registry host name clients use (ns= / in-path) for the upstream
+#   PERF_SRC=<repo root>               where the service is built from
+#   PERF_CACHE_IMAGE=registry-cache:0.1.0-SNAPSHOT   PERF_REGISTRY_IMAGE=registry:2
+#   PERF_CACHE_JAR=$PERF_SRC/target/registry-cache-0.1.0-SNAPSHOT.jar
+#   PERF_CACHE_JAVA_OPTS="-XX:MaxRAMPercentage=50"   JVM options of the service
+#   JIB_FROM_IMAGE                     Jib base image (default docker://local/jre-base:17 when present)
+#   PERF_STACK_NAME=rc-perf            names of the containers, network, volumes and perf/.stack/<name>/
+#                                      (two stacks with different names and ports can run side by side)
+#   PERF_READY_TIMEOUT=120             seconds to wait for readiness
+set -euo pipefail
+
+PERF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_DIR="$(cd "$PERF_DIR/.." && pwd)"
+: "${PERF_STACK_NAME:=rc-perf}"
+[[ "$PERF_STACK_NAME" =~ ^[a-z0-9][a-z0-9_.-]*$ ]] || { echo "stack.sh: bad PERF_STACK_NAME" >&2; exit 2; }
+STATE_DIR="$PERF_DIR/.stack/$PERF_STACK_NAME"
+: "${PERF_STACK:=auto}"
+: "${PERF_REGISTRY_PORT:=5000}" "${PERF_REGISTRY_DEBUG_PORT:=5001}"
+: "${PERF_CACHE_PORT:=8080}" "${PERF_MGMT_PORT:=8081}"
+: "${PERF_UPSTREAM_HOST:=localhost:5000}"
+: "${PERF_SRC:=$REPO_DIR}"
+: "${PERF_CACHE_IMAGE:=registry-cache:0.1.0-SNAPSHOT}"
+: "${PERF_REGISTRY_IMAGE:=registry:2}"
+: "${PERF_CACHE_JAR:=$PERF_SRC/target/registry-cache-0.1.0-SNAPSHOT.jar}"
+: "${PERF_CACHE_JAVA_OPTS:=-XX:MaxRAMPercentage=50}"
+: "${PERF_READY_TIMEOUT:=120}"
+NET="$PERF_STACK_NAME"
+C_REG="$PERF_STACK_NAME-registry"
+C_CACHE="$PERF_STACK_NAME-cache"
+V_REG="$PERF_STACK_NAME-registry-data"
+V_CACHE="$PERF_STACK_NAME-cache-data"
+
+log() { echo "stack.sh: $*" >&2; }
+die() { log "$*"; exit "${EXIT:-1}"; }
+
+have_docker() { command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1; }
+
+mode() {
+  # the mode of a running stack wins, so `down`/`logs` act on what `up` started
+  if [[ -f "$STATE_DIR/mode" ]]; then cat "$STATE_DIR/mode"; return; fi
+  case "$PERF_STACK" in
+    docker|process) echo "$PERF_STACK" ;;
+    auto) if have_docker; then echo docker; else echo process; fi ;;
+    *) die "PERF_STACK must be auto, docker or process (got $PERF_STACK)" ;;
+  esac
+}
+
+http_code() { curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true; }
+
+wait_http() { # url what [accepted codes regex]
+  local url=$1 what=$2 ok=${3:-^200$} deadline=$((SECONDS + PERF_READY_TIMEOUT)) code
+  while (( SECONDS < deadline )); do
+    code="$(http_code "$url")"
+    [[ "$code" =~ $ok ]] && return 0
+    sleep 0.5
+  done
+  log "$what did not become ready within ${PERF_READY_TIMEOUT}s ($url answered '${code:-nothing}')"
+  return 1
+}
+
+port_busy() { # port -> 0 if something listens on 127.0.0.1:port
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+jib_from() {
+  if [[ -n "${JIB_FROM_IMAGE:-}" ]]; then echo "$JIB_FROM_IMAGE"
+  elif have_docker && docker image inspect local/jre-base:17 >/dev/null 2>&1; then echo "docker://local/jre-base:17"
+  fi
+}
+
+mvnw() {
+  if [[ -x "$PERF_SRC/mvnw" ]]; then (cd "$PERF_SRC" && ./mvnw "$@")
+  else (cd "$PERF_SRC" && mvn "$@")
+  fi
+}
+
+build() {
+  local m; m="$(mode)"
+  if [[ $m == docker ]]; then
+    local from; from="$(jib_from)"
+    log "building $PERF_CACHE_IMAGE with Jib in $PERF_SRC${from:+ (base $from)}"
+    mvnw -B -q package jib:dockerBuild -DskipTests ${from:+-Djib.from.image=$from} -Djib.to.image="$PERF_CACHE_IMAGE" \
+      || die "building the service image failed"
+  else
+    log "building $PERF_CACHE_JAR in $PERF_SRC"
+    mvnw -B -q package -DskipTests || die "building the service jar failed"
+  fi
+}
+
+# ---------------------------------------------------------------- docker mode
+running() { [[ "$(docker inspect -f '{{.State.Running}}' "$1" 2>/dev/null)" == true ]]; }
+
+docker_up() {
+  local registry_only=$1 rebuild=$2
+  docker network inspect "$NET" >/dev/null 2>&1 || docker network create "$NET" >/dev/null
+  if ! running "$C_REG"; then
+    docker rm -f "$C_REG" >/dev/null 2>&1 || true
+    port_busy "$PERF_REGISTRY_PORT" && die "127.0.0.1:$PERF_REGISTRY_PORT is taken by something else (set PERF_REGISTRY_PORT)"
+    docker image inspect "$PERF_REGISTRY_IMAGE" >/dev/null 2>&1 \
+      || die "image $PERF_REGISTRY_IMAGE is missing (on an offline machine: ../shared/tools/offline-images.sh)"
+    log "starting $C_REG ($PERF_REGISTRY_IMAGE) on 127.0.0.1:$PERF_REGISTRY_PORT"
+    docker run -d --name "$C_REG" --network "$NET" --network-alias registry \
+      -p "127.0.0.1:$PERF_REGISTRY_PORT:5000" -p "127.0.0.1:$PERF_REGISTRY_DEBUG_PORT:5001" \
+      -v "$V_REG:/var/lib/registry" \
+      -v "$REPO_DIR/docker/registry/config.yml:/etc/docker/registry/config.yml:ro" \
+      --label io.registrycache.perf=stack "$PERF_REGISTRY_IMAGE" >/dev/null
+  fi
+  wait_http "http://127.0.0.1:$PERF_REGISTRY_PORT/v2/" "registry" || { docker logs --tail 30 "$C_REG" >&2; exit 1; }
+  [[ $registry_only == 1 ]] && return 0
+  if [[ $rebuild == 1 ]] || ! docker image inspect "$PERF_CACHE_IMAGE" >/dev/null 2>&1; then
+    build
+    docker rm -f "$C_CACHE" >/dev/null 2>&1 || true
+  fi
+  if ! running "$C_CACHE"; then
+    docker rm -f "$C_CACHE" >/dev/null 2>&1 || true
+    for p in "$PERF_CACHE_PORT" "$PERF_MGMT_PORT"; do
+      port_busy "$p" && die "127.0.0.1:$p is taken by something else (set PERF_CACHE_PORT / PERF_MGMT_PORT)"
+    done
+    log "starting $C_CACHE ($PERF_CACHE_IMAGE) on 127.0.0.1:$PERF_CACHE_PORT, management :$PERF_MGMT_PORT"
+    docker run -d --name "$C_CACHE" --network "$NET" \
+      -p "127.0.0.1:$PERF_CACHE_PORT:8080" -p "127.0.0.1:$PERF_MGMT_PORT:8081" \
+      -v "$V_CACHE:/var/lib/registry-cache" \
+      -e SERVER_PORT=8080 -e MANAGEMENT_SERVER_PORT=8081 \
+      -e REGISTRY_CACHE_STORAGE_PATH=/var/lib/registry-cache \
+      -e REGISTRY_CACHE_DEFAULT_UPSTREAM=local \
+      -e REGISTRY_CACHE_UPSTREAMS_LOCAL_HOST="$PERF_UPSTREAM_HOST" \
+      -e REGISTRY_CACHE_UPSTREAMS_LOCAL_URL=http://registry:5000 \
+      -e JAVA_TOOL_OPTIONS="$PERF_CACHE_JAVA_OPTS" \
+      --label io.registrycache.perf=stack "$PERF_CACHE_IMAGE" >/dev/null
+  fi
+  wait_ready || { docker logs --tail 50 "$C_CACHE" >&2; exit 1; }
+}
+
+wait_ready() {
+  local base="http://127.0.0.1:$PERF_MGMT_PORT/actuator/health"
+  local deadline=$((SECONDS + PERF_READY_TIMEOUT))
+  while (( SECONDS < deadline )); do
+    [[ "$(http_code "$base/readiness")" == 200 ]] && break
+    # a service without health groups: plain /actuator/health
+    [[ "$(http_code "$base")" == 200 && "$(http_code "$base/readiness")" == 404 ]] && break
+    sleep 0.5
+  done
+  (( SECONDS < deadline )) || { log "registry-cache not ready within ${PERF_READY_TIMEOUT}s ($base/readiness)"; return 1; }
+  wait_http "http://127.0.0.1:$PERF_CACHE_PORT/v2/" "registry-cache /v2/" '^(200|401)$'
+}
+
+docker_down() {
+  local purge=$1
+  docker rm -f "$C_CACHE" "$C_REG" >/dev/null 2>&1 || true
+  docker network rm "$NET" >/dev/null 2>&1 || true
+  if [[ $purge == 1 ]]; then docker volume rm "$V_CACHE" "$V_REG" >/dev/null 2>&1 || true; fi
+}
+
+# ---------------------------------------------------------------- process mode
+pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+process_up() {
+  local registry_only=$1 rebuild=$2
+  mkdir -p "$STATE_DIR/registry-data" "$STATE_DIR/cache-data"
+  if ! pid_alive "$STATE_DIR/registry.pid"; then
+    if ! command -v docker-registry >/dev/null; then
+      if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        log "installing Debian's docker-registry"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null \
+          || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null; } \
+          || die "cannot install docker-registry"
+      else
+        die "docker-registry is not installed (Debian: apt-get install docker-registry)"
+      fi
+    fi
+    port_busy "$PERF_REGISTRY_PORT" && die "127.0.0.1:$PERF_REGISTRY_PORT is taken by something else (set PERF_REGISTRY_PORT)"
+    sed -e "s#rootdirectory: .*#rootdirectory: $STATE_DIR/registry-data#" \
+        -e "s#^  addr: :5000#  addr: 127.0.0.1:$PERF_REGISTRY_PORT#" \
+        -e "s#^    addr: :5001#    addr: 127.0.0.1:$PERF_REGISTRY_DEBUG_PORT#" \
+        "$REPO_DIR/docker/registry/config.yml" > "$STATE_DIR/registry.yml"
+    log "starting docker-registry on 127.0.0.1:$PERF_REGISTRY_PORT (log ${STATE_DIR#"$PERF_DIR"/}/registry.log)"
+    nohup docker-registry serve "$STATE_DIR/registry.yml" >>"$STATE_DIR/registry.log" 2>&1 &
+    echo $! > "$STATE_DIR/registry.pid"
+  fi
+  wait_http "http://127.0.0.1:$PERF_REGISTRY_PORT/v2/" "registry" || { tail -30 "$STATE_DIR/registry.log" >&2; exit 1; }
+  [[ $registry_only == 1 ]] && return 0
+  if [[ $rebuild == 1 || ! -f "$PERF_CACHE_JAR" ]]; then
+    build
+    [[ -f "$PERF_CACHE_JAR" ]] || die "no $PERF_CACHE_JAR after the build"
+  fi
+  if ! pid_alive "$STATE_DIR/registry-cache.pid"; then
+    for p in "$PERF_CACHE_PORT" "$PERF_MGMT_PORT"; do
+      port_busy "$p" && die "127.0.0.1:$p is taken by something else (set PERF_CACHE_PORT / PERF_MGMT_PORT)"
+    done
+    log "starting registry-cache (java -jar ${PERF_CACHE_JAR##*/}) on 127.0.0.1:$PERF_CACHE_PORT (log ${STATE_DIR#"$PERF_DIR"/}/registry-cache.log)"
+    # shellcheck disable=SC2086  # PERF_CACHE_JAVA_OPTS is a word list
+    SERVER_PORT="$PERF_CACHE_PORT" SERVER_ADDRESS=127.0.0.1 \
+    MANAGEMENT_SERVER_PORT="$PERF_MGMT_PORT" MANAGEMENT_SERVER_ADDRESS=127.0.0.1 \
+    REGISTRY_CACHE_STORAGE_PATH="$STATE_DIR/cache-data" \
+    REGISTRY_CACHE_DEFAULT_UPSTREAM=local \
+    REGISTRY_CACHE_UPSTREAMS_LOCAL_HOST="$PERF_UPSTREAM_HOST" \
+    REGISTRY_CACHE_UPSTREAMS_LOCAL_URL="http://127.0.0.1:$PERF_REGISTRY_PORT" \
+      nohup java $PERF_CACHE_JAVA_OPTS -jar "$PERF_CACHE_JAR" >>"$STATE_DIR/registry-cache.log" 2>&1 &
+    echo $! > "$STATE_DIR/registry-cache.pid"
+  fi
+  wait_ready || { tail -50 "$STATE_DIR/registry-cache.log" >&2; exit 1; }
+}
+
+stop_pid() { # pidfile expected-command-substring
+  local f=$1 want=$2 pid
+  [[ -f "$f" ]] || return 0
+  pid="$(cat "$f")"
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "$want"; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+process_down() {
+  local purge=$1
+  stop_pid "$STATE_DIR/registry-cache.pid" "registry-cache"
+  stop_pid "$STATE_DIR/registry.pid" "docker-registry"
+  if [[ $purge == 1 ]]; then rm -rf "$STATE_DIR/registry-data" "$STATE_DIR/cache-data" "$STATE_DIR"/*.log "$STATE_DIR/registry.yml"; fi
+}
+
+# ---------------------------------------------------------------- logs
+logs() {
+  local since="" until="" out="" offsets="" m
+  while (($#)); do
+    case "$1" in
+      --since) since=$2; shift 2 ;;
+      --until) until=$2; shift 2 ;;
+      --out) out=$2; shift 2 ;;
+      --offsets) offsets=$2; shift 2 ;;
+      *) die "logs: unknown option $1" ;;
+    esac
+  done
+  m="$(mode)"
+  local -A files=([registry-cache]="$C_CACHE" [registry]="$C_REG")
+  for what in registry-cache registry; do
+    local dest=/dev/stdout
+    [[ -n "$out" ]] && dest="$out/$what.logs"
+    if [[ $m == docker ]]; then
+      if docker inspect "${files[$what]}" >/dev/null 2>&1; then
+        echo "# $what: docker logs ${since:+--since $since }${until:+--until $until }${files[$what]}" >"$dest"
+        docker logs ${since:+--since "$since"} ${until:+--until "$until"} "${files[$what]}" >>"$dest" 2>&1 || true
+      else
+        echo "# $what was not running (container ${files[$what]} not found)" >"$dest"
+      fi
+    else
+      local f="$STATE_DIR/$what.log" from=0
+      if [[ -f "$f" ]]; then
+        if [[ -n "$offsets" && -f "$offsets" ]]; then
+          from="$(sed -n "s/^$what=//p" "$offsets")"
+        fi
+        echo "# $what: ${f#"$PERF_DIR"/} from byte ${from:-0}" >"$dest"
+        tail -c +"$(( ${from:-0} + 1 ))" "$f" >>"$dest"
+      else
+        echo "# $what was not running (no $f)" >"$dest"
+      fi
+    fi
+  done
+}
+
+log_offsets() {
+  for what in registry-cache registry; do
+    local f="$STATE_DIR/$what.log"
+    echo "$what=$( [[ -f $f ]] && stat -c %s "$f" || echo 0)"
+  done
+}
+
+pids() { # main process ids of the service and the registry (for CPU accounting), empty when not running
+  local m c p; m="$(mode)"
+  for what in registry-cache registry; do
+    p=""
+    if [[ $m == docker ]]; then
+      c=$([[ $what == registry ]] && echo "$C_REG" || echo "$C_CACHE")
+      p="$(docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)"
+      [[ "$p" == 0 ]] && p=""
+    elif pid_alive "$STATE_DIR/$what.pid"; then
+      p="$(cat "$STATE_DIR/$what.pid")"
+    fi
+    echo "$what=$p"
+  done
+  if [[ $m == docker ]]; then
+    # the userland proxies of our published ports, and the engine (it also ships container logs)
+    local proxies="" port
+    for port in "$PERF_REGISTRY_PORT" "$PERF_CACHE_PORT" "$PERF_MGMT_PORT" "$PERF_REGISTRY_DEBUG_PORT"; do
+      for p in $(pgrep -f -- "docker-proxy .*-host-ip 127.0.0.1 -host-port $port " 2>/dev/null); do proxies+="${proxies:+,}$p"; done
+    done
+    echo "docker-proxy=$proxies"
+    echo "dockerd=$(pgrep -o -x dockerd 2>/dev/null | head -1)"
+  fi
+}
+
+status() {
+  local m; m="$(mode)"
+  echo "mode: $m"
+  echo "registry:       http://127.0.0.1:$PERF_REGISTRY_PORT  /v2/ -> $(http_code "http://127.0.0.1:$PERF_REGISTRY_PORT/v2/")"
+  echo "registry-cache: http://127.0.0.1:$PERF_CACHE_PORT  /v2/ -> $(http_code "http://127.0.0.1:$PERF_CACHE_PORT/v2/"), readiness -> $(http_code "http://127.0.0.1:$PERF_MGMT_PORT/actuator/health/readiness")"
+  echo "upstream host name (ns= / in-path): $PERF_UPSTREAM_HOST"
+}
+
+env_vars() {
+  cat <<EOF
+STACK_MODE=$(mode)
+REGISTRY_URL=http://127.0.0.1:$PERF_REGISTRY_PORT
+REGISTRY_METRICS_URL=http://127.0.0.1:$PERF_REGISTRY_DEBUG_PORT/metrics
+CACHE_HOST=127.0.0.1
+CACHE_PORT=$PERF_CACHE_PORT
+CACHE_URL=http://127.0.0.1:$PERF_CACHE_PORT
+CACHE_METRICS_URL=http://127.0.0.1:$PERF_MGMT_PORT/actuator/prometheus
+UPSTREAM_HOST=$PERF_UPSTREAM_HOST
+EOF
+}
+
+cmd="${1:-}"; shift || true
+case "$cmd" in
+  up)
+    registry_only=0 rebuild=0
+    while (($#)); do
+      case "$1" in
+        --registry-only) registry_only=1 ;;
+        --rebuild) rebuild=1 ;;
+        *) die "up: unknown option $1" ;;
+      esac
+      shift
+    done
+    m="$(mode)"
+    mkdir -p "$STATE_DIR"
+    echo "$m" > "$STATE_DIR/mode"
+    if [[ $m == docker ]]; then docker_up $registry_only $rebuild; else process_up $registry_only $rebuild; fi
+    log "up ($m): registry http://127.0.0.1:$PERF_REGISTRY_PORT$([[ $registry_only == 1 ]] || echo ", registry-cache http://127.0.0.1:$PERF_CACHE_PORT")"
+    ;;
+  down)
+    purge=0
+    [[ "${1:-}" == --purge ]] && purge=1
+    m="$(mode)"
+    if [[ $m == docker ]]; then docker_down $purge; else process_down $purge; fi
+    rm -f "$STATE_DIR/mode"
+    rmdir "$STATE_DIR" 2>/dev/null || true
+    log "down ($m)$([[ $purge == 1 ]] && echo ', data purged')"
+    ;;
+  logs) logs "$@" ;;
+  log-offsets) log_offsets ;;
+  pids) pids ;;
+  status) status ;;
+  env) env_vars ;;
+  build) build ;;
+  ""|-h|--help|help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) die "unknown command $cmd (up|down|status|env|logs|log-offsets|build)" ;;
+esac

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Summarise one JMeter results.csv of pull.jmx into summary.md (one table row) and summary.json.
+
+    summarize.py RUN_DIR [--threads N --loops N --rampup S --timeout MS --mode M --target T ...]
+
+Definitions (also written under the table):
+  images      "pull image" transactions (one per image pulled); images/s counts the successful ones
+  requests    every HTTP sample (manifests, blobs, token, auth challenge); requests/s counts all
+  latency     elapsed time of one HTTP request, first byte sent to last byte read (ms)
+  errors      failed HTTP requests (any reason: status, timeout, assertion), % of all requests
+  duration    first request start to last request end
+"""
+import argparse
+import collections
+import csv
+import json
+import math
+import os
+import sys
+
+TRANSACTION_MARK = "Number of samples in transaction"
+
+
+def percentile(sorted_values, p):
+    """Nearest-rank percentile, as JMeter's aggregate report computes its 90%/99% lines."""
+    if not sorted_values:
+        return 0
+    k = max(0, math.ceil(p / 100.0 * len(sorted_values)) - 1)
+    return sorted_values[min(k, len(sorted_values) - 1)]
+
+
+def classify(row):
+    """One short reason for a failed sample: timeout, connection refused, HTTP 503, assertion..."""
+    code = (row.get("responseCode") or "").strip()
+    msg = (row.get("responseMessage") or "").strip()
+    fail = (row.get("failureMessage") or "").strip()
+    if code.startswith("Non HTTP response code"):
+        exc = code.split(":", 1)[-1].strip()
+        simple = exc.rsplit(".", 1)[-1]
+        low = (exc + " " + msg).lower()
+        if simple == "ConnectTimeoutException" or "connect timed out" in low:
+            return "timeout (connect)"
+        if simple == "SocketTimeoutException" or "timed out" in low:
+            return "timeout (response)"
+        if simple in ("HttpHostConnectException", "ConnectException") or "connection refused" in low:
+            return "connection refused"
+        if simple == "NoHttpResponseException":
+            return "no response (connection closed)"
+        if "connection reset" in low:
+            return "connection reset"
+        if "broken pipe" in low:
+            return "broken pipe"
+        return simple or "non-HTTP error"
+    if code.isdigit():
+        c = int(code)
+        if c >= 400:
+            return f"HTTP {c}"
+        reason = fail or msg
+        if reason.startswith("Test failed: "):
+            reason = reason[len("Test failed: "):]
+        return "assertion: " + (reason[:90] or "failed")
+    return "error: " + ((fail or msg or code)[:90] or "unknown")
+
+
+def summarise(results_csv, transaction_label="pull image"):
+    requests, images = [], []
+    by_label = collections.defaultdict(list)
+    reasons = collections.Counter()
+    reasons_by_label = collections.defaultdict(collections.Counter)
+    t_start, t_end = None, None
+    bytes_total = 0
+    with open(results_csv, newline="", encoding="utf-8", errors="replace") as f:
+        for row in csv.DictReader(f):
+            try:
+                ts, el = int(row["timeStamp"]), int(row["elapsed"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            ok = (row.get("success") or "").lower() == "true"
+            is_tx = row.get("label") == transaction_label or (row.get("responseMessage") or "").startswith(TRANSACTION_MARK)
+            if is_tx:
+                images.append((el, ok))
+                continue
+            requests.append((el, ok))
+            by_label[row.get("label", "?")].append((el, ok))
+            try:
+                bytes_total += int(row.get("bytes") or 0)
+            except ValueError:
+                pass
+            t_start = ts if t_start is None else min(t_start, ts)
+            t_end = ts + el if t_end is None else max(t_end, ts + el)
+            if not ok:
+                r = classify(row)
+                reasons[r] += 1
+                reasons_by_label[row.get("label", "?")][r] += 1
+    duration = max(0.001, ((t_end or 0) - (t_start or 0)) / 1000.0)
+
+    def stats(samples):
+        el = sorted(e for e, _ in samples)
+        n = len(el)
+        errs = sum(1 for _, ok in samples if not ok)
+        return {
+            "count": n, "errors": errs, "error_pct": round(100.0 * errs / n, 2) if n else 0.0,
+            "avg_ms": round(sum(el) / n, 1) if n else 0, "min_ms": el[0] if n else 0, "max_ms": el[-1] if n else 0,
+            "p50_ms": percentile(el, 50), "p90_ms": percentile(el, 90), "p99_ms": percentile(el, 99),
+            "per_s": round(n / duration, 2),
+        }
+
+    req = stats(requests)
+    img = stats(images)
+    img_ok = sum(1 for _, ok in images if ok)
+    return {
+        "duration_s": round(duration, 2),
+        "images": img["count"], "images_ok": img_ok, "images_failed": img["count"] - img_ok,
+        "images_per_s": round(img_ok / duration, 2),
+        "image_avg_ms": img["avg_ms"], "image_p90_ms": img["p90_ms"], "image_p99_ms": img["p99_ms"],
+        "requests": req["count"], "requests_per_s": req["per_s"],
+        "avg_ms": req["avg_ms"], "min_ms": req["min_ms"], "max_ms": req["max_ms"],
+        "p50_ms": req["p50_ms"], "p90_ms": req["p90_ms"], "p99_ms": req["p99_ms"],
+        "errors": req["errors"], "error_pct": req["error_pct"],
+        "error_reasons": dict(reasons.most_common()),
+        "mib_per_s": round(bytes_total / duration / 1048576, 2),
+        "labels": {k: dict(stats(v), reasons=dict(reasons_by_label[k].most_common())) for k, v in sorted(by_label.items())},
+    }
+
+
+def read_prom(path):
+    """{(metric name, frozenset of labels): value} of a Prometheus text scrape; {} when absent."""
+    out = {}
+    if not os.path.isfile(path):
+        return out
+    with open(path, errors="replace") as f:
+        for line in f:
+            if not line.startswith("registry_cache_") or " " not in line:
+                continue
+            head, _, value = line.rstrip("\n").rpartition(" ")
+            name, _, labels = head.partition("{")
+            pairs = frozenset(tuple(kv.split("=", 1)) for kv in labels.rstrip("}").split(",") if "=" in kv)
+            try:
+                out[(name, pairs)] = float(value)
+            except ValueError:
+                pass
+    return out
+
+
+def cache_delta(run_dir):
+    """What the service counted during the run: requests by kind/result, bytes by source."""
+    before = read_prom(os.path.join(run_dir, "metrics-before.prom"))
+    after = read_prom(os.path.join(run_dir, "metrics-after.prom"))
+    if not after:
+        return None
+    delta = collections.Counter()
+    for (name, labels), v in after.items():
+        d = v - before.get((name, labels), 0.0)
+        lab = dict((k, v.strip('"')) for k, v in labels)
+        if name == "registry_cache_requests_total":
+            delta[f"{lab.get('kind', '?')} {lab.get('result', '?')}"] += d
+        elif name == "registry_cache_served_bytes_total":
+            delta[f"served from {lab.get('source', '?')} (MiB)"] += d / 1048576
+        elif name == "registry_cache_upstream_fetched_bytes_total":
+            delta["fetched from upstream (MiB)"] += d / 1048576
+    return {k: round(v, 2) for k, v in sorted(delta.items()) if v}
+
+
+def read_cpu(path):
+    """cpu.env -> {wall_s, cores, machine_busy_s, jmeter_s, cache_s?, registry_s?, other_s, *_pct of capacity}."""
+    if not path or not os.path.isfile(path):
+        return None
+    c = {}
+    for line in open(path):
+        k, _, v = line.strip().partition("=")
+        try:
+            c[k] = float(v)
+        except ValueError:
+            c[k] = v
+    cap = max(0.001, c.get("wall_s", 0) * c.get("cores", 1))
+    known = sum(c.get(k, 0) for k in ("jmeter_s", "cache_s", "registry_s", "docker_proxy_s", "dockerd_s"))
+    c["other_s"] = round(max(0.0, c.get("machine_busy_s", 0) - known), 2)
+    for k in ("machine_busy_s", "jmeter_s", "cache_s", "registry_s", "docker_proxy_s", "dockerd_s", "other_s"):
+        if k in c:
+            c[k.replace("_s", "_pct")] = round(100.0 * c[k] / cap, 1)
+    return c
+
+
+def cpu_text(c):
+    parts = [f"{name} {c[k + '_s']:.1f} ({c[k + '_pct']:.0f}%)" for k, name in
+             (("cache", "registry-cache"), ("registry", "registry:2"), ("jmeter", "JMeter"),
+              ("docker_proxy", "docker-proxy"), ("dockerd", "dockerd"), ("other", "everything else"))
+             if k + "_s" in c]
+    return (f"CPU during the JMeter run, in core-seconds of {c['wall_s'] * c['cores']:.1f} available "
+            f"({c['wall_s']:.1f} s x {int(c['cores'])} cores): machine busy {c['machine_busy_s']:.1f} "
+            f"({c['machine_busy_pct']:.0f}%); " + ", ".join(parts) +
+            f". Load average before {c.get('loadavg_before', '?')}, after {c.get('loadavg_after', '?')}.")
+
+
+def reasons_text(reasons):
+    return ", ".join(f"{k}: {v}" for k, v in reasons.items()) or "none"
+
+
+HEADER = ("| threads | loops | ramp-up (s) | timeout (ms) | mode | images | images/s | requests/s "
+          "| avg (ms) | min (ms) | max (ms) | p90 (ms) | p99 (ms) | image p90 (ms) | errors | error % | error reasons |")
+RULE = "|" + "---:|" * 4 + "---|" + "---:|" * 11 + "---|"
+
+
+def table_row(p, s):
+    return (f"| {p['threads']} | {p['loops']} | {p['rampup']} | {p['timeout']} | {p['mode']} | {s['images']} "
+            f"| {s['images_per_s']} | {s['requests_per_s']} | {s['avg_ms']} | {s['min_ms']} | {s['max_ms']} "
+            f"| {s['p90_ms']} | {s['p99_ms']} | {s['image_p90_ms']} | {s['errors']} | {s['error_pct']} "
+            f"| {reasons_text(s['error_reasons'])} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir")
+    ap.add_argument("--results", default="results.csv")
+    for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form", "images", "plan", "jmeter", "name"):
+        ap.add_argument("--" + k, default="?")
+    ap.add_argument("--transaction-label", default="pull image")
+    ap.add_argument("--cpu", help="cpu.env of run.sh: CPU seconds used during the JMeter run")
+    a = ap.parse_args()
+    path = os.path.join(a.run_dir, a.results)
+    if not os.path.isfile(path):
+        print(f"summarize: {path} is missing", file=sys.stderr)
+        return 2
+    s = summarise(path, a.transaction_label)
+    params = {k: getattr(a, k) for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form",
+                                          "images", "plan", "jmeter", "name")}
+    s["cache"] = cache_delta(a.run_dir)
+    s["cpu"] = read_cpu(a.cpu) if a.cpu else None
+    with open(os.path.join(a.run_dir, "summary.json"), "w") as f:
+        json.dump({"params": params, "summary": s}, f, indent=2)
+        f.write("\n")
+    lines = [
+        f"# {a.name}",
+        "",
+        f"Target: {a.target} ({a.form} form), mode {a.mode}, images from `{a.images}`, plan `{a.plan}`, {a.jmeter}.",
+        "",
+        HEADER, RULE, table_row(params, s), "",
+        f"Duration {s['duration_s']} s; {s['images_ok']} images pulled, {s['images_failed']} failed; "
+        f"{s['requests']} requests; {s['mib_per_s']} MiB/s received; request p50 {s['p50_ms']} ms; "
+        f"image avg {s['image_avg_ms']} ms, p99 {s['image_p99_ms']} ms.",
+        "",
+    ]
+    if s["cache"] is not None:
+        c = s["cache"]
+        hits = sum(v for k, v in c.items() if k.endswith(" hit"))
+        total = sum(v for k, v in c.items() if k.split(" ")[-1] in ("hit", "miss", "stale", "error"))
+        ratio = f"hit ratio {100.0 * hits / total:.1f}%; " if total else ""
+        lines += ["Service metrics during the run (after - before): " + ratio +
+                  ("; ".join(f"{k} {v:g}" for k, v in c.items()) or "no registry_cache_ counters moved") + ".", ""]
+    if s.get("cpu"):
+        lines += [cpu_text(s["cpu"]), ""]
+    lines += [
+        "Per request kind:",
+        "",
+        "| label | count | per s | avg (ms) | min | max | p90 | p99 | errors | error reasons |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for label, st in s["labels"].items():
+        lines.append(f"| {label} | {st['count']} | {st['per_s']} | {st['avg_ms']} | {st['min_ms']} | {st['max_ms']} "
+                     f"| {st['p90_ms']} | {st['p99_ms']} | {st['errors']} | {reasons_text(st['reasons'])} |")
+    lines += ["", "images/s counts successful image pulls (one `pull image` transaction each); requests/s counts "
+              "every HTTP request; latencies are per HTTP request, in ms; errors are failed HTTP requests.", ""]
+    with open(os.path.join(a.run_dir, "summary.md"), "w") as f:
+        f.write("\n".join(lines))
+    print(table_row(params, s))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
