@@ -15,6 +15,8 @@
 #   --pause S   pause between runs (TIME_WAIT, GC) default 5
 #   --max-runs N  refuse to start more than N runs  default 64
 # Anything else is passed to every run.sh (e.g. --target registry, --form ns, --heap 2g).
+# Pull-through runs reuse the same seeded batch and evict it through the admin API first (run.sh
+# --mgmt-url, default the stack's management port); --fresh-batch gives every run a fresh batch instead.
 # A run that fails to run is recorded as such and the matrix goes on. Exit 0 when every run ran.
 #
 # The chart needs matplotlib: taken from python3 when importable, else installed into perf/.venv
@@ -39,8 +41,8 @@ while (($#)); do
     --out) out=$2; shift 2 ;;
     --pause) pause=$2; shift 2 ;;
     --max-runs) max_runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -p|--target|--form|--upstream-host|--url|--metrics-url|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J)
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -p|--target|--form|--upstream-host|--url|--metrics-url|--mgmt-url|--evict-pattern|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J)
       pass+=("$1" "$2"); shift 2 ;;
     *) pass+=("$1"); shift ;;
   esac

@@ -10,8 +10,10 @@
 #   -l N            loops: images per thread                             default 20
 #   -p FILE         JMeter plan                                          default perf/jmeter/pull.jmx
 #   -m MODE         cached: threads cycle over a fixed, already cached set of images (warmed first)
-#                   pull-through: every image is pulled once, from a fresh batch never pulled before,
-#                   each thread its own disjoint part, so every pull goes through to the upstream
+#                   pull-through: every image is pulled once, each thread its own disjoint part, and
+#                   none of them is in the cache when the run starts, so every pull goes through to
+#                   the upstream: the same seeded batch(es) every pass, evicted from the cache first
+#                   with the admin API (POST <mgmt>/actuator/cache/prune, answer kept in evicted.json)
 #                                                                        default cached
 # Target (default: the perf stack's registry-cache, brought up with stack.sh, upstream registry:2):
 #   --target cache|registry   the service, or the stack's registry:2 itself (same plan, bare form)
@@ -22,6 +24,13 @@
 #                             with --metrics-url URL and --registry-url URL (where to seed/check)
 #   --no-stack                don't run stack.sh up (the stack must be up already)
 #   --no-warm                 cached mode: skip the warm-up pass over the image set
+#   --mgmt-url URL            the service's management port (admin API, disk samples)
+#                             default: the stack's, http://127.0.0.1:$PERF_MGMT_PORT (8081); none with --url
+# Pull-through eviction:
+#   --evict-pattern REGEX     prune pattern over <upstream-key>/<repository>:<tag>   default: the
+#                             batch's repositories ([^/]+/(perf/<prefix>-<bbbb>|...)/.+); '.*' = all
+#   --fresh-batch             no eviction: a fresh batch never pulled before, every pass (the old way;
+#                             also what happens when there is no management URL, e.g. --url alone)
 # Images:
 #   --images FILE             CSV (name,tag[,kind]) instead of the seeded set (cached mode)
 #   --set-size N              cached set: single-platform images to seed  default 200 (+20 multi-platform)
@@ -36,7 +45,7 @@
 #   --allow-non-loopback      allow a --url that is not on this machine (your own infrastructure only)
 #
 # Exit status: 0 the test ran (whatever its error rate); 1 --fail-on-errors and some request failed;
-# 2 bad usage or JMeter unavailable; 3 target down or seeding failed; 4 the plan did not run.
+# 2 bad usage or JMeter unavailable; 3 target down, seeding or the eviction failed; 4 the plan did not run.
 set -euo pipefail
 
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -47,12 +56,12 @@ orig_args="$*"
 threads="" timeout_ms="" rampup=2 loops=20 plan="$PERF_DIR/jmeter/pull.jmx" mode=cached
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
 images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
-runs_dir="$PERF_DIR/runs" name="" allow_remote=0
+runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
 extra=()
 
 log() { echo "run.sh: $*" >&2; }
 die() { local code=$1; shift; log "$*"; exit "$code"; }
-usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while (($#)); do
   case "$1" in
@@ -70,6 +79,9 @@ while (($#)); do
     --registry-url) registry_url=$2; shift 2 ;;
     --no-stack) no_stack=1; shift ;;
     --no-warm) warm=0; shift ;;
+    --mgmt-url) mgmt_url=${2%/}; shift 2 ;;
+    --evict-pattern) evict_pattern=$2; shift 2 ;;
+    --fresh-batch) fresh_batch=1; shift ;;
     --images) images=$2; shift 2 ;;
     --set-size) set_size=$2; shift 2 ;;
     --os) os=$2; shift 2 ;;
@@ -139,6 +151,10 @@ if [[ -n "$url" ]]; then
   stack_logs=0
   [[ -z "$form" ]] && form=bare
   [[ -z "$upstream_host" ]] && upstream_host=localhost:5000
+  if [[ -n "$mgmt_url" ]]; then
+    [[ "$mgmt_url" =~ ^https?://(\[[^]]+\]|[^/:]+)(:[0-9]+)?$ ]] || die 2 "--mgmt-url must look like http://host:port"
+    is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] || die 2 "refusing non-loopback --mgmt-url"
+  fi
 else
   [[ $no_stack == 1 ]] || {
     if [[ $target == registry ]]; then "$SCRIPTS/stack.sh" up --registry-only || die 3 "the stack did not come up"
@@ -157,6 +173,7 @@ else
     host="$CACHE_HOST" port="$CACHE_PORT"
     [[ -z "$form" ]] && form=inpath
     metrics_url="${metrics_url:-$CACHE_METRICS_URL}"
+    mgmt_url="${mgmt_url:-${CACHE_MGMT_URL:-}}"
     target_desc="registry-cache at $CACHE_URL, upstream registry:2 at $REGISTRY_URL"
   fi
   stack_logs=1
@@ -200,15 +217,26 @@ if [[ $mode == cached ]]; then
     fi
   fi
 else
-  # pull-through: a fresh batch of threads x loops images nobody pulled before
+  # pull-through: threads x loops images that are not in the cache when the run starts. Evicting
+  # (default, needs the admin API): the first seeded batches, pulled before or not, pruned from the
+  # cache just before the run. --fresh-batch (or no admin API): batches never pulled before.
   need=$((threads * loops))
-  [[ -n "$images" ]] && die 2 "--images is for cached mode; pull-through takes fresh seeded batches"
-  [[ -n "$registry_url" ]] || die 2 "pull-through mode needs the upstream (--registry-url) to take fresh batches from"
+  [[ -n "$images" ]] && die 2 "--images is for cached mode; pull-through takes seeded batches"
+  [[ -n "$registry_url" ]] || die 2 "pull-through mode needs the upstream (--registry-url) to take batches from"
+  evict=0
+  if [[ $fresh_batch == 0 && $target == registry ]]; then
+    evict=2   # nothing caches in front of registry:2: any batch is a pull-through for it
+  elif [[ $fresh_batch == 0 && -n "$mgmt_url" ]]; then
+    evict=1
+  elif [[ $fresh_batch == 0 ]]; then
+    log "no management URL (--mgmt-url) to evict through: taking a fresh batch instead"
+  fi
   mkdir -p "$DATA_DIR/batches"
   picked=() have=0
   exec 8>"$DATA_DIR/batches/.lock"; flock 8
   for b in "$DATA_DIR"/batches/*.csv; do
-    [[ -f "$b" && ! -e "$b.used" ]] || continue
+    [[ -f "$b" ]] || continue
+    (( evict > 0 )) || [[ ! -e "$b.used" ]] || continue
     if ! check_csv "$b"; then mv "$b" "$b.stale"; continue; fi
     picked+=("$b"); have=$((have + $(($(wc -l <"$b") - 1))))
     (( have >= need )) && break
@@ -237,6 +265,34 @@ if [[ $mode == pull-through ]]; then
 fi
 log "run folder ${run#"$PWD"/}"
 
+# pull-through: evict the batch from the cache, so every pull of this pass goes to the upstream
+evicted_desc=""
+if [[ $mode == pull-through && $evict == 1 ]]; then
+  if [[ -z "$evict_pattern" ]]; then
+    # the batch's repository folders (perf/<prefix>-<bbbb>), regex-quoted, under any upstream key
+    evict_pattern="[^/]+/($(tail -n +2 "$images" | cut -d, -f1 | cut -d/ -f1-2 | sort -u \
+      | sed 's/[][\.*^$+?(){}|]/\\&/g' | paste -sd'|'))/.+"
+  fi
+  body="$(python3 -c 'import json, sys; print(json.dumps({"pattern": sys.argv[1], "dryRun": False}))' "$evict_pattern")"
+  code="$(curl -s -m 120 -o "$run/evicted.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    --data "$body" "$mgmt_url/actuator/cache/prune" || true)"
+  if [[ "$code" != 200 ]]; then
+    log "eviction through $mgmt_url/actuator/cache/prune failed (HTTP ${code:-none}): $(head -c 300 "$run/evicted.json" 2>/dev/null)"
+    die 3 "cannot evict the batch before the run (--fresh-batch takes never-pulled images instead)"
+  fi
+  evicted_desc="$(python3 - "$run/evicted.json" 2>/dev/null <<'PY' || echo "see evicted.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = lambda k: len(d.get(k) or [])
+print(f"{n('tags')} tags, {n('manifests')} manifests, {n('blobs')} blobs, {d.get('bytes', 0)} bytes")
+PY
+)"
+  log "evicted before the run (pattern $evict_pattern): $evicted_desc"
+elif [[ $mode == pull-through ]]; then
+  why="fresh batch, no eviction"; [[ $evict == 2 ]] && why="target is registry:2, nothing to evict"
+  echo "{\"skipped\": \"$why\"}" >"$run/evicted.json"
+fi
+
 jprops=(-Jthreads="$threads" -Jloops="$loops" -Jrampup="$rampup" -Jtimeout="$timeout_ms"
         -Jprotocol="$protocol" -Jhost="$host" -Jport="$port" -Jimages="$images" -Jmode="$mode"
         -Jprefix="$prefix" -Jns="$ns" -Jos="$os" -Jarch="$arch" -Jduration="$duration")
@@ -257,6 +313,9 @@ plan=$plan
 jmeter=$jmeter_desc
 heap=$heap
 started_utc=$stamp
+mgmt_url=$mgmt_url
+evict_pattern=$([[ $mode == pull-through && ${evict:-0} == 1 ]] && echo "$evict_pattern")
+evicted=$evicted_desc
 command=$0 $orig_args
 EOF
 
@@ -306,6 +365,27 @@ cpu0_cache=$(proc_ticks "$cache_pid") cpu0_reg=$(proc_ticks "$registry_pid") cpu
 cpu0_px=$(proc_ticks "$proxy_pids") cpu0_dd=$(proc_ticks "$dockerd_pid")
 wall0=$(date +%s.%N)
 
+# the cache's totals before, during (every 2 s, cache-samples.tsv) and after the run: stored bytes
+# against the budget
+sampler_pid=""
+if [[ -n "$mgmt_url" && $target != registry ]]; then
+  curl -sf -m 10 "$mgmt_url/actuator/cache" -o "$run/cache-before.json" || rm -f "$run/cache-before.json"
+  if [[ -s "$run/cache-before.json" ]]; then
+    (
+      printf 'utc\tstored_bytes\tblobs\tmanifests\tdownloads_in_flight\tmax_bytes\n'
+      end=$((SECONDS + duration + 60))
+      while (( SECONDS < end )); do
+        curl -sf -m 5 "$mgmt_url/actuator/cache" | python3 -c 'import json, sys, time
+d = json.load(sys.stdin); b = d.get("budget") or {}
+print("\t".join(str(x) for x in (time.strftime("%H:%M:%S", time.gmtime()), d.get("storedBytes"), (d.get("blobs") or {}).get("count"),
+      (d.get("manifests") or {}).get("count"), d.get("downloadsInFlight"), b.get("maxBytes", 0))))' 2>/dev/null || true
+        sleep 2
+      done
+    ) >"$run/cache-samples.tsv" &
+    sampler_pid=$!
+  fi
+fi
+
 log "JMeter: $threads threads, $loops loops, ramp-up ${rampup}s, timeout ${timeout_ms}ms, $mode, $target_desc ($form)"
 set +e
 HEAP="-Xms$heap -Xmx$heap -XX:MaxMetaspaceSize=256m" timeout --kill-after=30 $((duration + 600)) \
@@ -316,6 +396,7 @@ jm_rc=${PIPESTATUS[0]}
 set -e
 
 wall1=$(date +%s.%N)
+if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; fi
 times >"$run/.times1"
 cpu1_cache=$(proc_ticks "$cache_pid") cpu1_reg=$(proc_ticks "$registry_pid") cpu1_all=$(machine_ticks) cpu1_jm=$(child_secs "$run/.times1")
 cpu1_px=$(proc_ticks "$proxy_pids") cpu1_dd=$(proc_ticks "$dockerd_pid")
@@ -336,6 +417,7 @@ printf 'loadavg_before=%s\nloadavg_after=%s\n' "$load0" "$(cut -d' ' -f1-3 /proc
 sleep 1
 until="$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"
 scrape "$run/metrics-after.prom"
+[[ -n "$sampler_pid" ]] && { curl -sf -m 10 "$mgmt_url/actuator/cache" -o "$run/cache-after.json" || rm -f "$run/cache-after.json"; }
 if [[ $stack_logs == 1 ]]; then
   "$SCRIPTS/stack.sh" logs --since "$since" --until "$until" --out "$run" --offsets "$run/.log-offsets" || true
   rm -f "$run/.log-offsets"

@@ -101,9 +101,19 @@ run() { # what metrics-pattern run.sh-args...
 }
 
 mkdir -p "$runs"
-# 3. through the cache: cached (in-path form), pull-through (containerd ns= form), bare form
+# 3. through the cache: cached (in-path form), pull-through (containerd ns= form) twice, bare form
 run cache-cached-inpath 'registry_cache_requests_total' -c 4 -t 5000 -r 1 -l 3 -m cached --form inpath --no-stack
 run cache-pullthrough-ns 'registry_cache_requests_total' -c 4 -t 5000 -r 1 -l 2 -m pull-through --form ns --no-stack
+# the same pull-through batch again: run.sh must evict it through the admin API first (evicted.json)
+run cache-pullthrough-evicted 'registry_cache_evictions_total' -c 4 -t 5000 -r 1 -l 2 -m pull-through --form ns --no-stack
+if [[ -f "$runs/cache-pullthrough-evicted/summary.json" ]]; then
+  if python3 -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("tags") else 1)' \
+       "$runs/cache-pullthrough-evicted/evicted.json" 2>/dev/null; then
+    ok "cache-pullthrough-evicted: the batch was evicted through the admin API before the pass"
+  else
+    fail "cache-pullthrough-evicted: evicted.json lists no evicted tag"
+  fi
+fi
 run cache-cached-bare 'registry_cache_requests_total' -c 2 -t 5000 -r 0 -l 2 -m cached --form bare --no-stack --no-warm
 # 4. the same plan straight against registry:2
 run registry-direct '' -c 2 -t 5000 -r 0 -l 2 -m cached --target registry --no-stack

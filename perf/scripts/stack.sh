@@ -27,6 +27,9 @@
 #   PERF_STACK_NAME=rc-perf            names of the containers, network, volumes and perf/.stack/<name>/
 #                                      (two stacks with different names and ports can run side by side)
 #   PERF_READY_TIMEOUT=120             seconds to wait for readiness
+#   REGISTRY_CACHE_STORAGE_MAX_BYTES, ..._HIGH_WATERMARK, ..._LOW_WATERMARK, ..._JANITOR_INTERVAL,
+#   REGISTRY_CACHE_PRUNE_*             passed on to the service when set (disk budget runs); they take
+#                                      effect when the service starts (stack.sh down first)
 set -euo pipefail
 
 PERF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -52,6 +55,9 @@ V_CACHE="$PERF_STACK_NAME-cache-data"
 
 log() { echo "stack.sh: $*" >&2; }
 die() { log "$*"; exit "${EXIT:-1}"; }
+
+# the service settings a caller may pass through (disk budget, pruning)
+passthrough_env() { compgen -e | grep -E '^REGISTRY_CACHE_(STORAGE_(MAX_BYTES|HIGH_WATERMARK|LOW_WATERMARK|JANITOR_INTERVAL|EVICTION_BATCH_SIZE|DELETE_GRACE)|PRUNE_[A-Z_]+)$' || true; }
 
 have_docker() { command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1; }
 
@@ -136,7 +142,9 @@ docker_up() {
     for p in "$PERF_CACHE_PORT" "$PERF_MGMT_PORT"; do
       port_busy "$p" && die "127.0.0.1:$p is taken by something else (set PERF_CACHE_PORT / PERF_MGMT_PORT)"
     done
-    log "starting $C_CACHE ($PERF_CACHE_IMAGE) on 127.0.0.1:$PERF_CACHE_PORT, management :$PERF_MGMT_PORT"
+    local extra_env=() v
+    for v in $(passthrough_env); do extra_env+=(-e "$v=${!v}"); done
+    log "starting $C_CACHE ($PERF_CACHE_IMAGE) on 127.0.0.1:$PERF_CACHE_PORT, management :$PERF_MGMT_PORT${extra_env[*]:+ (${extra_env[*]})}"
     docker run -d --name "$C_CACHE" --network "$NET" \
       -p "127.0.0.1:$PERF_CACHE_PORT:8080" -p "127.0.0.1:$PERF_MGMT_PORT:8081" \
       -v "$V_CACHE:/var/lib/registry-cache" \
@@ -145,7 +153,7 @@ docker_up() {
       -e REGISTRY_CACHE_DEFAULT_UPSTREAM=local \
       -e REGISTRY_CACHE_UPSTREAMS_LOCAL_HOST="$PERF_UPSTREAM_HOST" \
       -e REGISTRY_CACHE_UPSTREAMS_LOCAL_URL=http://registry:5000 \
-      -e JAVA_TOOL_OPTIONS="$PERF_CACHE_JAVA_OPTS" \
+      -e JAVA_TOOL_OPTIONS="$PERF_CACHE_JAVA_OPTS" ${extra_env[@]+"${extra_env[@]}"} \
       --label io.registrycache.perf=stack "$PERF_CACHE_IMAGE" >/dev/null
   fi
   wait_ready || { docker logs --tail 50 "$C_CACHE" >&2; exit 1; }
@@ -327,6 +335,7 @@ CACHE_HOST=127.0.0.1
 CACHE_PORT=$PERF_CACHE_PORT
 CACHE_URL=http://127.0.0.1:$PERF_CACHE_PORT
 CACHE_METRICS_URL=http://127.0.0.1:$PERF_MGMT_PORT/actuator/prometheus
+CACHE_MGMT_URL=http://127.0.0.1:$PERF_MGMT_PORT
 UPSTREAM_HOST=$PERF_UPSTREAM_HOST
 EOF
 }
@@ -364,6 +373,6 @@ case "$cmd" in
   status) status ;;
   env) env_vars ;;
   build) build ;;
-  ""|-h|--help|help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' ;;
+  ""|-h|--help|help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) die "unknown command $cmd (up|down|status|env|logs|log-offsets|build)" ;;
 esac
