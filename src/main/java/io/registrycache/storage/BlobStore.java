@@ -7,7 +7,6 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributeView;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.time.Duration;
@@ -22,7 +21,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -102,25 +100,14 @@ public class BlobStore implements AutoCloseable {
               return t;
             });
     long started = System.nanoTime();
-    try (Stream<Path> files = Files.walk(layout.blobsRoot())) {
-      files.forEach(
-          p -> {
-            try {
-              BasicFileAttributes attrs = Files.readAttributes(p, BasicFileAttributes.class);
-              if (!attrs.isRegularFile()) {
-                return;
-              }
-              String algorithm = p.getParent().getParent().getFileName().toString();
-              Digest digest = Digest.parse(algorithm + ":" + p.getFileName());
-              long created = attrs.lastModifiedTime().toMillis();
-              long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
-              index.put(digest, new Entry(attrs.size(), created, pulled));
-              storedBytes.addAndGet(attrs.size());
-            } catch (IOException | RuntimeException e) {
-              log.warn("ignoring unexpected file in blob storage: {}", p);
-            }
-          });
-    }
+    layout.scanContent(
+        layout.blobsRoot(),
+        (digest, attrs) -> {
+          long created = attrs.lastModifiedTime().toMillis();
+          long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
+          index.put(digest, new Entry(attrs.size(), created, pulled));
+          storedBytes.addAndGet(attrs.size());
+        });
     log.info(
         "blob index: {} blobs, {} bytes, loaded in {} ms",
         index.size(), storedBytes.get(), (System.nanoTime() - started) / 1_000_000);

@@ -13,7 +13,6 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributeView;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.time.Instant;
@@ -121,26 +120,14 @@ public class ManifestStore {
             .weigher((Digest d, StoredManifest m) -> m.body().length)
             .build();
     long started = System.nanoTime();
-    try (Stream<Path> files = Files.walk(layout.manifestsRoot())) {
-      files
-          .filter(p -> !p.getFileName().toString().endsWith(".type"))
-          .forEach(
-              p -> {
-                try {
-                  BasicFileAttributes attrs = Files.readAttributes(p, BasicFileAttributes.class);
-                  if (!attrs.isRegularFile()) {
-                    return;
-                  }
-                  String algorithm = p.getParent().getParent().getFileName().toString();
-                  Digest digest = Digest.parse(algorithm + ":" + p.getFileName());
-                  long created = attrs.lastModifiedTime().toMillis();
-                  index.put(digest, new Entry(attrs.size(), created, Math.max(created, attrs.lastAccessTime().toMillis())));
-                  bytes.addAndGet(attrs.size());
-                } catch (IOException | RuntimeException e) {
-                  log.warn("ignoring unexpected file in manifest storage: {}", p);
-                }
-              });
-    }
+    layout.scanContent(
+        layout.manifestsRoot(),
+        (digest, attrs) -> {
+          long created = attrs.lastModifiedTime().toMillis();
+          long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
+          index.put(digest, new Entry(attrs.size(), created, pulled));
+          bytes.addAndGet(attrs.size());
+        });
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
         index.size(), bytes.get(), (System.nanoTime() - started) / 1_000_000);

@@ -7,6 +7,8 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.util.function.BiConsumer;
 import java.util.UUID;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
@@ -135,6 +137,35 @@ public class StorageLayout {
   public void moveIntoPlace(Path temp, Path target) throws IOException {
     Files.createDirectories(target.getParent());
     Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+  }
+
+  /**
+   * Visits every content file below {@code base} ({@code <algorithm>/<xx>/<hex>}) with its digest
+   * and attributes, one {@code stat} a file, reading no content. Sidecar files (names with a dot)
+   * and files whose name is not a digest are logged and skipped.
+   *
+   * @throws UncheckedIOException when the folder cannot be walked
+   */
+  public void scanContent(Path base, BiConsumer<Digest, BasicFileAttributes> visitor) {
+    try (Stream<Path> files = Files.walk(base)) {
+      files.forEach(
+          p -> {
+            if (p.getFileName().toString().contains(".")) {
+              return;
+            }
+            try {
+              BasicFileAttributes attrs = Files.readAttributes(p, BasicFileAttributes.class);
+              if (attrs.isRegularFile()) {
+                String algorithm = p.getParent().getParent().getFileName().toString();
+                visitor.accept(Digest.parse(algorithm + ":" + p.getFileName()), attrs);
+              }
+            } catch (IOException | RuntimeException e) {
+              log.warn("ignoring unexpected file in {}: {}", base, p);
+            }
+          });
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot scan " + base, e);
+    }
   }
 
   /** Deletes a file, logging instead of failing. */
