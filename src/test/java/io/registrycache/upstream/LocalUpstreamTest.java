@@ -1,5 +1,8 @@
 package io.registrycache.upstream;
 
+import static io.registrycache.upstream.ScriptedHttp.base;
+import static io.registrycache.upstream.ScriptedHttp.respond;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -14,7 +17,6 @@ import io.registrycache.oci.RepositoryName;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
@@ -25,7 +27,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
@@ -344,34 +345,9 @@ class LocalUpstreamTest {
   }
 
   private HttpServer server() {
-    try {
-      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
-      server.setExecutor(Executors.newCachedThreadPool());
-      server.start();
-      closeables.add(() -> server.stop(0));
-      return server;
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+    return ScriptedHttp.server(closeables);
   }
 
-  private static String base(HttpServer server) {
-    return "http://127.0.0.1:" + server.getAddress().getPort();
-  }
-
-  private static void respond(HttpExchange ex, int status, Map<String, String> headers, byte[] body)
-      throws IOException {
-    headers.forEach((k, v) -> ex.getResponseHeaders().add(k, v));
-    boolean head = "HEAD".equals(ex.getRequestMethod());
-    if (head) {
-      ex.getResponseHeaders().add("Content-Length", String.valueOf(body.length));
-      ex.sendResponseHeaders(status, -1);
-    } else {
-      ex.sendResponseHeaders(status, body.length == 0 ? -1 : body.length);
-      ex.getResponseBody().write(body);
-    }
-    ex.close();
-  }
 
   private static byte[] join(Flux<org.springframework.core.io.buffer.DataBuffer> body) {
     return DataBufferUtils.join(body)

@@ -1,5 +1,8 @@
 package io.registrycache.upstream;
 
+import static io.registrycache.upstream.ScriptedHttp.base;
+import static io.registrycache.upstream.ScriptedHttp.respond;
+
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -16,14 +19,12 @@ import io.registrycache.oci.RepositoryName;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -378,33 +379,9 @@ class UpstreamResilienceTest {
   }
 
   private HttpServer server() {
-    try {
-      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
-      server.setExecutor(Executors.newCachedThreadPool());
-      server.start();
-      closeables.add(() -> server.stop(0));
-      return server;
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+    return ScriptedHttp.server(closeables);
   }
 
-  private static String base(HttpServer server) {
-    return "http://127.0.0.1:" + server.getAddress().getPort();
-  }
-
-  private static void respond(HttpExchange ex, int status, Map<String, String> headers, byte[] body)
-      throws IOException {
-    headers.forEach((k, v) -> ex.getResponseHeaders().add(k, v));
-    if ("HEAD".equals(ex.getRequestMethod())) {
-      ex.getResponseHeaders().add("Content-Length", String.valueOf(body.length));
-      ex.sendResponseHeaders(status, -1);
-    } else {
-      ex.sendResponseHeaders(status, body.length == 0 ? -1 : body.length);
-      ex.getResponseBody().write(body);
-    }
-    ex.close();
-  }
 
   private static byte[] join(UpstreamBlob blob) {
     return DataBufferUtils.join(blob.body())
