@@ -3,6 +3,7 @@ package io.registrycache.admin;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
+import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.CacheCollector.Removal;
@@ -66,6 +67,7 @@ public class CacheEndpoint {
   private final ManifestStore manifests;
   private final RegistryCacheProperties properties;
   private final Preloader preloader;
+  private final ProxyBlobService blobDownloads;
 
   public CacheEndpoint(
       CacheInventory inventory,
@@ -75,7 +77,8 @@ public class CacheEndpoint {
       BlobStore blobs,
       ManifestStore manifests,
       RegistryCacheProperties properties,
-      Preloader preloader) {
+      Preloader preloader,
+      ProxyBlobService blobDownloads) {
     this.inventory = inventory;
     this.pruner = pruner;
     this.collector = collector;
@@ -84,6 +87,7 @@ public class CacheEndpoint {
     this.manifests = manifests;
     this.properties = properties;
     this.preloader = preloader;
+    this.blobDownloads = blobDownloads;
   }
 
   /** Totals: stored bytes and items, downloads in flight, the budget and its watermarks in bytes. */
@@ -94,7 +98,7 @@ public class CacheEndpoint {
     out.put("storedBytes", collector.storedBytes());
     out.put("blobs", Map.of("count", blobs.count(), "bytes", blobs.bytes()));
     out.put("manifests", Map.of("count", manifests.count(), "bytes", manifests.bytes()));
-    out.put("downloadsInFlight", blobs.inFlightCount());
+    out.put("downloadsInFlight", blobDownloads.downloadsInFlight());
     Map<String, Object> budget = new LinkedHashMap<>();
     budget.put("maxBytes", s.getMaxBytes());
     budget.put("highWatermarkBytes", (long) (s.getMaxBytes() * s.getHighWatermark()));

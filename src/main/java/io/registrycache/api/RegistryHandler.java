@@ -14,10 +14,18 @@ import io.registrycache.proxy.ProxyTagService;
 import io.registrycache.storage.StoredManifest;
 import io.registrycache.upstream.UpstreamRegistry;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
 import org.springframework.core.io.FileSystemResource;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.ReactiveHttpOutputMessage;
+import org.springframework.http.ZeroCopyHttpOutputMessage;
+import org.springframework.util.MimeTypeUtils;
+import org.springframework.web.reactive.function.BodyInserter;
+import reactor.core.publisher.Flux;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpRange;
@@ -120,6 +128,14 @@ public class RegistryHandler {
 
   private Mono<ServerResponse> blob(ServerRequest request, RequestTarget target, Digest digest) {
     boolean head = HttpMethod.HEAD.equals(request.method());
+    List<HttpRange> ranges;
+    try {
+      ranges = HttpRange.parseRanges(request.headers().firstHeader(HttpHeaders.RANGE));
+    } catch (IllegalArgumentException e) {
+      ranges = null; // malformed: 416 once the size is known
+    }
+    List<HttpRange> parsed = ranges;
+    boolean ranged = parsed == null || !parsed.isEmpty();
     return blobs
         .get(target.upstream(), target.name(), digest)
         .doOnError(e -> metrics.request(Kind.BLOB, Result.ERROR, target.upstream().key()))
@@ -127,73 +143,86 @@ public class RegistryHandler {
             source -> {
               metrics.request(
                   Kind.BLOB, source instanceof BlobSource.Stored ? Result.HIT : Result.MISS, target.upstream().key());
-              if (source instanceof BlobSource.Downloading d && d.size() < 0 && (head || hasRange(request))) {
-                // Without a known size neither HEAD nor a range can be answered before the end.
-                return d.download().completion().then(blobs.get(target.upstream(), target.name(), digest));
+              if (source instanceof BlobSource.Downloading d && ((ranged && !head) || (head && d.size() < 0))) {
+                // A range ends cleanly before the digest is checked, so it is served only from the
+                // verified blob; without a known size HEAD cannot be answered before the end either.
+                return d.download().completion().then(Mono.defer(() -> blobs.get(target.upstream(), target.name(), digest)));
               }
               return Mono.just(source);
             })
-        .flatMap(source -> blobResponse(request, target, source, head));
+        .flatMap(source -> blobResponse(target, source, head, parsed));
   }
 
+  /**
+   * The answer for a blob: 200 with the whole blob, or 206 with one range (RFC 9110 14), or 416.
+   *
+   * @param ranges the request's ranges, empty without a {@code Range} header, {@code null} when
+   *     the header is malformed
+   */
   private Mono<ServerResponse> blobResponse(
-      ServerRequest request, RequestTarget target, BlobSource source, boolean head) {
-    ServerResponse.BodyBuilder ok =
-        ServerResponse.ok()
-            .contentType(MediaType.APPLICATION_OCTET_STREAM)
-            .header(DOCKER_CONTENT_DIGEST, source.digest().toString())
-            .header(HttpHeaders.ACCEPT_RANGES, "bytes")
-            .eTag("\"" + source.digest() + "\"");
-    namespace(ok, target);
-    if (source instanceof BlobSource.Stored stored) {
-      if (head) {
-        return ok.contentLength(stored.size()).build();
-      }
-      if (hasRange(request) && !satisfiable(request, stored.size())) {
-        return rangeNotSatisfiable(stored.size());
-      }
-      metrics.served(true, servedLength(request, stored.size()));
-      // Spring's resource writer answers Range with 206 and uses zero-copy file transfer.
-      return ok.body(BodyInserters.fromResource(new FileSystemResource(stored.path())));
-    }
-    BlobSource.Downloading downloading = (BlobSource.Downloading) source;
-    long size = downloading.size();
+      RequestTarget target, BlobSource source, boolean head, List<HttpRange> ranges) {
     if (head) {
-      return ok.contentLength(size).build();
+      return blobHeaders(ServerResponse.ok(), target, source.digest()).contentLength(source.size()).build();
     }
-    long start = 0;
-    long end = -1;
-    if (hasRange(request)) {
-      HttpRange range;
-      try {
-        List<HttpRange> ranges = HttpRange.parseRanges(request.headers().firstHeader(HttpHeaders.RANGE));
-        range = ranges.size() == 1 ? ranges.get(0) : null;
-        if (range != null) {
-          start = range.getRangeStart(size);
-          end = range.getRangeEnd(size);
-          if (start >= size || end < start) {
-            return rangeNotSatisfiable(size);
-          }
-        }
-      } catch (IllegalArgumentException e) {
-        return rangeNotSatisfiable(size);
+    if (source instanceof BlobSource.Downloading downloading) {
+      // Whole body only: a range waited for the verified blob above, and HTTP lets a server
+      // ignore Range in the rare case the blob was evicted and is arriving again meanwhile.
+      ServerResponse.BodyBuilder ok = blobHeaders(ServerResponse.ok(), target, source.digest());
+      if (downloading.size() >= 0) {
+        ok.contentLength(downloading.size());
       }
-      if (range != null) {
-        ok = ServerResponse.status(HttpStatus.PARTIAL_CONTENT)
-            .contentType(MediaType.APPLICATION_OCTET_STREAM)
-            .header(DOCKER_CONTENT_DIGEST, source.digest().toString())
-            .header(HttpHeaders.ACCEPT_RANGES, "bytes")
-            .header(HttpHeaders.CONTENT_RANGE, "bytes " + start + "-" + end + "/" + size);
-        namespace(ok, target);
-        size = end - start + 1;
+      return ok.body(
+          BodyInserters.fromDataBuffers(
+              downloading.download().read(0, -1).doOnNext(b -> metrics.served(false, b.readableByteCount()))));
+    }
+    BlobSource.Stored stored = (BlobSource.Stored) source;
+    long size = stored.size();
+    if (ranges != null && ranges.isEmpty()) {
+      metrics.served(true, size);
+      return blobHeaders(ServerResponse.ok(), target, source.digest())
+          .contentLength(size)
+          .body(BodyInserters.fromResource(new FileSystemResource(stored.path())));
+    }
+    if (ranges == null || !satisfiable(ranges, size)) {
+      return rangeNotSatisfiable(size);
+    }
+    if (ranges.size() > 1) {
+      // Spring's resource writer answers several ranges as multipart/byteranges.
+      metrics.served(true, size);
+      return blobHeaders(ServerResponse.ok(), target, source.digest())
+          .body(BodyInserters.fromResource(new FileSystemResource(stored.path())));
+    }
+    long start = ranges.get(0).getRangeStart(size);
+    long end = ranges.get(0).getRangeEnd(size);
+    long length = end - start + 1;
+    metrics.served(true, length);
+    return blobHeaders(ServerResponse.status(HttpStatus.PARTIAL_CONTENT), target, source.digest())
+        .header(HttpHeaders.CONTENT_RANGE, "bytes " + start + "-" + end + "/" + size)
+        .contentLength(length)
+        .body(fileRegion(stored.path(), start, length));
+  }
+
+  private static ServerResponse.BodyBuilder blobHeaders(
+      ServerResponse.BodyBuilder builder, RequestTarget target, Digest digest) {
+    builder
+        .contentType(MediaType.APPLICATION_OCTET_STREAM)
+        .header(DOCKER_CONTENT_DIGEST, digest.toString())
+        .header(HttpHeaders.ACCEPT_RANGES, "bytes")
+        .eTag("\"" + digest + "\"");
+    namespace(builder, target);
+    return builder;
+  }
+
+  /** Bytes {@code [position, position + count)} of a file: zero-copy on Reactor Netty. */
+  private static BodyInserter<Path, ReactiveHttpOutputMessage> fileRegion(Path path, long position, long count) {
+    return (message, context) -> {
+      if (message instanceof ZeroCopyHttpOutputMessage zeroCopy) {
+        return zeroCopy.writeWith(path, position, count);
       }
-    }
-    if (size >= 0) {
-      ok.contentLength(size);
-    }
-    return ok.body(
-        BodyInserters.fromDataBuffers(
-            downloading.download().read(start, end).doOnNext(b -> metrics.served(false, b.readableByteCount()))));
+      Flux<DataBuffer> all = DataBufferUtils.read(path, message.bufferFactory(), 64 * 1024);
+      return message.writeWith(
+          DataBufferUtils.takeUntilByteCount(DataBufferUtils.skipUntilByteCount(all, position), count));
+    };
   }
 
   private Mono<ServerResponse> tagList(ServerRequest request, RequestTarget target, RegistryPath path) {
@@ -229,10 +258,10 @@ public class RegistryHandler {
     }
   }
 
-  /** Whether the request's Range can be answered for a blob of {@code size} bytes (RFC 9110 14.1). */
-  private static boolean satisfiable(ServerRequest request, long size) {
+  /** Whether every range can be answered for a blob of {@code size} bytes (RFC 9110 14.1.1). */
+  private static boolean satisfiable(List<HttpRange> ranges, long size) {
     try {
-      for (HttpRange range : HttpRange.parseRanges(request.headers().firstHeader(HttpHeaders.RANGE))) {
+      for (HttpRange range : ranges) {
         long start = range.getRangeStart(size);
         if (start >= size || range.getRangeEnd(size) < start) {
           return false;
@@ -250,22 +279,6 @@ public class RegistryHandler {
         .build();
   }
 
-  private static long servedLength(ServerRequest request, long size) {
-    if (!hasRange(request)) {
-      return size;
-    }
-    try {
-      List<HttpRange> ranges = HttpRange.parseRanges(request.headers().firstHeader(HttpHeaders.RANGE));
-      return ranges.size() == 1 ? ranges.get(0).getRangeEnd(size) - ranges.get(0).getRangeStart(size) + 1 : size;
-    } catch (IllegalArgumentException e) {
-      return 0;
-    }
-  }
-
-  private static boolean hasRange(ServerRequest request) {
-    return request.headers().firstHeader(HttpHeaders.RANGE) != null;
-  }
-
   private static void namespace(ServerResponse.BodyBuilder builder, RequestTarget target) {
     if (target.namespace() != null) {
       builder.header(OCI_NAMESPACE, target.namespace());
@@ -280,15 +293,20 @@ public class RegistryHandler {
     }
   }
 
-  /** The media types of the client's {@code Accept} headers, without parameters; may be empty. */
+  /**
+   * The media ranges of the client's {@code Accept} headers, parsed with Spring's {@link
+   * MediaType}, without parameters ({@code q} included); malformed ranges are skipped. Empty when
+   * the client sent none.
+   */
   static List<String> acceptedTypes(ServerRequest request) {
     List<String> types = new ArrayList<>();
     for (String header : request.headers().header(HttpHeaders.ACCEPT)) {
-      for (String part : header.split(",")) {
-        int semicolon = part.indexOf(';');
-        String type = (semicolon < 0 ? part : part.substring(0, semicolon)).trim().toLowerCase();
-        if (!type.isEmpty()) {
-          types.add(type);
+      for (String part : MimeTypeUtils.tokenize(header)) {
+        try {
+          MediaType type = MediaType.parseMediaType(part);
+          types.add(type.getType() + "/" + type.getSubtype());
+        } catch (InvalidMediaTypeException e) {
+          // a client's typo takes nothing away from the types it did name
         }
       }
     }

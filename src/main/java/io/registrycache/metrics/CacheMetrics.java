@@ -4,8 +4,6 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
-import io.registrycache.storage.BlobStore;
-import io.registrycache.storage.ManifestStore;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.stereotype.Component;
 
@@ -18,18 +16,14 @@ import org.springframework.stereotype.Component;
  *   <li>{@code registry_cache_served_bytes_total{source}} — source {@code cache} (from a stored
  *       file) or {@code upstream} (streamed while downloading)
  *   <li>{@code registry_cache_inflight_fetches} — upstream fetches (manifests and blobs) in flight
- *   <li>{@code registry_cache_stored_items{kind}}, {@code registry_cache_stored_bytes{kind}} —
- *       kind {@code manifest|blob}
  *   <li>{@code registry_cache_stale_served_total{upstream,reason}} — cached tags served because
  *       the upstream failed or rate-limited
- *   <li>{@code registry_cache_evictions_total{kind,reason}}, {@code
- *       registry_cache_evicted_bytes_total{kind,reason}} — items and bytes removed, kind {@code
- *       manifest|blob}, reason {@code budget|prune|evict}
  *   <li>{@code registry_cache_storage_budget_bytes} — the disk budget ({@code
  *       storage.max-bytes}; 0 = unlimited)
  * </ul>
  *
- * Upstream latency ({@code registry_cache_upstream_request_seconds}) and fetched bytes ({@code
+ * The stores' own figures (stored items and bytes, evictions) are bound by {@code
+ * storage.StorageMetrics}. Upstream latency ({@code registry_cache_upstream_request_seconds}) and fetched bytes ({@code
  * registry_cache_upstream_fetched_bytes_total}) are recorded by the upstream client.
  */
 @Component
@@ -51,12 +45,11 @@ public class CacheMetrics {
   }
 
   private final MeterRegistry registry;
-  private final AtomicInteger inFlightManifests = new AtomicInteger();
+  private final AtomicInteger inFlightFetches = new AtomicInteger();
   private final Counter servedFromCache;
   private final Counter servedFromUpstream;
 
-  public CacheMetrics(
-      MeterRegistry registry, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties) {
+  public CacheMetrics(MeterRegistry registry, RegistryCacheProperties properties) {
     this.registry = registry;
     long budget = properties.getStorage().getMaxBytes();
     Gauge.builder("registry.cache.storage.budget.bytes", () -> budget).baseUnit("bytes")
@@ -65,16 +58,8 @@ public class CacheMetrics {
         .description("Bytes of manifests and blobs sent to clients").tag("source", "cache").register(registry);
     this.servedFromUpstream = Counter.builder("registry.cache.served.bytes").baseUnit("bytes")
         .description("Bytes of manifests and blobs sent to clients").tag("source", "upstream").register(registry);
-    Gauge.builder("registry.cache.inflight.fetches", () -> blobs.inFlightCount() + inFlightManifests.get())
+    Gauge.builder("registry.cache.inflight.fetches", inFlightFetches, AtomicInteger::get)
         .description("Upstream fetches of manifests and blobs in flight").register(registry);
-    Gauge.builder("registry.cache.stored.items", blobs, BlobStore::count).tag("kind", "blob")
-        .description("Items stored in the cache").register(registry);
-    Gauge.builder("registry.cache.stored.items", manifests, ManifestStore::count).tag("kind", "manifest")
-        .description("Items stored in the cache").register(registry);
-    Gauge.builder("registry.cache.stored.bytes", blobs, BlobStore::bytes).tag("kind", "blob").baseUnit("bytes")
-        .description("Bytes stored in the cache").register(registry);
-    Gauge.builder("registry.cache.stored.bytes", manifests, ManifestStore::bytes).tag("kind", "manifest")
-        .baseUnit("bytes").description("Bytes stored in the cache").register(registry);
   }
 
   /** Counts one client request. */
@@ -92,20 +77,13 @@ public class CacheMetrics {
     registry.counter("registry.cache.stale.served", "upstream", upstream, "reason", reason).increment();
   }
 
-  /** Counts one item removed from the cache and its bytes. */
-  public void evicted(String kind, String reason, long bytes) {
-    registry.counter("registry.cache.evictions", "kind", kind, "reason", reason).increment();
-    Counter.builder("registry.cache.evicted.bytes").baseUnit("bytes").tag("kind", kind).tag("reason", reason)
-        .description("Bytes removed from the cache").register(registry).increment(bytes);
-  }
-
   /** Counts bytes sent to a client. */
   public void served(boolean fromCache, long bytes) {
     (fromCache ? servedFromCache : servedFromUpstream).increment(bytes);
   }
 
-  /** Tracks a manifest fetch in flight: call with +1 at start and -1 at the end. */
-  public void manifestFetchInFlight(int delta) {
-    inFlightManifests.addAndGet(delta);
+  /** Tracks an upstream fetch (manifest or blob) in flight: +1 at its start, -1 at its end. */
+  public void fetchInFlight(int delta) {
+    inFlightFetches.addAndGet(delta);
   }
 }

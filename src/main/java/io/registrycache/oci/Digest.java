@@ -7,7 +7,8 @@ import java.util.regex.Pattern;
 
 /**
  * A content digest {@code algorithm:encoded} (OCI Image Spec, "Digests"). Only the registered
- * algorithms are accepted: {@code sha256} (64 lowercase hex characters) and {@code sha512} (128).
+ * algorithms are accepted: {@code sha256} (64 lowercase hex characters) and {@code sha512} (128);
+ * every instance is valid (checked on construction).
  *
  * @param algorithm {@code sha256} or {@code sha512}
  * @param hex the encoded part, lowercase hex
@@ -19,18 +20,16 @@ public record Digest(String algorithm, String hex) {
   private static final Pattern HEX = Pattern.compile("[a-f0-9]+");
 
   /**
-   * Parses a digest string.
+   * Validates the parts.
    *
-   * @throws OciException {@code DIGEST_INVALID} (400) for a malformed string, an unknown algorithm,
-   *     a wrong length or non-hex characters
+   * @throws OciException {@code DIGEST_INVALID} (400) for an unknown algorithm, a wrong length or
+   *     characters other than lowercase hex
    */
-  public static Digest parse(String value) {
-    if (value == null || !GRAMMAR.matcher(value).matches()) {
+  public Digest {
+    String value = algorithm + ":" + hex;
+    if (algorithm == null || hex == null) {
       throw OciException.digestInvalid(value, "expected algorithm:hex");
     }
-    int colon = value.indexOf(':');
-    String algorithm = value.substring(0, colon);
-    String hex = value.substring(colon + 1);
     int expectedLength =
         switch (algorithm) {
           case "sha256" -> 64;
@@ -44,7 +43,20 @@ public record Digest(String algorithm, String hex) {
     if (!HEX.matcher(hex).matches()) {
       throw OciException.digestInvalid(value, "encoded part must be lowercase hex");
     }
-    return new Digest(algorithm, hex);
+  }
+
+  /**
+   * Parses a digest string.
+   *
+   * @throws OciException {@code DIGEST_INVALID} (400) for a malformed string, an unknown algorithm,
+   *     a wrong length or non-hex characters
+   */
+  public static Digest parse(String value) {
+    if (value == null || !GRAMMAR.matcher(value).matches()) {
+      throw OciException.digestInvalid(value, "expected algorithm:hex");
+    }
+    int colon = value.indexOf(':');
+    return new Digest(value.substring(0, colon), value.substring(colon + 1));
   }
 
   /** Whether {@code value} looks like a digest (contains ':'), as opposed to a tag. */

@@ -40,7 +40,8 @@ public record ManifestContent(String mediaType, List<Descriptor> references) {
    * @param body the raw bytes
    * @param contentType the upstream's {@code Content-Type}; may be {@code null}
    * @throws OciException {@code MANIFEST_INVALID} (400) when the body is not a JSON object, has no
-   *     media type at all, is a schema 1 manifest, its {@code mediaType} contradicts a manifest
+   *     media type at all, its media type (from the body, else a non-generic {@code Content-Type})
+   *     is not one of {@link MediaTypes#ALL_MANIFESTS}, is a schema 1 manifest, its {@code mediaType} contradicts a manifest
    *     {@code Content-Type}, or a descriptor's digest is malformed
    */
   public static ManifestContent parse(byte[] body, String contentType) {
@@ -65,15 +66,20 @@ public record ManifestContent(String mediaType, List<Descriptor> references) {
         throw invalid("mediaType " + declared + " contradicts Content-Type " + header);
       }
       mediaType = declared;
-    } else if (header != null && !header.isBlank() && !"application/json".equals(header)
-        && !"application/octet-stream".equals(header)) {
+    } else if (header != null && MediaTypes.ALL_MANIFESTS.contains(header)) {
       mediaType = header;
+    } else if (header != null && !header.isBlank() && !MediaTypes.isGeneric(header)) {
+      // A web page or an error body, not a manifest (OCI Distribution Spec: manifest media types only).
+      throw invalid("Content-Type " + header + " is not a manifest media type and the body declares none");
     } else if (root.has("manifests")) {
       mediaType = MediaTypes.OCI_INDEX;
     } else if (root.has("config")) {
       mediaType = MediaTypes.OCI_MANIFEST;
     } else {
       throw invalid("no media type in the body or the Content-Type");
+    }
+    if (!MediaTypes.ALL_MANIFESTS.contains(mediaType)) {
+      throw invalid("media type " + mediaType + " is not a manifest media type " + MediaTypes.ALL_MANIFESTS);
     }
     List<Descriptor> refs = new ArrayList<>();
     addDescriptor(refs, root.get("config"), null);

@@ -23,6 +23,16 @@ public final class MediaTypes {
     return OCI_INDEX.equals(mediaType) || DOCKER_MANIFEST_LIST.equals(mediaType);
   }
 
+  /**
+   * Whether {@code essence} says nothing about which manifest it is ({@code application/json},
+   * {@code application/octet-stream}, {@code text/plain}): the body's structure decides then.
+   */
+  public static boolean isGeneric(String essence) {
+    return "application/json".equals(essence)
+        || "application/octet-stream".equals(essence)
+        || "text/plain".equals(essence);
+  }
+
   /** {@code mediaType} without parameters, lowercased; {@code null} stays {@code null}. */
   public static String essence(String mediaType) {
     if (mediaType == null) {

@@ -21,24 +21,36 @@ public sealed interface Reference permits Reference.Tag, Reference.ByDigest {
     if (Digest.looksLikeDigest(value)) {
       return new ByDigest(Digest.parse(value));
     }
-    if (!TAG.matcher(value).matches()) {
-      throw new OciException(
-          OciErrorCode.TAG_INVALID,
-          "invalid tag '" + OciException.abbreviate(value) + "': must match " + TAG.pattern());
-    }
     return new Tag(value);
   }
 
-  /** A mutable tag, e.g. {@code latest}. */
+  /**
+   * A mutable tag, e.g. {@code latest}.
+   *
+   * @param name the tag; validated on construction ({@code TAG_INVALID}, 400, when it does not
+   *     match {@link #TAG})
+   */
   record Tag(String name) implements Reference {
+    public Tag {
+      if (name == null || !TAG.matcher(name).matches()) {
+        throw new OciException(
+            OciErrorCode.TAG_INVALID,
+            "invalid tag '" + OciException.abbreviate(name) + "': must match " + TAG.pattern());
+      }
+    }
+
     @Override
     public String toString() {
       return name;
     }
   }
 
-  /** An immutable manifest digest. */
+  /** An immutable manifest digest (never {@code null}). */
   record ByDigest(Digest digest) implements Reference {
+    public ByDigest {
+      java.util.Objects.requireNonNull(digest, "digest");
+    }
+
     @Override
     public String toString() {
       return digest.toString();

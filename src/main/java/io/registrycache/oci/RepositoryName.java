@@ -17,12 +17,12 @@ public record RepositoryName(String value) {
   private static final Pattern COMPONENT = Pattern.compile("[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*");
 
   /**
-   * Parses and validates a repository name.
+   * Validates the name.
    *
    * @throws OciException {@code NAME_INVALID} (400) when the name is empty, too long, has empty
    *     components, uppercase letters or characters outside the grammar
    */
-  public static RepositoryName parse(String value) {
+  public RepositoryName {
     if (value == null || value.isEmpty()) {
       throw OciException.nameInvalid(value, "empty");
     }
@@ -38,6 +38,14 @@ public record RepositoryName(String value) {
             value, "component '" + component + "' must match " + COMPONENT.pattern());
       }
     }
+  }
+
+  /**
+   * Parses and validates a repository name.
+   *
+   * @throws OciException {@code NAME_INVALID} (400), as the constructor
+   */
+  public static RepositoryName parse(String value) {
     return new RepositoryName(value);
   }
 

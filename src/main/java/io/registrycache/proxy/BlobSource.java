@@ -1,7 +1,7 @@
 package io.registrycache.proxy;
 
 import io.registrycache.oci.Digest;
-import io.registrycache.storage.BlobDownload;
+
 import java.nio.file.Path;
 
 /** Where the bytes of a requested blob come from. */
@@ -9,6 +9,9 @@ public sealed interface BlobSource permits BlobSource.Stored, BlobSource.Downloa
 
   /** The blob's digest. */
   Digest digest();
+
+  /** The blob's size in bytes; -1 while downloading when the upstream did not announce it. */
+  long size();
 
   /**
    * A verified blob on disk: served with zero-copy file transfer.

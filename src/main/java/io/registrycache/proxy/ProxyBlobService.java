@@ -5,7 +5,6 @@ import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
-import io.registrycache.storage.BlobDownload;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
@@ -26,6 +25,8 @@ public class ProxyBlobService {
 
   private final UpstreamClient upstreams;
   private final BlobStore store;
+  private final CacheMetrics metrics;
+  private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
   private final Scheduler storage;
   private final Duration orphanTimeout;
   private final boolean offline;
@@ -34,9 +35,11 @@ public class ProxyBlobService {
       UpstreamClient upstreams,
       BlobStore store,
       @Qualifier("storageScheduler") Scheduler storage,
+      CacheMetrics metrics,
       RegistryCacheProperties properties) {
     this.upstreams = upstreams;
     this.store = store;
+    this.metrics = metrics;
     this.storage = storage;
     this.orphanTimeout = properties.getBlobs().getOrphanDownloadTimeout();
     this.offline = properties.isOffline();
@@ -51,36 +54,48 @@ public class ProxyBlobService {
    *     download could not start
    */
   public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
-    return lookup(upstream, name, digest)
+    return Mono.defer(() -> lookup(upstream, name, digest))
         .transform(CacheOutcome.track(
             upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS));
   }
 
   private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest) {
-    Optional<Long> size = store.pull(digest);
+    Optional<Long> size = store.lookup(digest);
     if (size.isPresent()) {
       return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
     }
     if (offline) {
       return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
     }
-    return Mono.defer(
-        () -> {
-          BlobDownload download =
-              store.joinOrStart(
-                  digest,
-                  d ->
-                      new BlobDownload(
-                          d,
-                          upstream.key() + "/" + name + "@" + d,
-                          store,
-                          () -> upstreams.getBlob(upstream, name, d),
-                          storage,
-                          orphanTimeout));
-          return download
-              .announcedSize()
-              .map(announced -> (BlobSource) new BlobSource.Downloading(digest, download, announced));
-        });
+    BlobDownload download = downloads.join(digest, d -> newDownload(upstream, name, d), this::start);
+    return download.announcedSize().map(announced -> new BlobSource.Downloading(digest, download, announced));
+  }
+
+  private BlobDownload newDownload(Upstream upstream, RepositoryName name, Digest digest) {
+    BlobDownload[] self = new BlobDownload[1];
+    self[0] =
+        new BlobDownload(
+            digest,
+            upstream.key() + "/" + name + "@" + digest,
+            store,
+            () -> upstreams.getBlob(upstream, name, digest),
+            storage,
+            orphanTimeout,
+            () -> {
+              downloads.finished(digest, self[0]);
+              metrics.fetchInFlight(-1);
+            });
+    return self[0];
+  }
+
+  private void start(BlobDownload download) {
+    metrics.fetchInFlight(1);
+    download.start();
+  }
+
+  /** Number of blob downloads in flight. */
+  public int downloadsInFlight() {
+    return downloads.size();
   }
 
   /** Whether {@code digest} is stored (verified and complete). */

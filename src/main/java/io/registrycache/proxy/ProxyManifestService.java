@@ -25,6 +25,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.InvalidMediaTypeException;
+import org.springframework.http.MediaType;
 import org.springframework.stereotype.Service;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
@@ -38,9 +40,9 @@ import reactor.core.scheduler.Scheduler;
  *   <li>By tag: the tag link is served for {@code tag-ttl}; after that a HEAD to the upstream
  *       revalidates it. If the upstream is down or rate-limits, the cached manifest is served
  *       stale (logged, counted).
- *   <li>Content negotiation: a stored manifest is served when the client accepts its media type
- *       (or sent no {@code Accept}); otherwise the upstream is asked with the client's {@code
- *       Accept}, and the answer is not linked to the tag.
+ *   <li>Content negotiation: the upstream is always asked for every manifest media type; a tag's
+ *       manifest is served when the client accepts its media type (or sent no {@code Accept}),
+ *       otherwise the answer is {@code MANIFEST_UNKNOWN} (404), as the distribution registry's.
  *   <li>Verification: sha256 (or the requested algorithm) of the exact bytes must equal the
  *       requested digest and the upstream's {@code Docker-Content-Digest}; the body must be a
  *       manifest no larger than {@code manifests.max-size-bytes}. Otherwise nothing is kept and the
@@ -60,8 +62,8 @@ public class ProxyManifestService {
   private final int maxBytes;
   private final Clock clock;
   private final boolean offline;
-  private final SingleFlight<String, StoredManifest> fetches = new SingleFlight<>();
-  private final SingleFlight<String, ManifestResult> revalidations = new SingleFlight<>();
+  private final SingleFlight<String, Mono<StoredManifest>> fetches = new SingleFlight<>();
+  private final SingleFlight<String, Mono<ManifestResult>> revalidations = new SingleFlight<>();
 
   public ProxyManifestService(
       UpstreamClient upstreams,
@@ -93,13 +95,30 @@ public class ProxyManifestService {
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
     Mono<ManifestResult> result =
         reference instanceof Reference.ByDigest byDigest
-            ? byDigest(upstream, name, byDigest, accept)
-            : byTag(upstream, name, (Reference.Tag) reference, accept);
+            ? byDigest(upstream, name, byDigest)
+            : byTag(upstream, name, (Reference.Tag) reference)
+                .flatMap(r -> negotiate(upstream, name, reference, r, accept));
     return result.transform(CacheOutcome.track(upstream.key(), ManifestResult::result));
   }
 
-  private Mono<ManifestResult> byDigest(
-      Upstream upstream, RepositoryName name, Reference.ByDigest reference, List<String> accept) {
+  /**
+   * Content negotiation for a tag, as the distribution registry does it: the manifest is served
+   * when the client accepts its media type, else {@code MANIFEST_UNKNOWN} (404). The upstream is
+   * always asked for every manifest type, so a client's narrow {@code Accept} never reaches it.
+   * A digest is served whatever the {@code Accept}: the client named the exact bytes.
+   */
+  private static Mono<ManifestResult> negotiate(
+      Upstream upstream, RepositoryName name, Reference reference, ManifestResult result, List<String> accept) {
+    String type = result.manifest().mediaType();
+    if (acceptable(type, accept)) {
+      return Mono.just(result);
+    }
+    return Mono.error(OciException.manifestUnknown(
+        upstream.key() + "/" + name + ":" + reference + " is a " + type + ", which the client's Accept "
+            + accept + " leaves out"));
+  }
+
+  private Mono<ManifestResult> byDigest(Upstream upstream, RepositoryName name, Reference.ByDigest reference) {
     Optional<StoredManifest> inMemory = store.cached(reference.digest());
     if (inMemory.isPresent()) {
       return Mono.just(new ManifestResult(inMemory.get(), Result.HIT));
@@ -110,28 +129,23 @@ public class ProxyManifestService {
             found ->
                 found.isPresent()
                     ? Mono.just(new ManifestResult(found.get(), Result.HIT))
-                    : fetch(upstream, name, reference, upstreamAccept(accept), false)
-                        .map(m -> new ManifestResult(m, Result.MISS)));
+                    : fetch(upstream, name, reference).map(m -> new ManifestResult(m, Result.MISS)));
   }
 
-  private Mono<ManifestResult> byTag(
-      Upstream upstream, RepositoryName name, Reference.Tag tag, List<String> accept) {
-    List<String> upstreamAccept = upstreamAccept(accept);
-    boolean linkable = upstreamAccept.containsAll(MediaTypes.ALL_MANIFESTS);
+  private Mono<ManifestResult> byTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
     return Mono.fromCallable(() -> cachedTag(upstream, name, tag))
         .subscribeOn(storage)
         .flatMap(
             cached -> {
-              if (cached.isEmpty() || !acceptable(cached.get().manifest().mediaType(), accept)) {
-                return fetch(upstream, name, tag, upstreamAccept, linkable)
-                    .map(m -> new ManifestResult(m, Result.MISS));
+              if (cached.isEmpty()) {
+                return fetch(upstream, name, tag).map(m -> new ManifestResult(m, Result.MISS));
               }
               CachedTag hit = cached.get();
               if (offline || Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
                 return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
               }
-              String key = upstream.key() + "|" + name + "|" + tag.name() + "|" + String.join(",", upstreamAccept);
-              return revalidations.run(key, () -> revalidate(upstream, name, tag, hit, upstreamAccept, linkable));
+              String key = upstream.key() + "|" + name + "|" + tag.name();
+              return SingleFlight.shared(revalidations, key, () -> revalidate(upstream, name, tag, hit));
             });
   }
 
@@ -147,11 +161,9 @@ public class ProxyManifestService {
       Upstream upstream,
       RepositoryName name,
       Reference.Tag tag,
-      CachedTag cached,
-      List<String> accept,
-      boolean linkable) {
+      CachedTag cached) {
     return upstreams
-        .headManifest(upstream, name, tag, accept)
+        .headManifest(upstream, name, tag, MediaTypes.ALL_MANIFESTS)
         .flatMap(
             head -> {
               if (cached.manifest().digest().equals(head.digest())) {
@@ -162,7 +174,7 @@ public class ProxyManifestService {
               log.info(
                   "tag {}/{}:{} moved upstream from {} to {}",
                   upstream.key(), name, tag, cached.manifest().digest(), head.digest());
-              return fetch(upstream, name, tag, accept, linkable).map(m -> new ManifestResult(m, Result.MISS));
+              return fetch(upstream, name, tag).map(m -> new ManifestResult(m, Result.MISS));
             })
         .onErrorResume(
             UpstreamException.class,
@@ -184,26 +196,26 @@ public class ProxyManifestService {
             });
   }
 
-  private Mono<StoredManifest> fetch(
-      Upstream upstream, RepositoryName name, Reference reference, List<String> accept, boolean linkTag) {
+  private Mono<StoredManifest> fetch(Upstream upstream, RepositoryName name, Reference reference) {
     if (offline) {
       return Mono.error(OciException.manifestUnknown(
           upstream.key() + "/" + name + ":" + reference + " is not cached and the cache is offline"));
     }
-    String key = upstream.key() + "|" + name + "|" + reference + "|" + String.join(",", accept);
-    return fetches.run(
+    String key = upstream.key() + "|" + name + "|" + reference;
+    return SingleFlight.shared(
+        fetches,
         key,
         () ->
             upstreams
-                .getManifest(upstream, name, reference, accept, maxBytes)
-                .doOnSubscribe(s -> metrics.manifestFetchInFlight(1))
-                .doFinally(s -> metrics.manifestFetchInFlight(-1))
+                .getManifest(upstream, name, reference, MediaTypes.ALL_MANIFESTS, maxBytes)
+                .doOnSubscribe(s -> metrics.fetchInFlight(1))
+                .doFinally(s -> metrics.fetchInFlight(-1))
                 .map(response -> verify(upstream, name, reference, response))
                 .publishOn(storage)
                 .map(
                     manifest -> {
                       store.put(manifest);
-                      if (linkTag && reference instanceof Reference.Tag tag) {
+                      if (reference instanceof Reference.Tag tag) {
                         store.putTag(upstream.key(), name.value(), tag, manifest.digest());
                       }
                       log.info(
@@ -245,16 +257,24 @@ public class ProxyManifestService {
     return new OciException(OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY, "upstream manifest for " + what + " rejected: " + why);
   }
 
-  /** The {@code Accept} list sent upstream: the client's, or all manifest types. */
-  static List<String> upstreamAccept(List<String> clientAccept) {
-    if (clientAccept.isEmpty() || clientAccept.contains("*/*")) {
-      return MediaTypes.ALL_MANIFESTS;
-    }
-    return clientAccept;
-  }
-
-  /** Whether a client that sent {@code accept} takes {@code mediaType}. */
+  /**
+   * Whether a client that sent {@code accept} (media ranges, parameters allowed) takes {@code
+   * mediaType}; no {@code Accept} at all takes anything. Unparseable ranges are skipped.
+   */
   static boolean acceptable(String mediaType, List<String> accept) {
-    return accept.isEmpty() || accept.contains("*/*") || accept.contains(mediaType);
+    if (accept.isEmpty()) {
+      return true;
+    }
+    MediaType type = MediaType.parseMediaType(mediaType);
+    for (String range : accept) {
+      try {
+        if (MediaType.parseMediaType(range).includes(type)) {
+          return true;
+        }
+      } catch (InvalidMediaTypeException e) {
+        // a malformed range accepts nothing
+      }
+    }
+    return false;
   }
 }

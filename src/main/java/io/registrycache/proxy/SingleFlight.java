@@ -2,31 +2,71 @@ package io.registrycache.proxy;
 
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import reactor.core.publisher.Mono;
 
 /**
- * Collapses concurrent calls with the same key into one: the first caller's {@code Mono} runs,
- * every caller that arrives before it ends shares its result. The shared work is not cancelled
- * when a caller goes away.
+ * The one single-flight of the pull path, for manifest fetches and blob downloads alike: callers
+ * with the same key while a call is in flight share it, so any number of concurrent cold pulls
+ * make one upstream request. The shared call is not cancelled when a caller goes away.
  *
  * @param <K> key type
- * @param <V> result type
+ * @param <V> the shared call: a {@code Mono} ({@link #shared}) or a {@link BlobDownload}
  */
 final class SingleFlight<K, V> {
 
-  private final Map<K, Mono<V>> inFlight = new ConcurrentHashMap<>();
+  private final Map<K, V> inFlight = new ConcurrentHashMap<>();
 
-  /** The shared result for {@code key}, starting {@code work} if nothing is in flight for it. */
-  Mono<V> run(K key, Supplier<Mono<V>> work) {
-    return Mono.defer(
-        () ->
-            inFlight.computeIfAbsent(
-                key, k -> work.get().doFinally(signal -> inFlight.remove(k)).cache()));
+  /**
+   * The call in flight for {@code key}, or a new one: made by {@code create} (under the map's
+   * lock: no side effects beyond the object) and then started by {@code start} (outside it),
+   * exactly once. The call must end with {@link #finished}.
+   */
+  V join(K key, Function<K, V> create, Consumer<V> start) {
+    AtomicReference<V> created = new AtomicReference<>();
+    V call =
+        inFlight.computeIfAbsent(
+            key,
+            k -> {
+              V v = create.apply(k);
+              created.set(v);
+              return v;
+            });
+    if (call == created.get()) {
+      start.accept(call);
+    }
+    return call;
+  }
+
+  /** Ends {@code call}: the next caller for {@code key} starts a new one. */
+  void finished(K key, V call) {
+    inFlight.remove(key, call);
   }
 
   /** Number of calls in flight. */
   int size() {
     return inFlight.size();
+  }
+
+  /**
+   * The shared result for {@code key}, running {@code work} if nothing is in flight for it; the
+   * call ends when {@code work}'s {@code Mono} does.
+   */
+  static <K, T> Mono<T> shared(SingleFlight<K, Mono<T>> flights, K key, Supplier<Mono<T>> work) {
+    return Mono.defer(
+        () -> {
+          AtomicReference<Mono<T>> self = new AtomicReference<>();
+          return flights.join(
+              key,
+              k -> {
+                Mono<T> call = Mono.defer(work).doFinally(signal -> flights.finished(k, self.get())).cache();
+                self.set(call);
+                return call;
+              },
+              call -> {});
+        });
   }
 }

@@ -20,17 +20,18 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
- * Blobs on disk, content-addressed, plus the downloads in flight.
+ * Blobs on disk, content-addressed.
  *
- * <p>A blob is only ever visible under its digest after its bytes were verified against that
- * digest ({@link BlobDownload}). The index of stored blobs (digest → {@link Entry}: size, when it
+ * <p>Writing goes through a {@link BlobWriter} ({@link #newWriter}): a blob is only ever visible
+ * under its digest after its bytes were verified against that digest, in {@link
+ * BlobWriter#commit}. Reading is {@link #lookup} (the hit path) or {@link #size} and {@link #path}
+ * (zero-copy serving from the file). The index of stored blobs (digest → {@link Entry}: size, when it
  * was stored, when it was last pulled) is held in memory, built at start-up from one {@code stat}
  * per file, so a cache hit needs no file-system call before the transfer. A hit records its time
  * in a {@code volatile} field — no lock, no disk write; the janitor writes access times to the
@@ -68,7 +69,8 @@ public class BlobStore implements AutoCloseable {
   private final Clock clock;
   private final Duration deleteGrace;
   private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
-  private final Map<Digest, BlobDownload> inFlight = new ConcurrentHashMap<>();
+  /** Open writers per digest: a pending unlink waits for them. */
+  private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
   private final AtomicLong storedBytes = new AtomicLong();
   private final ScheduledExecutorService unlinker;
   private volatile Runnable onStored = () -> {};
@@ -124,7 +126,7 @@ public class BlobStore implements AutoCloseable {
    *
    * @return empty when the blob is not stored (a miss)
    */
-  public Optional<Long> pull(Digest digest) {
+  public Optional<Long> lookup(Digest digest) {
     Entry e = index.get(digest);
     if (e == null) {
       return Optional.empty();
@@ -160,28 +162,18 @@ public class BlobStore implements AutoCloseable {
     return layout.blob(digest);
   }
 
-  /** The download in flight for {@code digest}, if any. */
-  public Optional<BlobDownload> inFlight(Digest digest) {
-    return Optional.ofNullable(inFlight.get(digest));
-  }
-
   /**
-   * Joins the download of {@code digest} in flight, or creates and starts one with {@code
-   * starter}: single-flight, so any number of concurrent callers share one upstream transfer.
+   * A writer for blob {@code digest}, over a new temporary file; several writers of one digest
+   * may exist at once (the last commit wins; the bytes are the same). Blocking.
    */
-  public BlobDownload joinOrStart(Digest digest, Function<Digest, BlobDownload> starter) {
-    BlobDownload[] created = new BlobDownload[1];
-    BlobDownload download =
-        inFlight.computeIfAbsent(
-            digest,
-            d -> {
-              created[0] = starter.apply(d);
-              return created[0];
-            });
-    if (download == created[0]) {
-      download.start();
+  public BlobWriter newWriter(Digest digest) throws IOException {
+    writing.merge(digest, 1, Integer::sum);
+    try {
+      return new BlobWriter(this, digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)));
+    } catch (IOException | RuntimeException e) {
+      writing.computeIfPresent(digest, (d, n) -> n > 1 ? n - 1 : null);
+      throw e;
     }
-    return download;
   }
 
   /**
@@ -205,15 +197,12 @@ public class BlobStore implements AutoCloseable {
         });
   }
 
-  /** Called by a download once its verified file is in place ({@link #commitFile}). */
-  void committed(Digest digest, long size, BlobDownload download) {
-    inFlight.remove(digest, download);
-    onStored.run();
-  }
-
-  /** Called by a download that failed; nothing was kept. */
-  void abandoned(Digest digest, BlobDownload download) {
-    inFlight.remove(digest, download);
+  /** Called by a writer that committed or aborted. */
+  void writerClosed(Digest digest, boolean stored) {
+    writing.computeIfPresent(digest, (d, n) -> n > 1 ? n - 1 : null);
+    if (stored) {
+      onStored.run();
+    }
   }
 
   /** Runs {@code listener} after each blob stored (on the storing thread; must not block). */
@@ -268,8 +257,8 @@ public class BlobStore implements AutoCloseable {
    * index's lock for the digest, so it cannot interleave with {@link #commitFile}.
    */
   private void unlinkIfUnused(Digest digest) {
-    if (inFlight.containsKey(digest)) {
-      // A new download will replace the file (or fail and leave it): look again later.
+    if (writing.containsKey(digest)) {
+      // A writer will replace the file (or abort and leave it): look again later.
       scheduleUnlink(digest, deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
       return;
     }
@@ -324,11 +313,6 @@ public class BlobStore implements AutoCloseable {
   /** Total bytes of stored blobs. */
   public long bytes() {
     return storedBytes.get();
-  }
-
-  /** Number of blob downloads in flight. */
-  public int inFlightCount() {
-    return inFlight.size();
   }
 
   /** Unlinks what waits out its grace now, and stops the unlinker. */

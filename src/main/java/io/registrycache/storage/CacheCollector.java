@@ -1,7 +1,7 @@
 package io.registrycache.storage;
 
 import io.registrycache.config.RegistryCacheProperties;
-import io.registrycache.metrics.CacheMetrics;
+
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.ManifestStore.TagRef;
 import java.io.IOException;
@@ -77,7 +77,7 @@ public class CacheCollector {
 
   private final BlobStore blobs;
   private final ManifestStore manifests;
-  private final CacheMetrics metrics;
+  private final StorageMetrics metrics;
   private final long maxBytes;
   private final double high;
   private final double low;
@@ -85,7 +85,7 @@ public class CacheCollector {
   private final ReentrantLock lock = new ReentrantLock();
 
   public CacheCollector(
-      BlobStore blobs, ManifestStore manifests, CacheMetrics metrics, RegistryCacheProperties properties) {
+      BlobStore blobs, ManifestStore manifests, StorageMetrics metrics, RegistryCacheProperties properties) {
     RegistryCacheProperties.Storage s = properties.getStorage();
     if (s.getMaxBytes() < 0 || s.getLowWatermark() <= 0 || s.getHighWatermark() > 1
         || s.getLowWatermark() > s.getHighWatermark()) {

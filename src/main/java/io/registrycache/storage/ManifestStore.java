@@ -200,8 +200,17 @@ public class ManifestStore {
     }
   }
 
-  /** Stores a manifest whose digest was verified by the caller. Blocking; idempotent. */
+  /**
+   * Stores a manifest after checking its bytes against its digest. Blocking; idempotent.
+   *
+   * @throws ContentVerificationException when the body does not have the manifest's digest;
+   *     nothing is stored
+   */
   public void put(StoredManifest manifest) {
+    if (!manifest.digest().recompute(manifest.body()).equals(manifest.digest())) {
+      throw new ContentVerificationException(
+          "manifest " + manifest.digest() + ": the " + manifest.body().length + " bytes do not match the digest");
+    }
     Path target = layout.manifest(manifest.digest());
     if (!Files.exists(target)) {
       layout.writeAtomically(

@@ -65,9 +65,9 @@ class MisbehavingUpstreamIT {
   /** What a client saw: a response, or an aborted connection. */
   record Outcome(HttpResponse<byte[]> response, IOException aborted) {}
 
-  Outcome fetch(String path) {
+  Outcome fetch(String path, String... headers) {
     try {
-      return new Outcome(cache.sendOrThrow("GET", path, null), null);
+      return new Outcome(cache.sendOrThrow("GET", path, null, headers), null);
     } catch (IOException e) {
       return new Outcome(null, e);
     }
@@ -163,6 +163,114 @@ class MisbehavingUpstreamIT {
     assertThat(TestFiles.eventually(5_000, () -> Files.exists(AbstractCacheIT.blobFile(storage, digest))))
         .as("the good copy is cached")
         .isTrue();
+  }
+
+  /** Issue 7.3: a range ends cleanly, so it must never be cut from bytes not yet verified. */
+  @Test
+  void rangeOfABlobStillArrivingIsServedOnlyFromVerifiedBytes() {
+    byte[] real = random(1024 * 1024, 4);
+    byte[] lie = random(1024 * 1024, 5);
+    String digest = Sha256.digest(real);
+    String liePath = "/v2/liar/range-lie/blobs/" + digest;
+    fake.route(liePath, ex -> sendSlowly(ex, lie, digest));
+
+    Outcome lied = fetch(liePath, "Range", "bytes=0-9");
+    if (lied.aborted() == null) {
+      HttpResponse<byte[]> r = lied.response();
+      assertThat(r.statusCode())
+          .as("bytes of a blob that failed its digest check were served: " + CacheClient.describe(r))
+          .isGreaterThanOrEqualTo(500);
+    }
+    assertNothingStored(digest, lie);
+
+    String honestPath = "/v2/liar/range-honest/blobs/" + digest;
+    fake.route(honestPath, ex -> sendSlowly(ex, real, digest));
+    Outcome honest = fetch(honestPath, "Range", "bytes=0-9");
+    assertThat(honest.aborted()).isNull();
+    assertThat(honest.response().statusCode()).as(CacheClient.describe(honest.response())).isEqualTo(206);
+    assertThat(honest.response().body()).isEqualTo(java.util.Arrays.copyOf(real, 10));
+    assertThat(honest.response().headers().firstValue("ETag")).hasValue("\"" + digest + "\"");
+    assertThat(honest.response().headers().firstValue("Content-Range")).hasValue("bytes 0-9/" + real.length);
+  }
+
+  /**
+   * Issue 7.7: a client whose Accept leaves out the manifest's media type gets MANIFEST_UNKNOWN
+   * (404), as from the distribution registry; its narrow Accept never reaches the upstream, which
+   * here answers 400 to anything but the full list.
+   */
+  @Test
+  void manifestOfATypeTheClientDoesNotAcceptIsManifestUnknownNot502() {
+    byte[] body = manifest("negotiate");
+    String digest = Sha256.digest(body);
+    String warm = "/v2/liar/negotiate/manifests/warm";
+    String cold = "/v2/liar/negotiate/manifests/cold";
+    FakeUpstream.Responder strict =
+        ex -> {
+          String accept = String.join(",", ex.getRequestHeaders().getOrDefault("Accept", java.util.List.of()));
+          if (accept.contains(TestImages.OCI_MANIFEST)) {
+            FakeUpstream.send(ex, 200, TestImages.OCI_MANIFEST, body, digest);
+          } else {
+            byte[] error = "{\"errors\":[{\"code\":\"MANIFEST_INVALID\",\"message\":\"unsupported accept\"}]}"
+                .getBytes(StandardCharsets.UTF_8);
+            FakeUpstream.send(ex, 400, "application/json", error, null);
+          }
+        };
+    fake.route(warm, strict);
+    fake.route(cold, strict);
+    String dockerOnly = "application/vnd.docker.distribution.manifest.v2+json";
+
+    assertThat(cache.getManifest(warm).statusCode()).isEqualTo(200);
+    long upstreamAfterWarm = fake.count(warm);
+    HttpResponse<byte[]> narrow = cache.get(warm, "Accept", dockerOnly);
+    assertThat(narrow.statusCode()).as(CacheClient.describe(narrow)).isEqualTo(404);
+    assertThat(CacheClient.errorCode(narrow)).isEqualTo("MANIFEST_UNKNOWN");
+    assertThat(fake.count(warm)).as("the cached tag answers; the upstream is not asked").isEqualTo(upstreamAfterWarm);
+
+    HttpResponse<byte[]> coldNarrow = cache.get(cold, "Accept", dockerOnly);
+    assertThat(coldNarrow.statusCode()).as(CacheClient.describe(coldNarrow)).isEqualTo(404);
+    assertThat(CacheClient.errorCode(coldNarrow)).isEqualTo("MANIFEST_UNKNOWN");
+    long upstreamAfterCold = fake.count(cold);
+    HttpResponse<byte[]> wide = cache.get(cold, "Accept", "application/*;q=0.5, " + dockerOnly);
+    assertThat(wide.statusCode()).as(CacheClient.describe(wide)).isEqualTo(200);
+    assertThat(wide.body()).isEqualTo(body);
+    assertThat(wide.headers().firstValue("Content-Type")).hasValue(TestImages.OCI_MANIFEST);
+    assertThat(fake.count(cold)).as("the cold pull stored it for every client").isEqualTo(upstreamAfterCold);
+  }
+
+  /** Issue 7.13: a Content-Type that is no manifest media type (a web page) is not a manifest. */
+  @Test
+  void manifestServedAsAWebPageIsRejectedAndNotStored() {
+    String json =
+        "{\"schemaVersion\": 2, \"config\": {\"mediaType\": \"" + TestImages.OCI_CONFIG + "\", \"digest\": \""
+            + Sha256.digest("html".getBytes(StandardCharsets.UTF_8)) + "\", \"size\": 4}, \"layers\": [],"
+            + " \"annotations\": {\"id\": \"html" + TestImages.RUN_ID + "\"}}";
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    String path = "/v2/liar/html/manifests/latest";
+    fake.route(path, ex -> FakeUpstream.send(ex, 200, "text/html; charset=utf-8", body, Sha256.digest(body)));
+
+    HttpResponse<byte[]> response = cache.getManifest(path);
+    assertThat(response.statusCode()).as(CacheClient.describe(response)).isEqualTo(502);
+    assertThat(CacheClient.errorCode(response)).isEqualTo("MANIFEST_INVALID");
+    assertThat(TestFiles.filesWithContent(storage, body)).as("nothing kept").isEmpty();
+  }
+
+  /** Sends the first 64 KiB, waits, then the rest: the cache has started serving by then. */
+  static void sendSlowly(com.sun.net.httpserver.HttpExchange ex, byte[] body, String digest) throws IOException {
+    if ("HEAD".equals(ex.getRequestMethod())) {
+      FakeUpstream.send(ex, 200, "application/octet-stream", body, digest);
+      return;
+    }
+    ex.getResponseHeaders().set("Content-Type", "application/octet-stream");
+    ex.getResponseHeaders().set("Docker-Content-Digest", digest);
+    ex.sendResponseHeaders(200, body.length);
+    try (java.io.OutputStream out = ex.getResponseBody()) {
+      out.write(body, 0, 64 * 1024);
+      out.flush();
+      Thread.sleep(1_500);
+      out.write(body, 64 * 1024, body.length - 64 * 1024);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   static void assertNotACleanWrongBody(Outcome outcome, String digest) {

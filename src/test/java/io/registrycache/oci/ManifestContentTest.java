@@ -50,4 +50,23 @@ class ManifestContentTest {
             MediaTypes.OCI_MANIFEST))
         .isInstanceOf(OciException.class);
   }
+
+  @Test
+  void onlyManifestMediaTypesAreAccepted() {
+    String noType = "{\"schemaVersion\":2,\"config\":{\"digest\":\"" + D1 + "\"},\"layers\":[]}";
+    assertThatThrownBy(() -> ManifestContent.parse(bytes(noType), "text/html; charset=utf-8"))
+        .as("a web page's Content-Type is not a manifest media type")
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_INVALID));
+    assertThatThrownBy(() -> ManifestContent.parse(
+            bytes("{\"schemaVersion\":2,\"mediaType\":\"text/html\",\"config\":{\"digest\":\"" + D1 + "\"}}"), null))
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_INVALID));
+    assertThat(ManifestContent.parse(bytes(noType), "application/json").mediaType())
+        .as("a generic Content-Type: the body's structure decides")
+        .isEqualTo(MediaTypes.OCI_MANIFEST);
+    String declared = "{\"schemaVersion\":2,\"mediaType\":\"" + MediaTypes.DOCKER_MANIFEST
+        + "\",\"config\":{\"digest\":\"" + D1 + "\"},\"layers\":[]}";
+    assertThat(ManifestContent.parse(bytes(declared), "text/html").mediaType())
+        .as("the body's mediaType field names the manifest type")
+        .isEqualTo(MediaTypes.DOCKER_MANIFEST);
+  }
 }

@@ -136,7 +136,7 @@ class CacheCollectorTest {
     assertThat(cache.blobs.delete(a)).isTrue();
     assertThat(cache.blobs.delete(b)).isTrue();
     // Out of the index at once (a lookup is a miss), file still there for a reader that looked it up.
-    assertThat(cache.blobs.pull(a)).isEmpty();
+    assertThat(cache.blobs.lookup(a)).isEmpty();
     assertThat(Files.exists(cache.layout.blob(a))).isTrue();
     // b is stored again within the grace.
     Path tmp = cache.layout.newTempFile("again");

@@ -2,7 +2,6 @@ package io.registrycache.storage;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
-import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
 import java.io.IOException;
@@ -70,7 +69,7 @@ public final class TestCache implements AutoCloseable {
       layout = new StorageLayout(properties);
       blobs = new BlobStore(layout, clock, deleteGrace);
       manifests = new ManifestStore(layout, blobs, properties, clock);
-      collector = new CacheCollector(blobs, manifests, new CacheMetrics(meters, blobs, manifests, properties), properties);
+      collector = new CacheCollector(blobs, manifests, new StorageMetrics(meters, blobs, manifests), properties);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -133,7 +132,7 @@ public final class TestCache implements AutoCloseable {
 
   /** A client pull of a blob. */
   public void pullBlob(Digest blob) {
-    blobs.pull(blob).orElseThrow();
+    blobs.lookup(blob).orElseThrow();
   }
 
   public long total() {

@@ -1,15 +1,15 @@
-package io.registrycache.storage;
+package io.registrycache.proxy;
 
 import io.registrycache.oci.Digest;
+import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.BlobWriter;
+import io.registrycache.storage.ContentVerificationException;
 import io.registrycache.upstream.UpstreamBlob;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
@@ -28,12 +28,12 @@ import reactor.core.scheduler.Scheduler;
  * One blob being fetched from an upstream into the cache, shared by every client that asks for it
  * meanwhile (single-flight).
  *
- * <p>The upstream body is written to a temporary file while its digest is computed. Readers tail
- * that growing file from the first byte on, so the first client and every later one receive bytes
- * as they arrive. The last byte is held back until the digest checked out: a reader never sees a
- * clean end of bad content — on a mismatch or a failed transfer it gets an error (its connection
- * is aborted), the temporary file is deleted and nothing is kept. On success the file is moved
- * atomically to its content address; open readers keep reading it (same inode).
+ * <p>The upstream body goes into a {@link BlobWriter}, which computes its digest. Readers tail the
+ * growing file from the first byte on, so the first client and every later one receive bytes as
+ * they arrive. The last byte is held back until the writer's commit verified the digest: a reader
+ * never sees a clean end of bad content — on a mismatch or a failed transfer it gets an error (its
+ * connection is aborted) and nothing is kept. On success the file is moved atomically to its
+ * content address; open readers keep reading it (same inode).
  *
  * <p>The transfer does not depend on any client: it goes on when they disconnect, until {@code
  * orphanTimeout} has passed with no reader, so the next pull is a hit.
@@ -57,8 +57,8 @@ public final class BlobDownload {
   private final Supplier<Mono<UpstreamBlob>> source;
   private final Scheduler scheduler;
   private final Duration orphanTimeout;
-  private final Path tempPath;
-  private final Object pathLock = new Object();
+  private final Runnable onEnd;
+  private final Object stateLock = new Object();
   private final AtomicInteger readers = new AtomicInteger();
   /** Readable byte count while running; completes on commit, errors on failure. */
   private final Sinks.Many<Long> progress = Sinks.many().replay().latest();
@@ -66,9 +66,8 @@ public final class BlobDownload {
   private final Sinks.One<Long> sizeSink = Sinks.one();
 
   private volatile State state = State.RUNNING;
-  private volatile Path path;
+  private volatile BlobWriter writer;
   private volatile long expectedSize = -1;
-  private volatile long written;
   private volatile Throwable failure;
   private volatile Disposable transfer;
   private volatile Disposable orphanTimer;
@@ -80,34 +79,35 @@ public final class BlobDownload {
    * @param source starts the upstream request when subscribed
    * @param scheduler where file-system work runs (never a Netty event loop)
    * @param orphanTimeout how long the transfer goes on with no reader
+   * @param onEnd runs once when the download committed or failed (leaves the single-flight)
    */
-  public BlobDownload(
+  BlobDownload(
       Digest digest,
       String description,
       BlobStore store,
       Supplier<Mono<UpstreamBlob>> source,
       Scheduler scheduler,
-      Duration orphanTimeout) {
+      Duration orphanTimeout,
+      Runnable onEnd) {
     this.digest = digest;
     this.description = description;
     this.store = store;
     this.source = source;
     this.scheduler = scheduler;
     this.orphanTimeout = orphanTimeout;
-    this.tempPath = store.layout().newTempFile("blob-" + digest.hex().substring(0, 12));
-    this.path = tempPath;
+    this.onEnd = onEnd;
   }
 
-  /** Starts the transfer; called once, by {@link BlobStore#joinOrStart}. */
+  /** Starts the transfer; called once, by the single-flight that created it. */
   void start() {
-    FileChannel out;
+    BlobWriter out;
     try {
-      out = FileChannel.open(tempPath, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-    } catch (IOException e) {
-      fail(new UncheckedIOException("cannot create " + tempPath, e), null);
+      out = store.newWriter(digest);
+    } catch (IOException | RuntimeException e) {
+      fail(new UncheckedIOException("cannot create a temporary file for " + description, asIo(e)), null);
       return;
     }
-    MessageDigest md = digest.newMessageDigest();
+    writer = out;
     progress.emitNext(0L, RETRY_EMIT);
     transfer =
         source
@@ -120,29 +120,26 @@ public final class BlobDownload {
             .flatMapMany(UpstreamBlob::body)
             .publishOn(scheduler, 8)
             .doOnDiscard(DataBuffer.class, DataBufferUtils::release)
-            .doOnNext(buffer -> append(out, md, buffer))
-            .then(Mono.fromRunnable(() -> commit(out, md)))
+            .doOnNext(buffer -> append(out, buffer))
+            .then(Mono.fromRunnable(() -> commit(out)))
             .subscribe(null, error -> fail(error, out));
     armOrphanTimer();
   }
 
-  private void append(FileChannel out, MessageDigest md, DataBuffer buffer) {
+  private void append(BlobWriter out, DataBuffer buffer) {
     try (DataBuffer.ByteBufferIterator it = buffer.readableByteBuffers()) {
       while (it.hasNext()) {
-        ByteBuffer bb = it.next();
-        md.update(bb.duplicate());
-        while (bb.hasRemaining()) {
-          written += out.write(bb);
-        }
+        out.append(it.next());
       }
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot write " + tempPath, e);
+      throw new UncheckedIOException("cannot write " + description, e);
     } finally {
       DataBufferUtils.release(buffer);
     }
+    long written = out.written();
     long size = expectedSize;
     if (size >= 0 && written > size) {
-      throw new BlobVerificationException(
+      throw new ContentVerificationException(
           description + ": upstream sent more than its Content-Length of " + size + " bytes");
     }
     // Hold back the last byte of a known-size blob until the digest checked out.
@@ -150,53 +147,46 @@ public final class BlobDownload {
     progress.emitNext(Math.max(readable, 0), RETRY_EMIT);
   }
 
-  private void commit(FileChannel out, MessageDigest md) {
-    long size = expectedSize;
-    if (size >= 0 && written != size) {
-      throw new BlobVerificationException(
-          description + ": upstream sent " + written + " bytes, Content-Length was " + size);
-    }
-    if (!digest.matches(md)) {
-      throw new BlobVerificationException(
-          description + ": the " + written + " bytes from the upstream do not match the digest");
-    }
+  private void commit(BlobWriter out) {
+    long stored;
     try {
-      out.force(false);
-      out.close();
-      synchronized (pathLock) {
-        store.commitFile(digest, tempPath, written);
-        path = store.layout().blob(digest);
-      }
+      stored = out.commit(expectedSize);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot store " + description, e);
     }
-    state = State.COMMITTED;
-    store.committed(digest, written, this);
+    synchronized (stateLock) {
+      if (state != State.RUNNING) {
+        return; // stopped as an orphan meanwhile; the blob is stored all the same
+      }
+      state = State.COMMITTED;
+    }
+    onEnd.run();
     disposeOrphanTimer();
-    log.info("stored blob {} ({} bytes)", description, written);
-    progress.emitNext(written, RETRY_EMIT);
+    log.info("stored blob {} ({} bytes)", description, stored);
+    progress.emitNext(stored, RETRY_EMIT);
     progress.emitComplete(RETRY_EMIT);
   }
 
-  private void fail(Throwable error, FileChannel out) {
-    if (state != State.RUNNING) {
-      return;
-    }
-    state = State.FAILED;
-    failure = error;
-    if (out != null) {
-      try {
-        out.close();
-      } catch (IOException ignored) {
-        // the file goes anyway
+  private void fail(Throwable error, BlobWriter out) {
+    synchronized (stateLock) {
+      if (state != State.RUNNING) {
+        return;
       }
+      state = State.FAILED;
+      failure = error;
     }
-    StorageLayout.deleteQuietly(tempPath);
-    store.abandoned(digest, this);
+    if (out != null) {
+      out.abort();
+    }
+    onEnd.run();
     disposeOrphanTimer();
     log.warn("blob download {} failed, nothing kept: {}", description, error.toString());
     sizeSink.tryEmitError(error); // ignored when the size was already announced
     progress.emitError(error, RETRY_EMIT);
+  }
+
+  private static IOException asIo(Exception e) {
+    return e instanceof IOException io ? io : new IOException(e);
   }
 
   /**
@@ -235,12 +225,11 @@ public final class BlobDownload {
     readers.incrementAndGet();
     disposeOrphanTimer();
     try {
-      synchronized (pathLock) {
-        if (state == State.FAILED) {
-          throw new IOException("download of " + description + " failed", failure);
-        }
-        return new Tail(FileChannel.open(path, StandardOpenOption.READ));
+      BlobWriter w = writer;
+      if (state == State.FAILED || w == null) {
+        throw new IOException("download of " + description + " failed", failure);
       }
+      return new Tail(w.openReader());
     } catch (NoSuchFileException e) {
       releaseReader();
       throw new IOException("download of " + description + " failed", failure != null ? failure : e);
@@ -270,7 +259,7 @@ public final class BlobDownload {
                     if (d != null) {
                       d.dispose();
                     }
-                    fail(new IOException("no client has waited for " + orphanTimeout + "; download stopped"), null);
+                    fail(new IOException("no client has waited for " + orphanTimeout + "; download stopped"), writer);
                   }
                 });
   }
@@ -338,13 +327,6 @@ public final class BlobDownload {
         // read-only channel
       }
       releaseReader();
-    }
-  }
-
-  /** Thrown when the bytes from the upstream are not the blob that was asked for. */
-  public static class BlobVerificationException extends RuntimeException {
-    public BlobVerificationException(String message) {
-      super(message);
     }
   }
 }

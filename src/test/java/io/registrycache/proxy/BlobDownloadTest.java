@@ -1,9 +1,11 @@
-package io.registrycache.storage;
+package io.registrycache.proxy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
+import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.StorageLayout;
 import io.registrycache.upstream.UpstreamBlob;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -31,6 +33,7 @@ class BlobDownloadTest {
 
   @TempDir Path root;
   private BlobStore store;
+  private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
   private Scheduler scheduler;
 
   @BeforeEach
@@ -71,12 +74,17 @@ class BlobDownloadTest {
   }
 
   private BlobDownload start(Digest digest, Mono<UpstreamBlob> source, AtomicInteger upstreamCalls) {
-    return store.joinOrStart(
+    return downloads.join(
         digest,
-        d -> new BlobDownload(d, "test@" + d, store, () -> {
-          upstreamCalls.incrementAndGet();
-          return source;
-        }, scheduler, Duration.ofMinutes(1)));
+        d -> {
+          BlobDownload[] self = new BlobDownload[1];
+          self[0] = new BlobDownload(d, "test@" + d, store, () -> {
+            upstreamCalls.incrementAndGet();
+            return source;
+          }, scheduler, Duration.ofMinutes(1), () -> downloads.finished(d, self[0]));
+          return self[0];
+        },
+        BlobDownload::start);
   }
 
   private long tmpFiles() throws IOException {
@@ -109,7 +117,7 @@ class BlobDownloadTest {
     assertThat(store.size(digest)).contains((long) content.length);
     assertThat(Files.readAllBytes(store.path(digest))).isEqualTo(content);
     assertThat(tmpFiles()).isZero();
-    assertThat(store.inFlight(digest)).isEmpty();
+    assertThat(downloads.size()).isZero();
   }
 
   @Test
