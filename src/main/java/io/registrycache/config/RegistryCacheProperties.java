@@ -430,6 +430,28 @@ public class RegistryCacheProperties {
     /** The circuit breaker of this upstream. See {@code docs/resilience.md}. */
     private CircuitBreaker circuitBreaker = new CircuitBreaker();
 
+    /**
+     * Where redirects (and token realms) of this upstream may lead, besides its own origin. See
+     * {@code docs/security-upstream.md}.
+     */
+    private Redirect redirect = new Redirect();
+
+    /**
+     * Whether configured credentials may be sent over plain http to a token realm on another
+     * origin than {@code url}. Off: only over https (the upstream's own origin is always allowed).
+     */
+    private boolean sendCredentialsOverHttp = false;
+
+    /**
+     * Slowest average transfer rate accepted for a response body, in bytes per second, measured
+     * from the response headers on; a slower body fails with 504. 0 turns the check off.
+     */
+    private org.springframework.util.unit.DataSize minTransferRate =
+        org.springframework.util.unit.DataSize.ofKilobytes(1);
+
+    /** How long a body may stay below {@code min-transfer-rate} at its start before it fails. */
+    private Duration minTransferRateGrace = Duration.ofSeconds(30);
+
     public String getHost() {
       return host;
     }
@@ -540,6 +562,38 @@ public class RegistryCacheProperties {
 
     public void setCircuitBreaker(CircuitBreaker circuitBreaker) {
       this.circuitBreaker = circuitBreaker;
+    }
+
+    public Redirect getRedirect() {
+      return redirect;
+    }
+
+    public void setRedirect(Redirect redirect) {
+      this.redirect = redirect;
+    }
+
+    public boolean isSendCredentialsOverHttp() {
+      return sendCredentialsOverHttp;
+    }
+
+    public void setSendCredentialsOverHttp(boolean sendCredentialsOverHttp) {
+      this.sendCredentialsOverHttp = sendCredentialsOverHttp;
+    }
+
+    public org.springframework.util.unit.DataSize getMinTransferRate() {
+      return minTransferRate;
+    }
+
+    public void setMinTransferRate(org.springframework.util.unit.DataSize minTransferRate) {
+      this.minTransferRate = minTransferRate;
+    }
+
+    public Duration getMinTransferRateGrace() {
+      return minTransferRateGrace;
+    }
+
+    public void setMinTransferRateGrace(Duration minTransferRateGrace) {
+      this.minTransferRateGrace = minTransferRateGrace;
     }
 
     @Override
@@ -661,6 +715,36 @@ public class RegistryCacheProperties {
 
     public void setPermittedCallsInHalfOpen(int permittedCallsInHalfOpen) {
       this.permittedCallsInHalfOpen = permittedCallsInHalfOpen;
+    }
+  }
+
+  /**
+   * Redirect policy of one upstream. Its own origin (scheme, host, port of {@code url}) is always
+   * allowed; any other host a redirect or token realm names is resolved and refused when it is
+   * loopback, link-local, any-local, multicast or private (10/8, 172.16/12, 192.168/16, fc00::/7)
+   * unless listed in {@code allowed-hosts}; the cache's own ports are always refused.
+   */
+  public static class Redirect {
+    /** Host names, IP addresses or CIDR ranges that may be reached although private or local. */
+    private List<String> allowedHosts = new ArrayList<>();
+
+    /** Most redirects followed for one request. */
+    private int maxHops = 5;
+
+    public List<String> getAllowedHosts() {
+      return allowedHosts;
+    }
+
+    public void setAllowedHosts(List<String> allowedHosts) {
+      this.allowedHosts = allowedHosts;
+    }
+
+    public int getMaxHops() {
+      return maxHops;
+    }
+
+    public void setMaxHops(int maxHops) {
+      this.maxHops = maxHops;
     }
   }
 

@@ -123,6 +123,7 @@ class LocalUpstreamTest {
         s.setUsername(user);
         s.setPassword(password);
         s.setReadTimeout(Duration.ofSeconds(5));
+        s.getRedirect().setAllowedHosts(List.of("127.0.0.1")); // the storage host is another loopback origin
       });
     }
   }

@@ -57,7 +57,7 @@ class UpstreamResilienceTest {
   void setUp() {
     meters = new SimpleMeterRegistry();
     resilience = new UpstreamResilience(null, meters);
-    client = new WebClientUpstreamClient(null, meters, resilience, WebClientUpstreamClient.DEFAULT_TOKEN_TTL);
+    client = new WebClientUpstreamClient(null, meters, resilience);
   }
 
   @AfterEach
