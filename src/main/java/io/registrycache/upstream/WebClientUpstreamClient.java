@@ -372,7 +372,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
                 new Reply(
                     entity.getStatusCode().value(),
                     entity.getHeaders(),
-                    Objects.requireNonNullElse(entity.getBody(), Flux.empty()),
+                    minTransferRate(upstream, Objects.requireNonNullElse(entity.getBody(), Flux.empty())),
                     sent,
                     sameOrigin)))
         .flatMap(
@@ -403,6 +403,43 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
               HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
               return drain(reply).then(follow(connection, nextMethod, next, accept, auth, hops + 1));
             });
+  }
+
+  /**
+   * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average
+   * rate since the response headers falls below {@code min-transfer-rate} after {@code
+   * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
+   * read-timeout} but not this. The next deadline after {@code n} bytes is {@code grace + n /
+   * rate} from the start.
+   */
+  static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
+    long rate = upstream.settings().getMinTransferRate() == null
+        ? 0 : upstream.settings().getMinTransferRate().toBytes();
+    if (rate <= 0) {
+      return body;
+    }
+    Duration grace = upstream.settings().getMinTransferRateGrace();
+    return Flux.defer(
+        () -> {
+          long start = System.nanoTime();
+          java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
+          java.util.function.LongFunction<Mono<Long>> deadline =
+              bytes -> {
+                long dueNanos = start + grace.toNanos() + bytes * 1_000_000_000L / rate;
+                return Mono.delay(Duration.ofNanos(Math.max(0, dueNanos - System.nanoTime())));
+              };
+          return body.doOnNext(buffer -> received.addAndGet(buffer.readableByteCount()))
+              .timeout(
+                  deadline.apply(0),
+                  buffer -> deadline.apply(received.get()),
+                  Flux.error(
+                      () ->
+                          new TransportFailure.SlowTransferException(
+                              "body slower than min-transfer-rate " + rate + " bytes/s: "
+                                  + received.get() + " bytes in "
+                                  + Duration.ofNanos(System.nanoTime() - start).toMillis() + " ms"
+                                  + " (registry-cache.upstreams." + upstream.key() + ".min-transfer-rate)")));
+        });
   }
 
   private <T> Mono<T> failure(Upstream upstream, String what, OciErrorCode notFound, Reply reply) {
