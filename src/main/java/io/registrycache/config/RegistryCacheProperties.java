@@ -663,8 +663,18 @@ public class RegistryCacheProperties {
     /** Fewest requests in the window before the failure rate counts. */
     private int minimumNumberOfCalls = 10;
 
-    /** How long the breaker stays open before it lets trial requests through. */
-    private Duration waitInOpen = Duration.ofSeconds(30);
+    /**
+     * How long the breaker stays open before it first lets trial requests through; each time the
+     * trials fail it waits {@code wait-in-open-multiplier} times longer, up to {@code
+     * max-wait-in-open}; closing starts again from {@code wait-in-open}.
+     */
+    private Duration waitInOpen = Duration.ofSeconds(2);
+
+    /** Factor by which the wait grows after each failed round of trial requests. */
+    private double waitInOpenMultiplier = 2;
+
+    /** Longest wait in the open state. */
+    private Duration maxWaitInOpen = Duration.ofSeconds(60);
 
     /** Trial requests let through while half-open; their outcome closes or reopens the breaker. */
     private int permittedCallsInHalfOpen = 3;
@@ -707,6 +717,22 @@ public class RegistryCacheProperties {
 
     public void setWaitInOpen(Duration waitInOpen) {
       this.waitInOpen = waitInOpen;
+    }
+
+    public double getWaitInOpenMultiplier() {
+      return waitInOpenMultiplier;
+    }
+
+    public void setWaitInOpenMultiplier(double waitInOpenMultiplier) {
+      this.waitInOpenMultiplier = waitInOpenMultiplier;
+    }
+
+    public Duration getMaxWaitInOpen() {
+      return maxWaitInOpen;
+    }
+
+    public void setMaxWaitInOpen(Duration maxWaitInOpen) {
+      this.maxWaitInOpen = maxWaitInOpen;
     }
 
     public int getPermittedCallsInHalfOpen() {
