@@ -75,14 +75,24 @@ enum TransportFailure {
     return OTHER;
   }
 
-  /** Whether {@code t} or one of its causes matches: the one walk of a cause chain here. */
+  /** Whether {@code t} or one of its causes matches. */
   static boolean has(Throwable t, Predicate<Throwable> test) {
+    return first(t, test) != null;
+  }
+
+  /** {@code t} or its first cause of {@code type}, or {@code null}. */
+  static <T extends Throwable> T find(Throwable t, Class<T> type) {
+    return type.cast(first(t, type::isInstance));
+  }
+
+  /** The one walk of a cause chain in this package. */
+  private static Throwable first(Throwable t, Predicate<Throwable> test) {
     for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
       if (test.test(c)) {
-        return true;
+        return c;
       }
     }
-    return false;
+    return null;
   }
 
   /** The innermost cause. */

@@ -1,7 +1,14 @@
 package io.registrycache.upstream;
 
 import io.registrycache.oci.OciErrorCode;
+import io.netty.resolver.AbstractAddressResolver;
+import io.netty.resolver.AddressResolver;
+import io.netty.resolver.AddressResolverGroup;
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.net.URI;
@@ -24,9 +31,9 @@ import reactor.core.scheduler.Schedulers;
  * fc00::/7), unless the host name or a matching address/CIDR is in {@code
  * redirect.allowed-hosts}; a local address on one of the cache's own ports is always refused.
  *
- * <p>The check runs after resolution and before the request; the JDK's resolver caches answers
- * (30 s by default), so the connection goes to the address checked except when that cache
- * expires in between (see {@code docs/security-upstream.md}).
+ * <p>Checked twice: {@link #check} before each redirect or token request (clear messages, also
+ * for IP literals, which are never resolved), and {@link #resolverGroup} on the addresses the
+ * connection is actually made to (against DNS rebinding).
  */
 final class UpstreamAddressPolicy {
 
@@ -67,9 +74,6 @@ final class UpstreamAddressPolicy {
   /** Empty when allowed, else why not. */
   private String verdict(Upstream upstream, URI target) {
     String host = stripBrackets(target.getHost()).toLowerCase(Locale.ROOT);
-    int port = port(target);
-    List<String> allowed = upstream.settings().getRedirect().getAllowedHosts();
-    boolean hostAllowed = allowed.stream().anyMatch(a -> a.equalsIgnoreCase(host));
     InetAddress[] addresses;
     try {
       addresses = InetAddress.getAllByName(host);
@@ -77,19 +81,114 @@ final class UpstreamAddressPolicy {
       return "unknown host";
     }
     for (InetAddress address : addresses) {
-      if (ownPorts.get().contains(port) && isLocal(address)) {
-        return "it is this cache's own port " + port;
-      }
-      if (hostAllowed || allowed.stream().anyMatch(a -> matches(a, address))) {
-        continue;
-      }
-      String kind = restrictedKind(address);
-      if (kind != null) {
-        return host + " resolves to " + kind + " address " + address.getHostAddress()
-            + " (allow it with registry-cache.upstreams." + upstream.key() + ".redirect.allowed-hosts)";
+      String why = addressVerdict(upstream, host, port(target), address);
+      if (!why.isEmpty()) {
+        return why;
       }
     }
     return "";
+  }
+
+  /** Empty when {@code host} (another origin than the upstream's) may be reached at {@code address}. */
+  private String addressVerdict(Upstream upstream, String host, int port, InetAddress address) {
+    if (ownPorts.get().contains(port) && isLocal(address)) {
+      return "it is this cache's own port " + port;
+    }
+    List<String> allowed = upstream.settings().getRedirect().getAllowedHosts();
+    if (allowed.stream().anyMatch(a -> a.equalsIgnoreCase(host) || matches(a, address))) {
+      return "";
+    }
+    String kind = restrictedKind(address);
+    return kind == null
+        ? ""
+        : host + " resolves to " + kind + " address " + address.getHostAddress()
+            + " (allow it with registry-cache.upstreams." + upstream.key() + ".redirect.allowed-hosts)";
+  }
+
+  /**
+   * A Netty resolver group for the connections of {@code upstream} that applies this policy to
+   * the addresses actually connected to, so a name that resolved to a public address for {@link
+   * #check} and to a private one now (DNS rebinding) is still refused. The upstream's own host
+   * and port are not checked. Names are resolved by {@code delegate}.
+   */
+  AddressResolverGroup<InetSocketAddress> resolverGroup(Upstream upstream, AddressResolverGroup<?> delegate) {
+    String ownHost = stripBrackets(upstream.url().getHost());
+    int ownPort = port(upstream.url());
+    return new AddressResolverGroup<>() {
+      @Override
+      @SuppressWarnings("unchecked")
+      protected AddressResolver<InetSocketAddress> newResolver(EventExecutor executor) {
+        AddressResolver<InetSocketAddress> inner =
+            (AddressResolver<InetSocketAddress>) delegate.getResolver(executor);
+        return new AbstractAddressResolver<>(executor, InetSocketAddress.class) {
+          @Override
+          protected boolean doIsResolved(InetSocketAddress address) {
+            return !address.isUnresolved();
+          }
+
+          @Override
+          protected void doResolve(InetSocketAddress unresolved, Promise<InetSocketAddress> promise) {
+            inner.resolve(unresolved).addListener((Future<InetSocketAddress> f) -> {
+              if (!f.isSuccess()) {
+                promise.tryFailure(f.cause());
+                return;
+              }
+              Refused refused = refusal(unresolved, List.of(f.getNow()));
+              if (refused == null) {
+                promise.trySuccess(f.getNow());
+              } else {
+                promise.tryFailure(refused);
+              }
+            });
+          }
+
+          @Override
+          protected void doResolveAll(InetSocketAddress unresolved, Promise<List<InetSocketAddress>> promise) {
+            inner.resolveAll(unresolved).addListener((Future<List<InetSocketAddress>> f) -> {
+              if (!f.isSuccess()) {
+                promise.tryFailure(f.cause());
+                return;
+              }
+              Refused refused = refusal(unresolved, f.getNow());
+              if (refused == null) {
+                promise.trySuccess(f.getNow());
+              } else {
+                promise.tryFailure(refused);
+              }
+            });
+          }
+        };
+      }
+
+      private Refused refusal(InetSocketAddress unresolved, List<InetSocketAddress> resolved) {
+        String host = stripBrackets(unresolved.getHostString()).toLowerCase(Locale.ROOT);
+        if (host.equalsIgnoreCase(ownHost) && unresolved.getPort() == ownPort) {
+          return null;
+        }
+        for (InetSocketAddress address : resolved) {
+          String why = addressVerdict(upstream, host, unresolved.getPort(), address.getAddress());
+          if (!why.isEmpty()) {
+            return new Refused(
+                new UpstreamException(
+                    upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+                    UpstreamErrors.name(upstream) + ": connection to " + host + ":" + unresolved.getPort()
+                        + " refused: " + why,
+                    null, null));
+          }
+        }
+        return null;
+      }
+    };
+  }
+
+  /** A connection refused by the policy at resolution time; carries the error to report. */
+  static final class Refused extends java.io.IOException {
+    final UpstreamException error;
+
+    Refused(UpstreamException error) {
+      super(error.getMessage());
+      this.error = error;
+    }
   }
 
   /** The kind of a loopback, link-local, any-local, multicast or private address, else null. */

@@ -95,6 +95,10 @@ final class UpstreamErrors {
     if (failure instanceof UpstreamException e) {
       return e;
     }
+    UpstreamAddressPolicy.Refused refused = TransportFailure.find(failure, UpstreamAddressPolicy.Refused.class);
+    if (refused != null) {
+      return refused.error; // refused by the redirect policy when connecting: not a transport failure
+    }
     String prefix = name(upstream) + ": ";
     var settings = upstream.settings();
     return switch (TransportFailure.of(failure)) {

@@ -280,7 +280,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
     if (existing != null) {
       return existing;
     }
-    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream, loops));
+    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream, loops, policy));
   }
 
   /**

@@ -192,6 +192,37 @@ class UpstreamRedirectPolicyTest {
   }
 
   @Test
+  void addressesAreCheckedAgainWhenConnecting() throws Exception {
+    // The resolver of the upstream's connections applies the policy to what a name resolves to
+    // at connect time (a rebinding DNS answer included), not only to the earlier check.
+    int internalPort = internal.getAddress().getPort();
+    Upstream upstream = TestRegistry.upstream("rebinding", base(upstreamServer), s -> {});
+    UpstreamAddressPolicy policy = new UpstreamAddressPolicy(Set::of);
+    var resolver = policy.resolverGroup(upstream, io.netty.resolver.DefaultAddressResolverGroup.INSTANCE)
+        .getResolver(io.netty.util.concurrent.ImmediateEventExecutor.INSTANCE);
+
+    var refused = resolver.resolve(java.net.InetSocketAddress.createUnresolved("localhost", internalPort)).await();
+    assertThat(refused.isSuccess()).isFalse();
+    assertThat(refused.cause()).isInstanceOf(UpstreamAddressPolicy.Refused.class)
+        .hasMessageContaining("rebinding").hasMessageContaining("connection to localhost:" + internalPort)
+        .hasMessageContaining("loopback");
+    assertThat(resolver.resolveAll(java.net.InetSocketAddress.createUnresolved("localhost", internalPort)).await().isSuccess())
+        .isFalse();
+    // the upstream's own host and port are not checked
+    var own = resolver.resolve(java.net.InetSocketAddress.createUnresolved("127.0.0.1", upstreamServer.getAddress().getPort())).await();
+    assertThat(own.isSuccess()).isTrue();
+
+    Upstream allowed = TestRegistry.upstream("rebinding-allowed", base(upstreamServer),
+        s -> s.getRedirect().setAllowedHosts(List.of("localhost")));
+    var allowedResolver = policy.resolverGroup(allowed, io.netty.resolver.DefaultAddressResolverGroup.INSTANCE)
+        .getResolver(io.netty.util.concurrent.ImmediateEventExecutor.INSTANCE);
+    assertThat(allowedResolver.resolve(java.net.InetSocketAddress.createUnresolved("localhost", internalPort)).await().isSuccess())
+        .isTrue();
+    assertThat(UpstreamErrors.fromTransport(upstream, "x", new RuntimeException(refused.cause())).getMessage())
+        .contains("refused");
+  }
+
+  @Test
   void privateAndLocalRangesAreRestricted() throws Exception {
     for (String address : List.of("127.0.0.1", "::1", "0.0.0.0", "169.254.169.254", "fe80::1", "224.0.0.1",
         "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1", "fc00::1", "fd12::1")) {
