@@ -430,6 +430,28 @@ public class RegistryCacheProperties {
     /** The circuit breaker of this upstream. See {@code docs/resilience.md}. */
     private CircuitBreaker circuitBreaker = new CircuitBreaker();
 
+    /**
+     * Where redirects (and token realms) of this upstream may lead, besides its own origin. See
+     * {@code docs/security-upstream.md}.
+     */
+    private Redirect redirect = new Redirect();
+
+    /**
+     * Whether configured credentials may be sent over plain http to a token realm on another
+     * origin than {@code url}. Off: only over https (the upstream's own origin is always allowed).
+     */
+    private boolean sendCredentialsOverHttp = false;
+
+    /**
+     * Slowest average transfer rate accepted for a response body, in bytes per second, measured
+     * from the response headers on; a slower body fails with 504. 0 turns the check off.
+     */
+    private org.springframework.util.unit.DataSize minTransferRate =
+        org.springframework.util.unit.DataSize.ofKilobytes(1);
+
+    /** How long a body may stay below {@code min-transfer-rate} at its start before it fails. */
+    private Duration minTransferRateGrace = Duration.ofSeconds(30);
+
     public String getHost() {
       return host;
     }
@@ -542,6 +564,38 @@ public class RegistryCacheProperties {
       this.circuitBreaker = circuitBreaker;
     }
 
+    public Redirect getRedirect() {
+      return redirect;
+    }
+
+    public void setRedirect(Redirect redirect) {
+      this.redirect = redirect;
+    }
+
+    public boolean isSendCredentialsOverHttp() {
+      return sendCredentialsOverHttp;
+    }
+
+    public void setSendCredentialsOverHttp(boolean sendCredentialsOverHttp) {
+      this.sendCredentialsOverHttp = sendCredentialsOverHttp;
+    }
+
+    public org.springframework.util.unit.DataSize getMinTransferRate() {
+      return minTransferRate;
+    }
+
+    public void setMinTransferRate(org.springframework.util.unit.DataSize minTransferRate) {
+      this.minTransferRate = minTransferRate;
+    }
+
+    public Duration getMinTransferRateGrace() {
+      return minTransferRateGrace;
+    }
+
+    public void setMinTransferRateGrace(Duration minTransferRateGrace) {
+      this.minTransferRateGrace = minTransferRateGrace;
+    }
+
     @Override
     public String toString() {
       // Never print the password.
@@ -609,8 +663,18 @@ public class RegistryCacheProperties {
     /** Fewest requests in the window before the failure rate counts. */
     private int minimumNumberOfCalls = 10;
 
-    /** How long the breaker stays open before it lets trial requests through. */
-    private Duration waitInOpen = Duration.ofSeconds(30);
+    /**
+     * How long the breaker stays open before it first lets trial requests through; each time the
+     * trials fail it waits {@code wait-in-open-multiplier} times longer, up to {@code
+     * max-wait-in-open}; closing starts again from {@code wait-in-open}.
+     */
+    private Duration waitInOpen = Duration.ofSeconds(2);
+
+    /** Factor by which the wait grows after each failed round of trial requests. */
+    private double waitInOpenMultiplier = 2;
+
+    /** Longest wait in the open state. */
+    private Duration maxWaitInOpen = Duration.ofSeconds(60);
 
     /** Trial requests let through while half-open; their outcome closes or reopens the breaker. */
     private int permittedCallsInHalfOpen = 3;
@@ -655,12 +719,58 @@ public class RegistryCacheProperties {
       this.waitInOpen = waitInOpen;
     }
 
+    public double getWaitInOpenMultiplier() {
+      return waitInOpenMultiplier;
+    }
+
+    public void setWaitInOpenMultiplier(double waitInOpenMultiplier) {
+      this.waitInOpenMultiplier = waitInOpenMultiplier;
+    }
+
+    public Duration getMaxWaitInOpen() {
+      return maxWaitInOpen;
+    }
+
+    public void setMaxWaitInOpen(Duration maxWaitInOpen) {
+      this.maxWaitInOpen = maxWaitInOpen;
+    }
+
     public int getPermittedCallsInHalfOpen() {
       return permittedCallsInHalfOpen;
     }
 
     public void setPermittedCallsInHalfOpen(int permittedCallsInHalfOpen) {
       this.permittedCallsInHalfOpen = permittedCallsInHalfOpen;
+    }
+  }
+
+  /**
+   * Redirect policy of one upstream. Its own origin (scheme, host, port of {@code url}) is always
+   * allowed; any other host a redirect or token realm names is resolved and refused when it is
+   * loopback, link-local, any-local, multicast or private (10/8, 172.16/12, 192.168/16, fc00::/7)
+   * unless listed in {@code allowed-hosts}; the cache's own ports are always refused.
+   */
+  public static class Redirect {
+    /** Host names, IP addresses or CIDR ranges that may be reached although private or local. */
+    private List<String> allowedHosts = new ArrayList<>();
+
+    /** Most redirects followed for one request. */
+    private int maxHops = 5;
+
+    public List<String> getAllowedHosts() {
+      return allowedHosts;
+    }
+
+    public void setAllowedHosts(List<String> allowedHosts) {
+      this.allowedHosts = allowedHosts;
+    }
+
+    public int getMaxHops() {
+      return maxHops;
+    }
+
+    public void setMaxHops(int maxHops) {
+      this.maxHops = maxHops;
     }
   }
 

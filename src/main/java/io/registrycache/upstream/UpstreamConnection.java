@@ -39,14 +39,15 @@ final class UpstreamConnection implements AutoCloseable {
 
   /** With Reactor Netty's JVM-wide event loops; for tests that build one connection alone. */
   UpstreamConnection(Upstream upstream) {
-    this(upstream, reactor.netty.http.HttpResources.get());
+    this(upstream, reactor.netty.http.HttpResources.get(), UpstreamAddressPolicy.NO_OWN_PORTS);
   }
 
   /**
    * @param loops event loops owned by the upstream client, not Reactor Netty's JVM-wide ones: a
    *     Spring context that closes disposes those, which would leave this client hanging
+   * @param policy where redirects may lead; applied to every address connected to
    */
-  UpstreamConnection(Upstream upstream, LoopResources loops) {
+  UpstreamConnection(Upstream upstream, LoopResources loops, UpstreamAddressPolicy policy) {
     this.upstream = upstream;
     RegistryCacheProperties.Upstream settings = upstream.settings();
     UpstreamCredentials.validate(upstream.key(), settings);
@@ -72,6 +73,8 @@ final class UpstreamConnection implements AutoCloseable {
             .responseTimeout(readTimeout)
             .followRedirect(false)
             .compress(false);
+    // Every name resolved for a connection passes the redirect policy (DNS rebinding).
+    http = http.resolver(policy.resolverGroup(upstream, http.configuration().resolver()));
     // Configured for http upstreams too: Reactor Netty uses TLS only for https:// URIs, and a
     // redirect may lead to an https storage host.
     http =

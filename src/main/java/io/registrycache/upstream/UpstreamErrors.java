@@ -1,13 +1,6 @@
 package io.registrycache.upstream;
 
-import io.netty.channel.ConnectTimeoutException;
-import io.netty.handler.timeout.TimeoutException;
 import io.registrycache.oci.OciErrorCode;
-import java.net.ConnectException;
-import java.net.NoRouteToHostException;
-import java.net.SocketTimeoutException;
-import java.net.UnknownHostException;
-import java.nio.channels.UnresolvedAddressException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -15,11 +8,10 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.util.Locale;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
-import javax.net.ssl.SSLException;
 import org.springframework.http.HttpStatus;
-import reactor.netty.http.client.PrematureCloseException;
+import tools.jackson.core.JacksonException;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Turns upstream answers and transport failures into {@link UpstreamException}s, following the
@@ -36,8 +28,7 @@ final class UpstreamErrors {
   static final String TIMEOUT = "timeout";
   static final String UNREACHABLE = "unreachable";
 
-  private static final Pattern ERROR_CODE = Pattern.compile("\"code\"\\s*:\\s*\"([A-Z_]{1,64})\"");
-  private static final Pattern ERROR_MESSAGE = Pattern.compile("\"message\"\\s*:\\s*\"([^\"]{0,200})");
+  private static final JsonMapper JSON = JsonMapper.builder().build();
 
   private UpstreamErrors() {}
 
@@ -104,50 +95,50 @@ final class UpstreamErrors {
     if (failure instanceof UpstreamException e) {
       return e;
     }
+    UpstreamAddressPolicy.Refused refused = TransportFailure.find(failure, UpstreamAddressPolicy.Refused.class);
+    if (refused != null) {
+      return refused.error; // refused by the redirect policy when connecting: not a transport failure
+    }
     String prefix = name(upstream) + ": ";
-    // Reactor Netty shades reactor-pool: match its exceptions by simple name, not the internal type.
-    if (hasNamed(failure, "PoolAcquireTimeoutException")
-        || hasNamed(failure, "PoolAcquirePendingLimitException")) {
-      return new UpstreamException(
+    var settings = upstream.settings();
+    return switch (TransportFailure.of(failure)) {
+      case LOCAL_LIMIT -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.SERVICE_UNAVAILABLE,
           prefix + "too many requests in flight (max-concurrent-requests "
-              + upstream.settings().getMaxConcurrentRequests() + ") fetching " + what,
+              + settings.getMaxConcurrentRequests() + ") fetching " + what,
           null, failure);
-    }
-    if (has(failure, TimeoutException.class)
-        || has(failure, ConnectTimeoutException.class)
-        || has(failure, SocketTimeoutException.class)
-        || has(failure, java.util.concurrent.TimeoutException.class)) {
-      return new UpstreamException(
+      case SLOW_TRANSFER -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
-          prefix + "timed out fetching " + what + " (" + timeoutKind(upstream, failure) + ")",
+          prefix + "timed out fetching " + what + " (" + TransportFailure.root(failure).getMessage() + ")",
           null, failure);
-    }
-    if (has(failure, UnknownHostException.class) || has(failure, UnresolvedAddressException.class)) {
-      return new UpstreamException(
+      case CONNECT_TIMEOUT -> new UpstreamException(
+          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
+          prefix + "timed out fetching " + what + " (no connection within connect-timeout "
+              + settings.getConnectTimeout() + ")",
+          null, failure);
+      case READ_TIMEOUT -> new UpstreamException(
+          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
+          prefix + "timed out fetching " + what + " (no data within read-timeout "
+              + settings.getReadTimeout() + ")",
+          null, failure);
+      case UNKNOWN_HOST -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
           prefix + "unknown host fetching " + what, null, failure);
-    }
-    if (has(failure, ConnectException.class) || has(failure, NoRouteToHostException.class)) {
-      return new UpstreamException(
+      case UNREACHABLE -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
           prefix + "unreachable fetching " + what + " (connection refused or no route)", null, failure);
-    }
-    if (has(failure, SSLException.class)) {
-      return new UpstreamException(
+      case TLS -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
           prefix + "TLS failed fetching " + what + " (" + rootMessage(failure)
               + "); check tls.ca-file / tls.cert-file",
           null, failure);
-    }
-    if (has(failure, PrematureCloseException.class)) {
-      return new UpstreamException(
+      case CLOSED_EARLY -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
           prefix + "closed the connection early fetching " + what, null, failure);
-    }
-    return new UpstreamException(
-        upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-        prefix + "failed fetching " + what + " (" + rootMessage(failure) + ")", null, failure);
+      case IO, OTHER -> new UpstreamException(
+          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+          prefix + "failed fetching " + what + " (" + rootMessage(failure) + ")", null, failure);
+    };
   }
 
   /** The {@code outcome} tag for a failure. */
@@ -159,12 +150,11 @@ final class UpstreamErrors {
       if (e.status() == HttpStatus.GATEWAY_TIMEOUT) {
         return TIMEOUT;
       }
-      Throwable cause = e.getCause();
-      if (cause != null
-          && (has(cause, ConnectException.class)
-              || has(cause, UnknownHostException.class)
-              || has(cause, NoRouteToHostException.class))) {
-        return UNREACHABLE;
+      if (e.getCause() != null) {
+        TransportFailure kind = TransportFailure.of(e.getCause());
+        if (kind == TransportFailure.UNREACHABLE || kind == TransportFailure.UNKNOWN_HOST) {
+          return UNREACHABLE;
+        }
       }
       return e.status().is5xxServerError() ? SERVER_ERROR : CLIENT_ERROR;
     }
@@ -198,53 +188,33 @@ final class UpstreamErrors {
     }
   }
 
-  /** {@code ": CODE message"} from an OCI error body, or the empty string. */
+  /**
+   * {@code ": CODE message"} of the first entry of an OCI error body ({@code {"errors":[{"code":
+   * …,"message":…}]}}), or the empty string when the body is not one (HTML, truncated, empty).
+   */
   static String describe(String errorBody) {
     if (errorBody == null || errorBody.isBlank()) {
       return "";
     }
-    StringBuilder sb = new StringBuilder();
-    Matcher code = ERROR_CODE.matcher(errorBody);
-    if (code.find()) {
-      sb.append(' ').append(code.group(1));
-      Matcher message = ERROR_MESSAGE.matcher(errorBody);
-      if (message.find(code.start()) || message.find(0)) {
-        sb.append(": ").append(message.group(1));
-      }
+    JsonNode first;
+    try {
+      first = JSON.readTree(errorBody).path("errors").path(0);
+    } catch (JacksonException e) {
+      return "";
     }
-    return sb.length() == 0 ? "" : sb.toString();
-  }
-
-  static boolean has(Throwable t, Class<? extends Throwable> type) {
-    for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-      if (type.isInstance(c)) {
-        return true;
-      }
+    JsonNode code = first.get("code");
+    if (code == null || !code.isString() || code.stringValue().isBlank()) {
+      return "";
     }
-    return false;
-  }
-
-  private static boolean hasNamed(Throwable t, String simpleName) {
-    for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-      if (c.getClass().getSimpleName().equals(simpleName)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private static String timeoutKind(Upstream upstream, Throwable failure) {
-    if (has(failure, ConnectTimeoutException.class)) {
-      return "no connection within connect-timeout " + upstream.settings().getConnectTimeout();
-    }
-    return "no data within read-timeout " + upstream.settings().getReadTimeout();
+    JsonNode message = first.get("message");
+    return " " + abbreviate(code.stringValue())
+        + (message != null && message.isString() && !message.stringValue().isBlank()
+            ? ": " + abbreviate(message.stringValue())
+            : "");
   }
 
   static String rootMessage(Throwable t) {
-    Throwable root = t;
-    while (root.getCause() != null && root.getCause() != root) {
-      root = root.getCause();
-    }
+    Throwable root = TransportFailure.root(t);
     String message = root.getMessage();
     return root.getClass().getSimpleName() + (message == null ? "" : ": " + abbreviate(message));
   }

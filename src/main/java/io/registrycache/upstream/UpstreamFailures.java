@@ -1,9 +1,7 @@
 package io.registrycache.upstream;
 
 import io.github.resilience4j.circuitbreaker.CallNotPermittedException;
-import java.io.IOException;
 import java.time.Duration;
-import javax.net.ssl.SSLException;
 
 /**
  * What an upstream failure means for retries and for the circuit breaker (see {@code
@@ -54,11 +52,11 @@ final class UpstreamFailures {
    *     retried
    */
   static Kind classify(Throwable failure, Duration maxBackoff) {
-    if (UpstreamErrors.has(failure, CallNotPermittedException.class)) {
+    if (TransportFailure.has(failure, CallNotPermittedException.class::isInstance)) {
       return Kind.REJECTED;
     }
     if (!(failure instanceof UpstreamException e)) {
-      return transport(failure); // not mapped (should not happen): judge by the cause
+      return of(TransportFailure.of(failure)); // not mapped (should not happen): judge by the cause
     }
     int status = e.upstreamStatus();
     if (status != 0) {
@@ -78,39 +76,21 @@ final class UpstreamFailures {
     if (e.getCause() == null || e.getCause() instanceof io.registrycache.oci.OciException) {
       return Kind.ANSWERED; // a rejected answer (bad digest, redirects, size), not a transport failure
     }
-    return transport(e.getCause());
+    return of(TransportFailure.of(e.getCause()));
   }
 
-  private static Kind transport(Throwable cause) {
-    if (hasNamed(cause, "PoolAcquireTimeoutException")
-        || hasNamed(cause, "PoolAcquirePendingLimitException")) {
-      return Kind.LOCAL_LIMIT;
-    }
-    if (UpstreamErrors.has(cause, io.netty.handler.timeout.TimeoutException.class)
-        || UpstreamErrors.has(cause, java.net.SocketTimeoutException.class)
-        || UpstreamErrors.has(cause, java.util.concurrent.TimeoutException.class)) {
-      // no answer within read-timeout (or a whole token request too slow): repeating would
-      // multiply the wait a client sees, while the cache could already serve its stale copy
-      return Kind.FAILED;
-    }
-    if (UpstreamErrors.has(cause, SSLException.class)) {
-      return Kind.FAILED; // certificate or protocol problem: does not heal in 200 ms
-    }
-    if (UpstreamErrors.has(cause, IOException.class)
-        || UpstreamErrors.has(cause, io.netty.channel.ConnectTimeoutException.class)
-        || UpstreamErrors.has(cause, java.nio.channels.UnresolvedAddressException.class)) {
-      // refused, reset, early close (PrematureCloseException), connect timeout, unknown host
-      return Kind.TRANSIENT;
-    }
-    return Kind.FAILED;
-  }
-
-  private static boolean hasNamed(Throwable t, String simpleName) {
-    for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-      if (c.getClass().getSimpleName().equals(simpleName)) {
-        return true;
-      }
-    }
-    return false;
+  /** What a transport failure means for retries and the breaker. */
+  static Kind of(TransportFailure failure) {
+    return switch (failure) {
+      case LOCAL_LIMIT -> Kind.LOCAL_LIMIT;
+      // no answer within read-timeout (or a whole token request too slow), or a body slower than
+      // min-transfer-rate: repeating would multiply the wait a client sees, while the cache could
+      // already serve its stale copy
+      case READ_TIMEOUT, SLOW_TRANSFER -> Kind.FAILED;
+      case TLS -> Kind.FAILED; // certificate or protocol problem: does not heal in 200 ms
+      // refused, reset, early close, connect timeout, unknown host
+      case CONNECT_TIMEOUT, UNKNOWN_HOST, UNREACHABLE, CLOSED_EARLY, IO -> Kind.TRANSIENT;
+      case OTHER -> Kind.FAILED;
+    };
   }
 }

@@ -18,9 +18,18 @@ import org.springframework.stereotype.Component;
  * <p>A host that is not configured is refused with {@code DENIED} (403) unless {@code
  * registry-cache.allow-any-upstream} is on, in which case it is reached anonymously at {@code
  * https://<host>} with default settings.
+ *
+ * <p>Only when no upstream is configured at all is the built-in {@value #BUILT_IN_KEY} upstream
+ * ({@code localhost:5000} at {@code http://localhost:5000}) added, for a first {@code
+ * spring-boot:run}; configuring any upstream replaces it. Settings under the key {@value
+ * #BUILT_IN_KEY} without a {@code url} amend the built-in one.
  */
 @Component
 public class UpstreamRegistry {
+
+  /** Key (and default {@code default-upstream}) of the built-in upstream. */
+  public static final String BUILT_IN_KEY = "local";
+  static final String BUILT_IN_HOST = "localhost:5000";
 
   private final Map<String, Upstream> byHost = new ConcurrentHashMap<>();
   private final Map<String, Upstream> byKey = new ConcurrentHashMap<>();
@@ -29,10 +38,23 @@ public class UpstreamRegistry {
 
   public UpstreamRegistry(RegistryCacheProperties properties) {
     this.allowAnyUpstream = properties.isAllowAnyUpstream();
-    properties
-        .getUpstreams()
+    Map<String, RegistryCacheProperties.Upstream> configured = properties.getUpstreams();
+    if (configured.isEmpty()) {
+      RegistryCacheProperties.Upstream builtIn = new RegistryCacheProperties.Upstream();
+      builtIn.setHost(BUILT_IN_HOST);
+      builtIn.setUrl("http://" + BUILT_IN_HOST);
+      configured = Map.of(BUILT_IN_KEY, builtIn);
+    }
+    configured
         .forEach(
             (key, settings) -> {
+              if (BUILT_IN_KEY.equals(key) && (settings.getUrl() == null || settings.getUrl().isBlank())) {
+                // settings given for the built-in upstream (e.g. only its aliases) amend it
+                settings.setUrl("http://" + BUILT_IN_HOST);
+                if (settings.getHost() == null) {
+                  settings.setHost(BUILT_IN_HOST);
+                }
+              }
               if (settings.getUrl() == null || settings.getUrl().isBlank()) {
                 throw new IllegalStateException("registry-cache.upstreams." + key + ".url is not set");
               }
@@ -51,6 +73,11 @@ public class UpstreamRegistry {
               register(upstream);
             });
     String defaultKey = properties.getDefaultUpstream();
+    if (BUILT_IN_KEY.equals(defaultKey) && !byKey.containsKey(BUILT_IN_KEY)) {
+      // left at its default while the operator's upstreams have other keys: their only upstream,
+      // or none (bare-form requests are then refused)
+      defaultKey = byKey.size() == 1 ? byKey.keySet().iterator().next() : null;
+    }
     this.defaultUpstream = defaultKey == null || defaultKey.isBlank() ? null : byKey.get(defaultKey);
     if (defaultKey != null && !defaultKey.isBlank() && defaultUpstream == null) {
       throw new IllegalStateException(

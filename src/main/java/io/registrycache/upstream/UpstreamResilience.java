@@ -3,6 +3,7 @@ package io.registrycache.upstream;
 import io.github.resilience4j.circuitbreaker.CallNotPermittedException;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
+import io.github.resilience4j.core.IntervalFunction;
 import io.github.resilience4j.reactor.circuitbreaker.operator.CircuitBreakerOperator;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -147,7 +148,9 @@ public class UpstreamResilience {
 
     private final Upstream upstream;
     private final CircuitBreaker breaker;
-    private final Duration waitInOpen;
+    private final IntervalFunction waitInOpen;
+    /** Rounds of the open state since the breaker last closed (Resilience4j's attempts). */
+    private volatile int openRounds = 1;
     private final Duration maxBackoff;
     private final RetryBackoffSpec retry;
     private final Counter retries;
@@ -160,7 +163,11 @@ public class UpstreamResilience {
       RegistryCacheProperties.Retry retrySettings = upstream.settings().getRetry();
       RegistryCacheProperties.CircuitBreaker breakerSettings = upstream.settings().getCircuitBreaker();
       this.maxBackoff = retrySettings.getMaxBackoff();
-      this.waitInOpen = breakerSettings.getWaitInOpen();
+      Duration first = breakerSettings.getWaitInOpen();
+      Duration max = breakerSettings.getMaxWaitInOpen() == null || breakerSettings.getMaxWaitInOpen().compareTo(first) < 0
+          ? first : breakerSettings.getMaxWaitInOpen();
+      this.waitInOpen =
+          IntervalFunction.ofExponentialBackoff(first, Math.max(1.0, breakerSettings.getWaitInOpenMultiplier()), max);
       this.stateSince = clock.instant();
       this.retries =
           Counter.builder(RETRIES)
@@ -216,7 +223,9 @@ public class UpstreamResilience {
               .slidingWindowSize(window)
               .minimumNumberOfCalls(Math.max(1, Math.min(window, settings.getMinimumNumberOfCalls())))
               .failureRateThreshold(settings.getFailureRateThreshold())
-              .waitDurationInOpenState(settings.getWaitInOpen())
+              // short first wait, growing while trials fail: recovery is seen within seconds
+              // without hammering an upstream that stays down
+              .waitIntervalFunctionInOpenState(waitInOpen)
               .permittedNumberOfCallsInHalfOpenState(Math.max(1, settings.getPermittedCallsInHalfOpen()))
               .recordException(e -> UpstreamFailures.classify(e, maxBackoff).breakerFailure)
               .ignoreException(e -> UpstreamFailures.classify(e, maxBackoff).breakerIgnores)
@@ -229,8 +238,18 @@ public class UpstreamResilience {
       return created;
     }
 
+    /** The wait of the current (or next) open state. */
+    private Duration currentWait() {
+      return Duration.ofMillis(waitInOpen.apply(openRounds));
+    }
+
     private void transitioned(CircuitBreaker breaker, CircuitBreaker.StateTransition transition) {
       stateSince = clock.instant();
+      if (transition == CircuitBreaker.StateTransition.CLOSED_TO_OPEN) {
+        openRounds = 1;
+      } else if (transition == CircuitBreaker.StateTransition.HALF_OPEN_TO_OPEN) {
+        openRounds++;
+      }
       Failure last = lastFailure;
       String lastReason = last == null ? "none" : last.reason();
       switch (transition) {
@@ -238,13 +257,13 @@ public class UpstreamResilience {
             "{}: circuit OPEN: {}% of the last {} requests failed (last: {}); failing fast for {},"
                 + " cached content is served stale",
             UpstreamErrors.name(upstream), Math.round(breaker.getMetrics().getFailureRate()),
-            breaker.getMetrics().getNumberOfBufferedCalls(), lastReason, human(waitInOpen));
+            breaker.getMetrics().getNumberOfBufferedCalls(), lastReason, human(currentWait()));
         case HALF_OPEN_TO_CLOSED -> log.warn(
             "{}: circuit CLOSED: trial requests succeeded, the upstream is used again",
             UpstreamErrors.name(upstream));
         case HALF_OPEN_TO_OPEN -> log.info(
             "{}: circuit stays OPEN: trial requests failed (last: {}); next trial in {}",
-            UpstreamErrors.name(upstream), lastReason, human(waitInOpen));
+            UpstreamErrors.name(upstream), lastReason, human(currentWait()));
         case OPEN_TO_HALF_OPEN -> log.info(
             "{}: circuit HALF_OPEN: letting {} trial requests through",
             UpstreamErrors.name(upstream),
@@ -280,7 +299,7 @@ public class UpstreamResilience {
               .append(what)
               .append(" not requested");
       if (breaker.getState() == CircuitBreaker.State.OPEN) {
-        Instant retryAt = stateSince.plus(waitInOpen);
+        Instant retryAt = stateSince.plus(currentWait());
         Duration left = Duration.between(clock.instant(), retryAt);
         retryAfter = left.isNegative() ? Duration.ZERO : left;
         message.append("; trial requests from ").append(retryAt);
@@ -314,7 +333,7 @@ public class UpstreamResilience {
           m.getNumberOfFailedCalls(),
           last == null ? null : last.reason(),
           last == null ? null : last.at(),
-          state == CircuitBreaker.State.OPEN ? stateSince.plus(waitInOpen) : null);
+          state == CircuitBreaker.State.OPEN ? stateSince.plus(currentWait()) : null);
     }
   }
 

@@ -13,7 +13,6 @@ import java.security.GeneralSecurityException;
 import java.security.KeyFactory;
 import java.security.KeyStore;
 import java.security.PrivateKey;
-import java.security.SecureRandom;
 import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
 import java.security.cert.X509Certificate;
@@ -22,18 +21,13 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Collection;
 import java.util.List;
-import javax.net.ssl.HostnameVerifier;
 import javax.net.ssl.KeyManagerFactory;
-import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
 import javax.net.ssl.X509TrustManager;
-import org.apache.http.conn.ssl.DefaultHostnameVerifier;
-import org.apache.http.conn.ssl.NoopHostnameVerifier;
 
 /**
- * The TLS material of one upstream, built once from its {@code tls.*} settings and used by both
- * HTTP stacks: Reactor Netty (registry requests) and Apache HttpClient under jib-core (token
- * requests), so both trust and present the same certificates.
+ * The TLS material of one upstream, built once from its {@code tls.*} settings and used for
+ * registry and token requests alike (both go through the upstream's Reactor Netty client).
  *
  * <p>Trust is the JVM's default CAs plus the PEM {@code ca-file}; a client certificate ({@code
  * cert-file}, PEM chain) with its PEM PKCS#8 {@code key-file} enables mutual TLS. {@code
@@ -105,25 +99,6 @@ final class UpstreamTls {
     } catch (IOException e) {
       throw new IllegalStateException("cannot build the TLS context: " + e.getMessage(), e);
     }
-  }
-
-  /** JDK context for jib-core's Apache HttpClient transport (token requests). */
-  SSLContext jdkContext() {
-    try {
-      SSLContext context = SSLContext.getInstance("TLS");
-      context.init(
-          keyManagers == null ? null : keyManagers.getKeyManagers(),
-          trustManagers == null ? null : trustManagers.getTrustManagers(),
-          new SecureRandom());
-      return context;
-    } catch (GeneralSecurityException e) {
-      throw new IllegalStateException("cannot build the TLS context: " + e.getMessage(), e);
-    }
-  }
-
-  /** Host name verifier for the Apache transport. */
-  HostnameVerifier hostnameVerifier() {
-    return insecureSkipVerify ? NoopHostnameVerifier.INSTANCE : new DefaultHostnameVerifier();
   }
 
   private static TrustManagerFactory trustWithExtraCas(List<X509Certificate> extra)

@@ -1,6 +1,5 @@
 package io.registrycache.upstream;
 
-import com.google.cloud.tools.jib.http.Authorization;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
@@ -9,16 +8,20 @@ import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import java.net.URI;
-import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.LinkedHashSet;
+import java.util.Set;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import org.springframework.beans.factory.DisposableBean;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.context.EnvironmentAware;
+import org.springframework.core.env.Environment;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
@@ -26,6 +29,7 @@ import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
+import org.springframework.web.util.UriComponentsBuilder;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.netty.resources.LoopResources;
@@ -33,8 +37,9 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * {@link UpstreamClient} on Spring's {@code WebClient} over Reactor Netty, with jib-core doing
- * registry authentication (see {@code docs/jib-core.md}).
+ * {@link UpstreamClient} on Spring's {@code WebClient} over Reactor Netty; tokens come from
+ * {@link WebClientTokenProvider}, credentials from jib-core's public API (see {@code
+ * docs/jib-core.md}).
  *
  * <p>Per upstream: one connection pool with the upstream's TLS, {@code connect-timeout}, {@code
  * read-timeout} (between two reads) and {@code max-concurrent-requests} ({@link
@@ -42,9 +47,9 @@ import reactor.core.scheduler.Schedulers;
  * after a {@code 401} challenge and reused for manifests, blobs and tags ({@link
  * UpstreamAuthenticator}).
  *
- * <p>Redirects (RFC 9110 section 15.4) are followed here, at most {@value #MAX_REDIRECTS} hops;
- * {@code Authorization} is sent only to the upstream's own origin (scheme, host, port), never to
- * a storage host it redirects to.
+ * <p>Redirects (RFC 9110 section 15.4) are followed here, at most {@code redirect.max-hops}, and
+ * only where {@link UpstreamAddressPolicy} allows; {@code Authorization} is sent only to the
+ * upstream's own origin (scheme, host, port), never to a storage host it redirects to.
  *
  * <p>Every request runs behind the upstream's circuit breaker and is retried after transient
  * failures, up to the response headers, never in the middle of a blob body ({@link
@@ -54,23 +59,17 @@ import reactor.core.scheduler.Schedulers;
  * counter {@code registry.cache.upstream.fetched.bytes{upstream}} ({@link UpstreamMetrics}).
  */
 @Component
-public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
+public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, EnvironmentAware {
 
   /** {@code User-Agent} of every upstream request, token requests included. */
-  public static final String USER_AGENT = "registry-cache (jib-core)";
+  public static final String USER_AGENT = "registry-cache";
 
-  static final int MAX_REDIRECTS = 5;
   /** Largest tags list page read, in bytes. */
   static final int MAX_TAGS_BYTES = 16 * 1024 * 1024;
   /** How much of an error body is read for the message, in bytes. */
   static final int ERROR_BODY_BYTES = 4096;
   /** How much of a redirect or challenge body is drained to keep the connection, in bytes. */
   static final int DRAIN_BYTES = 64 * 1024;
-  /**
-   * How long an authorization is reused. jib drops {@code expires_in}; the token spec's default
-   * lifetime is 60 s; a 401 refreshes earlier anyway.
-   */
-  static final Duration DEFAULT_TOKEN_TTL = Duration.ofSeconds(55);
 
   private final Map<String, UpstreamConnection> connections = new ConcurrentHashMap<>();
   private final LoopResources loops =
@@ -80,6 +79,8 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   private final UpstreamAuthenticator authenticator;
   private final Scheduler authScheduler;
   private final Clock clock = Clock.systemUTC();
+  private volatile java.util.function.Supplier<Collection<Integer>> ownPorts = Set::of;
+  private final UpstreamAddressPolicy policy = new UpstreamAddressPolicy(() -> ownPorts.get());
 
   /**
    * Builds the connection pools of all configured upstreams now, so that unreadable TLS files or
@@ -90,40 +91,52 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   @Autowired
   public WebClientUpstreamClient(
       UpstreamRegistry upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
-    this(upstreams, meterRegistry, resilience, DEFAULT_TOKEN_TTL);
+    this.metrics = new UpstreamMetrics(meterRegistry);
+    this.resilience = resilience;
+    // Credential lookups block (files, helper processes): their own small pool, never an event loop.
+    this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
+    this.authenticator =
+        new UpstreamAuthenticator(
+            authScheduler,
+            new WebClientTokenProvider(upstream -> connection(upstream).webClient(), policy, USER_AGENT),
+            metrics);
+    if (upstreams != null) {
+      upstreams.all().forEach(this::connection);
+    }
   }
 
   /** With its own {@link UpstreamResilience}; for tests that build a client alone. */
   WebClientUpstreamClient(UpstreamRegistry upstreams, MeterRegistry meterRegistry) {
-    this(upstreams, meterRegistry, new UpstreamResilience(upstreams, meterRegistry), DEFAULT_TOKEN_TTL);
+    this(upstreams, meterRegistry, new UpstreamResilience(upstreams, meterRegistry));
   }
 
-  WebClientUpstreamClient(UpstreamRegistry upstreams, MeterRegistry meterRegistry, Duration tokenTtl) {
-    this(upstreams, meterRegistry, new UpstreamResilience(upstreams, meterRegistry), tokenTtl);
+  /** Reads the cache's own ports (never a redirect or realm target) from the environment. */
+  @Override
+  public void setEnvironment(Environment environment) {
+    ownPorts(
+        () -> {
+          Set<Integer> ports = new LinkedHashSet<>();
+          for (String property :
+              List.of("local.server.port", "local.management.port", "server.port", "management.server.port")) {
+            Integer port = environment.getProperty(property, Integer.class);
+            if (port != null && port > 0) {
+              ports.add(port);
+            }
+          }
+          return ports;
+        });
   }
 
-  WebClientUpstreamClient(
-      UpstreamRegistry upstreams,
-      MeterRegistry meterRegistry,
-      UpstreamResilience resilience,
-      Duration tokenTtl) {
-    this.metrics = new UpstreamMetrics(meterRegistry);
-    this.resilience = resilience;
-    // jib blocks: its calls get their own small pool, never a Netty event-loop thread.
-    this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
-    this.authenticator =
-        new UpstreamAuthenticator(
-            authScheduler, upstream -> connection(upstream).tls(), metrics, USER_AGENT, tokenTtl);
-    if (upstreams != null) {
-      upstreams.all().forEach(this::connection);
-    }
+  /** The cache's own ports, which redirects and token realms may never reach on a local address. */
+  void ownPorts(java.util.function.Supplier<Collection<Integer>> ports) {
+    this.ownPorts = ports;
   }
 
   @Override
   public Mono<UpstreamManifest> getManifest(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept, int maxBytes) {
     String what = "manifest " + describe(name, reference);
-    URI uri = uri(upstream, "/v2/" + name.value() + "/manifests/" + reference);
+    URI uri = uri(upstream, name, "manifests", reference.toString());
     return call(upstream, "manifest", what, () ->
         execute(upstream, name, HttpMethod.GET, uri, accept)
             .flatMap(
@@ -157,7 +170,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   public Mono<UpstreamManifestHead> headManifest(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
     String what = "manifest " + describe(name, reference);
-    URI uri = uri(upstream, "/v2/" + name.value() + "/manifests/" + reference);
+    URI uri = uri(upstream, name, "manifests", reference.toString());
     return call(upstream, "manifest", what, () ->
         execute(upstream, name, HttpMethod.HEAD, uri, accept)
             .flatMap(
@@ -179,7 +192,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   @Override
   public Mono<UpstreamBlob> getBlob(Upstream upstream, RepositoryName name, Digest digest) {
     String what = "blob " + name + "@" + digest;
-    URI uri = uri(upstream, "/v2/" + name.value() + "/blobs/" + digest);
+    URI uri = uri(upstream, name, "blobs", digest.toString());
     return call(upstream, "blob", what, () ->
         execute(upstream, name, HttpMethod.GET, uri, null)
             .flatMap(
@@ -198,7 +211,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   @Override
   public Mono<Long> headBlob(Upstream upstream, RepositoryName name, Digest digest) {
     String what = "blob " + name + "@" + digest;
-    URI uri = uri(upstream, "/v2/" + name.value() + "/blobs/" + digest);
+    URI uri = uri(upstream, name, "blobs", digest.toString());
     return call(upstream, "blob", what, () ->
         execute(upstream, name, HttpMethod.HEAD, uri, null)
             .flatMap(
@@ -213,16 +226,15 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
   @Override
   public Mono<UpstreamTags> listTags(Upstream upstream, RepositoryName name, Integer n, String last) {
     String what = "tags of " + name;
-    StringBuilder path = new StringBuilder("/v2/").append(name.value()).append("/tags/list");
-    String separator = "?";
+    UriComponentsBuilder builder =
+        UriComponentsBuilder.fromUri(upstream.url()).path("/v2/" + name.value() + "/tags/list");
     if (n != null) {
-      path.append(separator).append("n=").append(n);
-      separator = "&";
+      builder.queryParam("n", n);
     }
     if (last != null) {
-      path.append(separator).append("last=").append(URLEncoder.encode(last, StandardCharsets.UTF_8));
+      builder.queryParam("last", "{last}"); // a template variable: encoded strictly, '+' too
     }
-    URI uri = uri(upstream, path.toString());
+    URI uri = builder.encode().buildAndExpand(Map.of("last", Objects.toString(last, ""))).toUri();
     return call(upstream, "tags", what, () ->
         execute(upstream, name, HttpMethod.GET, uri, List.of("application/json"))
             .flatMap(
@@ -257,7 +269,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
 
   /** One HTTP exchange as received; {@code body} must be consumed or drained. */
   private record Reply(
-      int status, HttpHeaders headers, Flux<DataBuffer> body, Authorization sent, boolean fromUpstream) {
+      int status, HttpHeaders headers, Flux<DataBuffer> body, UpstreamAuthorization sent, boolean fromUpstream) {
     boolean ok() {
       return status >= 200 && status < 300;
     }
@@ -268,7 +280,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
     if (existing != null) {
       return existing;
     }
-    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream, loops));
+    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream, loops, policy));
   }
 
   /**
@@ -321,18 +333,24 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
             });
   }
 
-  /** Sends and follows redirects; {@code Authorization} only to the upstream's origin. */
+  /**
+   * Sends and follows redirects where {@link UpstreamAddressPolicy} allows; {@code Authorization}
+   * only to the upstream's origin.
+   */
   private Mono<Reply> follow(
       UpstreamConnection connection,
       HttpMethod method,
       URI uri,
       List<String> accept,
-      Authorization auth,
+      UpstreamAuthorization auth,
       int hops) {
     Upstream upstream = connection.upstream();
-    boolean sameOrigin = sameOrigin(uri, upstream.url());
-    Authorization sent = sameOrigin ? auth : null;
-    return connection
+    boolean sameOrigin = UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
+    UpstreamAuthorization sent = sameOrigin ? auth : null;
+    int maxHops = Math.max(0, upstream.settings().getRedirect().getMaxHops());
+    // The first request goes to the upstream's own origin; every redirect target is checked.
+    Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
+    return allowed.then(connection
         .webClient()
         .method(method)
         .uri(uri)
@@ -343,7 +361,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
                 h.set(HttpHeaders.ACCEPT, String.join(", ", accept));
               }
               if (sent != null) {
-                h.set(HttpHeaders.AUTHORIZATION, sent.getScheme() + " " + sent.getToken());
+                h.set(HttpHeaders.AUTHORIZATION, sent.header());
               }
             })
         .retrieve()
@@ -354,21 +372,23 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
                 new Reply(
                     entity.getStatusCode().value(),
                     entity.getHeaders(),
-                    Objects.requireNonNullElse(entity.getBody(), Flux.empty()),
+                    minTransferRate(upstream, Objects.requireNonNullElse(entity.getBody(), Flux.empty())),
                     sent,
-                    sameOrigin))
+                    sameOrigin)))
         .flatMap(
             reply -> {
               String location = reply.headers().getFirst(HttpHeaders.LOCATION);
               if (!isRedirect(reply.status()) || location == null) {
                 return Mono.just(reply);
               }
-              if (hops >= MAX_REDIRECTS) {
+              if (hops >= maxHops) {
                 return drain(reply)
                     .then(Mono.error(new UpstreamException(
                         upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-                        UpstreamErrors.name(upstream) + ": more than " + MAX_REDIRECTS
-                            + " redirects for " + uri.getPath(), null, null)));
+                        UpstreamErrors.name(upstream) + ": more than " + maxHops
+                            + " redirects for " + uri.getPath()
+                            + " (registry-cache.upstreams." + upstream.key() + ".redirect.max-hops)",
+                        null, null)));
               }
               URI next;
               try {
@@ -383,6 +403,43 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
               HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
               return drain(reply).then(follow(connection, nextMethod, next, accept, auth, hops + 1));
             });
+  }
+
+  /**
+   * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average
+   * rate since the response headers falls below {@code min-transfer-rate} after {@code
+   * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
+   * read-timeout} but not this. The next deadline after {@code n} bytes is {@code grace + n /
+   * rate} from the start.
+   */
+  static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
+    long rate = upstream.settings().getMinTransferRate() == null
+        ? 0 : upstream.settings().getMinTransferRate().toBytes();
+    if (rate <= 0) {
+      return body;
+    }
+    Duration grace = upstream.settings().getMinTransferRateGrace();
+    return Flux.defer(
+        () -> {
+          long start = System.nanoTime();
+          java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
+          java.util.function.LongFunction<Mono<Long>> deadline =
+              bytes -> {
+                long dueNanos = start + grace.toNanos() + bytes * 1_000_000_000L / rate;
+                return Mono.delay(Duration.ofNanos(Math.max(0, dueNanos - System.nanoTime())));
+              };
+          return body.doOnNext(buffer -> received.addAndGet(buffer.readableByteCount()))
+              .timeout(
+                  deadline.apply(0),
+                  buffer -> deadline.apply(received.get()),
+                  Flux.error(
+                      () ->
+                          new TransportFailure.SlowTransferException(
+                              "body slower than min-transfer-rate " + rate + " bytes/s: "
+                                  + received.get() + " bytes in "
+                                  + Duration.ofNanos(System.nanoTime() - start).toMillis() + " ms"
+                                  + " (registry-cache.upstreams." + upstream.key() + ".min-transfer-rate)")));
+        });
   }
 
   private <T> Mono<T> failure(Upstream upstream, String what, OciErrorCode notFound, Reply reply) {
@@ -454,26 +511,17 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean {
         null, null);
   }
 
-  static boolean sameOrigin(URI a, URI b) {
-    return a.getScheme().equalsIgnoreCase(b.getScheme())
-        && a.getHost() != null
-        && a.getHost().equalsIgnoreCase(b.getHost())
-        && port(a) == port(b);
-  }
-
-  private static int port(URI uri) {
-    if (uri.getPort() >= 0) {
-      return uri.getPort();
-    }
-    return "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
-  }
-
   private static boolean isRedirect(int status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
   }
 
-  private static URI uri(Upstream upstream, String pathAndQuery) {
-    return URI.create(upstream.url().toString() + pathAndQuery);
+  /** {@code <url>/v2/<name>/<kind>/<reference>}; name and reference are validated already. */
+  private static URI uri(Upstream upstream, RepositoryName name, String kind, String reference) {
+    return UriComponentsBuilder.fromUri(upstream.url())
+        .path("/v2/" + name.value() + "/" + kind + "/" + reference)
+        .encode()
+        .build()
+        .toUri();
   }
 
   private static String describe(RepositoryName name, Reference reference) {

@@ -123,6 +123,7 @@ class LocalUpstreamTest {
         s.setUsername(user);
         s.setPassword(password);
         s.setReadTimeout(Duration.ofSeconds(5));
+        s.getRedirect().setAllowedHosts(List.of("127.0.0.1")); // the storage host is another loopback origin
       });
     }
   }
@@ -263,6 +264,73 @@ class LocalUpstreamTest {
           assertThat(e.getMessage()).contains("stall");
         });
     assertThat(meters.get(UpstreamMetrics.FETCHED_BYTES).tag("upstream", "stall").counter().count()).isEqualTo(10);
+  }
+
+  @Test
+  void blobBodyDrippingBelowTheMinimumTransferRateFailsWith504() {
+    // One byte every 200 ms: each read comes well within read-timeout, so only the rate check ends it.
+    HttpServer server = server();
+    server.createContext("/v2/", ex -> {
+      ex.getResponseHeaders().add("Content-Type", "application/octet-stream");
+      ex.sendResponseHeaders(200, 1000);
+      OutputStream out = ex.getResponseBody();
+      try {
+        for (int i = 0; i < 50; i++) { // at most 10 s
+          out.write(1);
+          out.flush();
+          sleep(200);
+        }
+      } catch (IOException closedByTheClient) {
+        // expected once the cache gives up
+      }
+      ex.close();
+    });
+    Upstream upstream = TestRegistry.upstream("drip", base(server), s -> {
+      s.setReadTimeout(Duration.ofSeconds(2));
+      s.setMinTransferRate(org.springframework.util.unit.DataSize.ofBytes(100));
+      s.setMinTransferRateGrace(Duration.ofSeconds(1));
+    });
+
+    UpstreamBlob blob = client.getBlob(upstream, NAME, Digest.sha256(BLOB)).block(WAIT);
+    assertThatThrownBy(() -> join(blob.body()))
+        .isInstanceOfSatisfying(UpstreamException.class, e -> {
+          assertThat(e.status()).isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
+          assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
+          assertThat(e.getMessage()).contains("drip").contains("min-transfer-rate");
+        });
+  }
+
+  @Test
+  void manifestDrippingBelowTheMinimumTransferRateFailsWith504() {
+    HttpServer server = server();
+    server.createContext("/v2/", ex -> {
+      ex.getResponseHeaders().add("Content-Type", MediaTypes.OCI_MANIFEST);
+      ex.sendResponseHeaders(200, MANIFEST.length);
+      OutputStream out = ex.getResponseBody();
+      try {
+        for (int i = 0; i < MANIFEST.length && i < 50; i++) {
+          out.write(MANIFEST[i]);
+          out.flush();
+          sleep(200);
+        }
+      } catch (IOException closedByTheClient) {
+        // expected once the cache gives up
+      }
+      ex.close();
+    });
+    Upstream upstream = TestRegistry.upstream("drip-manifest", base(server), s -> {
+      s.setReadTimeout(Duration.ofSeconds(2));
+      s.setMinTransferRate(org.springframework.util.unit.DataSize.ofBytes(100));
+      s.setMinTransferRateGrace(Duration.ofSeconds(1));
+      s.getRetry().setMaxAttempts(1);
+    });
+
+    assertThatThrownBy(
+            () -> client.getManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT))
+        .isInstanceOfSatisfying(UpstreamException.class, e -> {
+          assertThat(e.status()).isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
+          assertThat(e.getMessage()).contains("drip-manifest").contains("min-transfer-rate");
+        });
   }
 
   // --- Status mapping, headers ----------------------------------------------------------------

@@ -9,6 +9,7 @@ import java.net.ConnectException;
 import java.net.UnknownHostException;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import org.junit.jupiter.api.Test;
@@ -96,6 +97,25 @@ class UpstreamErrorsTest {
   }
 
   @Test
+  void oneClassifierDecidesTheErrorTheRetryAndTheOutcome() {
+    record Case(Throwable failure, TransportFailure kind, UpstreamFailures.Kind retry, HttpStatus status) {}
+    for (Case c : List.of(
+        new Case(wrapped(new ConnectException("refused")), TransportFailure.UNREACHABLE, UpstreamFailures.Kind.TRANSIENT, HttpStatus.BAD_GATEWAY),
+        new Case(wrapped(new ConnectTimeoutException("slow")), TransportFailure.CONNECT_TIMEOUT, UpstreamFailures.Kind.TRANSIENT, HttpStatus.GATEWAY_TIMEOUT),
+        new Case(wrapped(ReadTimeoutException.INSTANCE), TransportFailure.READ_TIMEOUT, UpstreamFailures.Kind.FAILED, HttpStatus.GATEWAY_TIMEOUT),
+        new Case(new TransportFailure.SlowTransferException("below 1KB/s"), TransportFailure.SLOW_TRANSFER, UpstreamFailures.Kind.FAILED, HttpStatus.GATEWAY_TIMEOUT),
+        new Case(wrapped(new UnknownHostException("nowhere")), TransportFailure.UNKNOWN_HOST, UpstreamFailures.Kind.TRANSIENT, HttpStatus.BAD_GATEWAY),
+        new Case(new javax.net.ssl.SSLHandshakeException("PKIX"), TransportFailure.TLS, UpstreamFailures.Kind.FAILED, HttpStatus.BAD_GATEWAY),
+        new Case(new java.io.IOException("reset"), TransportFailure.IO, UpstreamFailures.Kind.TRANSIENT, HttpStatus.BAD_GATEWAY),
+        new Case(new IllegalStateException("?"), TransportFailure.OTHER, UpstreamFailures.Kind.FAILED, HttpStatus.BAD_GATEWAY))) {
+      assertThat(TransportFailure.of(c.failure())).as(c.toString()).isEqualTo(c.kind());
+      UpstreamException mapped = UpstreamErrors.fromTransport(UPSTREAM, "x", c.failure());
+      assertThat(mapped.status()).as(c.toString()).isEqualTo(c.status());
+      assertThat(UpstreamFailures.classify(mapped, Duration.ofSeconds(2))).as(c.toString()).isEqualTo(c.retry());
+    }
+  }
+
+  @Test
   void outcomes() {
     assertThat(UpstreamErrors.outcome(map(404, OciErrorCode.MANIFEST_UNKNOWN))).isEqualTo(UpstreamErrors.NOT_FOUND);
     assertThat(UpstreamErrors.outcome(map(401, OciErrorCode.MANIFEST_UNKNOWN))).isEqualTo(UpstreamErrors.CLIENT_ERROR);
@@ -108,6 +128,13 @@ class UpstreamErrorsTest {
     assertThat(UpstreamErrors.describe("{\"errors\":[{\"code\":\"DENIED\",\"message\":\"requested access is denied\"}]}"))
         .isEqualTo(" DENIED: requested access is denied");
     assertThat(UpstreamErrors.describe("<html>502 Bad Gateway</html>")).isEmpty();
+    // Parsed as JSON, not matched: escapes are decoded, the first error is the one described,
+    // "code" inside another field's text is not mistaken for the code.
+    assertThat(UpstreamErrors.describe(
+            "{\"detail\":\"\\\"code\\\":\\\"FAKE\\\"\",\"errors\":[{\"message\":\"tag \\\"v1\\\" unknown\","
+                + "\"code\":\"MANIFEST_UNKNOWN\"},{\"code\":\"DENIED\"}]}"))
+        .isEqualTo(" MANIFEST_UNKNOWN: tag \"v1\" unknown");
+    assertThat(UpstreamErrors.describe("{\"errors\":[{\"code\":\"DENIED\",\"mess")).as("truncated").isEmpty();
     assertThat(UpstreamErrors.describe(null)).isEmpty();
   }
 

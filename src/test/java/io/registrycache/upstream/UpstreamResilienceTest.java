@@ -57,7 +57,7 @@ class UpstreamResilienceTest {
   void setUp() {
     meters = new SimpleMeterRegistry();
     resilience = new UpstreamResilience(null, meters);
-    client = new WebClientUpstreamClient(null, meters, resilience, WebClientUpstreamClient.DEFAULT_TOKEN_TTL);
+    client = new WebClientUpstreamClient(null, meters, resilience);
   }
 
   @AfterEach
@@ -305,6 +305,71 @@ class UpstreamResilienceTest {
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.getMessage()).contains("circuit open"));
     assertThat(fake.requests).hasValue(6);
+  }
+
+  @Test
+  void failedTrialsLengthenTheWaitInOpen() throws Exception {
+    Scripted fake = new Scripted((ex, n) -> respond(ex, 503, Map.of(), new byte[0]));
+    Upstream upstream = fake.upstream("backoff", s -> {
+      smallWindow(s, Duration.ofMillis(300));
+      s.getCircuitBreaker().setWaitInOpenMultiplier(5);
+      s.getCircuitBreaker().setPermittedCallsInHalfOpen(1);
+      s.getRetry().setMaxAttempts(1);
+    });
+    for (int i = 0; i < 4; i++) {
+      assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isInstanceOf(UpstreamException.class);
+    }
+    assertThat(resilience.state(upstream)).isEqualTo(CircuitBreaker.State.OPEN);
+    Thread.sleep(400); // past the first wait (300 ms): one trial, which fails
+    assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
+        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.getMessage()).doesNotContain("circuit open"));
+    assertThat(fake.requests).hasValue(5);
+    UpstreamResilience.UpstreamState reopened = resilience.states().stream()
+        .filter(st -> st.upstream().equals("backoff")).findFirst().orElseThrow();
+    assertThat(Duration.between(reopened.since(), reopened.retryAt())).as("second wait: 5 x 300 ms")
+        .isEqualTo(Duration.ofMillis(1500));
+
+    Thread.sleep(400); // the first wait would be over, the second is not
+    assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
+        .isInstanceOfSatisfying(UpstreamException.class, e -> {
+          assertThat(e.getMessage()).contains("circuit open");
+          assertThat(e.retryAfter()).hasValueSatisfying(d -> assertThat(d).isGreaterThan(Duration.ofMillis(500)));
+        });
+    assertThat(fake.requests).as("no trial before the longer wait is over").hasValue(5);
+  }
+
+  @Test
+  void withDefaultSettingsRecoveryIsSeenWithinSeconds() throws Exception {
+    AtomicReference<Boolean> down = new AtomicReference<>(true);
+    Scripted fake = new Scripted((ex, n) -> {
+      if (down.get()) {
+        ex.close(); // a crashing upstream
+      } else {
+        manifest(ex);
+      }
+    });
+    RegistryCacheProperties.CircuitBreaker defaults = new RegistryCacheProperties.CircuitBreaker();
+    assertThat(defaults.getWaitInOpen()).isLessThanOrEqualTo(Duration.ofSeconds(5));
+    Upstream upstream = fake.upstream("recovering", s -> {});
+    for (int i = 0; i < 20 && resilience.state(upstream) != CircuitBreaker.State.OPEN; i++) {
+      assertThatThrownBy(() -> client.getManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT))
+          .isInstanceOf(UpstreamException.class);
+    }
+    assertThat(resilience.state(upstream)).isEqualTo(CircuitBreaker.State.OPEN);
+
+    down.set(false);
+    int served = 0;
+    for (int i = 0; i < 40 && served < 3; i++) { // polls for at most about 8 s
+      try {
+        client.getManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT);
+        served++;
+      } catch (UpstreamException stillOpen) {
+        assertThat(stillOpen.getMessage()).contains("circuit open");
+        Thread.sleep(200);
+      }
+    }
+    assertThat(served).as("pulls served again after the upstream recovered").isEqualTo(3);
+    assertThat(resilience.state(upstream)).isEqualTo(CircuitBreaker.State.CLOSED);
   }
 
   @Test

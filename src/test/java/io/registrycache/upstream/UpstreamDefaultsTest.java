@@ -1,0 +1,82 @@
+package io.registrycache.upstream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.OciException;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.ConfigDataApplicationContextInitializer;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
+
+/**
+ * The embedded defaults ({@code application.yml}) add the built-in {@code local} upstream only
+ * while the operator configures none (issue 7, point 12).
+ */
+class UpstreamDefaultsTest {
+
+  @Configuration(proxyBeanMethods = false)
+  @EnableConfigurationProperties(RegistryCacheProperties.class)
+  @Import(UpstreamRegistry.class)
+  static class Defaults {}
+
+  /** Reads application.yml like the application does. */
+  private final ApplicationContextRunner runner =
+      new ApplicationContextRunner()
+          .withInitializer(new ConfigDataApplicationContextInitializer())
+          .withUserConfiguration(Defaults.class);
+
+  @Test
+  void operatorsUpstreamReplacesTheBuiltInOne() {
+    runner
+        .withPropertyValues(
+            "registry-cache.upstreams.mine.host=registry.example.test",
+            "registry-cache.upstreams.mine.url=https://registry.example.test")
+        .run(context -> {
+          UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+          assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("mine");
+          assertThat(upstreams.byKey("local")).isEmpty();
+          assertThatThrownBy(() -> upstreams.forHost("localhost:5000"))
+              .isInstanceOf(OciException.class)
+              .hasMessageContaining("not configured");
+          assertThat(upstreams.defaultUpstream().key()).as("the only upstream serves bare-form requests")
+              .isEqualTo("mine");
+        });
+  }
+
+  @Test
+  void withTwoOperatorUpstreamsAndNoDefaultBareFormIsRefused() {
+    runner
+        .withPropertyValues(
+            "registry-cache.upstreams.a.url=https://a.example.test",
+            "registry-cache.upstreams.b.url=https://b.example.test")
+        .run(context -> {
+          UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+          assertThat(upstreams.all()).extracting(Upstream::key).containsExactlyInAnyOrder("a", "b");
+          assertThatThrownBy(upstreams::defaultUpstream).isInstanceOf(OciException.class);
+        });
+  }
+
+  @Test
+  void withoutConfiguredUpstreamsTheBuiltInLocalOneServes() {
+    runner.run(context -> {
+      UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+      Upstream local = upstreams.defaultUpstream();
+      assertThat(local.key()).isEqualTo("local");
+      assertThat(local.url()).hasToString("http://localhost:5000");
+      assertThat(upstreams.forHost("localhost:5000")).isSameAs(local);
+    });
+  }
+
+  @Test
+  void settingsUnderTheBuiltInKeyAmendIt() {
+    runner.withPropertyValues("registry-cache.upstreams.local.aliases=upstream.test").run(context -> {
+      UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+      assertThat(upstreams.forHost("upstream.test").url()).hasToString("http://localhost:5000");
+      assertThat(upstreams.forHost("localhost:5000").key()).isEqualTo("local");
+    });
+  }
+}
