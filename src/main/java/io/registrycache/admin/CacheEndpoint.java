@@ -1,5 +1,7 @@
 package io.registrycache.admin;
 
+import com.google.re2j.Pattern;
+import com.google.re2j.PatternSyntaxException;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
@@ -13,8 +15,6 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.regex.Pattern;
-import java.util.regex.PatternSyntaxException;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
@@ -31,7 +31,9 @@ import org.springframework.stereotype.Component;
  *
  * <ul>
  *   <li>{@code GET /actuator/cache} — totals and the disk budget
- *   <li>{@code GET /actuator/cache/images?filter=<regex>} — cached images, most recently pulled
+ *   <li>{@code GET /actuator/cache/images?filter=<regex>} — cached images (regular expressions
+ *       are RE2 syntax, matched in linear time, at most {@code
+ *       registry-cache.admin.max-pattern-length} characters), most recently pulled
  *       first
  *   <li>{@code GET /actuator/cache/blobs?filter=<regex>} — stored blobs
  *   <li>{@code POST /actuator/cache/prune} with JSON {@code {"olderThan":"14d", "pattern":"...",
@@ -112,9 +114,9 @@ public class CacheEndpoint {
   public WebEndpointResponse<Object> list(@Selector String what, @Nullable String filter) {
     Pattern p;
     try {
-      p = filter == null || filter.isEmpty() ? null : Pattern.compile(filter);
-    } catch (PatternSyntaxException e) {
-      return badRequest("filter is not a regular expression: " + e.getDescription());
+      p = compile("filter", filter);
+    } catch (IllegalArgumentException e) {
+      return badRequest(e.getMessage());
     }
     return switch (what) {
       case "images" -> ok(Map.of("images", inventory.images(p).stream().map(Views::image).toList()));
@@ -156,7 +158,7 @@ public class CacheEndpoint {
       return switch (action) {
         case "prune" -> {
           Duration age = olderThan == null || olderThan.isBlank() ? null : DurationStyle.detectAndParse(olderThan);
-          Pattern p = pattern == null || pattern.isBlank() ? null : Pattern.compile(pattern);
+          Pattern p = compile("pattern", pattern);
           yield ok(Views.removal(pruner.prune(new PruneRequest(age, p, keep, dry))));
         }
         case "evict" -> {
@@ -178,6 +180,30 @@ public class CacheEndpoint {
       };
     } catch (IllegalArgumentException | OciException e) {
       return badRequest(e.getMessage());
+    }
+  }
+
+  /**
+   * A client's regular expression, compiled by RE2/J: matching takes time linear in the input (no
+   * backtracking), so a pathological pattern cannot tie up a thread; backreferences and lookaround
+   * are refused. {@code null} for none.
+   *
+   * @throws IllegalArgumentException (answered 400) when too long or not RE2 syntax
+   */
+  private @Nullable Pattern compile(String what, @Nullable String regex) {
+    if (regex == null || regex.isBlank()) {
+      return null;
+    }
+    int max = properties.getAdmin().getMaxPatternLength();
+    if (regex.length() > max) {
+      throw new IllegalArgumentException(what + " is longer than " + max + " characters");
+    }
+    try {
+      return Pattern.compile(regex);
+    } catch (PatternSyntaxException e) {
+      throw new IllegalArgumentException(
+          what + " is not a regular expression in RE2 syntax (no backreferences or lookaround): "
+              + e.getDescription());
     }
   }
 

@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import com.google.re2j.Pattern;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ManifestStore;
@@ -15,7 +16,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.regex.Pattern;
 import org.springframework.stereotype.Component;
 
 /**
@@ -71,7 +71,7 @@ public class CacheInventory {
   /**
    * Every cached image, most recently pulled first.
    *
-   * @param filter regular expression searched in {@link Image#image()}; {@code null} for all
+   * @param filter regular expression (RE2 syntax) searched in {@link Image#image()}; {@code null} for all
    */
   public List<Image> images(Pattern filter) {
     List<TagRef> tags = manifests.allTags();
@@ -142,7 +142,7 @@ public class CacheInventory {
   /**
    * Every stored blob, most recently pulled first.
    *
-   * @param filter regular expression searched in the digest; {@code null} for all
+   * @param filter regular expression (RE2 syntax) searched in the digest; {@code null} for all
    * @return the blobs, each with how many stored manifests reference it
    */
   public List<BlobView> blobs(Pattern filter) {

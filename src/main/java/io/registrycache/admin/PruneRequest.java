@@ -1,7 +1,7 @@
 package io.registrycache.admin;
 
+import com.google.re2j.Pattern;
 import java.time.Duration;
-import java.util.regex.Pattern;
 
 /**
  * What a prune removes: the tag links matching every criterion given, then the content only
@@ -11,7 +11,7 @@ import java.util.regex.Pattern;
  *     manifests pulled by digest only and blobs referenced by nothing, when no {@code pattern} is
  *     given; {@code null} for no age criterion
  * @param pattern remove tags whose {@code <upstream>/<repository>:<tag>} matches this regular
- *     expression in full; {@code null} for no pattern criterion
+ *     expression (RE2 syntax, linear time) in full; {@code null} for no pattern criterion
  * @param keep keep the {@code keep} most recently pulled tags of each repository, remove the
  *     others; {@code null} for no count criterion
  * @param dryRun report what would go, remove nothing

@@ -2,22 +2,28 @@ package io.registrycache.api;
 
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
+import java.io.IOException;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.HttpStatusCode;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
+import org.springframework.web.server.ResponseStatusException;
 import reactor.core.publisher.Mono;
 
 /**
  * Turns failures into OCI error responses: status plus {@code
  * {"errors":[{"code":...,"message":...,"detail":...}]}} (OCI Distribution Spec v1.1, "Error
- * Codes"). HEAD responses carry the status and headers only.
+ * Codes"). HEAD responses carry the status and headers only. Used by the handler for failures
+ * before the response starts and by {@link OciErrorWebExceptionHandler} for those after it.
  */
 final class OciErrors {
 
@@ -27,17 +33,20 @@ final class OciErrors {
 
   /** The response for {@code error}, logged: 4xx at INFO, 5xx at WARN, unexpected ones at ERROR. */
   static Mono<ServerResponse> toResponse(ServerRequest request, Throwable error) {
-    OciException oci;
-    if (error instanceof OciException e) {
-      oci = e;
-    } else {
-      log.error("{} {} failed unexpectedly", request.method(), request.path(), error);
+    return toResponse(request.method(), request.path(), error);
+  }
+
+  /** As {@link #toResponse(ServerRequest, Throwable)}, for a request known by method and raw path. */
+  static Mono<ServerResponse> toResponse(HttpMethod method, String path, Throwable error) {
+    OciException oci = classify(error);
+    if (oci == null) {
+      log.error("{} {} failed unexpectedly", method, path, error);
       oci = new OciException(OciErrorCode.UNKNOWN, "internal error: " + error.getClass().getSimpleName());
     }
     if (oci.status().is5xxServerError()) {
-      log.warn("{} {} -> {} {}: {}", request.method(), request.path(), oci.status().value(), oci.code(), oci.getMessage());
+      log.warn("{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());
     } else if (log.isInfoEnabled()) {
-      log.info("{} {} -> {} {}: {}", request.method(), request.path(), oci.status().value(), oci.code(), oci.getMessage());
+      log.info("{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());
     }
     ServerResponse.BodyBuilder builder = ServerResponse.status(oci.status());
     oci.retryAfter().ifPresent(d -> builder.header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, d.toSeconds()))));
@@ -48,15 +57,67 @@ final class OciErrors {
       // The cache itself does not authenticate clients; this tells them the upstream refused.
       builder.header(HttpHeaders.WWW_AUTHENTICATE, "Basic realm=\"registry-cache upstream\"");
     }
-    if (HttpMethod.HEAD.equals(request.method())) {
+    if (HttpMethod.HEAD.equals(method)) {
       return builder.build();
     }
+    return builder.contentType(MediaType.APPLICATION_JSON).bodyValue(body(oci.code(), oci.getMessage(), oci.detail()));
+  }
+
+  /** {@code {"errors":[{"code":..., "message":..., "detail":...}]}}; {@code detail} may be null. */
+  static Map<String, Object> body(OciErrorCode code, String message, Object detail) {
     Map<String, Object> entry = new LinkedHashMap<>();
-    entry.put("code", oci.code().name());
-    entry.put("message", oci.getMessage());
-    if (oci.detail() != null) {
-      entry.put("detail", oci.detail());
+    entry.put("code", code.name());
+    entry.put("message", message);
+    if (detail != null) {
+      entry.put("detail", detail);
     }
-    return builder.contentType(MediaType.APPLICATION_JSON).bodyValue(Map.of("errors", List.of(entry)));
+    return Map.of("errors", List.of(entry));
+  }
+
+  /**
+   * The OCI error a failure stands for, or {@code null} when it is unexpected (a bug: 500
+   * UNKNOWN). Besides {@link OciException}s: a full disk anywhere in the cause chain is 507
+   * (nothing was stored, the client is not at fault), and Spring's own 4xx/5xx statuses (such as
+   * a request it could not read) keep their status with the nearest OCI code.
+   */
+  static OciException classify(Throwable error) {
+    if (error instanceof OciException e) {
+      return e;
+    }
+    if (isDiskFull(error)) {
+      return new OciException(
+          OciErrorCode.UNKNOWN, HttpStatus.INSUFFICIENT_STORAGE,
+          "the cache's storage is full: nothing was stored; retry later (the operator must free space)");
+    }
+    if (error instanceof ResponseStatusException e) {
+      return new OciException(codeFor(e.getStatusCode()), HttpStatus.valueOf(e.getStatusCode().value()),
+          e.getReason() != null ? e.getReason() : HttpStatus.valueOf(e.getStatusCode().value()).getReasonPhrase());
+    }
+    return null;
+  }
+
+  /** Whether {@code error} is, or was caused by, ENOSPC ("No space left on device"). */
+  static boolean isDiskFull(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof IOException && t.getMessage() != null
+          && t.getMessage().toLowerCase(Locale.ROOT).contains("no space left on device")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static OciErrorCode codeFor(HttpStatusCode status) {
+    return switch (status.value()) {
+      case 400 -> OciErrorCode.NAME_INVALID;
+      case 401 -> OciErrorCode.UNAUTHORIZED;
+      case 403 -> OciErrorCode.DENIED;
+      case 404 -> OciErrorCode.NAME_UNKNOWN;
+      case 405 -> OciErrorCode.UNSUPPORTED;
+      case 413, 414, 431 -> OciErrorCode.SIZE_INVALID;
+      case 416 -> OciErrorCode.RANGE_INVALID;
+      case 429 -> OciErrorCode.TOOMANYREQUESTS;
+      default -> OciErrorCode.UNKNOWN;
+    };
   }
 }

@@ -25,11 +25,13 @@ public record RegistryPath(String rawName, Endpoint endpoint, String reference) 
     REFERRERS
   }
 
-  private static final Pattern MANIFEST = Pattern.compile("(.+)/manifests/([^/]+)");
-  private static final Pattern BLOB_UPLOAD = Pattern.compile("(.+)/blobs/uploads(?:/.*)?");
-  private static final Pattern BLOB = Pattern.compile("(.+)/blobs/([^/]+)");
-  private static final Pattern TAGS = Pattern.compile("(.+)/tags/list");
-  private static final Pattern REFERRERS = Pattern.compile("(.+)/referrers/([^/]+)");
+  // DOTALL: a name with CR/LF must reach name validation (NAME_INVALID), not fall through as
+  // NAME_UNKNOWN.
+  private static final Pattern MANIFEST = Pattern.compile("(.+)/manifests/([^/]+)", Pattern.DOTALL);
+  private static final Pattern BLOB_UPLOAD = Pattern.compile("(.+)/blobs/uploads(?:/.*)?", Pattern.DOTALL);
+  private static final Pattern BLOB = Pattern.compile("(.+)/blobs/([^/]+)", Pattern.DOTALL);
+  private static final Pattern TAGS = Pattern.compile("(.+)/tags/list", Pattern.DOTALL);
+  private static final Pattern REFERRERS = Pattern.compile("(.+)/referrers/([^/]+)", Pattern.DOTALL);
 
   /**
    * Parses the part of the path after {@code /v2/} (already percent-decoded).

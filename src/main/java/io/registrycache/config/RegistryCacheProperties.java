@@ -34,6 +34,9 @@ public class RegistryCacheProperties {
   /** Preloading images into the cache: a file read after start-up, and the admin API's jobs. */
   private Preload preload = new Preload();
 
+  /** The management port's admin API: authentication and input limits (docs/security.md). */
+  private Admin admin = new Admin();
+
   /** Key of the upstream that serves bare-form requests ({@code /v2/<name>/...}). */
   private String defaultUpstream = "local";
 
@@ -51,6 +54,14 @@ public class RegistryCacheProperties {
    * revalidation); everything else is {@code MANIFEST_UNKNOWN} / {@code BLOB_UNKNOWN}.
    */
   private boolean offline = false;
+
+  public Admin getAdmin() {
+    return admin;
+  }
+
+  public void setAdmin(Admin admin) {
+    this.admin = admin;
+  }
 
   public Prune getPrune() {
     return prune;
@@ -258,6 +269,58 @@ public class RegistryCacheProperties {
 
     public void setKeepPerRepository(int keepPerRepository) {
       this.keepPerRepository = keepPerRepository;
+    }
+  }
+
+  /**
+   * The management port's protection. With a token set (inline or from a file), every actuator
+   * request but {@code health} (and {@code prometheus} when {@link #isPublicPrometheus()}) must
+   * carry {@code Authorization: Bearer <token>}; without one, those requests are answered only
+   * for loopback clients (403 otherwise), so a local {@code ./mvnw spring-boot:run} works as is.
+   */
+  public static class Admin {
+    /** The bearer token itself, e.g. from an environment variable; never logged. Empty = none. */
+    private String token = "";
+
+    /** A file holding the bearer token (a mounted Secret); surrounding white space is ignored. */
+    private Path tokenFile;
+
+    /** Whether {@code /actuator/prometheus} is open without the token (scrapers). */
+    private boolean publicPrometheus = true;
+
+    /** Longest {@code filter} / {@code pattern} regular expression accepted, in characters. */
+    private int maxPatternLength = 256;
+
+    public String getToken() {
+      return token;
+    }
+
+    public void setToken(String token) {
+      this.token = token;
+    }
+
+    public Path getTokenFile() {
+      return tokenFile;
+    }
+
+    public void setTokenFile(Path tokenFile) {
+      this.tokenFile = tokenFile;
+    }
+
+    public boolean isPublicPrometheus() {
+      return publicPrometheus;
+    }
+
+    public void setPublicPrometheus(boolean publicPrometheus) {
+      this.publicPrometheus = publicPrometheus;
+    }
+
+    public int getMaxPatternLength() {
+      return maxPatternLength;
+    }
+
+    public void setMaxPatternLength(int maxPatternLength) {
+      this.maxPatternLength = maxPatternLength;
     }
   }
 

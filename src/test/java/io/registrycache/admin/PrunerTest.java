@@ -3,12 +3,12 @@ package io.registrycache.admin;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.google.re2j.Pattern;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.TestCache;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
