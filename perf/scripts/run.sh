@@ -135,7 +135,7 @@ fi
 JM="$SCRIPTS/jmeter.sh"
 jmeter_cmd="$("$JM" --which)" || die 2 "JMeter is not available (see messages above)"
 export JMETER="$jmeter_cmd"
-jmeter_desc="JMeter $([[ $jmeter_cmd == *.jar ]] && echo "5.6.3 (provisioned, perf/.jmeter)" || echo "from $jmeter_cmd")"
+jmeter_desc="JMeter $([[ $(readlink -f "$jmeter_cmd") == "$PERF_DIR"/.jmeter/* ]] && echo "5.6.3 (provisioned, perf/.jmeter)" || echo "from $jmeter_cmd")"
 
 # ------------------------------------------------------------ target
 is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
