@@ -15,6 +15,8 @@
 #   JVM_ARGS        more JVM options
 #   JAVA            java command for the provisioned JMeter (default: $JAVA_HOME/bin/java, else java)
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PERF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPO_DIR="$(cd "$PERF_DIR/.." && pwd)"
@@ -24,7 +26,6 @@ POM="$PERF_DIR/jmeter/provision/pom.xml"
 : "${HEAP:=-Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m}"
 export HEAP
 
-log() { echo "jmeter.sh: $*" >&2; }
 
 # A `jmeter` on PATH may be a wrapper that calls this script: asking it for its version would then
 # start this script again, without end. Inside such a nested call, PATH is never searched.

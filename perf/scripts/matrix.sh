@@ -23,6 +23,8 @@
 # from PyPI, else Debian's python3-matplotlib, else gnuplot; when none can be had the matrix says
 # so and has no chart (PERF_NO_INSTALL=1 skips the installs).
 set -uo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
@@ -30,7 +32,6 @@ threads_list="10 50 100 180" timeouts="1000 3000" loops_list="20" ramps="2" mode
 out="" pause=5 max_runs=64
 pass=()
 
-log() { echo "matrix.sh: $*" >&2; }
 while (($#)); do
   case "$1" in
     -c) threads_list=$2; shift 2 ;;

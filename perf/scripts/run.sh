@@ -49,7 +49,8 @@
 set -euo pipefail
 
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
+# shellcheck source=lib.sh
+source "$SCRIPTS/lib.sh"
 DATA_DIR="${PERF_DATA_DIR:-$PERF_DIR/data}"
 
 orig_args="$*"
@@ -59,8 +60,6 @@ images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=180
 runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
 extra=()
 
-log() { echo "run.sh: $*" >&2; }
-die() { local code=$1; shift; log "$*"; exit "$code"; }
 usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while (($#)); do
@@ -437,7 +436,8 @@ HEAP="-Xms$heap -Xmx$heap" timeout 600 "$JM" -g "$run/results.csv" -o "$run/repo
   -j "$run/report.log" 2>&1 | grep -v 'StatusConsoleListener' >>"$run/output" || true
 [[ -d "$run/report" && -f "$run/report/index.html" ]] || log "warning: no HTML report in $run/report (see output)"
 
-python3 "$SCRIPTS/summarize.py" "$run" --name "$name" --threads "$threads" --loops "$loops" --rampup "$rampup" \
+py="$(perf_python prometheus_client)" || die 4 "no python3 with prometheus_client for summarize.py"
+"$py" "$SCRIPTS/summarize.py" "$run" --name "$name" --threads "$threads" --loops "$loops" --rampup "$rampup" \
   --timeout "$timeout_ms" --mode "$mode" --target "$target_desc" --form "$form" --images "$images" \
   --plan "${plan#"$PERF_DIR"/}" --jmeter "$jmeter_desc" --cpu "$run/cpu.env" >/dev/null || die 4 "could not summarise $run/results.csv"
 sed -n 5,7p "$run/summary.md"

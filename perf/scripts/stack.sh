@@ -37,6 +37,8 @@
 #   REGISTRY_CACHE_PRUNE_*             passed on to the service when set (disk budget runs); they take
 #                                      effect when the service starts (stack.sh down first)
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PERF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPO_DIR="$(cd "$PERF_DIR/.." && pwd)"
@@ -60,7 +62,6 @@ C_CACHE="$PERF_STACK_NAME-cache"
 V_REG="$PERF_STACK_NAME-registry-data"
 V_CACHE="$PERF_STACK_NAME-cache-data"
 
-log() { echo "stack.sh: $*" >&2; }
 die() { log "$*"; exit "${EXIT:-1}"; }
 
 # the service settings a caller may pass through (disk budget, pruning)
