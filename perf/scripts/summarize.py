@@ -227,6 +227,7 @@ def main():
     for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form", "images", "plan", "jmeter", "name"):
         ap.add_argument("--" + k, default="?")
     ap.add_argument("--transaction-label", default="pull image")
+    ap.add_argument("--warm", default="warm: unknown", help="whether the run was warm, one line")
     ap.add_argument("--cpu", help="cpu.env of run.sh: CPU seconds used during the JMeter run")
     a = ap.parse_args()
     path = os.path.join(a.run_dir, a.results)
@@ -235,6 +236,7 @@ def main():
         return 2
     dash = dashboard_stats(a.run_dir)
     s = summarise(path, a.transaction_label, dash)
+    s["warm"] = a.warm
     s["percentiles_from"] = "report/statistics.json" if dash else None
     params = {k: getattr(a, k) for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form",
                                           "images", "plan", "jmeter", "name")}
@@ -247,6 +249,8 @@ def main():
         f"# {a.name}",
         "",
         f"Target: {a.target} ({a.form} form), mode {a.mode}, images from `{a.images}`, plan `{a.plan}`, {a.jmeter}.",
+        "",
+        a.warm[:1].upper() + a.warm[1:] + ".",
         "",
         HEADER, RULE, table_row(params, s), "",
         f"Duration {s['duration_s']} s; {s['images_ok']} images pulled, {s['images_failed']} failed; "
