@@ -442,6 +442,11 @@ scrape "$run/metrics-after.prom"
 if [[ $stack_logs == 1 ]]; then
   "$SCRIPTS/stack.sh" logs --since "$since" --until "$until" --out "$run" --offsets "$run/.log-offsets" || true
   rm -f "$run/.log-offsets"
+  for f in "$run/registry-cache.logs" "$run/registry.logs"; do
+    if (( $(grep -vc '^#' "$f" || true) == 0 )); then
+      echo "# no log lines in the run's window$([[ $f == */registry.logs && $mode == cached ]] && echo ": in cached mode every pull is served from the cache, the upstream sees no request")" >>"$f"
+    fi
+  done
 else
   echo "# target $target_desc was not started by the perf stack: no logs collected" >"$run/registry-cache.logs"
   echo "# target $target_desc was not started by the perf stack: no logs collected" >"$run/registry.logs"

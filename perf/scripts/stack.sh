@@ -310,6 +310,16 @@ process_down() {
 }
 
 # ---------------------------------------------------------------- logs
+# The container of a part: the stack's own, else whichever running container publishes its port
+# (docker/compose.yaml's, for run.sh --no-stack against the compose stack).
+container_of() { # registry|registry-cache
+  local own port c
+  if [[ $1 == registry ]]; then own=$C_REG port=$PERF_REGISTRY_PORT; else own=$C_CACHE port=$PERF_CACHE_PORT; fi
+  if running "$own"; then echo "$own"; return 0; fi
+  c="$(docker ps --filter "publish=$port" --format '{{.Names}}' 2>/dev/null | head -1)"
+  [[ -n "$c" ]] && echo "$c"
+}
+
 logs() {
   local since="" until="" out="" offsets="" m
   while (($#)); do
@@ -322,16 +332,17 @@ logs() {
     esac
   done
   m="$(mode)"
-  local -A files=([registry-cache]="$C_CACHE" [registry]="$C_REG")
+  local c
   for what in registry-cache registry; do
     local dest=/dev/stdout
     [[ -n "$out" ]] && dest="$out/$what.logs"
     if [[ $m == docker ]]; then
-      if docker inspect "${files[$what]}" >/dev/null 2>&1; then
-        echo "# $what: docker logs ${since:+--since $since }${until:+--until $until }${files[$what]}" >"$dest"
-        docker logs ${since:+--since "$since"} ${until:+--until "$until"} "${files[$what]}" >>"$dest" 2>&1 || true
+      c="$(container_of "$what")"
+      if [[ -n "$c" ]]; then
+        echo "# $what: docker logs ${since:+--since $since }${until:+--until $until }$c" >"$dest"
+        docker logs ${since:+--since "$since"} ${until:+--until "$until"} "$c" >>"$dest" 2>&1 || true
       else
-        echo "# $what was not running (container ${files[$what]} not found)" >"$dest"
+        echo "# $what: no container of this stack and none publishing its port" >"$dest"
       fi
     else
       local f="$STATE_DIR/$what.log" from=0
@@ -360,8 +371,8 @@ pids() { # main process ids of the service and the registry (for CPU accounting)
   for what in registry-cache registry; do
     p=""
     if [[ $m == docker ]]; then
-      c=$([[ $what == registry ]] && echo "$C_REG" || echo "$C_CACHE")
-      p="$(docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)"
+      c="$(container_of "$what")"
+      p="$([[ -n "$c" ]] && docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)"
       [[ "$p" == 0 ]] && p=""
     elif pid_alive "$STATE_DIR/$what.pid"; then
       p="$(cat "$STATE_DIR/$what.pid")"
