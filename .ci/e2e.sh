@@ -20,7 +20,7 @@ cleanup() {
   local rc=$?
   if [[ -n "$app_pid" ]] && kill -0 "$app_pid" 2>/dev/null; then kill -- "-$app_pid" 2>/dev/null || true; fi
   if [[ $keep == 0 && -d "$clone" ]]; then
-    (cd "$clone" && perf/scripts/stack.sh down --purge >/dev/null 2>&1) || true
+    (cd "$clone" && perf/scripts/monitor.sh down >/dev/null 2>&1; perf/scripts/stack.sh down --purge >/dev/null 2>&1) || true
     # the jmeter link --install made points into the clone
     for l in /usr/local/bin/jmeter "$HOME/.local/bin/jmeter"; do
       [[ -L "$l" && "$(readlink "$l")" == "$clone"/* ]] && rm -f "$l"
@@ -77,9 +77,27 @@ for _ in $(seq 1 60); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.5; don
 app_pid=""
 for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null || break; sleep 0.5; done
 
+# monitoring (not a README command): Prometheus scrapes the run's stack, the dashboard is rendered after
+(cd "$clone" && perf/scripts/monitor.sh up) >"$work/monitor.log" 2>&1 || { cat "$work/monitor.log" >&2; fail "monitor.sh up failed"; }
+
 step 600 "perf/scripts/run.sh -c 180 -t 1000" "$work/run.log"
 run_dir="$(sed -n 's/^run\.sh: done: //p' "$work/run.log" | tail -1)"
 [[ -n "$run_dir" && -s "$run_dir/summary.md" && -s "$run_dir/report/index.html" ]] || fail "run.sh left no summary.md/report (see $work/run.log)"
 grep -q '^Warm: yes' "$run_dir/summary.md" || fail "the run was not warm (see $run_dir/summary.md)"
 grep -q 'registry-cache.access' "$run_dir/registry-cache.logs" || fail "registry-cache.logs holds no request of the run"
 sed -n 5,9p "$run_dir/summary.md" >&2
+
+# the Grafana dashboard's panels over the run, rendered from Prometheus and seen by a real browser
+shots="$repo/perf/runs/e2e-dashboard"
+rm -rf "$shots"
+(cd "$clone" && timeout 300 perf/scripts/monitor.sh render --out "$shots" --minutes 3 --screenshot) >>"$work/monitor.log" 2>&1 \
+  || { tail -10 "$work/monitor.log" >&2; fail "the dashboard could not be rendered"; }
+grep -E '^[0-9]+ of [0-9]+ panels have data' "$work/monitor.log" >&2
+python3 - "$shots/dashboard.json" <<'PY' || fail "the dashboard shows no pulls of the run"
+import json, sys
+panels = {p["title"]: p for p in json.load(open(sys.argv[1]))["panels"]}
+moved = [v for s in panels["Pulls by kind and result"]["series"] for _, v in s["values"] if v > 0]
+sys.exit(0 if moved else 1)
+PY
+[[ -s "$shots/dashboard.png" ]] || fail "no screenshot of the dashboard"
+say "dashboard: $shots/dashboard.html, screenshot $shots/dashboard.png"
