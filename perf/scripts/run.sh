@@ -345,7 +345,7 @@ if [[ $mode == cached && $warm == 1 && $target == cache ]]; then
   rows=$(( $(wc -l <"$images") - 1 ))
   log "warming the cache: one pass over $rows images"
   HEAP="-Xms256m -Xmx512m" "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" -j "$run/warmup.log" \
-    "${jprops[@]}" -Jthreads=4 -Jloops=$(( (rows + 3) / 4 )) -Jrampup=0 -Jtimeout=30000 -Jmode=pull-through \
+    "${jprops[@]}" -Jthreads=4 -Jloops=$(( (rows + 3) / 4 )) -Jrampup=0 -Jtimeout=30000 -Jmode=pull-through -Jduration=600 \
     -Jsummariser.interval=600 "${extra[@]}" >"$run/warmup.output" 2>&1 || log "warning: the warm-up pass failed (see warmup.output)"
 fi
 
