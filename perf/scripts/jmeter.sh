@@ -5,6 +5,8 @@
 #   perf/scripts/jmeter.sh -n -t perf/jmeter/pull.jmx -Jthreads=100     # like `jmeter`
 #   perf/scripts/jmeter.sh --which       # prints which JMeter it would run (provisions if needed)
 #   perf/scripts/jmeter.sh --provision   # only assemble perf/.jmeter/ (no-op when present)
+#   perf/scripts/jmeter.sh --install [DIR]   # provision, then link its bin/jmeter as DIR/jmeter
+#                                        # (default /usr/local/bin as root, else ~/.local/bin)
 #
 # Environment:
 #   JMETER          a jmeter command or launcher to use instead of the search above
@@ -13,6 +15,8 @@
 #   JVM_ARGS        more JVM options
 #   JAVA            java command for the provisioned JMeter (default: $JAVA_HOME/bin/java, else java)
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PERF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPO_DIR="$(cd "$PERF_DIR/.." && pwd)"
@@ -22,7 +26,11 @@ POM="$PERF_DIR/jmeter/provision/pom.xml"
 : "${HEAP:=-Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m}"
 export HEAP
 
-log() { echo "jmeter.sh: $*" >&2; }
+
+# A `jmeter` on PATH may be a wrapper that calls this script: asking it for its version would then
+# start this script again, without end. Inside such a nested call, PATH is never searched.
+nested=${PERF_JMETER_SH_DEPTH:-0}
+export PERF_JMETER_SH_DEPTH=$((nested + 1))
 
 java_cmd() {
   if [[ -n "${JAVA:-}" ]]; then echo "$JAVA"
@@ -34,9 +42,12 @@ java_cmd() {
 # jmeter on PATH, when it is 5.0 or later (Debian's jmeter package is 2.13 and too old)
 path_jmeter() {
   local j
+  (( nested == 0 )) || return 1
   j="$(command -v jmeter 2>/dev/null)" || return 1
   # don't pick ourselves up if someone symlinked this script as `jmeter`
   [[ "$(readlink -f "$j")" == "$(readlink -f "${BASH_SOURCE[0]}")" ]] && return 1
+  # the provisioned launcher, linked onto PATH (--install): no need to ask its version
+  [[ "$(readlink -f "$j")" == "$(readlink -f "$HOME_DIR/bin/jmeter" 2>/dev/null)" ]] && { echo "$j"; return 0; }
   local v
   v="$(JVM_ARGS="-Duser.language=en" timeout 60 "$j" --version 2>/dev/null | grep -Eo '\b[0-9]+\.[0-9]+(\.[0-9]+)?\b' | tail -1 || true)"
   if [[ -z "$v" ]]; then
@@ -56,7 +67,7 @@ maven_cmd() {
 }
 
 provision() {
-  [[ -f "$HOME_DIR/PROVISIONED" && -f "$HOME_DIR/bin/ApacheJMeter.jar" ]] && return 0
+  [[ -f "$HOME_DIR/PROVISIONED" && -f "$HOME_DIR/bin/ApacheJMeter.jar" && -x "$HOME_DIR/bin/jmeter" ]] && return 0
   local mvn java
   java="$(java_cmd)"
   [[ -n "$java" ]] || { log "no java found: install a JDK/JRE 17+ or set JAVA_HOME"; return 2; }
@@ -65,7 +76,7 @@ provision() {
   # one provisioning at a time (matrix and smoke may start together)
   exec 9>"$PERF_DIR/.jmeter/.lock"
   flock -w 600 9 || { log "timed out waiting for another provisioning"; return 2; }
-  if [[ ! -f "$HOME_DIR/PROVISIONED" ]]; then
+  if [[ ! -f "$HOME_DIR/PROVISIONED" || ! -x "$HOME_DIR/bin/jmeter" ]]; then
     log "provisioning JMeter $JMETER_VERSION from Maven Central into ${HOME_DIR#"$REPO_DIR"/} (once, ~30 s)"
     rm -rf "$HOME_DIR"
     if ! "$mvn" -q -B -f "$POM" package >"$PERF_DIR/.jmeter/provision.log" 2>&1; then
@@ -74,7 +85,7 @@ provision() {
       rm -rf "$HOME_DIR"
       return 2
     fi
-    [[ -f "$HOME_DIR/bin/ApacheJMeter.jar" ]] || { log "provisioning left no $HOME_DIR/bin/ApacheJMeter.jar"; return 2; }
+    [[ -x "$HOME_DIR/bin/jmeter" ]] || { log "provisioning left no $HOME_DIR/bin/jmeter"; return 2; }
   fi
   flock -u 9
 }
@@ -92,12 +103,31 @@ resolve() {
     [[ "${PERF_JMETER:-}" == path ]] && { log "PERF_JMETER=path but no usable jmeter on PATH"; return 2; }
   fi
   provision || return $?
-  echo "$HOME_DIR/bin/ApacheJMeter.jar"
+  echo "$HOME_DIR/bin/jmeter"
+}
+
+install_link() { # [dir]
+  local dir=${1:-}
+  if [[ -z "$dir" ]]; then
+    if [[ -w /usr/local/bin ]]; then dir=/usr/local/bin; else dir="$HOME/.local/bin"; fi
+  fi
+  provision || return $?
+  mkdir -p "$dir"
+  if [[ -e "$dir/jmeter" && ! -L "$dir/jmeter" ]]; then
+    log "$dir/jmeter exists and is not a link: leaving it alone"; return 2
+  fi
+  ln -sfn "$HOME_DIR/bin/jmeter" "$dir/jmeter"
+  log "linked $dir/jmeter -> ${HOME_DIR}/bin/jmeter (JMeter $JMETER_VERSION)"
+  case ":$PATH:" in
+    *":$dir:"*) ;;
+    *) log "note: $dir is not on your PATH; add it: export PATH=\"$dir:\$PATH\"" ;;
+  esac
 }
 
 case "${1:-}" in
   --provision) provision; exit $? ;;
   --which) resolve; exit $? ;;
+  --install) install_link "${2:-}"; exit $? ;;
 esac
 
 cmd="$(resolve)" || exit $?

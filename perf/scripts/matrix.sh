@@ -23,6 +23,8 @@
 # from PyPI, else Debian's python3-matplotlib, else gnuplot; when none can be had the matrix says
 # so and has no chart (PERF_NO_INSTALL=1 skips the installs).
 set -uo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
@@ -30,7 +32,6 @@ threads_list="10 50 100 180" timeouts="1000 3000" loops_list="20" ramps="2" mode
 out="" pause=5 max_runs=64
 pass=()
 
-log() { echo "matrix.sh: $*" >&2; }
 while (($#)); do
   case "$1" in
     -c) threads_list=$2; shift 2 ;;
@@ -93,17 +94,13 @@ python3 "$SCRIPTS/matrix_report.py" "$out" "$out/runs.tsv"
 
 # ---------------------------------------------------------------- chart
 chart_python() {
-  if python3 -c 'import matplotlib' 2>/dev/null; then echo python3; return 0; fi
-  if [[ -x "$PERF_DIR/.venv/bin/python" ]] && "$PERF_DIR/.venv/bin/python" -c 'import matplotlib' 2>/dev/null; then
-    echo "$PERF_DIR/.venv/bin/python"; return 0
+  if [[ "${PERF_NO_INSTALL:-0}" == 1 ]]; then
+    python3 -c 'import matplotlib' 2>/dev/null && { command -v python3; return 0; }
+  elif perf_python matplotlib 2>>"$out/chart-install.log"; then
+    return 0
   fi
   if [[ -x /usr/bin/python3 ]] && /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then echo /usr/bin/python3; return 0; fi
   [[ "${PERF_NO_INSTALL:-0}" == 1 ]] && return 1
-  log "installing matplotlib into perf/.venv (PyPI)"
-  if python3 -m venv "$PERF_DIR/.venv" >/dev/null 2>&1 \
-     && timeout 300 "$PERF_DIR/.venv/bin/pip" install -q matplotlib >"$out/chart-install.log" 2>&1; then
-    echo "$PERF_DIR/.venv/bin/python"; return 0
-  fi
   if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
     log "installing Debian's python3-matplotlib"
     if DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q python3-matplotlib >>"$out/chart-install.log" 2>&1 \

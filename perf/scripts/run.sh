@@ -7,7 +7,12 @@
 #   -c N            threads (concurrent pullers)                         required
 #   -t MS           connect and response timeout, ms                     required
 #   -r S            ramp-up, seconds                                     default 2
-#   -l N            loops: images per thread                             default 20
+#   -l N            loops: images per thread (a loop-bounded run)        default: a timed run in
+#                   cached mode (below), 20 in pull-through mode
+#   --steady S      timed run: threads pull for --warmup + S seconds; only the last S are measured
+#                                                                        default 30 (cached mode)
+#   --warmup S      timed run: the first S seconds, at full concurrency, warm the JVMs (service,
+#                   JMeter) and are discarded (warmup-results.csv)       default 15
 #   -p FILE         JMeter plan                                          default perf/jmeter/pull.jmx
 #   -m MODE         cached: threads cycle over a fixed, already cached set of images (warmed first)
 #                   pull-through: every image is pulled once, each thread its own disjoint part, and
@@ -49,18 +54,17 @@
 set -euo pipefail
 
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
+# shellcheck source=lib.sh
+source "$SCRIPTS/lib.sh"
 DATA_DIR="${PERF_DATA_DIR:-$PERF_DIR/data}"
 
 orig_args="$*"
-threads="" timeout_ms="" rampup=2 loops=20 plan="$PERF_DIR/jmeter/pull.jmx" mode=cached
+threads="" timeout_ms="" rampup=2 loops="" steady="" warmup=15 plan="$PERF_DIR/jmeter/pull.jmx" mode=cached
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
 images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
 runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
 extra=()
 
-log() { echo "run.sh: $*" >&2; }
-die() { local code=$1; shift; log "$*"; exit "$code"; }
 usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
 
 while (($#)); do
@@ -69,6 +73,8 @@ while (($#)); do
     -t) timeout_ms=$2; shift 2 ;;
     -r) rampup=$2; shift 2 ;;
     -l) loops=$2; shift 2 ;;
+    --steady) steady=$2; shift 2 ;;
+    --warmup) warmup=$2; shift 2 ;;
     -p) plan=$2; shift 2 ;;
     -m) mode=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
@@ -104,7 +110,18 @@ int() { [[ "$1" =~ ^[0-9]+$ ]]; }
 int "$threads" && (( threads > 0 )) || die 2 "-c must be a positive integer"
 int "$timeout_ms" && (( timeout_ms > 0 )) || die 2 "-t must be a positive integer (ms)"
 int "$rampup" || die 2 "-r must be an integer (s)"
-int "$loops" && (( loops > 0 )) || die 2 "-l must be a positive integer"
+# a timed run (steady state, warm-up discarded) unless loops are given; pull-through is loop-bounded
+[[ -n "$loops" && -n "$steady" ]] && die 2 "-l (loops) and --steady (seconds) exclude each other"
+if [[ -z "$loops" && ( -n "$steady" || $mode == cached ) ]]; then
+  steady=${steady:-30}
+  int "$steady" && (( steady > 0 )) || die 2 "--steady must be a positive integer (s)"
+  int "$warmup" || die 2 "--warmup must be an integer (s)"
+  (( rampup <= warmup )) || log "warning: ramp-up ${rampup}s is longer than the ${warmup}s warm-up: the measured part ramps up too"
+  loops=-1 duration=$((warmup + steady))
+else
+  loops=${loops:-20} steady="" warmup=0
+  int "$loops" && (( loops > 0 )) || die 2 "-l must be a positive integer"
+fi
 int "$duration" && (( duration > 0 )) || die 2 "--duration must be a positive integer (s)"
 case "$mode" in cached|pull-through) ;; pullthrough) mode=pull-through ;; *) die 2 "-m must be cached or pull-through" ;; esac
 case "$target" in cache|registry) ;; *) die 2 "--target must be cache or registry" ;; esac
@@ -135,7 +152,7 @@ fi
 JM="$SCRIPTS/jmeter.sh"
 jmeter_cmd="$("$JM" --which)" || die 2 "JMeter is not available (see messages above)"
 export JMETER="$jmeter_cmd"
-jmeter_desc="JMeter $([[ $jmeter_cmd == *.jar ]] && echo "5.6.3 (provisioned, perf/.jmeter)" || echo "from $jmeter_cmd")"
+jmeter_desc="JMeter $([[ $(readlink -f "$jmeter_cmd") == "$PERF_DIR"/.jmeter/* ]] && echo "5.6.3 (provisioned, perf/.jmeter)" || echo "from $jmeter_cmd")"
 
 # ------------------------------------------------------------ target
 is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
@@ -220,6 +237,7 @@ else
   # pull-through: threads x loops images that are not in the cache when the run starts. Evicting
   # (default, needs the admin API): the first seeded batches, pulled before or not, pruned from the
   # cache just before the run. --fresh-batch (or no admin API): batches never pulled before.
+  (( loops > 0 )) || die 2 "pull-through runs are loop-bounded: give -l (images per thread)"
   need=$((threads * loops))
   [[ -n "$images" ]] && die 2 "--images is for cached mode; pull-through takes seeded batches"
   [[ -n "$registry_url" ]] || die 2 "pull-through mode needs the upstream (--registry-url) to take batches from"
@@ -253,7 +271,8 @@ fi
 
 # ------------------------------------------------------------ run folder
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-name="${name:-c=$threads-t=$timeout_ms-r=$rampup-l=$loops-$stamp}"
+if [[ -n "$steady" ]]; then len="w=$warmup-s=$steady"; else len="l=$loops"; fi
+name="${name:-c=$threads-t=$timeout_ms-r=$rampup-$len-$stamp}"
 run="$runs_dir/$name"
 [[ -e "$run" ]] && die 2 "$run already exists"
 mkdir -p "$run"
@@ -301,6 +320,8 @@ threads=$threads
 timeout_ms=$timeout_ms
 rampup=$rampup
 loops=$loops
+steady_s=$steady
+warmup_s=$warmup
 mode=$mode
 target=$target_desc
 form=$form
@@ -324,7 +345,7 @@ if [[ $mode == cached && $warm == 1 && $target == cache ]]; then
   rows=$(( $(wc -l <"$images") - 1 ))
   log "warming the cache: one pass over $rows images"
   HEAP="-Xms256m -Xmx512m" "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" -j "$run/warmup.log" \
-    "${jprops[@]}" -Jthreads=4 -Jloops=$(( (rows + 3) / 4 )) -Jrampup=0 -Jtimeout=30000 -Jmode=pull-through \
+    "${jprops[@]}" -Jthreads=4 -Jloops=$(( (rows + 3) / 4 )) -Jrampup=0 -Jtimeout=30000 -Jmode=pull-through -Jduration=600 \
     -Jsummariser.interval=600 "${extra[@]}" >"$run/warmup.output" 2>&1 || log "warning: the warm-up pass failed (see warmup.output)"
 fi
 
@@ -386,7 +407,7 @@ print("\t".join(str(x) for x in (time.strftime("%H:%M:%S", time.gmtime()), d.get
   fi
 fi
 
-log "JMeter: $threads threads, $loops loops, ramp-up ${rampup}s, timeout ${timeout_ms}ms, $mode, $target_desc ($form)"
+log "JMeter: $threads threads, $([[ -n "$steady" ]] && echo "${warmup}s warm-up (discarded) + ${steady}s measured" || echo "$loops loops"), ramp-up ${rampup}s, timeout ${timeout_ms}ms, $mode, $target_desc ($form)"
 set +e
 HEAP="-Xms$heap -Xmx$heap -XX:MaxMetaspaceSize=256m" timeout --kill-after=30 $((duration + 600)) \
   "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" \
@@ -421,6 +442,11 @@ scrape "$run/metrics-after.prom"
 if [[ $stack_logs == 1 ]]; then
   "$SCRIPTS/stack.sh" logs --since "$since" --until "$until" --out "$run" --offsets "$run/.log-offsets" || true
   rm -f "$run/.log-offsets"
+  for f in "$run/registry-cache.logs" "$run/registry.logs"; do
+    if (( $(grep -vc '^#' "$f" || true) == 0 )); then
+      echo "# no log lines in the run's window$([[ $f == */registry.logs && $mode == cached ]] && echo ": in cached mode every pull is served from the cache, the upstream sees no request")" >>"$f"
+    fi
+  done
 else
   echo "# target $target_desc was not started by the perf stack: no logs collected" >"$run/registry-cache.logs"
   echo "# target $target_desc was not started by the perf stack: no logs collected" >"$run/registry.logs"
@@ -432,15 +458,47 @@ if (( samples <= 0 )); then
   die 4 "JMeter produced no samples (exit $jm_rc): see $run/output and $run/jmeter.log"
 fi
 (( jm_rc != 0 )) && log "warning: JMeter exited with $jm_rc"
+# timed run: the samples that started in the first --warmup seconds go to warmup-results.csv
+discarded=0
+if [[ -n "$steady" ]] && (( warmup > 0 )); then
+  discarded="$(python3 - "$run/results.csv" "$run/warmup-results.csv" "$warmup" <<'PY'
+import csv, sys
+src, dst, warm_ms = sys.argv[1], sys.argv[2], int(sys.argv[3]) * 1000
+with open(src, newline="") as f:
+    rows = list(csv.reader(f))
+head, body = rows[0], rows[1:]
+ts = head.index("timeStamp")
+cut = min(int(r[ts]) for r in body) + warm_ms
+keep = [r for r in body if int(r[ts]) >= cut]
+drop = [r for r in body if int(r[ts]) < cut]
+for path, part in ((src, keep), (dst, drop)):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(head)
+        w.writerows(part)
+print(len(drop))
+PY
+)" || die 4 "could not split the warm-up off $run/results.csv"
+  (( $(wc -l <"$run/results.csv") > 1 )) || die 4 "no samples after the ${warmup}s warm-up: see $run/output"
+fi
+if [[ -n "$steady" ]]; then
+  warm_text="warm: yes - $([[ $mode == cached && $warm == 1 && $target == cache ]] && echo "a cache warm-up pass over the image set, then ")the first ${warmup} s at full concurrency (JVMs of the service and JMeter) discarded ($discarded samples, warmup-results.csv); ${steady} s measured"
+elif [[ $mode == cached && $warm == 1 && $target == cache ]]; then
+  warm_text="warm: cache only - a warm-up pass filled the cache, but the JVMs were not warmed up: a loop-bounded run includes the service's JIT warm-up (a timed run, without -l, discards it)"
+else
+  warm_text="warm: no - the JVMs were not warmed up$([[ $mode == cached ]] && echo " and the cache warm-up pass was skipped")"
+fi
+echo "warm=$warm_text" >>"$run/params.env"
 # the HTML dashboard, generated after the test so it does not compete with it for CPU
 HEAP="-Xms$heap -Xmx$heap" timeout 600 "$JM" -g "$run/results.csv" -o "$run/report" -q "$PERF_DIR/jmeter/run.properties" \
   -j "$run/report.log" 2>&1 | grep -v 'StatusConsoleListener' >>"$run/output" || true
 [[ -d "$run/report" && -f "$run/report/index.html" ]] || log "warning: no HTML report in $run/report (see output)"
 
-python3 "$SCRIPTS/summarize.py" "$run" --name "$name" --threads "$threads" --loops "$loops" --rampup "$rampup" \
+py="$(perf_python prometheus_client)" || die 4 "no python3 with prometheus_client for summarize.py"
+"$py" "$SCRIPTS/summarize.py" "$run" --name "$name" --threads "$threads" --loops "$([[ -n "$steady" ]] && echo "${steady}s" || echo "$loops")" --rampup "$rampup" \
   --timeout "$timeout_ms" --mode "$mode" --target "$target_desc" --form "$form" --images "$images" \
-  --plan "${plan#"$PERF_DIR"/}" --jmeter "$jmeter_desc" --cpu "$run/cpu.env" >/dev/null || die 4 "could not summarise $run/results.csv"
-sed -n 5,7p "$run/summary.md"
+  --plan "${plan#"$PERF_DIR"/}" --jmeter "$jmeter_desc" --cpu "$run/cpu.env" --warm "$warm_text" >/dev/null || die 4 "could not summarise $run/results.csv"
+sed -n 5,9p "$run/summary.md"
 errors="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["errors"])' "$run/summary.json")"
 log "done: $run"
 if (( errors > 0 )); then

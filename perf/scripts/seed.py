@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Fill an upstream registry with test images through the registry push API.
+"""Fill an upstream registry with test images: generated on disk, pushed by skopeo.
 
 Every blob is random bytes, so no two images share a blob and a pull-through pass over a fresh
-batch really fetches everything from the upstream. Pushes use the plain push API only:
-monolithic blob upload (POST /v2/<name>/blobs/uploads/ then PUT <location>&digest=...) and
-manifest PUT; many images are pushed at once on a pool of keep-alive connections.
+batch really fetches everything from the upstream. This script only generates each image, in
+skopeo's directory layout (manifest.json, one file per blob, <digest>.manifest.json per platform
+manifest of an index) in a temporary folder; the push is `skopeo copy --all --preserve-digests
+dir:<folder> docker://<registry>/<name>:<tag>`, a real OCI client (Debian package skopeo), several
+images at once (--workers). (Not an OCI image layout: skopeo reads only OCI media types from an
+index.json, and half of the images carry Docker media types.)
 
 What gets pushed (one "set", all names prefixed perf/<prefix>-...):
   --images N       single-platform images, each a config blob + --layers layer blobs of --layer-size
@@ -26,14 +29,18 @@ import argparse
 import concurrent.futures
 import csv
 import hashlib
-import http.client
 import json
 import os
 import secrets
 import sys
+import shutil
+import subprocess
+import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -56,84 +63,57 @@ def parse_size(text):
     return int(text)
 
 
-class Registry:
-    """A pool of keep-alive HTTP connections (one per worker thread) to one registry."""
+class Layout:
+    """One image in skopeo's directory layout (transport dir:, version 1.1), written as it is made."""
 
-    def __init__(self, url, timeout):
-        u = urllib.parse.urlsplit(url)
-        if u.scheme not in ("http", "https"):
-            raise SystemExit(f"seed: registry URL must be http(s)://host:port, got {url!r}")
-        self.scheme, self.netloc, self.timeout = u.scheme, u.netloc, timeout
-        self.local = threading.local()
-        self.requests = 0
-        self.lock = threading.Lock()
+    def __init__(self, root):
+        self.root = root
+        with open(os.path.join(root, "version"), "w") as f:
+            f.write("Directory Transport Version: 1.1\n")
 
-    def _conn(self, fresh=False):
-        c = getattr(self.local, "conn", None)
-        if c is None or fresh:
-            if c is not None:
-                c.close()
-            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
-            c = cls(self.netloc, timeout=self.timeout)
-            self.local.conn = c
-        return c
+    def _write(self, name, data):
+        with open(os.path.join(self.root, name), "wb") as f:
+            f.write(data)
 
-    def request(self, method, path, body=None, headers=None):
-        headers = dict(headers or {})
-        if body is not None:
-            headers["Content-Length"] = str(len(body))
-        last = None
-        for attempt in range(3):
-            conn = self._conn(fresh=attempt > 0)
-            try:
-                conn.request(method, path, body=body, headers=headers)
-                resp = conn.getresponse()
-                data = resp.read()
-                with self.lock:
-                    self.requests += 1
-                return resp.status, resp.headers, data
-            except (http.client.HTTPException, OSError) as e:  # stale keep-alive, reset: retry
-                last = e
-                time.sleep(0.05 * (attempt + 1))
-        raise RuntimeError(f"{method} {path}: {last}")
+    def blob(self, data):
+        hexd = hashlib.sha256(data).hexdigest()
+        self._write(hexd, data)
+        return "sha256:" + hexd
 
-    def ping(self):
-        status, _, _ = self.request("GET", "/v2/")
-        return status
-
-    def push_blob(self, name, data):
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        status, headers, body = self.request("POST", f"/v2/{name}/blobs/uploads/")
-        if status != 202:
-            raise RuntimeError(f"POST upload {name}: HTTP {status} {body[:200]!r}")
-        loc = urllib.parse.urlsplit(headers["Location"])
-        path = loc.path + ("?" + loc.query if loc.query else "")
-        sep = "&" if loc.query else "?"
-        status, _, body = self.request(
-            "PUT", f"{path}{sep}digest={urllib.parse.quote(digest)}", body=data,
-            headers={"Content-Type": "application/octet-stream"})
-        if status != 201:
-            raise RuntimeError(f"PUT blob {name}@{digest}: HTTP {status} {body[:200]!r}")
-        return digest
-
-    def push_manifest(self, name, reference, media_type, payload):
-        digest = "sha256:" + hashlib.sha256(payload).hexdigest()
-        status, _, body = self.request(
-            "PUT", f"/v2/{name}/manifests/{reference}", body=payload,
-            headers={"Content-Type": media_type})
-        if status != 201:
-            raise RuntimeError(f"PUT manifest {name}:{reference}: HTTP {status} {body[:200]!r}")
-        return digest
+    def manifest(self, payload, top):
+        """The image's manifest (top) or one platform manifest of its index."""
+        hexd = hashlib.sha256(payload).hexdigest()
+        self._write("manifest.json" if top else f"{hexd}.manifest.json", payload)
+        return "sha256:" + hexd
 
 
-def make_image(reg, name, reference, layers, layer_size, docker, os_="linux", arch="amd64", variant=None):
-    """Push layers + config + manifest. reference None pushes the manifest by its digest (the
-    platform manifests of an index). Returns (digest, size, media type) of the manifest."""
+def ping(url, timeout):
+    """HTTP status of GET <url>/v2/, or raises."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/v2/", timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def skopeo_push(layout, registry, name, tag, timeout):
+    u = urllib.parse.urlsplit(registry)
+    cmd = ["skopeo", "copy", "--quiet", "--all", "--preserve-digests", "--retry-times", "2",
+           f"--dest-tls-verify={'true' if u.scheme == 'https' else 'false'}",
+           f"dir:{layout}", f"docker://{u.netloc}/{name}:{tag}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"skopeo copy {name}:{tag}: {(r.stderr or r.stdout).strip()[-300:]}")
+
+
+def make_image(lay, name, layers, layer_size, docker, os_="linux", arch="amd64", variant=None, top=True):
+    """Write layers + config + manifest into the layout. Returns (digest, size, media type) of the
+    manifest."""
     layer_type = DOCKER_LAYER if docker else OCI_LAYER
     descs = []
     for _ in range(layers):
         data = os.urandom(layer_size)
-        descs.append({"mediaType": layer_type, "size": len(data), "digest": reg.push_blob(name, data)})
+        descs.append({"mediaType": layer_type, "size": len(data), "digest": lay.blob(data)})
     config = {
         "architecture": arch, "os": os_,
         "config": {"Labels": {"io.registrycache.perf": name}},
@@ -148,30 +128,29 @@ def make_image(reg, name, reference, layers, layer_size, docker, os_="linux", ar
     manifest = {
         "schemaVersion": 2, "mediaType": media_type,
         "config": {"mediaType": DOCKER_CONFIG if docker else OCI_CONFIG,
-                   "size": len(config_bytes), "digest": reg.push_blob(name, config_bytes)},
+                   "size": len(config_bytes), "digest": lay.blob(config_bytes)},
         "layers": descs,
     }
     payload = json.dumps(manifest, indent=2).encode()
-    digest = "sha256:" + hashlib.sha256(payload).hexdigest()
-    reg.push_manifest(name, reference or digest, media_type, payload)
-    return digest, len(payload), media_type
+    return lay.manifest(payload, top), len(payload), media_type
 
 
-def make_index(reg, name, tag, platforms, layers, layer_size, docker):
-    """Push one platform manifest per platform (by digest), then the index under the tag."""
+def make_index(lay, name, platforms, layers, layer_size, docker):
+    """One platform manifest per platform, then the index over them. Returns (digest, size, media type)."""
     entries = []
     for plat in platforms:
         parts = plat.split("/")
         os_, arch = parts[0], parts[1]
         variant = parts[2] if len(parts) > 2 else None
-        digest, size, mt = make_image(reg, name, None, layers, layer_size, docker, os_, arch, variant)
+        digest, size, mt = make_image(lay, name, layers, layer_size, docker, os_, arch, variant, top=False)
         p = {"architecture": arch, "os": os_}
         if variant:
             p["variant"] = variant
         entries.append({"mediaType": mt, "size": size, "digest": digest, "platform": p})
     media_type = DOCKER_LIST if docker else OCI_INDEX
     index = {"schemaVersion": 2, "mediaType": media_type, "manifests": entries}
-    return reg.push_manifest(name, tag, media_type, json.dumps(index, indent=2).encode())
+    payload = json.dumps(index, indent=2).encode()
+    return lay.manifest(payload, True), len(payload), media_type
 
 
 def write_csv(path, rows):
@@ -207,7 +186,7 @@ def main(argv=None):
     ap.add_argument("--media", choices=["oci", "docker", "mixed"], default="mixed",
                     help="manifest media types (default %(default)s: alternate OCI and Docker)")
     ap.add_argument("--tag", default="v1", help="tag of every image (default %(default)s)")
-    ap.add_argument("--workers", type=int, default=12, help="images pushed concurrently (default %(default)s)")
+    ap.add_argument("--workers", type=int, default=8, help="images pushed at once, one skopeo each (default %(default)s)")
     ap.add_argument("--timeout", type=float, default=60, help="per-request timeout in seconds")
     ap.add_argument("--quiet", action="store_true")
     a = ap.parse_args(argv)
@@ -216,9 +195,14 @@ def main(argv=None):
     set_name = a.set_name or f"seed-{prefix}"
     layer_size, large_size = parse_size(a.layer_size), parse_size(a.large_size)
     batches = max(1, a.batches)
-    reg = Registry(a.registry, a.timeout)
+    if not shutil.which("skopeo"):
+        print("seed: skopeo is needed to push (Debian: apt-get install skopeo)", file=sys.stderr)
+        return 2
+    if urllib.parse.urlsplit(a.registry).scheme not in ("http", "https"):
+        print(f"seed: registry URL must be http(s)://host:port, got {a.registry!r}", file=sys.stderr)
+        return 2
     try:
-        status = reg.ping()
+        status = ping(a.registry, a.timeout)
     except Exception as e:  # noqa: BLE001 - report any connection problem plainly
         print(f"seed: registry {a.registry} does not answer: {e}", file=sys.stderr)
         return 3
@@ -252,29 +236,42 @@ def main(argv=None):
     platforms = [p.strip() for p in a.platforms.split(",") if p.strip()]
     done, lock, t0 = [0], threading.Lock(), time.monotonic()
 
+    work = tempfile.mkdtemp(prefix="seed-")
+
     def push(p):
-        if p["kind"] == "index":
-            make_index(reg, p["name"], p["tag"], platforms, a.layers, layer_size, p["docker"])
-        elif p["kind"] == "large":
-            make_image(reg, p["name"], p["tag"], 1, large_size, p["docker"])
-        else:
-            make_image(reg, p["name"], p["tag"], a.layers, layer_size, p["docker"])
+        root = tempfile.mkdtemp(dir=work)
+        try:
+            lay = Layout(root)
+            if p["kind"] == "index":
+                make_index(lay, p["name"], platforms, a.layers, layer_size, p["docker"])
+            elif p["kind"] == "large":
+                make_image(lay, p["name"], 1, large_size, p["docker"])
+            else:
+                make_image(lay, p["name"], a.layers, layer_size, p["docker"])
+            skopeo_push(root, a.registry, p["name"], p["tag"], max(60, a.timeout * 4))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
         with lock:
             done[0] += 1
             if not a.quiet and (done[0] % 250 == 0 or done[0] == len(plan)):
                 el = time.monotonic() - t0
-                print(f"seed: {done[0]}/{len(plan)} images pushed ({el:.1f} s, {reg.requests} requests)",
-                      file=sys.stderr, flush=True)
+                print(f"seed: {done[0]}/{len(plan)} images pushed ({el:.1f} s)", file=sys.stderr, flush=True)
 
     errors = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.workers)) as ex:
-        for fut in concurrent.futures.as_completed([ex.submit(push, p) for p in plan]):
-            try:
-                fut.result()
-            except Exception as e:  # noqa: BLE001
-                errors.append(str(e))
-                if len(errors) >= 5:
-                    break
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.workers)) as ex:
+            futures = [ex.submit(push, p) for p in plan]
+            for fut in concurrent.futures.as_completed(futures):
+                try:
+                    fut.result()
+                except Exception as e:  # noqa: BLE001
+                    errors.append(str(e))
+                    if len(errors) >= 5:
+                        for f in futures:
+                            f.cancel()
+                        break
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     if errors:
         for e in errors[:5]:
             print(f"seed: error: {e}", file=sys.stderr)
@@ -299,13 +296,13 @@ def main(argv=None):
             "indexes": a.indexes, "platforms": platforms, "layers": a.layers, "layer_size": layer_size,
             "large": a.large, "large_size": large_size, "batches": batches, "media": a.media,
             "seeded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "seconds": round(elapsed, 1),
-            "requests": reg.requests, "files": [os.path.relpath(f, out) for f in files]}
+            "pushed_with": "skopeo copy --all --preserve-digests", "files": [os.path.relpath(f, out) for f in files]}
     with open(os.path.join(out, f"{set_name}.json"), "w") as f:
         json.dump(meta, f, indent=2)
         f.write("\n")
     if not a.quiet:
         print(f"seed: {len(plan)} images ({a.images} single, {a.indexes} multi-platform, {a.large} large) "
-              f"in {elapsed:.1f} s, {reg.requests} requests; set {set_name}, prefix {prefix}", file=sys.stderr)
+              f"in {elapsed:.1f} s (skopeo); set {set_name}, prefix {prefix}", file=sys.stderr)
     for f in files:
         print(f)
     return 0

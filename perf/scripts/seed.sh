@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Seeds test images into an upstream registry through the push API (see seed.py --help).
+# Seeds test images into an upstream registry: seed.py generates them, skopeo pushes them (see seed.py --help).
 #
 #   perf/scripts/seed.sh [--registry URL] [seed.py options]
 #
@@ -15,5 +15,11 @@ for a in "$@"; do [[ "$a" == --registry || "$a" == --registry=* ]] && has_regist
 if [[ $has_registry == 0 ]]; then
   url="$("$SCRIPTS/stack.sh" env 2>/dev/null | sed -n 's/^REGISTRY_URL=//p')"
   args=(--registry "${url:-http://127.0.0.1:5000}" "${args[@]}")
+fi
+# the push client is skopeo (Debian package): installed when missing and running as root
+if ! command -v skopeo >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+  echo "seed.sh: installing Debian's skopeo" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends skopeo >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends skopeo >/dev/null 2>&1; } || true
 fi
 exec python3 "$SCRIPTS/seed.py" "${args[@]}"

@@ -14,6 +14,8 @@
 # ports picked at random, seeded data in perf/data/smoke/), so a stack someone left running on the
 # default ports neither disturbs it nor is disturbed. PERF_* variables set by the caller win.
 set -uo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
@@ -31,7 +33,6 @@ t0=$SECONDS
 runs="$PERF_DIR/runs/smoke-$(date -u +%Y%m%dT%H%M%SZ)"
 failures=0 passed=0
 tp_pid=""
-log() { echo "smoke.sh: $*" >&2; }
 fail() { log "FAIL: $*"; failures=$((failures + 1)); }
 ok() { log "ok: $*"; passed=$((passed + 1)); }
 

@@ -27,10 +27,18 @@
 #   PERF_STACK_NAME=rc-perf            names of the containers, network, volumes and perf/.stack/<name>/
 #                                      (two stacks with different names and ports can run side by side)
 #   PERF_READY_TIMEOUT=120             seconds to wait for readiness
+#   PERF_ACCESS_LOG=true               the service's access log (one line per /v2 request), so a run's
+#                                      registry-cache.logs holds its requests
+#
+# When the docker stack cannot be had (no image and none can be pulled or built, or the service
+# image build fails) and PERF_STACK=auto, `up` falls back to processes. PERF_STACK=docker|process
+# always wins over the mode a stack was started in before: `up` takes the other one down first.
 #   REGISTRY_CACHE_STORAGE_MAX_BYTES, ..._HIGH_WATERMARK, ..._LOW_WATERMARK, ..._JANITOR_INTERVAL,
 #   REGISTRY_CACHE_PRUNE_*             passed on to the service when set (disk budget runs); they take
 #                                      effect when the service starts (stack.sh down first)
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PERF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPO_DIR="$(cd "$PERF_DIR/.." && pwd)"
@@ -47,13 +55,13 @@ STATE_DIR="$PERF_DIR/.stack/$PERF_STACK_NAME"
 : "${PERF_CACHE_JAR:=$PERF_SRC/target/registry-cache-0.1.0-SNAPSHOT.jar}"
 : "${PERF_CACHE_JAVA_OPTS:=-XX:MaxRAMPercentage=50}"
 : "${PERF_READY_TIMEOUT:=120}"
+: "${PERF_ACCESS_LOG:=true}"
 NET="$PERF_STACK_NAME"
 C_REG="$PERF_STACK_NAME-registry"
 C_CACHE="$PERF_STACK_NAME-cache"
 V_REG="$PERF_STACK_NAME-registry-data"
 V_CACHE="$PERF_STACK_NAME-cache-data"
 
-log() { echo "stack.sh: $*" >&2; }
 die() { log "$*"; exit "${EXIT:-1}"; }
 
 # the service settings a caller may pass through (disk budget, pruning)
@@ -61,14 +69,35 @@ passthrough_env() { compgen -e | grep -E '^REGISTRY_CACHE_(STORAGE_(MAX_BYTES|HI
 
 have_docker() { command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1; }
 
-mode() {
-  # the mode of a running stack wins, so `down`/`logs` act on what `up` started
-  if [[ -f "$STATE_DIR/mode" ]]; then cat "$STATE_DIR/mode"; return; fi
+# The mode is the user's choice (PERF_STACK=docker|process) or, with auto, the one of a stack that
+# is running now, else docker when an engine answers. A recorded mode of a stack that is not running
+# (say, a docker start that failed) never wins over that: `up` tears such a stack down first.
+recorded_mode() { [[ -f "$STATE_DIR/mode" ]] && cat "$STATE_DIR/mode" || true; }
+
+alive() { # mode -> 0 when some part of that stack runs
+  case "$1" in
+    docker) have_docker && { running "$C_REG" || running "$C_CACHE"; } ;;
+    process) pid_alive "$STATE_DIR/registry.pid" || pid_alive "$STATE_DIR/registry-cache.pid" ;;
+    *) return 1 ;;
+  esac
+}
+
+wanted_mode() {
+  local r; r="$(recorded_mode)"
   case "$PERF_STACK" in
     docker|process) echo "$PERF_STACK" ;;
-    auto) if have_docker; then echo docker; else echo process; fi ;;
+    auto) if [[ -n "$r" ]] && alive "$r"; then echo "$r"
+          elif have_docker; then echo docker
+          else echo process
+          fi ;;
     *) die "PERF_STACK must be auto, docker or process (got $PERF_STACK)" ;;
   esac
+}
+
+mode() {
+  # down/logs/pids act on what `up` started
+  local r; r="$(recorded_mode)"
+  if [[ -n "$r" ]]; then echo "$r"; else wanted_mode; fi
 }
 
 http_code() { curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true; }
@@ -116,25 +145,64 @@ build() {
 # ---------------------------------------------------------------- docker mode
 running() { [[ "$(docker inspect -f '{{.State.Running}}' "$1" 2>/dev/null)" == true ]]; }
 
+docker_registry_binary() { # installs Debian's docker-registry when missing and allowed
+  command -v docker-registry >/dev/null && return 0
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    log "installing Debian's docker-registry"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null 2>&1 \
+      || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null 2>&1; } \
+      || return 1
+  else
+    return 1
+  fi
+}
+
+# The upstream's image: present, else pulled, else (registry:2 only) built from Debian's
+# docker-registry binary, the same CNCF distribution program the official image runs.
+registry_image() {
+  docker image inspect "$PERF_REGISTRY_IMAGE" >/dev/null 2>&1 && return 0
+  log "pulling $PERF_REGISTRY_IMAGE"
+  timeout 120 docker pull -q "$PERF_REGISTRY_IMAGE" >/dev/null 2>&1 && return 0
+  if [[ "$PERF_REGISTRY_IMAGE" != registry:2 ]] || ! docker_registry_binary; then
+    log "image $PERF_REGISTRY_IMAGE is missing and cannot be pulled (Debian: apt-get install docker-registry lets stack.sh build it)"
+    return 1
+  fi
+  log "building $PERF_REGISTRY_IMAGE from $(dpkg-query -W -f='docker-registry ${Version}' docker-registry 2>/dev/null || echo docker-registry)"
+  local r; r="$(mktemp -d)"
+  mkdir -p "$r/etc/docker/registry" "$r/var/lib/registry" "$r/tmp"
+  chmod 1777 "$r/tmp"
+  cp "$(command -v docker-registry)" "$r/registry"
+  local lib
+  for lib in $(ldd "$(command -v docker-registry)" | awk '/=> \//{print $3}') /lib64/ld-linux-x86-64.so.2; do
+    [[ -e "$lib" ]] && cp --parents -L "$lib" "$r"
+  done
+  cp "$REPO_DIR/docker/registry/config.yml" "$r/etc/docker/registry/config.yml"
+  if ! tar -C "$r" --numeric-owner -cf - . | docker import \
+      --change 'ENTRYPOINT ["/registry","serve"]' --change 'CMD ["/etc/docker/registry/config.yml"]' \
+      --change 'EXPOSE 5000' --change 'VOLUME /var/lib/registry' - "$PERF_REGISTRY_IMAGE" >/dev/null; then
+    rm -rf "$r"; log "building $PERF_REGISTRY_IMAGE failed"; return 1
+  fi
+  rm -rf "$r"
+}
+
 docker_up() {
   local registry_only=$1 rebuild=$2
-  docker network inspect "$NET" >/dev/null 2>&1 || docker network create "$NET" >/dev/null
+  docker network inspect "$NET" >/dev/null 2>&1 || docker network create "$NET" >/dev/null || return 1
   if ! running "$C_REG"; then
     docker rm -f "$C_REG" >/dev/null 2>&1 || true
     port_busy "$PERF_REGISTRY_PORT" && die "127.0.0.1:$PERF_REGISTRY_PORT is taken by something else (set PERF_REGISTRY_PORT)"
-    docker image inspect "$PERF_REGISTRY_IMAGE" >/dev/null 2>&1 \
-      || die "image $PERF_REGISTRY_IMAGE is missing (on an offline machine: ../shared/tools/offline-images.sh)"
+    registry_image || return 1
     log "starting $C_REG ($PERF_REGISTRY_IMAGE) on 127.0.0.1:$PERF_REGISTRY_PORT"
     docker run -d --name "$C_REG" --network "$NET" --network-alias registry \
       -p "127.0.0.1:$PERF_REGISTRY_PORT:5000" -p "127.0.0.1:$PERF_REGISTRY_DEBUG_PORT:5001" \
       -v "$V_REG:/var/lib/registry" \
       -v "$REPO_DIR/docker/registry/config.yml:/etc/docker/registry/config.yml:ro" \
-      --label io.registrycache.perf=stack "$PERF_REGISTRY_IMAGE" >/dev/null
+      --label io.registrycache.perf=stack "$PERF_REGISTRY_IMAGE" >/dev/null || return 1
   fi
-  wait_http "http://127.0.0.1:$PERF_REGISTRY_PORT/v2/" "registry" || { docker logs --tail 30 "$C_REG" >&2; exit 1; }
+  wait_http "http://127.0.0.1:$PERF_REGISTRY_PORT/v2/" "registry" || { docker logs --tail 30 "$C_REG" >&2; return 1; }
   [[ $registry_only == 1 ]] && return 0
   if [[ $rebuild == 1 ]] || ! docker image inspect "$PERF_CACHE_IMAGE" >/dev/null 2>&1; then
-    build
+    ( build ) || return 1
     docker rm -f "$C_CACHE" >/dev/null 2>&1 || true
   fi
   if ! running "$C_CACHE"; then
@@ -153,10 +221,11 @@ docker_up() {
       -e REGISTRY_CACHE_DEFAULT_UPSTREAM=local \
       -e REGISTRY_CACHE_UPSTREAMS_LOCAL_HOST="$PERF_UPSTREAM_HOST" \
       -e REGISTRY_CACHE_UPSTREAMS_LOCAL_URL=http://registry:5000 \
+      -e REGISTRY_CACHE_ACCESS_LOG_ENABLED="$PERF_ACCESS_LOG" \
       -e JAVA_TOOL_OPTIONS="$PERF_CACHE_JAVA_OPTS" ${extra_env[@]+"${extra_env[@]}"} \
-      --label io.registrycache.perf=stack "$PERF_CACHE_IMAGE" >/dev/null
+      --label io.registrycache.perf=stack "$PERF_CACHE_IMAGE" >/dev/null || return 1
   fi
-  wait_ready || { docker logs --tail 50 "$C_CACHE" >&2; exit 1; }
+  wait_ready || { docker logs --tail 50 "$C_CACHE" >&2; return 1; }
 }
 
 wait_ready() {
@@ -186,16 +255,7 @@ process_up() {
   local registry_only=$1 rebuild=$2
   mkdir -p "$STATE_DIR/registry-data" "$STATE_DIR/cache-data"
   if ! pid_alive "$STATE_DIR/registry.pid"; then
-    if ! command -v docker-registry >/dev/null; then
-      if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
-        log "installing Debian's docker-registry"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null \
-          || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry >/dev/null; } \
-          || die "cannot install docker-registry"
-      else
-        die "docker-registry is not installed (Debian: apt-get install docker-registry)"
-      fi
-    fi
+    docker_registry_binary || die "docker-registry is not installed and cannot be (Debian: apt-get install docker-registry)"
     port_busy "$PERF_REGISTRY_PORT" && die "127.0.0.1:$PERF_REGISTRY_PORT is taken by something else (set PERF_REGISTRY_PORT)"
     sed -e "s#rootdirectory: .*#rootdirectory: $STATE_DIR/registry-data#" \
         -e "s#^  addr: :5000#  addr: 127.0.0.1:$PERF_REGISTRY_PORT#" \
@@ -221,6 +281,7 @@ process_up() {
     MANAGEMENT_SERVER_PORT="$PERF_MGMT_PORT" MANAGEMENT_SERVER_ADDRESS=127.0.0.1 \
     REGISTRY_CACHE_STORAGE_PATH="$STATE_DIR/cache-data" \
     REGISTRY_CACHE_DEFAULT_UPSTREAM=local \
+    REGISTRY_CACHE_ACCESS_LOG_ENABLED="$PERF_ACCESS_LOG" \
     REGISTRY_CACHE_UPSTREAMS_LOCAL_HOST="$PERF_UPSTREAM_HOST" \
     REGISTRY_CACHE_UPSTREAMS_LOCAL_URL="http://127.0.0.1:$PERF_REGISTRY_PORT" \
       nohup java $PERF_CACHE_JAVA_OPTS -jar "$PERF_CACHE_JAR" >>"$STATE_DIR/registry-cache.log" 2>&1 &
@@ -249,6 +310,16 @@ process_down() {
 }
 
 # ---------------------------------------------------------------- logs
+# The container of a part: the stack's own, else whichever running container publishes its port
+# (docker/compose.yaml's, for run.sh --no-stack against the compose stack).
+container_of() { # registry|registry-cache
+  local own port c
+  if [[ $1 == registry ]]; then own=$C_REG port=$PERF_REGISTRY_PORT; else own=$C_CACHE port=$PERF_CACHE_PORT; fi
+  if running "$own"; then echo "$own"; return 0; fi
+  c="$(docker ps --filter "publish=$port" --format '{{.Names}}' 2>/dev/null | head -1)"
+  [[ -n "$c" ]] && echo "$c"
+}
+
 logs() {
   local since="" until="" out="" offsets="" m
   while (($#)); do
@@ -261,16 +332,17 @@ logs() {
     esac
   done
   m="$(mode)"
-  local -A files=([registry-cache]="$C_CACHE" [registry]="$C_REG")
+  local c
   for what in registry-cache registry; do
     local dest=/dev/stdout
     [[ -n "$out" ]] && dest="$out/$what.logs"
     if [[ $m == docker ]]; then
-      if docker inspect "${files[$what]}" >/dev/null 2>&1; then
-        echo "# $what: docker logs ${since:+--since $since }${until:+--until $until }${files[$what]}" >"$dest"
-        docker logs ${since:+--since "$since"} ${until:+--until "$until"} "${files[$what]}" >>"$dest" 2>&1 || true
+      c="$(container_of "$what")"
+      if [[ -n "$c" ]]; then
+        echo "# $what: docker logs ${since:+--since $since }${until:+--until $until }$c" >"$dest"
+        docker logs ${since:+--since "$since"} ${until:+--until "$until"} "$c" >>"$dest" 2>&1 || true
       else
-        echo "# $what was not running (container ${files[$what]} not found)" >"$dest"
+        echo "# $what: no container of this stack and none publishing its port" >"$dest"
       fi
     else
       local f="$STATE_DIR/$what.log" from=0
@@ -299,8 +371,8 @@ pids() { # main process ids of the service and the registry (for CPU accounting)
   for what in registry-cache registry; do
     p=""
     if [[ $m == docker ]]; then
-      c=$([[ $what == registry ]] && echo "$C_REG" || echo "$C_CACHE")
-      p="$(docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)"
+      c="$(container_of "$what")"
+      p="$([[ -n "$c" ]] && docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)"
       [[ "$p" == 0 ]] && p=""
     elif pid_alive "$STATE_DIR/$what.pid"; then
       p="$(cat "$STATE_DIR/$what.pid")"
@@ -352,10 +424,25 @@ case "$cmd" in
       esac
       shift
     done
-    m="$(mode)"
+    m="$(wanted_mode)" r="$(recorded_mode)"
+    if [[ -n "$r" && "$r" != "$m" ]]; then
+      log "taking down the $r stack left from before (now: $m)"
+      if [[ $r == docker ]]; then have_docker && docker_down 0; else process_down 0; fi
+    fi
     mkdir -p "$STATE_DIR"
     echo "$m" > "$STATE_DIR/mode"
-    if [[ $m == docker ]]; then docker_up $registry_only $rebuild; else process_up $registry_only $rebuild; fi
+    if [[ $m == docker ]]; then
+      if ! docker_up $registry_only $rebuild; then
+        docker_down 0
+        [[ "$PERF_STACK" == auto ]] || { rm -f "$STATE_DIR/mode"; die "the docker stack did not come up (PERF_STACK=process runs it as processes)"; }
+        log "the docker stack did not come up: falling back to process mode"
+        m=process
+        echo "$m" > "$STATE_DIR/mode"
+        process_up $registry_only $rebuild
+      fi
+    else
+      process_up $registry_only $rebuild
+    fi
     log "up ($m): registry http://127.0.0.1:$PERF_REGISTRY_PORT$([[ $registry_only == 1 ]] || echo ", registry-cache http://127.0.0.1:$PERF_CACHE_PORT")"
     ;;
   down)
@@ -373,6 +460,6 @@ case "$cmd" in
   status) status ;;
   env) env_vars ;;
   build) build ;;
-  ""|-h|--help|help) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//' ;;
+  ""|-h|--help|help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" ;;
   *) die "unknown command $cmd (up|down|status|env|logs|log-offsets|build)" ;;
 esac

@@ -3,6 +3,11 @@
 
     summarize.py RUN_DIR [--threads N --loops N --rampup S --timeout MS --mode M --target T ...]
 
+Percentiles, averages, minimum and maximum come from JMeter's own dashboard (report/statistics.json,
+computed over every sample: run.properties sets jmeter.reportgenerator.statistic_window=-1), so
+summary.md and the HTML report never disagree; counts, errors and their reasons come from results.csv.
+The service's counters are read from the Prometheus scrapes with prometheus_client's parser.
+
 Definitions (also written under the table):
   images      "pull image" transactions (one per image pulled); images/s counts the successful ones
   requests    every HTTP sample (manifests, blobs, token, auth challenge); requests/s counts all
@@ -14,19 +19,27 @@ import argparse
 import collections
 import csv
 import json
-import math
 import os
 import sys
 
 TRANSACTION_MARK = "Number of samples in transaction"
 
 
-def percentile(sorted_values, p):
-    """Nearest-rank percentile, as JMeter's aggregate report computes its 90%/99% lines."""
-    if not sorted_values:
-        return 0
-    k = max(0, math.ceil(p / 100.0 * len(sorted_values)) - 1)
-    return sorted_values[min(k, len(sorted_values) - 1)]
+def dashboard_stats(run_dir):
+    """JMeter's statistics.json of the run's HTML report: {label or "Total": {...}}; {} when absent."""
+    path = os.path.join(run_dir, "report", "statistics.json")
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def jm(stats, key):
+    """avg/min/max/p50/p90/p99 (ms, rounded) of one statistics.json entry; None values without it."""
+    names = {"avg_ms": "meanResTime", "min_ms": "minResTime", "max_ms": "maxResTime",
+             "p50_ms": "medianResTime", "p90_ms": "pct1ResTime", "p99_ms": "pct3ResTime"}
+    e = stats.get(key)
+    return {k: (round(e[v], 1) if e and e.get(v) is not None else None) for k, v in names.items()}
 
 
 def classify(row):
@@ -62,7 +75,8 @@ def classify(row):
     return "error: " + ((fail or msg or code)[:90] or "unknown")
 
 
-def summarise(results_csv, transaction_label="pull image"):
+def summarise(results_csv, transaction_label="pull image", dash=None):
+    dash = dash or {}
     requests, images = [], []
     by_label = collections.defaultdict(list)
     reasons = collections.Counter()
@@ -94,19 +108,14 @@ def summarise(results_csv, transaction_label="pull image"):
                 reasons_by_label[row.get("label", "?")][r] += 1
     duration = max(0.001, ((t_end or 0) - (t_start or 0)) / 1000.0)
 
-    def stats(samples):
-        el = sorted(e for e, _ in samples)
-        n = len(el)
+    def stats(samples, key):
+        n = len(samples)
         errs = sum(1 for _, ok in samples if not ok)
-        return {
-            "count": n, "errors": errs, "error_pct": round(100.0 * errs / n, 2) if n else 0.0,
-            "avg_ms": round(sum(el) / n, 1) if n else 0, "min_ms": el[0] if n else 0, "max_ms": el[-1] if n else 0,
-            "p50_ms": percentile(el, 50), "p90_ms": percentile(el, 90), "p99_ms": percentile(el, 99),
-            "per_s": round(n / duration, 2),
-        }
+        return dict({"count": n, "errors": errs, "error_pct": round(100.0 * errs / n, 2) if n else 0.0,
+                     "per_s": round(n / duration, 2)}, **jm(dash, key))
 
-    req = stats(requests)
-    img = stats(images)
+    req = stats(requests, "Total")
+    img = stats(images, transaction_label)
     img_ok = sum(1 for _, ok in images if ok)
     return {
         "duration_s": round(duration, 2),
@@ -119,26 +128,25 @@ def summarise(results_csv, transaction_label="pull image"):
         "errors": req["errors"], "error_pct": req["error_pct"],
         "error_reasons": dict(reasons.most_common()),
         "mib_per_s": round(bytes_total / duration / 1048576, 2),
-        "labels": {k: dict(stats(v), reasons=dict(reasons_by_label[k].most_common())) for k, v in sorted(by_label.items())},
+        "labels": {k: dict(stats(v, k), reasons=dict(reasons_by_label[k].most_common())) for k, v in sorted(by_label.items())},
     }
 
 
 def read_prom(path):
-    """{(metric name, frozenset of labels): value} of a Prometheus text scrape; {} when absent."""
+    """{(sample name, frozenset of label pairs): value} of a Prometheus text scrape; {} when absent."""
+    from prometheus_client.parser import text_string_to_metric_families
     out = {}
     if not os.path.isfile(path):
         return out
     with open(path, errors="replace") as f:
-        for line in f:
-            if not line.startswith("registry_cache_") or " " not in line:
-                continue
-            head, _, value = line.rstrip("\n").rpartition(" ")
-            name, _, labels = head.partition("{")
-            pairs = frozenset(tuple(kv.split("=", 1)) for kv in labels.rstrip("}").split(",") if "=" in kv)
-            try:
-                out[(name, pairs)] = float(value)
-            except ValueError:
-                pass
+        text = f.read()
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name.startswith("registry_cache_"):
+                    out[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    except ValueError:  # not a scrape (e.g. "# scrape failed")
+        return {}
     return out
 
 
@@ -151,7 +159,7 @@ def cache_delta(run_dir):
     delta = collections.Counter()
     for (name, labels), v in after.items():
         d = v - before.get((name, labels), 0.0)
-        lab = dict((k, v.strip('"')) for k, v in labels)
+        lab = dict(labels)
         if name == "registry_cache_requests_total":
             delta[f"{lab.get('kind', '?')} {lab.get('result', '?')}"] += d
         elif name == "registry_cache_served_bytes_total":
@@ -192,6 +200,10 @@ def cpu_text(c):
             f". Load average before {c.get('loadavg_before', '?')}, after {c.get('loadavg_after', '?')}.")
 
 
+def na(v):
+    return "n/a" if v is None else (f"{v:g}" if isinstance(v, float) else str(v))
+
+
 def reasons_text(reasons):
     return ", ".join(f"{k}: {v}" for k, v in reasons.items()) or "none"
 
@@ -203,8 +215,8 @@ RULE = "|" + "---:|" * 4 + "---|" + "---:|" * 11 + "---|"
 
 def table_row(p, s):
     return (f"| {p['threads']} | {p['loops']} | {p['rampup']} | {p['timeout']} | {p['mode']} | {s['images']} "
-            f"| {s['images_per_s']} | {s['requests_per_s']} | {s['avg_ms']} | {s['min_ms']} | {s['max_ms']} "
-            f"| {s['p90_ms']} | {s['p99_ms']} | {s['image_p90_ms']} | {s['errors']} | {s['error_pct']} "
+            f"| {s['images_per_s']} | {s['requests_per_s']} | {na(s['avg_ms'])} | {na(s['min_ms'])} | {na(s['max_ms'])} "
+            f"| {na(s['p90_ms'])} | {na(s['p99_ms'])} | {na(s['image_p90_ms'])} | {s['errors']} | {s['error_pct']} "
             f"| {reasons_text(s['error_reasons'])} |")
 
 
@@ -215,13 +227,17 @@ def main():
     for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form", "images", "plan", "jmeter", "name"):
         ap.add_argument("--" + k, default="?")
     ap.add_argument("--transaction-label", default="pull image")
+    ap.add_argument("--warm", default="warm: unknown", help="whether the run was warm, one line")
     ap.add_argument("--cpu", help="cpu.env of run.sh: CPU seconds used during the JMeter run")
     a = ap.parse_args()
     path = os.path.join(a.run_dir, a.results)
     if not os.path.isfile(path):
         print(f"summarize: {path} is missing", file=sys.stderr)
         return 2
-    s = summarise(path, a.transaction_label)
+    dash = dashboard_stats(a.run_dir)
+    s = summarise(path, a.transaction_label, dash)
+    s["warm"] = a.warm
+    s["percentiles_from"] = "report/statistics.json" if dash else None
     params = {k: getattr(a, k) for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form",
                                           "images", "plan", "jmeter", "name")}
     s["cache"] = cache_delta(a.run_dir)
@@ -234,10 +250,12 @@ def main():
         "",
         f"Target: {a.target} ({a.form} form), mode {a.mode}, images from `{a.images}`, plan `{a.plan}`, {a.jmeter}.",
         "",
+        a.warm[:1].upper() + a.warm[1:] + ".",
+        "",
         HEADER, RULE, table_row(params, s), "",
         f"Duration {s['duration_s']} s; {s['images_ok']} images pulled, {s['images_failed']} failed; "
-        f"{s['requests']} requests; {s['mib_per_s']} MiB/s received; request p50 {s['p50_ms']} ms; "
-        f"image avg {s['image_avg_ms']} ms, p99 {s['image_p99_ms']} ms.",
+        f"{s['requests']} requests; {s['mib_per_s']} MiB/s received; request p50 {na(s['p50_ms'])} ms; "
+        f"image avg {na(s['image_avg_ms'])} ms, p99 {na(s['image_p99_ms'])} ms.",
         "",
     ]
     if s["cache"] is not None:
@@ -256,9 +274,12 @@ def main():
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for label, st in s["labels"].items():
-        lines.append(f"| {label} | {st['count']} | {st['per_s']} | {st['avg_ms']} | {st['min_ms']} | {st['max_ms']} "
-                     f"| {st['p90_ms']} | {st['p99_ms']} | {st['errors']} | {reasons_text(st['reasons'])} |")
-    lines += ["", "images/s counts successful image pulls (one `pull image` transaction each); requests/s counts "
+        lines.append(f"| {label} | {st['count']} | {st['per_s']} | {na(st['avg_ms'])} | {na(st['min_ms'])} | {na(st['max_ms'])} "
+                     f"| {na(st['p90_ms'])} | {na(st['p99_ms'])} | {st['errors']} | {reasons_text(st['reasons'])} |")
+    lines += ["", ("Percentiles (90th, 99th, median), average, min and max are JMeter's, from the HTML report's "
+                   "statistics.json over every sample." if s.get("percentiles_from") else
+                   "No HTML report (report/statistics.json): latency figures are n/a."),
+              "", "images/s counts successful image pulls (one `pull image` transaction each); requests/s counts "
               "every HTTP request; latencies are per HTTP request, in ms; errors are failed HTTP requests.", ""]
     with open(os.path.join(a.run_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines))

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# End-to-end check of the README's performance-pack commands, run verbatim in a clean clone of this
+# repository (the committed HEAD), as a new user would: install JMeter, start the upstream, seed,
+# `./mvnw spring-boot:run`, `jmeter -n -t perf/jmeter/pull.jmx -Jthreads=100`, then
+# `perf/scripts/run.sh -c 180 -t 1000`. Every command is read from the README's block, so the check
+# fails when the README and the scripts drift apart. Uses the default ports (5000, 8080, 8081) on
+# 127.0.0.1 only; every step is bounded in time (about 5 minutes in all on 2 cores).
+#
+#   .ci/e2e.sh [--keep]      --keep leaves the clone (its path is printed) and its stack running
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+keep=0; [[ "${1:-}" == --keep ]] && keep=1
+work="$(mktemp -d /tmp/registry-cache-e2e.XXXXXX)"
+clone="$work/registry-cache"
+app_pid="" t0=$SECONDS
+say() { echo "e2e: $*" >&2; }
+fail() { say "FAIL: $*"; exit 1; }
+
+cleanup() {
+  local rc=$?
+  if [[ -n "$app_pid" ]] && kill -0 "$app_pid" 2>/dev/null; then kill -- "-$app_pid" 2>/dev/null || true; fi
+  if [[ $keep == 0 && -d "$clone" ]]; then
+    (cd "$clone" && perf/scripts/monitor.sh down >/dev/null 2>&1; perf/scripts/stack.sh down --purge >/dev/null 2>&1) || true
+    # the jmeter link --install made points into the clone
+    for l in /usr/local/bin/jmeter "$HOME/.local/bin/jmeter"; do
+      [[ -L "$l" && "$(readlink "$l")" == "$clone"/* ]] && rm -f "$l"
+    done
+    rm -rf "$work"
+  fi
+  say "$([[ $rc == 0 ]] && echo passed || echo "failed ($rc)") in $((SECONDS - t0)) s${keep:+}"
+}
+trap cleanup EXIT
+
+# The README's command (the part before a '#' comment) on the line that starts with $1.
+readme_cmd() {
+  local line
+  line="$(grep -m1 -E "^$(printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g')( |$)" "$clone/README.md")" \
+    || fail "the README has no line starting with: $1"
+  printf '%s' "${line%%#*}" | sed 's/[[:space:]]*$//'
+}
+step() { # seconds command-prefix-in-README [log]
+  local secs=$1 prefix=$2 out=${3:-$work/$(echo "$2" | tr -c 'a-zA-Z0-9' _ | cut -c1-40).log} cmd
+  cmd="$(readme_cmd "$prefix")"
+  say "\$ $cmd"
+  if ! (cd "$clone" && timeout --kill-after=20 "$secs" bash -c "$cmd") >"$out" 2>&1; then
+    tail -25 "$out" >&2
+    fail "'$cmd' failed (log: $out)"
+  fi
+}
+
+say "clean clone of $repo into $clone"
+git clone -q "$repo" "$clone"
+
+step 300 "perf/scripts/jmeter.sh --install"
+hash -r
+command -v jmeter >/dev/null || fail "jmeter is not on PATH after the install (PATH=$PATH)"
+step 180 "perf/scripts/stack.sh up --registry-only"
+step 300 "perf/scripts/seed.sh --set cached"
+
+cmd="$(readme_cmd "./mvnw spring-boot:run")"
+say "\$ $cmd   (in the background until the plan has run)"
+(cd "$clone" && exec setsid bash -c "$cmd" >"$work/spring-boot-run.log" 2>&1) &
+app_pid=$!
+for _ in $(seq 1 300); do
+  [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' http://127.0.0.1:8080/v2/ || true)" == 200 ]] && break
+  kill -0 "$app_pid" 2>/dev/null || { tail -30 "$work/spring-boot-run.log" >&2; fail "'$cmd' exited"; }
+  sleep 1
+done
+[[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' http://127.0.0.1:8080/v2/ || true)" == 200 ]] \
+  || { tail -30 "$work/spring-boot-run.log" >&2; fail "'$cmd' did not answer on :8080 within 300 s"; }
+
+step 300 "jmeter -n -t perf/jmeter/pull.jmx" "$work/jmeter.log"
+grep -E '^summary = +[1-9][0-9]* ' "$work/jmeter.log" >&2 || fail "the plan ran no sample (see $work/jmeter.log)"
+
+kill -- "-$app_pid" 2>/dev/null || true
+for _ in $(seq 1 60); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.5; done
+app_pid=""
+for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null || break; sleep 0.5; done
+
+# monitoring (not a README command): Prometheus scrapes the run's stack, the dashboard is rendered after
+(cd "$clone" && perf/scripts/monitor.sh up) >"$work/monitor.log" 2>&1 || { cat "$work/monitor.log" >&2; fail "monitor.sh up failed"; }
+
+step 600 "perf/scripts/run.sh -c 180 -t 1000" "$work/run.log"
+run_dir="$(sed -n 's/^run\.sh: done: //p' "$work/run.log" | tail -1)"
+[[ -n "$run_dir" && -s "$run_dir/summary.md" && -s "$run_dir/report/index.html" ]] || fail "run.sh left no summary.md/report (see $work/run.log)"
+grep -q '^Warm: yes' "$run_dir/summary.md" || fail "the run was not warm (see $run_dir/summary.md)"
+grep -q 'registry-cache.access' "$run_dir/registry-cache.logs" || fail "registry-cache.logs holds no request of the run"
+sed -n 5,9p "$run_dir/summary.md" >&2
+
+# the Grafana dashboard's panels over the run, rendered from Prometheus and seen by a real browser
+shots="$repo/perf/runs/e2e-dashboard"
+rm -rf "$shots"
+(cd "$clone" && timeout 300 perf/scripts/monitor.sh render --out "$shots" --minutes 3 --screenshot) >>"$work/monitor.log" 2>&1 \
+  || { tail -10 "$work/monitor.log" >&2; fail "the dashboard could not be rendered"; }
+grep -E '^[0-9]+ of [0-9]+ panels have data' "$work/monitor.log" >&2
+python3 - "$shots/dashboard.json" <<'PY' || fail "the dashboard shows no pulls of the run"
+import json, sys
+panels = {p["title"]: p for p in json.load(open(sys.argv[1]))["panels"]}
+moved = [v for s in panels["Pulls by kind and result"]["series"] for _, v in s["values"] if v > 0]
+sys.exit(0 if moved else 1)
+PY
+[[ -s "$shots/dashboard.png" ]] || fail "no screenshot of the dashboard"
+say "dashboard: $shots/dashboard.html, screenshot $shots/dashboard.png"
