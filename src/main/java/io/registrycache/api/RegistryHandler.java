@@ -113,7 +113,7 @@ public class RegistryHandler {
               StoredManifest m = result.manifest();
               ServerResponse.BodyBuilder ok =
                   ServerResponse.ok()
-                      .contentType(mediaType(m.mediaType()))
+                      .contentType(MediaType.parseMediaType(m.mediaType().value()))
                       .header(DOCKER_CONTENT_DIGEST, m.digest().toString())
                       .eTag("\"" + m.digest() + "\"")
                       .contentLength(m.body().length);
@@ -282,14 +282,6 @@ public class RegistryHandler {
   private static void namespace(ServerResponse.BodyBuilder builder, RequestTarget target) {
     if (target.namespace() != null) {
       builder.header(OCI_NAMESPACE, target.namespace());
-    }
-  }
-
-  private static MediaType mediaType(String value) {
-    try {
-      return MediaType.parseMediaType(value);
-    } catch (InvalidMediaTypeException e) {
-      return MediaType.APPLICATION_OCTET_STREAM;
     }
   }
 

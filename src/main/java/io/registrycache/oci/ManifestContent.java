@@ -15,7 +15,7 @@ import tools.jackson.databind.json.JsonMapper;
  *     {@code Content-Type}
  * @param references config, layers, subject (manifests) or child manifests (indexes)
  */
-public record ManifestContent(String mediaType, List<Descriptor> references) {
+public record ManifestContent(MediaType mediaType, List<Descriptor> references) {
 
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
@@ -31,7 +31,7 @@ public record ManifestContent(String mediaType, List<Descriptor> references) {
 
   /** Whether the manifest is an image index or a Docker manifest list. */
   public boolean isIndex() {
-    return MediaTypes.isIndex(mediaType);
+    return mediaType.isIndex();
   }
 
   /**
@@ -43,6 +43,15 @@ public record ManifestContent(String mediaType, List<Descriptor> references) {
    *     media type at all, its media type (from the body, else a non-generic {@code Content-Type})
    *     is not one of {@link MediaTypes#ALL_MANIFESTS}, is a schema 1 manifest, its {@code mediaType} contradicts a manifest
    *     {@code Content-Type}, or a descriptor's digest is malformed
+   */
+  public static ManifestContent parse(byte[] body, MediaType contentType) {
+    return parse(body, contentType == null ? null : contentType.value());
+  }
+
+  /**
+   * Parses and checks a manifest body, as {@link #parse(byte[], MediaType)}.
+   *
+   * @param contentType the upstream's {@code Content-Type}, parameters allowed; may be {@code null}
    */
   public static ManifestContent parse(byte[] body, String contentType) {
     JsonNode root;
@@ -98,7 +107,7 @@ public record ManifestContent(String mediaType, List<Descriptor> references) {
       }
       addDescriptor(refs, child, platform);
     }
-    return new ManifestContent(mediaType, List.copyOf(refs));
+    return new ManifestContent(new MediaType(mediaType), List.copyOf(refs));
   }
 
   private static void addDescriptor(List<Descriptor> refs, JsonNode node, String platform) {

@@ -12,7 +12,6 @@ import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StoredManifest;
-import io.registrycache.storage.TagLink;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
@@ -109,7 +108,7 @@ public class ProxyManifestService {
    */
   private static Mono<ManifestResult> negotiate(
       Upstream upstream, RepositoryName name, Reference reference, ManifestResult result, List<String> accept) {
-    String type = result.manifest().mediaType();
+    String type = result.manifest().mediaType().value();
     if (acceptable(type, accept)) {
       return Mono.just(result);
     }
@@ -149,7 +148,7 @@ public class ProxyManifestService {
             });
   }
 
-  private record CachedTag(TagLink link, StoredManifest manifest) {}
+  private record CachedTag(ManifestStore.TagRef link, StoredManifest manifest) {}
 
   private Optional<CachedTag> cachedTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
     return store

@@ -5,6 +5,7 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.ManifestContent;
+import io.registrycache.oci.MediaType;
 import io.registrycache.oci.Reference;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -67,7 +68,7 @@ public class ManifestStore {
   public record Content(String mediaType, List<Digest> references, List<String> platforms) {
     static final Content UNREADABLE = new Content("unknown", List.of(), List.of());
 
-    static Content of(String mediaType, byte[] body) {
+    static Content of(MediaType mediaType, byte[] body) {
       try {
         ManifestContent parsed = ManifestContent.parse(body, mediaType);
         List<Digest> refs = new ArrayList<>();
@@ -78,15 +79,15 @@ public class ManifestStore {
             platforms.add(d.platform());
           }
         }
-        return new Content(parsed.mediaType(), List.copyOf(refs), List.copyOf(platforms));
+        return new Content(parsed.mediaType().value(), List.copyOf(refs), List.copyOf(platforms));
       } catch (RuntimeException e) {
-        return new Content(mediaType, List.of(), List.of());
+        return new Content(mediaType.value(), List.of(), List.of());
       }
     }
   }
 
   /**
-   * A tag link found on disk.
+   * A tag link on disk: where a cached tag points, and when the upstream last confirmed it.
    *
    * @param upstream the upstream's configuration key
    * @param repository the repository name
@@ -156,7 +157,14 @@ public class ManifestStore {
     }
     try {
       byte[] body = Files.readAllBytes(layout.manifest(digest));
-      String mediaType = Files.readString(layout.manifestType(digest), StandardCharsets.UTF_8).trim();
+      MediaType mediaType;
+      try {
+        mediaType = MediaType.parse(Files.readString(layout.manifestType(digest), StandardCharsets.UTF_8).trim());
+      } catch (IllegalArgumentException e) {
+        log.error("stored manifest {} has an unreadable media type; removing it", digest);
+        delete(digest);
+        return Optional.empty();
+      }
       if (!digest.recompute(body).equals(digest)) {
         // Bit rot or tampering: never serve it; drop it so it is fetched again.
         log.error("stored manifest {} does not match its digest; removing it", digest);
@@ -355,12 +363,12 @@ public class ManifestStore {
   }
 
   /** The link of a cached tag, if any. Blocking. */
-  public Optional<TagLink> findTag(String upstreamKey, String name, Reference.Tag tag) {
+  public Optional<TagRef> findTag(String upstreamKey, String name, Reference.Tag tag) {
     Path p = layout.tag(upstreamKey, name, tag.name());
     try {
       String value = Files.readString(p, StandardCharsets.UTF_8).trim();
       Instant validatedAt = Files.getLastModifiedTime(p).toInstant();
-      return Optional.of(new TagLink(Digest.parse(value), validatedAt));
+      return Optional.of(new TagRef(upstreamKey, name, tag.name(), Digest.parse(value), validatedAt));
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (IOException e) {

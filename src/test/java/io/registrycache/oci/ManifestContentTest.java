@@ -20,8 +20,8 @@ class ManifestContentTest {
     ManifestContent m = ManifestContent.parse(bytes(
         "{\"schemaVersion\":2,\"mediaType\":\"" + MediaTypes.OCI_MANIFEST + "\","
             + "\"config\":{\"mediaType\":\"c\",\"digest\":\"" + D1 + "\",\"size\":3},"
-            + "\"layers\":[{\"mediaType\":\"l\",\"digest\":\"" + D2 + "\",\"size\":5}]}"), null);
-    assertThat(m.mediaType()).isEqualTo(MediaTypes.OCI_MANIFEST);
+            + "\"layers\":[{\"mediaType\":\"l\",\"digest\":\"" + D2 + "\",\"size\":5}]}"), (String) null);
+    assertThat(m.mediaType().value()).isEqualTo(MediaTypes.OCI_MANIFEST);
     assertThat(m.references()).extracting(d -> d.digest().toString()).containsExactly(D1, D2);
     assertThat(m.references().get(1).size()).isEqualTo(5);
     assertThat(m.isIndex()).isFalse();
@@ -58,14 +58,14 @@ class ManifestContentTest {
         .as("a web page's Content-Type is not a manifest media type")
         .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_INVALID));
     assertThatThrownBy(() -> ManifestContent.parse(
-            bytes("{\"schemaVersion\":2,\"mediaType\":\"text/html\",\"config\":{\"digest\":\"" + D1 + "\"}}"), null))
+            bytes("{\"schemaVersion\":2,\"mediaType\":\"text/html\",\"config\":{\"digest\":\"" + D1 + "\"}}"), (String) null))
         .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_INVALID));
-    assertThat(ManifestContent.parse(bytes(noType), "application/json").mediaType())
+    assertThat(ManifestContent.parse(bytes(noType), "application/json").mediaType().value())
         .as("a generic Content-Type: the body's structure decides")
         .isEqualTo(MediaTypes.OCI_MANIFEST);
     String declared = "{\"schemaVersion\":2,\"mediaType\":\"" + MediaTypes.DOCKER_MANIFEST
         + "\",\"config\":{\"digest\":\"" + D1 + "\"},\"layers\":[]}";
-    assertThat(ManifestContent.parse(bytes(declared), "text/html").mediaType())
+    assertThat(ManifestContent.parse(bytes(declared), "text/html").mediaType().value())
         .as("the body's mediaType field names the manifest type")
         .isEqualTo(MediaTypes.DOCKER_MANIFEST);
   }

@@ -3,6 +3,7 @@ package io.registrycache.storage;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.MediaType;
 import io.registrycache.oci.Reference;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -102,7 +103,7 @@ public final class TestCache implements AutoCloseable {
     json.append("]}");
     byte[] body = json.toString().getBytes(StandardCharsets.UTF_8);
     Digest d = Digest.sha256(body);
-    manifests.put(new StoredManifest(d, "application/vnd.oci.image.manifest.v1+json", body));
+    manifests.put(new StoredManifest(d, MediaType.parse("application/vnd.oci.image.manifest.v1+json"), body));
     return d;
   }
 
@@ -116,7 +117,7 @@ public final class TestCache implements AutoCloseable {
     json.append("]}");
     byte[] body = json.toString().getBytes(StandardCharsets.UTF_8);
     Digest d = Digest.sha256(body);
-    manifests.put(new StoredManifest(d, "application/vnd.oci.image.index.v1+json", body));
+    manifests.put(new StoredManifest(d, MediaType.parse("application/vnd.oci.image.index.v1+json"), body));
     return d;
   }
 

@@ -1,0 +1,122 @@
+package io.registrycache.storage;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.MediaType;
+import io.registrycache.oci.OciErrorCode;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The store's write seam: verification lives in commit, so no caller can store wrong bytes. */
+class BlobWriterTest {
+
+  @TempDir Path root;
+  private TestCache cache;
+
+  private TestCache cache() {
+    if (cache == null) {
+      cache = new TestCache(root, 0, Duration.ZERO);
+    }
+    return cache;
+  }
+
+  @AfterEach
+  void close() {
+    if (cache != null) {
+      cache.close();
+    }
+  }
+
+  private static byte[] random(int size, long seed) {
+    byte[] b = new byte[size];
+    new Random(seed).nextBytes(b);
+    return b;
+  }
+
+  private long tmpFiles() throws IOException {
+    try (Stream<Path> s = Files.list(root.resolve("tmp"))) {
+      return s.count();
+    }
+  }
+
+  @Test
+  void committedBytesAreStoredUnderTheirDigestAndAReaderKeepsReadingThem() throws IOException {
+    BlobStore blobs = cache().blobs;
+    byte[] content = random(100_000, 1);
+    Digest digest = Digest.sha256(content);
+    BlobWriter writer = blobs.newWriter(digest);
+    writer.append(ByteBuffer.wrap(content, 0, 40_000));
+    try (FileChannel early = writer.openReader()) {
+      writer.append(ByteBuffer.wrap(content, 40_000, content.length - 40_000));
+      assertThat(blobs.size(digest)).as("not visible before the commit").isEmpty();
+      assertThat(writer.commit(content.length)).isEqualTo(content.length);
+      ByteBuffer all = ByteBuffer.allocate(content.length);
+      while (all.hasRemaining() && early.read(all, all.position()) > 0) {
+        // a reader opened before the commit reads the same file after it
+      }
+      assertThat(all.array()).isEqualTo(content);
+    }
+    assertThat(blobs.lookup(digest)).contains((long) content.length);
+    assertThat(Files.readAllBytes(blobs.path(digest))).isEqualTo(content);
+    assertThat(tmpFiles()).isZero();
+  }
+
+  @Test
+  void wrongDigestOrSizeIsRejectedInCommitAndNothingIsKept() throws IOException {
+    BlobStore blobs = cache().blobs;
+    byte[] content = random(10_000, 2);
+    Digest claimed = Digest.sha256(random(10_000, 3));
+    BlobWriter lying = blobs.newWriter(claimed);
+    lying.append(ByteBuffer.wrap(content));
+    assertThatThrownBy(() -> lying.commit(content.length))
+        .isInstanceOfSatisfying(ContentVerificationException.class,
+            e -> assertThat(e.code()).isEqualTo(OciErrorCode.DIGEST_INVALID));
+    assertThat(blobs.size(claimed)).isEmpty();
+    assertThat(blobs.path(claimed)).doesNotExist();
+    assertThatThrownBy(lying::openReader).isInstanceOf(IOException.class);
+
+    Digest real = Digest.sha256(content);
+    BlobWriter shortened = blobs.newWriter(real);
+    shortened.append(ByteBuffer.wrap(content));
+    assertThatThrownBy(() -> shortened.commit(content.length + 1)).isInstanceOf(ContentVerificationException.class);
+    assertThat(blobs.size(real)).isEmpty();
+    assertThat(tmpFiles()).isZero();
+  }
+
+  @Test
+  void abortLeavesTheStoreUnchanged() throws IOException {
+    BlobStore blobs = cache().blobs;
+    byte[] content = random(5_000, 4);
+    Digest digest = Digest.sha256(content);
+    BlobWriter writer = blobs.newWriter(digest);
+    writer.append(ByteBuffer.wrap(content));
+    writer.abort();
+    writer.abort(); // idempotent
+    assertThat(blobs.size(digest)).isEmpty();
+    assertThat(tmpFiles()).isZero();
+  }
+
+  @Test
+  void aManifestWhoseBytesDoNotMatchItsDigestIsNotStored() {
+    ManifestStore manifests = cache().manifests;
+    byte[] body = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
+    Digest other = Digest.sha256("something else".getBytes(StandardCharsets.UTF_8));
+    assertThatThrownBy(() -> manifests.put(
+            new StoredManifest(other, MediaType.parse("application/vnd.oci.image.manifest.v1+json"), body)))
+        .isInstanceOf(ContentVerificationException.class);
+    assertThat(manifests.find(other)).isEmpty();
+    assertThat(manifests.count()).isZero();
+  }
+}
