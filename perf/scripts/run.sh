@@ -65,7 +65,7 @@ images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=180
 runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
 extra=()
 
-usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 
 while (($#)); do
   case "$1" in
