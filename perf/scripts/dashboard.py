@@ -57,7 +57,7 @@ def legend(metric, fmt_string):
     return ", ".join(f"{k}={v}" for k, v in sorted(metric.items()) if k != "__name__") or "value"
 
 
-def svg_chart(series, unit, start, end, width=560, height=200):
+def svg_chart(series, unit, start, end, width=540, height=200):
     pts = [(t, v) for s in series for t, v in s["values"]]
     if not pts:
         return '<div class="empty">no data</div>'
@@ -132,7 +132,7 @@ def main():
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{html.escape(dash.get('title', 'dashboard'))}</title>
 <style>body{{font-family:sans-serif;margin:16px;background:#fff}} h2{{clear:both;border-bottom:1px solid #ccc;padding-top:8px}}
-.panel{{float:left;width:580px;margin:0 12px 12px 0;border:1px solid #ddd;padding:6px}} h3{{margin:2px 0 6px;font-size:14px}}
+.panel{{float:left;width:560px;margin:0 12px 12px 0;border:1px solid #ddd;padding:6px}} h3{{margin:2px 0 6px;font-size:14px}}
 .stat{{font-size:40px;font-weight:bold;color:#1f77b4;padding:40px 0;text-align:center}} .empty{{color:#999;padding:80px 0;text-align:center}}
 .legend{{list-style:none;padding:0;margin:4px 0;font-size:11px}} .legend span{{display:inline-block;width:10px;height:10px;margin-right:4px}}
 .err{{color:#b00;font-size:11px}} footer{{clear:both;color:#666;font-size:12px;padding-top:12px}}</style></head>

@@ -65,7 +65,7 @@ images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=180
 runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
 extra=()
 
-usage() { sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 
 while (($#)); do
   case "$1" in
@@ -482,11 +482,11 @@ PY
   (( $(wc -l <"$run/results.csv") > 1 )) || die 4 "no samples after the ${warmup}s warm-up: see $run/output"
 fi
 if [[ -n "$steady" ]]; then
-  warm_text="warm: yes - $([[ $mode == cached && $warm == 1 && $target == cache ]] && echo "a cache warm-up pass over the image set, then ")the first ${warmup} s at full concurrency (JVMs of the service and JMeter) discarded ($discarded samples, warmup-results.csv); ${steady} s measured"
+  warm_text="warm: yes - $([[ $mode == cached && $warm == 1 && $target == cache ]] && echo "a cache warm-up pass over the image set, then " || true)the first ${warmup} s at full concurrency (JVMs of the service and JMeter) discarded ($discarded samples, warmup-results.csv); ${steady} s measured"
 elif [[ $mode == cached && $warm == 1 && $target == cache ]]; then
   warm_text="warm: cache only - a warm-up pass filled the cache, but the JVMs were not warmed up: a loop-bounded run includes the service's JIT warm-up (a timed run, without -l, discards it)"
 else
-  warm_text="warm: no - the JVMs were not warmed up$([[ $mode == cached ]] && echo " and the cache warm-up pass was skipped")"
+  warm_text="warm: no - the JVMs were not warmed up$([[ $mode == cached ]] && echo " and the cache warm-up pass was skipped" || true)"
 fi
 echo "warm=$warm_text" >>"$run/params.env"
 # the HTML dashboard, generated after the test so it does not compete with it for CPU
