@@ -8,6 +8,11 @@ PERF_SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PERF_DIR="$(cd "$PERF_SCRIPTS/.." && pwd)"
 REPO_DIR="$(cd "$PERF_DIR/.." && pwd)"
 
+# The admin token the perf stack's registry-cache is started with (its management port answers
+# non-loopback clients, such as Docker's bridge gateway, only with it); sent on every admin call.
+PERF_ADMIN_TOKEN="${PERF_ADMIN_TOKEN:-registry-cache-perf}"
+ADMIN_AUTH=(-H "Authorization: Bearer $PERF_ADMIN_TOKEN")
+
 log() { echo "$(basename "$0"): $*" >&2; }
 die() { local code=$1; shift; log "$*"; exit "$code"; }
 

@@ -293,7 +293,7 @@ if [[ $mode == pull-through && $evict == 1 ]]; then
       | sed 's/[][\.*^$+?(){}|]/\\&/g' | paste -sd'|'))/.+"
   fi
   body="$(python3 -c 'import json, sys; print(json.dumps({"pattern": sys.argv[1], "dryRun": False}))' "$evict_pattern")"
-  code="$(curl -s -m 120 -o "$run/evicted.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+  code="$(curl -s -m 120 -o "$run/evicted.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' "${ADMIN_AUTH[@]}" \
     --data "$body" "$mgmt_url/actuator/cache/prune" || true)"
   if [[ "$code" != 200 ]]; then
     log "eviction through $mgmt_url/actuator/cache/prune failed (HTTP ${code:-none}): $(head -c 300 "$run/evicted.json" 2>/dev/null)"
@@ -390,13 +390,13 @@ wall0=$(date +%s.%N)
 # against the budget
 sampler_pid=""
 if [[ -n "$mgmt_url" && $target != registry ]]; then
-  curl -sf -m 10 "$mgmt_url/actuator/cache" -o "$run/cache-before.json" || rm -f "$run/cache-before.json"
+  curl -sf -m 10 "${ADMIN_AUTH[@]}" "$mgmt_url/actuator/cache" -o "$run/cache-before.json" || rm -f "$run/cache-before.json"
   if [[ -s "$run/cache-before.json" ]]; then
     (
       printf 'utc\tstored_bytes\tblobs\tmanifests\tdownloads_in_flight\tmax_bytes\n'
       end=$((SECONDS + duration + 60))
       while (( SECONDS < end )); do
-        curl -sf -m 5 "$mgmt_url/actuator/cache" | python3 -c 'import json, sys, time
+        curl -sf -m 5 "${ADMIN_AUTH[@]}" "$mgmt_url/actuator/cache" | python3 -c 'import json, sys, time
 d = json.load(sys.stdin); b = d.get("budget") or {}
 print("\t".join(str(x) for x in (time.strftime("%H:%M:%S", time.gmtime()), d.get("storedBytes"), (d.get("blobs") or {}).get("count"),
       (d.get("manifests") or {}).get("count"), d.get("downloadsInFlight"), b.get("maxBytes", 0))))' 2>/dev/null || true
@@ -438,7 +438,7 @@ printf 'loadavg_before=%s\nloadavg_after=%s\n' "$load0" "$(cut -d' ' -f1-3 /proc
 sleep 1
 until="$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"
 scrape "$run/metrics-after.prom"
-[[ -n "$sampler_pid" ]] && { curl -sf -m 10 "$mgmt_url/actuator/cache" -o "$run/cache-after.json" || rm -f "$run/cache-after.json"; }
+[[ -n "$sampler_pid" ]] && { curl -sf -m 10 "${ADMIN_AUTH[@]}" "$mgmt_url/actuator/cache" -o "$run/cache-after.json" || rm -f "$run/cache-after.json"; }
 if [[ $stack_logs == 1 ]]; then
   "$SCRIPTS/stack.sh" logs --since "$since" --until "$until" --out "$run" --offsets "$run/.log-offsets" || true
   rm -f "$run/.log-offsets"

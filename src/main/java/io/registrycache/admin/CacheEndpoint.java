@@ -11,6 +11,7 @@ import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.CacheCollector.Removal;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageJanitor;
+import io.registrycache.upstream.UpstreamRegistry;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -70,6 +71,7 @@ public class CacheEndpoint {
   private final RegistryCacheProperties properties;
   private final Preloader preloader;
   private final ProxyBlobService blobDownloads;
+  private final UpstreamRegistry upstreams;
 
   public CacheEndpoint(
       CacheInventory inventory,
@@ -80,7 +82,8 @@ public class CacheEndpoint {
       ManifestStore manifests,
       RegistryCacheProperties properties,
       Preloader preloader,
-      ProxyBlobService blobDownloads) {
+      ProxyBlobService blobDownloads,
+      UpstreamRegistry upstreams) {
     this.inventory = inventory;
     this.pruner = pruner;
     this.collector = collector;
@@ -90,6 +93,7 @@ public class CacheEndpoint {
     this.properties = properties;
     this.preloader = preloader;
     this.blobDownloads = blobDownloads;
+    this.upstreams = upstreams;
   }
 
   /** Totals: stored bytes and items, downloads in flight, the budget and its watermarks in bytes. */
@@ -164,10 +168,10 @@ public class CacheEndpoint {
         case "evict" -> {
           Digest d = digest == null || digest.isBlank() ? null : Digest.parse(digest);
           if (d == null && (repository == null || tag == null)) {
-            yield badRequest("give digest, or repository and tag (and upstream, default '"
-                + properties.getDefaultUpstream() + "')");
+            yield badRequest("give digest, or repository and tag (and upstream, default: the default upstream)");
           }
-          String key = upstream == null || upstream.isBlank() ? properties.getDefaultUpstream() : upstream;
+          // The effective default (the built-in upstream or the operator's), not the raw setting.
+          String key = upstream == null || upstream.isBlank() ? upstreams.defaultUpstream().key() : upstream;
           yield ok(Views.removal(pruner.evict(key, repository, tag, d, dry)));
         }
         case "janitor" -> {

@@ -495,7 +495,7 @@ public class RegistryCacheProperties {
 
     /**
      * Where redirects (and token realms) of this upstream may lead, besides its own origin. See
-     * {@code docs/security-upstream.md}.
+     * {@code docs/security.md}.
      */
     private Redirect redirect = new Redirect();
 

@@ -34,7 +34,7 @@ class CacheEndpointPatternTest {
     CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs);
     Pruner pruner = new Pruner(cache.manifests, inventory, cache.collector, cache.clock);
     endpoint = new CacheEndpoint(
-        inventory, pruner, cache.collector, null, cache.blobs, cache.manifests, cache.properties, null, null);
+        inventory, pruner, cache.collector, null, cache.blobs, cache.manifests, cache.properties, null, null, null);
     blob = cache.blob(100);
     cache.tag("local", "app", "v1", cache.manifest(cache.blob(10), blob));
   }
