@@ -36,7 +36,9 @@ import org.springframework.test.context.DynamicPropertySource;
  */
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+    // The production logging configuration, not the quiet logback-test.xml that tests get otherwise.
+    properties = "logging.config=classpath:logback-spring.xml")
 @ExtendWith(OutputCaptureExtension.class)
 class PullPortHardeningTest {
 
