@@ -10,8 +10,10 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
  * Everything an operator sets, under the prefix {@code registry-cache}. Every property can be set
- * by an environment variable in Spring Boot's relaxed form, e.g. {@code REGISTRY_CACHE_STORAGE_PATH}
- * or {@code REGISTRY_CACHE_UPSTREAMS_LOCAL_URL}. Defaults are those of {@code application.yml}.
+ * by an environment variable in Spring Boot's canonical form, e.g. {@code REGISTRYCACHE_STORAGE_PATH}
+ * or {@code REGISTRYCACHE_UPSTREAMS_LOCAL_URL}; upstream keys that appear only in the environment
+ * are found only in that form (dashes dropped), not as {@code REGISTRY_CACHE_UPSTREAMS_...}.
+ * Defaults are those of {@code application.yml}.
  */
 @ConfigurationProperties(prefix = "registry-cache")
 public class RegistryCacheProperties {

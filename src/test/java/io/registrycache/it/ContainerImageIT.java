@@ -61,8 +61,8 @@ class ContainerImageIT {
             .withNetwork(network)
             .withNetworkAliases("registry-cache")
             .withExposedPorts(8080, 8081)
-            .withEnv("REGISTRY_CACHE_UPSTREAMS_LOCAL_URL", "http://registry:5000")
-            .withEnv("REGISTRY_CACHE_UPSTREAMS_LOCAL_HOST", REGISTRY_HOST)
+            .withEnv("REGISTRYCACHE_UPSTREAMS_LOCAL_URL", "http://registry:5000")
+            .withEnv("REGISTRYCACHE_UPSTREAMS_LOCAL_HOST", REGISTRY_HOST)
             .waitingFor(
                 Wait.forHttp("/actuator/health/readiness")
                     .forPort(8081)

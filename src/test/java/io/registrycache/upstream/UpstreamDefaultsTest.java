@@ -79,4 +79,27 @@ class UpstreamDefaultsTest {
       assertThat(upstreams.forHost("localhost:5000").key()).isEqualTo("local");
     });
   }
+
+  /**
+   * An upstream given only by environment variables, in the documented canonical form (the README's
+   * two-upstream example, deploy/kubernetes/configmap.yaml, the perf stack, ContainerImageIT).
+   */
+  @Test
+  void anUpstreamKeyFromEnvironmentVariablesIsFound() {
+    runner
+        // Spring maps environment-variable names only for the source named systemEnvironment.
+        .withInitializer(context -> context.getEnvironment().getPropertySources().replace(
+            org.springframework.core.env.StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+            new org.springframework.core.env.SystemEnvironmentPropertySource(
+                org.springframework.core.env.StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+                java.util.Map.<String, Object>of(
+                    "REGISTRYCACHE_UPSTREAMS_CORP_URL", "https://registry.corp.test",
+                    "REGISTRYCACHE_UPSTREAMS_CORP_PASSWORDFILE", "/run/secrets/corp"))))
+        .run(context -> {
+          UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+          assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("corp");
+          assertThat(upstreams.defaultUpstream().url()).hasToString("https://registry.corp.test");
+          assertThat(upstreams.defaultUpstream().settings().getPasswordFile()).isNotNull();
+        });
+  }
 }
