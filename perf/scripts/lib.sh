@@ -1,7 +1,10 @@
 # Shared by the perf pack's bash scripts: source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   log MESSAGE           "<script>: MESSAGE" on stderr
-#   die CODE MESSAGE      log, then exit CODE
-#   perf_python MODULE... prints a python3 that imports every MODULE: python3 itself when it can,
+#   die [CODE] MESSAGE    log, then exit CODE (default 1)
+#   usage                 prints the calling script's header comment (its --help)
+#   parse_options SPEC ARG...  the one option parser of the perf scripts (see below)
+#   perf_python MODULE... prints a python3 that imports every MODULE: python3 on PATH or /usr/bin/python3
+#                         (Debian's python3-prometheus-client, python3-matplotlib) when one can,
 #                         else perf/.venv (gitignored), created and filled from PyPI on first use
 #                         (module name = PyPI name with _ for -, e.g. prometheus_client, matplotlib)
 PERF_SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,12 +17,68 @@ PERF_ADMIN_TOKEN="${PERF_ADMIN_TOKEN:-registry-cache-perf}"
 ADMIN_AUTH=(-H "Authorization: Bearer $PERF_ADMIN_TOKEN")
 
 log() { echo "$(basename "$0"): $*" >&2; }
-die() { local code=$1; shift; log "$*"; exit "$code"; }
+die() { local code=1; [[ "${1:-}" =~ ^[0-9]+$ ]] && { code=$1; shift; }; log "$*"; exit "$code"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+
+# parse_options SPEC ARG...: sets the caller's variables from ARG... as SPEC says. SPEC is a list
+# of words OPTION:TARGET, where TARGET is
+#   var          the option takes a value: var=VALUE (also -XVALUE for a one-letter option -X)
+#   var=WORD     a flag: var=WORD
+#   var+         the option takes a value, appended to the array var (repeatable)
+#   var++        the option and its value are appended to the array var (passed on as they are)
+# and the word *:var+ appends every other argument to the array var (else: exit 2, unknown option).
+# -h and --help print the script's header comment and exit 0. Example:
+#   parse_options "-c:threads --no-warm:warm=0 -J:props+" "$@"
+parse_options() {
+  local -a _po_spec
+  local _po_arg _po_target _po_value _po_rest="" _po_word
+  read -r -d "" -a _po_spec <<<"$1" || true
+  shift
+  for _po_word in "${_po_spec[@]}"; do [[ $_po_word == '*:'*+ ]] && _po_rest=${_po_word:2:-1}; done
+  while (($#)); do
+    _po_arg=$1
+    shift
+    case "$_po_arg" in -h|--help) usage; exit 0 ;; esac
+    _po_target="" _po_value=""
+    for _po_word in "${_po_spec[@]}"; do
+      [[ ${_po_word%%:*} == "$_po_arg" ]] && { _po_target=${_po_word#*:}; break; }
+    done
+    if [[ -z $_po_target && $_po_arg =~ ^-[A-Za-z].+ ]]; then # -XVALUE
+      for _po_word in "${_po_spec[@]}"; do
+        if [[ ${_po_word%%:*} == "${_po_arg:0:2}" && $_po_word != *=* && $_po_word != *++ ]]; then
+          _po_target=${_po_word#*:} _po_value=${_po_arg:2}
+          set -- "$_po_value" "$@"
+          break
+        fi
+      done
+    fi
+    if [[ -z $_po_target ]]; then
+      [[ -n $_po_rest ]] || die 2 "unknown option $_po_arg (--help lists them)"
+      eval "$_po_rest+=(\"\$_po_arg\")"
+      continue
+    fi
+    if [[ $_po_target == *=* ]]; then
+      printf -v "${_po_target%%=*}" '%s' "${_po_target#*=}"
+      continue
+    fi
+    (($#)) || die 2 "option $_po_arg needs a value"
+    case "$_po_target" in
+      *++) eval "${_po_target%++}+=(\"\$_po_arg\" \"\$1\")" ;;
+      *+) eval "${_po_target%+}+=(\"\$1\")" ;;
+      *) printf -v "$_po_target" '%s' "$1" ;;
+    esac
+    shift
+  done
+}
 
 perf_python() {
   local m imports="" venv="$PERF_DIR/.venv"
   for m in "$@"; do imports+="import $m; "; done
-  if python3 -c "$imports" 2>/dev/null; then command -v python3; return 0; fi
+  local py
+  # python3 on PATH, else the system's (Debian's python3-* packages go there, e.g. under pyenv)
+  for py in "$(command -v python3)" /usr/bin/python3; do
+    if [[ -x "$py" ]] && "$py" -c "$imports" 2>/dev/null; then echo "$py"; return 0; fi
+  done
   if [[ ! -x "$venv/bin/python" ]]; then
     python3 -m venv "$venv" >/dev/null 2>&1 || { log "cannot create $venv (Debian: apt-get install python3-venv)"; return 1; }
   fi

@@ -32,22 +32,10 @@ threads_list="10 50 100 180" timeouts="1000 3000" loops_list="20" ramps="2" mode
 out="" pause=5 max_runs=64
 pass=()
 
-while (($#)); do
-  case "$1" in
-    -c) threads_list=$2; shift 2 ;;
-    -t) timeouts=$2; shift 2 ;;
-    -l) loops_list=$2; shift 2 ;;
-    -r) ramps=$2; shift 2 ;;
-    -m) modes=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --pause) pause=$2; shift 2 ;;
-    --max-runs) max_runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    -p|--target|--form|--upstream-host|--url|--metrics-url|--mgmt-url|--evict-pattern|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J)
-      pass+=("$1" "$2"); shift 2 ;;
-    *) pass+=("$1"); shift ;;
-  esac
-done
+parse_options "-c:threads_list -t:timeouts -l:loops_list -r:ramps -m:modes --out:out --pause:pause
+  --max-runs:max_runs -p:pass++ --target:pass++ --form:pass++ --upstream-host:pass++ --url:pass++
+  --metrics-url:pass++ --mgmt-url:pass++ --evict-pattern:pass++ --registry-url:pass++ --images:pass++
+  --set-size:pass++ --os:pass++ --arch:pass++ --heap:pass++ --duration:pass++ -J:pass++ *:pass+" "$@"
 target="cache"
 for ((i = 0; i < ${#pass[@]}; i++)); do [[ "${pass[$i]}" == --target ]] && target="${pass[$((i + 1))]}"; done
 [[ " ${pass[*]-} " == *" --url "* ]] && target="url"

@@ -59,14 +59,7 @@ down() {
 
 render() {
   local out="" minutes=10 shot=0
-  while (($#)); do
-    case "$1" in
-      --out) out=$2; shift 2 ;;
-      --minutes) minutes=$2; shift 2 ;;
-      --screenshot) shot=1; shift ;;
-      *) die 2 "render: unknown option $1" ;;
-    esac
-  done
+  parse_options "--out:out --minutes:minutes --screenshot:shot=1" "$@"
   out="${out:-$PERF_DIR/runs/dashboard-$(date -u +%Y%m%dT%H%M%SZ)}"
   mkdir -p "$out"
   python3 "$PERF_SCRIPTS/dashboard.py" --prometheus "http://127.0.0.1:$PERF_PROM_PORT" --minutes "$minutes" --out "$out" \
@@ -88,5 +81,5 @@ case "$cmd" in
   up) up ;;
   down) down ;;
   render) render "$@" ;;
-  *) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; [[ -n "$cmd" ]] && exit 2 ;;
+  *) usage; [[ -n "$cmd" ]] && exit 2 ;;
 esac

@@ -63,47 +63,16 @@ threads="" timeout_ms="" rampup=2 loops="" steady="" warmup=15 plan="$PERF_DIR/j
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
 images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
 runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
-extra=()
+extra=() jprops=()
 
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
-
-while (($#)); do
-  case "$1" in
-    -c) threads=$2; shift 2 ;;
-    -t) timeout_ms=$2; shift 2 ;;
-    -r) rampup=$2; shift 2 ;;
-    -l) loops=$2; shift 2 ;;
-    --steady) steady=$2; shift 2 ;;
-    --warmup) warmup=$2; shift 2 ;;
-    -p) plan=$2; shift 2 ;;
-    -m) mode=$2; shift 2 ;;
-    --target) target=$2; shift 2 ;;
-    --form) form=$2; shift 2 ;;
-    --upstream-host) upstream_host=$2; shift 2 ;;
-    --url) url=$2; shift 2 ;;
-    --metrics-url) metrics_url=$2; shift 2 ;;
-    --registry-url) registry_url=$2; shift 2 ;;
-    --no-stack) no_stack=1; shift ;;
-    --no-warm) warm=0; shift ;;
-    --mgmt-url) mgmt_url=${2%/}; shift 2 ;;
-    --evict-pattern) evict_pattern=$2; shift 2 ;;
-    --fresh-batch) fresh_batch=1; shift ;;
-    --images) images=$2; shift 2 ;;
-    --set-size) set_size=$2; shift 2 ;;
-    --os) os=$2; shift 2 ;;
-    --arch) arch=$2; shift 2 ;;
-    --fail-on-errors) fail_on_errors=1; shift ;;
-    --heap) heap=$2; shift 2 ;;
-    --duration) duration=$2; shift 2 ;;
-    --runs-dir) runs_dir=$2; shift 2 ;;
-    --name) name=$2; shift 2 ;;
-    -J) extra+=("-J$2"); shift 2 ;;
-    -J*) extra+=("$1"); shift ;;
-    --allow-non-loopback) allow_remote=1; shift ;;
-    -h|--help) usage; exit 0 ;;
-    *) usage >&2; die 2 "unknown option $1" ;;
-  esac
-done
+parse_options "-c:threads -t:timeout_ms -r:rampup -l:loops --steady:steady --warmup:warmup -p:plan -m:mode
+  --target:target --form:form --upstream-host:upstream_host --url:url --metrics-url:metrics_url
+  --registry-url:registry_url --no-stack:no_stack=1 --no-warm:warm=0 --mgmt-url:mgmt_url
+  --evict-pattern:evict_pattern --fresh-batch:fresh_batch=1 --images:images --set-size:set_size --os:os
+  --arch:arch --fail-on-errors:fail_on_errors=1 --heap:heap --duration:duration --runs-dir:runs_dir
+  --name:name -J:jprops+ --allow-non-loopback:allow_remote=1" "$@"
+mgmt_url=${mgmt_url%/}
+for j in "${jprops[@]}"; do extra+=("-J$j"); done
 
 int() { [[ "$1" =~ ^[0-9]+$ ]]; }
 [[ -n "$threads" && -n "$timeout_ms" ]] || { usage >&2; die 2 "-c <threads> and -t <timeout-ms> are required"; }

@@ -20,14 +20,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
 build=1 keep=0
-for a in "$@"; do
-  case "$a" in
-    --no-build) build=0 ;;
-    --keep-stack) keep=1 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "smoke.sh: unknown option $a" >&2; exit 2 ;;
-  esac
-done
+parse_options "--no-build:build=0 --keep-stack:keep=1" "$@"
 
 t0=$SECONDS
 runs="$PERF_DIR/runs/smoke-$(date -u +%Y%m%dT%H%M%SZ)"

@@ -62,8 +62,6 @@ C_CACHE="$PERF_STACK_NAME-cache"
 V_REG="$PERF_STACK_NAME-registry-data"
 V_CACHE="$PERF_STACK_NAME-cache-data"
 
-die() { log "$*"; exit "${EXIT:-1}"; }
-
 # the service settings a caller may pass through (disk budget, pruning)
 passthrough_env() { compgen -e | grep -E '^REGISTRY_CACHE_(STORAGE_(MAX_BYTES|HIGH_WATERMARK|LOW_WATERMARK|JANITOR_INTERVAL|EVICTION_BATCH_SIZE|DELETE_GRACE)|PRUNE_[A-Z_]+)$' || true; }
 
@@ -324,15 +322,7 @@ container_of() { # registry|registry-cache
 
 logs() {
   local since="" until="" out="" offsets="" m
-  while (($#)); do
-    case "$1" in
-      --since) since=$2; shift 2 ;;
-      --until) until=$2; shift 2 ;;
-      --out) out=$2; shift 2 ;;
-      --offsets) offsets=$2; shift 2 ;;
-      *) die "logs: unknown option $1" ;;
-    esac
-  done
+  parse_options "--since:since --until:until --out:out --offsets:offsets" "$@"
   m="$(mode)"
   local c
   for what in registry-cache registry; do
@@ -418,14 +408,7 @@ cmd="${1:-}"; shift || true
 case "$cmd" in
   up)
     registry_only=0 rebuild=0
-    while (($#)); do
-      case "$1" in
-        --registry-only) registry_only=1 ;;
-        --rebuild) rebuild=1 ;;
-        *) die "up: unknown option $1" ;;
-      esac
-      shift
-    done
+    parse_options "--registry-only:registry_only=1 --rebuild:rebuild=1" "$@"
     m="$(wanted_mode)" r="$(recorded_mode)"
     if [[ -n "$r" && "$r" != "$m" ]]; then
       log "taking down the $r stack left from before (now: $m)"
@@ -449,7 +432,7 @@ case "$cmd" in
     ;;
   down)
     purge=0
-    [[ "${1:-}" == --purge ]] && purge=1
+    parse_options "--purge:purge=1" "$@"
     m="$(mode)"
     if [[ $m == docker ]]; then docker_down $purge; else process_down $purge; fi
     rm -f "$STATE_DIR/mode"
@@ -462,6 +445,6 @@ case "$cmd" in
   status) status ;;
   env) env_vars ;;
   build) build ;;
-  ""|-h|--help|help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" ;;
+  ""|-h|--help|help) usage ;;
   *) die "unknown command $cmd (up|down|status|env|logs|log-offsets|build)" ;;
 esac
