@@ -3,8 +3,14 @@ package io.registrycache.admin;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
-import io.registrycache.admin.Registry2.Pushed;
 import io.registrycache.oci.Digest;
+import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.UpstreamRegistryContainer;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -34,14 +40,15 @@ class AdminEndpointIT {
 
   @TempDir static Path storage;
 
+  static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
+
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", () -> storage.toString());
-    registry.add("registry-cache.upstreams.local.url", Registry2::url);
-    registry.add("registry-cache.upstreams.local.host", Registry2::hostAndPort);
-    registry.add("registry-cache.storage.delete-grace", () -> "200ms");
-    registry.add("registry-cache.access-log.enabled", () -> "true");
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage)
+        .localUpstream(upstream.hostAndPort(), upstream::baseUrl)
+        .set("registry-cache.storage.delete-grace", "200ms")
+        .set("registry-cache.access-log.enabled", "true")
+        .addTo(registry);
   }
 
   private static final JsonMapper JSON = JsonMapper.builder().build();
@@ -50,24 +57,33 @@ class AdminEndpointIT {
   @LocalManagementPort int managementPort;
   @Autowired MeterRegistry meters;
 
-  private String cache() {
-    return "http://localhost:" + port;
+  private CacheClient cache() {
+    return CacheClient.onPort(port);
   }
 
-  private String admin() {
-    return "http://localhost:" + managementPort + "/actuator/cache";
+  private CacheClient management() {
+    return CacheClient.onPort(managementPort);
   }
 
-  private JsonNode getJson(String url) throws Exception {
-    var r = Registry2.get(url);
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
-    return JSON.readTree(r.body());
+  private static String admin() {
+    return "/actuator/cache";
   }
 
-  private JsonNode postJson(String url, String body) throws Exception {
-    var r = Registry2.post(url, body);
-    assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
-    return JSON.readTree(r.body());
+  private static Image push(String repository, String tag, byte[]... layers) {
+    return upstream.pusher().push(TestImages.withLayers(repository, tag, layers));
+  }
+
+  private JsonNode getJson(String path) {
+    return json(management().get(path));
+  }
+
+  private JsonNode postJson(String path, String body) {
+    return json(management().postJson(path, body));
+  }
+
+  private static JsonNode json(HttpResponse<byte[]> r) {
+    assertThat(r.statusCode()).as(CacheClient.describe(r)).isEqualTo(200);
+    return JSON.readTree(new String(r.body(), StandardCharsets.UTF_8));
   }
 
   private static List<String> field(JsonNode array, String name) {
@@ -82,100 +98,100 @@ class AdminEndpointIT {
 
   @Test
   void listsImagesAndBlobs() throws Exception {
-    byte[] base = Registry2.random(20_000, 1);
-    Pushed a = Registry2.push("list/app", "v1", base, Registry2.random(5_000, 2));
-    Pushed b = Registry2.push("list/app", "v2", base, Registry2.random(5_000, 3));
-    Registry2.pull(cache(), a);
-    Registry2.pull(cache(), b);
+    byte[] base = TestImages.randomBytes(20_000, 1);
+    Image a = push("list/app", "v1", base, TestImages.randomBytes(5_000, 2));
+    Image b = push("list/app", "v2", base, TestImages.randomBytes(5_000, 3));
+    cache().pullAndVerify(a);
+    cache().pullAndVerify(b);
 
     JsonNode images = getJson(admin() + "/images?filter=list/app").path("images");
     assertThat(field(images, "image")).containsExactly("local/list/app:v2", "local/list/app:v1");
     JsonNode v2 = images.get(0);
     assertThat(v2.path("repository").asString()).isEqualTo("list/app");
     assertThat(v2.path("tag").asString()).isEqualTo("v2");
-    assertThat(v2.path("digest").asString()).isEqualTo(b.manifest().toString());
+    assertThat(v2.path("digest").asString()).isEqualTo(b.manifest().digest());
     assertThat(v2.path("mediaType").asString()).isEqualTo("application/vnd.oci.image.manifest.v1+json");
     assertThat(v2.path("size").asLong()).isGreaterThan(25_000);
     assertThat(v2.path("complete").asBoolean()).isTrue();
     assertThat(v2.path("lastPulled").asString()).isNotEmpty();
 
     List<String> blobs = field(getJson(admin() + "/blobs").path("blobs"), "digest");
-    assertThat(blobs).contains(a.blobs().get(1).toString(), b.blobs().get(2).toString());
+    assertThat(blobs).contains(a.blobs().get(1).digest(), b.blobs().get(2).digest());
     assertThat(getJson(admin()).path("storedBytes").asLong()).isGreaterThan(30_000);
-    assertThat(Registry2.get(admin() + "/images?filter=(").statusCode()).isEqualTo(400);
+    assertThat(management().get(admin() + "/images?filter=(").statusCode()).isEqualTo(400);
   }
 
   @Test
   void pruneByPatternDryRunThenForReal() throws Exception {
-    Pushed keep = Registry2.push("pat/app", "v1", Registry2.random(3_000, 10));
-    Pushed debug = Registry2.push("pat/app", "v1-debug", Registry2.random(3_000, 11));
-    Registry2.pull(cache(), keep);
-    Registry2.pull(cache(), debug);
+    Image keep = push("pat/app", "v1", TestImages.randomBytes(3_000, 10));
+    Image debug = push("pat/app", "v1-debug", TestImages.randomBytes(3_000, 11));
+    cache().pullAndVerify(keep);
+    cache().pullAndVerify(debug);
 
     JsonNode dry = postJson(admin() + "/prune", "{\"pattern\":\"local/pat/app:.*-debug\",\"dryRun\":true}");
     assertThat(dry.path("dryRun").asBoolean()).isTrue();
     assertThat(field(dry.path("tags"), "image")).containsExactly("local/pat/app:v1-debug");
-    assertThat(field(dry.path("blobs"), "digest")).contains(debug.blobs().get(1).toString());
+    assertThat(field(dry.path("blobs"), "digest")).contains(debug.blobs().get(1).digest());
     assertThat(images("pat/")).hasSize(2);
 
     JsonNode done = postJson(admin() + "/prune", "{\"pattern\":\"local/pat/app:.*-debug\"}");
     assertThat(done.path("dryRun").asBoolean()).isFalse();
-    assertThat(field(done.path("manifests"), "digest")).containsExactly(debug.manifest().toString());
+    assertThat(field(done.path("manifests"), "digest")).containsExactly(debug.manifest().digest());
     assertThat(images("pat/")).containsExactly("local/pat/app:v1");
-    assertThat(Files.exists(blobPath(keep.blobs().get(1)))).isTrue();
-    assertThat(Registry2.post(admin() + "/prune", "{}").statusCode()).isEqualTo(400);
+    assertThat(Files.exists(blobPath(Digest.parse(keep.blobs().get(1).digest())))).isTrue();
+    assertThat(management().postJson(admin() + "/prune", "{}").statusCode()).isEqualTo(400);
   }
 
   @Test
   void pruneByCountAndByAge() throws Exception {
-    byte[] base = Registry2.random(4_000, 20);
-    Pushed v1 = Registry2.push("cnt/app", "v1", base, Registry2.random(1_000, 21));
-    Pushed v2 = Registry2.push("cnt/app", "v2", base, Registry2.random(1_000, 22));
-    Pushed v3 = Registry2.push("cnt/app", "v3", base, Registry2.random(1_000, 23));
-    Registry2.pull(cache(), v1);
+    byte[] base = TestImages.randomBytes(4_000, 20);
+    Image v1 = push("cnt/app", "v1", base, TestImages.randomBytes(1_000, 21));
+    Image v2 = push("cnt/app", "v2", base, TestImages.randomBytes(1_000, 22));
+    Image v3 = push("cnt/app", "v3", base, TestImages.randomBytes(1_000, 23));
+    cache().pullAndVerify(v1);
     Thread.sleep(1100);
-    Registry2.pull(cache(), v2);
+    cache().pullAndVerify(v2);
     Thread.sleep(1100);
-    Registry2.pull(cache(), v3);
+    cache().pullAndVerify(v3);
 
     JsonNode byCount = postJson(admin() + "/prune", "{\"keep\":1,\"pattern\":\"local/cnt/.*\"}");
     assertThat(field(byCount.path("tags"), "image")).containsExactlyInAnyOrder("local/cnt/app:v1", "local/cnt/app:v2");
-    assertThat(field(byCount.path("blobs"), "digest")).doesNotContain(v3.blobs().get(1).toString());
+    assertThat(field(byCount.path("blobs"), "digest")).doesNotContain(v3.blobs().get(1).digest());
     assertThat(images("cnt/")).containsExactly("local/cnt/app:v3");
 
-    Pushed fresh = Registry2.push("cnt/other", "v1", Registry2.random(1_000, 24));
+    Image fresh = push("cnt/other", "v1", TestImages.randomBytes(1_000, 24));
     Thread.sleep(2100);
-    Registry2.pull(cache(), fresh);
+    cache().pullAndVerify(fresh);
     JsonNode byAge = postJson(admin() + "/prune", "{\"olderThan\":\"2s\",\"pattern\":\"local/cnt/.*\"}");
     assertThat(field(byAge.path("tags"), "image")).containsExactly("local/cnt/app:v3");
     assertThat(images("cnt/")).containsExactly("local/cnt/other:v1");
     // The pruned image pulls again, complete.
-    Registry2.pull(cache(), v3);
+    cache().pullAndVerify(v3);
   }
 
   @Test
   void evictOneImageThenPullItAgainFromTheUpstream(CapturedOutput output) throws Exception {
-    Pushed image = Registry2.push("evict/app", "v1", Registry2.random(8_000, 30));
-    Registry2.pull(cache(), image);
-    Registry2.pull(cache(), image); // hits
-    Digest layer = image.blobs().get(1);
+    Image image = push("evict/app", "v1", TestImages.randomBytes(8_000, 30));
+    cache().pullAndVerify(image);
+    cache().pullAndVerify(image); // hits
+    Digest layer = Digest.parse(image.blobs().get(1).digest());
     assertThat(Files.exists(blobPath(layer))).isTrue();
     double missesBefore = blobMisses();
 
     JsonNode evicted = postJson(admin() + "/evict", "{\"repository\":\"evict/app\",\"tag\":\"v1\"}");
-    assertThat(field(evicted.path("manifests"), "digest")).containsExactly(image.manifest().toString());
+    assertThat(field(evicted.path("manifests"), "digest")).containsExactly(image.manifest().digest());
     assertThat(field(evicted.path("blobs"), "digest")).contains(layer.toString());
     assertThat(images("evict/")).isEmpty();
     Thread.sleep(500); // the delete grace
     assertThat(Files.exists(blobPath(layer))).isFalse();
 
-    Registry2.pull(cache(), image);
+    cache().pullAndVerify(image);
     assertThat(blobMisses() - missesBefore).isEqualTo(2); // config and layer fetched again
     assertThat(images("evict/")).containsExactly("local/evict/app:v1");
     assertThat(Files.exists(blobPath(layer))).isTrue();
 
     // by digest
-    JsonNode byDigest = postJson(admin() + "/evict", "{\"digest\":\"" + image.manifest() + "\"}");
+    JsonNode byDigest = postJson(admin() + "/evict", "{\"digest\":\"" + image.manifest().digest() + "\"}");
     assertThat(field(byDigest.path("tags"), "image")).containsExactly("local/evict/app:v1");
 
     // the access log saw hits and misses
@@ -187,12 +203,12 @@ class AdminEndpointIT {
 
   @Test
   void theAdminEndpointIsNotOnTheRegistryPort() throws Exception {
-    assertThat(Registry2.get(cache() + "/actuator/cache").statusCode()).isEqualTo(404);
-    assertThat(Registry2.get(cache() + "/actuator/cache/images").statusCode()).isEqualTo(404);
-    assertThat(Registry2.post(cache() + "/actuator/cache/prune", "{\"olderThan\":\"0s\"}").statusCode())
+    assertThat(cache().get("/actuator/cache").statusCode()).isEqualTo(404);
+    assertThat(cache().get("/actuator/cache/images").statusCode()).isEqualTo(404);
+    assertThat(cache().postJson("/actuator/cache/prune", "{\"olderThan\":\"0s\"}").statusCode())
         .isIn(404, 405);
-    assertThat(Registry2.get(admin()).statusCode()).isEqualTo(200);
-    assertThat(Registry2.get(admin() + "/nope").statusCode()).isEqualTo(404);
+    assertThat(management().get(admin()).statusCode()).isEqualTo(200);
+    assertThat(management().get(admin() + "/nope").statusCode()).isEqualTo(404);
   }
 
   private double blobMisses() {

@@ -4,7 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.registrycache.admin.Registry2.Pushed;
+import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.UpstreamRegistryContainer;
 import io.registrycache.storage.CacheCollector;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -40,15 +44,16 @@ class DiskBudgetIT {
 
   @TempDir static Path storage;
 
+  static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
+
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", () -> storage.toString());
-    registry.add("registry-cache.upstreams.local.url", Registry2::url);
-    registry.add("registry-cache.upstreams.local.host", Registry2::hostAndPort);
-    registry.add("registry-cache.storage.max-bytes", () -> Long.toString(BUDGET));
-    registry.add("registry-cache.storage.janitor-interval", () -> "200ms");
-    registry.add("registry-cache.storage.delete-grace", () -> "300ms");
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage)
+        .localUpstream(upstream.hostAndPort(), upstream::baseUrl)
+        .set("registry-cache.storage.max-bytes", BUDGET)
+        .set("registry-cache.storage.janitor-interval", "200ms")
+        .set("registry-cache.storage.delete-grace", "300ms")
+        .addTo(registry);
   }
 
   @LocalServerPort int port;
@@ -58,11 +63,12 @@ class DiskBudgetIT {
 
   @Test
   void clientsPullingUnderASmallBudgetAlwaysGetTheRightBytes() throws Exception {
-    List<Pushed> images = new ArrayList<>();
+    List<Image> images = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
-      images.add(Registry2.push("budget/app" + i, "v1", Registry2.random(LAYER, 100 + i)));
+      images.add(upstream.pusher().push(
+          TestImages.withLayers("budget/app" + i, "v1", TestImages.randomBytes(LAYER, 100 + i))));
     }
-    String base = "http://localhost:" + port;
+    CacheClient cache = CacheClient.onPort(port);
     AtomicBoolean pulling = new AtomicBoolean(true);
     AtomicLong maxStored = new AtomicLong();
     Thread sampler = new Thread(() -> {
@@ -81,12 +87,12 @@ class DiskBudgetIT {
     for (int c = 0; c < 3; c++) {
       long seed = c;
       done.add(clients.submit(() -> {
-        List<Pushed> order = new ArrayList<>(images);
+        List<Image> order = new ArrayList<>(images);
         Random random = new Random(seed);
         for (int round = 0; round < 3; round++) {
           Collections.shuffle(order, random);
-          for (Pushed image : order) {
-            Registry2.pull(base, image); // asserts every digest
+          for (Image image : order) {
+            cache.pullAndVerify(image); // asserts every digest
           }
         }
         return null;
@@ -99,7 +105,7 @@ class DiskBudgetIT {
     pulling.set(false);
     sampler.join();
 
-    var janitor = Registry2.post("http://localhost:" + managementPort + "/actuator/cache/janitor", "{}");
+    var janitor = CacheClient.onPort(managementPort).postJson("/actuator/cache/janitor", "{}");
     assertThat(janitor.statusCode()).isEqualTo(200);
     Thread.sleep(600); // delete grace
 

@@ -2,7 +2,12 @@ package io.registrycache.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.admin.Registry2.Pushed;
+import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.UpstreamRegistryContainer;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -41,18 +46,19 @@ class FullDiskIT {
   @LocalServerPort int port;
   @LocalManagementPort int managementPort;
 
+  static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
+
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("registry-cache.upstreams.local.url", Registry2::url);
-    registry.add("registry-cache.upstreams.local.host", Registry2::hostAndPort);
-    registry.add("management.health.diskspace.threshold", () -> "1MB");
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage)
+        .localUpstream(upstream.hostAndPort(), upstream::baseUrl)
+        .set("management.health.diskspace.threshold", "1MB")
+        .addTo(registry);
   }
 
   private static Path mountTmpfs() {
     boolean root = new com.sun.security.auth.module.UnixSystem().getUid() == 0;
-    if (!root && "true".equals(System.getenv("CI"))) {
+    if (!root && Command.inCi()) {
       throw new IllegalStateException("FullDiskIT mounts a tmpfs and needs root; CI must run it as root");
     }
     if (!root) {
@@ -89,8 +95,12 @@ class FullDiskIT {
     }
   }
 
-  private HttpResponse<String> readiness() throws Exception {
-    return Registry2.get("http://127.0.0.1:" + managementPort + "/actuator/health/readiness");
+  private HttpResponse<byte[]> readiness() {
+    return CacheClient.onPort(managementPort).get("/actuator/health/readiness");
+  }
+
+  private static String text(HttpResponse<byte[]> response) {
+    return new String(response.body(), java.nio.charset.StandardCharsets.UTF_8);
   }
 
   /** Writes until the file system says ENOSPC; the file is what the test removes to free space. */
@@ -123,30 +133,32 @@ class FullDiskIT {
   @Test
   void aFullCacheVolumeFailsReadinessAndNewFillsCleanlyWhileCachedContentServes() throws Exception {
     Assumptions.assumeTrue(storage != null, "FullDiskIT needs root to mount a tmpfs (CI runs it as root)");
-    String base = "http://127.0.0.1:" + port;
-    Pushed cached = Registry2.push("full/cached", "v1", Registry2.random(300_000, 1));
-    Pushed fresh = Registry2.push("full/fresh", "v1", Registry2.random(3_000_000, 2));
-    Registry2.pull(base, cached);
+    CacheClient cache = CacheClient.onPort(port);
+    Image cached = upstream.pusher().push(
+        TestImages.withLayers("full/cached", "v1", TestImages.randomBytes(300_000, 1)));
+    Image fresh = upstream.pusher().push(
+        TestImages.withLayers("full/fresh", "v1", TestImages.randomBytes(3_000_000, 2)));
+    cache.pullAndVerify(cached);
     assertThat(readiness().statusCode()).isEqualTo(200);
 
     Path filler = fill();
 
-    HttpResponse<String> down = readiness();
-    assertThat(down.statusCode()).as("readiness with the cache volume full: %s", down.body()).isEqualTo(503);
-    assertThat(down.body()).contains("\"diskSpace\"").contains(storage.toString());
-    Digest layer = fresh.blobs().get(1);
-    HttpResponse<String> blob = Registry2.get(base + "/v2/" + fresh.repository() + "/blobs/" + layer);
-    assertThat(blob.statusCode()).as(blob.body()).isEqualTo(507);
-    var error = JsonMapper.builder().build().readTree(blob.body()).path("errors").path(0);
+    HttpResponse<byte[]> down = readiness();
+    assertThat(down.statusCode()).as("readiness with the cache volume full: %s", text(down)).isEqualTo(503);
+    assertThat(text(down)).contains("\"diskSpace\"").contains(storage.toString());
+    Digest layer = Digest.parse(fresh.blobs().get(1).digest());
+    HttpResponse<byte[]> blob = cache.get("/v2/" + fresh.repository() + "/blobs/" + layer);
+    assertThat(blob.statusCode()).as(text(blob)).isEqualTo(507);
+    var error = JsonMapper.builder().build().readTree(text(blob)).path("errors").path(0);
     assertThat(error.path("code").asText()).isEqualTo("UNKNOWN");
     assertThat(error.path("message").asText()).contains("storage is full");
     assertThat(tmpFiles()).as("nothing left behind in tmp/").isEmpty();
     assertThat(storage.resolve("blobs/sha256/" + layer.hex().substring(0, 2) + "/" + layer.hex())).doesNotExist();
 
-    Registry2.pull(base, cached); // from the disk, every digest checked
+    cache.pullAndVerify(cached); // from the disk, every digest checked
 
     Files.delete(filler);
     assertThat(readiness().statusCode()).isEqualTo(200);
-    Registry2.pull(base, fresh);
+    cache.pullAndVerify(fresh);
   }
 }

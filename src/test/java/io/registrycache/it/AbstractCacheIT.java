@@ -2,10 +2,9 @@ package io.registrycache.it;
 
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.BeforeEach;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -29,60 +28,42 @@ import org.springframework.test.context.DynamicPropertySource;
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-abstract class AbstractCacheIT {
+public abstract class AbstractCacheIT {
 
-  static final String UPSTREAM_HOST = "upstream.test";
+  public static final String UPSTREAM_HOST = CacheProperties.UPSTREAM_HOST;
 
   /** One registry:2 for every subclass; removed by Testcontainers' JVM shutdown hook. */
-  static final UpstreamRegistryContainer upstream = Shared.UPSTREAM;
+  public static final UpstreamRegistryContainer upstream = Shared.UPSTREAM;
 
   /** The cache's storage root, shared by every subclass (one Spring context). */
-  static final Path storage = Shared.STORAGE;
+  public static final Path storage = Shared.STORAGE;
 
-  @LocalServerPort int port;
+  @LocalServerPort protected int port;
 
-  CacheClient cache;
+  protected CacheClient cache;
 
   @DynamicPropertySource
   static void cacheProperties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("registry-cache.default-upstream", () -> "local");
-    registry.add("registry-cache.allow-any-upstream", () -> "false");
-    registry.add("registry-cache.upstreams.local.host", () -> UPSTREAM_HOST);
-    registry.add("registry-cache.upstreams.local.url", upstream::baseUrl);
-    registry.add("registry-cache.manifests.tag-ttl", () -> "1h");
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage)
+        .localUpstream(UPSTREAM_HOST, upstream::baseUrl)
+        .set("registry-cache.allow-any-upstream", "false")
+        .set("registry-cache.manifests.tag-ttl", "1h")
+        .addTo(registry);
   }
 
   @BeforeEach
-  void cacheClient() {
+  protected void cacheClient() {
     cache = CacheClient.onPort(port);
   }
 
   /** The file a blob must be stored at: {@code blobs/sha256/<first 2 hex>/<hex>}. */
-  static Path blobFile(Path root, String digest) {
+  public static Path blobFile(Path root, String digest) {
     String hex = digest.substring("sha256:".length());
     return root.resolve("blobs").resolve("sha256").resolve(hex.substring(0, 2)).resolve(hex);
   }
 
   private static final class Shared {
-    static final UpstreamRegistryContainer UPSTREAM = startUpstream();
-    static final Path STORAGE = createStorage();
-
-    private static UpstreamRegistryContainer startUpstream() {
-      UpstreamRegistryContainer container = new UpstreamRegistryContainer();
-      container.start();
-      return container;
-    }
-
-    private static Path createStorage() {
-      try {
-        Path dir = Files.createTempDirectory("registry-cache-it-");
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> TestFiles.deleteRecursively(dir)));
-        return dir;
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }
+    static final UpstreamRegistryContainer UPSTREAM = UpstreamRegistryContainer.started();
+    static final Path STORAGE = TestFiles.tempDirectory("registry-cache-it-");
   }
 }

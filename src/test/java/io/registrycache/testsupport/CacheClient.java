@@ -1,5 +1,7 @@
 package io.registrycache.testsupport;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
 import com.jayway.jsonpath.JsonPath;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -79,6 +81,36 @@ public final class CacheClient {
     return head(pathAndQuery, "Accept", MANIFEST_ACCEPT);
   }
 
+  /** POST a JSON body (the admin API). */
+  public HttpResponse<byte[]> postJson(String pathAndQuery, String json) {
+    return send("POST", pathAndQuery, json.getBytes(StandardCharsets.UTF_8), "Content-Type", "application/json");
+  }
+
+  /**
+   * Pulls {@code image} as a client does, the manifest by tag and then every blob, and checks that
+   * each answer is 200 with exactly the bytes pushed (so every digest).
+   */
+  public void pullAndVerify(TestImages.Image image) {
+    HttpResponse<byte[]> manifest =
+        getManifest("/v2/" + image.repository() + "/manifests/" + image.tag());
+    expectBytes(manifest, image.manifest().bytes(), "manifest " + image.repository() + ":" + image.tag());
+    for (TestImages.Blob blob : image.blobs()) {
+      HttpResponse<byte[]> response = get("/v2/" + image.repository() + "/blobs/" + blob.digest());
+      expectBytes(response, blob.bytes(), "blob " + blob.digest());
+    }
+  }
+
+  private static void expectBytes(HttpResponse<byte[]> response, byte[] expected, String what) {
+    if (response.statusCode() != 200) {
+      throw new AssertionError(what + ": " + describe(response));
+    }
+    if (!java.util.Arrays.equals(response.body(), expected)) {
+      throw new AssertionError(
+          what + ": " + response.body().length + " bytes of digest " + Sha256.digest(response.body())
+              + ", expected " + expected.length + " bytes of digest " + Sha256.digest(expected));
+    }
+  }
+
   public HttpResponse<byte[]> send(String method, String pathAndQuery, byte[] body, String... headers) {
     try {
       return sendOrThrow(method, pathAndQuery, body, headers);
@@ -135,5 +167,32 @@ public final class CacheClient {
     }
     return response.request().method() + " " + response.uri() + " -> " + response.statusCode()
         + " " + response.headers().map() + " " + body;
+  }
+
+  /**
+   * A manifest answer is 200 with exactly {@code expected}'s bytes, its digest in
+   * Docker-Content-Digest, its media type and its size.
+   */
+  public static void assertManifest(HttpResponse<byte[]> response, TestImages.Manifest expected) {
+    assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
+    assertThat(response.body())
+        .as("manifest must be served byte for byte as the upstream has it")
+        .isEqualTo(expected.bytes());
+    assertThat(Sha256.digest(response.body())).isEqualTo(expected.digest());
+    assertThat(response.headers().firstValue("Docker-Content-Digest")).hasValue(expected.digest());
+    assertThat(response.headers().firstValue("Content-Type")).hasValue(expected.mediaType());
+    assertThat(response.headers().firstValue("Content-Length"))
+        .hasValue(Long.toString(expected.size()));
+  }
+
+  /** A HEAD of a manifest: 200, no body, and the headers of {@code expected}. */
+  public static void assertHeadOf(HttpResponse<byte[]> response, TestImages.Manifest expected) {
+    assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
+    assertThat(response.body()).isEmpty();
+    assertThat(response.headers().firstValue("Docker-Content-Digest")).hasValue(expected.digest());
+    assertThat(response.headers().firstValue("Content-Type")).hasValue(expected.mediaType());
+    assertThat(response.headers().firstValue("Content-Length"))
+        .as("HEAD Content-Length is the manifest's real size")
+        .hasValue(Long.toString(expected.size()));
   }
 }

@@ -35,6 +35,27 @@ public final class Command {
     return false;
   }
 
+  /**
+   * Needs an external tool: in CI (environment variable {@code CI} set, as {@code .ci/run} runs)
+   * a missing tool fails the test, so a green CI always means the client really ran; elsewhere
+   * the test is skipped with {@code message}.
+   */
+  public static void requireTool(boolean available, String message) {
+    if (available) {
+      return;
+    }
+    if (inCi()) {
+      throw new AssertionError(message + " (CI is set: a missing client fails rather than skips)");
+    }
+    org.junit.jupiter.api.Assumptions.abort(message + " (skipped outside CI)");
+  }
+
+  /** Whether this runs in CI: {@code CI} is set to anything but empty or {@code false}. */
+  public static boolean inCi() {
+    String ci = System.getenv("CI");
+    return ci != null && !ci.isBlank() && !ci.equalsIgnoreCase("false");
+  }
+
   public static Result run(Duration timeout, String... command) {
     return run(timeout, List.of(command));
   }

@@ -11,7 +11,9 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Base64;
 
 /**
  * Pushes images to a registry with the OCI Distribution push API over plain {@link HttpClient}:
@@ -22,6 +24,7 @@ import java.time.Duration;
 public final class ImagePusher {
 
   private final String baseUrl;
+  private final String authorization;
   private final HttpClient http =
       HttpClient.newBuilder()
           .version(HttpClient.Version.HTTP_1_1)
@@ -30,7 +33,18 @@ public final class ImagePusher {
 
   /** @param baseUrl e.g. {@code http://localhost:32768} */
   public ImagePusher(String baseUrl) {
+    this(baseUrl, null, null);
+  }
+
+  /** Pushes with Basic authentication (RFC 7617) when {@code username} is not null. */
+  public ImagePusher(String baseUrl, String username, String password) {
     this.baseUrl = baseUrl.endsWith("/") ? baseUrl.substring(0, baseUrl.length() - 1) : baseUrl;
+    this.authorization =
+        username == null
+            ? null
+            : "Basic "
+                + Base64.getEncoder()
+                    .encodeToString((username + ":" + password).getBytes(StandardCharsets.UTF_8));
   }
 
   /** Uploads a blob in one piece; returns its descriptor. */
@@ -38,8 +52,7 @@ public final class ImagePusher {
     HttpResponse<String> started =
         send(
             HttpRequest.newBuilder(URI.create(baseUrl + "/v2/" + repository + "/blobs/uploads/"))
-                .POST(HttpRequest.BodyPublishers.noBody())
-                .build());
+                .POST(HttpRequest.BodyPublishers.noBody()));
     expect(started, 202, "start upload of " + blob.digest());
     String location =
         started.headers().firstValue("Location").orElseThrow(() -> new IllegalStateException("no Location"));
@@ -49,8 +62,7 @@ public final class ImagePusher {
         send(
             HttpRequest.newBuilder(URI.create(upload + sep + "digest=" + blob.digest()))
                 .header("Content-Type", "application/octet-stream")
-                .PUT(HttpRequest.BodyPublishers.ofByteArray(blob.bytes()))
-                .build());
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(blob.bytes())));
     expect(done, 201, "finish upload of " + blob.digest());
     return blob.descriptor();
   }
@@ -65,8 +77,7 @@ public final class ImagePusher {
             HttpRequest.newBuilder(
                     URI.create(baseUrl + "/v2/" + repository + "/manifests/" + reference))
                 .header("Content-Type", manifest.mediaType())
-                .PUT(HttpRequest.BodyPublishers.ofByteArray(manifest.bytes()))
-                .build());
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(manifest.bytes())));
     expect(response, 201, "put manifest " + repository + ":" + reference);
     String digest = response.headers().firstValue("Docker-Content-Digest").orElse(null);
     if (!manifest.digest().equals(digest)) {
@@ -98,7 +109,11 @@ public final class ImagePusher {
     return index;
   }
 
-  private HttpResponse<String> send(HttpRequest request) {
+  private HttpResponse<String> send(HttpRequest.Builder builder) {
+    if (authorization != null) {
+      builder.header("Authorization", authorization);
+    }
+    HttpRequest request = builder.build();
     try {
       return http.send(request, HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {

@@ -179,6 +179,32 @@ public final class TestImages {
     return new Image(repository, tag, manifest, config, List.of(layer));
   }
 
+  /**
+   * An OCI image with the given layers, as they are: {@code layers} need not be tar archives, so a
+   * test can count bytes exactly (disk budgets, access-log sizes) and share a layer between images.
+   * The manifest also carries a JSON unicode escape, which a re-serializing cache would change.
+   */
+  public static Image withLayers(String repository, String tag, byte[]... layers) {
+    List<Blob> blobs = new ArrayList<>();
+    List<String> diffIds = new ArrayList<>();
+    for (byte[] layer : layers) {
+      Blob blob = new Blob(OCI_LAYER_TAR, layer);
+      blobs.add(blob);
+      diffIds.add(blob.digest());
+    }
+    Blob config = config(repository, tag, "linux", hostArchitecture(), diffIds, OCI_CONFIG);
+    Manifest manifest =
+        imageManifest(OCI_MANIFEST, config, blobs, repository + ":" + tag + " \\u00e9");
+    return new Image(repository, tag, manifest, config, List.copyOf(blobs));
+  }
+
+  /** {@code size} random bytes, the same for the same seed. */
+  public static byte[] randomBytes(int size, long seed) {
+    byte[] bytes = new byte[size];
+    new Random(seed).nextBytes(bytes);
+    return bytes;
+  }
+
   private static Image smallImage(String repository, String tag, String os, String arch, boolean docker) {
     Random random = new Random(seed(repository, tag));
     List<Blob> layers = new ArrayList<>();

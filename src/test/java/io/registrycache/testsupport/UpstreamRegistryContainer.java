@@ -7,6 +7,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,6 +16,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.testcontainers.containers.GenericContainer;
 import org.testcontainers.containers.wait.strategy.Wait;
+import org.testcontainers.images.builder.Transferable;
 import org.testcontainers.utility.DockerImageName;
 
 /**
@@ -40,6 +42,8 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
               + "http\\.request\\.uri=(\"(?:[^\"\\\\]|\\\\.)*\"|\\S+)");
 
   private final int hostPort;
+  private String username;
+  private String password;
   private final HttpClient http =
       HttpClient.newBuilder()
           .version(HttpClient.Version.HTTP_1_1)
@@ -59,6 +63,13 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
     withStartupTimeout(Duration.ofSeconds(60));
   }
 
+  /** A registry:2 already started; Testcontainers removes it when the JVM exits. */
+  public static UpstreamRegistryContainer started() {
+    UpstreamRegistryContainer container = new UpstreamRegistryContainer();
+    container.start();
+    return container;
+  }
+
   /** {@code http://localhost:<port>}. */
   public String baseUrl() {
     return "http://localhost:" + hostPort;
@@ -69,9 +80,24 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
     return "localhost:" + hostPort;
   }
 
-  /** A pusher that seeds this registry. */
+  /**
+   * Basic authentication (RFC 7617) with one user, from an htpasswd file made by {@code htpasswd
+   * -nbB} (Debian's {@code apache2-utils}); {@link #pusher()} then authenticates. Call before
+   * {@code start()}.
+   */
+  public UpstreamRegistryContainer withHtpasswd(String username, String password) {
+    this.username = username;
+    this.password = password;
+    withEnv("REGISTRY_AUTH", "htpasswd");
+    withEnv("REGISTRY_AUTH_HTPASSWD_REALM", "registry-cache-test");
+    withEnv("REGISTRY_AUTH_HTPASSWD_PATH", "/auth/htpasswd");
+    withCopyToContainer(Transferable.of(htpasswdLine(username, password)), "/auth/htpasswd");
+    return waitingFor(Wait.forHttp("/v2/").forPort(PORT).forStatusCode(401));
+  }
+
+  /** A pusher that seeds this registry (with the {@link #withHtpasswd} user, if any). */
   public ImagePusher pusher() {
-    return new ImagePusher(baseUrl());
+    return new ImagePusher(baseUrl(), username, password);
   }
 
   /** Every request the registry has logged as finished, oldest first. */
@@ -150,7 +176,7 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
             http.send(
                 HttpRequest.newBuilder(URI.create(baseUrl() + "/v2/")).build(),
                 HttpResponse.BodyHandlers.discarding());
-        if (r.statusCode() == 200) {
+        if (r.statusCode() == (username == null ? 200 : 401)) {
           return;
         }
       } catch (IOException e) {
@@ -162,6 +188,24 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
       sleep(100);
     }
     throw new IllegalStateException("registry did not come back");
+  }
+
+  /** A bcrypt htpasswd line, made by {@code htpasswd -nbB}. */
+  private static String htpasswdLine(String user, String password) {
+    try {
+      Process process =
+          new ProcessBuilder("htpasswd", "-nbB", user, password).redirectErrorStream(true).start();
+      String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      if (process.waitFor() != 0) {
+        throw new IllegalStateException("htpasswd failed: " + out);
+      }
+      return out.trim() + "\n";
+    } catch (IOException e) {
+      throw new IllegalStateException("needs the htpasswd tool: apt-get install apache2-utils", e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
   }
 
   private static int freePort() {

@@ -1,9 +1,11 @@
-package io.registrycache.it;
+package io.registrycache.proxy;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static io.registrycache.testsupport.CacheClient.errorCode;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
@@ -41,12 +43,10 @@ class OfflineModeIT {
 
   static ManualCache startCache(boolean offline) {
     return ManualCache.start(
-        "registry-cache.storage.path=" + storage,
-        "registry-cache.default-upstream=local",
-        "registry-cache.upstreams.local.host=upstream.test",
-        "registry-cache.upstreams.local.url=" + upstream.baseUrl(),
-        "registry-cache.manifests.tag-ttl=0s",
-        "registry-cache.offline=" + offline);
+        CacheProperties.cache(storage)
+            .localUpstream(upstream::baseUrl)
+            .set("registry-cache.manifests.tag-ttl", "0s")
+            .set("registry-cache.offline", offline));
   }
 
   @Test

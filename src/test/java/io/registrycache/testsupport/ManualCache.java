@@ -1,7 +1,6 @@
-package io.registrycache.it;
+package io.registrycache.testsupport;
 
 import io.registrycache.RegistryCacheApplication;
-import io.registrycache.testsupport.CacheClient;
 import java.util.ArrayList;
 import java.util.List;
 import org.springframework.beans.factory.config.BeanPostProcessor;
@@ -13,7 +12,7 @@ import org.springframework.http.client.ReactorResourceFactory;
  * The service started and stopped by the test itself (a restart is a new context on the same
  * storage), on random ports.
  */
-final class ManualCache implements AutoCloseable {
+public final class ManualCache implements AutoCloseable {
 
   private final ConfigurableApplicationContext context;
 
@@ -21,24 +20,22 @@ final class ManualCache implements AutoCloseable {
     this.context = context;
   }
 
-  /** Starts the service with {@code --key=value} arguments added to random ports. */
-  static ManualCache start(String... properties) {
-    List<String> args = new ArrayList<>(List.of("--server.port=0", "--management.server.port=0"));
-    for (String property : properties) {
-      args.add("--" + property);
-    }
+  /** Starts the service with {@code properties} on a random registry port. */
+  public static ManualCache start(CacheProperties properties) {
+    List<String> args = new ArrayList<>(List.of("--server.port=0"));
+    args.addAll(properties.asArguments());
     return new ManualCache(
         new SpringApplicationBuilder(RegistryCacheApplication.class)
             .initializers(ManualCache::keepGlobalReactorResources)
             .run(args.toArray(String[]::new)));
   }
 
-  CacheClient client() {
+  public CacheClient client() {
     return CacheClient.onPort(
         Integer.parseInt(context.getEnvironment().getRequiredProperty("local.server.port")));
   }
 
-  ConfigurableApplicationContext context() {
+  public ConfigurableApplicationContext context() {
     return context;
   }
 

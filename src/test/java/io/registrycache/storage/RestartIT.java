@@ -1,8 +1,10 @@
-package io.registrycache.it;
+package io.registrycache.storage;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
@@ -49,13 +51,11 @@ class RestartIT {
 
   static ManualCache startCache(String tagTtl) {
     return ManualCache.start(
-        "registry-cache.storage.path=" + storage,
-        "registry-cache.default-upstream=local",
-        "registry-cache.upstreams.local.host=upstream.test",
-        "registry-cache.upstreams.local.url=" + upstream.baseUrl(),
-        "registry-cache.upstreams.local.connect-timeout=1s",
-        "registry-cache.upstreams.local.read-timeout=2s",
-        "registry-cache.manifests.tag-ttl=" + tagTtl);
+        CacheProperties.cache(storage)
+            .localUpstream(upstream::baseUrl)
+            .upstream("connect-timeout", "1s")
+            .upstream("read-timeout", "2s")
+            .set("registry-cache.manifests.tag-ttl", tagTtl));
   }
 
   @Test
@@ -93,15 +93,15 @@ class RestartIT {
     // tag-ttl 1ms: the cached tag must be revalidated, the upstream is down: serve what we have
     try (ManualCache context = startCache("1ms")) {
       CacheClient cache = context.client().withTimeout(Duration.ofSeconds(20));
-      ManifestPullIT.assertManifest(
+      CacheClient.assertManifest(
           cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
     }
   }
 
   static void pullEverything(CacheClient cache) {
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest()),
         image.manifest());
     for (Blob blob : image.blobs()) {
@@ -109,10 +109,10 @@ class RestartIT {
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
       assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
     }
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + index.repository() + "/manifests/multi"), index.index());
     Image arm = index.platform("arm64").image();
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + index.repository() + "/manifests/" + arm.manifest().digest()),
         arm.manifest());
     HttpResponse<byte[]> head =

@@ -1,4 +1,4 @@
-package io.registrycache.it;
+package io.registrycache;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -89,12 +89,12 @@ class ContainerImageIT {
   void pullsAnImageThroughTheContainer() {
     Image image = registry.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ctr"), "v1"));
 
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + REGISTRY_HOST + "/" + image.repository() + "/manifests/" + image.manifest().digest()),
         image.manifest());
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/v1?ns=" + REGISTRY_HOST),
         image.manifest());
     for (Blob blob : image.blobs()) {
@@ -132,11 +132,11 @@ class ContainerImageIT {
   @Test
   void pullsAnIndexAndItsPlatformManifests() {
     ImageIndex index = registry.pusher().push(TestImages.index(TestImages.uniqueRepository("ctr-idx"), "multi"));
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + index.repository() + "/manifests/multi"), index.index());
     for (String arch : new String[] {"amd64", "arm64"}) {
       Image platform = index.platform(arch).image();
-      ManifestPullIT.assertManifest(
+      CacheClient.assertManifest(
           cache.getManifest("/v2/" + index.repository() + "/manifests/" + platform.manifest().digest()),
           platform.manifest());
       for (Blob blob : platform.blobs()) {

@@ -1,7 +1,8 @@
-package io.registrycache.it;
+package io.registrycache.proxy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;

@@ -1,7 +1,9 @@
-package io.registrycache.it;
+package io.registrycache.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.it.AbstractCacheIT;
+import io.registrycache.testsupport.TestFiles;
 import com.jayway.jsonpath.JsonPath;
 import io.registrycache.testsupport.Command;
 import io.registrycache.testsupport.Sha256;
@@ -14,7 +16,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -30,7 +31,7 @@ class SkopeoIT extends AbstractCacheIT {
 
   @BeforeAll
   static void needsSkopeo() {
-    Assumptions.assumeTrue(Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
+    Command.requireTool(Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
   }
 
   String source(String repository, String tag) {

@@ -1,8 +1,11 @@
-package io.registrycache.it;
+package io.registrycache.proxy;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.it.AbstractCacheIT;
+import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
@@ -32,15 +35,13 @@ class TagTtlIT {
 
     try (ManualCache service =
         ManualCache.start(
-            "registry-cache.storage.path=" + storage,
-            "registry-cache.default-upstream=local",
-            "registry-cache.upstreams.local.host=upstream.test",
-            "registry-cache.upstreams.local.url=" + upstream.baseUrl(),
-            "registry-cache.manifests.tag-ttl=" + TTL_MILLIS + "ms")) {
+            CacheProperties.cache(storage)
+                .localUpstream(upstream::baseUrl)
+                .set("registry-cache.manifests.tag-ttl", TTL_MILLIS + "ms"))) {
       CacheClient cache = service.client();
 
       long start = System.nanoTime();
-      ManifestPullIT.assertManifest(cache.getManifest(tagPath), first.manifest());
+      CacheClient.assertManifest(cache.getManifest(tagPath), first.manifest());
       // The link was written between start and now: its age is at most (now - linked).
       long linked = System.nanoTime();
       upstream.pusher().push(second); // the tag moves upstream
@@ -50,7 +51,7 @@ class TagTtlIT {
       HttpResponse<byte[]> withinTtl = cache.getManifest(tagPath);
       long elapsed = (System.nanoTime() - start) / 1_000_000;
       if (elapsed < TTL_MILLIS) {
-        ManifestPullIT.assertManifest(withinTtl, first.manifest());
+        CacheClient.assertManifest(withinTtl, first.manifest());
         upstream.syncLogs();
         assertThat(upstream.countRequestsUnder("/v2/" + repository + "/manifests/"))
             .as("within the TTL the tag is not revalidated")
@@ -60,11 +61,11 @@ class TagTtlIT {
       Thread.sleep(Math.max(0, TTL_MILLIS + 500 - (System.nanoTime() - linked) / 1_000_000));
       HttpResponse<byte[]> afterTtl = cache.getManifest(tagPath);
       assertThat(afterTtl.statusCode()).as(describe(afterTtl)).isEqualTo(200);
-      ManifestPullIT.assertManifest(afterTtl, second.manifest());
-      ManifestPullIT.assertHeadOf(cache.headManifest(tagPath), second.manifest());
+      CacheClient.assertManifest(afterTtl, second.manifest());
+      CacheClient.assertHeadOf(cache.headManifest(tagPath), second.manifest());
 
       // the old manifest is still there by digest
-      ManifestPullIT.assertManifest(
+      CacheClient.assertManifest(
           cache.getManifest("/v2/" + repository + "/manifests/" + first.manifest().digest()),
           first.manifest());
     }

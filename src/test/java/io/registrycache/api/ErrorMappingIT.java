@@ -1,10 +1,11 @@
-package io.registrycache.it;
+package io.registrycache.api;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static io.registrycache.testsupport.CacheClient.errorCode;
 import static io.registrycache.testsupport.CacheClient.errorMessage;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;

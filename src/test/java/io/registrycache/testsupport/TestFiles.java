@@ -1,4 +1,4 @@
-package io.registrycache.it;
+package io.registrycache.testsupport;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -10,12 +10,23 @@ import java.util.List;
 import java.util.stream.Stream;
 
 /** File-system helpers for checking the cache's storage directory. */
-final class TestFiles {
+public final class TestFiles {
 
   private TestFiles() {}
 
+  /** A new temporary directory, deleted when the JVM exits. */
+  public static Path tempDirectory(String prefix) {
+    try {
+      Path dir = Files.createTempDirectory(prefix);
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> deleteRecursively(dir)));
+      return dir;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   /** Every regular file below {@code root} (empty when {@code root} does not exist). */
-  static List<Path> regularFiles(Path root) {
+  public static List<Path> regularFiles(Path root) {
     if (!Files.exists(root)) {
       return List.of();
     }
@@ -27,7 +38,7 @@ final class TestFiles {
   }
 
   /** Regular files below {@code root} whose content is exactly {@code bytes}. */
-  static List<Path> filesWithContent(Path root, byte[] bytes) {
+  public static List<Path> filesWithContent(Path root, byte[] bytes) {
     return regularFiles(root).stream()
         .filter(
             p -> {
@@ -40,7 +51,7 @@ final class TestFiles {
         .toList();
   }
 
-  static void deleteRecursively(Path root) {
+  public static void deleteRecursively(Path root) {
     if (!Files.exists(root)) {
       return;
     }
@@ -52,7 +63,7 @@ final class TestFiles {
   }
 
   /** Polls {@code condition} for up to {@code millis}; returns whether it became true. */
-  static boolean eventually(long millis, java.util.function.BooleanSupplier condition) {
+  public static boolean eventually(long millis, java.util.function.BooleanSupplier condition) {
     long deadline = System.nanoTime() + millis * 1_000_000;
     while (true) {
       if (condition.getAsBoolean()) {

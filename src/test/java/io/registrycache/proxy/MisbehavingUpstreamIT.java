@@ -1,8 +1,10 @@
-package io.registrycache.it;
+package io.registrycache.proxy;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import io.registrycache.it.AbstractCacheIT;
+import io.registrycache.testsupport.TestFiles;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.FakeUpstream;

@@ -1,7 +1,8 @@
-package io.registrycache.it;
+package io.registrycache.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.Command;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
@@ -12,7 +13,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -35,10 +35,10 @@ class ContainerdIT extends AbstractCacheIT {
 
   @BeforeAll
   static void needsContainerd() {
-    Assumptions.assumeTrue(Command.onPath("ctr"), "containerd's ctr is not installed (comes with docker.io)");
-    Assumptions.assumeTrue(Files.exists(Path.of(SOCKET)), "no containerd socket at " + SOCKET);
+    Command.requireTool(Command.onPath("ctr"), "containerd's ctr is not installed (comes with docker.io)");
+    Command.requireTool(Files.exists(Path.of(SOCKET)), "no containerd socket at " + SOCKET);
     Command.Result version = Command.run(Duration.ofSeconds(20), "ctr", "-a", SOCKET, "version");
-    Assumptions.assumeTrue(version.exitCode() == 0, "containerd at " + SOCKET + " does not answer: " + version.output());
+    Command.requireTool(version.exitCode() == 0, "containerd at " + SOCKET + " does not answer: " + version.output());
   }
 
   @AfterEach

@@ -1,8 +1,10 @@
-package io.registrycache.it;
+package io.registrycache.api;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.it.AbstractCacheIT;
+import io.registrycache.testsupport.CacheClient;
 import com.jayway.jsonpath.JsonPath;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
@@ -23,29 +25,29 @@ class ManifestPullIT extends AbstractCacheIT {
     Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("man"), "v1"));
 
     HttpResponse<byte[]> byTag = cache.getManifest("/v2/" + image.repository() + "/manifests/v1");
-    assertManifest(byTag, image.manifest());
+    CacheClient.assertManifest(byTag, image.manifest());
 
     HttpResponse<byte[]> byDigest =
         cache.getManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest());
-    assertManifest(byDigest, image.manifest());
+    CacheClient.assertManifest(byDigest, image.manifest());
     assertThat(byDigest.body()).isEqualTo(byTag.body());
   }
 
   @Test
   void manifestByDigestFirstIsByteExact() {
     Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("man"), "v1"));
-    assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest()),
         image.manifest());
-    assertManifest(cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
+    CacheClient.assertManifest(cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
   }
 
   @Test
   void dockerSchema2ManifestKeepsItsMediaType() {
     Image image =
         upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("docker"), "v2"));
-    assertManifest(cache.getManifest("/v2/" + image.repository() + "/manifests/v2"), image.manifest());
-    assertManifest(
+    CacheClient.assertManifest(cache.getManifest("/v2/" + image.repository() + "/manifests/v2"), image.manifest());
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest()),
         image.manifest());
     for (Blob blob : image.blobs()) {
@@ -62,16 +64,16 @@ class ManifestPullIT extends AbstractCacheIT {
 
     // HEAD first (cold): must still be right
     HttpResponse<byte[]> cold = cache.headManifest(path);
-    assertHeadOf(cold, image.manifest());
+    CacheClient.assertHeadOf(cold, image.manifest());
 
     HttpResponse<byte[]> get = cache.getManifest(path);
-    assertManifest(get, image.manifest());
+    CacheClient.assertManifest(get, image.manifest());
 
     HttpResponse<byte[]> warm = cache.headManifest(path);
-    assertHeadOf(warm, image.manifest());
+    CacheClient.assertHeadOf(warm, image.manifest());
     HttpResponse<byte[]> byDigest =
         cache.headManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest());
-    assertHeadOf(byDigest, image.manifest());
+    CacheClient.assertHeadOf(byDigest, image.manifest());
   }
 
   @Test
@@ -80,7 +82,7 @@ class ManifestPullIT extends AbstractCacheIT {
 
     HttpResponse<byte[]> indexResponse =
         cache.getManifest("/v2/" + index.repository() + "/manifests/multi");
-    assertManifest(indexResponse, index.index());
+    CacheClient.assertManifest(indexResponse, index.index());
 
     String json = new String(indexResponse.body(), StandardCharsets.UTF_8);
     for (String arch : List.of("amd64", "arm64")) {
@@ -92,7 +94,7 @@ class ManifestPullIT extends AbstractCacheIT {
 
       HttpResponse<byte[]> manifest =
           cache.getManifest("/v2/" + index.repository() + "/manifests/" + digests.get(0));
-      assertManifest(manifest, platform.manifest());
+      CacheClient.assertManifest(manifest, platform.manifest());
       for (Blob blob : platform.blobs()) {
         HttpResponse<byte[]> response =
             cache.get("/v2/" + index.repository() + "/blobs/" + blob.digest());
@@ -101,7 +103,7 @@ class ManifestPullIT extends AbstractCacheIT {
       }
     }
     // the index again by digest
-    assertManifest(
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + index.repository() + "/manifests/" + index.index().digest()),
         index.index());
   }
@@ -110,13 +112,13 @@ class ManifestPullIT extends AbstractCacheIT {
   void secondPullOfATagIsServedFromTheCache() {
     Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("hit"), "v1"));
     String path = "/v2/" + image.repository() + "/manifests/v1";
-    assertManifest(cache.getManifest(path), image.manifest());
+    CacheClient.assertManifest(cache.getManifest(path), image.manifest());
     upstream.syncLogs();
     long afterFirst = upstream.countRequestsUnder("/v2/" + image.repository() + "/manifests/");
     assertThat(afterFirst).isPositive();
 
-    assertManifest(cache.getManifest(path), image.manifest());
-    assertManifest(
+    CacheClient.assertManifest(cache.getManifest(path), image.manifest());
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest()),
         image.manifest());
     upstream.syncLogs();
@@ -139,27 +141,5 @@ class ManifestPullIT extends AbstractCacheIT {
     // is the upstream's (the spec asks for lexical order).
     assertThat(tags).containsExactlyInAnyOrder("a-tag", "b-tag");
     assertThat((String) JsonPath.read(json, "$.name")).isEqualTo(repository);
-  }
-
-  static void assertManifest(HttpResponse<byte[]> response, Manifest expected) {
-    assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
-    assertThat(response.body())
-        .as("manifest must be served byte for byte as the upstream has it")
-        .isEqualTo(expected.bytes());
-    assertThat(Sha256.digest(response.body())).isEqualTo(expected.digest());
-    assertThat(response.headers().firstValue("Docker-Content-Digest")).hasValue(expected.digest());
-    assertThat(response.headers().firstValue("Content-Type")).hasValue(expected.mediaType());
-    assertThat(response.headers().firstValue("Content-Length"))
-        .hasValue(Long.toString(expected.size()));
-  }
-
-  static void assertHeadOf(HttpResponse<byte[]> response, Manifest expected) {
-    assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
-    assertThat(response.body()).isEmpty();
-    assertThat(response.headers().firstValue("Docker-Content-Digest")).hasValue(expected.digest());
-    assertThat(response.headers().firstValue("Content-Type")).hasValue(expected.mediaType());
-    assertThat(response.headers().firstValue("Content-Length"))
-        .as("HEAD Content-Length is the manifest's real size")
-        .hasValue(Long.toString(expected.size()));
   }
 }

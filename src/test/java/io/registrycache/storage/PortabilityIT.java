@@ -1,8 +1,10 @@
-package io.registrycache.it;
+package io.registrycache.storage;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
@@ -61,14 +63,12 @@ class PortabilityIT {
 
   static ManualCache startCache(Path storage, String upstreamUrl) {
     return ManualCache.start(
-        "registry-cache.storage.path=" + storage,
-        "registry-cache.default-upstream=local",
-        "registry-cache.upstreams.local.host=upstream.test",
-        "registry-cache.upstreams.local.url=" + upstreamUrl,
-        "registry-cache.upstreams.local.connect-timeout=1s",
-        "registry-cache.upstreams.local.read-timeout=2s",
-        "registry-cache.manifests.tag-ttl=1h",
-        "registry-cache.access-log.enabled=true");
+        CacheProperties.cache(storage)
+            .localUpstream(() -> upstreamUrl)
+            .upstream("connect-timeout", "1s")
+            .upstream("read-timeout", "2s")
+            .set("registry-cache.manifests.tag-ttl", "1h")
+            .set("registry-cache.access-log.enabled", "true"));
   }
 
   @Test
@@ -90,9 +90,9 @@ class PortabilityIT {
       CacheClient cache = b.client().withTimeout(Duration.ofSeconds(20));
       pullEverything(cache);
       // The in-path and containerd forms find the same entries (same upstream key).
-      ManifestPullIT.assertManifest(
+      CacheClient.assertManifest(
           cache.getManifest("/v2/upstream.test/" + image.repository() + "/manifests/v1"), image.manifest());
-      ManifestPullIT.assertManifest(
+      CacheClient.assertManifest(
           cache.getManifest("/v2/" + index.repository() + "/manifests/multi?ns=upstream.test"), index.index());
       // Cached tags are listed; something never pulled is an upstream error naming the new URL.
       HttpResponse<byte[]> tags = cache.get("/v2/" + image.repository() + "/tags/list");
@@ -112,16 +112,16 @@ class PortabilityIT {
 
   static void pullEverything(CacheClient cache) {
     for (Image i : List.of(image, docker)) {
-      ManifestPullIT.assertManifest(cache.getManifest("/v2/" + i.repository() + "/manifests/" + i.tag()), i.manifest());
-      ManifestPullIT.assertManifest(
+      CacheClient.assertManifest(cache.getManifest("/v2/" + i.repository() + "/manifests/" + i.tag()), i.manifest());
+      CacheClient.assertManifest(
           cache.getManifest("/v2/" + i.repository() + "/manifests/" + i.manifest().digest()), i.manifest());
       assertBlobs(cache, i.repository(), i);
     }
-    ManifestPullIT.assertManifest(cache.getManifest("/v2/" + index.repository() + "/manifests/multi"), index.index());
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(cache.getManifest("/v2/" + index.repository() + "/manifests/multi"), index.index());
+    CacheClient.assertManifest(
         cache.getManifest("/v2/" + index.repository() + "/manifests/" + index.index().digest()), index.index());
     for (PlatformImage p : index.platforms()) {
-      ManifestPullIT.assertManifest(
+      CacheClient.assertManifest(
           cache.getManifest("/v2/" + index.repository() + "/manifests/" + p.image().manifest().digest()),
           p.image().manifest());
       assertBlobs(cache, index.repository(), p.image());

@@ -1,8 +1,10 @@
-package io.registrycache.it;
+package io.registrycache.api;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.it.AbstractCacheIT;
+import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
@@ -50,7 +52,7 @@ class RequestFormsIT extends AbstractCacheIT {
     long afterFirst = -1;
     for (int i = 0; i < forms.length; i++) {
       HttpResponse<byte[]> response = cache.getManifest(forms[i]);
-      ManifestPullIT.assertManifest(response, image.manifest());
+      CacheClient.assertManifest(response, image.manifest());
       upstream.syncLogs();
       long n = upstream.countRequestsUnder(prefix);
       if (i == 0) {
@@ -80,8 +82,8 @@ class RequestFormsIT extends AbstractCacheIT {
   void inPathFormServesManifestsAndBlobsByteExact() {
     Image image = upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("inpath"), "v1"));
     String base = "/v2/" + UPSTREAM_HOST + "/" + image.repository();
-    ManifestPullIT.assertManifest(cache.getManifest(base + "/manifests/v1"), image.manifest());
-    ManifestPullIT.assertManifest(
+    CacheClient.assertManifest(cache.getManifest(base + "/manifests/v1"), image.manifest());
+    CacheClient.assertManifest(
         cache.getManifest(base + "/manifests/" + image.manifest().digest()), image.manifest());
     for (Blob blob : image.blobs()) {
       HttpResponse<byte[]> response = cache.get(base + "/blobs/" + blob.digest());

@@ -1,8 +1,10 @@
-package io.registrycache.it;
+package io.registrycache.api;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.it.AbstractCacheIT;
+import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
