@@ -3,14 +3,14 @@ package io.registrycache.admin;
 import static io.registrycache.admin.AdminAccessTokenTest.send;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.RegistryCacheApplication;
-import java.io.IOException;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Optional;
 import org.junit.jupiter.api.Assumptions;
@@ -29,23 +29,15 @@ import org.springframework.test.context.DynamicPropertySource;
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class AdminAccessLoopbackTest {
 
-  static final Path storage = tempDir("registry-cache-admin-loopback-");
+  static final Path storage = TestFiles.tempDirectory("registry-cache-admin-loopback-");
 
   @LocalManagementPort int managementPort;
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage).addTo(registry);
   }
 
-  static Path tempDir(String prefix) {
-    try {
-      return Files.createTempDirectory(prefix);
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-  }
 
   /** An IPv4 address of this machine that is not loopback, for a connection that is not from loopback. */
   private static Optional<String> nonLoopbackAddress() throws SocketException {

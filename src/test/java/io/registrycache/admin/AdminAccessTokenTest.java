@@ -2,6 +2,8 @@ package io.registrycache.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.RegistryCacheApplication;
 import java.io.IOException;
 import java.net.URI;
@@ -33,7 +35,7 @@ class AdminAccessTokenTest {
 
   private static final HttpClient HTTP = HttpClient.newHttpClient();
   static final String TOKEN = "s3cret-admin-token-7f1c";
-  static final Path storage = AdminAccessLoopbackTest.tempDir("registry-cache-admin-token-");
+  static final Path storage = TestFiles.tempDirectory("registry-cache-admin-token-");
 
   @LocalServerPort int port;
   @LocalManagementPort int managementPort;
@@ -42,9 +44,7 @@ class AdminAccessTokenTest {
   static void properties(DynamicPropertyRegistry registry) throws IOException {
     Path tokenFile = storage.resolveSibling(storage.getFileName() + ".token");
     Files.writeString(tokenFile, TOKEN + "\n");
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("registry-cache.admin.token-file", tokenFile::toString);
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage).set("registry-cache.admin.token-file", tokenFile::toString).addTo(registry);
   }
 
   static HttpResponse<String> send(String method, String url, String... headers) throws Exception {

@@ -3,6 +3,7 @@ package io.registrycache.admin;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.CacheProperties;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
@@ -77,16 +78,14 @@ class PreloadIT {
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("registry-cache.default-upstream", () -> "local");
-    registry.add("registry-cache.upstreams.local.url", upstream::baseUrl);
-    registry.add("registry-cache.upstreams.local.host", upstream::hostAndPort);
-    registry.add("registry-cache.upstreams.local.connect-timeout", () -> "1s");
-    registry.add("registry-cache.upstreams.local.read-timeout", () -> "3s");
-    registry.add("registry-cache.manifests.tag-ttl", () -> "1h");
-    registry.add("registry-cache.preload.file", preloadFile::toString);
-    registry.add("registry-cache.preload.concurrency", () -> "2");
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage)
+        .localUpstream(upstream.hostAndPort(), upstream::baseUrl)
+        .upstream("connect-timeout", "1s")
+        .upstream("read-timeout", "3s")
+        .set("registry-cache.manifests.tag-ttl", "1h")
+        .set("registry-cache.preload.file", preloadFile::toString)
+        .set("registry-cache.preload.concurrency", "2")
+        .addTo(registry);
   }
 
   @AfterAll

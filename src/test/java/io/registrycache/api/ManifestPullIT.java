@@ -11,7 +11,6 @@ import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.TestImages.ImageIndex;
-import io.registrycache.testsupport.TestImages.Manifest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.List;

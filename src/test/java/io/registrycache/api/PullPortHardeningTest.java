@@ -4,16 +4,17 @@ import static io.registrycache.testsupport.CacheClient.describe;
 import static io.registrycache.testsupport.CacheClient.errorCode;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
-import io.registrycache.testsupport.FakeUpstream;
+import io.registrycache.upstream.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.Socket;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
@@ -31,7 +32,7 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * The registry port against hostile clients and a misbehaving upstream (issue 7 points 7 and 11):
  * every answer is the spec's status with an OCI error body, and request-derived strings cannot
- * forge log lines. The upstream is a scripted loopback server ({@link FakeUpstream}), since
+ * forge log lines. The upstream is a scripted loopback server ({@link ScriptedHttp}), since
  * registry:2 cannot cut a response after its headers on demand.
  */
 @SpringBootTest(
@@ -42,21 +43,19 @@ import org.springframework.test.context.DynamicPropertySource;
 @ExtendWith(OutputCaptureExtension.class)
 class PullPortHardeningTest {
 
-  static final FakeUpstream upstream = new FakeUpstream();
-  static final Path storage = tempDir();
+  static final ScriptedHttp upstream = new ScriptedHttp();
+  static final Path storage = TestFiles.tempDirectory("registry-cache-hardening-");
 
   @LocalServerPort int port;
   CacheClient cache;
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("registry-cache.default-upstream", () -> "local");
-    registry.add("registry-cache.upstreams.local.host", () -> "upstream.test");
-    registry.add("registry-cache.upstreams.local.url", upstream::baseUrl);
-    registry.add("registry-cache.upstreams.local.retry.max-attempts", () -> "1");
-    registry.add("registry-cache.upstreams.local.circuit-breaker.enabled", () -> "false");
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage)
+        .localUpstream(upstream::baseUrl)
+        .upstream("retry.max-attempts", "1")
+        .upstream("circuit-breaker.enabled", "false")
+        .addTo(registry);
   }
 
   @AfterAll
@@ -69,13 +68,6 @@ class PullPortHardeningTest {
     cache = CacheClient.onPort(port);
   }
 
-  private static Path tempDir() {
-    try {
-      return Files.createTempDirectory("registry-cache-hardening-");
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-  }
 
   private static void assertOciError(HttpResponse<byte[]> response, int status, String code) {
     assertThat(response.statusCode()).as(describe(response)).isEqualTo(status);
@@ -126,7 +118,7 @@ class PullPortHardeningTest {
   void upstreamClosingRightAfterTheBlobHeadersIs502WithAnOciBody() {
     byte[] content = "layer bytes that never arrive".getBytes(StandardCharsets.UTF_8);
     String digest = Sha256.digest(content);
-    upstream.route("/v2/cut/blobs/" + digest, ex -> FakeUpstream.sendTruncated(ex, "application/octet-stream", content, 0, digest));
+    upstream.route("/v2/cut/blobs/" + digest, ex -> ScriptedHttp.sendTruncated(ex, "application/octet-stream", content, 0, digest));
 
     HttpResponse<byte[]> response = cache.get("/v2/cut/blobs/" + digest);
     assertOciError(response, 502, "UPSTREAM_UNAVAILABLE");
@@ -139,7 +131,7 @@ class PullPortHardeningTest {
   @Test
   void upstreamClosingRightAfterTheManifestHeadersIs502WithAnOciBody() {
     byte[] body = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
-    upstream.route("/v2/cutm/manifests/v1", ex -> FakeUpstream.sendTruncated(ex, "application/vnd.oci.image.manifest.v1+json", body, 0, null));
+    upstream.route("/v2/cutm/manifests/v1", ex -> ScriptedHttp.sendTruncated(ex, "application/vnd.oci.image.manifest.v1+json", body, 0, null));
     assertOciError(cache.getManifest("/v2/cutm/manifests/v1"), 502, "UPSTREAM_UNAVAILABLE");
   }
 }

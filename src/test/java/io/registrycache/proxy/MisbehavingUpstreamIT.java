@@ -3,15 +3,15 @@ package io.registrycache.proxy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
-import io.registrycache.testsupport.FakeUpstream;
+import io.registrycache.upstream.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -38,20 +38,18 @@ import org.springframework.test.context.DynamicPropertySource;
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class MisbehavingUpstreamIT {
 
-  static final FakeUpstream fake = new FakeUpstream();
-  static final Path storage = createStorage();
+  static final ScriptedHttp fake = new ScriptedHttp();
+  static final Path storage = TestFiles.tempDirectory("registry-cache-liar-");
 
   @LocalServerPort int port;
   CacheClient cache;
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("registry-cache.default-upstream", () -> "local");
-    registry.add("registry-cache.upstreams.local.host", () -> "liar.test");
-    registry.add("registry-cache.upstreams.local.url", fake::baseUrl);
-    registry.add("registry-cache.upstreams.local.read-timeout", () -> "5s");
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage)
+        .localUpstream("liar.test", fake::baseUrl)
+        .upstream("read-timeout", "5s")
+        .addTo(registry);
   }
 
   @BeforeEach
@@ -82,7 +80,7 @@ class MisbehavingUpstreamIT {
     byte[] lie = random(size, 2);
     String digest = Sha256.digest(real);
     String path = "/v2/liar/blob/blobs/" + digest;
-    fake.route(path, ex -> FakeUpstream.send(ex, 200, "application/octet-stream", lie, digest));
+    fake.route(path, ex -> ScriptedHttp.send(ex, 200, "application/octet-stream", lie, digest));
 
     Outcome first = fetch(path);
     assertNotACleanWrongBody(first, digest);
@@ -105,7 +103,7 @@ class MisbehavingUpstreamIT {
     byte[] lie = manifest("lie");
     String digest = Sha256.digest(real);
     String path = "/v2/liar/manifest/manifests/" + digest;
-    fake.route(path, ex -> FakeUpstream.send(ex, 200, TestImages.OCI_MANIFEST, lie, digest));
+    fake.route(path, ex -> ScriptedHttp.send(ex, 200, TestImages.OCI_MANIFEST, lie, digest));
 
     Outcome first = fetch(path);
     if (first.response() != null) {
@@ -137,9 +135,9 @@ class MisbehavingUpstreamIT {
         path,
         ex -> {
           if (honest.get()) {
-            FakeUpstream.send(ex, 200, "application/octet-stream", blob, digest);
+            ScriptedHttp.send(ex, 200, "application/octet-stream", blob, digest);
           } else {
-            FakeUpstream.sendTruncated(ex, "application/octet-stream", blob, blob.length / 2, digest);
+            ScriptedHttp.sendTruncated(ex, "application/octet-stream", blob, blob.length / 2, digest);
           }
         });
 
@@ -206,15 +204,15 @@ class MisbehavingUpstreamIT {
     String digest = Sha256.digest(body);
     String warm = "/v2/liar/negotiate/manifests/warm";
     String cold = "/v2/liar/negotiate/manifests/cold";
-    FakeUpstream.Responder strict =
+    ScriptedHttp.Responder strict =
         ex -> {
           String accept = String.join(",", ex.getRequestHeaders().getOrDefault("Accept", java.util.List.of()));
           if (accept.contains(TestImages.OCI_MANIFEST)) {
-            FakeUpstream.send(ex, 200, TestImages.OCI_MANIFEST, body, digest);
+            ScriptedHttp.send(ex, 200, TestImages.OCI_MANIFEST, body, digest);
           } else {
             byte[] error = "{\"errors\":[{\"code\":\"MANIFEST_INVALID\",\"message\":\"unsupported accept\"}]}"
                 .getBytes(StandardCharsets.UTF_8);
-            FakeUpstream.send(ex, 400, "application/json", error, null);
+            ScriptedHttp.send(ex, 400, "application/json", error, null);
           }
         };
     fake.route(warm, strict);
@@ -248,7 +246,7 @@ class MisbehavingUpstreamIT {
             + " \"annotations\": {\"id\": \"html" + TestImages.RUN_ID + "\"}}";
     byte[] body = json.getBytes(StandardCharsets.UTF_8);
     String path = "/v2/liar/html/manifests/latest";
-    fake.route(path, ex -> FakeUpstream.send(ex, 200, "text/html; charset=utf-8", body, Sha256.digest(body)));
+    fake.route(path, ex -> ScriptedHttp.send(ex, 200, "text/html; charset=utf-8", body, Sha256.digest(body)));
 
     HttpResponse<byte[]> response = cache.getManifest(path);
     assertThat(response.statusCode()).as(CacheClient.describe(response)).isEqualTo(502);
@@ -259,7 +257,7 @@ class MisbehavingUpstreamIT {
   /** Sends the first 64 KiB, waits, then the rest: the cache has started serving by then. */
   static void sendSlowly(com.sun.net.httpserver.HttpExchange ex, byte[] body, String digest) throws IOException {
     if ("HEAD".equals(ex.getRequestMethod())) {
-      FakeUpstream.send(ex, 200, "application/octet-stream", body, digest);
+      ScriptedHttp.send(ex, 200, "application/octet-stream", body, digest);
       return;
     }
     ex.getResponseHeaders().set("Content-Type", "application/octet-stream");
@@ -316,13 +314,4 @@ class MisbehavingUpstreamIT {
     return json.getBytes(StandardCharsets.UTF_8);
   }
 
-  static Path createStorage() {
-    try {
-      Path dir = Files.createTempDirectory("registry-cache-liar-");
-      Runtime.getRuntime().addShutdownHook(new Thread(() -> TestFiles.deleteRecursively(dir)));
-      return dir;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
 }

@@ -8,7 +8,9 @@ import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
-import java.nio.charset.StandardCharsets;
+import io.registrycache.testsupport.DataBuffers;
+import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -16,15 +18,11 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpStatus;
-import org.testcontainers.containers.GenericContainer;
-import org.testcontainers.containers.wait.strategy.Wait;
-import org.testcontainers.images.builder.Transferable;
 
 /**
- * Basic authentication (RFC 7617) against {@code registry:2} with an htpasswd file. The bcrypt
- * entry is made with {@code htpasswd} from Debian's {@code apache2-utils}.
+ * Basic authentication (RFC 7617) against {@code registry:2} with an htpasswd file
+ * ({@link UpstreamRegistryContainer#withHtpasswd}).
  */
 class BasicAuthUpstreamIT {
 
@@ -33,24 +31,18 @@ class BasicAuthUpstreamIT {
   private static final String USER = "puller";
   private static final String PASSWORD = "s3cret-Pa55";
 
-  static GenericContainer<?> registry;
+  static UpstreamRegistryContainer registry;
   static String url;
-  static TestRegistry.Image image;
+  static PushedImage image;
   static WebClientUpstreamClient client;
 
   @BeforeAll
-  static void start() throws Exception {
-    registry =
-        new GenericContainer<>("registry:2")
-            .withExposedPorts(5000)
-            .withEnv("REGISTRY_AUTH", "htpasswd")
-            .withEnv("REGISTRY_AUTH_HTPASSWD_REALM", "registry-cache-test")
-            .withEnv("REGISTRY_AUTH_HTPASSWD_PATH", "/auth/htpasswd")
-            .withCopyToContainer(Transferable.of(htpasswd(USER, PASSWORD)), "/auth/htpasswd")
-            .waitingFor(Wait.forHttp("/v2/").forStatusCode(401));
+  static void start() {
+    registry = new UpstreamRegistryContainer().withHtpasswd(USER, PASSWORD);
     registry.start();
-    url = "http://localhost:" + registry.getMappedPort(5000);
-    image = new TestRegistry(url, USER, PASSWORD).pushImage(NAME.value(), "v1", 100_000, 7);
+    url = registry.baseUrl();
+    image = PushedImage.of(registry.pusher().push(
+        TestImages.withLayers(NAME.value(), "v1", TestImages.randomBytes(100_000, 7))));
     client = new WebClientUpstreamClient(null, new SimpleMeterRegistry());
   }
 
@@ -67,7 +59,7 @@ class BasicAuthUpstreamIT {
   @Test
   void rightCredentialsPullManifestAndBlob() {
     Upstream upstream =
-        TestRegistry.upstream("basic-ok", url, s -> {
+        TestUpstreams.upstream("basic-ok", url, s -> {
           s.setUsername(USER);
           s.setPassword(PASSWORD);
         });
@@ -78,12 +70,7 @@ class BasicAuthUpstreamIT {
     assertThat(manifest.upstreamDigest()).isEqualTo(image.manifestDigest());
 
     UpstreamBlob blob = client.getBlob(upstream, NAME, image.layerDigest()).block(WAIT);
-    byte[] bytes = DataBufferUtils.join(blob.body()).map(b -> {
-      byte[] out = new byte[b.readableByteCount()];
-      b.read(out);
-      DataBufferUtils.release(b);
-      return out;
-    }).block(WAIT);
+    byte[] bytes = DataBuffers.join(blob.body(), WAIT);
     assertThat(bytes).isEqualTo(image.layer());
     assertThat(client.headBlob(upstream, NAME, image.configDigest()).block(WAIT)).isEqualTo(image.config().length);
   }
@@ -93,7 +80,7 @@ class BasicAuthUpstreamIT {
     Path file = dir.resolve("password");
     Files.writeString(file, PASSWORD + "\n");
     Upstream upstream =
-        TestRegistry.upstream("basic-file", url, s -> {
+        TestUpstreams.upstream("basic-file", url, s -> {
           s.setUsername(USER);
           s.setPasswordFile(file);
         });
@@ -106,7 +93,7 @@ class BasicAuthUpstreamIT {
   @Test
   void wrongCredentialsAreUnauthorized() {
     Upstream upstream =
-        TestRegistry.upstream("basic-wrong", url, s -> {
+        TestUpstreams.upstream("basic-wrong", url, s -> {
           s.setUsername(USER);
           s.setPassword("wrong-password");
         });
@@ -124,28 +111,12 @@ class BasicAuthUpstreamIT {
 
   @Test
   void noCredentialsAreUnauthorized() {
-    Upstream upstream = TestRegistry.upstream("basic-none", url, s -> {});
+    Upstream upstream = TestUpstreams.upstream("basic-none", url, s -> {});
 
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, image.layerDigest()).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> {
           assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
           assertThat(e.getMessage()).contains("basic-none").contains("no credentials");
         });
-  }
-
-  /** A bcrypt htpasswd line, made by {@code htpasswd -nbB} (package apache2-utils). */
-  static String htpasswd(String user, String password) throws Exception {
-    Process process;
-    try {
-      process = new ProcessBuilder("htpasswd", "-nbB", user, password).redirectErrorStream(true).start();
-    } catch (java.io.IOException e) {
-      throw new IllegalStateException(
-          "this test needs the htpasswd tool: apt-get install apache2-utils", e);
-    }
-    String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    if (process.waitFor() != 0) {
-      throw new IllegalStateException("htpasswd failed: " + out);
-    }
-    return out.trim() + "\n";
   }
 }

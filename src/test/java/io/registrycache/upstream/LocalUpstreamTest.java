@@ -6,7 +6,6 @@ import static io.registrycache.upstream.ScriptedHttp.respond;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.oci.Digest;
@@ -14,6 +13,7 @@ import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.testsupport.DataBuffers;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -32,10 +32,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpStatus;
 import reactor.core.publisher.Flux;
-import reactor.core.publisher.Mono;
 
 /**
  * Behaviour that registry:2 cannot show, against scripted upstreams on loopback: Bearer token
@@ -119,7 +117,7 @@ class LocalUpstreamTest {
     }
 
     Upstream upstream(String key, String user, String password) {
-      return TestRegistry.upstream(key, base(registry), s -> {
+      return TestUpstreams.upstream(key, base(registry), s -> {
         s.setUsername(user);
         s.setPassword(password);
         s.setReadTimeout(Duration.ofSeconds(5));
@@ -161,7 +159,7 @@ class LocalUpstreamTest {
 
     UpstreamBlob blob = client.getBlob(upstream, NAME, Digest.sha256(BLOB)).block(WAIT);
     assertThat(blob.size()).isEqualTo(BLOB.length);
-    assertThat(join(blob.body())).isEqualTo(BLOB);
+    assertThat(DataBuffers.join(blob.body(), WAIT)).isEqualTo(BLOB);
 
     assertThat(fake.storageAuthorizations).containsExactly("(none)");
     assertThat(client.headBlob(upstream, NAME, Digest.sha256(BLOB)).block(WAIT)).isEqualTo(BLOB.length);
@@ -190,7 +188,7 @@ class LocalUpstreamTest {
     try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
       port = s.getLocalPort();
     }
-    Upstream upstream = TestRegistry.upstream("closed", "http://127.0.0.1:" + port, s -> {});
+    Upstream upstream = TestUpstreams.upstream("closed", "http://127.0.0.1:" + port, s -> {});
 
     assertThatThrownBy(
             () -> client.getManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT))
@@ -225,7 +223,7 @@ class LocalUpstreamTest {
     acceptor.start();
     closeables.add(() -> held.forEach(s -> { try { s.close(); } catch (IOException ignored) { } }));
     Upstream upstream =
-        TestRegistry.upstream("hanging", "http://127.0.0.1:" + silent.getLocalPort(),
+        TestUpstreams.upstream("hanging", "http://127.0.0.1:" + silent.getLocalPort(),
             s -> s.setReadTimeout(Duration.ofMillis(800)));
 
     long start = System.nanoTime();
@@ -254,11 +252,11 @@ class LocalUpstreamTest {
       sleep(5000); // never sends the rest in time
       ex.close();
     });
-    Upstream upstream = TestRegistry.upstream("stall", base(server), s -> s.setReadTimeout(Duration.ofMillis(800)));
+    Upstream upstream = TestUpstreams.upstream("stall", base(server), s -> s.setReadTimeout(Duration.ofMillis(800)));
 
     UpstreamBlob blob = client.getBlob(upstream, NAME, Digest.sha256(BLOB)).block(WAIT);
     assertThat(blob.size()).isEqualTo(1000);
-    assertThatThrownBy(() -> join(blob.body()))
+    assertThatThrownBy(() -> DataBuffers.join(blob.body(), WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> {
           assertThat(e.status()).isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
           assertThat(e.getMessage()).contains("stall");
@@ -285,14 +283,14 @@ class LocalUpstreamTest {
       }
       ex.close();
     });
-    Upstream upstream = TestRegistry.upstream("drip", base(server), s -> {
+    Upstream upstream = TestUpstreams.upstream("drip", base(server), s -> {
       s.setReadTimeout(Duration.ofSeconds(2));
       s.setMinTransferRate(org.springframework.util.unit.DataSize.ofBytes(100));
       s.setMinTransferRateGrace(Duration.ofSeconds(1));
     });
 
     UpstreamBlob blob = client.getBlob(upstream, NAME, Digest.sha256(BLOB)).block(WAIT);
-    assertThatThrownBy(() -> join(blob.body()))
+    assertThatThrownBy(() -> DataBuffers.join(blob.body(), WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> {
           assertThat(e.status()).isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
           assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
@@ -318,7 +316,7 @@ class LocalUpstreamTest {
       }
       ex.close();
     });
-    Upstream upstream = TestRegistry.upstream("drip-manifest", base(server), s -> {
+    Upstream upstream = TestUpstreams.upstream("drip-manifest", base(server), s -> {
       s.setReadTimeout(Duration.ofSeconds(2));
       s.setMinTransferRate(org.springframework.util.unit.DataSize.ofBytes(100));
       s.setMinTransferRateGrace(Duration.ofSeconds(1));
@@ -352,7 +350,7 @@ class LocalUpstreamTest {
       }
     });
     // mapping only: no retries here (UpstreamResilienceTest covers them)
-    Upstream upstream = TestRegistry.upstream("statuses", base(server), s -> s.getRetry().setMaxAttempts(1));
+    Upstream upstream = TestUpstreams.upstream("statuses", base(server), s -> s.getRetry().setMaxAttempts(1));
 
     assertThat(error(upstream, "limited")).satisfies(e -> {
       assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS);
@@ -393,7 +391,7 @@ class LocalUpstreamTest {
               "Link", "</v2/team/app/tags/list?last=b&n=2>; rel=\"next\""),
           "{\"name\":\"team/app\",\"tags\":[\"a\",\"b\"]}".getBytes(StandardCharsets.UTF_8));
     });
-    Upstream upstream = TestRegistry.upstream("tags", base(server), s -> {});
+    Upstream upstream = TestUpstreams.upstream("tags", base(server), s -> {});
 
     UpstreamTags tags = client.listTags(upstream, NAME, 2, "0.9").block(WAIT);
     assertThat(queries).containsExactly("n=2&last=0.9");
@@ -416,18 +414,6 @@ class LocalUpstreamTest {
     return ScriptedHttp.server(closeables);
   }
 
-
-  private static byte[] join(Flux<org.springframework.core.io.buffer.DataBuffer> body) {
-    return DataBufferUtils.join(body)
-        .map(b -> {
-          byte[] out = new byte[b.readableByteCount()];
-          b.read(out);
-          DataBufferUtils.release(b);
-          return out;
-        })
-        .switchIfEmpty(Mono.just(new byte[0]))
-        .block(WAIT);
-  }
 
   private static void sleep(long millis) {
     try {

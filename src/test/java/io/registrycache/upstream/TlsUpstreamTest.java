@@ -103,13 +103,13 @@ class TlsUpstreamTest {
 
   @Test
   void caFileMakesTheCertificateTrusted() {
-    Upstream upstream = TestRegistry.upstream("tls-ca", url, s -> s.getTls().setCaFile(caFile));
+    Upstream upstream = TestUpstreams.upstream("tls-ca", url, s -> s.getTls().setCaFile(caFile));
     assertThat(client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
   @Test
   void unknownCertificateIsRefused() {
-    Upstream upstream = TestRegistry.upstream("tls-default", url, s -> {});
+    Upstream upstream = TestUpstreams.upstream("tls-default", url, s -> {});
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> {
           assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
@@ -120,20 +120,20 @@ class TlsUpstreamTest {
 
   @Test
   void insecureSkipVerifyAcceptsAnything() {
-    Upstream upstream = TestRegistry.upstream("tls-insecure", url, s -> s.getTls().setInsecureSkipVerify(true));
+    Upstream upstream = TestUpstreams.upstream("tls-insecure", url, s -> s.getTls().setInsecureSkipVerify(true));
     assertThat(client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
   @Test
   void tokenRequestsUseTheUpstreamTlsToo() {
     // The token realm is https on the same self-signed certificate: only ca-file makes it work.
-    Upstream upstream = TestRegistry.upstream("tls-token", url, s -> s.getTls().setCaFile(caFile));
+    Upstream upstream = TestUpstreams.upstream("tls-token", url, s -> s.getTls().setCaFile(caFile));
     assertThat(client.headBlob(upstream, RepositoryName.parse("secured/app"), DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
   @Test
   void missingCaFileFailsWithTheSettingName() {
-    Upstream upstream = TestRegistry.upstream("tls-missing", url, s -> s.getTls().setCaFile(dir.resolve("nope.pem")));
+    Upstream upstream = TestUpstreams.upstream("tls-missing", url, s -> s.getTls().setCaFile(dir.resolve("nope.pem")));
     assertThatThrownBy(() -> new UpstreamConnection(upstream))
         .hasMessageContaining("registry-cache.upstreams.tls-missing.tls.ca-file");
   }

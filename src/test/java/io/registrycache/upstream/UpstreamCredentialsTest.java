@@ -20,7 +20,7 @@ class UpstreamCredentialsTest {
 
   @Test
   void configuredUsernameAndPassword() {
-    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> {
+    Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> {
       s.setUsername("robot");
       s.setPassword("pw");
     });
@@ -31,7 +31,7 @@ class UpstreamCredentialsTest {
   void passwordFileLosesOneTrailingNewline(@TempDir Path dir) throws Exception {
     Path file = dir.resolve("pw");
     Files.writeString(file, "line-one\r\n");
-    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> {
+    Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> {
       s.setUsername("robot");
       s.setPasswordFile(file);
     });
@@ -42,7 +42,7 @@ class UpstreamCredentialsTest {
 
   @Test
   void unreadablePasswordFileNamesTheSettingNotTheSecret(@TempDir Path dir) {
-    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> {
+    Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> {
       s.setUsername("robot");
       s.setPasswordFile(dir.resolve("missing"));
     });
@@ -52,9 +52,9 @@ class UpstreamCredentialsTest {
 
   @Test
   void halfConfiguredCredentialsFailAtStartUp() {
-    Upstream noPassword = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> s.setUsername("robot"));
+    Upstream noPassword = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.setUsername("robot"));
     assertThatThrownBy(() -> new UpstreamConnection(noPassword)).hasMessageContaining("without password");
-    Upstream noUser = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> s.setPassword("pw"));
+    Upstream noUser = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.setPassword("pw"));
     assertThatThrownBy(() -> new UpstreamConnection(noUser)).hasMessageContaining("without username");
   }
 
@@ -62,7 +62,7 @@ class UpstreamCredentialsTest {
   void dockerConfigFromDockerConfigDirectory(@TempDir Path dir) throws Exception {
     String auth = Base64.getEncoder().encodeToString("robot:from-config".getBytes(StandardCharsets.UTF_8));
     Files.writeString(dir.resolve("config.json"), "{\"auths\":{\"127.0.0.1:5000\":{\"auth\":\"" + auth + "\"}}}");
-    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> s.setDockerConfigCredentials(true));
+    Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.setDockerConfigCredentials(true));
 
     Optional<Credential> credential =
         UpstreamCredentials.resolve(upstream, NAME, Map.of("DOCKER_CONFIG", dir.toString(), "HOME", dir.toString()));
@@ -72,7 +72,7 @@ class UpstreamCredentialsTest {
 
   @Test
   void anonymousWithoutAnySource() {
-    Upstream upstream = TestRegistry.upstream("u", "http://127.0.0.1:5000", s -> {});
+    Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> {});
     assertThat(UpstreamCredentials.resolve(upstream, NAME, Map.of())).isEmpty();
   }
 }

@@ -22,7 +22,7 @@ import java.net.URI;
 class UpstreamErrorsTest {
 
   private static final Clock CLOCK = Clock.fixed(Instant.parse("2025-01-01T12:00:00Z"), ZoneOffset.UTC);
-  private static final Upstream UPSTREAM = TestRegistry.upstream("hub", "https://registry.example.test", s -> {});
+  private static final Upstream UPSTREAM = TestUpstreams.upstream("hub", "https://registry.example.test", s -> {});
 
   @Test
   void retryAfterSeconds() {

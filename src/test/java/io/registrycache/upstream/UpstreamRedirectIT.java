@@ -2,12 +2,12 @@ package io.registrycache.upstream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.CacheProperties;
 import com.sun.net.httpserver.HttpServer;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -17,7 +17,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
@@ -42,14 +41,9 @@ class UpstreamRedirectIT {
   static final List<AutoCloseable> closeables = new ArrayList<>();
   static final HttpServer upstream = ScriptedHttp.server(closeables);
   static volatile int managementPortSeen;
-  static final Path storage;
+  static final Path storage = TestFiles.tempDirectory("registry-cache-redirect-it-");
 
   static {
-    try {
-      storage = Files.createTempDirectory("registry-cache-redirect-it-");
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
     upstream.createContext("/v2/", ex -> ScriptedHttp.respond(ex, 307,
         Map.of("Location", "http://127.0.0.1:" + managementPortSeen + "/actuator/health/liveness"), new byte[0]));
   }
@@ -61,10 +55,7 @@ class UpstreamRedirectIT {
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("registry-cache.upstreams.local.host", () -> "upstream.test");
-    registry.add("registry-cache.upstreams.local.url", () -> ScriptedHttp.base(upstream));
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage).localUpstream(() -> ScriptedHttp.base(upstream)).addTo(registry);
   }
 
   @AfterAll
@@ -72,9 +63,7 @@ class UpstreamRedirectIT {
     for (AutoCloseable c : closeables) {
       c.close();
     }
-    try (Stream<Path> files = Files.walk(storage)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    }
+    TestFiles.deleteRecursively(storage);
   }
 
   @Test

@@ -12,6 +12,7 @@ import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.testsupport.DataBuffers;
 import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -24,7 +25,6 @@ import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpStatus;
 import io.registrycache.config.RegistryCacheProperties;
 
@@ -79,7 +79,7 @@ class UpstreamRedirectPolicyTest {
   /** An upstream answering every request with a 307 to {@code location}. */
   private Upstream redirectingTo(String location, Consumer<RegistryCacheProperties.Upstream> customize) {
     upstreamServer.createContext("/v2/", ex -> respond(ex, 307, Map.of("Location", location), new byte[0]));
-    return TestRegistry.upstream("redirecting", base(upstreamServer), customize);
+    return TestUpstreams.upstream("redirecting", base(upstreamServer), customize);
   }
 
   private static void refused(Throwable e, String... contains) {
@@ -107,10 +107,10 @@ class UpstreamRedirectPolicyTest {
     refused(catchError(() -> client.getBlob(refusedUpstream, NAME, digest).block(WAIT)), "loopback");
     assertThat(internalRequests).isEmpty();
 
-    Upstream allowed = TestRegistry.upstream("allowed", base(upstreamServer),
+    Upstream allowed = TestUpstreams.upstream("allowed", base(upstreamServer),
         s -> s.getRedirect().setAllowedHosts(List.of("127.0.0.0/8")));
     UpstreamBlob blob = client.getBlob(allowed, NAME, digest).block(WAIT);
-    assertThat(DataBufferUtils.join(blob.body()).map(b -> b.readableByteCount()).block(WAIT)).isEqualTo(MANIFEST.length);
+    assertThat(DataBuffers.join(blob.body(), WAIT)).hasSize(MANIFEST.length);
     assertThat(internalRequests).containsExactly("GET /blob auth=null");
   }
 
@@ -134,7 +134,7 @@ class UpstreamRedirectPolicyTest {
   @Test
   void redirectHopsAreBounded() {
     upstreamServer.createContext("/v2/", ex -> respond(ex, 307, Map.of("Location", ex.getRequestURI().getPath() + "x"), new byte[0]));
-    Upstream upstream = TestRegistry.upstream("looping", base(upstreamServer), s -> s.getRedirect().setMaxHops(2));
+    Upstream upstream = TestUpstreams.upstream("looping", base(upstreamServer), s -> s.getRedirect().setMaxHops(2));
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, Digest.sha256(MANIFEST)).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class,
             e -> assertThat(e.getMessage()).contains("more than 2 redirects").contains("redirect.max-hops"));
@@ -151,7 +151,7 @@ class UpstreamRedirectPolicyTest {
         respond(ex, 401, Map.of("WWW-Authenticate", "Bearer realm=\"" + base(internal) + "/token\""), new byte[0]);
       }
     });
-    return TestRegistry.upstream(key, base(upstreamServer), customize);
+    return TestUpstreams.upstream(key, base(upstreamServer), customize);
   }
 
   @Test
@@ -196,7 +196,7 @@ class UpstreamRedirectPolicyTest {
     // The resolver of the upstream's connections applies the policy to what a name resolves to
     // at connect time (a rebinding DNS answer included), not only to the earlier check.
     int internalPort = internal.getAddress().getPort();
-    Upstream upstream = TestRegistry.upstream("rebinding", base(upstreamServer), s -> {});
+    Upstream upstream = TestUpstreams.upstream("rebinding", base(upstreamServer), s -> {});
     UpstreamAddressPolicy policy = new UpstreamAddressPolicy(Set::of);
     var resolver = policy.resolverGroup(upstream, io.netty.resolver.DefaultAddressResolverGroup.INSTANCE)
         .getResolver(io.netty.util.concurrent.ImmediateEventExecutor.INSTANCE);
@@ -212,7 +212,7 @@ class UpstreamRedirectPolicyTest {
     var own = resolver.resolve(java.net.InetSocketAddress.createUnresolved("127.0.0.1", upstreamServer.getAddress().getPort())).await();
     assertThat(own.isSuccess()).isTrue();
 
-    Upstream allowed = TestRegistry.upstream("rebinding-allowed", base(upstreamServer),
+    Upstream allowed = TestUpstreams.upstream("rebinding-allowed", base(upstreamServer),
         s -> s.getRedirect().setAllowedHosts(List.of("localhost")));
     var allowedResolver = policy.resolverGroup(allowed, io.netty.resolver.DefaultAddressResolverGroup.INSTANCE)
         .getResolver(io.netty.util.concurrent.ImmediateEventExecutor.INSTANCE);

@@ -3,6 +3,8 @@ package io.registrycache.upstream;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.CacheProperties;
 import com.jayway.jsonpath.JsonPath;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
@@ -11,16 +13,12 @@ import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -40,17 +38,8 @@ import org.springframework.test.context.DynamicPropertySource;
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class UpstreamResilienceIT {
 
-  static final UpstreamRegistryContainer upstream = new UpstreamRegistryContainer();
-  static final Path storage;
-
-  static {
-    upstream.start();
-    try {
-      storage = Files.createTempDirectory("registry-cache-resilience-it-");
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
+  static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
+  static final Path storage = TestFiles.tempDirectory("registry-cache-resilience-it-");
 
   static final Duration WAIT_IN_OPEN = Duration.ofSeconds(4);
   static final Duration READ_TIMEOUT = Duration.ofSeconds(10);
@@ -60,26 +49,22 @@ class UpstreamResilienceIT {
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.path", storage::toString);
-    registry.add("registry-cache.default-upstream", () -> "local");
-    registry.add("registry-cache.upstreams.local.host", () -> "upstream.test");
-    registry.add("registry-cache.upstreams.local.url", upstream::baseUrl);
-    registry.add("registry-cache.upstreams.local.connect-timeout", () -> "2s");
-    registry.add("registry-cache.upstreams.local.read-timeout", () -> READ_TIMEOUT.toSeconds() + "s");
-    registry.add("registry-cache.upstreams.local.circuit-breaker.sliding-window-size", () -> "4");
-    registry.add("registry-cache.upstreams.local.circuit-breaker.minimum-number-of-calls", () -> "4");
-    registry.add("registry-cache.upstreams.local.circuit-breaker.wait-in-open", () -> WAIT_IN_OPEN.toSeconds() + "s");
-    registry.add("registry-cache.upstreams.local.circuit-breaker.permitted-calls-in-half-open", () -> "1");
-    registry.add("registry-cache.manifests.tag-ttl", () -> "1s");
-    registry.add("management.server.port", () -> "0");
+    CacheProperties.cache(storage)
+        .localUpstream(upstream::baseUrl)
+        .upstream("connect-timeout", "2s")
+        .upstream("read-timeout", READ_TIMEOUT.toSeconds() + "s")
+        .upstream("circuit-breaker.sliding-window-size", "4")
+        .upstream("circuit-breaker.minimum-number-of-calls", "4")
+        .upstream("circuit-breaker.wait-in-open", WAIT_IN_OPEN.toSeconds() + "s")
+        .upstream("circuit-breaker.permitted-calls-in-half-open", "1")
+        .set("registry-cache.manifests.tag-ttl", "1s")
+        .addTo(registry);
   }
 
   @AfterAll
   static void cleanUp() throws IOException {
     upstream.stop();
-    try (Stream<Path> files = Files.walk(storage)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    }
+    TestFiles.deleteRecursively(storage);
   }
 
   @Test

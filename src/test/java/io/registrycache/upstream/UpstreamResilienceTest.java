@@ -16,6 +16,7 @@ import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.testsupport.DataBuffers;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -32,7 +33,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.health.contributor.Health;
-import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpStatus;
 
 /**
@@ -84,7 +84,7 @@ class UpstreamResilienceTest {
     }
 
     Upstream upstream(String key, Consumer<RegistryCacheProperties.Upstream> customize) {
-      return TestRegistry.upstream(key, base(server), s -> {
+      return TestUpstreams.upstream(key, base(server), s -> {
         s.setReadTimeout(Duration.ofSeconds(5));
         customize.accept(s);
       });
@@ -149,7 +149,7 @@ class UpstreamResilienceTest {
         .contains("v1");
     assertThat(fake.requests).hasValue(9);
     UpstreamBlob blob = client.getBlob(upstream, NAME, DIGEST).block(WAIT);
-    assertThat(join(blob)).isEqualTo(MANIFEST);
+    assertThat(DataBuffers.join(blob.body(), WAIT)).isEqualTo(MANIFEST);
     assertThat(fake.requests).hasValue(12);
     assertThat(retries("kinds")).isEqualTo(8);
   }
@@ -216,7 +216,7 @@ class UpstreamResilienceTest {
 
     UpstreamBlob blob = client.getBlob(upstream, NAME, DIGEST).block(WAIT);
     assertThat(blob.size()).isEqualTo(1000);
-    assertThatThrownBy(() -> join(blob)).isInstanceOf(UpstreamException.class);
+    assertThatThrownBy(() -> DataBuffers.join(blob.body(), WAIT)).isInstanceOf(UpstreamException.class);
     assertThat(fake.requests).as("the blob download owns mid-body failures").hasValue(1);
     assertThat(retries("cut")).isZero();
   }
@@ -379,7 +379,7 @@ class UpstreamResilienceTest {
       port = s.getLocalPort();
     }
     Upstream upstream =
-        TestRegistry.upstream("refused", "http://127.0.0.1:" + port, s -> smallWindow(s, Duration.ofSeconds(30)));
+        TestUpstreams.upstream("refused", "http://127.0.0.1:" + port, s -> smallWindow(s, Duration.ofSeconds(30)));
 
     long before = time(() -> client.headManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS).block(WAIT));
     time(() -> client.headManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS).block(WAIT));
@@ -445,17 +445,5 @@ class UpstreamResilienceTest {
 
   private HttpServer server() {
     return ScriptedHttp.server(closeables);
-  }
-
-
-  private static byte[] join(UpstreamBlob blob) {
-    return DataBufferUtils.join(blob.body())
-        .map(b -> {
-          byte[] out = new byte[b.readableByteCount()];
-          b.read(out);
-          DataBufferUtils.release(b);
-          return out;
-        })
-        .block(WAIT);
   }
 }

@@ -61,7 +61,7 @@ class WebClientTokenProviderTest {
   }
 
   private Upstream upstream() {
-    return TestRegistry.upstream("tokens", base(tokenServer), s -> {});
+    return TestUpstreams.upstream("tokens", base(tokenServer), s -> {});
   }
 
   @Test
@@ -154,7 +154,7 @@ class WebClientTokenProviderTest {
         respond(ex, 200, Map.of(), new byte[7]);
       }
     });
-    Upstream upstream = TestRegistry.upstream("short-tokens", base(registry), s -> {});
+    Upstream upstream = TestUpstreams.upstream("short-tokens", base(registry), s -> {});
     WebClientUpstreamClient client = new WebClientUpstreamClient(null, new SimpleMeterRegistry());
     closeables.add(client::destroy);
     Digest digest = Digest.sha256(new byte[7]);

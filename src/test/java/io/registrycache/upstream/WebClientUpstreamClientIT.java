@@ -9,6 +9,10 @@ import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.testsupport.ImagePusher;
+import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
@@ -18,36 +22,30 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpStatus;
-import org.testcontainers.containers.GenericContainer;
-import org.testcontainers.containers.wait.strategy.Wait;
-import org.testcontainers.junit.jupiter.Container;
-import org.testcontainers.junit.jupiter.Testcontainers;
 
 /** Pulls from a real distribution registry ({@code registry:2}, anonymous). */
-@Testcontainers
 class WebClientUpstreamClientIT {
 
   private static final Duration WAIT = Duration.ofSeconds(30);
   private static final RepositoryName NAME = RepositoryName.parse("test/app");
 
-  @Container
-  static final GenericContainer<?> REGISTRY =
-      new GenericContainer<>("registry:2").withExposedPorts(5000).waitingFor(Wait.forHttp("/v2/").forStatusCode(200));
+  static final UpstreamRegistryContainer REGISTRY = UpstreamRegistryContainer.started();
 
   static SimpleMeterRegistry meters;
   static WebClientUpstreamClient client;
   static Upstream upstream;
-  static TestRegistry.Image image;
+  static PushedImage image;
 
   @BeforeAll
-  static void pushContent() throws Exception {
-    String url = "http://localhost:" + REGISTRY.getMappedPort(5000);
-    TestRegistry registry = new TestRegistry(url, null, null);
-    image = registry.pushImage(NAME.value(), "v1", 300_000, 42);
+  static void pushContent() {
+    String url = REGISTRY.baseUrl();
+    ImagePusher pusher = REGISTRY.pusher();
+    Image pushed = pusher.push(TestImages.withLayers(NAME.value(), "v1", TestImages.randomBytes(300_000, 42)));
     for (String tag : new String[] {"v2", "v3", "alpha", "beta"}) {
-      registry.pushManifest(NAME.value(), tag, image.manifest(), MediaTypes.OCI_MANIFEST);
+      pusher.pushManifest(NAME.value(), tag, pushed.manifest());
     }
-    upstream = TestRegistry.upstream("it-anon", url, s -> s.setReadTimeout(Duration.ofSeconds(10)));
+    image = PushedImage.of(pushed);
+    upstream = TestUpstreams.upstream("it-anon", url, s -> s.setReadTimeout(Duration.ofSeconds(10)));
     meters = new SimpleMeterRegistry();
     client = new WebClientUpstreamClient(null, meters);
   }
@@ -55,6 +53,7 @@ class WebClientUpstreamClientIT {
   @AfterAll
   static void close() {
     client.destroy();
+    REGISTRY.stop();
   }
 
   @Test
