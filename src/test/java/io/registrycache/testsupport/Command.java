@@ -41,10 +41,14 @@ public final class Command {
    * the test is skipped with {@code message}.
    */
   public static void requireTool(boolean available, String message) {
+    requireTool(available, message, System.getenv("CI"));
+  }
+
+  static void requireTool(boolean available, String message, String ciVariable) {
     if (available) {
       return;
     }
-    if (inCi()) {
+    if (inCi(ciVariable)) {
       throw new AssertionError(message + " (CI is set: a missing client fails rather than skips)");
     }
     org.junit.jupiter.api.Assumptions.abort(message + " (skipped outside CI)");
@@ -52,7 +56,10 @@ public final class Command {
 
   /** Whether this runs in CI: {@code CI} is set to anything but empty or {@code false}. */
   public static boolean inCi() {
-    String ci = System.getenv("CI");
+    return inCi(System.getenv("CI"));
+  }
+
+  private static boolean inCi(String ci) {
     return ci != null && !ci.isBlank() && !ci.equalsIgnoreCase("false");
   }
 

@@ -1,0 +1,34 @@
+package io.registrycache.testsupport;
+
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+import org.opentest4j.TestAbortedException;
+
+/** A missing client (skopeo, ctr) fails the ITs that need it in CI and skips them elsewhere. */
+class CommandTest {
+
+  @Test
+  void aMissingToolFailsUnderCi() {
+    for (String ci : new String[] {"true", "1", "yes"}) {
+      assertThatThrownBy(() -> Command.requireTool(false, "skopeo is not installed", ci))
+          .isInstanceOf(AssertionError.class)
+          .hasMessageContaining("skopeo is not installed");
+    }
+  }
+
+  @Test
+  void aMissingToolSkipsOutsideCi() {
+    for (String ci : new String[] {null, "", "false"}) {
+      assertThatThrownBy(() -> Command.requireTool(false, "ctr is not installed", ci))
+          .isInstanceOf(TestAbortedException.class)
+          .hasMessageContaining("ctr is not installed");
+    }
+  }
+
+  @Test
+  void aToolThatIsThereNeitherFailsNorSkips() {
+    assertThatCode(() -> Command.requireTool(true, "unused", "true")).doesNotThrowAnyException();
+  }
+}
