@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced: the variables are for the scripts that source it
 # Shared by the perf pack's bash scripts: source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   log MESSAGE           "<script>: MESSAGE" on stderr
 #   die [CODE] MESSAGE    log, then exit CODE (default 1)
