@@ -19,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
@@ -50,6 +51,7 @@ public class ClusterMembership {
   private final AtomicReference<View> view;
   private final ScheduledExecutorService refresher;
 
+  @Autowired
   public ClusterMembership(ClusterProperties properties, Clock clock) {
     this(properties, InetAddress::getAllByName, clock, true);
   }
