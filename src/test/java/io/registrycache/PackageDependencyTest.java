@@ -38,4 +38,18 @@ class PackageDependencyTest {
           .that().resideInAPackage("io.registrycache.oci..")
           .should().dependOnClassesThat()
           .resideOutsideOfPackages("io.registrycache.oci..", "java..", "org.springframework.http..", "tools.jackson..");
+
+  @ArchTest
+  static final ArchRule clusterStandsAlone =
+      noClasses()
+          .that().resideInAPackage("io.registrycache.cluster..")
+          .should().dependOnClassesThat()
+          .resideInAnyPackage(
+              "io.registrycache.upstream..",
+              "io.registrycache.proxy..",
+              "io.registrycache.storage..",
+              "io.registrycache.metrics..",
+              "io.registrycache.api..",
+              "io.registrycache.admin..",
+              "io.registrycache.config..");
 }

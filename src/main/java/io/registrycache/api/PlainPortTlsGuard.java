@@ -1,0 +1,76 @@
+package io.registrycache.api;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.ReferenceCountUtil;
+import java.net.SocketAddress;
+import java.nio.charset.StandardCharsets;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.reactor.netty.NettyServerCustomizer;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+
+/**
+ * Answers a TLS handshake on the plain HTTP port with one log line and a plain-text 400, before
+ * the HTTP codec sees it.
+ *
+ * <p>Clients of an "insecure" registry (skopeo, containerd, Docker) try HTTPS first and fall back
+ * to HTTP when the server's first bytes are not a TLS record (Go's {@code tls.RecordHeaderError}).
+ * Left to the HTTP codec, each such ClientHello is logged by Reactor Netty at WARN with a decoding
+ * stack trace; here it costs one INFO line per connection and the same fallback for the client:
+ * an HTTP/1.1 400 response, then the connection is closed (as Go's own {@code net/http} server
+ * does). A TLS record starts with content type 22 (handshake, RFC 8446 section 5.1), a byte no
+ * HTTP request line can start with, so one byte decides.
+ */
+@Configuration(proxyBeanMethods = false)
+public class PlainPortTlsGuard {
+
+  private static final Logger log = LoggerFactory.getLogger(PlainPortTlsGuard.class);
+
+  /** First byte of a TLS handshake record (RFC 8446 section 5.1, {@code ContentType.handshake}). */
+  static final byte TLS_HANDSHAKE = 22;
+
+  private static final byte[] BODY = "Client sent an HTTPS request to a plain HTTP port.\n"
+      .getBytes(StandardCharsets.US_ASCII);
+
+  static final byte[] RESPONSE = ("HTTP/1.1 400 Bad Request\r\n"
+      + "Content-Type: text/plain; charset=utf-8\r\n"
+      + "Connection: close\r\n"
+      + "Content-Length: " + BODY.length + "\r\n\r\n"
+      + new String(BODY, StandardCharsets.US_ASCII)).getBytes(StandardCharsets.US_ASCII);
+
+  /** Puts {@link TlsHelloHandler} first in every accepted connection's pipeline. */
+  @Bean
+  public NettyServerCustomizer tlsOnPlainPort() {
+    return server -> server.doOnChannelInit(
+        (observer, channel, remoteAddress) -> channel.pipeline().addFirst("registryCache.tlsOnPlainPort", new TlsHelloHandler()));
+  }
+
+  /** Looks at the first inbound bytes of a connection once, then leaves the pipeline. */
+  static final class TlsHelloHandler extends ChannelInboundHandlerAdapter {
+
+    private boolean rejected;
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+      if (rejected) {
+        ReferenceCountUtil.release(msg); // the rest of the ClientHello, read before the close
+        return;
+      }
+      if (msg instanceof ByteBuf buf && buf.isReadable() && buf.getByte(buf.readerIndex()) == TLS_HANDSHAKE) {
+        rejected = true;
+        buf.release();
+        SocketAddress remote = ctx.channel().remoteAddress();
+        log.info("TLS handshake from {} on the plain HTTP port: answered 400 (configure the client for plain HTTP)", remote);
+        ctx.writeAndFlush(Unpooled.wrappedBuffer(RESPONSE)).addListener(ChannelFutureListener.CLOSE);
+        return;
+      }
+      ctx.pipeline().remove(this);
+      ctx.fireChannelRead(msg);
+    }
+  }
+}

@@ -1,0 +1,261 @@
+package io.registrycache.storage.s3;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.springframework.http.HttpRange;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.core.FileRequestBodyConfiguration;
+import software.amazon.awssdk.core.async.AsyncRequestBody;
+import software.amazon.awssdk.core.async.AsyncResponseTransformer;
+import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.S3AsyncClientBuilder;
+import software.amazon.awssdk.services.s3.S3Configuration;
+import software.amazon.awssdk.services.s3.model.CompletedMultipartUpload;
+import software.amazon.awssdk.services.s3.model.CompletedPart;
+import software.amazon.awssdk.services.s3.model.HeadObjectResponse;
+import software.amazon.awssdk.services.s3.model.MultipartUpload;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+import software.amazon.awssdk.services.s3.model.S3Exception;
+import software.amazon.awssdk.services.s3.presigner.S3Presigner;
+
+/**
+ * The cache's objects in one bucket under one key prefix, over the S3 API (AWS SDK for Java v2,
+ * asynchronous client on the SDK's CRT HTTP client; see docs/scale-out.md for why not its Netty
+ * client). Keys given to and returned by this class are relative to the prefix.
+ *
+ * <p>Content becomes visible only whole: a multipart upload is invisible until {@link
+ * Upload#complete}, which the caller runs after it has verified the digest; {@link Upload#abort}
+ * leaves nothing under the key. Uploads abandoned by a killed process are found and aborted by
+ * {@link #abortUploadsStartedBefore}.
+ *
+ * <p>All operations are non-blocking and return {@link Mono}/{@link Flux}; errors are the SDK's
+ * {@link S3Exception} (with the HTTP status) or {@link software.amazon.awssdk.core.exception.SdkClientException}
+ * for transport failures.
+ */
+public final class S3Objects implements AutoCloseable {
+
+  /** What a HEAD of an object says: size in bytes and the store's entity tag. */
+  public record ObjectInfo(long size, String eTag, Instant lastModified) {}
+
+  private final S3AsyncClient client;
+  private final S3Presigner presigner;
+  private final String bucket;
+  private final String prefix;
+  private final Duration presignTtl;
+
+  S3Objects(S3AsyncClient client, S3Presigner presigner, String bucket, String prefix, Duration presignTtl) {
+    this.client = client;
+    this.presigner = presigner;
+    this.bucket = bucket;
+    this.prefix = prefix.isEmpty() || prefix.endsWith("/") ? prefix : prefix + "/";
+    this.presignTtl = presignTtl;
+  }
+
+  /**
+   * A client for the store the properties describe.
+   *
+   * @throws IllegalArgumentException without a bucket
+   * @throws UncheckedIOException when {@code secret-access-key-file} cannot be read
+   */
+  public static S3Objects create(S3StorageProperties properties) {
+    if (properties.bucket() == null || properties.bucket().isBlank()) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.bucket is required for the s3 storage type");
+    }
+    AwsCredentialsProvider credentials = credentials(properties);
+    Region region = Region.of(properties.region());
+    S3AsyncClientBuilder client = S3AsyncClient.builder()
+        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
+        .region(region)
+        .credentialsProvider(credentials)
+        .forcePathStyle(properties.pathStyle());
+    S3Presigner.Builder presigner = S3Presigner.builder()
+        .region(region)
+        .credentialsProvider(credentials)
+        .serviceConfiguration(S3Configuration.builder()
+            .pathStyleAccessEnabled(properties.pathStyle()).build());
+    if (properties.endpoint() != null) {
+      client.endpointOverride(properties.endpoint());
+      presigner.endpointOverride(properties.endpoint());
+    }
+    return new S3Objects(client.build(), presigner.build(), properties.bucket(), properties.prefix(), properties.presignTtl());
+  }
+
+  private static AwsCredentialsProvider credentials(S3StorageProperties p) {
+    if (p.accessKeyId() == null || p.accessKeyId().isBlank()) {
+      return DefaultCredentialsProvider.builder().build();
+    }
+    String secret = p.secretAccessKey();
+    if (p.secretAccessKeyFile() != null) {
+      try {
+        secret = Files.readString(p.secretAccessKeyFile(), StandardCharsets.UTF_8).strip();
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot read registry-cache.storage.s3.secret-access-key-file", e);
+      }
+    }
+    if (secret == null || secret.isBlank()) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.access-key-id needs secret-access-key or secret-access-key-file");
+    }
+    return StaticCredentialsProvider.create(AwsBasicCredentials.create(p.accessKeyId(), secret));
+  }
+
+  /** The object's size and entity tag; empty when there is no such object. */
+  public Mono<Optional<ObjectInfo>> stat(String key) {
+    return Mono.fromFuture(() -> client.headObject(b -> b.bucket(bucket).key(prefix + key)))
+        .map(S3Objects::info)
+        .map(Optional::of)
+        .onErrorResume(S3Objects::notFound, e -> Mono.just(Optional.empty()));
+  }
+
+  private static ObjectInfo info(HeadObjectResponse head) {
+    return new ObjectInfo(head.contentLength(), head.eTag(), head.lastModified());
+  }
+
+  /**
+   * The object's bytes, whole or one range (RFC 9110 section 14.1.2, mapped to a ranged GET).
+   * Errors with {@link NoSuchKeyException} when there is no such object.
+   */
+  public Flux<ByteBuffer> open(String key, Optional<HttpRange> range, long size) {
+    return Mono.fromFuture(() -> client.getObject(
+            b -> {
+              b.bucket(bucket).key(prefix + key);
+              range.ifPresent(r -> b.range("bytes=" + r.getRangeStart(size) + "-" + r.getRangeEnd(size)));
+            },
+            AsyncResponseTransformer.toPublisher()))
+        .flatMapMany(Flux::from);
+  }
+
+  /** Whole-object write of {@code length} bytes of {@code file} from {@code position}. */
+  public Mono<Void> putFile(String key, Path file, long position, long length) {
+    return Mono.fromFuture(() -> client.putObject(
+            b -> b.bucket(bucket).key(prefix + key).contentLength(length),
+            fileRegion(file, position, length)))
+        .then();
+  }
+
+  /** Starts a multipart upload to {@code key}: nothing is visible under the key until completed. */
+  public Mono<Upload> startUpload(String key) {
+    return Mono.fromFuture(() -> client.createMultipartUpload(b -> b.bucket(bucket).key(prefix + key)))
+        .map(r -> new Upload(key, r.uploadId()));
+  }
+
+  /** Deletes the object; deleting an absent object succeeds (S3 semantics). */
+  public Mono<Void> delete(String key) {
+    return Mono.fromFuture(() -> client.deleteObject(b -> b.bucket(bucket).key(prefix + key))).then();
+  }
+
+  /** Keys under {@code keyPrefix} (relative to the store's prefix), in the store's order (UTF-8 binary). */
+  public Flux<String> list(String keyPrefix) {
+    return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
+        .map(o -> o.key().substring(prefix.length()));
+  }
+
+  /**
+   * Aborts the multipart uploads under the prefix started before {@code cutoff}: those of a
+   * replica killed during a fill. Returns how many were aborted.
+   */
+  public Mono<Integer> abortUploadsStartedBefore(Instant cutoff) {
+    return Flux.from(client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix)).uploads())
+        .filter(u -> u.initiated().isBefore(cutoff))
+        .concatMap(u -> abort(u).thenReturn(u))
+        .count()
+        .map(Long::intValue);
+  }
+
+  private Mono<Void> abort(MultipartUpload u) {
+    return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(u.key()).uploadId(u.uploadId())))
+        .then()
+        .onErrorResume(S3Objects::notFound, e -> Mono.empty());
+  }
+
+  /** A presigned GET URL for the object, valid for {@code presign-ttl}: for a 307 to the store. */
+  public URI presignGet(String key) {
+    return URI.create(presigner.presignGetObject(b -> b
+            .signatureDuration(presignTtl)
+            .getObjectRequest(g -> g.bucket(bucket).key(prefix + key)))
+        .url().toString());
+  }
+
+  private static AsyncRequestBody fileRegion(Path file, long position, long length) {
+    return AsyncRequestBody.fromFile(FileRequestBodyConfiguration.builder()
+        .path(file).position(position).numBytesToRead(length).build());
+  }
+
+  private static boolean notFound(Throwable e) {
+    Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    return t instanceof NoSuchKeyException || (t instanceof S3Exception s3 && s3.statusCode() == 404);
+  }
+
+  @Override
+  public void close() {
+    client.close();
+    presigner.close();
+  }
+
+  /**
+   * One multipart upload. Parts are numbered from 1 in the order they are added; each but the
+   * last must hold at least {@link S3StorageProperties#MIN_PART_BYTES}. Not thread-safe: one
+   * writer adds parts, in order, then completes or aborts.
+   */
+  public final class Upload {
+    private final String key;
+    private final String uploadId;
+    private final List<CompletableFuture<CompletedPart>> parts = new ArrayList<>();
+
+    private Upload(String key, String uploadId) {
+      this.key = key;
+      this.uploadId = uploadId;
+    }
+
+    /** The key the object gets when the upload completes. */
+    public String key() {
+      return key;
+    }
+
+    /** Uploads the next part from a region of a file; parts may be in flight together. */
+    public void addPart(Path file, long position, long length) {
+      int number = parts.size() + 1;
+      parts.add(client.uploadPart(
+              b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId).partNumber(number).contentLength(length),
+              fileRegion(file, position, length))
+          .thenApply(r -> CompletedPart.builder().partNumber(number).eTag(r.eTag()).build()));
+    }
+
+    /** Makes the object visible under its key once every part is stored. */
+    public Mono<Void> complete() {
+      List<CompletableFuture<CompletedPart>> all = List.copyOf(parts);
+      return Mono.fromFuture(CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)))
+          .then(Mono.fromFuture(() -> client.completeMultipartUpload(b -> b
+              .bucket(bucket).key(prefix + key).uploadId(uploadId)
+              .multipartUpload(CompletedMultipartUpload.builder()
+                  .parts(all.stream().map(CompletableFuture::join).toList()).build()))))
+          .then();
+    }
+
+    /** Discards the parts; nothing appears under the key. Errors of the abort itself are dropped. */
+    public Mono<Void> abort() {
+      parts.forEach(p -> p.cancel(false));
+      return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId)))
+          .then()
+          .onErrorResume(e -> Mono.empty());
+    }
+  }
+}

@@ -1,0 +1,66 @@
+package io.registrycache.storage.s3;
+
+import java.net.URI;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
+
+/**
+ * {@code registry-cache.storage.s3.*}: the S3-API object store of a scaled-out cache (issue 11).
+ * Credentials come from the AWS SDK's default provider chain (environment, Java system
+ * properties, web identity token for Kubernetes service accounts, profile files, container and
+ * instance metadata) unless {@code access-key-id} with {@code secret-access-key} or
+ * {@code secret-access-key-file} are given. Secrets never appear in {@link #toString()} or logs.
+ *
+ * @param endpoint the S3 API endpoint, e.g. {@code http://127.0.0.1:9000}; empty for AWS itself
+ * @param region signing region; {@code us-east-1} suits most S3-API servers
+ * @param bucket the bucket, which must exist
+ * @param prefix key prefix under which the cache keeps its objects, no leading slash
+ * @param pathStyle path-style requests ({@code endpoint/bucket/key}), which most S3-API servers
+ *     other than AWS need
+ * @param partSize multipart upload part size, at least 5 MiB (the S3 minimum for all parts but
+ *     the last); 10,000 parts at most, so the default 16 MiB allows blobs up to 156 GiB
+ * @param accessKeyId static access key id, with a secret below; empty for the provider chain
+ * @param secretAccessKey static secret (prefer {@code secret-access-key-file})
+ * @param secretAccessKeyFile file holding the secret (a mounted Kubernetes Secret)
+ * @param presignTtl lifetime of presigned URLs handed to clients
+ */
+@ConfigurationProperties("registry-cache.storage.s3")
+public record S3StorageProperties(
+    URI endpoint,
+    @DefaultValue("us-east-1") String region,
+    String bucket,
+    @DefaultValue("registry-cache") String prefix,
+    @DefaultValue("true") boolean pathStyle,
+    @DefaultValue("16MB") DataSize partSize,
+    String accessKeyId,
+    String secretAccessKey,
+    Path secretAccessKeyFile,
+    @DefaultValue("5m") Duration presignTtl) {
+
+  /** S3's smallest part size for every part of a multipart upload but the last. */
+  public static final long MIN_PART_BYTES = 5L * 1024 * 1024;
+
+  public S3StorageProperties {
+    if (partSize.toBytes() < MIN_PART_BYTES) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.part-size must be at least 5MB: " + partSize);
+    }
+    if (prefix.startsWith("/")) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.prefix must not start with '/': " + prefix);
+    }
+    if (secretAccessKey != null && secretAccessKeyFile != null) {
+      throw new IllegalArgumentException("set registry-cache.storage.s3.secret-access-key or secret-access-key-file, not both");
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "S3StorageProperties[endpoint=" + endpoint + ", region=" + region + ", bucket=" + bucket
+        + ", prefix=" + prefix + ", pathStyle=" + pathStyle + ", partSize=" + partSize
+        + ", accessKeyId=" + (accessKeyId == null ? "(provider chain)" : "(set)")
+        + ", secretAccessKey=" + (secretAccessKey == null ? "-" : "(set)")
+        + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl + "]";
+  }
+}

@@ -1,0 +1,118 @@
+package io.registrycache.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Configuration;
+
+/** Who is in the cluster: static peers, a DNS name's addresses, this replica among them. */
+class ClusterMembershipTest {
+
+  static ClusterProperties props(List<String> peers, String dns, String self) {
+    return new ClusterProperties(peers, dns, 5000, Duration.ofSeconds(10), self);
+  }
+
+  @Test
+  void aSingleReplicaHasNoMembers() {
+    ClusterMembership membership = new ClusterMembership(props(List.of(), null, null), Clock.systemUTC());
+    assertThat(membership.enabled()).isFalse();
+    assertThat(membership.members()).isEmpty();
+    assertThat(new ClusterHealthIndicator(membership).health().getDetails()).containsEntry("mode", "single");
+  }
+
+  @Test
+  void staticPeersAreParsedSortedAndSelfIsRecognisedByLocalAddressAndPort() {
+    ClusterMembership membership = new ClusterMembership(
+        props(List.of("127.0.0.1:5001", "10.255.0.2", "127.0.0.1", "[::1]:5002"), null, null), Clock.systemUTC());
+    assertThat(membership.members()).extracting(Member::id)
+        .containsExactly("10.255.0.2:5000", "127.0.0.1:5000", "127.0.0.1:5001", "[::1]:5002");
+    // Only 127.0.0.1:5000 is local *and* on peer-port.
+    assertThat(membership.view().self()).contains(new Member("127.0.0.1", 5000));
+  }
+
+  @Test
+  void theConfiguredSelfWins() {
+    ClusterMembership membership = new ClusterMembership(
+        props(List.of("a.test:5000", "b.test:5000"), null, "b.test:5000"), Clock.systemUTC());
+    assertThat(membership.view().self()).contains(new Member("b.test", 5000));
+  }
+
+  @Test
+  void aDnsNameIsResolvedToItsAddressesOnThePeerPort() throws UnknownHostException {
+    ClusterMembership membership = new ClusterMembership(props(List.of(), "localhost", null), Clock.systemUTC());
+    List<String> expected = java.util.Arrays.stream(InetAddress.getAllByName("localhost"))
+        .map(a -> new Member(a.getHostAddress(), 5000).id()).sorted().toList();
+    assertThat(expected).isNotEmpty();
+    assertThat(membership.members()).extracting(Member::id).containsExactlyElementsOf(expected);
+    assertThat(membership.view().lastError()).isEmpty();
+    assertThat(new ClusterHealthIndicator(membership).health().getDetails())
+        .containsEntry("mode", "replicas").containsEntry("members", expected);
+  }
+
+  @Test
+  void aFailedLookupKeepsTheMembersLastSeen() {
+    AtomicBoolean dnsDown = new AtomicBoolean(false);
+    ClusterMembership membership = new ClusterMembership(props(List.of(), "peers.test", null), name -> {
+      if (dnsDown.get()) {
+        throw new UnknownHostException(name);
+      }
+      return new InetAddress[] {InetAddress.getByAddress(new byte[] {10, 0, 0, 1}), InetAddress.getByAddress(new byte[] {10, 0, 0, 2})};
+    }, Clock.systemUTC(), false);
+    assertThat(membership.members()).extracting(Member::id).containsExactly("10.0.0.1:5000", "10.0.0.2:5000");
+
+    dnsDown.set(true);
+    membership.refresh();
+    assertThat(membership.members()).extracting(Member::id).containsExactly("10.0.0.1:5000", "10.0.0.2:5000");
+    assertThat(membership.view().lastError()).hasValueSatisfying(e -> assertThat(e).contains("peers.test"));
+
+    dnsDown.set(false);
+    membership.refresh();
+    assertThat(membership.view().lastError()).isEmpty();
+  }
+
+  @Test
+  void memberAddressesAreValidated() {
+    assertThat(Member.parse("[fd00::1]:7000", 5000)).isEqualTo(new Member("fd00::1", 7000));
+    assertThat(Member.parse("fd00::1", 5000).id()).isEqualTo("[fd00::1]:5000");
+    assertThatThrownBy(() -> Member.parse("host:http", 5000)).hasMessageContaining("not a number");
+    assertThatThrownBy(() -> Member.parse("host:70000", 5000)).hasMessageContaining("out of range");
+    assertThatThrownBy(() -> Member.parse("[fd00::1", 5000)).hasMessageContaining("unclosed");
+    assertThatThrownBy(() -> new Member(" ", 5000)).isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void propertiesBindFromTheEnvironmentAndABadPeerFailsAtStartUp() {
+    ApplicationContextRunner runner = new ApplicationContextRunner().withUserConfiguration(Config.class);
+    runner.withPropertyValues("registry-cache.cluster.peers=a.test:5000,b.test", "registry-cache.cluster.peer-port=6000",
+            "registry-cache.cluster.refresh-interval=30s")
+        .run(context -> {
+          ClusterProperties p = context.getBean(ClusterProperties.class);
+          assertThat(p.peers()).containsExactly("a.test:5000", "b.test");
+          assertThat(p.peerPort()).isEqualTo(6000);
+          assertThat(p.refreshInterval()).isEqualTo(Duration.ofSeconds(30));
+          assertThat(p.enabled()).isTrue();
+        });
+    runner.run(context -> {
+      ClusterProperties p = context.getBean(ClusterProperties.class);
+      assertThat(p.enabled()).isFalse();
+      assertThat(p.peerPort()).isEqualTo(5000);
+      assertThat(p.refreshInterval()).isEqualTo(Duration.ofSeconds(10));
+    });
+    runner.withPropertyValues("registry-cache.cluster.peers=a.test:http")
+        .run(context -> assertThat(context).hasFailed()
+            .getFailure().rootCause().hasMessageContaining("not a number"));
+  }
+
+  @Configuration(proxyBeanMethods = false)
+  @EnableConfigurationProperties(ClusterProperties.class)
+  static class Config {}
+}

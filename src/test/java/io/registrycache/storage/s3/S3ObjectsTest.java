@@ -1,0 +1,159 @@
+package io.registrycache.storage.s3;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.registrycache.testsupport.Sha256;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Optional;
+import java.util.Random;
+import org.gaul.s3proxy.auth.AuthenticationType;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.http.HttpRange;
+import org.springframework.util.unit.DataSize;
+import reactor.core.publisher.Flux;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
+
+/**
+ * {@link S3Objects} against a real S3-API server in this JVM (s3proxy, signature v4 required),
+ * over loopback HTTP: the object operations the S3 store will stand on, and above all that a
+ * multipart upload is invisible until completed and leaves nothing when aborted.
+ */
+class S3ObjectsTest {
+
+  static final String BUCKET = "registry-cache-test";
+
+  @RegisterExtension
+  final S3ProxyExtension s3 = S3ProxyExtension.builder()
+      .withCredentials(AuthenticationType.AWS_V2_OR_V4, "test-access", "test-secret")
+      .build();
+
+  @TempDir Path dir;
+  S3Objects objects;
+
+  @BeforeEach
+  void bucket() {
+    try (S3AsyncClient admin = S3AsyncClient.builder()
+        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
+        .region(Region.US_EAST_1)
+        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
+        .endpointOverride(s3.getUri())
+        .forcePathStyle(true)
+        .build()) {
+      admin.createBucket(b -> b.bucket(BUCKET)).join();
+    }
+    objects = S3Objects.create(new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
+        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1)));
+  }
+
+  Path file(int bytes, long seed) throws Exception {
+    byte[] content = new byte[bytes];
+    new Random(seed).nextBytes(content);
+    Path f = Files.createTempFile(dir, "content", ".bin");
+    Files.write(f, content);
+    return f;
+  }
+
+  byte[] read(String key, Optional<HttpRange> range, long size) {
+    return Flux.from(objects.open(key, range, size))
+        .reduce(new java.io.ByteArrayOutputStream(), (out, b) -> {
+          byte[] chunk = new byte[b.remaining()];
+          b.get(chunk);
+          out.writeBytes(chunk);
+          return out;
+        })
+        .map(java.io.ByteArrayOutputStream::toByteArray)
+        .block(Duration.ofSeconds(30));
+  }
+
+  @Test
+  void aWholeObjectIsWrittenFromAFileRegionAndReadWholeOrRanged() throws Exception {
+    Path f = file(10_000, 1);
+    byte[] all = Files.readAllBytes(f);
+    assertThat(objects.stat("blobs/a").block()).isEmpty();
+
+    objects.putFile("blobs/a", f, 1_000, 5_000).block(Duration.ofSeconds(30));
+
+    assertThat(objects.stat("blobs/a").block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(5_000));
+    assertThat(read("blobs/a", Optional.empty(), 5_000)).isEqualTo(java.util.Arrays.copyOfRange(all, 1_000, 6_000));
+    assertThat(read("blobs/a", Optional.of(HttpRange.createByteRange(10, 19)), 5_000))
+        .isEqualTo(java.util.Arrays.copyOfRange(all, 1_010, 1_020));
+    assertThat(read("blobs/a", Optional.of(HttpRange.createSuffixRange(7)), 5_000))
+        .isEqualTo(java.util.Arrays.copyOfRange(all, 5_993, 6_000));
+    assertThat(objects.list("blobs/").collectList().block()).containsExactly("blobs/a");
+
+    objects.delete("blobs/a").block();
+    objects.delete("blobs/a").block(); // absent: still fine
+    assertThat(objects.stat("blobs/a").block()).isEmpty();
+    assertThatThrownBy(() -> read("blobs/a", Optional.empty(), 0)).isInstanceOf(NoSuchKeyException.class);
+  }
+
+  @Test
+  void aMultipartUploadIsInvisibleUntilCompletedAndThenHasExactlyItsParts() throws Exception {
+    int size = (int) S3StorageProperties.MIN_PART_BYTES + 12_345;
+    Path f = file(size, 2);
+    S3Objects.Upload upload = objects.startUpload("blobs/big").block();
+    upload.addPart(f, 0, S3StorageProperties.MIN_PART_BYTES);
+    upload.addPart(f, S3StorageProperties.MIN_PART_BYTES, size - S3StorageProperties.MIN_PART_BYTES);
+
+    assertThat(objects.stat("blobs/big").block()).isEmpty();
+    assertThat(objects.list("blobs/").collectList().block()).isEmpty();
+
+    upload.complete().block(Duration.ofSeconds(60));
+
+    assertThat(objects.stat("blobs/big").block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(size));
+    assertThat(Sha256.digest(read("blobs/big", Optional.empty(), size))).isEqualTo(Sha256.digest(f));
+  }
+
+  @Test
+  void anAbortedUploadLeavesNothingAndAbandonedUploadsAreFoundAndAborted() throws Exception {
+    Path f = file(1_000, 3);
+    S3Objects.Upload aborted = objects.startUpload("blobs/aborted").block();
+    aborted.addPart(f, 0, 1_000);
+    aborted.abort().block(Duration.ofSeconds(30));
+    assertThat(objects.stat("blobs/aborted").block()).isEmpty();
+
+    // A replica killed mid-fill: its upload stays open until someone aborts it.
+    S3Objects.Upload abandoned = objects.startUpload("blobs/abandoned").block();
+    abandoned.addPart(f, 0, 1_000);
+    assertThat(objects.abortUploadsStartedBefore(Instant.now().minusSeconds(3600)).block()).isZero();
+    assertThat(objects.abortUploadsStartedBefore(Instant.now().plusSeconds(60)).block()).isEqualTo(1);
+    assertThatThrownBy(() -> abandoned.complete().block(Duration.ofSeconds(30))).isNotNull();
+    assertThat(objects.stat("blobs/abandoned").block()).isEmpty();
+  }
+
+  @Test
+  void aPresignedUrlServesTheObjectToAPlainHttpClient() throws Exception {
+    Path f = file(2_048, 4);
+    objects.putFile("blobs/p", f, 0, 2_048).block(Duration.ofSeconds(30));
+    HttpResponse<byte[]> response = HttpClient.newHttpClient().send(
+        HttpRequest.newBuilder(objects.presignGet("blobs/p")).build(), HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(response.statusCode()).isEqualTo(200);
+    assertThat(response.body()).isEqualTo(Files.readAllBytes(f));
+  }
+
+  @Test
+  void secretsStayOutOfTheProperties() {
+    S3StorageProperties p = new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(16),
+        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5));
+    assertThat(p.toString()).doesNotContain("wJalrXUtnFEMI-secret").doesNotContain("AKIDEXAMPLE");
+    assertThatThrownBy(() -> new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(4),
+        null, null, null, Duration.ofMinutes(5))).hasMessageContaining("at least 5MB");
+  }
+}
