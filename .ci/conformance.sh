@@ -32,7 +32,14 @@ wait_for() { # url, what, pid
 }
 
 echo "== conformance: building the suite"
-bash "$shared/tools/oci-conformance/build.sh" "$work/oci-conformance" >/dev/null
+# As $shared/tools/oci-conformance/build.sh does, plus one guard: at commit 967efdc the suite
+# panics writing results.yaml in read-only mode (a skipped blob test leaves a status without test
+# data), so no report would be written.
+cp -r "$shared/tools/oci-conformance/src" "$work/suite"
+sed -i 's/^\t\tresults.Data\[r.State.Data\[k\].name\] = v$/\t\tif d := r.State.Data[k]; d != nil {\n\t\t\tresults.Data[d.name] = v\n\t\t} else {\n\t\t\tresults.Data[k] = v\n\t\t}/' \
+  "$work/suite/run.go"
+grep -q 'if d := r.State.Data\[k\]; d != nil' "$work/suite/run.go" || { echo "conformance: suite patch did not apply" >&2; exit 1; }
+(cd "$work/suite" && go build -o "$work/oci-conformance" .)
 
 echo "== conformance: registry:2 upstream on loopback"
 up_port=$(free_port)
@@ -132,16 +139,15 @@ cp "$work/service.log" "$results/service.log"; cp "$work/registry.log" "$results
 grep -vE '^\s*$' "$results/output.txt" | tail -40
 if [ -f "$results/junit.xml" ]; then
   python3 - "$results/junit.xml" <<'PY'
-import sys, xml.etree.ElementTree as ET
-root = ET.parse(sys.argv[1]).getroot()
-cases = root.iter("testcase")
-passed = failed = skipped = 0
-for c in cases:
-    if c.find("failure") is not None or c.find("error") is not None:
-        failed += 1; print("FAILED:", c.get("classname", ""), "/", c.get("name"))
-    elif c.find("skipped") is not None: skipped += 1
-    else: passed += 1
-print(f"conformance: {passed} passed, {failed} failed, {skipped} skipped (reports in {sys.argv[1].rsplit('/', 1)[0]})")
+import collections, sys, xml.etree.ElementTree as ET
+counts = collections.Counter()
+for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    status = case.get("status", "")
+    counts[status] += 1
+    if status in ("failure", "error"):
+        print(f"FAILED: {case.get('name')}")
+print(f"conformance: {counts['passed']} passed, {counts['failure'] + counts['error']} failed, "
+      f"{counts['skipped']} skipped or disabled (reports in {sys.argv[1].rsplit('/', 1)[0]})")
 PY
 fi
 [ "$status" -eq 0 ] || echo "conformance: the suite exited with $status" >&2
