@@ -397,6 +397,20 @@ public class RegistryCacheProperties {
     /** How long a cached tag is served before it is revalidated with a HEAD to the upstream. */
     private Duration tagTtl = Duration.ofMinutes(5);
 
+    /**
+     * Most tags a repository's tag list may have: the whole list is fetched from the upstream to be
+     * sorted and paged, so beyond this the listing fails rather than hold an unbounded list.
+     */
+    private int tagListMaxTags = 100_000;
+
+    public int getTagListMaxTags() {
+      return tagListMaxTags;
+    }
+
+    public void setTagListMaxTags(int tagListMaxTags) {
+      this.tagListMaxTags = tagListMaxTags;
+    }
+
     public long getMemoryMaxBytes() {
       return memoryMaxBytes;
     }

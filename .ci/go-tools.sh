@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the OCI client tools the supply-chain tests and docs use, built from the Go module proxy
+# with pinned versions into $GOBIN (default /usr/local/bin). Idempotent: a tool already on the PATH
+# at the pinned version is skipped. Usage: .ci/go-tools.sh [crane|oras|cosign ...] (default: crane
+# and oras; cosign too with GO_TOOLS_COSIGN=1: it is big, its build took 436 s on the 2-core CI host).
+set -euo pipefail
+export PATH=/usr/local/go/bin:$PATH
+export GOBIN=${GOBIN:-/usr/local/bin}
+export GOFLAGS=${GOFLAGS:--trimpath}
+command -v go >/dev/null || { echo "go-tools: Go not found at /usr/local/go/bin" >&2; exit 1; }
+
+CRANE_VERSION=v0.20.6
+ORAS_VERSION=v1.2.3
+COSIGN_VERSION=v2.4.3
+
+# name, module path at version, version-check command (prints something containing the version)
+install() {
+  local name=$1 pkg=$2 version=$3
+  if [ -x "$GOBIN/$name" ] && "$GOBIN/$name" version 2>/dev/null | grep -q "${version#v}"; then
+    echo "go-tools: $name $version present"
+    return
+  fi
+  local start=$SECONDS
+  go install -ldflags="$4" "$pkg@$version"
+  echo "go-tools: $name $version installed in $((SECONDS - start)) s"
+}
+
+tools=("$@")
+if [ ${#tools[@]} -eq 0 ]; then
+  tools=(crane oras)
+  [ "${GO_TOOLS_COSIGN:-0}" = 1 ] && tools+=(cosign)
+fi
+for tool in "${tools[@]}"; do
+  case $tool in
+    crane) install crane github.com/google/go-containerregistry/cmd/crane "$CRANE_VERSION" \
+             "-X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$CRANE_VERSION" ;;
+    oras) install oras oras.land/oras/cmd/oras "$ORAS_VERSION" \
+             "-X oras.land/oras/internal/version.Version=${ORAS_VERSION#v} -X oras.land/oras/internal/version.BuildMetadata=" ;;
+    cosign) install cosign github.com/sigstore/cosign/v2/cmd/cosign "$COSIGN_VERSION" \
+             "-X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION" ;;
+    *) echo "go-tools: unknown tool $tool" >&2; exit 2 ;;
+  esac
+done
