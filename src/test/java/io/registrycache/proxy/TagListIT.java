@@ -1,10 +1,12 @@
-package io.registrycache.it;
+package io.registrycache.proxy;
 
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.jayway.jsonpath.JsonPath;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
@@ -111,11 +113,7 @@ class TagListIT {
   }
 
   private static ManualCache start() {
-    return ManualCache.start(
-        "registry-cache.storage.path=" + storage,
-        "registry-cache.default-upstream=local",
-        "registry-cache.upstreams.local.host=" + HOST,
-        "registry-cache.upstreams.local.url=" + upstream.baseUrl());
+    return ManualCache.start(CacheProperties.cache(storage).localUpstream(HOST, upstream::baseUrl));
   }
 
   /**
