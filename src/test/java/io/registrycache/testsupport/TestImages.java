@@ -299,7 +299,16 @@ public final class TestImages {
 
   /** An artifact (a signature, an SBOM) referring to {@code subject}, with a unique payload. */
   public static Artifact artifact(String artifactType, Manifest subject, String payload) {
-    Blob empty = new Blob(OCI_EMPTY, utf8("{}"));
+    return artifact(artifactType, subject, payload, false);
+  }
+
+  /**
+   * As {@link #artifact(String, Manifest, String)}; with {@code typedConfig} the config's media
+   * type is {@code artifactType} (the older form, which registries that read the artifact type
+   * from the config, such as go-containerregistry's, list correctly).
+   */
+  public static Artifact artifact(String artifactType, Manifest subject, String payload, boolean typedConfig) {
+    Blob empty = new Blob(typedConfig ? artifactType : OCI_EMPTY, utf8("{}"));
     Blob content = new Blob("application/octet-stream", utf8(payload + " " + RUN_ID + "\n"));
     String annotation = artifactType + " of " + subject.digest();
     String json =
