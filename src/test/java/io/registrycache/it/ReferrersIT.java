@@ -130,6 +130,45 @@ class ReferrersIT {
     }
   }
 
+  @Test
+  void preloadWithIncludeReferrersKeepsSignaturesForOfflineUse() throws Exception {
+    String repo = TestImages.uniqueRepository("referrers-preload");
+    Image image = upstream.pusher().push(TestImages.smallOci(repo, "v1"));
+    Artifact signature = upstream.pusher().push(repo, TestImages.artifact(SIGNATURE, image.manifest(), "signature"));
+    upstream.pusher().pushReferrersTag(repo, image.manifest().digest(), List.of(signature));
+    Path file = storage.resolveSibling(storage.getFileName() + "-preload.txt");
+    java.nio.file.Files.writeString(file, HOST + "/" + repo + ":v1\n");
+    Path stored = AbstractCacheIT.blobFile(storage, signature.blobs().get(1).digest());
+    try (ManualCache online = ManualCache.start(
+        "registry-cache.storage.path=" + storage,
+        "registry-cache.default-upstream=local",
+        "registry-cache.upstreams.local.host=" + HOST,
+        "registry-cache.upstreams.local.url=" + upstream.baseUrl(),
+        "registry-cache.preload.file=" + file,
+        "registry-cache.preload.include-referrers=true")) {
+      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+      while (!java.nio.file.Files.exists(stored) && System.nanoTime() < deadline) {
+        Thread.sleep(200);
+      }
+      assertThat(stored).as("the signature's payload blob, preloaded").exists();
+    }
+    try (ManualCache offline = ManualCache.start(
+        "registry-cache.storage.path=" + storage,
+        "registry-cache.default-upstream=local",
+        "registry-cache.upstreams.local.host=" + HOST,
+        "registry-cache.upstreams.local.url=" + upstream.baseUrl(),
+        "registry-cache.offline=true")) {
+      CacheClient cache = offline.client();
+      assertThat(allPages(cache, "/v2/" + repo + "/referrers/" + image.manifest().digest()))
+          .containsExactly(signature.manifest().digest());
+      assertThat(cache.getManifest("/v2/" + repo + "/manifests/" + signature.manifest().digest()).body())
+          .isEqualTo(signature.manifest().bytes());
+      for (TestImages.Blob blob : signature.blobs()) {
+        assertThat(cache.get("/v2/" + repo + "/blobs/" + blob.digest()).body()).isEqualTo(blob.bytes());
+      }
+    }
+  }
+
   /** Follows {@code Link: rel="next"} (page size 1: one descriptor per page); the digests listed. */
   static List<String> allPages(CacheClient cache, String path) throws Exception {
     List<String> digests = new ArrayList<>();
