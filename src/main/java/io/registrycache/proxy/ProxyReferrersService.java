@@ -199,7 +199,7 @@ public class ProxyReferrersService {
   }
 
   /**
-   * Every referrer descriptor, in the upstream's order.
+   * Every referrer descriptor, in the upstream's order (pages are ordered by digest).
    *
    * @param descriptors OCI descriptors ({@code mediaType}, {@code digest}, {@code size}, {@code
    *     artifactType}, {@code annotations}), as the upstream or the tag schema index gave them
@@ -208,22 +208,23 @@ public class ProxyReferrersService {
 
     /**
      * One response page: an image index of the descriptors with {@code artifactType} (when not
-     * null), after the one with digest {@code last} (when not null), at most {@code pageSize}.
+     * null), ordered by digest, with digests after {@code last} (when not null), at most
+     * {@code pageSize}.
      *
      * @return the index body and the digest to continue after, or null on the last page
      */
     public Page page(String artifactType, String last, int pageSize) {
       List<JsonNode> matching = descriptors.stream()
           .filter(d -> artifactType == null || artifactType.equals(d.path("artifactType").asString(null)))
+          // By digest: upstreams list in no stable order (go-containerregistry's changes per call),
+          // and a list fetched again between two pages must still page without gaps or repeats.
+          .sorted(java.util.Comparator.comparing((JsonNode d) -> d.path("digest").asString("")))
           .toList();
       int from = 0;
       if (last != null) {
-        from = matching.size();
-        for (int i = 0; i < matching.size(); i++) {
-          if (last.equals(matching.get(i).path("digest").asString(null))) {
-            from = i + 1;
-            break;
-          }
+        // Strictly after last in digest order: also right when last has been removed meanwhile.
+        while (from < matching.size() && matching.get(from).path("digest").asString("").compareTo(last) <= 0) {
+          from++;
         }
       }
       int to = Math.min(matching.size(), from + Math.max(1, pageSize));

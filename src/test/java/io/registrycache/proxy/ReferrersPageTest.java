@@ -16,7 +16,7 @@ class ReferrersPageTest {
 
   static ProxyReferrersService.Referrers list() {
     List<JsonNode> descriptors = new ArrayList<>();
-    for (String[] d : new String[][] {{"sha256:a", "sig"}, {"sha256:b", "sbom"}, {"sha256:c", "sig"}}) {
+    for (String[] d : new String[][] {{"sha256:c", "sig"}, {"sha256:a", "sig"}, {"sha256:b", "sbom"}}) {
       descriptors.add(JSON.readTree("{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\""
           + d[0] + "\",\"size\":1,\"artifactType\":\"" + d[1] + "\",\"annotations\":{\"k\":\"v\"}}"));
     }
@@ -33,7 +33,7 @@ class ReferrersPageTest {
   }
 
   @Test
-  void pagesAfterTheLastDigestAndKeepsDescriptorsWhole() {
+  void pagesInDigestOrderAfterTheLastDigestAndKeepsDescriptorsWhole() {
     ProxyReferrersService.Page first = list().page(null, null, 2);
     assertThat(digests(first)).containsExactly("sha256:a", "sha256:b");
     assertThat(first.nextAfter()).isEqualTo("sha256:b");
@@ -53,7 +53,8 @@ class ReferrersPageTest {
   }
 
   @Test
-  void anUnknownLastDigestIsAnEmptyLastPage() {
+  void anUnknownLastDigestContinuesInDigestOrder() {
+    assertThat(digests(list().page(null, "sha256:aa", 2))).containsExactly("sha256:b", "sha256:c");
     ProxyReferrersService.Page page = list().page(null, "sha256:gone", 2);
     assertThat(digests(page)).isEmpty();
     assertThat(page.nextAfter()).isNull();
