@@ -30,6 +30,14 @@ class OrasDiscoverIT extends AbstractCacheIT {
     Artifact sbom = upstream.pusher().push(repo, TestImages.artifact(SBOM, image.manifest(), "sbom"));
     upstream.pusher().pushReferrersTag(repo, image.manifest().digest(), List.of(signature, sbom));
     String target = "localhost:" + port + "/" + repo + "@" + image.manifest().digest();
+    String path = "/v2/" + repo + "/referrers/" + image.manifest().digest();
+    long cold = System.nanoTime();
+    assertThat(cache.get(path).statusCode()).isEqualTo(200);
+    long coldMs = (System.nanoTime() - cold) / 1_000_000;
+    long warm = System.nanoTime();
+    assertThat(cache.get(path).statusCode()).isEqualTo(200);
+    System.out.printf("referrers via tag schema (registry:2, default TTLs): cold %d ms, warm %d ms%n",
+        coldMs, (System.nanoTime() - warm) / 1_000_000);
 
     // v1.1-referrers-api: oras must use the cache's referrers API, not fall back to the tag.
     Command.Result all = Command.run(Duration.ofMinutes(1), oras.toString(), "discover", "--plain-http",

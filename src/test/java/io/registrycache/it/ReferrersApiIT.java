@@ -143,6 +143,12 @@ class ReferrersApiIT {
       assertThat(upstreamReferrersRequests()).isEqualTo(asked);
       HttpResponse<byte[]> sig = cache.getManifest("/v2/" + repo + "/manifests/" + signature.manifest().digest());
       assertThat(sig.body()).isEqualTo(signature.manifest().bytes());
+
+      String management = running.context().getEnvironment().getRequiredProperty("local.management.port");
+      String prometheus = new String(
+          CacheClient.onPort(Integer.parseInt(management)).get("/actuator/prometheus").body(), StandardCharsets.UTF_8);
+      assertThat(prometheus).containsPattern("registry_cache_requests_total\\{kind=\"referrers\",result=\"miss\",upstream=\"api\"} 1");
+      assertThat(prometheus).containsPattern("registry_cache_requests_total\\{kind=\"referrers\",result=\"hit\",upstream=\"api\"}");
     }
 
     // A new signature appears once the TTL is over (ttl 0: asked every time).
