@@ -19,6 +19,9 @@ import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -29,6 +32,7 @@ import tools.jackson.databind.json.JsonMapper;
  * pushed as oras and cosign push it. Listed, filtered and paged in all three request forms, and
  * again with the upstream stopped.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class ReferrersIT {
 
   static final String HOST = "upstream.test";
@@ -59,11 +63,12 @@ class ReferrersIT {
         "registry-cache.upstreams.local.url=" + upstream.baseUrl(),
         "registry-cache.manifests.tag-ttl=0s",
         "registry-cache.referrers.ttl=0s",
-        "registry-cache.referrers.page-size=1");
+        "registry-cache.referrers.page-size=1",
+        "registry-cache.access-log.enabled=true");
   }
 
   @Test
-  void listsFiltersAndPagesFromTheTagSchemaInEveryFormAndWithTheUpstreamStopped() throws Exception {
+  void listsFiltersAndPagesFromTheTagSchemaInEveryFormAndWithTheUpstreamStopped(CapturedOutput output) throws Exception {
     String repo = TestImages.uniqueRepository("referrers");
     Image image = upstream.pusher().push(TestImages.smallOci(repo, "v1"));
     Artifact signature = upstream.pusher().push(repo, TestImages.artifact(SIGNATURE, image.manifest(), "signature"));
@@ -117,6 +122,9 @@ class ReferrersIT {
       HttpResponse<byte[]> bad = cache.get("/v2/" + repo + "/referrers/sha256:nothex");
       assertThat(bad.statusCode()).isEqualTo(400);
       assertThat(errorCode(bad)).isEqualTo("DIGEST_INVALID");
+
+      assertThat(output.getOut()).containsPattern(
+          "method=GET path=/v2/" + repo + "/referrers/" + subject + " status=200 bytes=\\d+ duration_ms=\\d+ cache=\\w+ upstream=local kind=referrers");
 
       upstream.stopUpstream();
       try {
