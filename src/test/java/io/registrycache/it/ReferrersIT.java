@@ -113,6 +113,12 @@ class ReferrersIT {
         assertThat(cache.get("/v2/" + repo + "/blobs/" + blob.digest()).body()).isEqualTo(blob.bytes());
       }
 
+      HttpResponse<byte[]> head = cache.head(forms.get(2));
+      assertThat(head.statusCode()).as(describe(head)).isEqualTo(200);
+      assertThat(head.headers().firstValue("Content-Type")).hasValue(TestImages.OCI_INDEX);
+      assertThat(head.headers().firstValue("OCI-Namespace")).hasValue(HOST);
+      assertThat(head.body()).isEmpty();
+
       // None: an empty index, never a 404.
       HttpResponse<byte[]> none = cache.get("/v2/" + repo + "/referrers/" + TestImages.unknownDigest());
       assertThat(none.statusCode()).as(describe(none)).isEqualTo(200);
