@@ -31,6 +31,7 @@ import reactor.core.publisher.Mono;
  *       Reactor context ({@link CacheOutcome}); {@code -} for requests that reach no cache, such
  *       as {@code /v2/} or a malformed name (then {@code error} when the status is 4xx/5xx)
  *   <li>{@code upstream}: the upstream's configuration key, or {@code -}
+ *   <li>{@code kind=referrers} is added to referrers API requests
  *   <li>{@code outcome=cancelled} is added when the client went away before the end
  * </ul>
  *
@@ -87,6 +88,7 @@ public class AccessLogFilter implements WebFilter, Ordered {
         + " duration_ms=" + (System.nanoTime() - started) / 1_000_000
         + " cache=" + cache
         + " upstream=" + (outcome.upstream() == null ? "-" : outcome.upstream())
+        + (request.getPath().value().contains("/referrers/") ? " kind=referrers" : "")
         + (signal == reactor.core.publisher.SignalType.CANCEL ? " outcome=cancelled" : "");
     log.info(line);
   }

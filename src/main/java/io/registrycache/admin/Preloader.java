@@ -14,6 +14,7 @@ import io.registrycache.oci.Reference;
 import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
+import io.registrycache.proxy.ProxyReferrersService;
 import io.registrycache.storage.StoredManifest;
 import io.registrycache.upstream.UpstreamRegistry;
 import java.io.IOException;
@@ -75,6 +76,7 @@ public class Preloader implements DisposableBean {
 
   private final ProxyManifestService manifests;
   private final ProxyBlobService blobs;
+  private final ProxyReferrersService referrers;
   private final UpstreamRegistry upstreams;
   private final RegistryCacheProperties.Preload settings;
   private final Clock clock;
@@ -96,7 +98,9 @@ public class Preloader implements DisposableBean {
       UpstreamRegistry upstreams,
       RegistryCacheProperties properties,
       MeterRegistry meters,
-      Clock clock) {
+      Clock clock,
+      ProxyReferrersService referrers) {
+    this.referrers = referrers;
     this.manifests = manifests;
     this.blobs = blobs;
     this.upstreams = upstreams;
@@ -304,12 +308,30 @@ public class Preloader implements DisposableBean {
                           + content.references().stream().map(Descriptor::platform).toList()));
                 }
                 return Flux.fromIterable(chosen)
-                    .concatMap(d -> manifest(target, new Reference.ByDigest(d.digest()), platforms, item, seen, false));
+                    .concatMap(d -> manifest(target, new Reference.ByDigest(d.digest()), platforms, item, seen, false))
+                    .concatWith(referrersOf(target, m.digest(), item, seen));
               }
               return Flux.fromIterable(content.references())
                   .filter(d -> distributable(d) && seen.add(d.digest()))
-                  .concatMap(d -> blob(target, d.digest(), item));
+                  .concatMap(d -> blob(target, d.digest(), item))
+                  .concatWith(referrersOf(target, m.digest(), item, seen));
             })
+        .then();
+  }
+
+  /**
+   * With {@code preload.include-referrers}: every referrer of {@code subject} (signatures, SBOMs;
+   * and theirs), manifest and blobs, whatever the platforms.
+   */
+  private Mono<Void> referrersOf(RequestTarget target, Digest subject, PreloadJob.Item item, Set<Digest> seen) {
+    if (!settings.isIncludeReferrers()) {
+      return Mono.empty();
+    }
+    return referrers
+        .list(target.upstream(), target.name(), subject)
+        .flatMapMany(list -> Flux.fromIterable(list.descriptors()))
+        .map(d -> Digest.parse(d.path("digest").asString("")))
+        .concatMap(d -> manifest(target, new Reference.ByDigest(d), PreloadPlatforms.ALL, item, seen, false))
         .then();
   }
 

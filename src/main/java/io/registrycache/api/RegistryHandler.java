@@ -55,18 +55,21 @@ public class RegistryHandler {
   private final ProxyBlobService blobs;
   private final ProxyTagService tags;
   private final CacheMetrics metrics;
+  private final ReferrersResponder referrers;
 
   public RegistryHandler(
       UpstreamRegistry upstreams,
       ProxyManifestService manifests,
       ProxyBlobService blobs,
       ProxyTagService tags,
-      CacheMetrics metrics) {
+      CacheMetrics metrics,
+      ReferrersResponder referrers) {
     this.upstreams = upstreams;
     this.manifests = manifests;
     this.blobs = blobs;
     this.tags = tags;
     this.metrics = metrics;
+    this.referrers = referrers;
   }
 
   /** {@code GET|HEAD /v2/}: the API version check. */
@@ -96,8 +99,7 @@ public class RegistryHandler {
       case MANIFEST -> manifest(request, target, Reference.parse(path.reference()));
       case BLOB -> blob(request, target, Digest.parse(path.reference()));
       case TAGS -> tagList(request, target, path);
-      case REFERRERS -> throw new OciException(
-          OciErrorCode.NAME_UNKNOWN, HttpStatus.NOT_FOUND, "the referrers API is not offered by this cache");
+      case REFERRERS -> referrers.respond(request, target, path);
       case BLOB_UPLOAD -> throw unsupported(request);
     };
   }

@@ -27,6 +27,9 @@ public class RegistryCacheProperties {
   /** Blob download behaviour. */
   private Blobs blobs = new Blobs();
 
+  /** Referrers API settings ({@code GET /v2/<name>/referrers/<digest>}). */
+  private Referrers referrers = new Referrers();
+
   /** Scheduled pruning; off by default. */
   private Prune prune = new Prune();
 
@@ -111,6 +114,14 @@ public class RegistryCacheProperties {
 
   public void setManifests(Manifests manifests) {
     this.manifests = manifests;
+  }
+
+  public Referrers getReferrers() {
+    return referrers;
+  }
+
+  public void setReferrers(Referrers referrers) {
+    this.referrers = referrers;
   }
 
   public Blobs getBlobs() {
@@ -361,6 +372,17 @@ public class RegistryCacheProperties {
     /** How many images are preloaded at once; the blobs of one image are fetched one after another. */
     private int concurrency = 3;
 
+    /** Whether preloading an image also preloads its referrers (signatures, SBOMs) and their blobs. */
+    private boolean includeReferrers = false;
+
+    public boolean isIncludeReferrers() {
+      return includeReferrers;
+    }
+
+    public void setIncludeReferrers(boolean includeReferrers) {
+      this.includeReferrers = includeReferrers;
+    }
+
     public Path getFile() {
       return file;
     }
@@ -433,6 +455,34 @@ public class RegistryCacheProperties {
 
     public void setTagTtl(Duration tagTtl) {
       this.tagTtl = tagTtl;
+    }
+  }
+
+  /** Referrers API settings (OCI Distribution Spec v1.1, "Listing Referrers"). */
+  public static class Referrers {
+    /**
+     * How long a referrers list from an upstream is served before it is asked again; short, so
+     * new signatures appear. Past it, a failing upstream still gets the cached list.
+     */
+    private Duration ttl = Duration.ofSeconds(60);
+
+    /** Descriptors per response page; longer lists get a {@code Link: <...>; rel="next"}. */
+    private int pageSize = 100;
+
+    public Duration getTtl() {
+      return ttl;
+    }
+
+    public void setTtl(Duration ttl) {
+      this.ttl = ttl;
+    }
+
+    public int getPageSize() {
+      return pageSize;
+    }
+
+    public void setPageSize(int pageSize) {
+      this.pageSize = pageSize;
     }
   }
 

@@ -33,7 +33,8 @@ public class CacheMetrics {
   public enum Kind {
     MANIFEST,
     BLOB,
-    TAGS
+    TAGS,
+    REFERRERS
   }
 
   /** How the cache answered it. */

@@ -54,4 +54,19 @@ public interface UpstreamClient {
    * @param last the last tag of the previous page (exclusive), or {@code null}
    */
   Mono<UpstreamTags> listTags(Upstream upstream, RepositoryName name, Integer n, String last);
+
+  /**
+   * One page of {@code GET /v2/<name>/referrers/<digest>} (OCI Distribution Spec v1.1, "Listing
+   * Referrers"). An upstream without the API answers 404: an {@link UpstreamException} whose
+   * {@link UpstreamException#isNotFound()} is true.
+   *
+   * @param page the next page's URI from the previous page's {@code Link}, or {@code null} for
+   *     the first page; it must be on the upstream's host
+   */
+  default Mono<UpstreamReferrers> listReferrers(
+      Upstream upstream, RepositoryName name, Digest subject, java.net.URI page) {
+    return Mono.error(new UpstreamException(
+        upstream.key(), io.registrycache.oci.OciErrorCode.NAME_UNKNOWN,
+        org.springframework.http.HttpStatus.NOT_FOUND, "referrers API not available", null, null));
+  }
 }

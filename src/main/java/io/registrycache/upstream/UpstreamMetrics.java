@@ -9,7 +9,7 @@ import reactor.core.publisher.Mono;
 
 /**
  * Upstream metrics: the timer {@code registry.cache.upstream.request} (tags {@code upstream},
- * {@code kind} = manifest|blob|tags|auth, {@code outcome} =
+ * {@code kind} = manifest|blob|tags|referrers|auth, {@code outcome} =
  * success|not_found|client_error|server_error|timeout|unreachable) and the counter {@code
  * registry.cache.upstream.fetched.bytes} (tag {@code upstream}; blob body bytes, counted as they
  * stream).

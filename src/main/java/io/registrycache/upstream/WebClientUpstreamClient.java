@@ -256,6 +256,59 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
                 }));
   }
 
+  @Override
+  public Mono<UpstreamReferrers> listReferrers(Upstream upstream, RepositoryName name, Digest subject, URI page) {
+    String what = "referrers of " + name + "@" + subject;
+    URI uri = page != null ? page : uri(upstream, name, "referrers", subject.toString());
+    if (!sameOrigin(upstream.url(), uri)) {
+      return Mono.error(new UpstreamException(
+          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+          UpstreamErrors.name(upstream) + ": " + what + ": next page is on another host", null, null));
+    }
+    return call(upstream, "referrers", what, () ->
+        execute(upstream, name, HttpMethod.GET, uri, List.of("application/vnd.oci.image.index.v1+json"))
+            .flatMap(
+                reply -> {
+                  if (!reply.ok()) {
+                    return failure(upstream, what, OciErrorCode.NAME_UNKNOWN, reply);
+                  }
+                  URI next = nextPage(upstream.url(), reply.headers().getFirst(HttpHeaders.LINK));
+                  return DataBufferUtils.join(reply.body(), MAX_TAGS_BYTES)
+                      .map(WebClientUpstreamClient::toBytes)
+                      .defaultIfEmpty(new byte[0])
+                      .onErrorMap(
+                          DataBufferLimitException.class,
+                          e -> new UpstreamException(
+                              upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+                              UpstreamErrors.name(upstream) + ": " + what + " is larger than "
+                                  + MAX_TAGS_BYTES + " bytes", null, e))
+                      .map(body -> new UpstreamReferrers(body, next));
+                }));
+  }
+
+  /** The target of {@code Link: <...>; rel="next"}, resolved against the upstream URL, or null. */
+  static URI nextPage(URI base, String link) {
+    if (link == null || !link.contains("rel=\"next\"")) {
+      return null;
+    }
+    int open = link.indexOf('<');
+    int close = link.indexOf('>', open + 1);
+    if (open < 0 || close < 0) {
+      return null;
+    }
+    try {
+      return base.resolve(link.substring(open + 1, close));
+    } catch (IllegalArgumentException e) {
+      return null;
+    }
+  }
+
+  private static boolean sameOrigin(URI a, URI b) {
+    return Objects.equals(a.getScheme(), b.getScheme())
+        && Objects.equals(a.getHost(), b.getHost())
+        && a.getPort() == b.getPort();
+  }
+
   /** Closes every connection pool and the authentication scheduler. */
   @Override
   public void destroy() {

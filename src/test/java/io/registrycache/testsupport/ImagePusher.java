@@ -109,6 +109,25 @@ public final class ImagePusher {
     return index;
   }
 
+  /** Pushes an artifact's blobs and its manifest (by digest), as oras/cosign do. */
+  public TestImages.Artifact push(String repository, TestImages.Artifact artifact) {
+    for (Blob blob : artifact.blobs()) {
+      pushBlob(repository, blob);
+    }
+    pushManifest(repository, artifact.manifest().digest(), artifact.manifest());
+    return artifact;
+  }
+
+  /**
+   * Pushes the referrers tag schema index of {@code subject} under tag {@code <alg>-<hex>}, as
+   * clients do against a registry without the referrers API.
+   */
+  public Manifest pushReferrersTag(String repository, String subjectDigest, java.util.List<TestImages.Artifact> artifacts) {
+    Manifest index = TestImages.referrersIndex(artifacts);
+    pushManifest(repository, subjectDigest.replace(':', '-'), index);
+    return index;
+  }
+
   private HttpResponse<String> send(HttpRequest.Builder builder) {
     if (authorization != null) {
       builder.header("Authorization", authorization);

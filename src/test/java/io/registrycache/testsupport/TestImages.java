@@ -312,6 +312,73 @@ public final class TestImages {
     return out.toByteArray();
   }
 
+  /** The OCI empty descriptor's media type (Image Spec v1.1, "Guidance for an Empty Descriptor"). */
+  public static final String OCI_EMPTY = "application/vnd.oci.empty.v1+json";
+
+  /**
+   * An artifact manifest (OCI image manifest with {@code artifactType}) whose {@code subject} is
+   * {@code subject}: an empty config, one payload blob, and one annotation.
+   *
+   * @param blobs the empty config and the payload, to push before the manifest
+   */
+  public record Artifact(String artifactType, Manifest manifest, List<Blob> blobs, String annotation) {}
+
+  /** An artifact (a signature, an SBOM) referring to {@code subject}, with a unique payload. */
+  public static Artifact artifact(String artifactType, Manifest subject, String payload) {
+    return artifact(artifactType, subject, payload, false);
+  }
+
+  /**
+   * As {@link #artifact(String, Manifest, String)}; with {@code typedConfig} the config's media
+   * type is {@code artifactType} (the older form, which registries that read the artifact type
+   * from the config, such as go-containerregistry's, list correctly).
+   */
+  public static Artifact artifact(String artifactType, Manifest subject, String payload, boolean typedConfig) {
+    Blob empty = new Blob(typedConfig ? artifactType : OCI_EMPTY, utf8("{}"));
+    Blob content = new Blob("application/octet-stream", utf8(payload + " " + RUN_ID + "\n"));
+    String annotation = artifactType + " of " + subject.digest();
+    String json =
+        "{\n"
+            + "   \"schemaVersion\": 2,\n"
+            + "   \"mediaType\": \"" + OCI_MANIFEST + "\",\n"
+            + "   \"artifactType\": \"" + artifactType + "\",\n"
+            + "   \"config\": " + descriptorJson(empty).strip() + ",\n"
+            + "   \"layers\": [\n" + descriptorJson(content) + "\n   ],\n"
+            + "   \"subject\": {\n"
+            + "      \"mediaType\": \"" + subject.mediaType() + "\",\n"
+            + "      \"digest\": \"" + subject.digest() + "\",\n"
+            + "      \"size\": " + subject.size() + "\n"
+            + "   },\n"
+            + "   \"annotations\": {\n"
+            + "      \"io.registrycache.test.note\": \"" + annotation + "\"\n"
+            + "   }\n"
+            + "}\n";
+    return new Artifact(artifactType, new Manifest(OCI_MANIFEST, utf8(json)), List.of(empty, content), annotation);
+  }
+
+  /**
+   * The referrers tag schema's image index (Distribution Spec v1.1, "Referrers Tag Schema") for
+   * {@code artifacts}: descriptors with {@code artifactType} and the manifests' annotations, as
+   * oras and cosign write it to a registry without the referrers API.
+   */
+  public static Manifest referrersIndex(List<Artifact> artifacts) {
+    String entries =
+        artifacts.stream()
+            .map(a -> "      {\n"
+                + "         \"mediaType\": \"" + OCI_MANIFEST + "\",\n"
+                + "         \"digest\": \"" + a.manifest().digest() + "\",\n"
+                + "         \"size\": " + a.manifest().size() + ",\n"
+                + "         \"artifactType\": \"" + a.artifactType() + "\",\n"
+                + "         \"annotations\": {\n"
+                + "            \"io.registrycache.test.note\": \"" + a.annotation() + "\"\n"
+                + "         }\n"
+                + "      }")
+            .collect(Collectors.joining(",\n"));
+    String json = "{\n   \"schemaVersion\": 2,\n   \"mediaType\": \"" + OCI_INDEX + "\",\n   \"manifests\": [\n"
+        + entries + "\n   ]\n}\n";
+    return new Manifest(OCI_INDEX, utf8(json));
+  }
+
   /** A digest nobody has pushed (sha256 of fresh random bytes). */
   public static String unknownDigest() {
     byte[] random = new byte[32];

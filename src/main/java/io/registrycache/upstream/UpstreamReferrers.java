@@ -1,0 +1,10 @@
+package io.registrycache.upstream;
+
+/**
+ * One page of a referrers list as the upstream sent it.
+ *
+ * @param body the image index JSON, raw
+ * @param next the next page's URI (from the upstream's {@code Link: <...>; rel="next"}, resolved
+ *     against the upstream URL), or {@code null} on the last page
+ */
+public record UpstreamReferrers(byte[] body, java.net.URI next) {}

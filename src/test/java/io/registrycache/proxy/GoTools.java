@@ -1,0 +1,42 @@
+package io.registrycache.proxy;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * Finds Go-built tools ({@code go}, {@code oras}) for ITs: on PATH, in {@code ~/go/bin}, {@code
+ * /usr/local/bin} or {@code /usr/local/go/bin}. A missing tool skips the test locally but fails
+ * it when the environment variable {@code CI} is set (CI installs them).
+ */
+final class GoTools {
+
+  private GoTools() {}
+
+  static Optional<Path> find(String name) {
+    List<String> dirs = new ArrayList<>(List.of(System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)));
+    dirs.add(System.getProperty("user.home") + "/go/bin");
+    dirs.add("/usr/local/bin");
+    dirs.add("/usr/local/go/bin");
+    for (String dir : dirs) {
+      if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, name))) {
+        return Optional.of(Path.of(dir, name));
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** The tool, or a skipped test (locally) / a failed one (under CI). */
+  static Path require(String name) {
+    Optional<Path> tool = find(name);
+    if (tool.isEmpty() && System.getenv("CI") != null) {
+      throw new AssertionError(name + " is not installed, and CI is set: .ci/run must install it");
+    }
+    Assumptions.assumeTrue(tool.isPresent(), name + " not installed (go install it; see docs/referrers.md)");
+    return tool.get();
+  }
+}
