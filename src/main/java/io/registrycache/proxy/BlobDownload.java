@@ -58,6 +58,7 @@ public final class BlobDownload {
   private final Scheduler scheduler;
   private final Duration orphanTimeout;
   private final Runnable onEnd;
+  private final Runnable onStored;
   private final Object stateLock = new Object();
   private final AtomicInteger readers = new AtomicInteger();
   /** Readable byte count while running; completes on commit, errors on failure. */
@@ -89,6 +90,23 @@ public final class BlobDownload {
       Scheduler scheduler,
       Duration orphanTimeout,
       Runnable onEnd) {
+    this(digest, description, store, source, scheduler, orphanTimeout, () -> {}, onEnd);
+  }
+
+  /**
+   * @param onStored runs on the storage scheduler once the blob is verified and stored, before
+   *     any reader sees the end (links it where it was fetched for)
+   */
+  BlobDownload(
+      Digest digest,
+      String description,
+      BlobStore store,
+      Supplier<Mono<UpstreamBlob>> source,
+      Scheduler scheduler,
+      Duration orphanTimeout,
+      Runnable onStored,
+      Runnable onEnd) {
+    this.onStored = onStored;
     this.digest = digest;
     this.description = description;
     this.store = store;
@@ -154,6 +172,7 @@ public final class BlobDownload {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot store " + description, e);
     }
+    onStored.run();
     synchronized (stateLock) {
       if (state != State.RUNNING) {
         return; // stopped as an orphan meanwhile; the blob is stored all the same

@@ -5,7 +5,9 @@ import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.config.RegistryCacheProperties.ContentScope;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.ContentLinks;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import java.time.Duration;
@@ -17,8 +19,11 @@ import reactor.core.scheduler.Scheduler;
 
 /**
  * Pull-through for blobs: a stored blob is served from disk; otherwise one download per digest is
- * started (or joined) and the client tails it while it arrives. Blobs are content-addressed, so a
- * blob stored through one repository serves requests in any repository of any upstream.
+ * started (or joined) and the client tails it while it arrives. A blob is stored once, but served
+ * only where it may be ({@code storage.content-scope}, {@link ContentLinks}): a blob stored for
+ * another repository (or upstream) is first confirmed with a {@code HEAD} to this request's
+ * upstream and repository, with that upstream's credentials, then linked and served from disk;
+ * downloads are shared only within one scope.
  */
 @Service
 public class ProxyBlobService {
@@ -26,7 +31,7 @@ public class ProxyBlobService {
   private final UpstreamClient upstreams;
   private final BlobStore store;
   private final CacheMetrics metrics;
-  private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
+  private final SingleFlight<String, BlobDownload> downloads = new SingleFlight<>();
   private final Scheduler storage;
   private final Duration orphanTimeout;
   private final boolean offline;
@@ -62,16 +67,50 @@ public class ProxyBlobService {
   private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest) {
     Optional<Long> size = store.lookup(digest);
     if (size.isPresent()) {
-      return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
+      if (store.links().servable(digest, upstream.key(), name.value())) {
+        return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
+      }
+      return confirm(upstream, name, digest);
     }
     if (offline) {
       return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
     }
-    BlobDownload download = downloads.join(digest, d -> newDownload(upstream, name, d), this::start);
+    String key = digest + "|" + scopeKey(upstream, name);
+    BlobDownload download = downloads.join(key, k -> newDownload(upstream, name, digest, k), this::start);
     return download.announcedSize().map(announced -> new BlobSource.Downloading(digest, download, announced));
   }
 
-  private BlobDownload newDownload(Upstream upstream, RepositoryName name, Digest digest) {
+  /**
+   * A blob stored, but not for this repository (or upstream): served only once this upstream
+   * confirms it has it there. Offline, it is not there.
+   */
+  private Mono<BlobSource> confirm(Upstream upstream, RepositoryName name, Digest digest) {
+    if (offline) {
+      return Mono.error(OciException.blobUnknown(
+          digest + " is not cached for " + upstream.key() + "/" + name + " and the cache is offline"));
+    }
+    return upstreams
+        .headBlob(upstream, name, digest)
+        .publishOn(storage)
+        .flatMap(
+            confirmed -> {
+              store.links().link(digest, upstream.key(), name.value());
+              return lookup(upstream, name, digest); // evicted meanwhile: fetched as a miss
+            });
+  }
+
+  /** Downloads of one digest are shared only by requests that may see each other's content. */
+  private String scopeKey(Upstream upstream, RepositoryName name) {
+    ContentScope scope = store.links().scope();
+    return switch (scope) {
+      case REPOSITORY -> upstream.key() + "/" + name.value();
+      case UPSTREAM -> upstream.key();
+      case SHARED -> "";
+    };
+  }
+
+  private BlobDownload newDownload(Upstream upstream, RepositoryName name, Digest digest, String key) {
+    ContentLinks links = store.links();
     BlobDownload[] self = new BlobDownload[1];
     self[0] =
         new BlobDownload(
@@ -81,8 +120,9 @@ public class ProxyBlobService {
             () -> upstreams.getBlob(upstream, name, digest),
             storage,
             orphanTimeout,
+            () -> links.link(digest, upstream.key(), name.value()),
             () -> {
-              downloads.finished(digest, self[0]);
+              downloads.finished(key, self[0]);
               metrics.fetchInFlight(-1);
             });
     return self[0];

@@ -74,6 +74,7 @@ public class BlobStore implements AutoCloseable {
   private final AtomicLong storedBytes = new AtomicLong();
   private final ScheduledExecutorService unlinker;
   private volatile Runnable onStored = () -> {};
+  private final ContentLinks links;
 
   /** A store with the system clock and no delete grace (tests). */
   public BlobStore(StorageLayout layout) throws IOException {
@@ -82,15 +83,22 @@ public class BlobStore implements AutoCloseable {
 
   @Autowired
   public BlobStore(StorageLayout layout, RegistryCacheProperties properties, Clock clock) throws IOException {
-    this(layout, clock, properties.getStorage().getDeleteGrace());
+    this(layout, clock, properties.getStorage().getDeleteGrace(), properties.getStorage().getContentScope());
+  }
+
+  /** A store serving content in the default scope ({@code repository}). */
+  public BlobStore(StorageLayout layout, Clock clock, Duration deleteGrace) throws IOException {
+    this(layout, clock, deleteGrace, new RegistryCacheProperties.Storage().getContentScope());
   }
 
   /**
    * @param layout the folders
    * @param clock source of access times
    * @param deleteGrace how long an evicted blob's file stays on disk after leaving the index
+   * @param scope where a stored blob may be served ({@link ContentLinks})
    */
-  public BlobStore(StorageLayout layout, Clock clock, Duration deleteGrace) throws IOException {
+  public BlobStore(StorageLayout layout, Clock clock, Duration deleteGrace, RegistryCacheProperties.ContentScope scope)
+      throws IOException {
     this.layout = layout;
     this.clock = clock;
     this.deleteGrace = deleteGrace;
@@ -113,6 +121,12 @@ public class BlobStore implements AutoCloseable {
     log.info(
         "blob index: {} blobs, {} bytes, loaded in {} ms",
         index.size(), storedBytes.get(), (System.nanoTime() - started) / 1_000_000);
+    this.links = new ContentLinks(layout, "blobs", scope, index::containsKey);
+  }
+
+  /** Where stored blobs may be served; an evicted blob loses its links. */
+  public ContentLinks links() {
+    return links;
   }
 
   /** Size in bytes of a stored (verified, complete) blob, if it is stored. Records no access. */
@@ -230,6 +244,7 @@ public class BlobStore implements AutoCloseable {
           return null;
         });
     if (freed[0] >= 0) {
+      links.unlinkAll(digest);
       scheduleUnlink(digest, deleteGrace);
     }
     return freed[0];

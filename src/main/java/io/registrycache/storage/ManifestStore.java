@@ -108,6 +108,7 @@ public class ManifestStore {
   private final Cache<Digest, StoredManifest> memory;
   private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
   private final AtomicLong bytes = new AtomicLong();
+  private final ContentLinks links;
 
   @Autowired
   public ManifestStore(StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
@@ -132,6 +133,15 @@ public class ManifestStore {
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
         index.size(), bytes.get(), (System.nanoTime() - started) / 1_000_000);
+    this.links = new ContentLinks(layout, "manifests", properties.getStorage().getContentScope(), index::containsKey);
+  }
+
+  /**
+   * Where stored manifests may be served by digest. A tag link is a link of its manifest in its
+   * repository too; a deleted manifest loses its links.
+   */
+  public ContentLinks links() {
+    return links;
   }
 
   /** A manifest from memory only; never touches the disk. Records a pull when found. */
@@ -246,6 +256,7 @@ public class ManifestStore {
       bytes.addAndGet(-e.size);
     }
     memory.invalidate(digest);
+    links.unlinkAll(digest);
     Files.deleteIfExists(layout.manifest(digest));
     Files.deleteIfExists(layout.manifestType(digest));
   }
