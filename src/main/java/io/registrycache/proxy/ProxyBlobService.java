@@ -8,6 +8,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.config.RegistryCacheProperties.ContentScope;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentLinks;
+import io.registrycache.storage.StoredContent;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import java.time.Duration;
@@ -50,25 +51,50 @@ public class ProxyBlobService {
     this.offline = properties.isOffline();
   }
 
+  /** What a client asks of a blob, which decides whether a download in progress may be tailed. */
+  public enum Want {
+    /** The whole body: tailed while it arrives (a bad digest aborts the connection). */
+    BODY,
+    /** A range: it would end cleanly before the digest is checked, so only verified bytes. */
+    RANGE,
+    /** Headers only: the size is needed, so a download without an announced size is waited for. */
+    HEAD
+  }
+
   /**
    * Where to read blob {@code digest} from. A miss starts (or joins) the upstream download and
-   * completes once the upstream answered with its headers.
+   * completes once the upstream answered with its headers — or, when {@code want} cannot be
+   * served from a download in progress, once the blob is verified and stored.
    *
-   * @return a {@link BlobSource.Stored} on a hit, a {@link BlobSource.Downloading} on a miss;
-   *     errors with the upstream's failure ({@code BLOB_UNKNOWN} 404, 502/503/504, ...) when the
-   *     download could not start
+   * @return a {@link BlobSource.Stored} on a hit (or after waiting), a {@link
+   *     BlobSource.Downloading} on a miss; errors with the upstream's failure ({@code
+   *     BLOB_UNKNOWN} 404, 502/503/504, ...) when the download could not start or failed
    */
-  public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
+  public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want) {
     return Mono.defer(() -> lookup(upstream, name, digest))
         .transform(CacheOutcome.track(
-            upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS));
+            upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
+        .flatMap(
+            source -> {
+              if (source instanceof BlobSource.Downloading d
+                  && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
+                return d.download().completion().then(Mono.defer(() -> lookup(upstream, name, digest)))
+                    .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
+              }
+              return Mono.just(source);
+            });
+  }
+
+  /** {@link #get} of the whole body. */
+  public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
+    return get(upstream, name, digest, Want.BODY);
   }
 
   private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest) {
-    Optional<Long> size = store.lookup(digest);
-    if (size.isPresent()) {
+    Optional<StoredContent> stored = store.open(digest);
+    if (stored.isPresent()) {
       if (store.links().servable(digest, upstream.key(), name.value())) {
-        return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
+        return Mono.just(new BlobSource.Stored(stored.get()));
       }
       return confirm(upstream, name, digest);
     }

@@ -14,6 +14,7 @@ import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.upstream.Upstream;
@@ -92,7 +93,7 @@ class ContentScopeTest {
     properties.getStorage().setContentScope(scope);
     properties.setOffline(offline);
     StorageLayout layout = new StorageLayout(properties);
-    blobs = new BlobStore(layout, Clock.systemUTC(), Duration.ZERO, scope);
+    blobs = new FileBlobStore(layout, Clock.systemUTC(), Duration.ZERO, scope);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
     CacheMetrics metrics = new CacheMetrics(new SimpleMeterRegistry(), properties);
     blobService = new ProxyBlobService(upstreams, blobs, scheduler, metrics, properties);
@@ -122,7 +123,7 @@ class ContentScopeTest {
       source = blobService.get(u, n, Digest.sha256(blob)).block(Duration.ofSeconds(10));
     }
     try {
-      return Files.readAllBytes(((BlobSource.Stored) source).path());
+      return Files.readAllBytes(((BlobSource.Stored) source).content().file().orElseThrow());
     } catch (java.io.IOException e) {
       throw new AssertionError(e);
     }
