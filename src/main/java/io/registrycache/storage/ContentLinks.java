@@ -50,18 +50,19 @@ public final class ContentLinks {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot create " + base, e);
     }
-    int[] dropped = {0};
+    Set<Digest> orphans = new java.util.HashSet<>();
     layout.scanLinks(
         base,
         (digest, key) -> {
           if (stored.test(digest)) {
             links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet()).add(key);
-          } else if (!links.containsKey(digest)) {
-            dropped[0]++;
-            deleteTree(layout.links(kind, digest));
+          } else {
+            orphans.add(digest);
           }
         });
-    log.info("{} links: {} digests linked, {} links of content no longer stored dropped", kind, links.size(), dropped[0]);
+    // deleted after the walk, which must not see its folders vanish
+    orphans.forEach(d -> deleteTree(layout.links(kind, d)));
+    log.info("{} links: {} digests linked; links of {} digests no longer stored dropped", kind, links.size(), orphans.size());
   }
 
   /** The scope this cache serves content in. */

@@ -231,6 +231,20 @@ class ContentScopeTest {
     assertThat(manifests.links().linksOf(manifestDigest)).isEmpty();
   }
 
+  @Test
+  void linksOfContentGoneFromDiskWhileStoppedAreDroppedAtStartUp() throws Exception {
+    open(ContentScope.REPOSITORY, false);
+    fillThroughAx();
+    blobs.close();
+    StorageLayout layout = new StorageLayout(properties);
+    Digest blobDigest = Digest.sha256(blob);
+    Files.delete(layout.blob(blobDigest));
+    open(ContentScope.REPOSITORY, false);
+    assertThat(layout.links("blobs", blobDigest)).doesNotExist();
+    assertThat(blobs.links().linksOf(blobDigest)).isEmpty();
+    assertThat(manifests.links().linksOf(Digest.sha256(manifest))).containsExactly("a/team/x");
+  }
+
   private static void assertNotFound(Runnable pull) {
     assertThatThrownBy(pull::run)
         .isInstanceOfSatisfying(OciException.class, e -> {
