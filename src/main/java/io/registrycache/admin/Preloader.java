@@ -15,7 +15,7 @@ import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
 import io.registrycache.storage.StoredManifest;
-import io.registrycache.upstream.UpstreamRegistry;
+import io.registrycache.upstream.Upstreams;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -75,7 +75,7 @@ public class Preloader implements DisposableBean {
 
   private final ProxyManifestService manifests;
   private final ProxyBlobService blobs;
-  private final UpstreamRegistry upstreams;
+  private final Upstreams upstreams;
   private final RegistryCacheProperties.Preload settings;
   private final Clock clock;
   private final Counter imagesDone;
@@ -93,7 +93,7 @@ public class Preloader implements DisposableBean {
   public Preloader(
       ProxyManifestService manifests,
       ProxyBlobService blobs,
-      UpstreamRegistry upstreams,
+      Upstreams upstreams,
       RegistryCacheProperties properties,
       MeterRegistry meters,
       Clock clock) {

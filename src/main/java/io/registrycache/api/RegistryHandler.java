@@ -13,7 +13,7 @@ import io.registrycache.proxy.ProxyManifestService;
 import io.registrycache.proxy.ProxyTagService;
 import io.registrycache.storage.StoredContent;
 import io.registrycache.storage.StoredManifest;
-import io.registrycache.upstream.UpstreamRegistry;
+import io.registrycache.upstream.Upstreams;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,14 +47,14 @@ public class RegistryHandler {
   static final String DOCKER_CONTENT_DIGEST = "Docker-Content-Digest";
   static final String OCI_NAMESPACE = "OCI-Namespace";
 
-  private final UpstreamRegistry upstreams;
+  private final Upstreams upstreams;
   private final ProxyManifestService manifests;
   private final ProxyBlobService blobs;
   private final ProxyTagService tags;
   private final CacheMetrics metrics;
 
   public RegistryHandler(
-      UpstreamRegistry upstreams,
+      Upstreams upstreams,
       ProxyManifestService manifests,
       ProxyBlobService blobs,
       ProxyTagService tags,
