@@ -11,7 +11,7 @@ import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.CacheCollector.Removal;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageJanitor;
-import io.registrycache.upstream.UpstreamRegistry;
+import io.registrycache.upstream.Upstreams;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -71,7 +71,7 @@ public class CacheEndpoint {
   private final RegistryCacheProperties properties;
   private final Preloader preloader;
   private final ProxyBlobService blobDownloads;
-  private final UpstreamRegistry upstreams;
+  private final Upstreams upstreams;
 
   public CacheEndpoint(
       CacheInventory inventory,
@@ -83,7 +83,7 @@ public class CacheEndpoint {
       RegistryCacheProperties properties,
       Preloader preloader,
       ProxyBlobService blobDownloads,
-      UpstreamRegistry upstreams) {
+      Upstreams upstreams) {
     this.inventory = inventory;
     this.pruner = pruner;
     this.collector = collector;

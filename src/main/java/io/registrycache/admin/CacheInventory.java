@@ -2,6 +2,7 @@ package io.registrycache.admin;
 
 import com.google.re2j.Pattern;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.ManifestContent;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.ManifestStore.TagRef;
@@ -94,7 +95,7 @@ public class CacheInventory {
     Set<Digest> referenced = new HashSet<>();
     List<Digest> all = manifests.digests();
     for (Digest m : all) {
-      manifests.content(m).ifPresent(c -> referenced.addAll(c.references()));
+      manifests.content(m).ifPresent(c -> referenced.addAll(c.referencedDigests()));
     }
     List<Digest> out = new ArrayList<>();
     for (Digest m : all) {
@@ -107,7 +108,7 @@ public class CacheInventory {
 
   private Optional<Image> image(String upstream, String repository, String tag, Digest digest) {
     Optional<ManifestStore.Entry> entry = manifests.entry(digest);
-    Optional<ManifestStore.Content> content = manifests.content(digest);
+    Optional<ManifestContent> content = manifests.content(digest);
     if (entry.isEmpty() || content.isEmpty()) {
       return Optional.empty(); // dangling link: the next pull fetches it
     }
@@ -123,7 +124,7 @@ public class CacheInventory {
       Optional<ManifestStore.Entry> m = manifests.entry(d);
       if (m.isPresent()) {
         size += m.get().size();
-        manifests.content(d).ifPresent(c -> queue.addAll(c.references()));
+        manifests.content(d).ifPresent(c -> queue.addAll(c.referencedDigests()));
         continue;
       }
       Optional<Long> b = blobs.size(d);
@@ -135,7 +136,7 @@ public class CacheInventory {
     }
     ManifestStore.Entry e = entry.get();
     return Optional.of(
-        new Image(upstream, repository, tag, digest, content.get().mediaType(), size, complete,
+        new Image(upstream, repository, tag, digest, content.get().mediaType().value(), size, complete,
             content.get().platforms(), Instant.ofEpochMilli(e.lastPulledMillis()), Instant.ofEpochMilli(e.createdMillis())));
   }
 
@@ -148,7 +149,7 @@ public class CacheInventory {
   public List<BlobView> blobs(Pattern filter) {
     Map<Digest, Integer> refCount = new HashMap<>();
     for (Digest m : manifests.digests()) {
-      manifests.content(m).ifPresent(c -> c.references().forEach(r -> refCount.merge(r, 1, Integer::sum)));
+      manifests.content(m).ifPresent(c -> c.referencedDigests().forEach(r -> refCount.merge(r, 1, Integer::sum)));
     }
     List<BlobView> out = new ArrayList<>();
     for (BlobStore.BlobInfo b : blobs.list()) {

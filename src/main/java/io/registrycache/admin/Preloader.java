@@ -16,7 +16,7 @@ import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
 import io.registrycache.proxy.ProxyReferrersService;
 import io.registrycache.storage.StoredManifest;
-import io.registrycache.upstream.UpstreamRegistry;
+import io.registrycache.upstream.Upstreams;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -77,7 +77,7 @@ public class Preloader implements DisposableBean {
   private final ProxyManifestService manifests;
   private final ProxyBlobService blobs;
   private final ProxyReferrersService referrers;
-  private final UpstreamRegistry upstreams;
+  private final Upstreams upstreams;
   private final RegistryCacheProperties.Preload settings;
   private final Clock clock;
   private final Counter imagesDone;
@@ -95,7 +95,7 @@ public class Preloader implements DisposableBean {
   public Preloader(
       ProxyManifestService manifests,
       ProxyBlobService blobs,
-      UpstreamRegistry upstreams,
+      Upstreams upstreams,
       RegistryCacheProperties properties,
       MeterRegistry meters,
       Clock clock,

@@ -11,21 +11,18 @@ import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
 import io.registrycache.proxy.ProxyTagService;
+import io.registrycache.storage.StoredContent;
 import io.registrycache.storage.StoredManifest;
-import io.registrycache.upstream.UpstreamRegistry;
+import io.registrycache.upstream.Upstreams;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
 import org.springframework.core.io.FileSystemResource;
-import org.springframework.core.io.buffer.DataBuffer;
-import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.ReactiveHttpOutputMessage;
 import org.springframework.http.ZeroCopyHttpOutputMessage;
 import org.springframework.util.MimeTypeUtils;
 import org.springframework.web.reactive.function.BodyInserter;
-import reactor.core.publisher.Flux;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpRange;
@@ -50,7 +47,7 @@ public class RegistryHandler {
   static final String DOCKER_CONTENT_DIGEST = "Docker-Content-Digest";
   static final String OCI_NAMESPACE = "OCI-Namespace";
 
-  private final UpstreamRegistry upstreams;
+  private final Upstreams upstreams;
   private final ProxyManifestService manifests;
   private final ProxyBlobService blobs;
   private final ProxyTagService tags;
@@ -58,7 +55,7 @@ public class RegistryHandler {
   private final ReferrersResponder referrers;
 
   public RegistryHandler(
-      UpstreamRegistry upstreams,
+      Upstreams upstreams,
       ProxyManifestService manifests,
       ProxyBlobService blobs,
       ProxyTagService tags,
@@ -137,26 +134,23 @@ public class RegistryHandler {
       ranges = null; // malformed: 416 once the size is known
     }
     List<HttpRange> parsed = ranges;
-    boolean ranged = parsed == null || !parsed.isEmpty();
+    ProxyBlobService.Want want =
+        head ? ProxyBlobService.Want.HEAD
+            : parsed == null || !parsed.isEmpty() ? ProxyBlobService.Want.RANGE : ProxyBlobService.Want.BODY;
     return blobs
-        .get(target.upstream(), target.name(), digest)
+        .get(target.upstream(), target.name(), digest, want)
         .doOnError(e -> metrics.request(Kind.BLOB, Result.ERROR, target.upstream().key()))
         .flatMap(
             source -> {
-              metrics.request(
-                  Kind.BLOB, source instanceof BlobSource.Stored ? Result.HIT : Result.MISS, target.upstream().key());
-              if (source instanceof BlobSource.Downloading d && ((ranged && !head) || (head && d.size() < 0))) {
-                // A range ends cleanly before the digest is checked, so it is served only from the
-                // verified blob; without a known size HEAD cannot be answered before the end either.
-                return d.download().completion().then(Mono.defer(() -> blobs.get(target.upstream(), target.name(), digest)));
-              }
-              return Mono.just(source);
-            })
-        .flatMap(source -> blobResponse(target, source, head, parsed));
+              boolean hit = source instanceof BlobSource.Stored s && !s.fetched();
+              metrics.request(Kind.BLOB, hit ? Result.HIT : Result.MISS, target.upstream().key());
+              return blobResponse(target, source, head, parsed);
+            });
   }
 
   /**
    * The answer for a blob: 200 with the whole blob, or 206 with one range (RFC 9110 14), or 416.
+   * A stored blob whose store names its file is sent zero-copy; otherwise its bytes are streamed.
    *
    * @param ranges the request's ranges, empty without a {@code Range} header, {@code null} when
    *     the header is malformed
@@ -167,8 +161,7 @@ public class RegistryHandler {
       return blobHeaders(ServerResponse.ok(), target, source.digest()).contentLength(source.size()).build();
     }
     if (source instanceof BlobSource.Downloading downloading) {
-      // Whole body only: a range waited for the verified blob above, and HTTP lets a server
-      // ignore Range in the rare case the blob was evicted and is arriving again meanwhile.
+      // Whole body only: the service waits for the verified blob for a range.
       ServerResponse.BodyBuilder ok = blobHeaders(ServerResponse.ok(), target, source.digest());
       if (downloading.size() >= 0) {
         ok.contentLength(downloading.size());
@@ -177,22 +170,27 @@ public class RegistryHandler {
           BodyInserters.fromDataBuffers(
               downloading.download().read(0, -1).doOnNext(b -> metrics.served(false, b.readableByteCount()))));
     }
-    BlobSource.Stored stored = (BlobSource.Stored) source;
+    StoredContent stored = ((BlobSource.Stored) source).content();
     long size = stored.size();
     if (ranges != null && ranges.isEmpty()) {
       metrics.served(true, size);
       return blobHeaders(ServerResponse.ok(), target, source.digest())
           .contentLength(size)
-          .body(BodyInserters.fromResource(new FileSystemResource(stored.path())));
+          .body(content(stored, 0, size));
     }
     if (ranges == null || !satisfiable(ranges, size)) {
       return rangeNotSatisfiable(size);
     }
-    if (ranges.size() > 1) {
+    if (ranges.size() > 1 && stored.file().isPresent()) {
       // Spring's resource writer answers several ranges as multipart/byteranges.
       metrics.served(true, size);
       return blobHeaders(ServerResponse.ok(), target, source.digest())
-          .body(BodyInserters.fromResource(new FileSystemResource(stored.path())));
+          .body(BodyInserters.fromResource(new FileSystemResource(stored.file().get())));
+    }
+    if (ranges.size() > 1) {
+      // HTTP lets a server answer a multi-range request with the whole representation.
+      metrics.served(true, size);
+      return blobHeaders(ServerResponse.ok(), target, source.digest()).contentLength(size).body(content(stored, 0, size));
     }
     long start = ranges.get(0).getRangeStart(size);
     long end = ranges.get(0).getRangeEnd(size);
@@ -201,7 +199,7 @@ public class RegistryHandler {
     return blobHeaders(ServerResponse.status(HttpStatus.PARTIAL_CONTENT), target, source.digest())
         .header(HttpHeaders.CONTENT_RANGE, "bytes " + start + "-" + end + "/" + size)
         .contentLength(length)
-        .body(fileRegion(stored.path(), start, length));
+        .body(content(stored, start, length));
   }
 
   private static ServerResponse.BodyBuilder blobHeaders(
@@ -215,15 +213,17 @@ public class RegistryHandler {
     return builder;
   }
 
-  /** Bytes {@code [position, position + count)} of a file: zero-copy on Reactor Netty. */
-  private static BodyInserter<Path, ReactiveHttpOutputMessage> fileRegion(Path path, long position, long count) {
+  /**
+   * Bytes {@code [position, position + count)} of stored content: zero-copy (a file region) when
+   * the store names a file and the server is Reactor Netty, else the store's stream.
+   */
+  private static BodyInserter<StoredContent, ReactiveHttpOutputMessage> content(
+      StoredContent content, long position, long count) {
     return (message, context) -> {
-      if (message instanceof ZeroCopyHttpOutputMessage zeroCopy) {
-        return zeroCopy.writeWith(path, position, count);
+      if (message instanceof ZeroCopyHttpOutputMessage zeroCopy && content.file().isPresent()) {
+        return zeroCopy.writeWith(content.file().get(), position, count);
       }
-      Flux<DataBuffer> all = DataBufferUtils.read(path, message.bufferFactory(), 64 * 1024);
-      return message.writeWith(
-          DataBufferUtils.takeUntilByteCount(DataBufferUtils.skipUntilByteCount(all, position), count));
+      return message.writeWith(content.read(position, count, message.bufferFactory()));
     };
   }
 

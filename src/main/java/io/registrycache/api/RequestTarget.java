@@ -4,7 +4,7 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.upstream.Upstream;
-import io.registrycache.upstream.UpstreamRegistry;
+import io.registrycache.upstream.Upstreams;
 import java.util.regex.Pattern;
 
 /**
@@ -37,7 +37,7 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
    * @throws OciException {@code NAME_INVALID} (400) for a malformed name or host, {@code DENIED}
    *     (403) for a registry host this cache does not serve
    */
-  public static RequestTarget resolve(String rawName, String ns, UpstreamRegistry upstreams) {
+  public static RequestTarget resolve(String rawName, String ns, Upstreams upstreams) {
     if (ns != null) {
       requireHost(ns);
       Upstream upstream = upstreams.forHost(ns);

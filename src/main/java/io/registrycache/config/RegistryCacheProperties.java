@@ -189,6 +189,22 @@ public class RegistryCacheProperties {
      */
     private Duration deleteGrace = Duration.ofSeconds(30);
 
+    /**
+     * Where a stored blob or manifest may be served by digest: {@code repository} (only in a
+     * repository it was fetched for, or that its upstream confirmed), {@code upstream} (in any
+     * repository of an upstream it was fetched from), {@code shared} (anywhere). Bytes are stored
+     * once whatever the scope. See docs/security.md.
+     */
+    private ContentScope contentScope = ContentScope.REPOSITORY;
+
+    public ContentScope getContentScope() {
+      return contentScope;
+    }
+
+    public void setContentScope(ContentScope contentScope) {
+      this.contentScope = contentScope;
+    }
+
     public Path getPath() {
       return path;
     }
@@ -244,6 +260,16 @@ public class RegistryCacheProperties {
     public void setDeleteGrace(Duration deleteGrace) {
       this.deleteGrace = deleteGrace;
     }
+  }
+
+  /** Where stored content may be served by digest ({@code storage.content-scope}). */
+  public enum ContentScope {
+    /** Only in a repository (of an upstream) the content was fetched for or confirmed in. */
+    REPOSITORY,
+    /** In any repository of an upstream the content was fetched from. */
+    UPSTREAM,
+    /** Anywhere: cross-upstream dedupe, no boundary. */
+    SHARED
   }
 
   /** Scheduled pruning: what goes, how often. Off while {@code schedule} is not set. */

@@ -29,6 +29,26 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
    */
   public record Descriptor(Digest digest, String mediaType, long size, String platform) {}
 
+  /** Canonical form: an immutable list of references. */
+  public ManifestContent {
+    references = List.copyOf(references);
+  }
+
+  /** A manifest whose body could not be read again: its media type, no references. */
+  public static ManifestContent unreadable(MediaType mediaType) {
+    return new ManifestContent(mediaType, List.of());
+  }
+
+  /** The digests of {@link #references}, in order. */
+  public List<Digest> referencedDigests() {
+    return references.stream().map(Descriptor::digest).toList();
+  }
+
+  /** {@code os/architecture[/variant]} of an index's children, in order; empty for an image manifest. */
+  public List<String> platforms() {
+    return references.stream().map(Descriptor::platform).filter(java.util.Objects::nonNull).toList();
+  }
+
   /** Whether the manifest is an image index or a Docker manifest list. */
   public boolean isIndex() {
     return mediaType.isIndex();

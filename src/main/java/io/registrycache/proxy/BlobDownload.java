@@ -2,13 +2,12 @@ package io.registrycache.proxy;
 
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
-import io.registrycache.storage.BlobWriter;
 import io.registrycache.storage.ContentVerificationException;
 import io.registrycache.upstream.UpstreamBlob;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.file.NoSuchFileException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -28,7 +27,7 @@ import reactor.core.scheduler.Scheduler;
  * One blob being fetched from an upstream into the cache, shared by every client that asks for it
  * meanwhile (single-flight).
  *
- * <p>The upstream body goes into a {@link BlobWriter}, which computes its digest. Readers tail the
+ * <p>The upstream body goes into a {@link BlobStore.Writer}, which computes its digest. Readers tail the
  * growing file from the first byte on, so the first client and every later one receive bytes as
  * they arrive. The last byte is held back until the writer's commit verified the digest: a reader
  * never sees a clean end of bad content — on a mismatch or a failed transfer it gets an error (its
@@ -58,6 +57,7 @@ public final class BlobDownload {
   private final Scheduler scheduler;
   private final Duration orphanTimeout;
   private final Runnable onEnd;
+  private final Runnable onStored;
   private final Object stateLock = new Object();
   private final AtomicInteger readers = new AtomicInteger();
   /** Readable byte count while running; completes on commit, errors on failure. */
@@ -66,7 +66,7 @@ public final class BlobDownload {
   private final Sinks.One<Long> sizeSink = Sinks.one();
 
   private volatile State state = State.RUNNING;
-  private volatile BlobWriter writer;
+  private volatile BlobStore.Writer writer;
   private volatile long expectedSize = -1;
   private volatile Throwable failure;
   private volatile Disposable transfer;
@@ -89,6 +89,23 @@ public final class BlobDownload {
       Scheduler scheduler,
       Duration orphanTimeout,
       Runnable onEnd) {
+    this(digest, description, store, source, scheduler, orphanTimeout, () -> {}, onEnd);
+  }
+
+  /**
+   * @param onStored runs on the storage scheduler once the blob is verified and stored, before
+   *     any reader sees the end (links it where it was fetched for)
+   */
+  BlobDownload(
+      Digest digest,
+      String description,
+      BlobStore store,
+      Supplier<Mono<UpstreamBlob>> source,
+      Scheduler scheduler,
+      Duration orphanTimeout,
+      Runnable onStored,
+      Runnable onEnd) {
+    this.onStored = onStored;
     this.digest = digest;
     this.description = description;
     this.store = store;
@@ -100,7 +117,7 @@ public final class BlobDownload {
 
   /** Starts the transfer; called once, by the single-flight that created it. */
   void start() {
-    BlobWriter out;
+    BlobStore.Writer out;
     try {
       out = store.newWriter(digest);
     } catch (IOException | RuntimeException e) {
@@ -126,7 +143,7 @@ public final class BlobDownload {
     armOrphanTimer();
   }
 
-  private void append(BlobWriter out, DataBuffer buffer) {
+  private void append(BlobStore.Writer out, DataBuffer buffer) {
     try (DataBuffer.ByteBufferIterator it = buffer.readableByteBuffers()) {
       while (it.hasNext()) {
         out.append(it.next());
@@ -147,13 +164,14 @@ public final class BlobDownload {
     progress.emitNext(Math.max(readable, 0), RETRY_EMIT);
   }
 
-  private void commit(BlobWriter out) {
+  private void commit(BlobStore.Writer out) {
     long stored;
     try {
       stored = out.commit(expectedSize);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot store " + description, e);
     }
+    onStored.run();
     synchronized (stateLock) {
       if (state != State.RUNNING) {
         return; // stopped as an orphan meanwhile; the blob is stored all the same
@@ -167,7 +185,7 @@ public final class BlobDownload {
     progress.emitComplete(RETRY_EMIT);
   }
 
-  private void fail(Throwable error, BlobWriter out) {
+  private void fail(Throwable error, BlobStore.Writer out) {
     synchronized (stateLock) {
       if (state != State.RUNNING) {
         return;
@@ -225,7 +243,7 @@ public final class BlobDownload {
     readers.incrementAndGet();
     disposeOrphanTimer();
     try {
-      BlobWriter w = writer;
+      BlobStore.Writer w = writer;
       if (state == State.FAILED || w == null) {
         throw new IOException("download of " + description + " failed", failure);
       }
@@ -278,10 +296,10 @@ public final class BlobDownload {
 
   /** A reader's position in the growing file. */
   private final class Tail {
-    private final FileChannel channel;
+    private final SeekableByteChannel channel;
     private long cursor;
 
-    Tail(FileChannel channel) {
+    Tail(SeekableByteChannel channel) {
       this.channel = channel;
     }
 
@@ -301,7 +319,7 @@ public final class BlobDownload {
             ByteBuffer buffer = ByteBuffer.allocate(n);
             try {
               while (buffer.hasRemaining()) {
-                int r = channel.read(buffer, cursor + buffer.position());
+                int r = channel.position(cursor + buffer.position()).read(buffer);
                 if (r < 0) {
                   break;
                 }

@@ -1,8 +1,7 @@
 package io.registrycache.proxy;
 
 import io.registrycache.oci.Digest;
-
-import java.nio.file.Path;
+import io.registrycache.storage.StoredContent;
 
 /** Where the bytes of a requested blob come from. */
 public sealed interface BlobSource permits BlobSource.Stored, BlobSource.Downloading {
@@ -14,11 +13,27 @@ public sealed interface BlobSource permits BlobSource.Stored, BlobSource.Downloa
   long size();
 
   /**
-   * A verified blob on disk: served with zero-copy file transfer.
+   * A verified, stored blob: served zero-copy when the store names its file.
    *
-   * @param size bytes
+   * @param content the store's reader of it
+   * @param fetched whether this request fetched it from the upstream (waited for its download)
    */
-  record Stored(Digest digest, Path path, long size) implements BlobSource {}
+  record Stored(StoredContent content, boolean fetched) implements BlobSource {
+    /** A blob that was already stored: a hit. */
+    public Stored(StoredContent content) {
+      this(content, false);
+    }
+
+    @Override
+    public Digest digest() {
+      return content.digest();
+    }
+
+    @Override
+    public long size() {
+      return content.size();
+    }
+  }
 
   /**
    * A blob still arriving from the upstream: served by tailing the download.

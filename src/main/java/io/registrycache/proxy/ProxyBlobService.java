@@ -5,7 +5,10 @@ import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.config.RegistryCacheProperties.ContentScope;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.ContentLinks;
+import io.registrycache.storage.StoredContent;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import java.time.Duration;
@@ -17,8 +20,11 @@ import reactor.core.scheduler.Scheduler;
 
 /**
  * Pull-through for blobs: a stored blob is served from disk; otherwise one download per digest is
- * started (or joined) and the client tails it while it arrives. Blobs are content-addressed, so a
- * blob stored through one repository serves requests in any repository of any upstream.
+ * started (or joined) and the client tails it while it arrives. A blob is stored once, but served
+ * only where it may be ({@code storage.content-scope}, {@link ContentLinks}): a blob stored for
+ * another repository (or upstream) is first confirmed with a {@code HEAD} to this request's
+ * upstream and repository, with that upstream's credentials, then linked and served from disk;
+ * downloads are shared only within one scope.
  */
 @Service
 public class ProxyBlobService {
@@ -26,7 +32,7 @@ public class ProxyBlobService {
   private final UpstreamClient upstreams;
   private final BlobStore store;
   private final CacheMetrics metrics;
-  private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
+  private final SingleFlight<String, BlobDownload> downloads = new SingleFlight<>();
   private final Scheduler storage;
   private final Duration orphanTimeout;
   private final boolean offline;
@@ -45,33 +51,92 @@ public class ProxyBlobService {
     this.offline = properties.isOffline();
   }
 
+  /** What a client asks of a blob, which decides whether a download in progress may be tailed. */
+  public enum Want {
+    /** The whole body: tailed while it arrives (a bad digest aborts the connection). */
+    BODY,
+    /** A range: it would end cleanly before the digest is checked, so only verified bytes. */
+    RANGE,
+    /** Headers only: the size is needed, so a download without an announced size is waited for. */
+    HEAD
+  }
+
   /**
    * Where to read blob {@code digest} from. A miss starts (or joins) the upstream download and
-   * completes once the upstream answered with its headers.
+   * completes once the upstream answered with its headers — or, when {@code want} cannot be
+   * served from a download in progress, once the blob is verified and stored.
    *
-   * @return a {@link BlobSource.Stored} on a hit, a {@link BlobSource.Downloading} on a miss;
-   *     errors with the upstream's failure ({@code BLOB_UNKNOWN} 404, 502/503/504, ...) when the
-   *     download could not start
+   * @return a {@link BlobSource.Stored} on a hit (or after waiting), a {@link
+   *     BlobSource.Downloading} on a miss; errors with the upstream's failure ({@code
+   *     BLOB_UNKNOWN} 404, 502/503/504, ...) when the download could not start or failed
    */
-  public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
+  public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want) {
     return Mono.defer(() -> lookup(upstream, name, digest))
         .transform(CacheOutcome.track(
-            upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS));
+            upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
+        .flatMap(
+            source -> {
+              if (source instanceof BlobSource.Downloading d
+                  && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
+                return d.download().completion().then(Mono.defer(() -> lookup(upstream, name, digest)))
+                    .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
+              }
+              return Mono.just(source);
+            });
+  }
+
+  /** {@link #get} of the whole body. */
+  public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest) {
+    return get(upstream, name, digest, Want.BODY);
   }
 
   private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest) {
-    Optional<Long> size = store.lookup(digest);
-    if (size.isPresent()) {
-      return Mono.just(new BlobSource.Stored(digest, store.path(digest), size.get()));
+    Optional<StoredContent> stored = store.open(digest);
+    if (stored.isPresent()) {
+      if (store.links().servable(digest, upstream.key(), name.value())) {
+        return Mono.just(new BlobSource.Stored(stored.get()));
+      }
+      return confirm(upstream, name, digest);
     }
     if (offline) {
       return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
     }
-    BlobDownload download = downloads.join(digest, d -> newDownload(upstream, name, d), this::start);
+    String key = digest + "|" + scopeKey(upstream, name);
+    BlobDownload download = downloads.join(key, k -> newDownload(upstream, name, digest, k), this::start);
     return download.announcedSize().map(announced -> new BlobSource.Downloading(digest, download, announced));
   }
 
-  private BlobDownload newDownload(Upstream upstream, RepositoryName name, Digest digest) {
+  /**
+   * A blob stored, but not for this repository (or upstream): served only once this upstream
+   * confirms it has it there. Offline, it is not there.
+   */
+  private Mono<BlobSource> confirm(Upstream upstream, RepositoryName name, Digest digest) {
+    if (offline) {
+      return Mono.error(OciException.blobUnknown(
+          digest + " is not cached for " + upstream.key() + "/" + name + " and the cache is offline"));
+    }
+    return upstreams
+        .headBlob(upstream, name, digest)
+        .publishOn(storage)
+        .flatMap(
+            confirmed -> {
+              store.links().link(digest, upstream.key(), name.value());
+              return lookup(upstream, name, digest); // evicted meanwhile: fetched as a miss
+            });
+  }
+
+  /** Downloads of one digest are shared only by requests that may see each other's content. */
+  private String scopeKey(Upstream upstream, RepositoryName name) {
+    ContentScope scope = store.links().scope();
+    return switch (scope) {
+      case REPOSITORY -> upstream.key() + "/" + name.value();
+      case UPSTREAM -> upstream.key();
+      case SHARED -> "";
+    };
+  }
+
+  private BlobDownload newDownload(Upstream upstream, RepositoryName name, Digest digest, String key) {
+    ContentLinks links = store.links();
     BlobDownload[] self = new BlobDownload[1];
     self[0] =
         new BlobDownload(
@@ -81,8 +146,9 @@ public class ProxyBlobService {
             () -> upstreams.getBlob(upstream, name, digest),
             storage,
             orphanTimeout,
+            () -> links.link(digest, upstream.key(), name.value()),
             () -> {
-              downloads.finished(digest, self[0]);
+              downloads.finished(key, self[0]);
               metrics.fetchInFlight(-1);
             });
     return self[0];

@@ -118,17 +118,48 @@ public class ProxyManifestService {
   }
 
   private Mono<ManifestResult> byDigest(Upstream upstream, RepositoryName name, Reference.ByDigest reference) {
-    Optional<StoredManifest> inMemory = store.cached(reference.digest());
+    boolean servable = store.links().servable(reference.digest(), upstream.key(), name.value());
+    Optional<StoredManifest> inMemory = servable ? store.cached(reference.digest()) : Optional.empty();
     if (inMemory.isPresent()) {
       return Mono.just(new ManifestResult(inMemory.get(), Result.HIT));
     }
     return Mono.fromCallable(() -> store.find(reference.digest()))
         .subscribeOn(storage)
         .flatMap(
-            found ->
-                found.isPresent()
-                    ? Mono.just(new ManifestResult(found.get(), Result.HIT))
-                    : fetch(upstream, name, reference).map(m -> new ManifestResult(m, Result.MISS)));
+            found -> {
+              if (found.isEmpty()) {
+                return fetch(upstream, name, reference).map(m -> new ManifestResult(m, Result.MISS));
+              }
+              if (servable) {
+                return Mono.just(new ManifestResult(found.get(), Result.HIT));
+              }
+              return confirm(upstream, name, reference, found.get());
+            });
+  }
+
+  /**
+   * A manifest stored, but not for this repository (or upstream) ({@code storage.content-scope}):
+   * served only once this upstream confirms it has it there, with a {@code HEAD} and that
+   * upstream's credentials; then linked. Offline, it is not there.
+   */
+  private Mono<ManifestResult> confirm(
+      Upstream upstream, RepositoryName name, Reference.ByDigest reference, StoredManifest stored) {
+    if (offline) {
+      return Mono.error(OciException.manifestUnknown(
+          upstream.key() + "/" + name + ":" + reference + " is not cached there and the cache is offline"));
+    }
+    return upstreams
+        .headManifest(upstream, name, reference, MediaTypes.ALL_MANIFESTS)
+        .publishOn(storage)
+        .map(
+            head -> {
+              if (head.digest() != null && !head.digest().equals(stored.digest())) {
+                throw OciException.manifestUnknown(
+                    upstream.key() + "/" + name + ":" + reference + ": the upstream answered another digest " + head.digest());
+              }
+              store.links().link(stored.digest(), upstream.key(), name.value());
+              return new ManifestResult(stored, Result.HIT);
+            });
   }
 
   private Mono<ManifestResult> byTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
@@ -214,6 +245,7 @@ public class ProxyManifestService {
                 .map(
                     manifest -> {
                       store.put(manifest);
+                      store.links().link(manifest.digest(), upstream.key(), name.value());
                       if (reference instanceof Reference.Tag tag) {
                         store.putTag(upstream.key(), name.value(), tag, manifest.digest());
                       }

@@ -1,55 +1,23 @@
 package io.registrycache.storage;
 
-import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributeView;
-import java.nio.file.attribute.FileTime;
-import java.time.Clock;
-import java.time.Duration;
+import java.nio.channels.SeekableByteChannel;
 import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.stereotype.Component;
 
 /**
- * Blobs on disk, content-addressed.
- *
- * <p>Writing goes through a {@link BlobWriter} ({@link #newWriter}): a blob is only ever visible
- * under its digest after its bytes were verified against that digest, in {@link
- * BlobWriter#commit}. Reading is {@link #lookup} (the hit path) or {@link #size} and {@link #path}
- * (zero-copy serving from the file). The index of stored blobs (digest → {@link Entry}: size, when it
- * was stored, when it was last pulled) is held in memory, built at start-up from one {@code stat}
- * per file, so a cache hit needs no file-system call before the transfer. A hit records its time
- * in a {@code volatile} field — no lock, no disk write; the janitor writes access times to the
- * files' {@code atime} now and then ({@link #persistAccessTimes}), so the order of eviction
- * survives a restart.
- *
- * <p>Removing a blob ({@link #evict}) takes it out of the index at once — later requests are
- * misses and fetch it again — but unlinks the file only after {@code storage.delete-grace}, so a
- * request that looked the blob up just before can still open it. A file a reader has open may be
- * unlinked at any time: on Linux the reader keeps the inode.
+ * Blobs, content-addressed: the seam a second store (an S3-API object store) plugs into; {@link
+ * FileBlobStore} is the file-system one. Reading: {@link #lookup} / {@link #open} (the hit path,
+ * recording a pull), {@link #size} (no pull recorded). Writing: {@link #newWriter} → {@link
+ * Writer#append} → {@link Writer#commit}(expected size), which verifies size and digest, or
+ * {@link Writer#abort}. Where a stored blob may be served: {@link #links}.
  */
-@Component
-public class BlobStore implements AutoCloseable {
+public interface BlobStore extends AutoCloseable {
 
-  private static final Logger log = LoggerFactory.getLogger(BlobStore.class);
-
-  /** One stored blob. */
-  public static final class Entry extends StoredItem {
+  /** One stored blob, as the index knows it. */
+  final class Entry extends StoredItem {
     Entry(long size, long createdMillis, long lastPulledMillis) {
       super(size, createdMillis, lastPulledMillis);
     }
@@ -63,263 +31,74 @@ public class BlobStore implements AutoCloseable {
    * @param created when it was stored
    * @param lastPulled when a client last pulled it or a manifest referencing it
    */
-  public record BlobInfo(Digest digest, long size, Instant created, Instant lastPulled) {}
-
-  private final StorageLayout layout;
-  private final Clock clock;
-  private final Duration deleteGrace;
-  private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
-  /** Open writers per digest: a pending unlink waits for them. */
-  private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
-  private final AtomicLong storedBytes = new AtomicLong();
-  private final ScheduledExecutorService unlinker;
-  private volatile Runnable onStored = () -> {};
-
-  /** A store with the system clock and no delete grace (tests). */
-  public BlobStore(StorageLayout layout) throws IOException {
-    this(layout, Clock.systemUTC(), Duration.ZERO);
-  }
-
-  @Autowired
-  public BlobStore(StorageLayout layout, RegistryCacheProperties properties, Clock clock) throws IOException {
-    this(layout, clock, properties.getStorage().getDeleteGrace());
-  }
+  record BlobInfo(Digest digest, long size, Instant created, Instant lastPulled) {}
 
   /**
-   * @param layout the folders
-   * @param clock source of access times
-   * @param deleteGrace how long an evicted blob's file stays on disk after leaving the index
+   * A writer of one blob ({@link ContentWriter}) that readers can tail while it is written: the
+   * bytes so far, and the same bytes once committed.
    */
-  public BlobStore(StorageLayout layout, Clock clock, Duration deleteGrace) throws IOException {
-    this.layout = layout;
-    this.clock = clock;
-    this.deleteGrace = deleteGrace;
-    this.unlinker =
-        Executors.newSingleThreadScheduledExecutor(
-            r -> {
-              Thread t = new Thread(r, "blob-unlinker");
-              t.setDaemon(true);
-              return t;
-            });
-    long started = System.nanoTime();
-    layout.scanContent(
-        layout.blobsRoot(),
-        (digest, attrs) -> {
-          long created = attrs.lastModifiedTime().toMillis();
-          long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
-          index.put(digest, new Entry(attrs.size(), created, pulled));
-          storedBytes.addAndGet(attrs.size());
-        });
-    log.info(
-        "blob index: {} blobs, {} bytes, loaded in {} ms",
-        index.size(), storedBytes.get(), (System.nanoTime() - started) / 1_000_000);
+  interface Writer extends ContentWriter {
+    /**
+     * A channel reading the bytes written so far and those written later.
+     *
+     * @throws java.nio.file.NoSuchFileException when the writer was aborted
+     */
+    SeekableByteChannel openReader() throws IOException;
   }
 
   /** Size in bytes of a stored (verified, complete) blob, if it is stored. Records no access. */
-  public Optional<Long> size(Digest digest) {
-    Entry e = index.get(digest);
-    return e == null ? Optional.empty() : Optional.of(e.size);
-  }
+  Optional<Long> size(Digest digest);
 
-  /**
-   * Size in bytes of a stored blob, recording a pull of it now: the hit path. Lock-free.
-   *
-   * @return empty when the blob is not stored (a miss)
-   */
-  public Optional<Long> lookup(Digest digest) {
-    Entry e = index.get(digest);
-    if (e == null) {
-      return Optional.empty();
-    }
-    e.touch(clock.millis());
-    return Optional.of(e.size);
-  }
+  /** Size in bytes of a stored blob, recording a pull of it now. Memory only. */
+  Optional<Long> lookup(Digest digest);
+
+  /** A stored blob to read, recording a pull of it now: the hit path. Memory only. */
+  Optional<StoredContent> open(Digest digest);
 
   /** Records a pull of a stored blob now (a manifest referencing it was pulled); no-op if absent. */
-  public void touch(Digest digest) {
-    Entry e = index.get(digest);
-    if (e != null) {
-      e.touch(clock.millis());
-    }
-  }
+  void touch(Digest digest);
 
   /** The index entry of a stored blob. */
-  public Optional<Entry> entry(Digest digest) {
-    return Optional.ofNullable(index.get(digest));
-  }
+  Optional<Entry> entry(Digest digest);
 
   /** A snapshot of every stored blob, unordered. */
-  public List<BlobInfo> list() {
-    List<BlobInfo> out = new ArrayList<>(index.size());
-    index.forEach(
-        (d, e) ->
-            out.add(new BlobInfo(d, e.size, Instant.ofEpochMilli(e.createdMillis), Instant.ofEpochMilli(e.lastPulledMillis))));
-    return out;
-  }
-
-  /** Path of a stored blob; only meaningful when {@link #size} is present. */
-  public Path path(Digest digest) {
-    return layout.blob(digest);
-  }
+  List<BlobInfo> list();
 
   /**
-   * A writer for blob {@code digest}, over a new temporary file; several writers of one digest
-   * may exist at once (the last commit wins; the bytes are the same). Blocking.
+   * A writer for blob {@code digest}; several writers of one digest may exist at once (the last
+   * commit wins; the bytes are the same). Blocking.
    */
-  public BlobWriter newWriter(Digest digest) throws IOException {
-    writing.merge(digest, 1, Integer::sum);
-    try {
-      return new BlobWriter(this, digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)));
-    } catch (IOException | RuntimeException e) {
-      writing.computeIfPresent(digest, (d, n) -> n > 1 ? n - 1 : null);
-      throw e;
-    }
-  }
-
-  /**
-   * Moves a verified temporary file to its content address and indexes it, atomically with
-   * respect to a pending unlink of the same digest ({@link #evict}).
-   */
-  void commitFile(Digest digest, Path verifiedTemp, long size) {
-    index.compute(
-        digest,
-        (d, existing) -> {
-          try {
-            layout.moveIntoPlace(verifiedTemp, layout.blob(d));
-          } catch (IOException e) {
-            throw new UncheckedIOException("cannot store blob " + d, e);
-          }
-          long now = clock.millis();
-          if (existing == null) {
-            storedBytes.addAndGet(size);
-          }
-          return new Entry(size, now, now);
-        });
-  }
-
-  /** Called by a writer that committed or aborted. */
-  void writerClosed(Digest digest, boolean stored) {
-    writing.computeIfPresent(digest, (d, n) -> n > 1 ? n - 1 : null);
-    if (stored) {
-      onStored.run();
-    }
-  }
+  Writer newWriter(Digest digest) throws IOException;
 
   /** Runs {@code listener} after each blob stored (on the storing thread; must not block). */
-  public void onStored(Runnable listener) {
-    this.onStored = listener;
-  }
+  void onStored(Runnable listener);
 
   /**
-   * Takes a stored blob out of the index now and unlinks its file after the delete grace.
+   * Takes a stored blob out of the store (and its links) now; its bytes go after the delete grace.
    *
-   * @param ifNotPulledSince epoch milliseconds: the blob is kept when it was pulled after this
-   *     (it became hot after it was selected); {@code Long.MAX_VALUE} to evict regardless
+   * @param ifNotPulledSince epoch milliseconds: the blob is kept when it was pulled after this;
+   *     {@code Long.MAX_VALUE} to evict regardless
    * @return bytes freed, or -1 when the blob was not stored or was kept
    */
-  public long evict(Digest digest, long ifNotPulledSince) {
-    long[] freed = {-1};
-    index.computeIfPresent(
-        digest,
-        (d, e) -> {
-          if (e.lastPulledMillis > ifNotPulledSince) {
-            return e;
-          }
-          freed[0] = e.size;
-          storedBytes.addAndGet(-e.size);
-          return null;
-        });
-    if (freed[0] >= 0) {
-      scheduleUnlink(digest, deleteGrace);
-    }
-    return freed[0];
-  }
+  long evict(Digest digest, long ifNotPulledSince);
 
-  /** Removes a stored blob from index and disk (after the delete grace). */
-  public boolean delete(Digest digest) {
+  /** Removes a stored blob (after the delete grace). */
+  default boolean delete(Digest digest) {
     return evict(digest, Long.MAX_VALUE) >= 0;
   }
 
-  private void scheduleUnlink(Digest digest, Duration delay) {
-    if (delay.isZero() || delay.isNegative()) {
-      unlinkIfUnused(digest);
-      return;
-    }
-    try {
-      unlinker.schedule(() -> unlinkIfUnused(digest), delay.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (java.util.concurrent.RejectedExecutionException e) {
-      unlinkIfNotIndexed(digest); // shutting down
-    }
-  }
+  /** Records changed last-pulled times durably. @return how many were updated */
+  int persistAccessTimes();
 
-  /**
-   * Unlinks the file of an evicted blob unless it was stored again meanwhile. Runs under the
-   * index's lock for the digest, so it cannot interleave with {@link #commitFile}.
-   */
-  private void unlinkIfUnused(Digest digest) {
-    if (writing.containsKey(digest)) {
-      // A writer will replace the file (or abort and leave it): look again later.
-      scheduleUnlink(digest, deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
-      return;
-    }
-    unlinkIfNotIndexed(digest);
-  }
-
-  private void unlinkIfNotIndexed(Digest digest) {
-    index.compute(
-        digest,
-        (d, e) -> {
-          if (e == null) {
-            StorageLayout.deleteQuietly(layout.blob(d));
-          }
-          return e;
-        });
-  }
-
-  /**
-   * Writes the in-memory last-pulled times that changed to the files' access times ({@code
-   * atime}), read back at start-up. One {@code utimes} per blob pulled since the last call.
-   *
-   * @return how many files were updated
-   */
-  public int persistAccessTimes() {
-    int n = 0;
-    for (Map.Entry<Digest, Entry> me : index.entrySet()) {
-      Entry e = me.getValue();
-      long pulled = e.lastPulledMillis;
-      if (pulled > e.persistedMillis) {
-        try {
-          Files.getFileAttributeView(layout.blob(me.getKey()), BasicFileAttributeView.class)
-              .setTimes(null, FileTime.fromMillis(pulled), null);
-          e.persistedMillis = pulled;
-          n++;
-        } catch (IOException ex) {
-          log.debug("cannot record access time of {}: {}", me.getKey(), ex.toString());
-        }
-      }
-    }
-    return n;
-  }
-
-  StorageLayout layout() {
-    return layout;
-  }
+  /** Where stored blobs may be served. */
+  ContentLinks links();
 
   /** Number of stored blobs. */
-  public int count() {
-    return index.size();
-  }
+  int count();
 
   /** Total bytes of stored blobs. */
-  public long bytes() {
-    return storedBytes.get();
-  }
+  long bytes();
 
-  /** Unlinks what waits out its grace now, and stops the unlinker. */
   @Override
-  public void close() {
-    for (Runnable pending : unlinker.shutdownNow()) {
-      pending.run();
-    }
-  }
+  void close();
 }

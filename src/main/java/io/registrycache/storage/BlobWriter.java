@@ -10,7 +10,7 @@ import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 
 /**
- * Writes one blob into a {@link BlobStore}: {@link #append} the bytes, then {@link #commit} them
+ * Writes one blob into a {@link FileBlobStore}: {@link #append} the bytes, then {@link #commit} them
  * with the expected size — the digest and size are checked there, so no caller can store
  * unverified content — or {@link #abort}. Until the commit the blob is not in the store; readers
  * may tail the bytes written so far ({@link #openReader}), and keep reading the same file once it
@@ -18,9 +18,9 @@ import java.security.MessageDigest;
  *
  * <p>One thread appends and commits; {@link #openReader} and {@link #abort} may come from others.
  */
-public final class BlobWriter {
+public final class BlobWriter implements BlobStore.Writer {
 
-  private final BlobStore store;
+  private final FileBlobStore store;
   private final Digest digest;
   private final Path temp;
   private final FileChannel out;
@@ -30,7 +30,7 @@ public final class BlobWriter {
   /** What readers open: the temporary file, then the stored blob; {@code null} once aborted. */
   private Path readable;
 
-  BlobWriter(BlobStore store, Digest digest, Path temp) throws IOException {
+  BlobWriter(FileBlobStore store, Digest digest, Path temp) throws IOException {
     this.store = store;
     this.digest = digest;
     this.temp = temp;
@@ -40,16 +40,19 @@ public final class BlobWriter {
   }
 
   /** The digest the bytes must have. */
+  @Override
   public Digest digest() {
     return digest;
   }
 
   /** Bytes appended so far. */
+  @Override
   public long written() {
     return written;
   }
 
   /** Appends {@code bytes} (all of its remaining bytes). Blocking. */
+  @Override
   public void append(ByteBuffer bytes) throws IOException {
     md.update(bytes.duplicate());
     long n = written;
@@ -69,6 +72,7 @@ public final class BlobWriter {
    *     are deleted (as by {@link #abort})
    * @throws IOException when the file cannot be stored; the bytes are deleted
    */
+  @Override
   public long commit(long expectedSize) throws IOException {
     long size = written;
     if (expectedSize >= 0 && size != expectedSize) {
@@ -96,6 +100,7 @@ public final class BlobWriter {
   }
 
   /** Deletes what was written; the store is unchanged. Idempotent; a no-op after a commit. */
+  @Override
   public void abort() {
     synchronized (lock) {
       if (readable != temp) {
@@ -118,6 +123,7 @@ public final class BlobWriter {
    *
    * @throws NoSuchFileException when the writer was aborted
    */
+  @Override
   public FileChannel openReader() throws IOException {
     synchronized (lock) {
       if (readable == null) {

@@ -394,8 +394,8 @@ public class CacheCollector {
       for (Digest m : store.digests()) {
         store.content(m).ifPresent(c -> {
           g.manifests.add(m);
-          g.refs.put(m, c.references());
-          for (Digest r : c.references()) {
+          g.refs.put(m, c.referencedDigests());
+          for (Digest r : c.referencedDigests()) {
             g.referrers.computeIfAbsent(r, k -> new ArrayList<>()).add(m);
           }
         });

@@ -50,39 +50,19 @@ public class ManifestStore {
   /** What the index knows of a stored manifest. */
   public static final class Entry extends StoredItem {
     /** Media type and references, once the body was read; {@code null} before. */
-    volatile Content content;
+    volatile ManifestContent content;
 
     Entry(long size, long createdMillis, long lastPulledMillis) {
       super(size, createdMillis, lastPulledMillis);
     }
   }
 
-  /**
-   * The parts of a manifest the index keeps.
-   *
-   * @param mediaType the manifest's media type
-   * @param references digests of the config, layers and subject (image manifest) or of the child
-   *     manifests (index)
-   * @param platforms {@code os/arch[/variant]} of an index's children; empty for an image manifest
-   */
-  public record Content(String mediaType, List<Digest> references, List<String> platforms) {
-    static final Content UNREADABLE = new Content("unknown", List.of(), List.of());
-
-    static Content of(MediaType mediaType, byte[] body) {
-      try {
-        ManifestContent parsed = ManifestContent.parse(body, mediaType);
-        List<Digest> refs = new ArrayList<>();
-        List<String> platforms = new ArrayList<>();
-        for (ManifestContent.Descriptor d : parsed.references()) {
-          refs.add(d.digest());
-          if (d.platform() != null) {
-            platforms.add(d.platform());
-          }
-        }
-        return new Content(parsed.mediaType().value(), List.copyOf(refs), List.copyOf(platforms));
-      } catch (RuntimeException e) {
-        return new Content(mediaType.value(), List.of(), List.of());
-      }
+  /** What the index keeps of a manifest: its parsed content, or its type alone when unreadable. */
+  static ManifestContent contentOf(MediaType mediaType, byte[] body) {
+    try {
+      return ManifestContent.parse(body, mediaType);
+    } catch (RuntimeException e) {
+      return ManifestContent.unreadable(mediaType);
     }
   }
 
@@ -108,6 +88,7 @@ public class ManifestStore {
   private final Cache<Digest, StoredManifest> memory;
   private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
   private final AtomicLong bytes = new AtomicLong();
+  private final ContentLinks links;
 
   @Autowired
   public ManifestStore(StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
@@ -132,6 +113,15 @@ public class ManifestStore {
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
         index.size(), bytes.get(), (System.nanoTime() - started) / 1_000_000);
+    this.links = new ContentLinks(layout, "manifests", properties.getStorage().getContentScope(), index::containsKey);
+  }
+
+  /**
+   * Where stored manifests may be served by digest. A tag link is a link of its manifest in its
+   * repository too; a deleted manifest loses its links.
+   */
+  public ContentLinks links() {
+    return links;
   }
 
   /** A manifest from memory only; never touches the disk. Records a pull when found. */
@@ -193,12 +183,12 @@ public class ManifestStore {
     if (!e.touch(now)) {
       return;
     }
-    Content content = e.content;
+    ManifestContent content = e.content;
     if (content == null) {
-      content = Content.of(m.mediaType(), m.body());
+      content = contentOf(m.mediaType(), m.body());
       e.content = content;
     }
-    for (Digest ref : content.references()) {
+    for (Digest ref : content.referencedDigests()) {
       Entry child = index.get(ref);
       if (child != null) {
         child.lastPulledMillis = Math.max(child.lastPulledMillis, now);
@@ -209,16 +199,32 @@ public class ManifestStore {
   }
 
   /**
-   * Stores a manifest after checking its bytes against its digest. Blocking; idempotent.
+   * A writer for manifest {@code digest} of {@code mediaType}: append, then commit(expected size),
+   * which verifies the bytes and stores them ({@link ContentWriter}). Blocking on commit.
+   */
+  public ContentWriter newWriter(Digest digest, MediaType mediaType) {
+    return new ManifestWriter(this, digest, mediaType);
+  }
+
+  /**
+   * Stores a manifest after checking its bytes against its digest, through a {@link #newWriter}.
+   * Blocking; idempotent.
    *
    * @throws ContentVerificationException when the body does not have the manifest's digest;
    *     nothing is stored
    */
   public void put(StoredManifest manifest) {
-    if (!manifest.digest().recompute(manifest.body()).equals(manifest.digest())) {
-      throw new ContentVerificationException(
-          "manifest " + manifest.digest() + ": the " + manifest.body().length + " bytes do not match the digest");
+    ContentWriter writer = newWriter(manifest.digest(), manifest.mediaType());
+    try {
+      writer.append(java.nio.ByteBuffer.wrap(manifest.body()));
+      writer.commit(manifest.body().length);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot store manifest " + manifest.digest(), e);
     }
+  }
+
+  /** Makes a verified manifest visible: disk, index, memory. Called by its writer's commit. */
+  void store(StoredManifest manifest) {
     Path target = layout.manifest(manifest.digest());
     if (!Files.exists(target)) {
       layout.writeAtomically(
@@ -231,7 +237,7 @@ public class ManifestStore {
         manifest.digest(),
         d -> {
           fresh[0] = new Entry(manifest.body().length, now, now);
-          fresh[0].content = Content.of(manifest.mediaType(), manifest.body());
+          fresh[0].content = contentOf(manifest.mediaType(), manifest.body());
           bytes.addAndGet(manifest.body().length);
           return fresh[0];
         });
@@ -246,6 +252,7 @@ public class ManifestStore {
       bytes.addAndGet(-e.size);
     }
     memory.invalidate(digest);
+    links.unlinkAll(digest);
     Files.deleteIfExists(layout.manifest(digest));
     Files.deleteIfExists(layout.manifestType(digest));
   }
@@ -266,12 +273,12 @@ public class ManifestStore {
    *
    * @return empty when the manifest is not stored
    */
-  public Optional<Content> content(Digest digest) {
+  public Optional<ManifestContent> content(Digest digest) {
     Entry e = index.get(digest);
     if (e == null) {
       return Optional.empty();
     }
-    Content c = e.content;
+    ManifestContent c = e.content;
     if (c != null) {
       return Optional.of(c);
     }
@@ -280,7 +287,7 @@ public class ManifestStore {
       return Optional.empty();
     }
     restoreAccessTime(digest, e.persistedMillis);
-    c = Content.of(m.get().mediaType(), m.get().body());
+    c = contentOf(m.get().mediaType(), m.get().body());
     e.content = c;
     return Optional.of(c);
   }

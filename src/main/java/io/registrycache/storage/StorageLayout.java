@@ -23,6 +23,9 @@ import org.springframework.stereotype.Component;
  * manifests/sha256/ab/abcdef...        manifest bytes exactly as the upstream sent them
  * manifests/sha256/ab/abcdef....type   the manifest's media type (one line)
  * tags/&lt;upstream&gt;/&lt;name&gt;/_tags/&lt;tag&gt;  tag link: the manifest digest (one line); mtime = last validated
+ * links/&lt;kind&gt;/sha256/ab/abcdef.../&lt;upstream&gt;/&lt;name&gt;/_link
+ *                                      where a blob or manifest may be served (kind: blobs or
+ *                                      manifests; see {@link ContentLinks})
  * tmp/                                 downloads in progress; emptied at start-up
  * </pre>
  *
@@ -39,6 +42,7 @@ public class StorageLayout {
   private final Path blobs;
   private final Path manifests;
   private final Path tags;
+  private final Path links;
   private final Path tmp;
 
   public StorageLayout(RegistryCacheProperties properties) throws IOException {
@@ -46,8 +50,9 @@ public class StorageLayout {
     this.blobs = root.resolve("blobs");
     this.manifests = root.resolve("manifests");
     this.tags = root.resolve("tags");
+    this.links = root.resolve("links");
     this.tmp = root.resolve("tmp");
-    for (Path dir : new Path[] {blobs, manifests, tags, tmp}) {
+    for (Path dir : new Path[] {blobs, manifests, tags, links, tmp}) {
       Files.createDirectories(dir);
     }
     int removed = clearTmp();
@@ -79,6 +84,49 @@ public class StorageLayout {
 
   public Path tagsRoot() {
     return tags;
+  }
+
+  public Path linksRoot() {
+    return links;
+  }
+
+  /** The folder of every link of {@code digest}: {@code links/<kind>/<algorithm>/<xx>/<hex>}. */
+  public Path links(String kind, Digest digest) {
+    return contentPath(links.resolve(kind), digest);
+  }
+
+  /** {@code links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<name>/_link}; name validated, so no traversal. */
+  public Path link(String kind, Digest digest, String upstreamKey, String name) {
+    return links(kind, digest).resolve(safeSegment(upstreamKey)).resolve(name).resolve("_link");
+  }
+
+  /**
+   * Visits every link file below {@code base} ({@code links/<kind>}) with its digest and its
+   * {@code <upstream>/<name>} key. Unexpected files are logged and skipped.
+   */
+  void scanLinks(Path base, BiConsumer<Digest, String> visitor) {
+    try (Stream<Path> files = Files.walk(base)) {
+      files.forEach(
+          p -> {
+            if (!p.getFileName().toString().equals("_link")) {
+              return;
+            }
+            try {
+              Path rel = base.relativize(p);
+              // <algorithm>/<xx>/<hex>/<upstream>/<name...>/_link
+              if (rel.getNameCount() < 6) {
+                throw new IllegalArgumentException("too short");
+              }
+              Digest digest = Digest.parse(rel.getName(0) + ":" + rel.getName(2));
+              String key = rel.subpath(3, rel.getNameCount() - 1).toString().replace('\\', '/');
+              visitor.accept(digest, key);
+            } catch (RuntimeException e) {
+              log.warn("ignoring unexpected file in {}: {}", base, p);
+            }
+          });
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot scan " + base, e);
+    }
   }
 
   public Path tmpRoot() {
@@ -181,7 +229,7 @@ public class StorageLayout {
     return base.resolve(digest.algorithm()).resolve(digest.hex().substring(0, 2)).resolve(digest.hex());
   }
 
-  private static String safeSegment(String s) {
+  static String safeSegment(String s) {
     return s.replaceAll("[^A-Za-z0-9._:-]", "_");
   }
 }

@@ -23,6 +23,11 @@ public record Upstream(
     boolean dockerHubNaming,
     RegistryCacheProperties.Upstream settings) {
 
+  /** @throws IllegalArgumentException when {@code key} is not a valid {@link UpstreamKey} */
+  public Upstream {
+    new UpstreamKey(key);
+  }
+
   /**
    * The name under which a repository is fetched and cached: with Docker Hub naming, {@code
    * alpine} becomes {@code library/alpine}.

@@ -63,11 +63,11 @@ public class UpstreamResilience {
 
   /** Creates the guards of all configured upstreams now, so health and metrics list them. */
   @Autowired
-  public UpstreamResilience(UpstreamRegistry upstreams, MeterRegistry meters) {
+  public UpstreamResilience(Upstreams upstreams, MeterRegistry meters) {
     this(upstreams, meters, Clock.systemUTC());
   }
 
-  UpstreamResilience(UpstreamRegistry upstreams, MeterRegistry meters, Clock clock) {
+  UpstreamResilience(Upstreams upstreams, MeterRegistry meters, Clock clock) {
     this.meters = meters;
     this.clock = clock;
     if (upstreams != null) {

@@ -90,7 +90,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
    */
   @Autowired
   public WebClientUpstreamClient(
-      UpstreamRegistry upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
+      Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
     this.metrics = new UpstreamMetrics(meterRegistry);
     this.resilience = resilience;
     // Credential lookups block (files, helper processes): their own small pool, never an event loop.
@@ -106,7 +106,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
   }
 
   /** With its own {@link UpstreamResilience}; for tests that build a client alone. */
-  WebClientUpstreamClient(UpstreamRegistry upstreams, MeterRegistry meterRegistry) {
+  WebClientUpstreamClient(Upstreams upstreams, MeterRegistry meterRegistry) {
     this(upstreams, meterRegistry, new UpstreamResilience(upstreams, meterRegistry));
   }
 

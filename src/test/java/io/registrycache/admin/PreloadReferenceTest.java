@@ -8,7 +8,7 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
-import io.registrycache.upstream.UpstreamRegistry;
+import io.registrycache.upstream.Upstreams;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -73,7 +73,7 @@ class PreloadReferenceTest {
     props.getUpstreams().put("local", local);
     props.getUpstreams().put("hub", hub);
     props.setDefaultUpstream("local");
-    UpstreamRegistry upstreams = new UpstreamRegistry(props);
+    Upstreams upstreams = new Upstreams(props);
 
     RequestTarget hubTarget =
         RequestTarget.resolve(PreloadReference.parse("index.hub.example.test/alpine:3").rawName(), null, upstreams);

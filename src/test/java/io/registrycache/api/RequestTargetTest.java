@@ -6,13 +6,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
-import io.registrycache.upstream.UpstreamRegistry;
+import io.registrycache.upstream.Upstreams;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class RequestTargetTest {
 
-  private static UpstreamRegistry upstreams(boolean allowAny) {
+  private static Upstreams upstreams(boolean allowAny) {
     RegistryCacheProperties props = new RegistryCacheProperties();
     RegistryCacheProperties.Upstream local = new RegistryCacheProperties.Upstream();
     local.setHost("localhost:5000");
@@ -26,7 +26,7 @@ class RequestTargetTest {
     props.getUpstreams().put("hub", hub);
     props.setDefaultUpstream("local");
     props.setAllowAnyUpstream(allowAny);
-    return new UpstreamRegistry(props);
+    return new Upstreams(props);
   }
 
   @Test
@@ -56,7 +56,7 @@ class RequestTargetTest {
 
   @Test
   void dockerHubNamingMakesBothSpellingsOneEntry() {
-    UpstreamRegistry u = upstreams(false);
+    Upstreams u = upstreams(false);
     RequestTarget shortName = RequestTarget.resolve("alpine", "hub.example.test", u);
     RequestTarget longName = RequestTarget.resolve("index.hub.example.test/library/alpine", null, u);
     assertThat(shortName.name()).isEqualTo(longName.name());

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.upstream.UpstreamBlob;
 import java.io.ByteArrayOutputStream;
@@ -32,7 +33,7 @@ import reactor.core.scheduler.Schedulers;
 class BlobDownloadTest {
 
   @TempDir Path root;
-  private BlobStore store;
+  private FileBlobStore store;
   private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
   private Scheduler scheduler;
 
@@ -40,7 +41,7 @@ class BlobDownloadTest {
   void setUp() throws IOException {
     RegistryCacheProperties props = new RegistryCacheProperties();
     props.getStorage().setPath(root);
-    store = new BlobStore(new StorageLayout(props));
+    store = new FileBlobStore(new StorageLayout(props));
     scheduler = Schedulers.newBoundedElastic(4, 1000, "test-storage");
   }
 

@@ -11,6 +11,7 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.ReferrersStore;
 import io.registrycache.storage.StorageLayout;
@@ -68,7 +69,7 @@ class ProxyReferrersServiceTest {
     properties.getStorage().setPath(root);
     properties.getReferrers().setTtl(ttl);
     StorageLayout layout = new StorageLayout(properties);
-    BlobStore blobs = new BlobStore(layout);
+    BlobStore blobs = new FileBlobStore(layout);
     ManifestStore manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
     CacheMetrics metrics = new CacheMetrics(new SimpleMeterRegistry(), properties);
     URI second = URI.create("http://127.0.0.1:9/v2/team/app/referrers/" + subject + "?page=2");

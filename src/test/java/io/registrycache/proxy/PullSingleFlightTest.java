@@ -10,6 +10,7 @@ import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.upstream.Upstream;
@@ -71,7 +72,7 @@ class PullSingleFlightTest {
   void setUp() throws Exception {
     properties.getStorage().setPath(root);
     StorageLayout layout = new StorageLayout(properties);
-    blobs = new BlobStore(layout);
+    blobs = new FileBlobStore(layout);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
     metrics = new CacheMetrics(new SimpleMeterRegistry(), properties);
     scheduler = Schedulers.newBoundedElastic(8, 1000, "test-storage");
@@ -172,7 +173,7 @@ class PullSingleFlightTest {
     Flux<DataBuffer> body =
         source instanceof BlobSource.Downloading d
             ? d.download().read(0, -1)
-            : DataBufferUtils.read(((BlobSource.Stored) source).path(), DefaultDataBufferFactory.sharedInstance, 65536);
+            : DataBufferUtils.read(((BlobSource.Stored) source).content().file().orElseThrow(), DefaultDataBufferFactory.sharedInstance, 65536);
     return body.reduce(
             new ByteArrayOutputStream(),
             (out, buffer) -> {

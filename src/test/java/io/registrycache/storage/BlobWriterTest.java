@@ -53,7 +53,7 @@ class BlobWriterTest {
 
   @Test
   void committedBytesAreStoredUnderTheirDigestAndAReaderKeepsReadingThem() throws IOException {
-    BlobStore blobs = cache().blobs;
+    FileBlobStore blobs = cache().blobs;
     byte[] content = random(100_000, 1);
     Digest digest = Digest.sha256(content);
     BlobWriter writer = blobs.newWriter(digest);
@@ -75,7 +75,7 @@ class BlobWriterTest {
 
   @Test
   void wrongDigestOrSizeIsRejectedInCommitAndNothingIsKept() throws IOException {
-    BlobStore blobs = cache().blobs;
+    FileBlobStore blobs = cache().blobs;
     byte[] content = random(10_000, 2);
     Digest claimed = Digest.sha256(random(10_000, 3));
     BlobWriter lying = blobs.newWriter(claimed);
@@ -97,7 +97,7 @@ class BlobWriterTest {
 
   @Test
   void abortLeavesTheStoreUnchanged() throws IOException {
-    BlobStore blobs = cache().blobs;
+    FileBlobStore blobs = cache().blobs;
     byte[] content = random(5_000, 4);
     Digest digest = Digest.sha256(content);
     BlobWriter writer = blobs.newWriter(digest);
@@ -118,5 +118,60 @@ class BlobWriterTest {
         .isInstanceOf(ContentVerificationException.class);
     assertThat(manifests.find(other)).isEmpty();
     assertThat(manifests.count()).isZero();
+  }
+
+  @Test
+  void aManifestGoesThroughTheSameWriterContractVerifiedOnCommitNothingBeforeOrAfterAnAbort() throws IOException {
+    ManifestStore manifests = cache().manifests;
+    MediaType type = MediaType.parse("application/vnd.oci.image.manifest.v1+json");
+    byte[] body = "{\"schemaVersion\":2,\"layers\":[]}".getBytes(StandardCharsets.UTF_8);
+    Digest digest = Digest.sha256(body);
+
+    ContentWriter aborted = manifests.newWriter(digest, type);
+    aborted.append(ByteBuffer.wrap(body));
+    aborted.abort();
+    assertThat(manifests.find(digest)).isEmpty();
+
+    ContentWriter shortened = manifests.newWriter(digest, type);
+    shortened.append(ByteBuffer.wrap(body));
+    assertThatThrownBy(() -> shortened.commit(body.length + 1L)).isInstanceOf(ContentVerificationException.class);
+    assertThat(manifests.find(digest)).isEmpty();
+
+    ContentWriter writer = manifests.newWriter(digest, type);
+    writer.append(ByteBuffer.wrap(body, 0, 5));
+    writer.append(ByteBuffer.wrap(body, 5, body.length - 5));
+    assertThat(writer.commit(body.length)).isEqualTo(body.length);
+    assertThat(manifests.find(digest)).hasValueSatisfying(m -> assertThat(m.body()).isEqualTo(body));
+  }
+
+  @Test
+  void storedContentReadsWholeOrARangeAndNamesItsFile() throws IOException {
+    FileBlobStore blobs = cache().blobs;
+    byte[] content = new byte[200_000];
+    new Random(11).nextBytes(content);
+    Digest digest = Digest.sha256(content);
+    BlobWriter writer = blobs.newWriter(digest);
+    writer.append(ByteBuffer.wrap(content));
+    writer.commit(content.length);
+
+    StoredContent stored = blobs.open(digest).orElseThrow();
+    assertThat(stored.size()).isEqualTo(content.length);
+    assertThat(stored.file()).contains(blobs.path(digest));
+    assertThat(read(stored, 0, content.length)).isEqualTo(content);
+    assertThat(read(stored, 70_000, 65_537)).isEqualTo(java.util.Arrays.copyOfRange(content, 70_000, 135_537));
+    assertThat(blobs.open(Digest.sha256(new byte[1]))).isEmpty();
+  }
+
+  private static byte[] read(StoredContent content, long start, long count) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    content.read(start, count, org.springframework.core.io.buffer.DefaultDataBufferFactory.sharedInstance)
+        .doOnNext(b -> {
+          byte[] chunk = new byte[b.readableByteCount()];
+          b.read(chunk);
+          out.writeBytes(chunk);
+          org.springframework.core.io.buffer.DataBufferUtils.release(b);
+        })
+        .blockLast(Duration.ofSeconds(10));
+    return out.toByteArray();
   }
 }

@@ -172,7 +172,7 @@ class CacheCollectorTest {
     assertThat(cache.blobs.persistAccessTimes()).isEqualTo(1);
     cache.close();
 
-    BlobStore reopened = new BlobStore(new StorageLayout(cache.properties), cache.clock, Duration.ZERO);
+    BlobStore reopened = new FileBlobStore(new StorageLayout(cache.properties), cache.clock, Duration.ZERO);
     assertThat(reopened.entry(b).orElseThrow().lastPulledMillis()).isEqualTo(pulled);
     assertThat(reopened.entry(a).orElseThrow().lastPulledMillis()).isLessThan(pulled);
     reopened.close();
@@ -195,7 +195,7 @@ class CacheCollectorTest {
       Files.write(blob, body);
     }
     long t0 = System.nanoTime();
-    BlobStore blobs = new BlobStore(cache.layout, cache.clock, Duration.ZERO);
+    BlobStore blobs = new FileBlobStore(cache.layout, cache.clock, Duration.ZERO);
     long t1 = System.nanoTime();
     ManifestStore manifests = new ManifestStore(cache.layout, blobs, cache.properties, cache.clock);
     long t2 = System.nanoTime();

@@ -54,7 +54,7 @@ public final class TestCache implements AutoCloseable {
   public final RegistryCacheProperties properties = new RegistryCacheProperties();
   public final SimpleMeterRegistry meters = new SimpleMeterRegistry();
   public final StorageLayout layout;
-  public final BlobStore blobs;
+  public final FileBlobStore blobs;
   public final ManifestStore manifests;
   public final CacheCollector collector;
   private int seed;
@@ -68,7 +68,7 @@ public final class TestCache implements AutoCloseable {
       properties.getStorage().setLowWatermark(0.5);
       properties.getStorage().setEvictionBatchSize(2);
       layout = new StorageLayout(properties);
-      blobs = new BlobStore(layout, clock, deleteGrace);
+      blobs = new FileBlobStore(layout, clock, deleteGrace);
       manifests = new ManifestStore(layout, blobs, properties, clock);
       collector = new CacheCollector(blobs, manifests, new StorageMetrics(meters, blobs, manifests), properties);
     } catch (IOException e) {

@@ -20,7 +20,7 @@ class UpstreamClientWiringTest {
   @Configuration(proxyBeanMethods = false)
   @EnableConfigurationProperties(RegistryCacheProperties.class)
   @Import({
-    UpstreamRegistry.class, UpstreamResilience.class, UpstreamsHealthIndicator.class,
+    Upstreams.class, UpstreamResilience.class, UpstreamsHealthIndicator.class,
     WebClientUpstreamClient.class
   })
   static class Wiring {

@@ -20,7 +20,7 @@ class UpstreamDefaultsTest {
 
   @Configuration(proxyBeanMethods = false)
   @EnableConfigurationProperties(RegistryCacheProperties.class)
-  @Import(UpstreamRegistry.class)
+  @Import(Upstreams.class)
   static class Defaults {}
 
   /** Reads application.yml like the application does. */
@@ -36,7 +36,7 @@ class UpstreamDefaultsTest {
             "registry-cache.upstreams.mine.host=registry.example.test",
             "registry-cache.upstreams.mine.url=https://registry.example.test")
         .run(context -> {
-          UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+          Upstreams upstreams = context.getBean(Upstreams.class);
           assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("mine");
           assertThat(upstreams.byKey("local")).isEmpty();
           assertThatThrownBy(() -> upstreams.forHost("localhost:5000"))
@@ -54,7 +54,7 @@ class UpstreamDefaultsTest {
             "registry-cache.upstreams.a.url=https://a.example.test",
             "registry-cache.upstreams.b.url=https://b.example.test")
         .run(context -> {
-          UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+          Upstreams upstreams = context.getBean(Upstreams.class);
           assertThat(upstreams.all()).extracting(Upstream::key).containsExactlyInAnyOrder("a", "b");
           assertThatThrownBy(upstreams::defaultUpstream).isInstanceOf(OciException.class);
         });
@@ -63,7 +63,7 @@ class UpstreamDefaultsTest {
   @Test
   void withoutConfiguredUpstreamsTheBuiltInLocalOneServes() {
     runner.run(context -> {
-      UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+      Upstreams upstreams = context.getBean(Upstreams.class);
       Upstream local = upstreams.defaultUpstream();
       assertThat(local.key()).isEqualTo("local");
       assertThat(local.url()).hasToString("http://localhost:5000");
@@ -74,7 +74,7 @@ class UpstreamDefaultsTest {
   @Test
   void settingsUnderTheBuiltInKeyAmendIt() {
     runner.withPropertyValues("registry-cache.upstreams.local.aliases=upstream.test").run(context -> {
-      UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+      Upstreams upstreams = context.getBean(Upstreams.class);
       assertThat(upstreams.forHost("upstream.test").url()).hasToString("http://localhost:5000");
       assertThat(upstreams.forHost("localhost:5000").key()).isEqualTo("local");
     });
@@ -96,7 +96,7 @@ class UpstreamDefaultsTest {
                     "REGISTRYCACHE_UPSTREAMS_CORP_URL", "https://registry.corp.test",
                     "REGISTRYCACHE_UPSTREAMS_CORP_PASSWORDFILE", "/run/secrets/corp"))))
         .run(context -> {
-          UpstreamRegistry upstreams = context.getBean(UpstreamRegistry.class);
+          Upstreams upstreams = context.getBean(Upstreams.class);
           assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("corp");
           assertThat(upstreams.defaultUpstream().url()).hasToString("https://registry.corp.test");
           assertThat(upstreams.defaultUpstream().settings().getPasswordFile()).isNotNull();

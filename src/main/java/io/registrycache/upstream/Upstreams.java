@@ -25,7 +25,7 @@ import org.springframework.stereotype.Component;
  * #BUILT_IN_KEY} without a {@code url} amend the built-in one.
  */
 @Component
-public class UpstreamRegistry {
+public class Upstreams {
 
   /** Key (and default {@code default-upstream}) of the built-in upstream. */
   public static final String BUILT_IN_KEY = "local";
@@ -36,7 +36,7 @@ public class UpstreamRegistry {
   private final Upstream defaultUpstream;
   private final boolean allowAnyUpstream;
 
-  public UpstreamRegistry(RegistryCacheProperties properties) {
+  public Upstreams(RegistryCacheProperties properties) {
     this.allowAnyUpstream = properties.isAllowAnyUpstream();
     Map<String, RegistryCacheProperties.Upstream> configured = properties.getUpstreams();
     if (configured.isEmpty()) {

@@ -1,0 +1,144 @@
+package io.registrycache.storage;
+
+import io.registrycache.config.RegistryCacheProperties.ContentScope;
+import io.registrycache.oci.Digest;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Comparator;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Where the stored content of one kind (blobs or manifests) may be served by digest: a link per
+ * (digest, upstream, repository) it was fetched for or that the upstream confirmed, like the
+ * distribution registry's per-repository links. The bytes are stored once; the links say where.
+ *
+ * <p>On disk, {@code links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<repository>/_link} (an
+ * empty file; a repository component never starts with {@code _}), so removing a digest removes
+ * one folder. In memory, digest → {@code <upstream>/<repository>} keys, loaded at start-up; links
+ * of digests that are no longer stored are dropped then. Link and unlink block (file system).
+ */
+public final class ContentLinks {
+
+  private static final Logger log = LoggerFactory.getLogger(ContentLinks.class);
+  private static final String LINK = "_link";
+
+  private final StorageLayout layout;
+  private final String kind;
+  private final ContentScope scope;
+  private final Map<Digest, Set<String>> links = new ConcurrentHashMap<>();
+
+  /**
+   * Loads the links of {@code kind} from disk, dropping those whose digest {@code stored} rejects.
+   *
+   * @param kind {@code blobs} or {@code manifests}
+   */
+  ContentLinks(StorageLayout layout, String kind, ContentScope scope, Predicate<Digest> stored) {
+    this.layout = layout;
+    this.kind = kind;
+    this.scope = scope;
+    Path base = layout.linksRoot().resolve(kind);
+    try {
+      Files.createDirectories(base);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create " + base, e);
+    }
+    Set<Digest> orphans = new java.util.HashSet<>();
+    layout.scanLinks(
+        base,
+        (digest, key) -> {
+          if (stored.test(digest)) {
+            links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet()).add(key);
+          } else {
+            orphans.add(digest);
+          }
+        });
+    // deleted after the walk, which must not see its folders vanish
+    orphans.forEach(d -> deleteTree(layout.links(kind, d)));
+    log.info("{} links: {} digests linked; links of {} digests no longer stored dropped", kind, links.size(), orphans.size());
+  }
+
+  /** The scope this cache serves content in. */
+  public ContentScope scope() {
+    return scope;
+  }
+
+  /**
+   * Whether stored content {@code digest} may be served in {@code repository} of {@code
+   * upstreamKey} under the configured scope. Memory only.
+   */
+  public boolean servable(Digest digest, String upstreamKey, String repository) {
+    if (scope == ContentScope.SHARED) {
+      return true;
+    }
+    Set<String> keys = links.get(digest);
+    if (keys == null) {
+      return false;
+    }
+    if (scope == ContentScope.REPOSITORY) {
+      return keys.contains(key(upstreamKey, repository));
+    }
+    String prefix = StorageLayout.safeSegment(upstreamKey) + "/";
+    for (String k : keys) {
+      if (k.startsWith(prefix)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Records that {@code digest} may be served in {@code repository} of {@code upstreamKey}. Blocking; idempotent. */
+  public void link(Digest digest, String upstreamKey, String repository) {
+    String key = key(upstreamKey, repository);
+    Set<String> keys = links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet());
+    if (keys.contains(key)) {
+      return;
+    }
+    Path file = layout.link(kind, digest, upstreamKey, repository);
+    try {
+      Files.createDirectories(file.getParent());
+      if (!Files.exists(file)) {
+        Files.createFile(file);
+      }
+    } catch (java.nio.file.FileAlreadyExistsException e) {
+      // linked by a concurrent fill
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot link " + digest + " to " + key, e);
+    }
+    keys.add(key);
+  }
+
+  /** Removes every link of {@code digest} (its content left the store). Blocking. */
+  public void unlinkAll(Digest digest) {
+    links.remove(digest);
+    deleteTree(layout.links(kind, digest));
+  }
+
+  /** The {@code <upstream>/<repository>} keys {@code digest} is linked to (a snapshot). */
+  public Set<String> linksOf(Digest digest) {
+    Set<String> keys = links.get(digest);
+    return keys == null ? Set.of() : Set.copyOf(keys);
+  }
+
+  private static String key(String upstreamKey, String repository) {
+    return StorageLayout.safeSegment(upstreamKey) + "/" + repository;
+  }
+
+  private static void deleteTree(Path dir) {
+    if (!Files.exists(dir)) {
+      return;
+    }
+    try (Stream<Path> s = Files.walk(dir)) {
+      s.sorted(Comparator.reverseOrder()).forEach(StorageLayout::deleteQuietly);
+    } catch (IOException e) {
+      log.warn("could not remove links {}: {}", dir, e.toString());
+    }
+  }
+}

@@ -1,0 +1,48 @@
+package io.registrycache.storage;
+
+import io.registrycache.oci.Digest;
+import java.nio.file.Path;
+import java.util.Optional;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferFactory;
+import reactor.core.publisher.Flux;
+
+/**
+ * The reader side of a store: one stored, verified blob, to send whole or ranged. A store on a
+ * file system also names the file ({@link #file}), so the HTTP layer can send it zero-copy; any
+ * other store (an S3-API object store) streams {@link #read}.
+ */
+public interface StoredContent {
+
+  /** The content's digest (its bytes were verified against it when stored). */
+  Digest digest();
+
+  /** Size in bytes. */
+  long size();
+
+  /**
+   * Bytes {@code [start, start + count)} as buffers of at most 64 KiB; the subscriber releases
+   * them. Reads lazily on the subscribing thread.
+   */
+  Flux<DataBuffer> read(long start, long count, DataBufferFactory factory);
+
+  /** The file holding exactly these bytes, when the store is a file system; empty otherwise. */
+  Optional<Path> file();
+
+  /** A stored file. */
+  record File(Digest digest, Path path, long size) implements StoredContent {
+    private static final int CHUNK = 64 * 1024;
+
+    @Override
+    public Flux<DataBuffer> read(long start, long count, DataBufferFactory factory) {
+      Flux<DataBuffer> all = org.springframework.core.io.buffer.DataBufferUtils.read(path, factory, CHUNK);
+      return org.springframework.core.io.buffer.DataBufferUtils.takeUntilByteCount(
+          org.springframework.core.io.buffer.DataBufferUtils.skipUntilByteCount(all, start), count);
+    }
+
+    @Override
+    public Optional<Path> file() {
+      return Optional.of(path);
+    }
+  }
+}
