@@ -190,11 +190,12 @@ public final class BlobDownload {
       if (state != State.RUNNING) {
         return;
       }
-      state = State.FAILED;
+      // The bytes go before anyone can see FAILED: a reader that opens now must find nothing.
+      if (out != null) {
+        out.abort();
+      }
       failure = error;
-    }
-    if (out != null) {
-      out.abort();
+      state = State.FAILED;
     }
     onEnd.run();
     disposeOrphanTimer();
