@@ -7,7 +7,7 @@ set -euo pipefail
 export PATH=/usr/local/go/bin:$PATH
 export GOBIN=${GOBIN:-/usr/local/bin}
 export GOFLAGS=${GOFLAGS:--trimpath}
-command -v go >/dev/null || { echo "go-tools: Go not found at /usr/local/go/bin" >&2; exit 1; }
+command -v go >/dev/null || { echo "go-tools: Go not found (neither /usr/local/go/bin nor PATH)" >&2; exit 1; }
 
 CRANE_VERSION=v0.20.6
 ORAS_VERSION=v1.2.3
