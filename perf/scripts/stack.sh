@@ -22,7 +22,7 @@
 #   PERF_SRC=<repo root>               where the service is built from
 #   PERF_CACHE_IMAGE=registry-cache:0.1.0-SNAPSHOT   PERF_REGISTRY_IMAGE=registry:2
 #   PERF_CACHE_JAR=$PERF_SRC/target/registry-cache-0.1.0-SNAPSHOT.jar
-#   PERF_CACHE_JAVA_OPTS="-XX:MaxRAMPercentage=50"   JVM options of the service
+#   PERF_CACHE_JAVA_OPTS="<pom.xml registry-cache.jvm-options>"   JVM options of the service
 #   JIB_FROM_IMAGE                     Jib base image (default docker://local/jre-base:17 when present)
 #   PERF_STACK_NAME=rc-perf            names of the containers, network, volumes and perf/.stack/<name>/
 #                                      (two stacks with different names and ports can run side by side)
@@ -53,7 +53,7 @@ STATE_DIR="$PERF_DIR/.stack/$PERF_STACK_NAME"
 : "${PERF_CACHE_IMAGE:=registry-cache:0.1.0-SNAPSHOT}"
 : "${PERF_REGISTRY_IMAGE:=registry:2}"
 : "${PERF_CACHE_JAR:=$PERF_SRC/target/registry-cache-0.1.0-SNAPSHOT.jar}"
-: "${PERF_CACHE_JAVA_OPTS:=-XX:MaxRAMPercentage=50}"
+: "${PERF_CACHE_JAVA_OPTS:=-XX:+UseSerialGC -Xms16m -Xmx192m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:MaxMetaspaceSize=128m -XX:ReservedCodeCacheSize=48m -XX:MaxDirectMemorySize=32m -Xss512k -XX:CICompilerCount=2 -XX:-UsePerfData -XX:+ExitOnOutOfMemoryError -Dio.netty.allocator.numDirectArenas=2 -Dio.netty.allocator.numHeapArenas=2}"
 : "${PERF_READY_TIMEOUT:=120}"
 : "${PERF_ACCESS_LOG:=true}"
 NET="$PERF_STACK_NAME"
@@ -284,7 +284,7 @@ process_up() {
     REGISTRY_CACHE_ADMIN_TOKEN="$PERF_ADMIN_TOKEN" \
     REGISTRYCACHE_UPSTREAMS_LOCAL_HOST="$PERF_UPSTREAM_HOST" \
     REGISTRYCACHE_UPSTREAMS_LOCAL_URL="http://127.0.0.1:$PERF_REGISTRY_PORT" \
-      nohup java $PERF_CACHE_JAVA_OPTS -jar "$PERF_CACHE_JAR" >>"$STATE_DIR/registry-cache.log" 2>&1 &
+      MALLOC_ARENA_MAX=2 nohup java $PERF_CACHE_JAVA_OPTS -jar "$PERF_CACHE_JAR" >>"$STATE_DIR/registry-cache.log" 2>&1 &
     echo $! > "$STATE_DIR/registry-cache.pid"
   fi
   wait_ready || { tail -50 "$STATE_DIR/registry-cache.log" >&2; exit 1; }

@@ -17,7 +17,6 @@ import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import org.springframework.web.server.WebFilter;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
 import reactor.netty.Connection;
 import reactor.netty.http.server.HttpServerRequest;
 import reactor.netty.http.server.HttpServerResponse;
@@ -36,20 +35,6 @@ public class RegistryRoutes {
   public RouterFunction<ServerResponse> registryApi(RegistryHandler handler) {
     return RouterFunctions.route(path("/v2").or(path("/v2/")), handler::base)
         .andRoute(path("/v2/**"), handler::dispatch);
-  }
-
-  /**
-   * Completes every exchange off the event loop's current call stack. Reactor Netty 1.3.7 stops
-   * reading a keep-alive connection when a request that was queued behind a still-terminating one
-   * completes synchronously (reactor-netty issue #4361, fixed after 1.3.7): the client's next
-   * request then hangs. Answers from memory (a manifest by digest, {@code /v2/}, errors) are
-   * synchronous, so without this hop a client reusing its connection after a blob could hang.
-   * Remove once the managed reactor-netty has the fix.
-   */
-  @Bean
-  @Order(Ordered.HIGHEST_PRECEDENCE)
-  public WebFilter asynchronousCompletion() {
-    return (exchange, chain) -> chain.filter(exchange).subscribeOn(Schedulers.parallel());
   }
 
   /** {@code Docker-Distribution-API-Version: registry/2.0}, which Docker clients still check. */

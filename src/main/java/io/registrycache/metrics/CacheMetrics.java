@@ -4,6 +4,9 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
+import java.util.Locale;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.stereotype.Component;
 
@@ -49,6 +52,10 @@ public class CacheMetrics {
   private final AtomicInteger inFlightFetches = new AtomicInteger();
   private final Counter servedFromCache;
   private final Counter servedFromUpstream;
+  /** Request counters by kind, result and upstream: looked up once, not rebuilt per request. */
+  private final ConcurrentMap<RequestKey, Counter> requests = new ConcurrentHashMap<>();
+
+  private record RequestKey(Kind kind, Result result, String upstream) {}
 
   public CacheMetrics(MeterRegistry registry, RegistryCacheProperties properties) {
     this.registry = registry;
@@ -65,12 +72,16 @@ public class CacheMetrics {
 
   /** Counts one client request. */
   public void request(Kind kind, Result result, String upstream) {
-    registry.counter(
-            "registry.cache.requests",
-            "kind", kind.name().toLowerCase(),
-            "result", result.name().toLowerCase(),
-            "upstream", upstream == null ? "none" : upstream)
+    requests.computeIfAbsent(new RequestKey(kind, result, upstream == null ? "none" : upstream), this::requestCounter)
         .increment();
+  }
+
+  private Counter requestCounter(RequestKey key) {
+    return registry.counter(
+        "registry.cache.requests",
+        "kind", key.kind().name().toLowerCase(Locale.ROOT),
+        "result", key.result().name().toLowerCase(Locale.ROOT),
+        "upstream", key.upstream());
   }
 
   /** Counts a cached tag served because the upstream failed or rate-limited. */

@@ -180,7 +180,7 @@ public final class BlobDownload {
     }
     onEnd.run();
     disposeOrphanTimer();
-    log.info("stored blob {} ({} bytes)", description, stored);
+    log.debug("stored blob {} ({} bytes)", description, stored);
     progress.emitNext(stored, RETRY_EMIT);
     progress.emitComplete(RETRY_EMIT);
   }

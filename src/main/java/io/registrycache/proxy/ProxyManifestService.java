@@ -249,7 +249,7 @@ public class ProxyManifestService {
                       if (reference instanceof Reference.Tag tag) {
                         store.putTag(upstream.key(), name.value(), tag, manifest.digest());
                       }
-                      log.info(
+                      log.debug(
                           "stored manifest {}/{}:{} {} ({}, {} bytes)",
                           upstream.key(), name, reference, manifest.digest(), manifest.mediaType(),
                           manifest.body().length);

@@ -3,6 +3,8 @@ package io.registrycache.upstream;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
 import org.springframework.core.io.buffer.DataBuffer;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -20,6 +22,11 @@ final class UpstreamMetrics {
   static final String FETCHED_BYTES = "registry.cache.upstream.fetched.bytes";
 
   private final MeterRegistry registry;
+  /** Meters by tag values, registered once: building and registering a meter per call is the cost. */
+  private final ConcurrentMap<TimerKey, Timer> timers = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, Counter> fetched = new ConcurrentHashMap<>();
+
+  private record TimerKey(String upstream, String kind, String outcome) {}
 
   UpstreamMetrics(MeterRegistry registry) {
     this.registry = registry;
@@ -40,22 +47,20 @@ final class UpstreamMetrics {
 
   /** Counts the bytes of a blob body as they pass. */
   Flux<DataBuffer> countBytes(Upstream upstream, Flux<DataBuffer> body) {
-    Counter counter =
-        Counter.builder(FETCHED_BYTES)
-            .description("Blob bytes received from the upstream")
-            .baseUnit("bytes")
-            .tag("upstream", upstream.key())
-            .register(registry);
+    Counter counter = fetched.computeIfAbsent(upstream.key(), key -> Counter.builder(FETCHED_BYTES)
+        .description("Blob bytes received from the upstream")
+        .baseUnit("bytes")
+        .tag("upstream", key)
+        .register(registry));
     return body.doOnNext(buffer -> counter.increment(buffer.readableByteCount()));
   }
 
   private void stop(Timer.Sample sample, Upstream upstream, String kind, String outcome) {
-    sample.stop(
-        Timer.builder(REQUEST_TIMER)
-            .description("Requests to upstream registries")
-            .tag("upstream", upstream.key())
-            .tag("kind", kind)
-            .tag("outcome", outcome)
-            .register(registry));
+    sample.stop(timers.computeIfAbsent(new TimerKey(upstream.key(), kind, outcome), key -> Timer.builder(REQUEST_TIMER)
+        .description("Requests to upstream registries")
+        .tag("upstream", key.upstream())
+        .tag("kind", key.kind())
+        .tag("outcome", key.outcome())
+        .register(registry)));
   }
 }
