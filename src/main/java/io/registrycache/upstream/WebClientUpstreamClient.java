@@ -243,16 +243,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
                     return failure(upstream, what, OciErrorCode.NAME_UNKNOWN, reply);
                   }
                   String link = reply.headers().getFirst(HttpHeaders.LINK);
-                  return DataBufferUtils.join(reply.body(), MAX_TAGS_BYTES)
-                      .map(WebClientUpstreamClient::toBytes)
-                      .defaultIfEmpty(new byte[0])
-                      .onErrorMap(
-                          DataBufferLimitException.class,
-                          e -> new UpstreamException(
-                              upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-                              UpstreamErrors.name(upstream) + ": " + what + " is larger than "
-                                  + MAX_TAGS_BYTES + " bytes", null, e))
-                      .map(body -> new UpstreamTags(body, link));
+                  return listBody(upstream, what, reply).map(body -> new UpstreamTags(body, link));
                 }));
   }
 
@@ -273,17 +264,23 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
                     return failure(upstream, what, OciErrorCode.NAME_UNKNOWN, reply);
                   }
                   URI next = nextPage(upstream.url(), reply.headers().getFirst(HttpHeaders.LINK));
-                  return DataBufferUtils.join(reply.body(), MAX_TAGS_BYTES)
-                      .map(WebClientUpstreamClient::toBytes)
-                      .defaultIfEmpty(new byte[0])
-                      .onErrorMap(
-                          DataBufferLimitException.class,
-                          e -> new UpstreamException(
-                              upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-                              UpstreamErrors.name(upstream) + ": " + what + " is larger than "
-                                  + MAX_TAGS_BYTES + " bytes", null, e))
-                      .map(body -> new UpstreamReferrers(body, next));
+                  return listBody(upstream, what, reply).map(body -> new UpstreamReferrers(body, next));
                 }));
+  }
+
+  /**
+   * The body of a tag or referrers list, at most {@value #MAX_TAGS_BYTES} bytes; beyond that
+   * {@code UPSTREAM_UNAVAILABLE} (502).
+   */
+  private static Mono<byte[]> listBody(Upstream upstream, String what, Reply reply) {
+    return DataBufferUtils.join(reply.body(), MAX_TAGS_BYTES)
+        .map(WebClientUpstreamClient::toBytes)
+        .defaultIfEmpty(new byte[0])
+        .onErrorMap(
+            DataBufferLimitException.class,
+            e -> new UpstreamException(
+                upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+                UpstreamErrors.name(upstream) + ": " + what + " is larger than " + MAX_TAGS_BYTES + " bytes", null, e));
   }
 
   /** The target of {@code Link: <...>; rel="next"}, resolved against the upstream URL, or null. */
