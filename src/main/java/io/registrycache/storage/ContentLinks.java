@@ -40,7 +40,7 @@ public final class ContentLinks {
    *
    * @param kind {@code blobs} or {@code manifests}
    */
-  ContentLinks(StorageLayout layout, String kind, ContentScope scope, Predicate<Digest> stored) {
+  public ContentLinks(StorageLayout layout, String kind, ContentScope scope, Predicate<Digest> stored) {
     this.layout = layout;
     this.kind = kind;
     this.scope = scope;

@@ -183,7 +183,21 @@ public class FileBlobStore implements BlobStore {
   public BlobWriter newWriter(Digest digest) throws IOException {
     writing.merge(digest, 1, Integer::sum);
     try {
-      return new BlobWriter(this, digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)));
+      return new BlobWriter(
+          digest,
+          layout.newTempFile("blob-" + digest.hex().substring(0, 12)),
+          new BlobWriter.Sink() {
+            @Override
+            public Path store(Path temp, long size) {
+              commitFile(digest, temp, size);
+              return layout.blob(digest);
+            }
+
+            @Override
+            public void closed(boolean stored) {
+              writerClosed(digest, stored);
+            }
+          });
     } catch (IOException | RuntimeException e) {
       writing.computeIfPresent(digest, (d, n) -> n > 1 ? n - 1 : null);
       throw e;

@@ -56,6 +56,9 @@ public final class S3Objects implements AutoCloseable {
   /** What a HEAD of an object says: size in bytes and the store's entity tag. */
   public record ObjectInfo(long size, String eTag, Instant lastModified) {}
 
+  /** One object of a listing: its key (relative to the prefix), size in bytes, last write. */
+  public record Listed(String key, long size, Instant lastModified) {}
+
   private final S3AsyncClient client;
   private final S3Presigner presigner;
   private final String bucket;
@@ -166,6 +169,21 @@ public final class S3Objects implements AutoCloseable {
   public Flux<String> list(String keyPrefix) {
     return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
         .map(o -> o.key().substring(prefix.length()));
+  }
+
+  /**
+   * Objects under {@code keyPrefix} with their sizes and last-write times, in the store's order:
+   * one request per 1,000 keys, no content read.
+   */
+  public Flux<Listed> listWithSizes(String keyPrefix) {
+    return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
+        .map(o -> new Listed(o.key().substring(prefix.length()), o.size(), o.lastModified()));
+  }
+
+  /** Multipart uploads in progress (started, neither completed nor aborted) to keys under {@code keyPrefix}. */
+  public Flux<String> uploadsInProgress(String keyPrefix) {
+    return Flux.from(client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).uploads())
+        .map(u -> u.key().substring(prefix.length()));
   }
 
   /**

@@ -26,6 +26,11 @@ import org.springframework.util.unit.DataSize;
  * @param secretAccessKey static secret (prefer {@code secret-access-key-file})
  * @param secretAccessKeyFile file holding the secret (a mounted Kubernetes Secret)
  * @param presignTtl lifetime of presigned URLs handed to clients
+ * @param redirect answer a blob GET with a 307 to a presigned URL of the object instead of
+ *     streaming it through the replica (not wired yet: see docs/scale-out.md)
+ * @param abandonedUploadAge multipart uploads started longer ago than this are taken for those of
+ *     a replica killed during a fill and aborted, at start-up and every half of it; must exceed
+ *     the longest fill
  */
 @ConfigurationProperties("registry-cache.storage.s3")
 public record S3StorageProperties(
@@ -38,7 +43,9 @@ public record S3StorageProperties(
     String accessKeyId,
     String secretAccessKey,
     Path secretAccessKeyFile,
-    @DefaultValue("5m") Duration presignTtl) {
+    @DefaultValue("5m") Duration presignTtl,
+    @DefaultValue("false") boolean redirect,
+    @DefaultValue("6h") Duration abandonedUploadAge) {
 
   /** S3's smallest part size for every part of a multipart upload but the last. */
   public static final long MIN_PART_BYTES = 5L * 1024 * 1024;
@@ -49,6 +56,9 @@ public record S3StorageProperties(
     }
     if (prefix.startsWith("/")) {
       throw new IllegalArgumentException("registry-cache.storage.s3.prefix must not start with '/': " + prefix);
+    }
+    if (abandonedUploadAge.isNegative() || abandonedUploadAge.isZero()) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.abandoned-upload-age must be positive: " + abandonedUploadAge);
     }
     if (secretAccessKey != null && secretAccessKeyFile != null) {
       throw new IllegalArgumentException("set registry-cache.storage.s3.secret-access-key or secret-access-key-file, not both");
@@ -61,6 +71,7 @@ public record S3StorageProperties(
         + ", prefix=" + prefix + ", pathStyle=" + pathStyle + ", partSize=" + partSize
         + ", accessKeyId=" + (accessKeyId == null ? "(provider chain)" : "(set)")
         + ", secretAccessKey=" + (secretAccessKey == null ? "-" : "(set)")
-        + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl + "]";
+        + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl
+        + ", redirect=" + redirect + ", abandonedUploadAge=" + abandonedUploadAge + "]";
   }
 }
