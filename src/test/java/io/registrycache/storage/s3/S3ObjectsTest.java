@@ -151,9 +151,9 @@ class S3ObjectsTest {
   @Test
   void secretsStayOutOfTheProperties() {
     S3StorageProperties p = new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(16),
-        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5));
+        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5), false, Duration.ofHours(6));
     assertThat(p.toString()).doesNotContain("wJalrXUtnFEMI-secret").doesNotContain("AKIDEXAMPLE");
     assertThatThrownBy(() -> new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(4),
-        null, null, null, Duration.ofMinutes(5))).hasMessageContaining("at least 5MB");
+        null, null, null, Duration.ofMinutes(5), false, Duration.ofHours(6))).hasMessageContaining("at least 5MB");
   }
 }
