@@ -1,12 +1,15 @@
 package io.registrycache.storage.s3;
 
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -17,6 +20,7 @@ import java.util.concurrent.CompletionException;
 import org.springframework.http.HttpRange;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
@@ -58,6 +62,8 @@ public final class S3Objects implements AutoCloseable {
 
   /** One object of a listing: its key (relative to the prefix), size in bytes, last write. */
   public record Listed(String key, long size, Instant lastModified) {}
+
+  private static final int REGION_CHUNK = 64 * 1024;
 
   private final S3AsyncClient client;
   private final S3Presigner presigner;
@@ -217,6 +223,59 @@ public final class S3Objects implements AutoCloseable {
         .path(file).position(position).numBytesToRead(length).build());
   }
 
+  /**
+   * A region of a file that may be growing past it, read in 64 KiB chunks on a bounded-elastic
+   * thread as the HTTP client asks for them, so a part is never held in the heap. The SDK's own
+   * file body ({@link FileRequestBodyConfiguration}) cannot be used here: it fails with "File size
+   * changed after reading started" when the file grows during the upload, which a fill's file does.
+   * Re-subscribable (each subscription opens the file), so the SDK may retry.
+   */
+  static AsyncRequestBody growingFileRegion(Path file, long position, long length) {
+    Flux<ByteBuffer> body = Flux.using(
+            () -> FileChannel.open(file, StandardOpenOption.READ),
+            channel -> Flux.<ByteBuffer, Long>generate(
+                () -> 0L,
+                (done, sink) -> {
+                  int n = (int) Math.min(REGION_CHUNK, length - done);
+                  if (n == 0) {
+                    sink.complete();
+                    return done;
+                  }
+                  ByteBuffer chunk = ByteBuffer.allocate(n);
+                  try {
+                    while (chunk.hasRemaining()) {
+                      if (channel.read(chunk, position + done + chunk.position()) < 0) {
+                        throw new EOFException(file + " ends before byte " + (position + length));
+                      }
+                    }
+                  } catch (IOException e) {
+                    sink.error(e);
+                    return done;
+                  }
+                  sink.next(chunk.flip());
+                  return done + n;
+                }),
+            channel -> {
+              try {
+                channel.close();
+              } catch (IOException ignored) {
+                // read-only
+              }
+            })
+        .subscribeOn(Schedulers.boundedElastic());
+    return new AsyncRequestBody() {
+      @Override
+      public Optional<Long> contentLength() {
+        return Optional.of(length);
+      }
+
+      @Override
+      public void subscribe(org.reactivestreams.Subscriber<? super ByteBuffer> s) {
+        body.subscribe(s);
+      }
+    };
+  }
+
   private static boolean notFound(Throwable e) {
     Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
     return t instanceof NoSuchKeyException || (t instanceof S3Exception s3 && s3.statusCode() == 404);
@@ -248,12 +307,15 @@ public final class S3Objects implements AutoCloseable {
       return key;
     }
 
-    /** Uploads the next part from a region of a file; parts may be in flight together. */
+    /**
+     * Uploads the next part from a region of a file, which may still be growing beyond the
+     * region (a fill in progress); parts may be in flight together.
+     */
     public void addPart(Path file, long position, long length) {
       int number = parts.size() + 1;
       parts.add(client.uploadPart(
               b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId).partNumber(number).contentLength(length),
-              fileRegion(file, position, length))
+              growingFileRegion(file, position, length))
           .thenApply(r -> CompletedPart.builder().partNumber(number).eTag(r.eTag()).build()));
     }
 
