@@ -24,7 +24,7 @@ fi
 
 echo "== Kubernetes manifests (schemas of Kubernetes $K8S_VERSION, strict)"
 core=()
-for f in kubernetes/*.yaml; do
+for f in kubernetes/*.yaml kubernetes-ha/*.yaml; do
   case "$(basename "$f")" in
     servicemonitor.yaml|kustomization.yaml) ;;
     *) core+=("$f") ;;
@@ -48,15 +48,16 @@ for doc in yaml.safe_load_all(open("kubernetes/servicemonitor.yaml")):
         print("ERROR kubernetes/servicemonitor.yaml: %s: %s" % ("/".join(map(str, e.path)) or "(root)", e.message))
         bad += 1
 
-k = yaml.safe_load(open("kubernetes/kustomization.yaml"))
-if k.get("apiVersion") != "kustomize.config.k8s.io/v1beta1" or k.get("kind") != "Kustomization":
-    print("ERROR kubernetes/kustomization.yaml: not a kustomize.config.k8s.io/v1beta1 Kustomization"); bad += 1
-listed = set(k.get("resources", []))
-present = {f for f in os.listdir("kubernetes") if f.endswith(".yaml") and f != "kustomization.yaml"}
-for f in sorted(listed - present):
-    print("ERROR kubernetes/kustomization.yaml lists %s, which does not exist" % f); bad += 1
-for f in sorted(present - listed):
-    print("ERROR kubernetes/%s is not listed in kustomization.yaml" % f); bad += 1
+for d in ("kubernetes", "kubernetes-ha"):
+    k = yaml.safe_load(open(d + "/kustomization.yaml"))
+    if k.get("apiVersion") != "kustomize.config.k8s.io/v1beta1" or k.get("kind") != "Kustomization":
+        print("ERROR %s/kustomization.yaml: not a kustomize.config.k8s.io/v1beta1 Kustomization" % d); bad += 1
+    listed = set(k.get("resources", []))
+    present = {f for f in os.listdir(d) if f.endswith(".yaml") and f != "kustomization.yaml"}
+    for f in sorted(listed - present):
+        print("ERROR %s/kustomization.yaml lists %s, which does not exist" % (d, f)); bad += 1
+    for f in sorted(present - listed):
+        print("ERROR %s/%s is not listed in kustomization.yaml" % (d, f)); bad += 1
 sys.exit(1 if bad else 0)
 PY
 echo "   valid"

@@ -8,16 +8,21 @@ import org.springframework.stereotype.Component;
 
 /**
  * Health contributor {@code cluster}: the members this replica sees, which one it is, and when
- * they were last resolved. Always {@code UP} (a replica alone still serves pulls); a failed DNS
+ * they were last resolved, its peer port, and how many blobs it fetched from the upstream because
+ * their owner failed ({@link PeerMetrics}). Always {@code UP} (a replica alone still serves pulls); a failed DNS
  * lookup shows as {@code lastError}. {@code mode: single} when no cluster is configured.
  */
 @Component
 public class ClusterHealthIndicator implements HealthIndicator {
 
   private final ClusterMembership membership;
+  private final ClusterProperties properties;
+  private final PeerMetrics metrics;
 
-  public ClusterHealthIndicator(ClusterMembership membership) {
+  public ClusterHealthIndicator(ClusterMembership membership, ClusterProperties properties, PeerMetrics metrics) {
     this.membership = membership;
+    this.properties = properties;
+    this.metrics = metrics;
   }
 
   @Override
@@ -32,6 +37,12 @@ public class ClusterHealthIndicator implements HealthIndicator {
     details.put("self", view.self().map(Member::id).orElse("not recognised"));
     details.put("resolvedAt", view.resolvedAt().toString());
     view.lastError().ifPresent(e -> details.put("lastError", e));
+    details.put("peerPort", properties.peerPort());
+    long fallbacks = 0;
+    for (PeerMetrics.FallbackReason reason : PeerMetrics.FallbackReason.values()) {
+      fallbacks += metrics.fallbacks(reason);
+    }
+    details.put("ownerFallbacks", fallbacks);
     return Health.up().withDetails(details).build();
   }
 }

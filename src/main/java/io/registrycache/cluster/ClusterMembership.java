@@ -91,6 +91,21 @@ public class ClusterMembership {
     return view.get().members();
   }
 
+  /**
+   * The member that owns {@code key} (a blob digest) by {@link RendezvousHashing} over the current
+   * members, when that is another replica; empty when there is no cluster, no member, or this
+   * replica is the owner. When this replica is not recognised among the members, the owner is
+   * returned even if it might be this replica: asking oneself costs a hop, not a pull.
+   */
+  public Optional<Member> ownerElsewhere(String key) {
+    if (!enabled()) {
+      return Optional.empty();
+    }
+    View current = view.get();
+    return RendezvousHashing.owner(key, current.members())
+        .filter(owner -> current.self().map(self -> !self.equals(owner)).orElse(true));
+  }
+
   /** Resolves the members again now; a DNS failure keeps the previous members and is reported. */
   public void refresh() {
     SortedSet<Member> members = new TreeSet<>();

@@ -1,8 +1,10 @@
 package io.registrycache.cluster;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.ConstructorBinding;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
@@ -10,37 +12,73 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * {@code peers} nor {@code peers-dns} set (the default) the service is a single replica and
  * nothing here is used.
  *
- * @param peers static members, {@code host:port} or {@code [v6]:port} (a bare host gets {@code
- *     peer-port}); may include this replica
+ * @param peers static members, {@code host:port} or {@code [v6]:port}, the port being each
+ *     member's {@code peer-port} (a bare host gets {@code peer-port}); may include this replica
  * @param peersDns a DNS name whose A/AAAA records are the members (a Kubernetes headless
  *     Service), each on {@code peer-port}; resolved at start-up and every {@code refresh-interval}
- * @param peerPort port of members given without one and of the addresses behind {@code peers-dns}
+ * @param peerPort the port of this replica's internal peer endpoint ({@code
+ *     /internal/v1/blobs/...}, served only when a cluster is configured), and the port of members
+ *     given without one and of the addresses behind {@code peers-dns}; default 8082
  * @param refreshInterval how often {@code peers-dns} is resolved again; a failed lookup keeps the
  *     last members seen
  * @param self this replica's own {@code host:port} as the others reach it; when unset, the member
  *     whose address belongs to a local network interface and whose port is {@code peer-port}
+ * @param token the shared bearer token replicas present to each other's peer endpoint; one of
+ *     {@code token} and {@code token-file} is required when a cluster is configured (at least 16
+ *     characters); never logged
+ * @param tokenFile a file holding the token (surrounding whitespace ignored), e.g. a mounted
+ *     Kubernetes Secret
+ * @param connectTimeout how long a replica waits to connect to the owner of a blob before it
+ *     fetches from the upstream itself; default 2 s
+ * @param readTimeout how long a replica waits for the owner's response headers, and then between
+ *     two reads of its body, before it fetches from the upstream itself; default 60 s
  */
 @ConfigurationProperties("registry-cache.cluster")
 public record ClusterProperties(
     @DefaultValue List<String> peers,
     String peersDns,
-    @DefaultValue("5000") int peerPort,
+    @DefaultValue("8082") int peerPort,
     @DefaultValue("10s") Duration refreshInterval,
-    String self) {
+    String self,
+    String token,
+    Path tokenFile,
+    @DefaultValue("2s") Duration connectTimeout,
+    @DefaultValue("60s") Duration readTimeout) {
 
+  @ConstructorBinding
   public ClusterProperties {
     peers = List.copyOf(peers);
     if (peerPort < 1 || peerPort > 65_535) {
       throw new IllegalArgumentException("registry-cache.cluster.peer-port out of range: " + peerPort);
     }
-    if (refreshInterval.isNegative() || refreshInterval.isZero()) {
-      throw new IllegalArgumentException("registry-cache.cluster.refresh-interval must be positive: " + refreshInterval);
-    }
+    requirePositive("refresh-interval", refreshInterval);
+    requirePositive("connect-timeout", connectTimeout);
+    requirePositive("read-timeout", readTimeout);
     peers.forEach(p -> Member.parse(p, peerPort)); // fail at start-up, not at the first pull
+  }
+
+  /** The membership settings alone, with no token and the default timeouts (tests, tools). */
+  public ClusterProperties(List<String> peers, String peersDns, int peerPort, Duration refreshInterval, String self) {
+    this(peers, peersDns, peerPort, refreshInterval, self, null, null, Duration.ofSeconds(2), Duration.ofSeconds(60));
+  }
+
+  private static void requirePositive(String name, Duration value) {
+    if (value.isNegative() || value.isZero()) {
+      throw new IllegalArgumentException("registry-cache.cluster." + name + " must be positive: " + value);
+    }
   }
 
   /** Whether more than one replica is configured: a static list or a DNS name. */
   public boolean enabled() {
     return !peers.isEmpty() || (peersDns != null && !peersDns.isBlank());
+  }
+
+  /** Everything but the token, which must never reach a log line. */
+  @Override
+  public String toString() {
+    return "ClusterProperties[peers=" + peers + ", peersDns=" + peersDns + ", peerPort=" + peerPort
+        + ", refreshInterval=" + refreshInterval + ", self=" + self
+        + ", token=" + (token == null ? "unset" : "(set)") + ", tokenFile=" + tokenFile
+        + ", connectTimeout=" + connectTimeout + ", readTimeout=" + readTimeout + "]";
   }
 }

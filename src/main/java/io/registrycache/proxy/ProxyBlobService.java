@@ -1,5 +1,6 @@
 package io.registrycache.proxy;
 
+import io.registrycache.cluster.Member;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
@@ -10,9 +11,12 @@ import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentLinks;
 import io.registrycache.storage.StoredContent;
 import io.registrycache.upstream.Upstream;
+import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.Supplier;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.stereotype.Service;
 import reactor.core.publisher.Mono;
@@ -25,6 +29,10 @@ import reactor.core.scheduler.Scheduler;
  * another repository (or upstream) is first confirmed with a {@code HEAD} to this request's
  * upstream and repository, with that upstream's credentials, then linked and served from disk;
  * downloads are shared only within one scope.
+ *
+ * <p>With replicas ({@code registry-cache.cluster.*}), a miss of a blob owned by another replica is
+ * filled from that owner ({@link PeerBlobSource}) rather than from the upstream; requests from
+ * peers ({@link #getForPeer}) are always filled from the upstream, so a request never travels on.
  */
 @Service
 public class ProxyBlobService {
@@ -36,13 +44,28 @@ public class ProxyBlobService {
   private final Scheduler storage;
   private final Duration orphanTimeout;
   private final boolean offline;
+  private final PeerBlobSource peers;
 
+  /** A single replica's service: every miss is filled from the upstream. */
   public ProxyBlobService(
       UpstreamClient upstreams,
       BlobStore store,
       @Qualifier("storageScheduler") Scheduler storage,
       CacheMetrics metrics,
       RegistryCacheProperties properties) {
+    this(upstreams, store, storage, metrics, properties, PeerBlobSource.none());
+  }
+
+  /** @param peers where misses of blobs owned by another replica are filled from */
+  @Autowired
+  public ProxyBlobService(
+      UpstreamClient upstreams,
+      BlobStore store,
+      @Qualifier("storageScheduler") Scheduler storage,
+      CacheMetrics metrics,
+      RegistryCacheProperties properties,
+      PeerBlobSource peers) {
+    this.peers = peers;
     this.upstreams = upstreams;
     this.store = store;
     this.metrics = metrics;
@@ -71,14 +94,27 @@ public class ProxyBlobService {
    *     BLOB_UNKNOWN} 404, 502/503/504, ...) when the download could not start or failed
    */
   public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want) {
-    return Mono.defer(() -> lookup(upstream, name, digest))
+    return get(upstream, name, digest, want, false);
+  }
+
+  /**
+   * {@link #get} of the whole body for another replica's peer request: the same pull-through
+   * (stored and linked, confirmed, or one shared download), except that a miss is always filled
+   * from the upstream, never from a third replica, so peer requests cannot loop.
+   */
+  public Mono<BlobSource> getForPeer(Upstream upstream, RepositoryName name, Digest digest) {
+    return get(upstream, name, digest, Want.BODY, true);
+  }
+
+  private Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want, boolean forPeer) {
+    return Mono.defer(() -> lookup(upstream, name, digest, forPeer))
         .transform(CacheOutcome.track(
             upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
         .flatMap(
             source -> {
               if (source instanceof BlobSource.Downloading d
                   && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
-                return d.download().completion().then(Mono.defer(() -> lookup(upstream, name, digest)))
+                return d.download().completion().then(Mono.defer(() -> lookup(upstream, name, digest, forPeer)))
                     .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
               }
               return Mono.just(source);
@@ -90,19 +126,22 @@ public class ProxyBlobService {
     return get(upstream, name, digest, Want.BODY);
   }
 
-  private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest) {
+  private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
     Optional<StoredContent> stored = store.open(digest);
     if (stored.isPresent()) {
       if (store.links().servable(digest, upstream.key(), name.value())) {
         return Mono.just(new BlobSource.Stored(stored.get()));
       }
-      return confirm(upstream, name, digest);
+      return confirm(upstream, name, digest, forPeer);
     }
     if (offline) {
       return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
     }
-    String key = digest + "|" + scopeKey(upstream, name);
-    BlobDownload download = downloads.join(key, k -> newDownload(upstream, name, digest, k), this::start);
+    // A fill from an owner and one from the upstream are different calls: a peer's request never
+    // joins a fill that waits on a peer (two replicas that disagree on the owner cannot deadlock).
+    Optional<Member> owner = forPeer ? Optional.empty() : peers.ownerElsewhere(digest);
+    String key = digest + "|" + scopeKey(upstream, name) + owner.map(m -> "|from " + m.id()).orElse("");
+    BlobDownload download = downloads.join(key, k -> newDownload(upstream, name, digest, k, owner), this::start);
     return download.announcedSize().map(announced -> new BlobSource.Downloading(digest, download, announced));
   }
 
@@ -110,7 +149,7 @@ public class ProxyBlobService {
    * A blob stored, but not for this repository (or upstream): served only once this upstream
    * confirms it has it there. Offline, it is not there.
    */
-  private Mono<BlobSource> confirm(Upstream upstream, RepositoryName name, Digest digest) {
+  private Mono<BlobSource> confirm(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
     if (offline) {
       return Mono.error(OciException.blobUnknown(
           digest + " is not cached for " + upstream.key() + "/" + name + " and the cache is offline"));
@@ -121,7 +160,7 @@ public class ProxyBlobService {
         .flatMap(
             confirmed -> {
               store.links().link(digest, upstream.key(), name.value());
-              return lookup(upstream, name, digest); // evicted meanwhile: fetched as a miss
+              return lookup(upstream, name, digest, forPeer); // evicted meanwhile: fetched as a miss
             });
   }
 
@@ -135,15 +174,19 @@ public class ProxyBlobService {
     };
   }
 
-  private BlobDownload newDownload(Upstream upstream, RepositoryName name, Digest digest, String key) {
+  private BlobDownload newDownload(
+      Upstream upstream, RepositoryName name, Digest digest, String key, Optional<Member> owner) {
     ContentLinks links = store.links();
+    Supplier<Mono<UpstreamBlob>> fromUpstream = () -> upstreams.getBlob(upstream, name, digest);
+    Supplier<Mono<UpstreamBlob>> source =
+        owner.isEmpty() ? fromUpstream : () -> peers.fetch(owner.get(), upstream, name, digest, fromUpstream);
     BlobDownload[] self = new BlobDownload[1];
     self[0] =
         new BlobDownload(
             digest,
             upstream.key() + "/" + name + "@" + digest,
             store,
-            () -> upstreams.getBlob(upstream, name, digest),
+            source,
             storage,
             orphanTimeout,
             () -> links.link(digest, upstream.key(), name.value()),

@@ -21,12 +21,17 @@ class ClusterMembershipTest {
     return new ClusterProperties(peers, dns, 5000, Duration.ofSeconds(10), self);
   }
 
+  static ClusterHealthIndicator health(ClusterMembership membership) {
+    return new ClusterHealthIndicator(
+        membership, props(List.of(), null, null), new PeerMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry()));
+  }
+
   @Test
   void aSingleReplicaHasNoMembers() {
     ClusterMembership membership = new ClusterMembership(props(List.of(), null, null), Clock.systemUTC());
     assertThat(membership.enabled()).isFalse();
     assertThat(membership.members()).isEmpty();
-    assertThat(new ClusterHealthIndicator(membership).health().getDetails()).containsEntry("mode", "single");
+    assertThat(health(membership).health().getDetails()).containsEntry("mode", "single");
   }
 
   @Test
@@ -54,8 +59,8 @@ class ClusterMembershipTest {
     assertThat(expected).isNotEmpty();
     assertThat(membership.members()).extracting(Member::id).containsExactlyElementsOf(expected);
     assertThat(membership.view().lastError()).isEmpty();
-    assertThat(new ClusterHealthIndicator(membership).health().getDetails())
-        .containsEntry("mode", "replicas").containsEntry("members", expected);
+    assertThat(health(membership).health().getDetails())
+        .containsEntry("mode", "replicas").containsEntry("members", expected).containsEntry("ownerFallbacks", 0L);
   }
 
   @Test
@@ -77,6 +82,39 @@ class ClusterMembershipTest {
     dnsDown.set(false);
     membership.refresh();
     assertThat(membership.view().lastError()).isEmpty();
+  }
+
+  @Test
+  void theOwnerElsewhereIsTheRendezvousOwnerUnlessItIsThisReplica() {
+    List<String> peers = List.of("a.test:8082", "b.test:8082", "c.test:8082");
+    ClusterMembership asB = new ClusterMembership(
+        new ClusterProperties(peers, null, 8082, Duration.ofSeconds(10), "b.test:8082"), Clock.systemUTC());
+    int elsewhere = 0;
+    for (int i = 0; i < 300; i++) {
+      String key = "sha256:" + String.format("%064x", i);
+      Member owner = RendezvousHashing.owner(key, asB.members()).orElseThrow();
+      if (owner.equals(new Member("b.test", 8082))) {
+        assertThat(asB.ownerElsewhere(key)).as("b owns %s", key).isEmpty();
+      } else {
+        assertThat(asB.ownerElsewhere(key)).contains(owner);
+        elsewhere++;
+      }
+    }
+    assertThat(elsewhere).as("about two thirds of 300 keys are owned by a or c").isBetween(150, 250);
+    ClusterMembership single = new ClusterMembership(props(List.of(), null, null), Clock.systemUTC());
+    assertThat(single.ownerElsewhere("sha256:" + "0".repeat(64))).isEmpty();
+    // Not recognised among the members: the owner is asked even if it may be this replica.
+    ClusterMembership unknownSelf = new ClusterMembership(
+        new ClusterProperties(List.of("a.test:8082"), null, 8082, Duration.ofSeconds(10), null), Clock.systemUTC());
+    assertThat(unknownSelf.ownerElsewhere("k")).contains(new Member("a.test", 8082));
+  }
+
+  @Test
+  void theTokenNeverAppearsInThePropertiesText() {
+    ClusterProperties p = new ClusterProperties(
+        List.of("a.test"), null, 8082, Duration.ofSeconds(10), null, "s3cret-s3cret-s3cret", null,
+        Duration.ofSeconds(2), Duration.ofSeconds(60));
+    assertThat(p.toString()).doesNotContain("s3cret").contains("token=(set)");
   }
 
   @Test
@@ -104,8 +142,11 @@ class ClusterMembershipTest {
     runner.run(context -> {
       ClusterProperties p = context.getBean(ClusterProperties.class);
       assertThat(p.enabled()).isFalse();
-      assertThat(p.peerPort()).isEqualTo(5000);
+      assertThat(p.peerPort()).isEqualTo(8082);
       assertThat(p.refreshInterval()).isEqualTo(Duration.ofSeconds(10));
+      assertThat(p.connectTimeout()).isEqualTo(Duration.ofSeconds(2));
+      assertThat(p.readTimeout()).isEqualTo(Duration.ofSeconds(60));
+      assertThat(p.token()).isNull();
     });
     runner.withPropertyValues("registry-cache.cluster.peers=a.test:http")
         .run(context -> assertThat(context).hasFailed()

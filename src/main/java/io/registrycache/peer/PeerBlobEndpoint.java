@@ -1,0 +1,140 @@
+package io.registrycache.peer;
+
+import io.registrycache.cluster.PeerMetrics;
+import io.registrycache.cluster.PeerMetrics.Direction;
+import io.registrycache.cluster.PeerMetrics.Outcome;
+import io.registrycache.cluster.PeerProtocol;
+import io.registrycache.cluster.PeerToken;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import io.registrycache.oci.RepositoryName;
+import io.registrycache.proxy.BlobSource;
+import io.registrycache.proxy.ProxyBlobService;
+import io.registrycache.storage.StoredContent;
+import io.registrycache.upstream.Upstream;
+import io.registrycache.upstream.Upstreams;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpMethod;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ReactiveHttpOutputMessage;
+import org.springframework.http.ZeroCopyHttpOutputMessage;
+import org.springframework.stereotype.Component;
+import org.springframework.web.reactive.function.BodyInserter;
+import org.springframework.web.reactive.function.BodyInserters;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import org.springframework.web.util.UriUtils;
+import reactor.core.publisher.Mono;
+
+/**
+ * The owner's side of {@link PeerProtocol}: {@code GET /internal/v1/blobs/<upstream-key>/<repository>/<digest>}
+ * with the cluster's bearer token, answered by this replica's own pull-through of the blob ({@link
+ * ProxyBlobService#getForPeer}: the one single-flight joins local and peer requests, content-scope
+ * links are respected, a miss is filled from the upstream). The bytes are streamed as they arrive
+ * (a stored blob goes zero-copy); a fill that fails mid-way breaks the connection off, which the
+ * asking replica sees as a broken body, never as a clean end.
+ *
+ * <p>Served only on {@code cluster.peer-port} ({@link PeerServer}), never on the pull port.
+ */
+@Component
+public class PeerBlobEndpoint {
+
+  private static final Logger log = LoggerFactory.getLogger(PeerBlobEndpoint.class);
+
+  private final PeerToken token;
+  private final Upstreams upstreams;
+  private final ProxyBlobService blobs;
+  private final PeerMetrics metrics;
+
+  public PeerBlobEndpoint(PeerToken token, Upstreams upstreams, ProxyBlobService blobs, PeerMetrics metrics) {
+    this.token = token;
+    this.upstreams = upstreams;
+    this.blobs = blobs;
+    this.metrics = metrics;
+  }
+
+  /** Every request on the peer port: the token first, then the one route. */
+  public Mono<ServerResponse> handle(ServerRequest request) {
+    if (!token.accepts(request.headers().firstHeader(HttpHeaders.AUTHORIZATION))) {
+      metrics.request(Direction.IN, Outcome.UNAUTHORIZED);
+      log.info("peer request {} {} from {}: missing or wrong token", request.method(), request.path(),
+          request.remoteAddress().map(Object::toString).orElse("?"));
+      return ServerResponse.status(HttpStatus.UNAUTHORIZED)
+          .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"registry-cache peers\"")
+          .contentType(MediaType.APPLICATION_JSON)
+          .bodyValue(error(OciErrorCode.UNAUTHORIZED, "a peer request needs the cluster token"));
+    }
+    String path = request.requestPath().pathWithinApplication().value();
+    if (!path.startsWith(PeerProtocol.BLOBS)) {
+      return ServerResponse.status(HttpStatus.NOT_FOUND).build();
+    }
+    if (!HttpMethod.GET.equals(request.method())) {
+      return ServerResponse.status(HttpStatus.METHOD_NOT_ALLOWED).header(HttpHeaders.ALLOW, "GET").build();
+    }
+    return Mono.defer(() -> blob(path.substring(PeerProtocol.BLOBS.length())))
+        .onErrorResume(this::failure);
+  }
+
+  private Mono<ServerResponse> blob(String rest) {
+    int firstSlash = rest.indexOf('/');
+    int lastSlash = rest.lastIndexOf('/');
+    if (firstSlash <= 0 || lastSlash <= firstSlash + 1) {
+      throw new OciException(OciErrorCode.NAME_INVALID, "expected <upstream-key>/<repository>/<digest>");
+    }
+    String key = UriUtils.decode(rest.substring(0, firstSlash), StandardCharsets.UTF_8);
+    RepositoryName name = RepositoryName.parse(rest.substring(firstSlash + 1, lastSlash));
+    Digest digest = Digest.parse(rest.substring(lastSlash + 1));
+    // A configured upstream by key; in any-upstream mode the key is the registry host.
+    Upstream upstream = upstreams.byKey(key).orElseGet(() -> upstreams.forHost(key));
+    return blobs.getForPeer(upstream, name, digest).flatMap(source -> {
+      metrics.request(Direction.IN, Outcome.OK);
+      log.debug("peer request for {}/{}@{}: {}", key, name, digest,
+          source instanceof BlobSource.Stored ? "stored" : "downloading");
+      ServerResponse.BodyBuilder ok = ServerResponse.ok()
+          .header(PeerProtocol.HEADER, "1")
+          .header("Docker-Content-Digest", digest.toString())
+          .contentType(MediaType.APPLICATION_OCTET_STREAM);
+      if (source.size() >= 0) {
+        ok.contentLength(source.size());
+      }
+      if (source instanceof BlobSource.Downloading downloading) {
+        return ok.body(BodyInserters.fromDataBuffers(downloading.download().read(0, -1)));
+      }
+      return ok.body(whole(((BlobSource.Stored) source).content()));
+    });
+  }
+
+  private Mono<ServerResponse> failure(Throwable error) {
+    OciException oci = error instanceof OciException o ? o
+        : new OciException(OciErrorCode.UNKNOWN, "internal error: " + error.getClass().getSimpleName());
+    metrics.request(Direction.IN, oci.status() == HttpStatus.NOT_FOUND ? Outcome.NOT_FOUND : Outcome.ERROR);
+    if (oci.status().is5xxServerError()) {
+      log.warn("peer request failed: {} {}", oci.status().value(), oci.getMessage(), error instanceof OciException ? null : error);
+    }
+    return ServerResponse.status(oci.status())
+        .header(PeerProtocol.HEADER, "1")
+        .contentType(MediaType.APPLICATION_JSON)
+        .bodyValue(error(oci.code(), oci.getMessage()));
+  }
+
+  private static Map<String, Object> error(OciErrorCode code, String message) {
+    return Map.of("errors", List.of(Map.of("code", code.name(), "message", message == null ? "" : message)));
+  }
+
+  /** The whole stored blob: a file region (sendfile) when the store names a file, else its stream. */
+  private static BodyInserter<StoredContent, ReactiveHttpOutputMessage> whole(StoredContent content) {
+    return (message, context) -> {
+      if (message instanceof ZeroCopyHttpOutputMessage zeroCopy && content.file().isPresent()) {
+        return zeroCopy.writeWith(content.file().get(), 0, content.size());
+      }
+      return message.writeWith(content.read(0, content.size(), message.bufferFactory()));
+    };
+  }
+}

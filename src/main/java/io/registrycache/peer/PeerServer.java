@@ -1,0 +1,83 @@
+package io.registrycache.peer;
+
+import io.registrycache.cluster.ClusterMembership;
+import io.registrycache.cluster.ClusterProperties;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.http.server.reactive.HttpHandler;
+import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
+import org.springframework.stereotype.Component;
+import org.springframework.web.reactive.function.server.RequestPredicates;
+import org.springframework.web.reactive.function.server.RouterFunctions;
+import reactor.netty.DisposableServer;
+import reactor.netty.http.server.HttpServer;
+import reactor.netty.resources.LoopResources;
+
+/**
+ * The internal port of a replica, {@code registry-cache.cluster.peer-port} (default 8082): a
+ * Reactor Netty server of its own, apart from the pull port and the management port, bound only
+ * when a cluster is configured. It serves {@link PeerBlobEndpoint} and nothing else, on event
+ * loops of its own ({@code peer-server-*}) so closing it never touches another server's.
+ *
+ * <p>The peer port speaks plain HTTP; the shared token authenticates. Keep it reachable only from
+ * the other replicas (a NetworkPolicy, a private network): see docs/scale-out.md.
+ */
+@Component
+public class PeerServer implements SmartLifecycle {
+
+  private static final Logger log = LoggerFactory.getLogger(PeerServer.class);
+
+  private final ClusterMembership membership;
+  private final ClusterProperties properties;
+  private final PeerBlobEndpoint endpoint;
+  private volatile LoopResources loops;
+  private volatile DisposableServer server;
+
+  public PeerServer(ClusterMembership membership, ClusterProperties properties, PeerBlobEndpoint endpoint) {
+    this.membership = membership;
+    this.properties = properties;
+    this.endpoint = endpoint;
+  }
+
+  @Override
+  public void start() {
+    if (!membership.enabled() || server != null) {
+      return;
+    }
+    HttpHandler handler = RouterFunctions.toHttpHandler(RouterFunctions.route(RequestPredicates.all(), endpoint::handle));
+    loops = LoopResources.create("peer-server", 1, 2, true);
+    server = HttpServer.create()
+        .port(properties.peerPort())
+        .runOn(loops)
+        .handle(new ReactorHttpHandlerAdapter(handler))
+        .bindNow(Duration.ofSeconds(10));
+    log.info("peer endpoint listening on port {} (members: {})", server.port(), membership.members());
+  }
+
+  @Override
+  public void stop() {
+    DisposableServer s = server;
+    if (s != null) {
+      s.disposeNow(Duration.ofSeconds(5));
+      server = null;
+    }
+    LoopResources l = loops;
+    if (l != null) {
+      l.disposeLater(Duration.ZERO, Duration.ofSeconds(2)).block(Duration.ofSeconds(5));
+      loops = null;
+    }
+  }
+
+  @Override
+  public boolean isRunning() {
+    return server != null;
+  }
+
+  /** The port bound, or -1 when not running. */
+  public int port() {
+    DisposableServer s = server;
+    return s == null ? -1 : s.port();
+  }
+}

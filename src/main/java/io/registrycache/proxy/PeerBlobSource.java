@@ -1,0 +1,206 @@
+package io.registrycache.proxy;
+
+import io.netty.channel.ChannelOption;
+import io.registrycache.cluster.ClusterMembership;
+import io.registrycache.cluster.ClusterProperties;
+import io.registrycache.cluster.Member;
+import io.registrycache.cluster.PeerMetrics;
+import io.registrycache.cluster.PeerMetrics.Direction;
+import io.registrycache.cluster.PeerMetrics.FallbackReason;
+import io.registrycache.cluster.PeerMetrics.Outcome;
+import io.registrycache.cluster.PeerProtocol;
+import io.registrycache.cluster.PeerToken;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciException;
+import io.registrycache.oci.RepositoryName;
+import io.registrycache.upstream.Upstream;
+import io.registrycache.upstream.UpstreamBlob;
+import jakarta.annotation.PreDestroy;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.ResponseEntity;
+import org.springframework.http.client.reactive.ReactorClientHttpConnector;
+import org.springframework.stereotype.Component;
+import org.springframework.web.reactive.function.client.WebClient;
+import org.springframework.web.util.UriUtils;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.netty.http.client.HttpClient;
+import reactor.netty.resources.ConnectionProvider;
+import reactor.netty.resources.LoopResources;
+
+/**
+ * The blob miss path's hook for replicas (issue 11): a blob whose owner ({@link
+ * ClusterMembership#ownerElsewhere}) is another replica is fetched from that owner's peer
+ * endpoint ({@link PeerProtocol}) instead of the upstream, into the same {@link BlobDownload}, so
+ * it is verified and stored here as any fill; the owner's own pull-through (single-flight, content
+ * scope) makes the one upstream fetch.
+ *
+ * <p>Availability beats deduplication: when the owner cannot be reached, does not answer within
+ * {@code cluster.read-timeout}, or answers an error status other than "no such blob", the blob is
+ * fetched from the upstream here ({@code registry_cache_peer_fallbacks_total}); when the owner's
+ * body breaks off, the rest comes from a fresh upstream fetch whose first bytes (those already
+ * received) are skipped. So a replica killed or started costs at worst a duplicate upstream fetch,
+ * never a failed pull. Independent of the store: it only supplies the bytes of a fill.
+ */
+@Component
+public class PeerBlobSource {
+
+  private static final Logger log = LoggerFactory.getLogger(PeerBlobSource.class);
+
+  private final ClusterMembership membership;
+  private final PeerToken token;
+  private final PeerMetrics metrics;
+  private final LoopResources loops;
+  private final ConnectionProvider pool;
+  private final WebClient client;
+
+  @Autowired
+  public PeerBlobSource(ClusterMembership membership, ClusterProperties properties, PeerToken token, PeerMetrics metrics) {
+    this.membership = membership;
+    this.token = token;
+    this.metrics = metrics;
+    if (membership.enabled()) {
+      this.loops = LoopResources.create("peer-client", 2, true);
+      this.pool = ConnectionProvider.builder("peer-client")
+          .maxConnections(256)
+          .pendingAcquireMaxCount(4096)
+          .maxIdleTime(java.time.Duration.ofSeconds(30))
+          .build();
+      HttpClient http =
+          HttpClient.create(pool)
+              .runOn(loops)
+              .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.connectTimeout().toMillis())
+              .responseTimeout(properties.readTimeout())
+              .followRedirect(false)
+              .compress(false);
+      this.client = WebClient.builder().clientConnector(new ReactorClientHttpConnector(http)).build();
+    } else {
+      this.loops = null;
+      this.pool = null;
+      this.client = null;
+    }
+  }
+
+  /** No cluster: every blob comes from the upstream (for services built without Spring). */
+  static PeerBlobSource none() {
+    return new PeerBlobSource();
+  }
+
+  private PeerBlobSource() {
+    this.membership = null;
+    this.token = null;
+    this.metrics = null;
+    this.loops = null;
+    this.pool = null;
+    this.client = null;
+  }
+
+  /** The replica to fetch {@code digest} from, when it is owned by another one. */
+  Optional<Member> ownerElsewhere(Digest digest) {
+    return membership == null ? Optional.empty() : membership.ownerElsewhere(digest.toString());
+  }
+
+  /**
+   * {@code GET} of the blob from {@code owner}'s peer endpoint; {@code fromUpstream} when the
+   * owner cannot give it.
+   *
+   * @return the blob's size and body as the owner (or the upstream) sends them, unverified; an
+   *     {@code OciException} {@code BLOB_UNKNOWN} (404) when the owner's upstream has no such blob
+   */
+  Mono<UpstreamBlob> fetch(
+      Member owner, Upstream upstream, RepositoryName name, Digest digest, Supplier<Mono<UpstreamBlob>> fromUpstream) {
+    URI uri = URI.create("http://" + owner.id() + PeerProtocol.BLOBS
+        + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8) + "/" + name.value() + "/" + digest);
+    String what = upstream.key() + "/" + name + "@" + digest + " from owner " + owner;
+    return client
+        .get()
+        .uri(uri)
+        .header(HttpHeaders.AUTHORIZATION, token.authorization())
+        .retrieve()
+        .onStatus(status -> true, response -> Mono.empty()) // every status is handled below
+        .toEntityFlux(DataBuffer.class)
+        .flatMap(entity -> answer(entity, what, fromUpstream))
+        .onErrorResume(
+            e -> !(e instanceof OciException),
+            e -> {
+              metrics.request(Direction.OUT, Outcome.FAILED);
+              metrics.fallback(FallbackReason.UNREACHABLE);
+              log.warn("blob {}: owner unreachable ({}); fetching from the upstream", what, e.toString());
+              return fromUpstream.get();
+            });
+  }
+
+  private Mono<UpstreamBlob> answer(
+      ResponseEntity<Flux<DataBuffer>> entity, String what, Supplier<Mono<UpstreamBlob>> fromUpstream) {
+    int status = entity.getStatusCode().value();
+    Flux<DataBuffer> body = entity.getBody() == null ? Flux.empty() : entity.getBody();
+    if (status == 200) {
+      metrics.request(Direction.OUT, Outcome.OK);
+      log.debug("blob {}: streaming", what);
+      return Mono.just(new UpstreamBlob(entity.getHeaders().getContentLength(), resumable(body, what, fromUpstream)));
+    }
+    Mono<Void> drain = body.doOnNext(DataBufferUtils::release).then().onErrorComplete();
+    if (status == 404 && entity.getHeaders().containsHeader(PeerProtocol.HEADER)) {
+      metrics.request(Direction.OUT, Outcome.NOT_FOUND);
+      return drain.then(Mono.error(OciException.blobUnknown(what + ": the upstream has no such blob")));
+    }
+    metrics.request(Direction.OUT, Outcome.FAILED);
+    metrics.fallback(FallbackReason.ERROR_STATUS);
+    log.warn("blob {}: owner answered {}; fetching from the upstream", what, status);
+    return drain.then(Mono.defer(fromUpstream));
+  }
+
+  /** The owner's body; if it breaks off, the rest of a fresh upstream fetch. */
+  private Flux<DataBuffer> resumable(Flux<DataBuffer> body, String what, Supplier<Mono<UpstreamBlob>> fromUpstream) {
+    AtomicLong received = new AtomicLong();
+    return body.doOnNext(b -> received.addAndGet(b.readableByteCount()))
+        .onErrorResume(
+            e -> {
+              long skip = received.get();
+              metrics.fallback(FallbackReason.BROKEN_BODY);
+              log.warn("blob {}: owner's body broke off after {} bytes ({}); the rest from the upstream", what, skip, e.toString());
+              return Mono.defer(fromUpstream).flatMapMany(blob -> skip(blob.body(), skip));
+            });
+  }
+
+  /** {@code body} without its first {@code bytes} bytes; the buffers dropped are released. */
+  static Flux<DataBuffer> skip(Flux<DataBuffer> body, long bytes) {
+    AtomicLong left = new AtomicLong(bytes);
+    return body.<DataBuffer>handle(
+            (buffer, sink) -> {
+              long l = left.get();
+              int n = buffer.readableByteCount();
+              if (l == 0) {
+                sink.next(buffer);
+              } else if (n <= l) {
+                left.addAndGet(-n);
+                DataBufferUtils.release(buffer);
+              } else {
+                buffer.readPosition(buffer.readPosition() + (int) l);
+                left.set(0);
+                sink.next(buffer);
+              }
+            })
+        .doOnDiscard(DataBuffer.class, DataBufferUtils::release);
+  }
+
+  @PreDestroy
+  void close() {
+    if (pool != null) {
+      pool.disposeLater().block(java.time.Duration.ofSeconds(5));
+    }
+    if (loops != null) {
+      loops.disposeLater(java.time.Duration.ZERO, java.time.Duration.ofSeconds(2)).block(java.time.Duration.ofSeconds(5));
+    }
+  }
+}

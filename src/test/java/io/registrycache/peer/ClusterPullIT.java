@@ -1,0 +1,257 @@
+package io.registrycache.peer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.registrycache.cluster.Member;
+import io.registrycache.cluster.PeerMetrics;
+import io.registrycache.cluster.PeerMetrics.Direction;
+import io.registrycache.cluster.PeerMetrics.FallbackReason;
+import io.registrycache.cluster.PeerMetrics.Outcome;
+import io.registrycache.cluster.RendezvousHashing;
+import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.Sha256;
+import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.TestImages.Blob;
+import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.UpstreamRegistryContainer;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+/**
+ * Issue 11, one upstream fetch per blob across replicas: three replicas of the real service in
+ * this JVM (own storage, random pull ports, a static peers list naming each other's peer ports)
+ * in front of one real registry:2, whose log counts the upstream requests.
+ */
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class ClusterPullIT {
+
+  static final String TOKEN = "cluster-it-token-" + TestImages.RUN_ID + "-0123456789";
+  static final int REPLICAS = 3;
+
+  static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
+  static final List<ManualCache> replicas = new ArrayList<>();
+  static final List<Member> members = new ArrayList<>();
+
+  @BeforeAll
+  static void startReplicas() throws IOException {
+    List<Integer> ports = freePorts(REPLICAS);
+    ports.forEach(p -> members.add(new Member("127.0.0.1", p)));
+    String peers = members.stream().map(Member::id).collect(Collectors.joining(","));
+    for (int i = 0; i < REPLICAS; i++) {
+      replicas.add(ManualCache.start(
+          CacheProperties.cache(TestFiles.tempDirectory("registry-cache-cluster-" + i + "-"))
+              .localUpstream(upstream::baseUrl)
+              .set("registry-cache.cluster.peers", peers)
+              .set("registry-cache.cluster.peer-port", ports.get(i))
+              .set("registry-cache.cluster.self", members.get(i).id())
+              .set("registry-cache.cluster.token", TOKEN)));
+    }
+  }
+
+  @AfterAll
+  static void stopReplicas() {
+    replicas.forEach(ManualCache::close);
+  }
+
+  @Test
+  @Order(1)
+  void anImagePulledThroughEveryReplicaInTurnIsFetchedFromTheUpstreamOncePerBlob() {
+    Image image = upstream.pusher().push(imageOwnedByEveryReplica("turns", 2));
+    for (ManualCache replica : replicas) {
+      replica.client().pullAndVerify(image);
+    }
+    assertOneUpstreamGetPerBlob(image);
+    long asked = 0;
+    for (ManualCache replica : replicas) {
+      asked += metrics(replica).requests(Direction.OUT, Outcome.OK);
+    }
+    // Each replica asks the owner for the blobs it does not own: (n - 1) * blobs in all.
+    assertThat(asked).isGreaterThanOrEqualTo((long) (REPLICAS - 1) * image.blobs().size());
+    assertNoFallbacks();
+  }
+
+  @Test
+  @Order(2)
+  void anImagePulledThroughEveryReplicaAtOnceIsFetchedFromTheUpstreamOncePerBlob() throws Exception {
+    Image image = upstream.pusher().push(imageOwnedByEveryReplica("together", 2));
+    ExecutorService pool = Executors.newFixedThreadPool(REPLICAS * 2);
+    try {
+      CountDownLatch go = new CountDownLatch(1);
+      List<CompletableFuture<Void>> pulls = new ArrayList<>();
+      for (int round = 0; round < 2; round++) {
+        for (ManualCache replica : replicas) {
+          pulls.add(CompletableFuture.runAsync(() -> {
+            await(go);
+            replica.client().withTimeout(Duration.ofSeconds(120)).pullAndVerify(image);
+          }, pool));
+        }
+      }
+      go.countDown();
+      CompletableFuture.allOf(pulls.toArray(CompletableFuture[]::new)).get(180, TimeUnit.SECONDS);
+    } finally {
+      pool.shutdownNow();
+    }
+    assertOneUpstreamGetPerBlob(image);
+    assertNoFallbacks();
+  }
+
+  @Test
+  @Order(3)
+  void thePeerPortAnswersOnlyWithTheToken() throws Exception {
+    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("peer-auth"), "v1"));
+    Blob blob = image.layers().get(0);
+    String path = "/internal/v1/blobs/local/" + image.repository() + "/" + blob.digest();
+    ManualCache first = replicas.get(0);
+    int peerPort = members.get(0).port();
+    long refusedBefore = metrics(first).requests(Direction.IN, Outcome.UNAUTHORIZED);
+
+    assertThat(peerGet(peerPort, path, null).statusCode()).isEqualTo(401);
+    assertThat(peerGet(peerPort, path, "Bearer wrong-token-0123456789abcdef").statusCode()).isEqualTo(401);
+    assertThat(peerGet(peerPort, path, "Basic " + TOKEN).statusCode()).isEqualTo(401);
+    assertThat(peerGet(peerPort, "/v2/", null).statusCode()).as("nothing but 401 without the token").isEqualTo(401);
+    assertThat(metrics(first).requests(Direction.IN, Outcome.UNAUTHORIZED)).isEqualTo(refusedBefore + 4);
+    upstream.syncLogs();
+    assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest())).isZero();
+
+    HttpResponse<byte[]> ok = peerGet(peerPort, path, "Bearer " + TOKEN);
+    assertThat(ok.statusCode()).isEqualTo(200);
+    assertThat(Sha256.digest(ok.body())).isEqualTo(blob.digest());
+    assertThat(ok.headers().firstValue("Registry-Cache-Peer")).contains("1");
+    HttpResponse<byte[]> missing = peerGet(peerPort,
+        "/internal/v1/blobs/local/" + image.repository() + "/" + TestImages.unknownDigest(), "Bearer " + TOKEN);
+    assertThat(missing.statusCode()).isEqualTo(404);
+    assertThat(CacheClient.errorCode(missing)).isEqualTo("BLOB_UNKNOWN");
+
+    // The peer endpoint is not on the pull port.
+    assertThat(first.client().get(path, "Authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
+  }
+
+  @Test
+  @Order(4)
+  void withTheOwnerGoneTheOtherReplicasStillServeEveryBlobFromTheUpstream() {
+    Image image = upstream.pusher().push(imageOwnedByEveryReplica("owner-gone", 1));
+    int gone = REPLICAS - 1;
+    replicas.get(gone).close();
+    Map<String, Member> owners = owners(image);
+    List<Blob> orphaned = image.blobs().stream().filter(b -> owners.get(b.digest()).equals(members.get(gone))).toList();
+    assertThat(orphaned).isNotEmpty();
+
+    ManualCache survivor = replicas.get(0);
+    long before = metrics(survivor).fallbacks(FallbackReason.UNREACHABLE);
+    survivor.client().pullAndVerify(image);
+    assertThat(metrics(survivor).fallbacks(FallbackReason.UNREACHABLE) - before)
+        .as("blobs owned by the stopped replica, fetched from the upstream by the survivor")
+        .isEqualTo(orphaned.size());
+    assertOneUpstreamGetPerBlob(image);
+
+    // A second survivor pays at worst one more upstream fetch per orphaned blob, and never fails.
+    replicas.get(1).client().pullAndVerify(image);
+    upstream.syncLogs();
+    for (Blob blob : image.blobs()) {
+      long gets = upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest());
+      assertThat(gets).as("upstream GETs of %s", blob.digest()).isEqualTo(orphaned.contains(blob) ? 2 : 1);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  /** An image whose layers include at least {@code each} owned by every replica. */
+  static Image imageOwnedByEveryReplica(String purpose, int each) {
+    String repository = TestImages.uniqueRepository("cluster-" + purpose);
+    List<byte[]> layers = new ArrayList<>();
+    Map<Member, Integer> owned = new HashMap<>();
+    for (long seed = 0; owned.size() < REPLICAS || owned.values().stream().anyMatch(n -> n < each); seed++) {
+      byte[] layer = TestImages.randomBytes(256 * 1024 + (int) (seed * 4099), repository.hashCode() * 31L + seed);
+      layers.add(layer);
+      owned.merge(RendezvousHashing.owner(Sha256.digest(layer), members).orElseThrow(), 1, Integer::sum);
+    }
+    return TestImages.withLayers(repository, "v1", layers.toArray(byte[][]::new));
+  }
+
+  static Map<String, Member> owners(Image image) {
+    Map<String, Member> owners = new HashMap<>();
+    image.blobs().forEach(b -> owners.put(b.digest(), RendezvousHashing.owner(b.digest(), members).orElseThrow()));
+    return owners;
+  }
+
+  static void assertOneUpstreamGetPerBlob(Image image) {
+    upstream.syncLogs();
+    System.out.printf("ClusterPullIT %s: %d blobs, %d replicas, upstream blob GETs %s%n", image.repository(),
+        image.blobs().size(), REPLICAS, image.blobs().stream()
+            .map(b -> upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + b.digest()))
+            .toList());
+    for (Blob blob : image.blobs()) {
+      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+          .as("upstream GETs of blob %s (%d bytes)", blob.digest(), blob.size())
+          .isEqualTo(1);
+    }
+  }
+
+  static void assertNoFallbacks() {
+    for (ManualCache replica : replicas) {
+      for (FallbackReason reason : FallbackReason.values()) {
+        assertThat(metrics(replica).fallbacks(reason)).as("fallbacks %s", reason).isZero();
+      }
+    }
+  }
+
+  static PeerMetrics metrics(ManualCache replica) {
+    return replica.context().getBean(PeerMetrics.class);
+  }
+
+  static HttpResponse<byte[]> peerGet(int port, String path, String authorization) throws Exception {
+    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+        .timeout(Duration.ofSeconds(30));
+    if (authorization != null) {
+      request.header("Authorization", authorization);
+    }
+    return HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+  }
+
+  static List<Integer> freePorts(int n) throws IOException {
+    List<ServerSocket> sockets = new ArrayList<>();
+    try {
+      for (int i = 0; i < n; i++) {
+        sockets.add(new ServerSocket(0));
+      }
+      return sockets.stream().map(ServerSocket::getLocalPort).toList();
+    } finally {
+      for (ServerSocket s : sockets) {
+        s.close();
+      }
+    }
+  }
+
+  static void await(CountDownLatch latch) {
+    try {
+      latch.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+}

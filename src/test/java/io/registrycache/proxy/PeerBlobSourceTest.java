@@ -1,0 +1,206 @@
+package io.registrycache.proxy;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import com.sun.net.httpserver.HttpServer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.registrycache.cluster.ClusterMembership;
+import io.registrycache.cluster.ClusterProperties;
+import io.registrycache.cluster.Member;
+import io.registrycache.cluster.PeerMetrics;
+import io.registrycache.cluster.PeerMetrics.Direction;
+import io.registrycache.cluster.PeerMetrics.FallbackReason;
+import io.registrycache.cluster.PeerMetrics.Outcome;
+import io.registrycache.cluster.PeerProtocol;
+import io.registrycache.cluster.PeerToken;
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import io.registrycache.oci.RepositoryName;
+import io.registrycache.upstream.ScriptedHttp;
+import io.registrycache.upstream.Upstream;
+import io.registrycache.upstream.UpstreamBlob;
+import java.io.OutputStream;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The non-owner's side of the peer protocol against a scripted owner on loopback: what it sends,
+ * and when it falls back to the upstream (availability beats deduplication).
+ */
+class PeerBlobSourceTest {
+
+  static final String TOKEN = "unit-test-token-0123456789";
+  static final byte[] BLOB = new byte[300_000];
+  static final Digest DIGEST;
+  static final Upstream UPSTREAM =
+      new Upstream("local", "upstream.test", URI.create("http://upstream.test"), Set.of(), false, new RegistryCacheProperties.Upstream());
+  static final RepositoryName NAME = RepositoryName.parse("team/app");
+
+  static {
+    new Random(7).nextBytes(BLOB);
+    DIGEST = Digest.sha256(BLOB);
+  }
+
+  final List<AutoCloseable> closeables = new ArrayList<>();
+  final AtomicInteger upstreamFetches = new AtomicInteger();
+  final Supplier<Mono<UpstreamBlob>> fromUpstream = () -> {
+    upstreamFetches.incrementAndGet();
+    return Mono.just(new UpstreamBlob(BLOB.length, chunks(BLOB, 65_536)));
+  };
+  HttpServer owner;
+  PeerMetrics metrics;
+  PeerBlobSource source;
+  Member member;
+
+  @BeforeEach
+  void setUp() {
+    owner = ScriptedHttp.server(closeables);
+    member = new Member("127.0.0.1", owner.getAddress().getPort());
+    source = source(member);
+  }
+
+  PeerBlobSource source(Member peer) {
+    ClusterProperties properties = new ClusterProperties(
+        List.of(peer.id(), "127.0.0.1:1"), null, 8082, Duration.ofSeconds(10), "127.0.0.1:1", TOKEN, null,
+        Duration.ofSeconds(2), Duration.ofSeconds(5));
+    metrics = new PeerMetrics(new SimpleMeterRegistry());
+    PeerBlobSource s = new PeerBlobSource(
+        new ClusterMembership(properties, Clock.systemUTC()), properties, new PeerToken(properties), metrics);
+    closeables.add(s::close);
+    return s;
+  }
+
+  @AfterEach
+  void tearDown() throws Exception {
+    for (AutoCloseable c : closeables) {
+      c.close();
+    }
+  }
+
+  @Test
+  void theOwnersBytesAreStreamedWithTheTokenAndTheUpstreamIsNotAsked() {
+    AtomicReference<String> path = new AtomicReference<>();
+    AtomicReference<String> auth = new AtomicReference<>();
+    owner.createContext("/", exchange -> {
+      path.set(exchange.getRequestURI().getRawPath());
+      auth.set(exchange.getRequestHeaders().getFirst("Authorization"));
+      exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
+      exchange.sendResponseHeaders(200, BLOB.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(BLOB);
+      }
+    });
+    assertThat(read(fetch())).isEqualTo(BLOB);
+    assertThat(path.get()).isEqualTo("/internal/v1/blobs/local/team/app/" + DIGEST);
+    assertThat(auth.get()).isEqualTo("Bearer " + TOKEN);
+    assertThat(upstreamFetches).hasValue(0);
+    assertThat(metrics.requests(Direction.OUT, Outcome.OK)).isEqualTo(1);
+  }
+
+  @Test
+  void aBodyThatBreaksOffIsCompletedFromTheUpstreamWithoutRepeatingAByte() {
+    owner.createContext("/", exchange -> {
+      exchange.sendResponseHeaders(200, BLOB.length);
+      OutputStream out = exchange.getResponseBody();
+      out.write(BLOB, 0, 100_001);
+      out.flush();
+      exchange.close(); // the owner dies mid-body: fewer bytes than announced, connection closed
+    });
+    assertThat(read(fetch())).isEqualTo(BLOB);
+    assertThat(upstreamFetches).hasValue(1);
+    assertThat(metrics.fallbacks(FallbackReason.BROKEN_BODY)).isEqualTo(1);
+  }
+
+  @Test
+  void anErrorStatusBeforeTheBodyFallsBackToTheUpstream() {
+    owner.createContext("/", exchange -> ScriptedHttp.respond(exchange, 503, java.util.Map.of(), "busy".getBytes()));
+    assertThat(read(fetch())).isEqualTo(BLOB);
+    assertThat(metrics.fallbacks(FallbackReason.ERROR_STATUS)).isEqualTo(1);
+    assertThat(metrics.requests(Direction.OUT, Outcome.FAILED)).isEqualTo(1);
+  }
+
+  @Test
+  void theOwnersNoSuchBlobIsBelievedButA404FromSomethingElseIsNot() {
+    AtomicInteger marked = new AtomicInteger(1);
+    owner.createContext("/", exchange -> {
+      if (marked.get() == 1) {
+        exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
+      }
+      ScriptedHttp.respond(exchange, 404, java.util.Map.of(), "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\"}]}".getBytes());
+    });
+    assertThatThrownBy(() -> read(fetch()))
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN));
+    assertThat(upstreamFetches).hasValue(0);
+    assertThat(metrics.requests(Direction.OUT, Outcome.NOT_FOUND)).isEqualTo(1);
+
+    marked.set(0); // e.g. a replica of another version that does not know the path
+    assertThat(read(fetch())).isEqualTo(BLOB);
+    assertThat(metrics.fallbacks(FallbackReason.ERROR_STATUS)).isEqualTo(1);
+  }
+
+  @Test
+  void anOwnerNobodyListensOnIsUnreachable() throws Exception {
+    int closedPort;
+    try (ServerSocket socket = new ServerSocket(0)) {
+      closedPort = socket.getLocalPort();
+    }
+    PeerBlobSource toNowhere = source(new Member("127.0.0.1", closedPort));
+    assertThat(read(toNowhere.fetch(new Member("127.0.0.1", closedPort), UPSTREAM, NAME, DIGEST, fromUpstream)))
+        .isEqualTo(BLOB);
+    assertThat(metrics.fallbacks(FallbackReason.UNREACHABLE)).isEqualTo(1);
+  }
+
+  @Test
+  void skipDropsExactlyTheBytesAlreadyReceived() {
+    for (long skip : new long[] {0, 1, 65_535, 65_536, 65_537, BLOB.length - 1, BLOB.length}) {
+      byte[] rest = readFlux(PeerBlobSource.skip(chunks(BLOB, 65_536), skip));
+      assertThat(rest).as("skip %d", skip).isEqualTo(java.util.Arrays.copyOfRange(BLOB, (int) skip, BLOB.length));
+    }
+  }
+
+  Mono<UpstreamBlob> fetch() {
+    return source.fetch(member, UPSTREAM, NAME, DIGEST, fromUpstream);
+  }
+
+  static byte[] read(Mono<UpstreamBlob> blob) {
+    return readFlux(blob.flatMapMany(UpstreamBlob::body));
+  }
+
+  /** Every buffer's bytes in order (buffers of the owner and of the upstream are of different kinds). */
+  static byte[] readFlux(Flux<DataBuffer> body) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    body.doOnNext(buffer -> {
+      byte[] bytes = new byte[buffer.readableByteCount()];
+      buffer.read(bytes);
+      DataBufferUtils.release(buffer);
+      out.writeBytes(bytes);
+    }).blockLast(Duration.ofSeconds(20));
+    return out.toByteArray();
+  }
+
+  static Flux<DataBuffer> chunks(byte[] bytes, int size) {
+    return Flux.range(0, (bytes.length + size - 1) / size)
+        .map(i -> DefaultDataBufferFactory.sharedInstance.wrap(
+            java.util.Arrays.copyOfRange(bytes, i * size, Math.min(bytes.length, (i + 1) * size))));
+  }
+}
