@@ -23,6 +23,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.stereotype.Component;
 
 /**
@@ -42,8 +43,12 @@ import org.springframework.stereotype.Component;
  * misses and fetch it again — but unlinks the file only after {@code storage.delete-grace}, so a
  * request that looked the blob up just before can still open it. A file a reader has open may be
  * unlinked at any time: on Linux the reader keeps the inode.
+ *
+ * <p>The store when {@code registry-cache.storage.type} is {@code filesystem} or unset; {@code s3}
+ * selects {@link io.registrycache.storage.s3.S3BlobStore} instead ({@code S3StorageConfiguration}).
  */
 @Component
+@ConditionalOnProperty(prefix = "registry-cache.storage", name = "type", havingValue = "filesystem", matchIfMissing = true)
 public class FileBlobStore implements BlobStore {
 
   private static final Logger log = LoggerFactory.getLogger(FileBlobStore.class);
