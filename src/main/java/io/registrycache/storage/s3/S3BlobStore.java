@@ -9,6 +9,7 @@ import io.registrycache.storage.StorageLayout;
 import io.registrycache.storage.StoredContent;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -65,7 +66,8 @@ import reactor.core.scheduler.Schedulers;
  * wrong answer, so a replica that starts empty only re-confirms.
  *
  * <p><b>Reading.</b> {@link StoredContent} without a file: whole or ranged GETs of the object,
- * streamed through the replica.
+ * streamed through the replica; with {@code storage.s3.redirect}, a presigned URL of the object
+ * that the registry API answers with a 307 ({@link StoredContent#redirect}).
  */
 public final class S3BlobStore implements BlobStore {
 
@@ -83,6 +85,7 @@ public final class S3BlobStore implements BlobStore {
   private final Duration deleteGrace;
   private final long partSize;
   private final Duration abandonedUploadAge;
+  private final boolean redirect;
   private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
   /** Open writers per digest: a pending delete waits for them. */
   private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
@@ -111,6 +114,7 @@ public final class S3BlobStore implements BlobStore {
     this.deleteGrace = deleteGrace;
     this.partSize = properties.partSize().toBytes();
     this.abandonedUploadAge = properties.abandonedUploadAge();
+    this.redirect = properties.redirect();
     this.executor =
         Executors.newSingleThreadScheduledExecutor(
             r -> {
@@ -445,6 +449,12 @@ public final class S3BlobStore implements BlobStore {
     @Override
     public Optional<Path> file() {
       return Optional.empty();
+    }
+
+    /** A presigned GET of the object when {@code storage.s3.redirect} is on. */
+    @Override
+    public Optional<URI> redirect() {
+      return redirect ? Optional.of(objects.presignGet(key(digest))) : Optional.empty();
     }
   }
 

@@ -26,8 +26,8 @@ import org.springframework.util.unit.DataSize;
  * @param secretAccessKey static secret (prefer {@code secret-access-key-file})
  * @param secretAccessKeyFile file holding the secret (a mounted Kubernetes Secret)
  * @param presignTtl lifetime of presigned URLs handed to clients
- * @param redirect answer a blob GET with a 307 to a presigned URL of the object instead of
- *     streaming it through the replica (not wired yet: see docs/scale-out.md)
+ * @param redirect answer a GET of a stored blob with a 307 to a presigned URL of its object
+ *     instead of streaming it through the replica; clients must reach {@code endpoint}
  * @param abandonedUploadAge multipart uploads started longer ago than this are taken for those of
  *     a replica killed during a fill and aborted, at start-up and every half of it; must exceed
  *     the longest fill
