@@ -78,14 +78,14 @@ public abstract class BlobStoreContract {
   }
 
   /** Appends {@code content} in 1 MiB writes, as a fill does, and commits with its size. */
-  static long write(BlobStore.Writer w, byte[] content) throws IOException {
+  protected static long write(BlobStore.Writer w, byte[] content) throws IOException {
     for (int off = 0; off < content.length; off += 1 << 20) {
       w.append(ByteBuffer.wrap(content, off, Math.min(1 << 20, content.length - off)));
     }
     return w.commit(content.length);
   }
 
-  static byte[] read(StoredContent content, long start, long count) {
+  protected static byte[] read(StoredContent content, long start, long count) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     content.read(start, count, DefaultDataBufferFactory.sharedInstance)
         .doOnNext(b -> {

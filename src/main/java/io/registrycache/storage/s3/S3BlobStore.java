@@ -43,7 +43,8 @@ import reactor.core.scheduler.Schedulers;
  * ({@link BlobWriter}, which verifies size and digest in {@code commit}; clients joined to the
  * fill tail that file), and uploads it as it grows: each time {@code storage.s3.part-size} bytes
  * are in the file beyond what was sent, that region goes as the next part of a multipart upload
- * (started with the first part, straight from the file). At commit, once verified, the rest goes
+ * (started with the first part, straight from the file; at most {@value #MAX_PARTS_IN_FLIGHT} parts
+ * in flight, the fill waits beyond that). At commit, once verified, the rest goes
  * as the last part and the upload is completed to the final key; a blob smaller than one part is
  * one PUT of the verified file. A mismatch, an upstream error or an abort aborts the upload, so no
  * object ever appears under a final key unverified; uploads of a replica killed mid-fill are
@@ -76,6 +77,8 @@ public final class S3BlobStore implements BlobStore {
   public static final String BLOBS = "blobs/";
   /** Longest wait for one object-store operation from a blocking caller. */
   static final Duration REQUEST_TIMEOUT = Duration.ofMinutes(10);
+  /** Parts of one upload being sent at once, at most; a fill waits for the oldest beyond that. */
+  static final int MAX_PARTS_IN_FLIGHT = 4;
   private static final Duration MIN_TEMP_GRACE = Duration.ofSeconds(30);
   private static final int CHUNK = 64 * 1024;
 
@@ -260,6 +263,8 @@ public final class S3BlobStore implements BlobStore {
         if (upload == null) {
           upload = await(objects.startUpload(key(digest)));
         }
+        // Backpressure: a fill outrunning the store waits here (and so reads its upstream slower).
+        await(upload.partsInFlightAtMost(MAX_PARTS_IN_FLIGHT - 1));
         upload.addPart(temp, sent, partSize);
         sent += partSize;
       }

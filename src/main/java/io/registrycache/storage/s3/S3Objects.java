@@ -319,6 +319,20 @@ public final class S3Objects implements AutoCloseable {
           .thenApply(r -> CompletedPart.builder().partNumber(number).eTag(r.eTag()).build()));
     }
 
+    /**
+     * Completes when at most {@code max} of the parts added so far are still being sent (the
+     * oldest are waited for); errors when one of those waited for failed. For backpressure: a
+     * writer waits on it before adding more.
+     */
+    public Mono<Void> partsInFlightAtMost(int max) {
+      List<CompletableFuture<CompletedPart>> sending = parts.stream().filter(p -> !p.isDone()).toList();
+      if (sending.size() <= max) {
+        return Mono.empty();
+      }
+      return Mono.fromFuture(CompletableFuture.allOf(
+          sending.subList(0, sending.size() - max).toArray(CompletableFuture[]::new)));
+    }
+
     /** Makes the object visible under its key once every part is stored. */
     public Mono<Void> complete() {
       List<CompletableFuture<CompletedPart>> all = List.copyOf(parts);

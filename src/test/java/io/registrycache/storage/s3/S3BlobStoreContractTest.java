@@ -103,6 +103,16 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   }
 
   @Test
+  void aFillOfMorePartsThanMayBeInFlightIsStoredWhole() throws Exception {
+    int size = (S3BlobStore.MAX_PARTS_IN_FLIGHT + 2) * PART + 5;
+    byte[] content = random(size, 23);
+    Digest digest = Digest.sha256(content);
+    assertThat(write(store().newWriter(digest), content)).isEqualTo(size);
+    assertThat(writesInProgress()).isZero();
+    assertThat(read(store().open(digest).orElseThrow(), 0, size)).isEqualTo(content);
+  }
+
+  @Test
   void uploadsOfAKilledReplicaAreAbortedAtStartUp() throws Exception {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);
