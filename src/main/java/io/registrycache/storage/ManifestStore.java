@@ -9,12 +9,6 @@ import io.registrycache.oci.MediaType;
 import io.registrycache.oci.Reference;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributeView;
-import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -23,15 +17,16 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
- * Manifests by digest — in memory (Caffeine, bounded by total body bytes) and on disk — and tag
- * links (upstream, repository, tag → digest), kept apart from the content.
+ * Manifests by digest — in memory (Caffeine, bounded by total body bytes) and durably (on disk, or
+ * in the object store with {@code storage.type=s3}: {@link ManifestPersistence}) — and tag links
+ * (upstream, repository, tag → digest, with the time the upstream last confirmed it), kept apart
+ * from the content.
  *
  * <p>Every stored manifest has an index {@link Entry} in memory (size, stored, last pulled, and
  * once read: media type and references), built at start-up from one {@code stat} per file. A pull
@@ -82,7 +77,7 @@ public class ManifestStore {
     }
   }
 
-  private final StorageLayout layout;
+  private final ManifestPersistence persistence;
   private final BlobStore blobs;
   private final Clock clock;
   private final Cache<Digest, StoredManifest> memory;
@@ -90,10 +85,22 @@ public class ManifestStore {
   private final AtomicLong bytes = new AtomicLong();
   private final ContentLinks links;
 
-  @Autowired
+  /** A store on the file system under {@code layout} ({@link FileManifestPersistence}). */
   public ManifestStore(StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
       throws IOException {
-    this.layout = layout;
+    this(new FileManifestPersistence(layout), layout, blobs, properties, clock);
+  }
+
+  /**
+   * @param persistence where manifests and tag links are kept: the file system or the object
+   *     store ({@code storage.type})
+   * @param layout local folders (the content links of manifests stay on the replica)
+   */
+  @Autowired
+  public ManifestStore(
+      ManifestPersistence persistence, StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
+      throws IOException {
+    this.persistence = persistence;
     this.blobs = blobs;
     this.clock = clock;
     this.memory =
@@ -102,13 +109,11 @@ public class ManifestStore {
             .weigher((Digest d, StoredManifest m) -> m.body().length)
             .build();
     long started = System.nanoTime();
-    layout.scanContent(
-        layout.manifestsRoot(),
-        (digest, attrs) -> {
-          long created = attrs.lastModifiedTime().toMillis();
-          long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
-          index.put(digest, new Entry(attrs.size(), created, pulled));
-          bytes.addAndGet(attrs.size());
+    persistence.scan(
+        found -> {
+          if (index.put(found.digest(), new Entry(found.size(), found.createdMillis(), found.lastPulledMillis())) == null) {
+            bytes.addAndGet(found.size());
+          }
         });
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
@@ -146,10 +151,14 @@ public class ManifestStore {
       return Optional.of(inMemory);
     }
     try {
-      byte[] body = Files.readAllBytes(layout.manifest(digest));
+      Optional<byte[]> stored = persistence.body(digest);
+      if (stored.isEmpty()) {
+        return Optional.empty();
+      }
+      byte[] body = stored.get();
       MediaType mediaType;
       try {
-        mediaType = MediaType.parse(Files.readString(layout.manifestType(digest), StandardCharsets.UTF_8).trim());
+        mediaType = MediaType.parse(persistence.mediaType(digest).orElse(""));
       } catch (IllegalArgumentException e) {
         log.error("stored manifest {} has an unreadable media type; removing it", digest);
         delete(digest);
@@ -166,8 +175,6 @@ public class ManifestStore {
         memory.put(digest, manifest);
       }
       return Optional.of(manifest);
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read manifest " + digest, e);
     }
@@ -225,11 +232,10 @@ public class ManifestStore {
 
   /** Makes a verified manifest visible: disk, index, memory. Called by its writer's commit. */
   void store(StoredManifest manifest) {
-    Path target = layout.manifest(manifest.digest());
-    if (!Files.exists(target)) {
-      layout.writeAtomically(
-          layout.manifestType(manifest.digest()), (manifest.mediaType() + "\n").getBytes(StandardCharsets.UTF_8));
-      layout.writeAtomically(target, manifest.body());
+    try {
+      persistence.write(manifest.digest(), manifest.mediaType(), manifest.body());
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot store manifest " + manifest.digest(), e);
     }
     long now = clock.millis();
     Entry[] fresh = new Entry[1];
@@ -253,8 +259,7 @@ public class ManifestStore {
     }
     memory.invalidate(digest);
     links.unlinkAll(digest);
-    Files.deleteIfExists(layout.manifest(digest));
-    Files.deleteIfExists(layout.manifestType(digest));
+    persistence.delete(digest);
   }
 
   /** The index entry of a stored manifest. */
@@ -286,19 +291,10 @@ public class ManifestStore {
     if (m.isEmpty()) {
       return Optional.empty();
     }
-    restoreAccessTime(digest, e.persistedMillis);
+    persistence.recordPull(digest, e.persistedMillis); // reading was no pull
     c = contentOf(m.get().mediaType(), m.get().body());
     e.content = c;
     return Optional.of(c);
-  }
-
-  private void restoreAccessTime(Digest digest, long millis) {
-    try {
-      Files.getFileAttributeView(layout.manifest(digest), BasicFileAttributeView.class)
-          .setTimes(null, FileTime.fromMillis(millis), null);
-    } catch (IOException ignored) {
-      // only the eviction order after a restart depends on it
-    }
   }
 
   /**
@@ -312,7 +308,7 @@ public class ManifestStore {
       Entry e = me.getValue();
       long pulled = e.lastPulledMillis;
       if (pulled > e.persistedMillis) {
-        restoreAccessTime(me.getKey(), pulled);
+        persistence.recordPull(me.getKey(), pulled);
         e.persistedMillis = pulled;
         n++;
       }
@@ -320,102 +316,44 @@ public class ManifestStore {
     return n;
   }
 
-  /** Every tag link on disk, all upstreams and repositories. Blocking. */
+  /** Every tag link, all upstreams and repositories. Blocking. */
   public List<TagRef> allTags() {
-    Path root = layout.tagsRoot();
-    List<TagRef> out = new ArrayList<>();
-    try (Stream<Path> files = Files.walk(root)) {
-      for (Path p : (Iterable<Path>) files::iterator) {
-        Path parent = p.getParent();
-        if (parent == null || !parent.getFileName().toString().equals("_tags") || !Files.isRegularFile(p)) {
-          continue;
-        }
-        Path rel = root.relativize(parent.getParent());
-        if (rel.getNameCount() < 2) {
-          continue;
-        }
-        String upstream = rel.getName(0).toString();
-        String repository = rel.subpath(1, rel.getNameCount()).toString().replace('\\', '/');
-        try {
-          String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-          out.add(new TagRef(upstream, repository, p.getFileName().toString(), Digest.parse(value),
-              Files.getLastModifiedTime(p).toInstant()));
-        } catch (NoSuchFileException e) {
-          // removed meanwhile
-        } catch (IOException | RuntimeException e) {
-          log.warn("ignoring unreadable tag link {}: {}", p, e.toString());
-        }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot list tag links", e);
-    }
-    return out;
+    return persistence.allTags();
   }
 
   /** Removes the tag link of {@code ref} if it still points at the same digest. Blocking. */
   public boolean deleteTag(TagRef ref) {
-    Path p = layout.tag(ref.upstream(), ref.repository(), ref.tag());
-    try {
-      String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-      if (!value.equals(ref.digest().toString())) {
-        return false; // moved by a pull meanwhile: it is not what was selected
-      }
-      Files.deleteIfExists(p);
-      return true;
-    } catch (NoSuchFileException e) {
-      return false;
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot delete tag link " + p, e);
+    Optional<TagRef> now = persistence.findTag(ref.upstream(), ref.repository(), ref.tag());
+    if (now.isEmpty() || !now.get().digest().equals(ref.digest())) {
+      return false; // moved by a pull meanwhile (or gone): it is not what was selected
     }
+    persistence.deleteTag(ref.upstream(), ref.repository(), ref.tag());
+    return true;
   }
 
   /** The link of a cached tag, if any. Blocking. */
   public Optional<TagRef> findTag(String upstreamKey, String name, Reference.Tag tag) {
-    Path p = layout.tag(upstreamKey, name, tag.name());
-    try {
-      String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-      Instant validatedAt = Files.getLastModifiedTime(p).toInstant();
-      return Optional.of(new TagRef(upstreamKey, name, tag.name(), Digest.parse(value), validatedAt));
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read tag link " + p, e);
-    }
+    return persistence.findTag(upstreamKey, name, tag.name());
   }
 
   /** Points a tag at a digest, validated now. Blocking. */
   public void putTag(String upstreamKey, String name, Reference.Tag tag, Digest digest) {
-    layout.writeAtomically(
-        layout.tag(upstreamKey, name, tag.name()), (digest + "\n").getBytes(StandardCharsets.UTF_8));
+    persistence.putTag(upstreamKey, name, tag.name(), digest, Instant.now());
   }
 
   /** Records that the upstream confirmed a tag link now. Blocking. */
   public void touchTag(String upstreamKey, String name, Reference.Tag tag) {
-    try {
-      Files.setLastModifiedTime(layout.tag(upstreamKey, name, tag.name()), FileTime.from(Instant.now()));
-    } catch (IOException e) {
-      log.warn("cannot touch tag link {}:{}: {}", name, tag, e.toString());
-    }
+    persistence.touchTag(upstreamKey, name, tag.name(), Instant.now());
   }
 
   /** Removes a tag link. Blocking. */
   public void deleteTag(String upstreamKey, String name, Reference.Tag tag) {
-    StorageLayout.deleteQuietly(layout.tag(upstreamKey, name, tag.name()));
+    persistence.deleteTag(upstreamKey, name, tag.name());
   }
 
   /** The cached tags of a repository, in lexical order. Blocking. */
   public List<String> tags(String upstreamKey, String name) {
-    Path dir = layout.tagsDir(upstreamKey, name);
-    if (!Files.isDirectory(dir)) {
-      return List.of();
-    }
-    try (Stream<Path> s = Files.list(dir)) {
-      List<String> tags = new ArrayList<>(s.map(p -> p.getFileName().toString()).toList());
-      tags.sort(null);
-      return tags;
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot list " + dir, e);
-    }
+    return persistence.tags(upstreamKey, name);
   }
 
   /** Number of manifests on disk. */

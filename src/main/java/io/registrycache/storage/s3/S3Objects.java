@@ -152,6 +152,21 @@ public final class S3Objects implements AutoCloseable {
         .flatMapMany(Flux::from);
   }
 
+  /** Whole-object write of a small object held in memory (a manifest, a tag link). */
+  public Mono<Void> putBytes(String key, byte[] bytes) {
+    return Mono.fromFuture(() -> client.putObject(
+            b -> b.bucket(bucket).key(prefix + key).contentLength((long) bytes.length),
+            AsyncRequestBody.fromBytes(bytes)))
+        .then();
+  }
+
+  /** The whole content of a small object; empty when there is no such object. */
+  public Mono<Optional<byte[]>> readAll(String key) {
+    return Mono.fromFuture(() -> client.getObject(b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toBytes()))
+        .map(r -> Optional.of(r.asByteArray()))
+        .onErrorResume(S3Objects::notFound, e -> Mono.just(Optional.empty()));
+  }
+
   /** Whole-object write of {@code length} bytes of {@code file} from {@code position}. */
   public Mono<Void> putFile(String key, Path file, long position, long length) {
     return Mono.fromFuture(() -> client.putObject(

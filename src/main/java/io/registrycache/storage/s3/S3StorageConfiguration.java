@@ -13,8 +13,9 @@ import org.springframework.context.annotation.Configuration;
  * The object-store backend, chosen once at start-up by {@code registry-cache.storage.type=s3}
  * (default {@code filesystem}: {@link io.registrycache.storage.FileBlobStore}, which is
  * conditional on the same property). The rest of the cache sees only the {@link
- * io.registrycache.storage.BlobStore} bean. {@code storage.path} stays in use on the replica: the
- * fills' temporary files and the content links.
+ * io.registrycache.storage.BlobStore} and {@link io.registrycache.storage.ManifestPersistence}
+ * beans. {@code storage.path} stays in use on the replica: the fills' temporary files and the
+ * content links.
  */
 @Configuration(proxyBeanMethods = false)
 @ConditionalOnProperty(prefix = "registry-cache.storage", name = "type", havingValue = "s3")
@@ -27,6 +28,12 @@ public class S3StorageConfiguration {
   S3Objects s3Objects(S3StorageProperties properties) {
     log.info("storage type s3: {}", properties); // toString hides the secrets
     return S3Objects.create(properties);
+  }
+
+  /** Manifests and tag links in the bucket, under the {@code ManifestStore}'s index and memory cache. */
+  @Bean
+  S3ManifestPersistence s3ManifestPersistence(S3Objects objects) {
+    return new S3ManifestPersistence(objects);
   }
 
   /** The blob store: index listed from the bucket at start-up, abandoned uploads aborted. */
