@@ -34,8 +34,8 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
 /**
  * The whole service on {@code registry-cache.storage.type=s3}: a real {@code registry:2} upstream
  * (Testcontainers), a real S3-API server in the test JVM (s3proxy, signature v4), and {@code
- * skopeo} as the client. The blobs land in the bucket under {@code <prefix>/blobs/sha256/<hex>}
- * (none on the local disk), a layer larger than two parts goes up as a multipart upload, and a
+ * skopeo} as the client. The blobs land in the bucket under {@code <prefix>/blobs/sha256/<hex>},
+ * the manifest and tag link under {@code manifests/} and {@code tags/} (none on the local disk), a layer larger than two parts goes up as a multipart upload, and a
  * second pull is served from the bucket, whole and ranged, without the upstream.
  */
 class S3StoragePullIT extends AbstractCacheIT {
@@ -96,6 +96,12 @@ class S3StoragePullIT extends AbstractCacheIT {
       assertThat(blobFile(storage, blob.digest())).as("nothing on the local disk").doesNotExist();
     }
     assertThat(objects.uploadsInProgress("").collectList().block()).as("no upload left open").isEmpty();
+    assertThat(objects.stat("manifests/sha256/" + Sha256.hexOf(image.manifest().digest())).block())
+        .as("the manifest in the bucket").isPresent();
+    assertThat(objects.list("tags/").collectList().block())
+        .as("the tag link in the bucket")
+        .anySatisfy(k -> assertThat(k).endsWith("/" + image.repository() + "/_tags/v1"));
+    assertThat(TestFiles.regularFiles(storage.resolve("manifests"))).as("no manifest on the local disk").isEmpty();
     assertThat(TestFiles.regularFiles(storage.resolve("blobs"))).isEmpty();
 
     String layerPath = "/v2/" + image.repository() + "/blobs/" + image.largestLayer().digest();
