@@ -41,6 +41,11 @@ public final class FileManifestPersistence implements ManifestPersistence {
   }
 
   @Override
+  public ContentLinks.Persistence links() {
+    return ContentLinks.files(layout, "manifests");
+  }
+
+  @Override
   public void scan(Consumer<Found> visitor) {
     layout.scanContent(
         layout.manifestsRoot(),

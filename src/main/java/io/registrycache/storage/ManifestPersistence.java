@@ -55,4 +55,7 @@ public interface ManifestPersistence {
 
   /** The tags of one repository, in lexical order. */
   List<String> tags(String upstreamKey, String name);
+
+  /** Where the content links of manifests are kept: beside the manifests. */
+  ContentLinks.Persistence links();
 }

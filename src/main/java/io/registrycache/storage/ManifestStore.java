@@ -88,17 +88,15 @@ public class ManifestStore {
   /** A store on the file system under {@code layout} ({@link FileManifestPersistence}). */
   public ManifestStore(StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
       throws IOException {
-    this(new FileManifestPersistence(layout), layout, blobs, properties, clock);
+    this(new FileManifestPersistence(layout), blobs, properties, clock);
   }
 
   /**
    * @param persistence where manifests and tag links are kept: the file system or the object
    *     store ({@code storage.type})
-   * @param layout local folders (the content links of manifests stay on the replica)
    */
   @Autowired
-  public ManifestStore(
-      ManifestPersistence persistence, StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
+  public ManifestStore(ManifestPersistence persistence, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
       throws IOException {
     this.persistence = persistence;
     this.blobs = blobs;
@@ -118,7 +116,7 @@ public class ManifestStore {
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
         index.size(), bytes.get(), (System.nanoTime() - started) / 1_000_000);
-    this.links = new ContentLinks(layout, "manifests", properties.getStorage().getContentScope(), index::containsKey);
+    this.links = new ContentLinks(persistence.links(), "manifests", properties.getStorage().getContentScope(), index::containsKey);
   }
 
   /**

@@ -40,7 +40,7 @@ public abstract class ManifestStoreContract {
       blobs.close();
     }
     blobs = new FileBlobStore(layout);
-    return new ManifestStore(persistence(layout), layout, blobs, properties, Clock.systemUTC());
+    return new ManifestStore(persistence(layout), blobs, properties, Clock.systemUTC());
   }
 
   @AfterEach
@@ -77,6 +77,19 @@ public abstract class ManifestStoreContract {
     restarted.delete(m.digest());
     assertThat(restarted.find(m.digest())).isEmpty();
     assertThat(open().count()).isZero();
+  }
+
+  @Test
+  void linksOfAStoredManifestSurviveARestartAndGoWithIt() throws Exception {
+    ManifestStore store = open();
+    StoredManifest m = manifest("{\"schemaVersion\":2,\"linked\":true}");
+    store.put(m);
+    store.links().link(m.digest(), "docker.io", "library/alpine");
+    ManifestStore restarted = open();
+    assertThat(restarted.links().servable(m.digest(), "docker.io", "library/alpine")).isTrue();
+    assertThat(restarted.links().servable(m.digest(), "docker.io", "library/busybox")).isFalse();
+    restarted.delete(m.digest());
+    assertThat(open().links().linksOf(m.digest())).isEmpty();
   }
 
   @Test

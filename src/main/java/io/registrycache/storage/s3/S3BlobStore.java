@@ -62,9 +62,8 @@ import reactor.core.scheduler.Schedulers;
  * ownership step of docs/scale-out.md removes it), and last-pulled times across restarts (kept in
  * memory only; after a restart a blob's last pull is its last write).
  *
- * <p><b>Links.</b> Where a blob may be served ({@link ContentLinks}) stays on the replica's local
- * disk under {@code storage.path}: a missing link costs one upstream HEAD to confirm, never a
- * wrong answer, so a replica that starts empty only re-confirms.
+ * <p><b>Links.</b> Where a blob may be served ({@link ContentLinks}) is kept in the bucket too
+ * ({@link S3Links}), so a replica that starts empty, or offline, serves what another linked.
  *
  * <p><b>Reading.</b> {@link StoredContent} without a file: whole or ranged GETs of the object,
  * streamed through the replica; with {@code storage.s3.redirect}, a presigned URL of the object
@@ -103,7 +102,7 @@ public final class S3BlobStore implements BlobStore {
    * Blocking (start-up).
    *
    * @param objects the bucket and prefix
-   * @param layout local folders: temporary files of fills, links
+   * @param layout local folders: temporary files of fills
    * @param clock source of access times
    * @param deleteGrace how long an evicted blob's object stays after leaving the index
    * @param scope where a stored blob may be served
@@ -133,7 +132,7 @@ public final class S3BlobStore implements BlobStore {
     abortAbandonedUploads();
     long period = Math.max(1000, abandonedUploadAge.toMillis() / 2);
     this.sweeper = executor.scheduleWithFixedDelay(this::abortAbandonedUploads, period, period, TimeUnit.MILLISECONDS);
-    this.links = new ContentLinks(layout, "blobs", scope, index::containsKey);
+    this.links = new ContentLinks(new S3Links(objects, "blobs"), "blobs", scope, index::containsKey);
   }
 
   private void index(S3Objects.Listed o) {

@@ -54,6 +54,12 @@ public final class S3ManifestPersistence implements ManifestPersistence {
     return TAGS + upstreamKey.replaceAll("[^A-Za-z0-9._:-]", "_") + "/" + name + TAG_FOLDER;
   }
 
+  /** Links of manifests in the bucket ({@link S3Links}). */
+  @Override
+  public io.registrycache.storage.ContentLinks.Persistence links() {
+    return new S3Links(objects, "manifests");
+  }
+
   @Override
   public void scan(Consumer<Found> visitor) {
     objects.listWithSizes(MANIFESTS)
