@@ -123,6 +123,12 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
               ports.add(port);
             }
           }
+          // The internal peer endpoint of a scaled-out cache (docs/scale-out.md), when one is configured.
+          if (environment.containsProperty("registry-cache.cluster.peers[0]")
+              || environment.containsProperty("registry-cache.cluster.peers")
+              || environment.containsProperty("registry-cache.cluster.peers-dns")) {
+            ports.add(environment.getProperty("registry-cache.cluster.peer-port", Integer.class, 8082));
+          }
           return ports;
         });
   }

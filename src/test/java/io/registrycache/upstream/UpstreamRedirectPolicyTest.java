@@ -125,6 +125,19 @@ class UpstreamRedirectPolicyTest {
   }
 
   @Test
+  void redirectToThePeerPortOfAClusteredCacheIsRefusedEvenWhenAllowListed() {
+    int peerPort = internal.getAddress().getPort();
+    client.setEnvironment(new org.springframework.mock.env.MockEnvironment()
+        .withProperty("registry-cache.cluster.peers", "127.0.0.1:" + peerPort)
+        .withProperty("registry-cache.cluster.peer-port", String.valueOf(peerPort)));
+    Upstream upstream = redirectingTo(base(internal) + "/internal/v1/blobs/x",
+        s -> s.getRedirect().setAllowedHosts(List.of("127.0.0.1")));
+
+    refused(catchError(() -> client.getBlob(upstream, NAME, Digest.sha256(MANIFEST)).block(WAIT)), "own port");
+    assertThat(internalRequests).isEmpty();
+  }
+
+  @Test
   void redirectToAnotherSchemeIsRefused() {
     Upstream upstream = redirectingTo("ftp://127.0.0.1:" + internal.getAddress().getPort() + "/x",
         s -> s.getRedirect().setAllowedHosts(List.of("127.0.0.1")));
