@@ -60,7 +60,9 @@ import reactor.core.scheduler.Schedulers;
  * budget and LRU eviction need the full picture. What this replica does not see: blobs stored by
  * other replicas after its start (a miss, so a duplicate fill of identical bytes: harmless, the
  * ownership step of docs/scale-out.md removes it), and last-pulled times across restarts (kept in
- * memory only; after a restart a blob's last pull is its last write).
+ * memory only; after a restart a blob's last pull is its last write). A blob whose object another
+ * replica removed fails the one read that finds it gone and leaves the index then (the next
+ * request refills it).
  *
  * <p><b>Links.</b> Where a blob may be served ({@link ContentLinks}) is kept in the bucket too
  * ({@link S3Links}), so a replica that starts empty, or offline, serves what another linked.
@@ -326,6 +328,20 @@ public final class S3BlobStore implements BlobStore {
     }
   }
 
+  /**
+   * A blob in the index whose object is gone (evicted or pruned by another replica on the same
+   * bucket): dropped from the index, so the next request is a miss and fills it again.
+   */
+  private void vanished(Digest digest) {
+    index.computeIfPresent(
+        digest,
+        (d, e) -> {
+          storedBytes.addAndGet(-e.size());
+          log.warn("blob {} is gone from the object store (removed by another replica?); dropped from the index", d);
+          return null;
+        });
+  }
+
   @Override
   public void onStored(Runnable listener) {
     this.onStored = listener;
@@ -447,7 +463,9 @@ public final class S3BlobStore implements BlobStore {
       Optional<HttpRange> range =
           start == 0 && n == size ? Optional.empty() : Optional.of(HttpRange.createByteRange(start, start + n - 1));
       // The SDK's buffers are copied into the factory's, in chunks of at most 64 KiB.
-      return objects.open(key(digest), range, size).concatMapIterable(b -> copy(b, factory));
+      return objects.open(key(digest), range, size)
+          .concatMapIterable(b -> copy(b, factory))
+          .doOnError(S3Objects::notFound, e -> vanished(digest));
     }
 
     @Override

@@ -291,7 +291,8 @@ public final class S3Objects implements AutoCloseable {
     };
   }
 
-  private static boolean notFound(Throwable e) {
+  /** Whether {@code e} (as the SDK or a future reports it) says there is no such object (404). */
+  static boolean notFound(Throwable e) {
     Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
     return t instanceof NoSuchKeyException || (t instanceof S3Exception s3 && s3.statusCode() == 404);
   }

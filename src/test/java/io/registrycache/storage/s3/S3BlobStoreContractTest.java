@@ -1,12 +1,14 @@
 package io.registrycache.storage.s3;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.BlobStoreContract;
 import io.registrycache.storage.StorageLayout;
+import io.registrycache.storage.StoredContent;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -110,6 +112,21 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     assertThat(write(store().newWriter(digest), content)).isEqualTo(size);
     assertThat(writesInProgress()).isZero();
     assertThat(read(store().open(digest).orElseThrow(), 0, size)).isEqualTo(content);
+  }
+
+  @Test
+  void aBlobRemovedByAnotherReplicaFailsOneReadAndLeavesTheIndex() throws Exception {
+    byte[] content = random(20_000, 25);
+    Digest digest = Digest.sha256(content);
+    write(store().newWriter(digest), content);
+    StoredContent stored = store().open(digest).orElseThrow();
+    objects.delete(S3BlobStore.key(digest)).block(); // another replica evicted it
+
+    assertThatThrownBy(() -> read(stored, 0, content.length)).isNotNull();
+    assertThat(store().lookup(digest)).as("a miss now: the next request fills it again").isEmpty();
+    assertThat(store().bytes()).isZero();
+    write(store().newWriter(digest), content);
+    assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
   }
 
   @Test
