@@ -21,8 +21,11 @@ import org.gaul.s3proxy.auth.AuthenticationType;
 import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
@@ -38,6 +41,7 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
  * the manifest and tag link under {@code manifests/} and {@code tags/} (none on the local disk), a layer larger than two parts goes up as a multipart upload, and a
  * second pull is served from the bucket, whole and ranged, without the upstream.
  */
+@ExtendWith(OutputCaptureExtension.class)
 class S3StoragePullIT extends AbstractCacheIT {
 
   static final String BUCKET = "registry-cache-it";
@@ -81,7 +85,7 @@ class S3StoragePullIT extends AbstractCacheIT {
   }
 
   @Test
-  void skopeoPullsThroughTheObjectStoreAndASecondPullIsServedFromTheBucket() throws Exception {
+  void skopeoPullsThroughTheObjectStoreAndASecondPullIsServedFromTheBucket(CapturedOutput output) throws Exception {
     assertThat(blobs).isInstanceOf(S3BlobStore.class);
     int large = 11 * 1024 * 1024 + 17; // three 5 MiB parts
     Image image = upstream.pusher().push(TestImages.withLargeLayer(TestImages.uniqueRepository("s3"), "v1", large));
@@ -113,6 +117,10 @@ class S3StoragePullIT extends AbstractCacheIT {
     assertThat(upstream.countRequests("GET", layerPath))
         .as("the second pull and the range came from the bucket")
         .isEqualTo(upstreamBlobGets);
+    assertThat(output.getAll())
+        .as("the store's settings are logged at start-up, the secret never")
+        .contains("secretAccessKey=(set)")
+        .doesNotContain(S3.getSecretKey());
   }
 
   /** GET with a Range header, straight from the cache (the default: streamed through the replica). */
