@@ -57,10 +57,11 @@ import reactor.core.scheduler.Schedulers;
  * (one request per 1,000 blobs), so the hit path ({@link #lookup}, {@link #open}) makes no request
  * before the transfer, and eviction, the admin API and metrics see every blob. Not a bounded
  * cache with HEAD on a miss: a HEAD per miss would cost a round trip on every cold pull, and the
- * budget and LRU eviction need the full picture. What this replica does not see: blobs stored by
- * other replicas after its start (a miss, so a duplicate fill of identical bytes: harmless, the
- * ownership step of docs/scale-out.md removes it), and last-pulled times across restarts (kept in
- * memory only; after a restart a blob's last pull is its last write). A blob whose object another
+ * budget and LRU eviction need the full picture. The index is brought up to date with the bucket
+ * every {@code storage.s3.index-refresh} (default 5 min) by another listing ({@link
+ * #refreshIndex}); in between, a blob another replica stored is a miss here (a duplicate fill of
+ * identical bytes, harmless). Last-pulled times are kept in memory only (after a restart a blob's
+ * last pull is its last write). A blob whose object another
  * replica removed fails the one read that finds it gone and leaves the index then (the next
  * request refills it).
  *
@@ -96,6 +97,7 @@ public final class S3BlobStore implements BlobStore {
   private final AtomicLong storedBytes = new AtomicLong();
   private final ScheduledExecutorService executor;
   private final ScheduledFuture<?> sweeper;
+  private final ScheduledFuture<?> refresher;
   private final ContentLinks links;
   private volatile Runnable onStored = () -> {};
 
@@ -134,6 +136,9 @@ public final class S3BlobStore implements BlobStore {
     abortAbandonedUploads();
     long period = Math.max(1000, abandonedUploadAge.toMillis() / 2);
     this.sweeper = executor.scheduleWithFixedDelay(this::abortAbandonedUploads, period, period, TimeUnit.MILLISECONDS);
+    long refresh = properties.indexRefresh().toMillis();
+    this.refresher = refresh <= 0 ? null
+        : executor.scheduleWithFixedDelay(this::refreshIndexSafely, refresh, refresh, TimeUnit.MILLISECONDS);
     this.links = new ContentLinks(new S3Links(objects, "blobs"), "blobs", scope, index::containsKey);
   }
 
@@ -162,6 +167,56 @@ public final class S3BlobStore implements BlobStore {
     }
     String value = rest.substring(0, slash) + ":" + rest.substring(slash + 1);
     return Digest.looksLikeDigest(value) ? Optional.of(Digest.parse(value)) : Optional.empty();
+  }
+
+  /**
+   * Brings the index up to date with the bucket: blobs other replicas stored are added (created
+   * and last pulled: the object's last write), blobs whose objects are gone are dropped — only
+   * those indexed before the listing started and not being written here, so a commit racing the
+   * listing is kept. One LIST per 1,000 blobs. Blocking.
+   *
+   * @return blobs added plus blobs dropped
+   */
+  int refreshIndex() {
+    long started = clock.millis();
+    java.util.Set<Digest> seen = new java.util.HashSet<>();
+    int[] changed = {0};
+    objects.listWithSizes(BLOBS)
+        .doOnNext(o -> digestOf(o.key()).ifPresent(d -> {
+          seen.add(d);
+          index.computeIfAbsent(d, x -> {
+            changed[0]++;
+            storedBytes.addAndGet(o.size());
+            long created = o.lastModified().toEpochMilli();
+            return new Entry(o.size(), created, created);
+          });
+        }))
+        .blockLast(REQUEST_TIMEOUT);
+    for (Map.Entry<Digest, Entry> me : index.entrySet()) {
+      Digest d = me.getKey();
+      if (!seen.contains(d) && me.getValue().createdMillis() < started && !writing.containsKey(d)) {
+        index.computeIfPresent(d, (x, e) -> {
+          if (e != me.getValue()) {
+            return e; // stored again meanwhile
+          }
+          changed[0]++;
+          storedBytes.addAndGet(-e.size());
+          return null;
+        });
+      }
+    }
+    if (changed[0] > 0) {
+      log.info("blob index refreshed from the object store: {} changes, {} blobs, {} bytes", changed[0], index.size(), storedBytes.get());
+    }
+    return changed[0];
+  }
+
+  private void refreshIndexSafely() {
+    try {
+      refreshIndex();
+    } catch (RuntimeException e) {
+      log.warn("object store: cannot refresh the blob index, will try again: {}", e.toString());
+    }
   }
 
   /** Aborts multipart uploads older than {@code abandoned-upload-age}: those of killed fills. */
@@ -429,6 +484,9 @@ public final class S3BlobStore implements BlobStore {
   @Override
   public void close() {
     sweeper.cancel(false);
+    if (refresher != null) {
+      refresher.cancel(false);
+    }
     for (Runnable pending : executor.shutdownNow()) {
       pending.run();
     }

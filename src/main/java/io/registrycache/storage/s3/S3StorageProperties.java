@@ -31,6 +31,9 @@ import org.springframework.util.unit.DataSize;
  * @param abandonedUploadAge multipart uploads started longer ago than this are taken for those of
  *     a replica killed during a fill and aborted, at start-up and every half of it; must exceed
  *     the longest fill
+ * @param indexRefresh how often the in-memory index of blobs is brought up to date with the
+ *     bucket (blobs other replicas stored or removed since), by listing it; {@code 0} for only at
+ *     start-up
  */
 @ConfigurationProperties("registry-cache.storage.s3")
 public record S3StorageProperties(
@@ -45,7 +48,8 @@ public record S3StorageProperties(
     Path secretAccessKeyFile,
     @DefaultValue("5m") Duration presignTtl,
     @DefaultValue("false") boolean redirect,
-    @DefaultValue("6h") Duration abandonedUploadAge) {
+    @DefaultValue("6h") Duration abandonedUploadAge,
+    @DefaultValue("5m") Duration indexRefresh) {
 
   /** S3's smallest part size for every part of a multipart upload but the last. */
   public static final long MIN_PART_BYTES = 5L * 1024 * 1024;
@@ -60,6 +64,9 @@ public record S3StorageProperties(
     if (abandonedUploadAge.isNegative() || abandonedUploadAge.isZero()) {
       throw new IllegalArgumentException("registry-cache.storage.s3.abandoned-upload-age must be positive: " + abandonedUploadAge);
     }
+    if (indexRefresh.isNegative()) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.index-refresh must not be negative: " + indexRefresh);
+    }
     if (secretAccessKey != null && secretAccessKeyFile != null) {
       throw new IllegalArgumentException("set registry-cache.storage.s3.secret-access-key or secret-access-key-file, not both");
     }
@@ -72,6 +79,7 @@ public record S3StorageProperties(
         + ", accessKeyId=" + (accessKeyId == null ? "(provider chain)" : "(set)")
         + ", secretAccessKey=" + (secretAccessKey == null ? "-" : "(set)")
         + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl
-        + ", redirect=" + redirect + ", abandonedUploadAge=" + abandonedUploadAge + "]";
+        + ", redirect=" + redirect + ", abandonedUploadAge=" + abandonedUploadAge
+        + ", indexRefresh=" + indexRefresh + "]";
   }
 }

@@ -57,7 +57,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
     properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6));
+        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO);
     objects = S3Objects.create(properties);
   }
 
@@ -130,11 +130,34 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   }
 
   @Test
+  void anIndexRefreshSeesWhatAnotherReplicaStoredAndRemoved(@TempDir Path otherRoot) throws Exception {
+    RegistryCacheProperties cache = new RegistryCacheProperties();
+    cache.getStorage().setPath(otherRoot);
+    try (S3BlobStore other = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
+        RegistryCacheProperties.ContentScope.REPOSITORY, properties)) {
+      byte[] content = random(30_000, 27);
+      Digest digest = Digest.sha256(content);
+      write(store().newWriter(digest), content);
+      assertThat(other.lookup(digest)).as("stored by another replica after this one started").isEmpty();
+
+      assertThat(other.refreshIndex()).isEqualTo(1);
+      assertThat(other.lookup(digest)).contains((long) content.length);
+      assertThat(other.bytes()).isEqualTo(content.length);
+      assertThat(other.refreshIndex()).as("nothing new").isZero();
+
+      store().evict(digest, Long.MAX_VALUE); // no delete grace: the object goes now
+      assertThat(other.refreshIndex()).isEqualTo(1);
+      assertThat(other.lookup(digest)).isEmpty();
+      assertThat(other.bytes()).isZero();
+    }
+  }
+
+  @Test
   void uploadsOfAKilledReplicaAreAbortedAtStartUp() throws Exception {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);
     properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofMillis(1));
+        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofMillis(1), Duration.ZERO);
     Thread.sleep(5);
     store();
     assertThat(writesInProgress()).isZero();
