@@ -81,6 +81,8 @@ public final class S3BlobStore implements BlobStore {
   static final Duration REQUEST_TIMEOUT = Duration.ofMinutes(10);
   /** Parts of one upload being sent at once, at most; a fill waits for the oldest beyond that. */
   static final int MAX_PARTS_IN_FLIGHT = 4;
+  /** Longest wait for the abort of an upload; left to the sweeper beyond that. */
+  private static final Duration ABORT_TIMEOUT = Duration.ofSeconds(30);
   private static final Duration MIN_TEMP_GRACE = Duration.ofSeconds(30);
   private static final int CHUNK = 64 * 1024;
 
@@ -364,7 +366,11 @@ public final class S3BlobStore implements BlobStore {
         if (Schedulers.isInNonBlockingThread()) {
           abort.subscribe(null, e -> {});
         } else {
-          abort.onErrorComplete().block(REQUEST_TIMEOUT);
+          try {
+            abort.onErrorComplete().block(ABORT_TIMEOUT);
+          } catch (RuntimeException e) {
+            // timed out: the sweeper aborts it once it is older than abandoned-upload-age
+          }
         }
       }
     }
