@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import io.registrycache.config.AdminProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -60,17 +61,17 @@ public class AdminAccessFilter implements WebFilter, Ordered, ApplicationListene
       RegistryCacheProperties properties,
       @Value("${management.endpoints.web.base-path:/actuator}") String basePath) {
     this.basePath = basePath.endsWith("/") ? basePath.substring(0, basePath.length() - 1) : basePath;
-    RegistryCacheProperties.Admin admin = properties.getAdmin();
-    this.publicPrometheus = admin.isPublicPrometheus();
-    String token = admin.getToken() == null ? "" : admin.getToken().strip();
-    if (admin.getTokenFile() != null) {
+    AdminProperties admin = properties.admin();
+    this.publicPrometheus = admin.publicPrometheus();
+    String token = admin.token() == null ? "" : admin.token().strip();
+    if (admin.tokenFile() != null) {
       try {
-        token = Files.readString(admin.getTokenFile(), StandardCharsets.UTF_8).strip();
+        token = Files.readString(admin.tokenFile(), StandardCharsets.UTF_8).strip();
       } catch (IOException e) {
-        throw new UncheckedIOException("cannot read registry-cache.admin.token-file " + admin.getTokenFile(), e);
+        throw new UncheckedIOException("cannot read registry-cache.admin.token-file " + admin.tokenFile(), e);
       }
       if (token.isEmpty()) {
-        throw new IllegalStateException("registry-cache.admin.token-file " + admin.getTokenFile() + " is empty");
+        throw new IllegalStateException("registry-cache.admin.token-file " + admin.tokenFile() + " is empty");
       }
     }
     this.tokenHash = token.isEmpty() ? null : sha256(token);

@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import io.registrycache.config.StorageProperties;
 import com.google.re2j.Pattern;
 import com.google.re2j.PatternSyntaxException;
 import io.registrycache.config.RegistryCacheProperties;
@@ -99,16 +100,16 @@ public class CacheEndpoint {
   /** Totals: stored bytes and items, downloads in flight, the budget and its watermarks in bytes. */
   @ReadOperation
   public Map<String, Object> summary() {
-    RegistryCacheProperties.Storage s = properties.getStorage();
+    StorageProperties s = properties.storage();
     Map<String, Object> out = new LinkedHashMap<>();
     out.put("storedBytes", collector.storedBytes());
     out.put("blobs", Map.of("count", blobs.count(), "bytes", blobs.bytes()));
     out.put("manifests", Map.of("count", manifests.count(), "bytes", manifests.bytes()));
     out.put("downloadsInFlight", blobDownloads.downloadsInFlight());
     Map<String, Object> budget = new LinkedHashMap<>();
-    budget.put("maxBytes", s.getMaxBytes());
-    budget.put("highWatermarkBytes", (long) (s.getMaxBytes() * s.getHighWatermark()));
-    budget.put("lowWatermarkBytes", (long) (s.getMaxBytes() * s.getLowWatermark()));
+    budget.put("maxBytes", s.maxBytes());
+    budget.put("highWatermarkBytes", (long) (s.maxBytes() * s.highWatermark()));
+    budget.put("lowWatermarkBytes", (long) (s.maxBytes() * s.lowWatermark()));
     out.put("budget", budget);
     return out;
   }
@@ -198,7 +199,7 @@ public class CacheEndpoint {
     if (regex == null || regex.isBlank()) {
       return null;
     }
-    int max = properties.getAdmin().getMaxPatternLength();
+    int max = properties.admin().maxPatternLength();
     if (regex.length() > max) {
       throw new IllegalArgumentException(what + " is longer than " + max + " characters");
     }

@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import io.registrycache.config.PreloadProperties;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.api.RequestTarget;
@@ -78,7 +79,7 @@ public class Preloader implements DisposableBean {
   private final ProxyBlobService blobs;
   private final ProxyReferrersService referrers;
   private final Upstreams upstreams;
-  private final RegistryCacheProperties.Preload settings;
+  private final PreloadProperties settings;
   private final Clock clock;
   private final Counter imagesDone;
   private final Counter imagesFailed;
@@ -104,7 +105,7 @@ public class Preloader implements DisposableBean {
     this.manifests = manifests;
     this.blobs = blobs;
     this.upstreams = upstreams;
-    this.settings = properties.getPreload();
+    this.settings = properties.preload();
     this.clock = clock;
     this.imagesDone = images(meters, "done");
     this.imagesFailed = images(meters, "failed");
@@ -193,13 +194,13 @@ public class Preloader implements DisposableBean {
   /** Reads {@code registry-cache.preload.file} in the background once the service is ready. */
   @EventListener(ApplicationReadyEvent.class)
   public void preloadFileOnStartUp() {
-    Path file = settings.getFile();
+    Path file = settings.file();
     if (file == null) {
       return;
     }
     PreloadPlatforms platforms;
     try {
-      platforms = PreloadPlatforms.of(settings.getPlatforms());
+      platforms = PreloadPlatforms.of(settings.platforms());
     } catch (IllegalArgumentException e) {
       log.error("registry-cache.preload.platforms: {}; the preload file is not loaded", e.getMessage());
       return;
@@ -230,7 +231,7 @@ public class Preloader implements DisposableBean {
         job.id(), job.source(), job.items().size(), job.platforms().all() ? "all" : job.platforms().wanted());
     try {
       Flux.fromIterable(job.items())
-          .flatMap(item -> preload(job, item), Math.max(1, settings.getConcurrency()))
+          .flatMap(item -> preload(job, item), Math.max(1, settings.concurrency()))
           .blockLast();
     } catch (RuntimeException e) {
       // interrupted at shutdown: what is not done stays pending
@@ -324,7 +325,7 @@ public class Preloader implements DisposableBean {
    * and theirs), manifest and blobs, whatever the platforms.
    */
   private Mono<Void> referrersOf(RequestTarget target, Digest subject, PreloadJob.Item item, Set<Digest> seen) {
-    if (!settings.isIncludeReferrers()) {
+    if (!settings.includeReferrers()) {
       return Mono.empty();
     }
     return referrers

@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import io.registrycache.config.PruneProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.storage.CacheCollector.Removal;
 import java.time.Duration;
@@ -28,10 +29,10 @@ public class ScheduledPruner implements SmartLifecycle {
 
   public ScheduledPruner(Pruner pruner, RegistryCacheProperties properties) {
     this.pruner = pruner;
-    RegistryCacheProperties.Prune p = properties.getPrune();
-    this.schedule = p.getSchedule();
-    Duration age = p.getKeepPulledWithin();
-    Integer keep = p.getKeepPerRepository() > 0 ? p.getKeepPerRepository() : null;
+    PruneProperties p = properties.prune();
+    this.schedule = p.schedule();
+    Duration age = p.keepPulledWithin();
+    Integer keep = p.keepPerRepository() > 0 ? p.keepPerRepository() : null;
     this.request = age == null && keep == null ? null : new PruneRequest(age, null, keep, false);
     if (schedule != null && request == null) {
       log.warn("registry-cache.prune.schedule is set but neither keep-pulled-within nor keep-per-repository: no pruning");

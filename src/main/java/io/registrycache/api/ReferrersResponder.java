@@ -37,7 +37,7 @@ public class ReferrersResponder {
   public ReferrersResponder(ProxyReferrersService referrers, CacheMetrics metrics, RegistryCacheProperties properties) {
     this.referrers = referrers;
     this.metrics = metrics;
-    this.pageSize = properties.getReferrers().getPageSize();
+    this.pageSize = properties.referrers().pageSize();
   }
 
   Mono<ServerResponse> respond(ServerRequest request, RequestTarget target, RegistryPath path) {

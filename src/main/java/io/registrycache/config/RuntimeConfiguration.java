@@ -11,8 +11,9 @@ import reactor.core.scheduler.Schedulers;
 public class RuntimeConfiguration {
 
   /**
-   * Threads for blocking file-system work (reads, writes, renames, fsync). Netty event loops never
-   * touch the disk; they hand the work to this scheduler.
+   * Threads for blocking file-system work (reads, writes, renames, fsync). Event loops make only
+   * short file-system calls (opening a stored blob, creating a fill's temporary file) and hand
+   * everything longer to this scheduler (docs/architecture.md, "Threading model").
    */
   @Bean(destroyMethod = "dispose")
   public Scheduler storageScheduler() {

@@ -59,7 +59,7 @@ public class CacheMetrics {
 
   public CacheMetrics(MeterRegistry registry, RegistryCacheProperties properties) {
     this.registry = registry;
-    long budget = properties.getStorage().getMaxBytes();
+    long budget = properties.storage().maxBytes();
     Gauge.builder("registry.cache.storage.budget.bytes", () -> budget).baseUnit("bytes")
         .description("Disk budget for stored blobs and manifests; 0 = unlimited").register(registry);
     this.servedFromCache = Counter.builder("registry.cache.served.bytes").baseUnit("bytes")

@@ -3,7 +3,6 @@ package io.registrycache.oci;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
-import java.util.regex.Pattern;
 
 /**
  * A content digest {@code algorithm:encoded} (OCI Image Spec, "Digests"). Only the registered
@@ -15,9 +14,6 @@ import java.util.regex.Pattern;
  */
 public record Digest(String algorithm, String hex) {
 
-  private static final Pattern GRAMMAR =
-      Pattern.compile("[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+");
-  private static final Pattern HEX = Pattern.compile("[a-f0-9]+");
 
   /**
    * Validates the parts.
@@ -40,7 +36,7 @@ public record Digest(String algorithm, String hex) {
       throw OciException.digestInvalid(
           value, algorithm + " needs " + expectedLength + " hex characters, got " + hex.length());
     }
-    if (!HEX.matcher(hex).matches()) {
+    if (!Grammar.lowerHex(hex)) {
       throw OciException.digestInvalid(value, "encoded part must be lowercase hex");
     }
   }
@@ -52,7 +48,7 @@ public record Digest(String algorithm, String hex) {
    *     a wrong length or non-hex characters
    */
   public static Digest parse(String value) {
-    if (value == null || !GRAMMAR.matcher(value).matches()) {
+    if (value == null || !Grammar.digest(value)) {
       throw OciException.digestInvalid(value, "expected algorithm:hex");
     }
     int colon = value.indexOf(':');

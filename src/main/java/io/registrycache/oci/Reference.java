@@ -1,15 +1,13 @@
 package io.registrycache.oci;
 
-import java.util.regex.Pattern;
-
 /**
  * The {@code <reference>} of a manifest request: a tag or a digest (OCI Distribution Spec v1.1,
  * "Pulling manifests"). Tags are mutable, digests are immutable.
  */
 public sealed interface Reference permits Reference.Tag, Reference.ByDigest {
 
-  /** Tag grammar: {@code [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}}, case-sensitive. */
-  Pattern TAG = Pattern.compile("[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}");
+  /** Tag grammar: {@code [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}}, case-sensitive (checked by hand). */
+  String TAG = "[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}";
 
   /**
    * Parses a reference: a digest when it contains {@code :}, else a tag.
@@ -32,10 +30,10 @@ public sealed interface Reference permits Reference.Tag, Reference.ByDigest {
    */
   record Tag(String name) implements Reference {
     public Tag {
-      if (name == null || !TAG.matcher(name).matches()) {
+      if (name == null || !Grammar.tag(name)) {
         throw new OciException(
             OciErrorCode.TAG_INVALID,
-            "invalid tag '" + OciException.abbreviate(name) + "': must match " + TAG.pattern());
+            "invalid tag '" + OciException.abbreviate(name) + "': must match " + TAG);
       }
     }
 

@@ -1,7 +1,5 @@
 package io.registrycache.oci;
 
-import java.util.regex.Pattern;
-
 /**
  * A repository name as the OCI Distribution Spec v1.1 defines it ("Pulling manifests", the
  * {@code <name>} grammar): lowercase path components separated by {@code /}, each matching
@@ -14,7 +12,8 @@ public record RepositoryName(String value) {
   /** Most clients cap registry host plus name at 255 characters. */
   public static final int MAX_LENGTH = 255;
 
-  private static final Pattern COMPONENT = Pattern.compile("[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*");
+  /** The component grammar, for error messages; checked by {@link Grammar#nameComponent}. */
+  private static final String COMPONENT = "[a-z0-9]+((\\.|_|__|-+)[a-z0-9]+)*";
 
   /**
    * Validates the name.
@@ -29,14 +28,18 @@ public record RepositoryName(String value) {
     if (value.length() > MAX_LENGTH) {
       throw OciException.nameInvalid(value, "longer than " + MAX_LENGTH + " characters");
     }
-    for (String component : value.split("/", -1)) {
-      if (component.isEmpty()) {
+    int from = 0;
+    while (from <= value.length()) {
+      int slash = value.indexOf('/', from);
+      int to = slash < 0 ? value.length() : slash;
+      if (from == to) {
         throw OciException.nameInvalid(value, "empty path component");
       }
-      if (!COMPONENT.matcher(component).matches()) {
+      if (!Grammar.nameComponent(value, from, to)) {
         throw OciException.nameInvalid(
-            value, "component '" + component + "' must match " + COMPONENT.pattern());
+            value, "component '" + value.substring(from, to) + "' must match " + COMPONENT);
       }
+      from = to + 1;
     }
   }
 

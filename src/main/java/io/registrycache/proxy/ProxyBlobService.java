@@ -6,7 +6,7 @@ import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
-import io.registrycache.config.RegistryCacheProperties.ContentScope;
+import io.registrycache.config.ContentScope;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentLinks;
 import io.registrycache.storage.StoredContent;
@@ -70,8 +70,8 @@ public class ProxyBlobService {
     this.store = store;
     this.metrics = metrics;
     this.storage = storage;
-    this.orphanTimeout = properties.getBlobs().getOrphanDownloadTimeout();
-    this.offline = properties.isOffline();
+    this.orphanTimeout = properties.blobs().orphanDownloadTimeout();
+    this.offline = properties.upstreams().offline();
   }
 
   /** What a client asks of a blob, which decides whether a download in progress may be tailed. */

@@ -75,10 +75,10 @@ public class ProxyManifestService {
     this.store = store;
     this.storage = storage;
     this.metrics = metrics;
-    this.tagTtl = properties.getManifests().getTagTtl();
-    this.maxBytes = properties.getManifests().getMaxSizeBytes();
+    this.tagTtl = properties.manifests().tagTtl();
+    this.maxBytes = properties.manifests().maxSizeBytes();
     this.clock = clock;
-    this.offline = properties.isOffline();
+    this.offline = properties.upstreams().offline();
   }
 
   /**

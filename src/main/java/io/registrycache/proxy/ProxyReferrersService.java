@@ -81,8 +81,8 @@ public class ProxyReferrersService {
     this.store = store;
     this.storage = storage;
     this.metrics = metrics;
-    this.ttl = properties.getReferrers().getTtl();
-    this.offline = properties.isOffline();
+    this.ttl = properties.referrers().ttl();
+    this.offline = properties.upstreams().offline();
     this.clock = clock;
   }
 

@@ -61,8 +61,8 @@ public class ProxyTagService {
     this.store = store;
     this.storage = storage;
     this.metrics = metrics;
-    this.offline = properties.isOffline();
-    this.maxTags = properties.getManifests().getTagListMaxTags();
+    this.offline = properties.upstreams().offline();
+    this.maxTags = properties.manifests().tagListMaxTags();
   }
 
   /**

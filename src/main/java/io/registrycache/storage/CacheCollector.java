@@ -1,5 +1,6 @@
 package io.registrycache.storage;
 
+import io.registrycache.config.StorageProperties;
 import io.registrycache.config.RegistryCacheProperties;
 
 import io.registrycache.oci.Digest;
@@ -86,19 +87,14 @@ public class CacheCollector {
 
   public CacheCollector(
       BlobStore blobs, ManifestStore manifests, StorageMetrics metrics, RegistryCacheProperties properties) {
-    RegistryCacheProperties.Storage s = properties.getStorage();
-    if (s.getMaxBytes() < 0 || s.getLowWatermark() <= 0 || s.getHighWatermark() > 1
-        || s.getLowWatermark() > s.getHighWatermark()) {
-      throw new IllegalArgumentException(
-          "registry-cache.storage: need max-bytes >= 0 and 0 < low-watermark <= high-watermark <= 1");
-    }
+    StorageProperties s = properties.storage();
     this.blobs = blobs;
     this.manifests = manifests;
     this.metrics = metrics;
-    this.maxBytes = s.getMaxBytes();
-    this.high = s.getHighWatermark();
-    this.low = s.getLowWatermark();
-    this.batchSize = Math.max(1, s.getEvictionBatchSize());
+    this.maxBytes = s.maxBytes();
+    this.high = s.highWatermark();
+    this.low = s.lowWatermark();
+    this.batchSize = Math.max(1, s.evictionBatchSize());
   }
 
   /** Bytes of stored blobs and manifests. */

@@ -1,6 +1,6 @@
 package io.registrycache.storage;
 
-import io.registrycache.config.RegistryCacheProperties.ContentScope;
+import io.registrycache.config.ContentScope;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.io.UncheckedIOException;

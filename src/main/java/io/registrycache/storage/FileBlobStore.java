@@ -1,5 +1,6 @@
 package io.registrycache.storage;
 
+import io.registrycache.config.ContentScope;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
@@ -71,12 +72,12 @@ public class FileBlobStore implements BlobStore {
 
   @Autowired
   public FileBlobStore(StorageLayout layout, RegistryCacheProperties properties, Clock clock) throws IOException {
-    this(layout, clock, properties.getStorage().getDeleteGrace(), properties.getStorage().getContentScope());
+    this(layout, clock, properties.storage().deleteGrace(), properties.storage().contentScope());
   }
 
   /** A store serving content in the default scope ({@code repository}). */
   public FileBlobStore(StorageLayout layout, Clock clock, Duration deleteGrace) throws IOException {
-    this(layout, clock, deleteGrace, new RegistryCacheProperties.Storage().getContentScope());
+    this(layout, clock, deleteGrace, RegistryCacheProperties.defaults().storage().contentScope());
   }
 
   /**
@@ -85,7 +86,7 @@ public class FileBlobStore implements BlobStore {
    * @param deleteGrace how long an evicted blob's file stays on disk after leaving the index
    * @param scope where a stored blob may be served ({@link ContentLinks})
    */
-  public FileBlobStore(StorageLayout layout, Clock clock, Duration deleteGrace, RegistryCacheProperties.ContentScope scope)
+  public FileBlobStore(StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope)
       throws IOException {
     this.layout = layout;
     this.clock = clock;

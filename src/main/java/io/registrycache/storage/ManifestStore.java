@@ -103,7 +103,7 @@ public class ManifestStore {
     this.clock = clock;
     this.memory =
         Caffeine.newBuilder()
-            .maximumWeight(properties.getManifests().getMemoryMaxBytes())
+            .maximumWeight(properties.manifests().memoryMaxBytes())
             .weigher((Digest d, StoredManifest m) -> m.body().length)
             .build();
     long started = System.nanoTime();
@@ -116,7 +116,7 @@ public class ManifestStore {
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
         index.size(), bytes.get(), (System.nanoTime() - started) / 1_000_000);
-    this.links = new ContentLinks(persistence.links(), "manifests", properties.getStorage().getContentScope(), index::containsKey);
+    this.links = new ContentLinks(persistence.links(), "manifests", properties.storage().contentScope(), index::containsKey);
   }
 
   /**

@@ -35,7 +35,7 @@ public class StorageJanitor implements SmartLifecycle {
     this.collector = collector;
     this.blobs = blobs;
     this.manifests = manifests;
-    this.interval = properties.getStorage().getJanitorInterval();
+    this.interval = properties.storage().janitorInterval();
   }
 
   @Override

@@ -46,7 +46,7 @@ public class StorageLayout {
   private final Path tmp;
 
   public StorageLayout(RegistryCacheProperties properties) throws IOException {
-    this.root = properties.getStorage().getPath().toAbsolutePath().normalize();
+    this.root = properties.storage().path().toAbsolutePath().normalize();
     this.blobs = root.resolve("blobs");
     this.manifests = root.resolve("manifests");
     this.tags = root.resolve("tags");

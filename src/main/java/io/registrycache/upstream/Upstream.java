@@ -1,6 +1,6 @@
 package io.registrycache.upstream;
 
-import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.config.UpstreamProperties;
 import io.registrycache.oci.RepositoryName;
 import java.net.URI;
 import java.util.Set;
@@ -21,7 +21,7 @@ public record Upstream(
     URI url,
     Set<String> aliases,
     boolean dockerHubNaming,
-    RegistryCacheProperties.Upstream settings) {
+    UpstreamProperties settings) {
 
   /** @throws IllegalArgumentException when {@code key} is not a valid {@link UpstreamKey} */
   public Upstream {

@@ -94,7 +94,7 @@ final class UpstreamAddressPolicy {
     if (ownPorts.get().contains(port) && isLocal(address)) {
       return "it is this cache's own port " + port;
     }
-    List<String> allowed = upstream.settings().getRedirect().getAllowedHosts();
+    List<String> allowed = upstream.settings().redirect().allowedHosts();
     if (allowed.stream().anyMatch(a -> a.equalsIgnoreCase(host) || matches(a, address))) {
       return "";
     }

@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import io.registrycache.config.UpstreamProperties;
 import io.netty.channel.ChannelOption;
 import io.registrycache.config.RegistryCacheProperties;
 import java.time.Duration;
@@ -49,15 +50,15 @@ final class UpstreamConnection implements AutoCloseable {
    */
   UpstreamConnection(Upstream upstream, LoopResources loops, UpstreamAddressPolicy policy) {
     this.upstream = upstream;
-    RegistryCacheProperties.Upstream settings = upstream.settings();
+    UpstreamProperties settings = upstream.settings();
     UpstreamCredentials.validate(upstream.key(), settings);
-    this.tls = UpstreamTls.from(upstream.key(), settings.getTls());
+    this.tls = UpstreamTls.from(upstream.key(), settings.tls());
     if (tls.insecureSkipVerify()) {
       log.warn(
           "upstream '{}': TLS certificate verification is OFF (tls.insecure-skip-verify)", upstream.key());
     }
-    int max = Math.max(1, settings.getMaxConcurrentRequests());
-    Duration readTimeout = settings.getReadTimeout();
+    int max = Math.max(1, settings.maxConcurrentRequests());
+    Duration readTimeout = settings.readTimeout();
     this.pool =
         ConnectionProvider.builder("upstream-" + upstream.key())
             .maxConnections(max)
@@ -69,7 +70,7 @@ final class UpstreamConnection implements AutoCloseable {
     HttpClient http =
         HttpClient.create(pool)
             .runOn(loops)
-            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) settings.getConnectTimeout().toMillis())
+            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) settings.connectTimeout().toMillis())
             .responseTimeout(readTimeout)
             .followRedirect(false)
             .compress(false);

@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import io.registrycache.config.UpstreamProperties;
 import com.google.cloud.tools.jib.api.Credential;
 import com.google.cloud.tools.jib.api.CredentialRetriever;
 import com.google.cloud.tools.jib.api.ImageReference;
@@ -37,13 +38,13 @@ final class UpstreamCredentials {
   private UpstreamCredentials() {}
 
   /** Fails fast at start-up on a half-configured credential. */
-  static void validate(String upstreamKey, RegistryCacheProperties.Upstream settings) {
-    boolean hasPassword = settings.getPassword() != null || settings.getPasswordFile() != null;
-    if (settings.getUsername() != null && !hasPassword) {
+  static void validate(String upstreamKey, UpstreamProperties settings) {
+    boolean hasPassword = settings.password() != null || settings.passwordFile() != null;
+    if (settings.username() != null && !hasPassword) {
       throw new IllegalStateException(
           "registry-cache.upstreams." + upstreamKey + ".username is set without password or password-file");
     }
-    if (settings.getUsername() == null && hasPassword) {
+    if (settings.username() == null && hasPassword) {
       throw new IllegalStateException(
           "registry-cache.upstreams." + upstreamKey + ".password(-file) is set without username");
     }
@@ -61,31 +62,31 @@ final class UpstreamCredentials {
   /** As {@link #resolve(Upstream, RepositoryName)}, with the environment given (for tests). */
   static Optional<Credential> resolve(
       Upstream upstream, RepositoryName repository, Map<String, String> environment) {
-    RegistryCacheProperties.Upstream settings = upstream.settings();
-    if (settings.getUsername() != null) {
-      return Optional.of(Credential.from(settings.getUsername(), password(upstream)));
+    UpstreamProperties settings = upstream.settings();
+    if (settings.username() != null) {
+      return Optional.of(Credential.from(settings.username(), password(upstream)));
     }
-    if (settings.isDockerConfigCredentials()) {
+    if (settings.dockerConfigCredentials()) {
       return fromDockerConfig(upstream, repository, environment);
     }
     return Optional.empty();
   }
 
   private static String password(Upstream upstream) {
-    RegistryCacheProperties.Upstream settings = upstream.settings();
-    if (settings.getPassword() != null) {
-      return settings.getPassword();
+    UpstreamProperties settings = upstream.settings();
+    if (settings.password() != null) {
+      return settings.password();
     }
-    if (settings.getPasswordFile() == null) {
+    if (settings.passwordFile() == null) {
       return "";
     }
     try {
       // Read on every token fetch, so a rotated file takes effect without a restart.
-      return stripTrailingNewline(Files.readString(settings.getPasswordFile(), StandardCharsets.UTF_8));
+      return stripTrailingNewline(Files.readString(settings.passwordFile(), StandardCharsets.UTF_8));
     } catch (IOException e) {
       throw new IllegalStateException(
           "registry-cache.upstreams." + upstream.key() + ".password-file "
-              + settings.getPasswordFile() + " cannot be read: " + e.getClass().getSimpleName());
+              + settings.passwordFile() + " cannot be read: " + e.getClass().getSimpleName());
     }
   }
 

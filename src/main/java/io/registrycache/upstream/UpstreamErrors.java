@@ -105,7 +105,7 @@ final class UpstreamErrors {
       case LOCAL_LIMIT -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.SERVICE_UNAVAILABLE,
           prefix + "too many requests in flight (max-concurrent-requests "
-              + settings.getMaxConcurrentRequests() + ") fetching " + what,
+              + settings.maxConcurrentRequests() + ") fetching " + what,
           null, failure);
       case SLOW_TRANSFER -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
@@ -114,12 +114,12 @@ final class UpstreamErrors {
       case CONNECT_TIMEOUT -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
           prefix + "timed out fetching " + what + " (no connection within connect-timeout "
-              + settings.getConnectTimeout() + ")",
+              + settings.connectTimeout() + ")",
           null, failure);
       case READ_TIMEOUT -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
           prefix + "timed out fetching " + what + " (no data within read-timeout "
-              + settings.getReadTimeout() + ")",
+              + settings.readTimeout() + ")",
           null, failure);
       case UNKNOWN_HOST -> new UpstreamException(
           upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,

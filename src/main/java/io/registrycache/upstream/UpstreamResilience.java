@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import io.registrycache.config.UpstreamProperties;
 import io.github.resilience4j.circuitbreaker.CallNotPermittedException;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
@@ -160,14 +161,14 @@ public class UpstreamResilience {
 
     Guard(Upstream upstream) {
       this.upstream = upstream;
-      RegistryCacheProperties.Retry retrySettings = upstream.settings().getRetry();
-      RegistryCacheProperties.CircuitBreaker breakerSettings = upstream.settings().getCircuitBreaker();
-      this.maxBackoff = retrySettings.getMaxBackoff();
-      Duration first = breakerSettings.getWaitInOpen();
-      Duration max = breakerSettings.getMaxWaitInOpen() == null || breakerSettings.getMaxWaitInOpen().compareTo(first) < 0
-          ? first : breakerSettings.getMaxWaitInOpen();
+      UpstreamProperties.Retry retrySettings = upstream.settings().retry();
+      UpstreamProperties.CircuitBreaker breakerSettings = upstream.settings().circuitBreaker();
+      this.maxBackoff = retrySettings.maxBackoff();
+      Duration first = breakerSettings.waitInOpen();
+      Duration max = breakerSettings.maxWaitInOpen() == null || breakerSettings.maxWaitInOpen().compareTo(first) < 0
+          ? first : breakerSettings.maxWaitInOpen();
       this.waitInOpen =
-          IntervalFunction.ofExponentialBackoff(first, Math.max(1.0, breakerSettings.getWaitInOpenMultiplier()), max);
+          IntervalFunction.ofExponentialBackoff(first, Math.max(1.0, breakerSettings.waitInOpenMultiplier()), max);
       this.stateSince = clock.instant();
       this.retries =
           Counter.builder(RETRIES)
@@ -180,7 +181,7 @@ public class UpstreamResilience {
               .tag("upstream", upstream.key())
               .register(meters);
       this.retry = retrySpec(retrySettings);
-      this.breaker = breakerSettings.isEnabled() ? breaker(breakerSettings) : null;
+      this.breaker = breakerSettings.enabled() ? breaker(breakerSettings) : null;
       if (breaker != null) {
         for (CircuitBreaker.State state : REPORTED_STATES) {
           Gauge.builder(CIRCUIT_STATE, breaker, b -> b.getState() == state ? 1 : 0)
@@ -196,12 +197,12 @@ public class UpstreamResilience {
       }
     }
 
-    private RetryBackoffSpec retrySpec(RegistryCacheProperties.Retry settings) {
-      if (settings.getMaxAttempts() <= 1) {
+    private RetryBackoffSpec retrySpec(UpstreamProperties.Retry settings) {
+      if (settings.maxAttempts() <= 1) {
         return null;
       }
-      return Retry.backoff(settings.getMaxAttempts() - 1, settings.getInitialBackoff())
-          .maxBackoff(settings.getMaxBackoff())
+      return Retry.backoff(settings.maxAttempts() - 1, settings.initialBackoff())
+          .maxBackoff(settings.maxBackoff())
           .jitter(JITTER)
           .filter(e -> UpstreamFailures.classify(e, maxBackoff).retry)
           .doBeforeRetry(
@@ -215,18 +216,18 @@ public class UpstreamResilience {
           .onRetryExhaustedThrow((spec, signal) -> signal.failure());
     }
 
-    private CircuitBreaker breaker(RegistryCacheProperties.CircuitBreaker settings) {
-      int window = Math.max(1, settings.getSlidingWindowSize());
+    private CircuitBreaker breaker(UpstreamProperties.CircuitBreaker settings) {
+      int window = Math.max(1, settings.slidingWindowSize());
       CircuitBreakerConfig config =
           CircuitBreakerConfig.custom()
               .slidingWindowType(CircuitBreakerConfig.SlidingWindowType.COUNT_BASED)
               .slidingWindowSize(window)
-              .minimumNumberOfCalls(Math.max(1, Math.min(window, settings.getMinimumNumberOfCalls())))
-              .failureRateThreshold(settings.getFailureRateThreshold())
+              .minimumNumberOfCalls(Math.max(1, Math.min(window, settings.minimumNumberOfCalls())))
+              .failureRateThreshold(settings.failureRateThreshold())
               // short first wait, growing while trials fail: recovery is seen within seconds
               // without hammering an upstream that stays down
               .waitIntervalFunctionInOpenState(waitInOpen)
-              .permittedNumberOfCallsInHalfOpenState(Math.max(1, settings.getPermittedCallsInHalfOpen()))
+              .permittedNumberOfCallsInHalfOpenState(Math.max(1, settings.permittedCallsInHalfOpen()))
               .recordException(e -> UpstreamFailures.classify(e, maxBackoff).breakerFailure)
               .ignoreException(e -> UpstreamFailures.classify(e, maxBackoff).breakerIgnores)
               .writableStackTraceEnabled(false)

@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import io.registrycache.config.UpstreamProperties;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.util.InsecureTrustManagerFactory;
@@ -52,26 +53,26 @@ final class UpstreamTls {
    * @throws IllegalStateException naming the upstream and the file when a file is missing or not
    *     valid PEM, or only one of {@code cert-file} and {@code key-file} is set
    */
-  static UpstreamTls from(String upstreamKey, RegistryCacheProperties.Tls tls) {
+  static UpstreamTls from(String upstreamKey, UpstreamProperties.Tls tls) {
     String prefix = "registry-cache.upstreams." + upstreamKey + ".tls.";
     try {
       TrustManagerFactory trust = null;
-      if (tls.isInsecureSkipVerify()) {
+      if (tls.insecureSkipVerify()) {
         trust = InsecureTrustManagerFactory.INSTANCE;
-      } else if (tls.getCaFile() != null) {
-        trust = trustWithExtraCas(readCertificates(tls.getCaFile(), prefix + "ca-file"));
+      } else if (tls.caFile() != null) {
+        trust = trustWithExtraCas(readCertificates(tls.caFile(), prefix + "ca-file"));
       }
       KeyManagerFactory keys = null;
-      if ((tls.getCertFile() == null) != (tls.getKeyFile() == null)) {
+      if ((tls.certFile() == null) != (tls.keyFile() == null)) {
         throw new IllegalStateException(prefix + "cert-file and " + prefix + "key-file go together");
       }
-      if (tls.getCertFile() != null) {
-        List<X509Certificate> chain = readCertificates(tls.getCertFile(), prefix + "cert-file");
+      if (tls.certFile() != null) {
+        List<X509Certificate> chain = readCertificates(tls.certFile(), prefix + "cert-file");
         PrivateKey key =
-            readPkcs8Key(tls.getKeyFile(), chain.get(0).getPublicKey().getAlgorithm(), prefix + "key-file");
+            readPkcs8Key(tls.keyFile(), chain.get(0).getPublicKey().getAlgorithm(), prefix + "key-file");
         keys = keyManagers(chain, key);
       }
-      return new UpstreamTls(trust, keys, tls.isInsecureSkipVerify());
+      return new UpstreamTls(trust, keys, tls.insecureSkipVerify());
     } catch (GeneralSecurityException e) {
       throw new IllegalStateException(prefix + "*: " + e.getMessage(), e);
     }

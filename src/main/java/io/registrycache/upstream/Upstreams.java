@@ -1,6 +1,7 @@
 package io.registrycache.upstream;
 
 import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.config.UpstreamProperties;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import java.net.URI;
@@ -37,42 +38,39 @@ public class Upstreams {
   private final boolean allowAnyUpstream;
 
   public Upstreams(RegistryCacheProperties properties) {
-    this.allowAnyUpstream = properties.isAllowAnyUpstream();
-    Map<String, RegistryCacheProperties.Upstream> configured = properties.getUpstreams();
+    this.allowAnyUpstream = properties.upstreams().allowAnyUpstream();
+    Map<String, UpstreamProperties> configured = properties.upstreams().upstreams();
     if (configured.isEmpty()) {
-      RegistryCacheProperties.Upstream builtIn = new RegistryCacheProperties.Upstream();
-      builtIn.setHost(BUILT_IN_HOST);
-      builtIn.setUrl("http://" + BUILT_IN_HOST);
-      configured = Map.of(BUILT_IN_KEY, builtIn);
+      configured = Map.of(BUILT_IN_KEY,
+          RegistryCacheProperties.upstream(Map.of("host", BUILT_IN_HOST, "url", "http://" + BUILT_IN_HOST)));
     }
     configured
         .forEach(
-            (key, settings) -> {
-              if (BUILT_IN_KEY.equals(key) && (settings.getUrl() == null || settings.getUrl().isBlank())) {
+            (key, given) -> {
+              UpstreamProperties settings = given;
+              if (BUILT_IN_KEY.equals(key) && (settings.url() == null || settings.url().isBlank())) {
                 // settings given for the built-in upstream (e.g. only its aliases) amend it
-                settings.setUrl("http://" + BUILT_IN_HOST);
-                if (settings.getHost() == null) {
-                  settings.setHost(BUILT_IN_HOST);
-                }
+                settings = settings.withHostAndUrl(
+                    settings.host() == null ? BUILT_IN_HOST : settings.host(), "http://" + BUILT_IN_HOST);
               }
-              if (settings.getUrl() == null || settings.getUrl().isBlank()) {
+              if (settings.url() == null || settings.url().isBlank()) {
                 throw new IllegalStateException("registry-cache.upstreams." + key + ".url is not set");
               }
-              URI url = URI.create(stripTrailingSlash(settings.getUrl()));
+              URI url = URI.create(stripTrailingSlash(settings.url()));
               if (!"http".equals(url.getScheme()) && !"https".equals(url.getScheme())) {
                 throw new IllegalStateException(
                     "registry-cache.upstreams." + key + ".url must be http or https: " + url);
               }
-              String host = settings.getHost() != null ? settings.getHost() : url.getAuthority();
+              String host = settings.host() != null ? settings.host() : url.getAuthority();
               Set<String> aliases = new LinkedHashSet<>();
-              settings.getAliases().forEach(a -> aliases.add(a.toLowerCase(Locale.ROOT)));
+              settings.aliases().forEach(a -> aliases.add(a.toLowerCase(Locale.ROOT)));
               Upstream upstream =
                   new Upstream(
                       key, host.toLowerCase(Locale.ROOT), url, Set.copyOf(aliases),
-                      settings.isDockerHubNaming(), settings);
+                      settings.dockerHubNaming(), settings);
               register(upstream);
             });
-    String defaultKey = properties.getDefaultUpstream();
+    String defaultKey = properties.upstreams().defaultUpstream();
     if (BUILT_IN_KEY.equals(defaultKey) && !byKey.containsKey(BUILT_IN_KEY)) {
       // left at its default while the operator's upstreams have other keys: their only upstream,
       // or none (bare-form requests are then refused)
@@ -112,9 +110,7 @@ public class Upstreams {
     return byHost.computeIfAbsent(
         normalized,
         h -> {
-          RegistryCacheProperties.Upstream settings = new RegistryCacheProperties.Upstream();
-          settings.setHost(h);
-          settings.setUrl("https://" + h);
+          UpstreamProperties settings = RegistryCacheProperties.upstream(Map.of("host", h, "url", "https://" + h));
           Upstream dynamic = new Upstream(h, h, URI.create("https://" + h), Set.of(), false, settings);
           byKey.put(dynamic.key(), dynamic);
           return dynamic;

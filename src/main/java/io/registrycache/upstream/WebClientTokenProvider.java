@@ -71,7 +71,7 @@ final class WebClientTokenProvider implements TokenProvider {
         credential.isPresent()
             && (sameOrigin
                 || "https".equalsIgnoreCase(uri.getScheme())
-                || upstream.settings().isSendCredentialsOverHttp());
+                || upstream.settings().sendCredentialsOverHttp());
     if (credential.isPresent() && !sendCredential) {
       return Mono.error(
           unauthorized(
@@ -105,7 +105,7 @@ final class WebClientTokenProvider implements TokenProvider {
                             .defaultIfEmpty(new byte[0])
                             .map(body -> answer(upstream, realm, response.statusCode().value(),
                                 response.headers().asHttpHeaders(), body))))
-        .timeout(upstream.settings().getConnectTimeout().plus(upstream.settings().getReadTimeout()))
+        .timeout(upstream.settings().connectTimeout().plus(upstream.settings().readTimeout()))
         .onErrorMap(e -> !(e instanceof UpstreamException), e -> UpstreamErrors.fromTransport(upstream, what, e))
         .doOnNext(
             a -> log.debug(

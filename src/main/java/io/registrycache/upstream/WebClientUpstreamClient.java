@@ -403,7 +403,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
     Upstream upstream = connection.upstream();
     boolean sameOrigin = UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
     UpstreamAuthorization sent = sameOrigin ? auth : null;
-    int maxHops = Math.max(0, upstream.settings().getRedirect().getMaxHops());
+    int maxHops = Math.max(0, upstream.settings().redirect().maxHops());
     // The first request goes to the upstream's own origin; every redirect target is checked.
     Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
     return allowed.then(connection
@@ -469,12 +469,12 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
    * rate} from the start.
    */
   static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
-    long rate = upstream.settings().getMinTransferRate() == null
-        ? 0 : upstream.settings().getMinTransferRate().toBytes();
+    long rate = upstream.settings().minTransferRate() == null
+        ? 0 : upstream.settings().minTransferRate().toBytes();
     if (rate <= 0) {
       return body;
     }
-    Duration grace = upstream.settings().getMinTransferRateGrace();
+    Duration grace = upstream.settings().minTransferRateGrace();
     return Flux.defer(
         () -> {
           long start = System.nanoTime();

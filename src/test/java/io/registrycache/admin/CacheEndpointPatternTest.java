@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import io.registrycache.config.RegistryCacheProperties;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.oci.Digest;
@@ -31,12 +32,16 @@ class CacheEndpointPatternTest {
   @BeforeEach
   void setUp() {
     cache = new TestCache(root, 0, Duration.ZERO);
-    CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs);
-    Pruner pruner = new Pruner(cache.manifests, inventory, cache.collector, cache.clock);
-    endpoint = new CacheEndpoint(
-        inventory, pruner, cache.collector, null, cache.blobs, cache.manifests, cache.properties, null, null, null);
+    endpoint = endpoint(cache.properties);
     blob = cache.blob(100);
     cache.tag("local", "app", "v1", cache.manifest(cache.blob(10), blob));
+  }
+
+  private CacheEndpoint endpoint(RegistryCacheProperties properties) {
+    CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs);
+    Pruner pruner = new Pruner(cache.manifests, inventory, cache.collector, cache.clock);
+    return new CacheEndpoint(
+        inventory, pruner, cache.collector, null, cache.blobs, cache.manifests, properties, null, null, null);
   }
 
   @AfterEach
@@ -75,7 +80,8 @@ class CacheEndpointPatternTest {
 
   @Test
   void tooLongPatternsAreRefused() {
-    cache.properties.getAdmin().setMaxPatternLength(16);
+    endpoint = endpoint(RegistryCacheProperties.bind(java.util.Map.of(
+        "registry-cache.storage.path", root.toString(), "registry-cache.admin.max-pattern-length", "16")));
     assertThat(error(endpoint.list("images", "local/app:v1|local/app:v2"))).isEqualTo("filter is longer than 16 characters");
     assertThat(listed(endpoint.list("images", "local/app:v1"), "images")).hasSize(1);
   }

@@ -13,19 +13,15 @@ import org.junit.jupiter.api.Test;
 class RequestTargetTest {
 
   private static Upstreams upstreams(boolean allowAny) {
-    RegistryCacheProperties props = new RegistryCacheProperties();
-    RegistryCacheProperties.Upstream local = new RegistryCacheProperties.Upstream();
-    local.setHost("localhost:5000");
-    local.setUrl("http://127.0.0.1:5000");
-    RegistryCacheProperties.Upstream hub = new RegistryCacheProperties.Upstream();
-    hub.setHost("hub.example.test");
-    hub.setUrl("https://registry-1.hub.example.test");
-    hub.setAliases(List.of("index.hub.example.test"));
-    hub.setDockerHubNaming(true);
-    props.getUpstreams().put("local", local);
-    props.getUpstreams().put("hub", hub);
-    props.setDefaultUpstream("local");
-    props.setAllowAnyUpstream(allowAny);
+    RegistryCacheProperties props = RegistryCacheProperties.bind(java.util.Map.of(
+        "registry-cache.upstreams.local.host", "localhost:5000",
+        "registry-cache.upstreams.local.url", "http://127.0.0.1:5000",
+        "registry-cache.upstreams.hub.host", "hub.example.test",
+        "registry-cache.upstreams.hub.url", "https://registry-1.hub.example.test",
+        "registry-cache.upstreams.hub.aliases", "index.hub.example.test",
+        "registry-cache.upstreams.hub.docker-hub-naming", "true",
+        "registry-cache.default-upstream", "local",
+        "registry-cache.allow-any-upstream", String.valueOf(allowAny)));
     return new Upstreams(props);
   }
 

@@ -39,8 +39,8 @@ class BlobDownloadTest {
 
   @BeforeEach
   void setUp() throws IOException {
-    RegistryCacheProperties props = new RegistryCacheProperties();
-    props.getStorage().setPath(root);
+    RegistryCacheProperties props =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     store = new FileBlobStore(new StorageLayout(props));
     scheduler = Schedulers.newBoundedElastic(4, 1000, "test-storage");
   }

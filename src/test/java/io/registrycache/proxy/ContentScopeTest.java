@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
-import io.registrycache.config.RegistryCacheProperties.ContentScope;
+import io.registrycache.config.ContentScope;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
@@ -56,7 +56,7 @@ import reactor.core.scheduler.Schedulers;
 class ContentScopeTest {
 
   @TempDir Path root;
-  private final RegistryCacheProperties properties = new RegistryCacheProperties();
+  private RegistryCacheProperties properties;
   private final Upstream a = upstream("a");
   private final Upstream b = upstream("b");
   private final RepositoryName x = RepositoryName.parse("team/x");
@@ -82,16 +82,17 @@ class ContentScopeTest {
 
   private static Upstream upstream(String key) {
     return new Upstream(key, key + ".test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-        new RegistryCacheProperties.Upstream());
+        RegistryCacheProperties.upstream(java.util.Map.of()));
   }
 
   private void open(ContentScope scope, boolean offline) throws Exception {
     if (blobs != null) {
       blobs.close();
     }
-    properties.getStorage().setPath(root);
-    properties.getStorage().setContentScope(scope);
-    properties.setOffline(offline);
+    properties = RegistryCacheProperties.bind(java.util.Map.of(
+        "registry-cache.storage.path", root.toString(),
+        "registry-cache.storage.content-scope", scope,
+        "registry-cache.offline", offline));
     StorageLayout layout = new StorageLayout(properties);
     blobs = new FileBlobStore(layout, Clock.systemUTC(), Duration.ZERO, scope);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());

@@ -53,7 +53,7 @@ class PeerBlobSourceTest {
   static final byte[] BLOB = new byte[300_000];
   static final Digest DIGEST;
   static final Upstream UPSTREAM =
-      new Upstream("local", "upstream.test", URI.create("http://upstream.test"), Set.of(), false, new RegistryCacheProperties.Upstream());
+      new Upstream("local", "upstream.test", URI.create("http://upstream.test"), Set.of(), false, RegistryCacheProperties.upstream(java.util.Map.of()));
   static final RepositoryName NAME = RepositoryName.parse("team/app");
 
   static {

@@ -61,9 +61,9 @@ class PeerRoutingTest {
 
   @TempDir Path root;
   final List<AutoCloseable> closeables = new ArrayList<>();
-  final RegistryCacheProperties properties = new RegistryCacheProperties();
+  RegistryCacheProperties properties;
   final Upstream upstream =
-      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false, new RegistryCacheProperties.Upstream());
+      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false, RegistryCacheProperties.upstream(java.util.Map.of()));
   final RepositoryName name = RepositoryName.parse("team/app");
   final Map<Digest, byte[]> upstreamBlobs = new ConcurrentHashMap<>();
   final AtomicInteger upstreamGets = new AtomicInteger();
@@ -99,7 +99,7 @@ class PeerRoutingTest {
         new ClusterMembership(cluster, Clock.systemUTC()), cluster, new PeerToken(cluster),
         new PeerMetrics(new SimpleMeterRegistry()));
     closeables.add(peers::close);
-    properties.getStorage().setPath(root);
+    properties = RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     blobs = new FileBlobStore(new StorageLayout(properties));
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
     service = new ProxyBlobService(

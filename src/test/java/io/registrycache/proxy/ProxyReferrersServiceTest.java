@@ -48,7 +48,7 @@ class ProxyReferrersServiceTest {
   @TempDir Path root;
   private final Scheduler scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
   private final Upstream upstream = new Upstream("api", "api.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-      new RegistryCacheProperties.Upstream());
+      RegistryCacheProperties.upstream(java.util.Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
   private final Digest subject = Digest.sha256("subject".getBytes(StandardCharsets.UTF_8));
   private final List<URI> asked = new CopyOnWriteArrayList<>();
@@ -65,9 +65,8 @@ class ProxyReferrersServiceTest {
   }
 
   private ProxyReferrersService service(Duration ttl) throws Exception {
-    RegistryCacheProperties properties = new RegistryCacheProperties();
-    properties.getStorage().setPath(root);
-    properties.getReferrers().setTtl(ttl);
+    RegistryCacheProperties properties = RegistryCacheProperties.bind(java.util.Map.of(
+        "registry-cache.storage.path", root.toString(), "registry-cache.referrers.ttl", ttl));
     StorageLayout layout = new StorageLayout(properties);
     BlobStore blobs = new FileBlobStore(layout);
     ManifestStore manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());

@@ -36,11 +36,11 @@ import reactor.core.scheduler.Schedulers;
  */
 class ProxyTagServiceTest {
 
-  private final RegistryCacheProperties properties = new RegistryCacheProperties();
+  private RegistryCacheProperties properties = RegistryCacheProperties.defaults();
   private final UpstreamClient client = mock(UpstreamClient.class);
   private final Upstream upstream =
       new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-          new RegistryCacheProperties.Upstream());
+          RegistryCacheProperties.upstream(java.util.Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
 
   private ProxyTagService service() {
@@ -86,7 +86,7 @@ class ProxyTagServiceTest {
 
   @Test
   void moreTagsThanTheLimitIsAClearError() {
-    properties.getManifests().setTagListMaxTags(2);
+    properties = RegistryCacheProperties.bind(java.util.Map.of("registry-cache.manifests.tag-list-max-tags", "2"));
     when(client.listTags(any(), any(), any(), any())).thenReturn(page("[\"a\",\"b\",\"c\"]", null));
 
     assertThatThrownBy(() -> service().list(upstream, name, 1, null).block())

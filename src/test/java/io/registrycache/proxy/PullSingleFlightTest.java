@@ -53,13 +53,13 @@ class PullSingleFlightTest {
   private static final int CLIENTS = 20;
 
   @TempDir Path root;
-  private final RegistryCacheProperties properties = new RegistryCacheProperties();
+  private RegistryCacheProperties properties;
   private final Sinks.One<Boolean> gate = Sinks.one();
   private final AtomicInteger manifestGets = new AtomicInteger();
   private final AtomicInteger blobGets = new AtomicInteger();
   private final Upstream upstream =
       new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-          new RegistryCacheProperties.Upstream());
+          RegistryCacheProperties.upstream(java.util.Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
   private Scheduler scheduler;
   private BlobStore blobs;
@@ -70,7 +70,7 @@ class PullSingleFlightTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    properties.getStorage().setPath(root);
+    properties = RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     StorageLayout layout = new StorageLayout(properties);
     blobs = new FileBlobStore(layout);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());

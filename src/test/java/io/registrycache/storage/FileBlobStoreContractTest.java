@@ -14,8 +14,8 @@ class FileBlobStoreContractTest extends BlobStoreContract {
 
   @Override
   protected BlobStore openStore() throws Exception {
-    RegistryCacheProperties properties = new RegistryCacheProperties();
-    properties.getStorage().setPath(root);
+    RegistryCacheProperties properties =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     layout = new StorageLayout(properties);
     return new FileBlobStore(layout);
   }

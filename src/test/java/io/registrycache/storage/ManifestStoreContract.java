@@ -33,8 +33,8 @@ public abstract class ManifestStoreContract {
   protected abstract ManifestPersistence persistence(StorageLayout layout) throws Exception;
 
   protected ManifestStore open() throws Exception {
-    RegistryCacheProperties properties = new RegistryCacheProperties();
-    properties.getStorage().setPath(root);
+    RegistryCacheProperties properties =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     StorageLayout layout = new StorageLayout(properties);
     if (blobs != null) {
       blobs.close();

@@ -51,7 +51,7 @@ public final class TestCache implements AutoCloseable {
   }
 
   public final MutableClock clock = new MutableClock();
-  public final RegistryCacheProperties properties = new RegistryCacheProperties();
+  public final RegistryCacheProperties properties;
   public final SimpleMeterRegistry meters = new SimpleMeterRegistry();
   public final StorageLayout layout;
   public final FileBlobStore blobs;
@@ -62,11 +62,12 @@ public final class TestCache implements AutoCloseable {
   /** @param maxBytes disk budget (0 = unlimited); watermarks 0.9 / 0.5 */
   public TestCache(Path root, long maxBytes, Duration deleteGrace) {
     try {
-      properties.getStorage().setPath(root);
-      properties.getStorage().setMaxBytes(maxBytes);
-      properties.getStorage().setHighWatermark(0.9);
-      properties.getStorage().setLowWatermark(0.5);
-      properties.getStorage().setEvictionBatchSize(2);
+      properties = RegistryCacheProperties.bind(java.util.Map.of(
+          "registry-cache.storage.path", root.toString(),
+          "registry-cache.storage.max-bytes", String.valueOf(maxBytes),
+          "registry-cache.storage.high-watermark", "0.9",
+          "registry-cache.storage.low-watermark", "0.5",
+          "registry-cache.storage.eviction-batch-size", "2"));
       layout = new StorageLayout(properties);
       blobs = new FileBlobStore(layout, clock, deleteGrace);
       manifests = new ManifestStore(layout, blobs, properties, clock);

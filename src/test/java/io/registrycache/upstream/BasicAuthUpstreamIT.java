@@ -11,6 +11,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.testsupport.DataBuffers;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
+import java.util.Map;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -60,8 +61,8 @@ class BasicAuthUpstreamIT {
   void rightCredentialsPullManifestAndBlob() {
     Upstream upstream =
         TestUpstreams.upstream("basic-ok", url, s -> {
-          s.setUsername(USER);
-          s.setPassword(PASSWORD);
+          s.put("username", USER);
+          s.put("password", PASSWORD);
         });
 
     UpstreamManifest manifest =
@@ -81,8 +82,8 @@ class BasicAuthUpstreamIT {
     Files.writeString(file, PASSWORD + "\n");
     Upstream upstream =
         TestUpstreams.upstream("basic-file", url, s -> {
-          s.setUsername(USER);
-          s.setPasswordFile(file);
+          s.put("username", USER);
+          s.put("password-file", file);
         });
 
     UpstreamManifestHead head =
@@ -94,8 +95,8 @@ class BasicAuthUpstreamIT {
   void wrongCredentialsAreUnauthorized() {
     Upstream upstream =
         TestUpstreams.upstream("basic-wrong", url, s -> {
-          s.setUsername(USER);
-          s.setPassword("wrong-password");
+          s.put("username", USER);
+          s.put("password", "wrong-password");
         });
 
     assertThatThrownBy(

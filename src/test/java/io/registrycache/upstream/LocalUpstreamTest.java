@@ -118,10 +118,10 @@ class LocalUpstreamTest {
 
     Upstream upstream(String key, String user, String password) {
       return TestUpstreams.upstream(key, base(registry), s -> {
-        s.setUsername(user);
-        s.setPassword(password);
-        s.setReadTimeout(Duration.ofSeconds(5));
-        s.getRedirect().setAllowedHosts(List.of("127.0.0.1")); // the storage host is another loopback origin
+        s.put("username", user);
+        s.put("password", password);
+        s.put("read-timeout", Duration.ofSeconds(5));
+        s.put("redirect.allowed-hosts", List.of("127.0.0.1")); // the storage host is another loopback origin
       });
     }
   }
@@ -224,7 +224,7 @@ class LocalUpstreamTest {
     closeables.add(() -> held.forEach(s -> { try { s.close(); } catch (IOException ignored) { } }));
     Upstream upstream =
         TestUpstreams.upstream("hanging", "http://127.0.0.1:" + silent.getLocalPort(),
-            s -> s.setReadTimeout(Duration.ofMillis(800)));
+            s -> s.put("read-timeout", Duration.ofMillis(800)));
 
     long start = System.nanoTime();
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, Digest.sha256(BLOB)).block(WAIT))
@@ -252,7 +252,7 @@ class LocalUpstreamTest {
       sleep(5000); // never sends the rest in time
       ex.close();
     });
-    Upstream upstream = TestUpstreams.upstream("stall", base(server), s -> s.setReadTimeout(Duration.ofMillis(800)));
+    Upstream upstream = TestUpstreams.upstream("stall", base(server), s -> s.put("read-timeout", Duration.ofMillis(800)));
 
     UpstreamBlob blob = client.getBlob(upstream, NAME, Digest.sha256(BLOB)).block(WAIT);
     assertThat(blob.size()).isEqualTo(1000);
@@ -284,9 +284,9 @@ class LocalUpstreamTest {
       ex.close();
     });
     Upstream upstream = TestUpstreams.upstream("drip", base(server), s -> {
-      s.setReadTimeout(Duration.ofSeconds(2));
-      s.setMinTransferRate(org.springframework.util.unit.DataSize.ofBytes(100));
-      s.setMinTransferRateGrace(Duration.ofSeconds(1));
+      s.put("read-timeout", Duration.ofSeconds(2));
+      s.put("min-transfer-rate", org.springframework.util.unit.DataSize.ofBytes(100));
+      s.put("min-transfer-rate-grace", Duration.ofSeconds(1));
     });
 
     UpstreamBlob blob = client.getBlob(upstream, NAME, Digest.sha256(BLOB)).block(WAIT);
@@ -317,10 +317,10 @@ class LocalUpstreamTest {
       ex.close();
     });
     Upstream upstream = TestUpstreams.upstream("drip-manifest", base(server), s -> {
-      s.setReadTimeout(Duration.ofSeconds(2));
-      s.setMinTransferRate(org.springframework.util.unit.DataSize.ofBytes(100));
-      s.setMinTransferRateGrace(Duration.ofSeconds(1));
-      s.getRetry().setMaxAttempts(1);
+      s.put("read-timeout", Duration.ofSeconds(2));
+      s.put("min-transfer-rate", org.springframework.util.unit.DataSize.ofBytes(100));
+      s.put("min-transfer-rate-grace", Duration.ofSeconds(1));
+      s.put("retry.max-attempts", 1);
     });
 
     assertThatThrownBy(
@@ -350,7 +350,7 @@ class LocalUpstreamTest {
       }
     });
     // mapping only: no retries here (UpstreamResilienceTest covers them)
-    Upstream upstream = TestUpstreams.upstream("statuses", base(server), s -> s.getRetry().setMaxAttempts(1));
+    Upstream upstream = TestUpstreams.upstream("statuses", base(server), s -> s.put("retry.max-attempts", 1));
 
     assertThat(error(upstream, "limited")).satisfies(e -> {
       assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS);

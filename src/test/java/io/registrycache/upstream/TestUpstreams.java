@@ -2,6 +2,8 @@ package io.registrycache.upstream;
 
 import io.registrycache.config.RegistryCacheProperties;
 import java.net.URI;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
 
@@ -10,13 +12,17 @@ final class TestUpstreams {
 
   private TestUpstreams() {}
 
-  /** An {@link Upstream} for tests. */
-  static Upstream upstream(String key, String url, Consumer<RegistryCacheProperties.Upstream> customize) {
-    RegistryCacheProperties.Upstream settings = new RegistryCacheProperties.Upstream();
-    settings.setUrl(url);
+  /**
+   * An {@link Upstream} for tests at {@code url}; {@code customize} puts further settings, named
+   * as under {@code registry-cache.upstreams.<key>.} (e.g. {@code "redirect.allowed-hosts"}), bound
+   * as Spring Boot binds them.
+   */
+  static Upstream upstream(String key, String url, Consumer<Map<String, Object>> customize) {
     URI uri = URI.create(url);
-    settings.setHost(uri.getAuthority());
+    Map<String, Object> settings = new LinkedHashMap<>();
+    settings.put("url", url);
+    settings.put("host", uri.getAuthority());
     customize.accept(settings);
-    return new Upstream(key, uri.getAuthority(), uri, Set.of(), false, settings);
+    return new Upstream(key, uri.getAuthority(), uri, Set.of(), false, RegistryCacheProperties.upstream(settings));
   }
 }

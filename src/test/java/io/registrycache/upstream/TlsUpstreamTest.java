@@ -9,6 +9,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.RepositoryName;
+import java.util.Map;
 import java.io.FileInputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -103,7 +104,7 @@ class TlsUpstreamTest {
 
   @Test
   void caFileMakesTheCertificateTrusted() {
-    Upstream upstream = TestUpstreams.upstream("tls-ca", url, s -> s.getTls().setCaFile(caFile));
+    Upstream upstream = TestUpstreams.upstream("tls-ca", url, s -> s.put("tls.ca-file", caFile));
     assertThat(client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
@@ -120,20 +121,20 @@ class TlsUpstreamTest {
 
   @Test
   void insecureSkipVerifyAcceptsAnything() {
-    Upstream upstream = TestUpstreams.upstream("tls-insecure", url, s -> s.getTls().setInsecureSkipVerify(true));
+    Upstream upstream = TestUpstreams.upstream("tls-insecure", url, s -> s.put("tls.insecure-skip-verify", true));
     assertThat(client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
   @Test
   void tokenRequestsUseTheUpstreamTlsToo() {
     // The token realm is https on the same self-signed certificate: only ca-file makes it work.
-    Upstream upstream = TestUpstreams.upstream("tls-token", url, s -> s.getTls().setCaFile(caFile));
+    Upstream upstream = TestUpstreams.upstream("tls-token", url, s -> s.put("tls.ca-file", caFile));
     assertThat(client.headBlob(upstream, RepositoryName.parse("secured/app"), DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
   @Test
   void missingCaFileFailsWithTheSettingName() {
-    Upstream upstream = TestUpstreams.upstream("tls-missing", url, s -> s.getTls().setCaFile(dir.resolve("nope.pem")));
+    Upstream upstream = TestUpstreams.upstream("tls-missing", url, s -> s.put("tls.ca-file", dir.resolve("nope.pem")));
     assertThatThrownBy(() -> new UpstreamConnection(upstream))
         .hasMessageContaining("registry-cache.upstreams.tls-missing.tls.ca-file");
   }

@@ -7,7 +7,6 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -18,8 +17,8 @@ import org.springframework.core.env.SystemEnvironmentPropertySource;
 class UpstreamClientWiringTest {
 
   @Configuration(proxyBeanMethods = false)
-  @EnableConfigurationProperties(RegistryCacheProperties.class)
-  @Import({
+    @Import({
+    io.registrycache.config.PropertiesConfiguration.class,
     Upstreams.class, UpstreamResilience.class, UpstreamsHealthIndicator.class,
     WebClientUpstreamClient.class
   })
@@ -52,8 +51,8 @@ class UpstreamClientWiringTest {
           var health = context.getBean(UpstreamsHealthIndicator.class).health();
           assertThat(health.getStatus().getCode()).isEqualTo("UP");
           assertThat(health.getDetails()).containsKey("local");
-          assertThat(context.getBean(RegistryCacheProperties.class).getUpstreams().get("local")
-                  .getCircuitBreaker().getWaitInOpen())
+          assertThat(context.getBean(RegistryCacheProperties.class).upstreams().upstreams().get("local")
+                  .circuitBreaker().waitInOpen())
               .isEqualTo(java.time.Duration.ofSeconds(7));
           assertThat(context.getBean(MeterRegistry.class)
                   .get(UpstreamResilience.CIRCUIT_STATE).tags("upstream", "local", "state", "closed")
@@ -79,7 +78,7 @@ class UpstreamClientWiringTest {
                 "env", Map.of("REGISTRY_CACHE_UPSTREAMS_LOCAL_PASSWORD", "from-env"))))
         .run(context -> {
           assertThat(context).hasSingleBean(UpstreamClient.class);
-          assertThat(context.getBean(RegistryCacheProperties.class).getUpstreams().get("local").getPassword())
+          assertThat(context.getBean(RegistryCacheProperties.class).upstreams().upstreams().get("local").password())
               .isEqualTo("from-env");
         });
   }

@@ -21,8 +21,8 @@ class UpstreamCredentialsTest {
   @Test
   void configuredUsernameAndPassword() {
     Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> {
-      s.setUsername("robot");
-      s.setPassword("pw");
+      s.put("username", "robot");
+      s.put("password", "pw");
     });
     assertThat(UpstreamCredentials.resolve(upstream, NAME)).contains(Credential.from("robot", "pw"));
   }
@@ -32,8 +32,8 @@ class UpstreamCredentialsTest {
     Path file = dir.resolve("pw");
     Files.writeString(file, "line-one\r\n");
     Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> {
-      s.setUsername("robot");
-      s.setPasswordFile(file);
+      s.put("username", "robot");
+      s.put("password-file", file);
     });
     assertThat(UpstreamCredentials.resolve(upstream, NAME)).contains(Credential.from("robot", "line-one"));
     assertThat(UpstreamCredentials.stripTrailingNewline("a\n\n")).isEqualTo("a\n");
@@ -43,8 +43,8 @@ class UpstreamCredentialsTest {
   @Test
   void unreadablePasswordFileNamesTheSettingNotTheSecret(@TempDir Path dir) {
     Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> {
-      s.setUsername("robot");
-      s.setPasswordFile(dir.resolve("missing"));
+      s.put("username", "robot");
+      s.put("password-file", dir.resolve("missing"));
     });
     assertThatThrownBy(() -> UpstreamCredentials.resolve(upstream, NAME))
         .hasMessageContaining("registry-cache.upstreams.u.password-file");
@@ -52,9 +52,9 @@ class UpstreamCredentialsTest {
 
   @Test
   void halfConfiguredCredentialsFailAtStartUp() {
-    Upstream noPassword = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.setUsername("robot"));
+    Upstream noPassword = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.put("username", "robot"));
     assertThatThrownBy(() -> new UpstreamConnection(noPassword)).hasMessageContaining("without password");
-    Upstream noUser = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.setPassword("pw"));
+    Upstream noUser = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.put("password", "pw"));
     assertThatThrownBy(() -> new UpstreamConnection(noUser)).hasMessageContaining("without username");
   }
 
@@ -62,7 +62,7 @@ class UpstreamCredentialsTest {
   void dockerConfigFromDockerConfigDirectory(@TempDir Path dir) throws Exception {
     String auth = Base64.getEncoder().encodeToString("robot:from-config".getBytes(StandardCharsets.UTF_8));
     Files.writeString(dir.resolve("config.json"), "{\"auths\":{\"127.0.0.1:5000\":{\"auth\":\"" + auth + "\"}}}");
-    Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.setDockerConfigCredentials(true));
+    Upstream upstream = TestUpstreams.upstream("u", "http://127.0.0.1:5000", s -> s.put("docker-config-credentials", true));
 
     Optional<Credential> credential =
         UpstreamCredentials.resolve(upstream, NAME, Map.of("DOCKER_CONFIG", dir.toString(), "HOME", dir.toString()));

@@ -7,7 +7,6 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciException;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.ConfigDataApplicationContextInitializer;
-import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
@@ -19,8 +18,7 @@ import org.springframework.context.annotation.Import;
 class UpstreamDefaultsTest {
 
   @Configuration(proxyBeanMethods = false)
-  @EnableConfigurationProperties(RegistryCacheProperties.class)
-  @Import(Upstreams.class)
+  @Import({io.registrycache.config.PropertiesConfiguration.class, Upstreams.class})
   static class Defaults {}
 
   /** Reads application.yml like the application does. */
@@ -99,7 +97,7 @@ class UpstreamDefaultsTest {
           Upstreams upstreams = context.getBean(Upstreams.class);
           assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("corp");
           assertThat(upstreams.defaultUpstream().url()).hasToString("https://registry.corp.test");
-          assertThat(upstreams.defaultUpstream().settings().getPasswordFile()).isNotNull();
+          assertThat(upstreams.defaultUpstream().settings().passwordFile()).isNotNull();
         });
   }
 }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.registrycache.config.RegistryCacheProperties;
+import java.util.Map;
 import java.net.URI;
 import java.util.Set;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -17,7 +18,7 @@ class UpstreamKeyTest {
   void configurationKeysAndRegistryHostsAreKeys(String key) {
     assertThat(new UpstreamKey(key).value()).isEqualTo(key);
     assertThat(new Upstream(key, "h", URI.create("http://127.0.0.1:9"), Set.of(), false,
-        new RegistryCacheProperties.Upstream()).key()).isEqualTo(key);
+        RegistryCacheProperties.upstream(Map.of())).key()).isEqualTo(key);
   }
 
   @ParameterizedTest
@@ -25,7 +26,7 @@ class UpstreamKeyTest {
   void pathsControlCharactersAndEmptyKeysAreRefused(String key) {
     assertThatThrownBy(() -> new UpstreamKey(key)).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> new Upstream(key, "h", URI.create("http://127.0.0.1:9"), Set.of(), false,
-        new RegistryCacheProperties.Upstream())).isInstanceOf(IllegalArgumentException.class);
+        RegistryCacheProperties.upstream(Map.of()))).isInstanceOf(IllegalArgumentException.class);
   }
 
   @org.junit.jupiter.api.Test

@@ -77,7 +77,7 @@ class UpstreamRedirectPolicyTest {
   }
 
   /** An upstream answering every request with a 307 to {@code location}. */
-  private Upstream redirectingTo(String location, Consumer<RegistryCacheProperties.Upstream> customize) {
+  private Upstream redirectingTo(String location, Consumer<Map<String, Object>> customize) {
     upstreamServer.createContext("/v2/", ex -> respond(ex, 307, Map.of("Location", location), new byte[0]));
     return TestUpstreams.upstream("redirecting", base(upstreamServer), customize);
   }
@@ -108,7 +108,7 @@ class UpstreamRedirectPolicyTest {
     assertThat(internalRequests).isEmpty();
 
     Upstream allowed = TestUpstreams.upstream("allowed", base(upstreamServer),
-        s -> s.getRedirect().setAllowedHosts(List.of("127.0.0.0/8")));
+        s -> s.put("redirect.allowed-hosts", List.of("127.0.0.0/8")));
     UpstreamBlob blob = client.getBlob(allowed, NAME, digest).block(WAIT);
     assertThat(DataBuffers.join(blob.body(), WAIT)).hasSize(MANIFEST.length);
     assertThat(internalRequests).containsExactly("GET /blob auth=null");
@@ -118,7 +118,7 @@ class UpstreamRedirectPolicyTest {
   void redirectToTheCachesOwnPortIsRefusedEvenWhenAllowListed() {
     client.ownPorts(() -> Set.of(internal.getAddress().getPort()));
     Upstream upstream = redirectingTo(base(internal) + "/actuator/cache",
-        s -> s.getRedirect().setAllowedHosts(List.of("127.0.0.1")));
+        s -> s.put("redirect.allowed-hosts", List.of("127.0.0.1")));
 
     refused(catchError(() -> client.getBlob(upstream, NAME, Digest.sha256(MANIFEST)).block(WAIT)), "own port");
     assertThat(internalRequests).isEmpty();
@@ -131,7 +131,7 @@ class UpstreamRedirectPolicyTest {
         .withProperty("registry-cache.cluster.peers", "127.0.0.1:" + peerPort)
         .withProperty("registry-cache.cluster.peer-port", String.valueOf(peerPort)));
     Upstream upstream = redirectingTo(base(internal) + "/internal/v1/blobs/x",
-        s -> s.getRedirect().setAllowedHosts(List.of("127.0.0.1")));
+        s -> s.put("redirect.allowed-hosts", List.of("127.0.0.1")));
 
     refused(catchError(() -> client.getBlob(upstream, NAME, Digest.sha256(MANIFEST)).block(WAIT)), "own port");
     assertThat(internalRequests).isEmpty();
@@ -140,14 +140,14 @@ class UpstreamRedirectPolicyTest {
   @Test
   void redirectToAnotherSchemeIsRefused() {
     Upstream upstream = redirectingTo("ftp://127.0.0.1:" + internal.getAddress().getPort() + "/x",
-        s -> s.getRedirect().setAllowedHosts(List.of("127.0.0.1")));
+        s -> s.put("redirect.allowed-hosts", List.of("127.0.0.1")));
     refused(catchError(() -> client.headBlob(upstream, NAME, Digest.sha256(MANIFEST)).block(WAIT)), "scheme");
   }
 
   @Test
   void redirectHopsAreBounded() {
     upstreamServer.createContext("/v2/", ex -> respond(ex, 307, Map.of("Location", ex.getRequestURI().getPath() + "x"), new byte[0]));
-    Upstream upstream = TestUpstreams.upstream("looping", base(upstreamServer), s -> s.getRedirect().setMaxHops(2));
+    Upstream upstream = TestUpstreams.upstream("looping", base(upstreamServer), s -> s.put("redirect.max-hops", 2));
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, Digest.sha256(MANIFEST)).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class,
             e -> assertThat(e.getMessage()).contains("more than 2 redirects").contains("redirect.max-hops"));
@@ -156,7 +156,7 @@ class UpstreamRedirectPolicyTest {
   // --- token realms ---------------------------------------------------------------------------
 
   /** An upstream whose Bearer challenge names the realm {@code <internal>/token}. */
-  private Upstream challengingWithInternalRealm(String key, Consumer<RegistryCacheProperties.Upstream> customize) {
+  private Upstream challengingWithInternalRealm(String key, Consumer<Map<String, Object>> customize) {
     upstreamServer.createContext("/v2/", ex -> {
       if ("Bearer internal-token".equals(ex.getRequestHeaders().getFirst("Authorization"))) {
         respond(ex, 200, Map.of(), new byte[5]);
@@ -174,7 +174,7 @@ class UpstreamRedirectPolicyTest {
     refused(e, "token realm", "loopback");
     assertThat(internalRequests).isEmpty();
 
-    Upstream allowed = challengingWithInternalRealm("realm-allowed", s -> s.getRedirect().setAllowedHosts(List.of("127.0.0.1")));
+    Upstream allowed = challengingWithInternalRealm("realm-allowed", s -> s.put("redirect.allowed-hosts", List.of("127.0.0.1")));
     assertThat(client.headBlob(allowed, NAME, Digest.sha256(new byte[5])).block(WAIT)).isEqualTo(5);
     assertThat(internalRequests).singleElement().asString().startsWith("GET /token auth=null");
   }
@@ -182,9 +182,9 @@ class UpstreamRedirectPolicyTest {
   @Test
   void credentialsGoToAPlainHttpRealmOnAnotherOriginOnlyWhenConfigured() {
     Upstream upstream = challengingWithInternalRealm("creds", s -> {
-      s.getRedirect().setAllowedHosts(List.of("127.0.0.1"));
-      s.setUsername("robot");
-      s.setPassword("hunter2");
+      s.put("redirect.allowed-hosts", List.of("127.0.0.1"));
+      s.put("username", "robot");
+      s.put("password", "hunter2");
     });
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, Digest.sha256(new byte[5])).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> {
@@ -195,10 +195,10 @@ class UpstreamRedirectPolicyTest {
     assertThat(internalRequests).isEmpty();
 
     Upstream opted = challengingWithInternalRealm("creds-opted", s -> {
-      s.getRedirect().setAllowedHosts(List.of("127.0.0.1"));
-      s.setUsername("robot");
-      s.setPassword("hunter2");
-      s.setSendCredentialsOverHttp(true);
+      s.put("redirect.allowed-hosts", List.of("127.0.0.1"));
+      s.put("username", "robot");
+      s.put("password", "hunter2");
+      s.put("send-credentials-over-http", true);
     });
     assertThat(client.headBlob(opted, NAME, Digest.sha256(new byte[5])).block(WAIT)).isEqualTo(5);
     assertThat(internalRequests).singleElement().asString().startsWith("GET /token auth=Basic ");
@@ -226,7 +226,7 @@ class UpstreamRedirectPolicyTest {
     assertThat(own.isSuccess()).isTrue();
 
     Upstream allowed = TestUpstreams.upstream("rebinding-allowed", base(upstreamServer),
-        s -> s.getRedirect().setAllowedHosts(List.of("localhost")));
+        s -> s.put("redirect.allowed-hosts", List.of("localhost")));
     var allowedResolver = policy.resolverGroup(allowed, io.netty.resolver.DefaultAddressResolverGroup.INSTANCE)
         .getResolver(io.netty.util.concurrent.ImmediateEventExecutor.INSTANCE);
     assertThat(allowedResolver.resolve(java.net.InetSocketAddress.createUnresolved("localhost", internalPort)).await().isSuccess())

@@ -11,6 +11,7 @@ import com.sun.net.httpserver.HttpServer;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.config.UpstreamProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
@@ -83,9 +84,9 @@ class UpstreamResilienceTest {
       server.createContext("/v2/", ex -> script.get().answer(ex, requests.incrementAndGet()));
     }
 
-    Upstream upstream(String key, Consumer<RegistryCacheProperties.Upstream> customize) {
+    Upstream upstream(String key, Consumer<Map<String, Object>> customize) {
       return TestUpstreams.upstream(key, base(server), s -> {
-        s.setReadTimeout(Duration.ofSeconds(5));
+        s.put("read-timeout", Duration.ofSeconds(5));
         customize.accept(s);
       });
     }
@@ -137,8 +138,8 @@ class UpstreamResilienceTest {
       }
     });
     Upstream upstream = fake.upstream("kinds", s -> {
-      s.getRetry().setInitialBackoff(Duration.ofMillis(10));
-      s.getCircuitBreaker().setEnabled(false); // 2 of 3 attempts fail: a breaker would open
+      s.put("retry.initial-backoff", Duration.ofMillis(10));
+      s.put("circuit-breaker.enabled", false); // 2 of 3 attempts fail: a breaker would open
     });
 
     assertThat(client.headManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS).block(WAIT).digest()).isEqualTo(DIGEST);
@@ -289,7 +290,7 @@ class UpstreamResilienceTest {
     Scripted fake = new Scripted((ex, n) -> respond(ex, 503, Map.of(), new byte[0]));
     Upstream upstream = fake.upstream("still-down", s -> {
       smallWindow(s, Duration.ofMillis(300));
-      s.getRetry().setMaxAttempts(1);
+      s.put("retry.max-attempts", 1);
     });
     for (int i = 0; i < 4; i++) {
       assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isInstanceOf(UpstreamException.class);
@@ -312,9 +313,9 @@ class UpstreamResilienceTest {
     Scripted fake = new Scripted((ex, n) -> respond(ex, 503, Map.of(), new byte[0]));
     Upstream upstream = fake.upstream("backoff", s -> {
       smallWindow(s, Duration.ofMillis(300));
-      s.getCircuitBreaker().setWaitInOpenMultiplier(5);
-      s.getCircuitBreaker().setPermittedCallsInHalfOpen(1);
-      s.getRetry().setMaxAttempts(1);
+      s.put("circuit-breaker.wait-in-open-multiplier", 5);
+      s.put("circuit-breaker.permitted-calls-in-half-open", 1);
+      s.put("retry.max-attempts", 1);
     });
     for (int i = 0; i < 4; i++) {
       assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isInstanceOf(UpstreamException.class);
@@ -348,8 +349,8 @@ class UpstreamResilienceTest {
         manifest(ex);
       }
     });
-    RegistryCacheProperties.CircuitBreaker defaults = new RegistryCacheProperties.CircuitBreaker();
-    assertThat(defaults.getWaitInOpen()).isLessThanOrEqualTo(Duration.ofSeconds(5));
+    UpstreamProperties.CircuitBreaker defaults = RegistryCacheProperties.upstream(Map.of()).circuitBreaker();
+    assertThat(defaults.waitInOpen()).isLessThanOrEqualTo(Duration.ofSeconds(5));
     Upstream upstream = fake.upstream("recovering", s -> {});
     for (int i = 0; i < 20 && resilience.state(upstream) != CircuitBreaker.State.OPEN; i++) {
       assertThatThrownBy(() -> client.getManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT))
@@ -396,7 +397,7 @@ class UpstreamResilienceTest {
     Scripted fake = new Scripted((ex, n) -> respond(ex, 500, Map.of(), new byte[0]));
     Upstream upstream = fake.upstream("no-breaker", s -> {
       smallWindow(s, Duration.ofSeconds(30));
-      s.getCircuitBreaker().setEnabled(false);
+      s.put("circuit-breaker.enabled", false);
     });
     for (int i = 0; i < 8; i++) {
       assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
@@ -412,13 +413,12 @@ class UpstreamResilienceTest {
   // --- helpers --------------------------------------------------------------------------------
 
   /** Window of 4 calls, all counted, 50 %; two trial requests. */
-  private static void smallWindow(RegistryCacheProperties.Upstream s, Duration waitInOpen) {
-    RegistryCacheProperties.CircuitBreaker cb = s.getCircuitBreaker();
-    cb.setSlidingWindowSize(4);
-    cb.setMinimumNumberOfCalls(4);
-    cb.setFailureRateThreshold(50);
-    cb.setWaitInOpen(waitInOpen);
-    cb.setPermittedCallsInHalfOpen(2);
+  private static void smallWindow(Map<String, Object> s, Duration waitInOpen) {
+    s.put("circuit-breaker.sliding-window-size", 4);
+    s.put("circuit-breaker.minimum-number-of-calls", 4);
+    s.put("circuit-breaker.failure-rate-threshold", 50);
+    s.put("circuit-breaker.wait-in-open", waitInOpen);
+    s.put("circuit-breaker.permitted-calls-in-half-open", 2);
   }
 
   private static long time(Runnable call) {

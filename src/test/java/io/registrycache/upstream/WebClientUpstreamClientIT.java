@@ -13,6 +13,7 @@ import io.registrycache.testsupport.ImagePusher;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
+import java.util.Map;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
@@ -45,7 +46,7 @@ class WebClientUpstreamClientIT {
       pusher.pushManifest(NAME.value(), tag, pushed.manifest());
     }
     image = PushedImage.of(pushed);
-    upstream = TestUpstreams.upstream("it-anon", url, s -> s.setReadTimeout(Duration.ofSeconds(10)));
+    upstream = TestUpstreams.upstream("it-anon", url, s -> s.put("read-timeout", Duration.ofSeconds(10)));
     meters = new SimpleMeterRegistry();
     client = new WebClientUpstreamClient(null, meters);
   }

@@ -1,6 +1,6 @@
 package io.registrycache.storage.s3;
 
-import io.registrycache.config.RegistryCacheProperties.ContentScope;
+import io.registrycache.config.ContentScope;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.BlobWriter;

@@ -41,6 +41,6 @@ public class S3StorageConfiguration {
   S3BlobStore s3BlobStore(
       S3Objects objects, StorageLayout layout, RegistryCacheProperties cache, Clock clock, S3StorageProperties properties) {
     return new S3BlobStore(
-        objects, layout, clock, cache.getStorage().getDeleteGrace(), cache.getStorage().getContentScope(), properties);
+        objects, layout, clock, cache.storage().deleteGrace(), cache.storage().contentScope(), properties);
   }
 }

@@ -72,11 +72,11 @@ class S3BlobStoreContractTest extends BlobStoreContract {
 
   @Override
   protected BlobStore openStore() throws Exception {
-    RegistryCacheProperties cache = new RegistryCacheProperties();
-    cache.getStorage().setPath(root);
+    RegistryCacheProperties cache =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     layout = new StorageLayout(cache);
     return new S3BlobStore(objects, layout, Clock.systemUTC(), Duration.ZERO,
-        RegistryCacheProperties.ContentScope.REPOSITORY, properties);
+        io.registrycache.config.ContentScope.REPOSITORY, properties);
   }
 
   @Override
@@ -131,10 +131,10 @@ class S3BlobStoreContractTest extends BlobStoreContract {
 
   @Test
   void anIndexRefreshSeesWhatAnotherReplicaStoredAndRemoved(@TempDir Path otherRoot) throws Exception {
-    RegistryCacheProperties cache = new RegistryCacheProperties();
-    cache.getStorage().setPath(otherRoot);
+    RegistryCacheProperties cache =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
     try (S3BlobStore other = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        RegistryCacheProperties.ContentScope.REPOSITORY, properties)) {
+        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
       byte[] content = random(30_000, 27);
       Digest digest = Digest.sha256(content);
       write(store().newWriter(digest), content);

@@ -1,0 +1,67 @@
+package io.registrycache.api;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+import io.registrycache.api.RegistryPath.Endpoint;
+import io.registrycache.oci.OciException;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+
+/**
+ * {@link RegistryPath#parse} matches paths by hand exactly as the regular expressions it replaced
+ * did (kept here as the oracle): same endpoint, name and reference, or NAME_UNKNOWN for both.
+ */
+class RegistryPathGrammarTest {
+
+  private static final Pattern MANIFEST = Pattern.compile("(.+)/manifests/([^/]+)", Pattern.DOTALL);
+  private static final Pattern BLOB_UPLOAD = Pattern.compile("(.+)/blobs/uploads(?:/.*)?", Pattern.DOTALL);
+  private static final Pattern BLOB = Pattern.compile("(.+)/blobs/([^/]+)", Pattern.DOTALL);
+  private static final Pattern TAGS = Pattern.compile("(.+)/tags/list", Pattern.DOTALL);
+  private static final Pattern REFERRERS = Pattern.compile("(.+)/referrers/([^/]+)", Pattern.DOTALL);
+
+  /** What the regular expressions said: endpoint, name, reference; null when none matched. */
+  private static RegistryPath oracle(String path) {
+    Matcher m;
+    if ((m = BLOB_UPLOAD.matcher(path)).matches()) {
+      return new RegistryPath(m.group(1), Endpoint.BLOB_UPLOAD, null);
+    }
+    if ((m = MANIFEST.matcher(path)).matches()) {
+      return new RegistryPath(m.group(1), Endpoint.MANIFEST, m.group(2));
+    }
+    if ((m = BLOB.matcher(path)).matches()) {
+      return new RegistryPath(m.group(1), Endpoint.BLOB, m.group(2));
+    }
+    if ((m = TAGS.matcher(path)).matches()) {
+      return new RegistryPath(m.group(1), Endpoint.TAGS, null);
+    }
+    if ((m = REFERRERS.matcher(path)).matches()) {
+      return new RegistryPath(m.group(1), Endpoint.REFERRERS, m.group(2));
+    }
+    return null;
+  }
+
+  @Provide
+  Arbitrary<String> paths() {
+    Arbitrary<String> tokens = Arbitraries.of(
+        "/", "//", "a", "b/c", "manifests", "blobs", "uploads", "tags", "list", "referrers", "/manifests/",
+        "/blobs/", "/blobs/uploads", "/blobs/uploads/", "/tags/list", "/referrers/", "sha256:ab", "v1", "\n", "\r",
+        ":", ".");
+    return tokens.list().ofMaxSize(10).map(l -> String.join("", l));
+  }
+
+  @Property(tries = 5000)
+  void sameAnswerAsTheRegularExpressions(@ForAll("paths") String path) {
+    RegistryPath expected = oracle(path);
+    if (expected == null) {
+      assertThat(catchThrowable(() -> RegistryPath.parse(path))).isInstanceOf(OciException.class);
+    } else {
+      assertThat(RegistryPath.parse(path)).isEqualTo(expected);
+    }
+  }
+}
