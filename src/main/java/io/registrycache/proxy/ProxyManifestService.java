@@ -163,8 +163,14 @@ public class ProxyManifestService {
   }
 
   private Mono<ManifestResult> byTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
-    return Mono.fromCallable(() -> cachedTag(upstream, name, tag))
-        .subscribeOn(storage)
+    // A warm tag (link and manifest both in memory) is answered on the calling thread; only a
+    // lookup that may read the disk or the object store goes to the storage scheduler.
+    Optional<CachedTag> inMemory = store.cachedTag(upstream.key(), name.value(), tag)
+        .flatMap(link -> store.cached(link.digest()).map(m -> new CachedTag(link, m)));
+    Mono<Optional<CachedTag>> lookup = inMemory.isPresent()
+        ? Mono.just(inMemory)
+        : Mono.fromCallable(() -> cachedTag(upstream, name, tag)).subscribeOn(storage);
+    return lookup
         .flatMap(
             cached -> {
               if (cached.isEmpty()) {

@@ -95,12 +95,21 @@ public class ManifestStore {
    * @param persistence where manifests and tag links are kept: the file system or the object
    *     store ({@code storage.type})
    */
+  /** Most tag links kept in memory: ~200 bytes each, so about 2 MiB. */
+  static final int TAG_LINKS_IN_MEMORY = 10_000;
+
+  private record TagKey(String upstream, String repository, String tag) {}
+
+  /** Tag links seen since start-up, so that a warm tag is served without the disk or the store. */
+  private final Cache<TagKey, TagRef> tagLinks;
+
   @Autowired
   public ManifestStore(ManifestPersistence persistence, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
       throws IOException {
     this.persistence = persistence;
     this.blobs = blobs;
     this.clock = clock;
+    this.tagLinks = Caffeine.newBuilder().maximumSize(TAG_LINKS_IN_MEMORY).build();
     this.memory =
         Caffeine.newBuilder()
             .maximumWeight(properties.manifests().memoryMaxBytes())
@@ -325,27 +334,52 @@ public class ManifestStore {
     if (now.isEmpty() || !now.get().digest().equals(ref.digest())) {
       return false; // moved by a pull meanwhile (or gone): it is not what was selected
     }
+    tagLinks.invalidate(new TagKey(ref.upstream(), ref.repository(), ref.tag()));
     persistence.deleteTag(ref.upstream(), ref.repository(), ref.tag());
     return true;
   }
 
-  /** The link of a cached tag, if any. Blocking. */
+  /** The link of a cached tag, if any: from memory, else from the persistence. Blocking. */
   public Optional<TagRef> findTag(String upstreamKey, String name, Reference.Tag tag) {
-    return persistence.findTag(upstreamKey, name, tag.name());
+    TagKey key = new TagKey(upstreamKey, name, tag.name());
+    TagRef inMemory = tagLinks.getIfPresent(key);
+    if (inMemory != null) {
+      return Optional.of(inMemory);
+    }
+    Optional<TagRef> stored = persistence.findTag(upstreamKey, name, tag.name());
+    stored.ifPresent(ref -> tagLinks.put(key, ref));
+    return stored;
+  }
+
+  /**
+   * The link of a cached tag from memory only (a tag looked up, stored or confirmed since start-up
+   * and not pushed out of the {@value #TAG_LINKS_IN_MEMORY} most recent); never touches the disk.
+   */
+  public Optional<TagRef> cachedTag(String upstreamKey, String name, Reference.Tag tag) {
+    return Optional.ofNullable(tagLinks.getIfPresent(new TagKey(upstreamKey, name, tag.name())));
   }
 
   /** Points a tag at a digest, validated now. Blocking. */
   public void putTag(String upstreamKey, String name, Reference.Tag tag, Digest digest) {
-    persistence.putTag(upstreamKey, name, tag.name(), digest, Instant.now());
+    Instant now = Instant.now();
+    persistence.putTag(upstreamKey, name, tag.name(), digest, now);
+    tagLinks.put(new TagKey(upstreamKey, name, tag.name()), new TagRef(upstreamKey, name, tag.name(), digest, now));
   }
 
   /** Records that the upstream confirmed a tag link now. Blocking. */
   public void touchTag(String upstreamKey, String name, Reference.Tag tag) {
-    persistence.touchTag(upstreamKey, name, tag.name(), Instant.now());
+    Instant now = Instant.now();
+    persistence.touchTag(upstreamKey, name, tag.name(), now);
+    TagKey key = new TagKey(upstreamKey, name, tag.name());
+    TagRef known = tagLinks.getIfPresent(key);
+    if (known != null) {
+      tagLinks.put(key, new TagRef(upstreamKey, name, tag.name(), known.digest(), now));
+    }
   }
 
   /** Removes a tag link. Blocking. */
   public void deleteTag(String upstreamKey, String name, Reference.Tag tag) {
+    tagLinks.invalidate(new TagKey(upstreamKey, name, tag.name()));
     persistence.deleteTag(upstreamKey, name, tag.name());
   }
 
