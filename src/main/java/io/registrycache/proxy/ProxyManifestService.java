@@ -163,6 +163,15 @@ public class ProxyManifestService {
   }
 
   private Mono<ManifestResult> byTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
+    // Warm and fresh: link and manifest both in memory, served on the calling thread. Anything else
+    // (a link or manifest only on disk, a tag due for revalidation) hops to the storage scheduler.
+    Optional<ManifestStore.TagRef> link = store.cachedTag(upstream.key(), name.value(), tag);
+    if (link.isPresent() && (offline || fresh(link.get()))) {
+      Optional<StoredManifest> inMemory = store.cached(link.get().digest());
+      if (inMemory.isPresent()) {
+        return Mono.just(new ManifestResult(inMemory.get(), Result.HIT));
+      }
+    }
     return Mono.fromCallable(() -> cachedTag(upstream, name, tag))
         .subscribeOn(storage)
         .flatMap(
@@ -171,12 +180,17 @@ public class ProxyManifestService {
                 return fetch(upstream, name, tag).map(m -> new ManifestResult(m, Result.MISS));
               }
               CachedTag hit = cached.get();
-              if (offline || Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
+              if (offline || fresh(hit.link())) {
                 return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
               }
               String key = upstream.key() + "|" + name + "|" + tag.name();
               return SingleFlight.shared(revalidations, key, () -> revalidate(upstream, name, tag, hit));
             });
+  }
+
+  /** Whether the upstream confirmed {@code link} less than {@code tag-ttl} ago. */
+  private boolean fresh(ManifestStore.TagRef link) {
+    return Duration.between(link.validatedAt(), clock.instant()).compareTo(tagTtl) < 0;
   }
 
   private record CachedTag(ManifestStore.TagRef link, StoredManifest manifest) {}

@@ -39,8 +39,12 @@ import org.springframework.stereotype.Component;
  * references — the blobs of an image manifest, the child manifests of an index — so that content
  * in use is never the least recently pulled.
  *
+ * <p>Tag links read or written are also kept in memory (at most {@value #TAG_LINKS_IN_MEMORY}
+ * links, least recently used dropped), so that a warm tag is served without touching the disk
+ * ({@link #cachedTag}). Every tag change goes through this class, which keeps the copy in step.
+ *
  * <p>All methods do file-system work and block: call them from a storage scheduler, never from a
- * Netty event loop. {@link #cached} alone is memory-only and safe anywhere.
+ * Netty event loop. {@link #cached} and {@link #cachedTag} alone are memory-only and safe anywhere.
  */
 @Component
 public class ManifestStore {
@@ -87,6 +91,17 @@ public class ManifestStore {
   private final Clock clock;
   private final Cache<Digest, StoredManifest> memory;
   private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
+
+  /** How many tag links {@link #cachedTag} keeps in memory (about 200 bytes each). */
+  public static final int TAG_LINKS_IN_MEMORY = 20_000;
+
+  private record TagKey(String upstream, String repository, String tag) {}
+
+  /** Memory copy of tag links on disk; changed only after the disk, see {@link #remember}. */
+  private final Cache<TagKey, TagRef> tagLinks = Caffeine.newBuilder().maximumSize(TAG_LINKS_IN_MEMORY).build();
+
+  /** Counts tag-link changes, so that a read racing a change never leaves a stale copy. */
+  private final AtomicLong tagChanges = new AtomicLong();
   private final AtomicLong bytes = new AtomicLong();
   private final ContentLinks links;
 
@@ -361,6 +376,7 @@ public class ManifestStore {
         return false; // moved by a pull meanwhile: it is not what was selected
       }
       Files.deleteIfExists(p);
+      forgetTag(ref.upstream(), ref.repository(), ref.tag());
       return true;
     } catch (NoSuchFileException e) {
       return false;
@@ -369,13 +385,24 @@ public class ManifestStore {
     }
   }
 
-  /** The link of a cached tag, if any. Blocking. */
+  /**
+   * The link of a cached tag from memory only ({@code validatedAt} as the link file's modification
+   * time); empty when it is not in memory, whether or not it is on disk. Never touches the disk.
+   */
+  public Optional<TagRef> cachedTag(String upstreamKey, String name, Reference.Tag tag) {
+    return Optional.ofNullable(tagLinks.getIfPresent(new TagKey(upstreamKey, name, tag.name())));
+  }
+
+  /** The link of a cached tag, if any, read from disk (then kept in memory). Blocking. */
   public Optional<TagRef> findTag(String upstreamKey, String name, Reference.Tag tag) {
     Path p = layout.tag(upstreamKey, name, tag.name());
+    long changes = tagChanges.get();
     try {
       String value = Files.readString(p, StandardCharsets.UTF_8).trim();
       Instant validatedAt = Files.getLastModifiedTime(p).toInstant();
-      return Optional.of(new TagRef(upstreamKey, name, tag.name(), Digest.parse(value), validatedAt));
+      TagRef ref = new TagRef(upstreamKey, name, tag.name(), Digest.parse(value), validatedAt);
+      remember(ref, changes);
+      return Optional.of(ref);
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (IOException e) {
@@ -383,24 +410,54 @@ public class ManifestStore {
     }
   }
 
+  /**
+   * Keeps a link read from disk in memory, unless a writer got there first. Writers change the disk,
+   * then count the change, then the memory; a read that saw {@code changesBefore} changes and finds
+   * more afterwards may have read an older disk state, so its copy is dropped (correct, at worst one
+   * more disk read).
+   */
+  private void remember(TagRef ref, long changesBefore) {
+    TagKey key = new TagKey(ref.upstream(), ref.repository(), ref.tag());
+    tagLinks.asMap().putIfAbsent(key, ref);
+    if (tagChanges.get() != changesBefore) {
+      tagLinks.invalidate(key);
+    }
+  }
+
   /** Points a tag at a digest, validated now. Blocking. */
   public void putTag(String upstreamKey, String name, Reference.Tag tag, Digest digest) {
+    Instant now = Instant.now();
     layout.writeAtomically(
         layout.tag(upstreamKey, name, tag.name()), (digest + "\n").getBytes(StandardCharsets.UTF_8));
+    tagChanges.incrementAndGet();
+    tagLinks.put(new TagKey(upstreamKey, name, tag.name()), new TagRef(upstreamKey, name, tag.name(), digest, now));
   }
 
   /** Records that the upstream confirmed a tag link now. Blocking. */
   public void touchTag(String upstreamKey, String name, Reference.Tag tag) {
+    Instant now = Instant.now();
     try {
-      Files.setLastModifiedTime(layout.tag(upstreamKey, name, tag.name()), FileTime.from(Instant.now()));
+      Files.setLastModifiedTime(layout.tag(upstreamKey, name, tag.name()), FileTime.from(now));
     } catch (IOException e) {
       log.warn("cannot touch tag link {}:{}: {}", name, tag, e.toString());
+      forgetTag(upstreamKey, name, tag.name());
+      return;
     }
+    tagChanges.incrementAndGet();
+    tagLinks.asMap().computeIfPresent(
+        new TagKey(upstreamKey, name, tag.name()),
+        (k, ref) -> new TagRef(ref.upstream(), ref.repository(), ref.tag(), ref.digest(), now));
   }
 
   /** Removes a tag link. Blocking. */
   public void deleteTag(String upstreamKey, String name, Reference.Tag tag) {
     StorageLayout.deleteQuietly(layout.tag(upstreamKey, name, tag.name()));
+    forgetTag(upstreamKey, name, tag.name());
+  }
+
+  private void forgetTag(String upstreamKey, String name, String tag) {
+    tagChanges.incrementAndGet();
+    tagLinks.invalidate(new TagKey(upstreamKey, name, tag));
   }
 
   /** The cached tags of a repository, in lexical order. Blocking. */
