@@ -150,7 +150,8 @@ public class RegistryHandler {
 
   /**
    * The answer for a blob: 200 with the whole blob, or 206 with one range (RFC 9110 14), or 416.
-   * A stored blob whose store names its file is sent zero-copy; otherwise its bytes are streamed.
+   * A stored blob whose store names its file is sent zero-copy; otherwise its bytes are streamed,
+   * or, when the store offers a URL for them ({@code storage.s3.redirect}), 307 to that URL.
    *
    * @param ranges the request's ranges, empty without a {@code Range} header, {@code null} when
    *     the header is malformed
@@ -172,6 +173,15 @@ public class RegistryHandler {
     }
     StoredContent stored = ((BlobSource.Stored) source).content();
     long size = stored.size();
+    java.util.Optional<java.net.URI> elsewhere = stored.redirect();
+    if (elsewhere.isPresent()) {
+      // storage.s3.redirect: the client fetches the verified object from the store itself,
+      // sending its Range header there (S3 answers ranges); the digest header is ours.
+      return ServerResponse.status(HttpStatus.TEMPORARY_REDIRECT)
+          .header(DOCKER_CONTENT_DIGEST, source.digest().toString())
+          .location(elsewhere.get())
+          .build();
+    }
     if (ranges != null && ranges.isEmpty()) {
       metrics.served(true, size);
       return blobHeaders(ServerResponse.ok(), target, source.digest())

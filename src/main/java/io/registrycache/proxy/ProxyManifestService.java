@@ -163,34 +163,26 @@ public class ProxyManifestService {
   }
 
   private Mono<ManifestResult> byTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
-    // Warm and fresh: link and manifest both in memory, served on the calling thread. Anything else
-    // (a link or manifest only on disk, a tag due for revalidation) hops to the storage scheduler.
-    Optional<ManifestStore.TagRef> link = store.cachedTag(upstream.key(), name.value(), tag);
-    if (link.isPresent() && (offline || fresh(link.get()))) {
-      Optional<StoredManifest> inMemory = store.cached(link.get().digest());
-      if (inMemory.isPresent()) {
-        return Mono.just(new ManifestResult(inMemory.get(), Result.HIT));
-      }
-    }
-    return Mono.fromCallable(() -> cachedTag(upstream, name, tag))
-        .subscribeOn(storage)
+    // A warm tag (link and manifest both in memory) is answered on the calling thread; only a
+    // lookup that may read the disk or the object store goes to the storage scheduler.
+    Optional<CachedTag> inMemory = store.cachedTag(upstream.key(), name.value(), tag)
+        .flatMap(link -> store.cached(link.digest()).map(m -> new CachedTag(link, m)));
+    Mono<Optional<CachedTag>> lookup = inMemory.isPresent()
+        ? Mono.just(inMemory)
+        : Mono.fromCallable(() -> cachedTag(upstream, name, tag)).subscribeOn(storage);
+    return lookup
         .flatMap(
             cached -> {
               if (cached.isEmpty()) {
                 return fetch(upstream, name, tag).map(m -> new ManifestResult(m, Result.MISS));
               }
               CachedTag hit = cached.get();
-              if (offline || fresh(hit.link())) {
+              if (offline || Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
                 return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
               }
               String key = upstream.key() + "|" + name + "|" + tag.name();
               return SingleFlight.shared(revalidations, key, () -> revalidate(upstream, name, tag, hit));
             });
-  }
-
-  /** Whether the upstream confirmed {@code link} less than {@code tag-ttl} ago. */
-  private boolean fresh(ManifestStore.TagRef link) {
-    return Duration.between(link.validatedAt(), clock.instant()).compareTo(tagTtl) < 0;
   }
 
   private record CachedTag(ManifestStore.TagRef link, StoredManifest manifest) {}

@@ -18,7 +18,8 @@ public interface BlobStore extends AutoCloseable {
 
   /** One stored blob, as the index knows it. */
   final class Entry extends StoredItem {
-    Entry(long size, long createdMillis, long lastPulledMillis) {
+    /** An entry; {@code lastPulledMillis} is also taken as already persisted. */
+    public Entry(long size, long createdMillis, long lastPulledMillis) {
       super(size, createdMillis, lastPulledMillis);
     }
   }

@@ -10,28 +10,62 @@ import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
 
 /**
- * Writes one blob into a {@link FileBlobStore}: {@link #append} the bytes, then {@link #commit} them
- * with the expected size — the digest and size are checked there, so no caller can store
- * unverified content — or {@link #abort}. Until the commit the blob is not in the store; readers
- * may tail the bytes written so far ({@link #openReader}), and keep reading the same file once it
- * is committed.
+ * Writes one blob into a store through a local temporary file: {@link #append} the bytes, then
+ * {@link #commit} them with the expected size — the digest and size are checked there, so no
+ * caller can store unverified content — or {@link #abort}. Until the commit the blob is not in the
+ * store; readers may tail the bytes written so far ({@link #openReader}), and keep reading a file
+ * with the same bytes once it is committed. What the store does with the verified file is its
+ * {@link Sink}: {@link FileBlobStore} renames it into place, the S3-API store uploads it.
  *
  * <p>One thread appends and commits; {@link #openReader} and {@link #abort} may come from others.
  */
 public final class BlobWriter implements BlobStore.Writer {
 
-  private final FileBlobStore store;
+  /** A store's side of a {@link BlobWriter}: what happens to the bytes. */
+  public interface Sink {
+    /**
+     * Bytes {@code [0, written)} are in {@code temp} now (called after each append, on the
+     * appending thread; blocking allowed). The S3-API store uploads full parts from here.
+     */
+    default void appended(Path temp, long written) throws IOException {}
+
+    /**
+     * Makes the verified bytes of {@code temp} ({@code size} bytes, forced to disk) visible under
+     * the digest, atomically; called once, only after the size and digest checked out.
+     *
+     * @return the file readers open from now on (the stored file, or {@code temp} itself when
+     *     the store keeps it for a while)
+     * @throws IOException when the bytes cannot be stored; the writer then aborts
+     */
+    Path store(Path temp, long size) throws IOException;
+
+    /**
+     * The write ended: stored, or not (aborted, failed verification, failed store): then
+     * anything started for it must be dropped. Called once; must not throw.
+     */
+    void closed(boolean stored);
+  }
+
+  private enum State { OPEN, COMMITTED, ABORTED }
+
+  private final Sink sink;
   private final Digest digest;
   private final Path temp;
   private final FileChannel out;
   private final MessageDigest md;
   private final Object lock = new Object();
   private volatile long written;
-  /** What readers open: the temporary file, then the stored blob; {@code null} once aborted. */
+  private State state = State.OPEN;
+  /** What readers open: the temporary file, then what the sink names. */
   private Path readable;
 
-  BlobWriter(FileBlobStore store, Digest digest, Path temp) throws IOException {
-    this.store = store;
+  /**
+   * A writer of {@code digest} into the new file {@code temp}.
+   *
+   * @throws IOException when {@code temp} cannot be created (or exists)
+   */
+  public BlobWriter(Digest digest, Path temp, Sink sink) throws IOException {
+    this.sink = sink;
     this.digest = digest;
     this.temp = temp;
     this.out = FileChannel.open(temp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
@@ -60,6 +94,7 @@ public final class BlobWriter implements BlobStore.Writer {
       n += out.write(bytes);
     }
     written = n;
+    sink.appended(temp, n);
   }
 
   /**
@@ -88,14 +123,17 @@ public final class BlobWriter implements BlobStore.Writer {
       out.force(false);
       out.close();
       synchronized (lock) {
-        store.commitFile(digest, temp, size);
-        readable = store.path(digest);
+        if (state != State.OPEN) {
+          throw new IOException("the write of blob " + digest + " was aborted");
+        }
+        readable = sink.store(temp, size);
+        state = State.COMMITTED;
       }
     } catch (IOException | RuntimeException e) {
       abort();
       throw e;
     }
-    store.writerClosed(digest, true);
+    sink.closed(true);
     return size;
   }
 
@@ -103,9 +141,10 @@ public final class BlobWriter implements BlobStore.Writer {
   @Override
   public void abort() {
     synchronized (lock) {
-      if (readable != temp) {
+      if (state != State.OPEN) {
         return; // committed or aborted already
       }
+      state = State.ABORTED;
       readable = null;
     }
     try {
@@ -114,19 +153,19 @@ public final class BlobWriter implements BlobStore.Writer {
       // the file goes anyway
     }
     StorageLayout.deleteQuietly(temp);
-    store.writerClosed(digest, false);
+    sink.closed(false);
   }
 
   /**
-   * A channel reading the bytes written so far, and those written later: the same file before
-   * and after the commit.
+   * A channel reading the bytes written so far, and those written later: a file with the same
+   * bytes before and after the commit.
    *
    * @throws NoSuchFileException when the writer was aborted
    */
   @Override
   public FileChannel openReader() throws IOException {
     synchronized (lock) {
-      if (readable == null) {
+      if (state == State.ABORTED) {
         throw new NoSuchFileException(temp.toString(), null, "the write of blob " + digest + " was aborted");
       }
       return FileChannel.open(readable, StandardOpenOption.READ);

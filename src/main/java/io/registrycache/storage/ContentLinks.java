@@ -20,17 +20,66 @@ import org.slf4j.LoggerFactory;
  * (digest, upstream, repository) it was fetched for or that the upstream confirmed, like the
  * distribution registry's per-repository links. The bytes are stored once; the links say where.
  *
- * <p>On disk, {@code links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<repository>/_link} (an
- * empty file; a repository component never starts with {@code _}), so removing a digest removes
- * one folder. In memory, digest → {@code <upstream>/<repository>} keys, loaded at start-up; links
- * of digests that are no longer stored are dropped then. Link and unlink block (file system).
+ * <p>Durably through a {@link Persistence}: on disk ({@link #files}), {@code
+ * links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<repository>/_link} (an empty file; a repository
+ * component never starts with {@code _}), so removing a digest removes one folder; in the object
+ * store ({@code storage.type=s3}) empty objects {@code links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link},
+ * so a replica that starts empty (or offline) serves what another linked. In memory, digest →
+ * {@code <upstream>/<repository>} keys, loaded at start-up; links of digests that are no longer
+ * stored are dropped then. Link and unlink block.
  */
 public final class ContentLinks {
+
+  /** Where links are kept durably. Every method blocks. */
+  public interface Persistence {
+    /** Visits every link with its digest and {@code <upstream>/<repository>} key. */
+    void scan(java.util.function.BiConsumer<Digest, String> visitor);
+
+    /** Records a link; idempotent. @param upstreamSegment the upstream key, made path-safe */
+    void create(Digest digest, String upstreamSegment, String repository) throws IOException;
+
+    /** Removes every link of {@code digest}; best effort. */
+    void removeAll(Digest digest);
+  }
+
+  /** Links of {@code kind} on the file system under {@code storage.path}. */
+  public static Persistence files(StorageLayout layout, String kind) {
+    Path base = layout.linksRoot().resolve(kind);
+    try {
+      Files.createDirectories(base);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot create " + base, e);
+    }
+    return new Persistence() {
+      @Override
+      public void scan(java.util.function.BiConsumer<Digest, String> visitor) {
+        layout.scanLinks(base, visitor);
+      }
+
+      @Override
+      public void create(Digest digest, String upstreamSegment, String repository) throws IOException {
+        Path file = layout.links(kind, digest).resolve(upstreamSegment).resolve(repository).resolve(LINK);
+        Files.createDirectories(file.getParent());
+        try {
+          if (!Files.exists(file)) {
+            Files.createFile(file);
+          }
+        } catch (java.nio.file.FileAlreadyExistsException e) {
+          // linked by a concurrent fill
+        }
+      }
+
+      @Override
+      public void removeAll(Digest digest) {
+        deleteTree(layout.links(kind, digest));
+      }
+    };
+  }
 
   private static final Logger log = LoggerFactory.getLogger(ContentLinks.class);
   private static final String LINK = "_link";
 
-  private final StorageLayout layout;
+  private final Persistence persistence;
   private final String kind;
   private final ContentScope scope;
   private final Map<Digest, Set<String>> links = new ConcurrentHashMap<>();
@@ -40,19 +89,20 @@ public final class ContentLinks {
    *
    * @param kind {@code blobs} or {@code manifests}
    */
-  ContentLinks(StorageLayout layout, String kind, ContentScope scope, Predicate<Digest> stored) {
-    this.layout = layout;
+  public ContentLinks(StorageLayout layout, String kind, ContentScope scope, Predicate<Digest> stored) {
+    this(files(layout, kind), kind, scope, stored);
+  }
+
+  /**
+   * Loads the links of {@code kind} from {@code persistence}, dropping those whose digest {@code
+   * stored} rejects.
+   */
+  public ContentLinks(Persistence persistence, String kind, ContentScope scope, Predicate<Digest> stored) {
+    this.persistence = persistence;
     this.kind = kind;
     this.scope = scope;
-    Path base = layout.linksRoot().resolve(kind);
-    try {
-      Files.createDirectories(base);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create " + base, e);
-    }
     Set<Digest> orphans = new java.util.HashSet<>();
-    layout.scanLinks(
-        base,
+    persistence.scan(
         (digest, key) -> {
           if (stored.test(digest)) {
             links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet()).add(key);
@@ -61,7 +111,7 @@ public final class ContentLinks {
           }
         });
     // deleted after the walk, which must not see its folders vanish
-    orphans.forEach(d -> deleteTree(layout.links(kind, d)));
+    orphans.forEach(persistence::removeAll);
     log.info("{} links: {} digests linked; links of {} digests no longer stored dropped", kind, links.size(), orphans.size());
   }
 
@@ -101,14 +151,8 @@ public final class ContentLinks {
     if (keys.contains(key)) {
       return;
     }
-    Path file = layout.link(kind, digest, upstreamKey, repository);
     try {
-      Files.createDirectories(file.getParent());
-      if (!Files.exists(file)) {
-        Files.createFile(file);
-      }
-    } catch (java.nio.file.FileAlreadyExistsException e) {
-      // linked by a concurrent fill
+      persistence.create(digest, StorageLayout.safeSegment(upstreamKey), repository);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot link " + digest + " to " + key, e);
     }
@@ -118,7 +162,7 @@ public final class ContentLinks {
   /** Removes every link of {@code digest} (its content left the store). Blocking. */
   public void unlinkAll(Digest digest) {
     links.remove(digest);
-    deleteTree(layout.links(kind, digest));
+    persistence.removeAll(digest);
   }
 
   /** The {@code <upstream>/<repository>} keys {@code digest} is linked to (a snapshot). */

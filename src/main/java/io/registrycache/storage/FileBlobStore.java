@@ -24,6 +24,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.stereotype.Component;
 
 /**
@@ -43,8 +44,12 @@ import org.springframework.stereotype.Component;
  * misses and fetch it again — but unlinks the file only after {@code storage.delete-grace}, so a
  * request that looked the blob up just before can still open it. A file a reader has open may be
  * unlinked at any time: on Linux the reader keeps the inode.
+ *
+ * <p>The store when {@code registry-cache.storage.type} is {@code filesystem} or unset; {@code s3}
+ * selects {@link io.registrycache.storage.s3.S3BlobStore} instead ({@code S3StorageConfiguration}).
  */
 @Component
+@ConditionalOnProperty(prefix = "registry-cache.storage", name = "type", havingValue = "filesystem", matchIfMissing = true)
 public class FileBlobStore implements BlobStore {
 
   private static final Logger log = LoggerFactory.getLogger(FileBlobStore.class);
@@ -184,7 +189,21 @@ public class FileBlobStore implements BlobStore {
   public BlobWriter newWriter(Digest digest) throws IOException {
     writing.merge(digest, 1, Integer::sum);
     try {
-      return new BlobWriter(this, digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)));
+      return new BlobWriter(
+          digest,
+          layout.newTempFile("blob-" + digest.hex().substring(0, 12)),
+          new BlobWriter.Sink() {
+            @Override
+            public Path store(Path temp, long size) {
+              commitFile(digest, temp, size);
+              return layout.blob(digest);
+            }
+
+            @Override
+            public void closed(boolean stored) {
+              writerClosed(digest, stored);
+            }
+          });
     } catch (IOException | RuntimeException e) {
       writing.computeIfPresent(digest, (d, n) -> n > 1 ? n - 1 : null);
       throw e;

@@ -9,12 +9,6 @@ import io.registrycache.oci.MediaType;
 import io.registrycache.oci.Reference;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.Path;
-import java.nio.file.attribute.BasicFileAttributeView;
-import java.nio.file.attribute.FileTime;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -23,15 +17,16 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
- * Manifests by digest — in memory (Caffeine, bounded by total body bytes) and on disk — and tag
- * links (upstream, repository, tag → digest), kept apart from the content.
+ * Manifests by digest — in memory (Caffeine, bounded by total body bytes) and durably (on disk, or
+ * in the object store with {@code storage.type=s3}: {@link ManifestPersistence}) — and tag links
+ * (upstream, repository, tag → digest, with the time the upstream last confirmed it), kept apart
+ * from the content.
  *
  * <p>Every stored manifest has an index {@link Entry} in memory (size, stored, last pulled, and
  * once read: media type and references), built at start-up from one {@code stat} per file. A pull
@@ -39,12 +34,8 @@ import org.springframework.stereotype.Component;
  * references — the blobs of an image manifest, the child manifests of an index — so that content
  * in use is never the least recently pulled.
  *
- * <p>Tag links read or written are also kept in memory (at most {@value #TAG_LINKS_IN_MEMORY}
- * links, least recently used dropped), so that a warm tag is served without touching the disk
- * ({@link #cachedTag}). Every tag change goes through this class, which keeps the copy in step.
- *
  * <p>All methods do file-system work and block: call them from a storage scheduler, never from a
- * Netty event loop. {@link #cached} and {@link #cachedTag} alone are memory-only and safe anywhere.
+ * Netty event loop. {@link #cached} alone is memory-only and safe anywhere.
  */
 @Component
 public class ManifestStore {
@@ -86,49 +77,55 @@ public class ManifestStore {
     }
   }
 
-  private final StorageLayout layout;
+  private final ManifestPersistence persistence;
   private final BlobStore blobs;
   private final Clock clock;
   private final Cache<Digest, StoredManifest> memory;
   private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
-
-  /** How many tag links {@link #cachedTag} keeps in memory (about 200 bytes each). */
-  public static final int TAG_LINKS_IN_MEMORY = 20_000;
-
-  private record TagKey(String upstream, String repository, String tag) {}
-
-  /** Memory copy of tag links on disk; changed only after the disk, see {@link #remember}. */
-  private final Cache<TagKey, TagRef> tagLinks = Caffeine.newBuilder().maximumSize(TAG_LINKS_IN_MEMORY).build();
-
-  /** Counts tag-link changes, so that a read racing a change never leaves a stale copy. */
-  private final AtomicLong tagChanges = new AtomicLong();
   private final AtomicLong bytes = new AtomicLong();
   private final ContentLinks links;
 
-  @Autowired
+  /** A store on the file system under {@code layout} ({@link FileManifestPersistence}). */
   public ManifestStore(StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
       throws IOException {
-    this.layout = layout;
+    this(new FileManifestPersistence(layout), blobs, properties, clock);
+  }
+
+  /**
+   * @param persistence where manifests and tag links are kept: the file system or the object
+   *     store ({@code storage.type})
+   */
+  /** Most tag links kept in memory: ~200 bytes each, so about 2 MiB. */
+  static final int TAG_LINKS_IN_MEMORY = 10_000;
+
+  private record TagKey(String upstream, String repository, String tag) {}
+
+  /** Tag links seen since start-up, so that a warm tag is served without the disk or the store. */
+  private final Cache<TagKey, TagRef> tagLinks;
+
+  @Autowired
+  public ManifestStore(ManifestPersistence persistence, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
+      throws IOException {
+    this.persistence = persistence;
     this.blobs = blobs;
     this.clock = clock;
+    this.tagLinks = Caffeine.newBuilder().maximumSize(TAG_LINKS_IN_MEMORY).build();
     this.memory =
         Caffeine.newBuilder()
             .maximumWeight(properties.manifests().memoryMaxBytes())
             .weigher((Digest d, StoredManifest m) -> m.body().length)
             .build();
     long started = System.nanoTime();
-    layout.scanContent(
-        layout.manifestsRoot(),
-        (digest, attrs) -> {
-          long created = attrs.lastModifiedTime().toMillis();
-          long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
-          index.put(digest, new Entry(attrs.size(), created, pulled));
-          bytes.addAndGet(attrs.size());
+    persistence.scan(
+        found -> {
+          if (index.put(found.digest(), new Entry(found.size(), found.createdMillis(), found.lastPulledMillis())) == null) {
+            bytes.addAndGet(found.size());
+          }
         });
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
         index.size(), bytes.get(), (System.nanoTime() - started) / 1_000_000);
-    this.links = new ContentLinks(layout, "manifests", properties.storage().contentScope(), index::containsKey);
+    this.links = new ContentLinks(persistence.links(), "manifests", properties.storage().contentScope(), index::containsKey);
   }
 
   /**
@@ -161,10 +158,14 @@ public class ManifestStore {
       return Optional.of(inMemory);
     }
     try {
-      byte[] body = Files.readAllBytes(layout.manifest(digest));
+      Optional<byte[]> stored = persistence.body(digest);
+      if (stored.isEmpty()) {
+        return Optional.empty();
+      }
+      byte[] body = stored.get();
       MediaType mediaType;
       try {
-        mediaType = MediaType.parse(Files.readString(layout.manifestType(digest), StandardCharsets.UTF_8).trim());
+        mediaType = MediaType.parse(persistence.mediaType(digest).orElse(""));
       } catch (IllegalArgumentException e) {
         log.error("stored manifest {} has an unreadable media type; removing it", digest);
         delete(digest);
@@ -181,8 +182,6 @@ public class ManifestStore {
         memory.put(digest, manifest);
       }
       return Optional.of(manifest);
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read manifest " + digest, e);
     }
@@ -240,11 +239,10 @@ public class ManifestStore {
 
   /** Makes a verified manifest visible: disk, index, memory. Called by its writer's commit. */
   void store(StoredManifest manifest) {
-    Path target = layout.manifest(manifest.digest());
-    if (!Files.exists(target)) {
-      layout.writeAtomically(
-          layout.manifestType(manifest.digest()), (manifest.mediaType() + "\n").getBytes(StandardCharsets.UTF_8));
-      layout.writeAtomically(target, manifest.body());
+    try {
+      persistence.write(manifest.digest(), manifest.mediaType(), manifest.body());
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot store manifest " + manifest.digest(), e);
     }
     long now = clock.millis();
     Entry[] fresh = new Entry[1];
@@ -268,8 +266,7 @@ public class ManifestStore {
     }
     memory.invalidate(digest);
     links.unlinkAll(digest);
-    Files.deleteIfExists(layout.manifest(digest));
-    Files.deleteIfExists(layout.manifestType(digest));
+    persistence.delete(digest);
   }
 
   /** The index entry of a stored manifest. */
@@ -301,19 +298,10 @@ public class ManifestStore {
     if (m.isEmpty()) {
       return Optional.empty();
     }
-    restoreAccessTime(digest, e.persistedMillis);
+    persistence.recordPull(digest, e.persistedMillis); // reading was no pull
     c = contentOf(m.get().mediaType(), m.get().body());
     e.content = c;
     return Optional.of(c);
-  }
-
-  private void restoreAccessTime(Digest digest, long millis) {
-    try {
-      Files.getFileAttributeView(layout.manifest(digest), BasicFileAttributeView.class)
-          .setTimes(null, FileTime.fromMillis(millis), null);
-    } catch (IOException ignored) {
-      // only the eviction order after a restart depends on it
-    }
   }
 
   /**
@@ -327,7 +315,7 @@ public class ManifestStore {
       Entry e = me.getValue();
       long pulled = e.lastPulledMillis;
       if (pulled > e.persistedMillis) {
-        restoreAccessTime(me.getKey(), pulled);
+        persistence.recordPull(me.getKey(), pulled);
         e.persistedMillis = pulled;
         n++;
       }
@@ -335,144 +323,69 @@ public class ManifestStore {
     return n;
   }
 
-  /** Every tag link on disk, all upstreams and repositories. Blocking. */
+  /** Every tag link, all upstreams and repositories. Blocking. */
   public List<TagRef> allTags() {
-    Path root = layout.tagsRoot();
-    List<TagRef> out = new ArrayList<>();
-    try (Stream<Path> files = Files.walk(root)) {
-      for (Path p : (Iterable<Path>) files::iterator) {
-        Path parent = p.getParent();
-        if (parent == null || !parent.getFileName().toString().equals("_tags") || !Files.isRegularFile(p)) {
-          continue;
-        }
-        Path rel = root.relativize(parent.getParent());
-        if (rel.getNameCount() < 2) {
-          continue;
-        }
-        String upstream = rel.getName(0).toString();
-        String repository = rel.subpath(1, rel.getNameCount()).toString().replace('\\', '/');
-        try {
-          String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-          out.add(new TagRef(upstream, repository, p.getFileName().toString(), Digest.parse(value),
-              Files.getLastModifiedTime(p).toInstant()));
-        } catch (NoSuchFileException e) {
-          // removed meanwhile
-        } catch (IOException | RuntimeException e) {
-          log.warn("ignoring unreadable tag link {}: {}", p, e.toString());
-        }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot list tag links", e);
-    }
-    return out;
+    return persistence.allTags();
   }
 
   /** Removes the tag link of {@code ref} if it still points at the same digest. Blocking. */
   public boolean deleteTag(TagRef ref) {
-    Path p = layout.tag(ref.upstream(), ref.repository(), ref.tag());
-    try {
-      String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-      if (!value.equals(ref.digest().toString())) {
-        return false; // moved by a pull meanwhile: it is not what was selected
-      }
-      Files.deleteIfExists(p);
-      forgetTag(ref.upstream(), ref.repository(), ref.tag());
-      return true;
-    } catch (NoSuchFileException e) {
-      return false;
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot delete tag link " + p, e);
+    Optional<TagRef> now = persistence.findTag(ref.upstream(), ref.repository(), ref.tag());
+    if (now.isEmpty() || !now.get().digest().equals(ref.digest())) {
+      return false; // moved by a pull meanwhile (or gone): it is not what was selected
     }
+    tagLinks.invalidate(new TagKey(ref.upstream(), ref.repository(), ref.tag()));
+    persistence.deleteTag(ref.upstream(), ref.repository(), ref.tag());
+    return true;
+  }
+
+  /** The link of a cached tag, if any: from memory, else from the persistence. Blocking. */
+  public Optional<TagRef> findTag(String upstreamKey, String name, Reference.Tag tag) {
+    TagKey key = new TagKey(upstreamKey, name, tag.name());
+    TagRef inMemory = tagLinks.getIfPresent(key);
+    if (inMemory != null) {
+      return Optional.of(inMemory);
+    }
+    Optional<TagRef> stored = persistence.findTag(upstreamKey, name, tag.name());
+    stored.ifPresent(ref -> tagLinks.put(key, ref));
+    return stored;
   }
 
   /**
-   * The link of a cached tag from memory only ({@code validatedAt} as the link file's modification
-   * time); empty when it is not in memory, whether or not it is on disk. Never touches the disk.
+   * The link of a cached tag from memory only (a tag looked up, stored or confirmed since start-up
+   * and not pushed out of the {@value #TAG_LINKS_IN_MEMORY} most recent); never touches the disk.
    */
   public Optional<TagRef> cachedTag(String upstreamKey, String name, Reference.Tag tag) {
     return Optional.ofNullable(tagLinks.getIfPresent(new TagKey(upstreamKey, name, tag.name())));
   }
 
-  /** The link of a cached tag, if any, read from disk (then kept in memory). Blocking. */
-  public Optional<TagRef> findTag(String upstreamKey, String name, Reference.Tag tag) {
-    Path p = layout.tag(upstreamKey, name, tag.name());
-    long changes = tagChanges.get();
-    try {
-      String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-      Instant validatedAt = Files.getLastModifiedTime(p).toInstant();
-      TagRef ref = new TagRef(upstreamKey, name, tag.name(), Digest.parse(value), validatedAt);
-      remember(ref, changes);
-      return Optional.of(ref);
-    } catch (NoSuchFileException e) {
-      return Optional.empty();
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read tag link " + p, e);
-    }
-  }
-
-  /**
-   * Keeps a link read from disk in memory, unless a writer got there first. Writers change the disk,
-   * then count the change, then the memory; a read that saw {@code changesBefore} changes and finds
-   * more afterwards may have read an older disk state, so its copy is dropped (correct, at worst one
-   * more disk read).
-   */
-  private void remember(TagRef ref, long changesBefore) {
-    TagKey key = new TagKey(ref.upstream(), ref.repository(), ref.tag());
-    tagLinks.asMap().putIfAbsent(key, ref);
-    if (tagChanges.get() != changesBefore) {
-      tagLinks.invalidate(key);
-    }
-  }
-
   /** Points a tag at a digest, validated now. Blocking. */
   public void putTag(String upstreamKey, String name, Reference.Tag tag, Digest digest) {
     Instant now = Instant.now();
-    layout.writeAtomically(
-        layout.tag(upstreamKey, name, tag.name()), (digest + "\n").getBytes(StandardCharsets.UTF_8));
-    tagChanges.incrementAndGet();
+    persistence.putTag(upstreamKey, name, tag.name(), digest, now);
     tagLinks.put(new TagKey(upstreamKey, name, tag.name()), new TagRef(upstreamKey, name, tag.name(), digest, now));
   }
 
   /** Records that the upstream confirmed a tag link now. Blocking. */
   public void touchTag(String upstreamKey, String name, Reference.Tag tag) {
     Instant now = Instant.now();
-    try {
-      Files.setLastModifiedTime(layout.tag(upstreamKey, name, tag.name()), FileTime.from(now));
-    } catch (IOException e) {
-      log.warn("cannot touch tag link {}:{}: {}", name, tag, e.toString());
-      forgetTag(upstreamKey, name, tag.name());
-      return;
+    persistence.touchTag(upstreamKey, name, tag.name(), now);
+    TagKey key = new TagKey(upstreamKey, name, tag.name());
+    TagRef known = tagLinks.getIfPresent(key);
+    if (known != null) {
+      tagLinks.put(key, new TagRef(upstreamKey, name, tag.name(), known.digest(), now));
     }
-    tagChanges.incrementAndGet();
-    tagLinks.asMap().computeIfPresent(
-        new TagKey(upstreamKey, name, tag.name()),
-        (k, ref) -> new TagRef(ref.upstream(), ref.repository(), ref.tag(), ref.digest(), now));
   }
 
   /** Removes a tag link. Blocking. */
   public void deleteTag(String upstreamKey, String name, Reference.Tag tag) {
-    StorageLayout.deleteQuietly(layout.tag(upstreamKey, name, tag.name()));
-    forgetTag(upstreamKey, name, tag.name());
-  }
-
-  private void forgetTag(String upstreamKey, String name, String tag) {
-    tagChanges.incrementAndGet();
-    tagLinks.invalidate(new TagKey(upstreamKey, name, tag));
+    tagLinks.invalidate(new TagKey(upstreamKey, name, tag.name()));
+    persistence.deleteTag(upstreamKey, name, tag.name());
   }
 
   /** The cached tags of a repository, in lexical order. Blocking. */
   public List<String> tags(String upstreamKey, String name) {
-    Path dir = layout.tagsDir(upstreamKey, name);
-    if (!Files.isDirectory(dir)) {
-      return List.of();
-    }
-    try (Stream<Path> s = Files.list(dir)) {
-      List<String> tags = new ArrayList<>(s.map(p -> p.getFileName().toString()).toList());
-      tags.sort(null);
-      return tags;
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot list " + dir, e);
-    }
+    return persistence.tags(upstreamKey, name);
   }
 
   /** Number of manifests on disk. */

@@ -229,7 +229,7 @@ public class StorageLayout {
     return base.resolve(digest.algorithm()).resolve(digest.hex().substring(0, 2)).resolve(digest.hex());
   }
 
-  static String safeSegment(String s) {
+  public static String safeSegment(String s) {
     return s.replaceAll("[^A-Za-z0-9._:-]", "_");
   }
 }

@@ -29,6 +29,16 @@ public interface StoredContent {
   /** The file holding exactly these bytes, when the store is a file system; empty otherwise. */
   Optional<Path> file();
 
+  /**
+   * A URL a client may fetch exactly these bytes from itself, whole or ranged, instead of through
+   * this service: a presigned GET of the object-store object, valid for {@code
+   * storage.s3.presign-ttl}, when {@code storage.s3.redirect} is on; empty otherwise (the default).
+   * Computed locally (a signature), no request to the store.
+   */
+  default Optional<java.net.URI> redirect() {
+    return Optional.empty();
+  }
+
   /** A stored file. */
   record File(Digest digest, Path path, long size) implements StoredContent {
     private static final int CHUNK = 64 * 1024;

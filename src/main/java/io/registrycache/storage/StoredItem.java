@@ -41,7 +41,7 @@ public class StoredItem {
   }
 
   /** Records a pull at {@code now}; returns whether the time moved. */
-  boolean touch(long now) {
+  public boolean touch(long now) {
     if (now - lastPulledMillis >= TOUCH_RESOLUTION_MILLIS) {
       lastPulledMillis = now;
       return true;

@@ -1,12 +1,15 @@
 package io.registrycache.storage.s3;
 
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -17,6 +20,7 @@ import java.util.concurrent.CompletionException;
 import org.springframework.http.HttpRange;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.AwsCredentialsProvider;
 import software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider;
@@ -55,6 +59,11 @@ public final class S3Objects implements AutoCloseable {
 
   /** What a HEAD of an object says: size in bytes and the store's entity tag. */
   public record ObjectInfo(long size, String eTag, Instant lastModified) {}
+
+  /** One object of a listing: its key (relative to the prefix), size in bytes, last write. */
+  public record Listed(String key, long size, Instant lastModified) {}
+
+  private static final int REGION_CHUNK = 64 * 1024;
 
   private final S3AsyncClient client;
   private final S3Presigner presigner;
@@ -143,6 +152,21 @@ public final class S3Objects implements AutoCloseable {
         .flatMapMany(Flux::from);
   }
 
+  /** Whole-object write of a small object held in memory (a manifest, a tag link). */
+  public Mono<Void> putBytes(String key, byte[] bytes) {
+    return Mono.fromFuture(() -> client.putObject(
+            b -> b.bucket(bucket).key(prefix + key).contentLength((long) bytes.length),
+            AsyncRequestBody.fromBytes(bytes)))
+        .then();
+  }
+
+  /** The whole content of a small object; empty when there is no such object. */
+  public Mono<Optional<byte[]>> readAll(String key) {
+    return Mono.fromFuture(() -> client.getObject(b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toBytes()))
+        .map(r -> Optional.of(r.asByteArray()))
+        .onErrorResume(S3Objects::notFound, e -> Mono.just(Optional.empty()));
+  }
+
   /** Whole-object write of {@code length} bytes of {@code file} from {@code position}. */
   public Mono<Void> putFile(String key, Path file, long position, long length) {
     return Mono.fromFuture(() -> client.putObject(
@@ -166,6 +190,21 @@ public final class S3Objects implements AutoCloseable {
   public Flux<String> list(String keyPrefix) {
     return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
         .map(o -> o.key().substring(prefix.length()));
+  }
+
+  /**
+   * Objects under {@code keyPrefix} with their sizes and last-write times, in the store's order:
+   * one request per 1,000 keys, no content read.
+   */
+  public Flux<Listed> listWithSizes(String keyPrefix) {
+    return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
+        .map(o -> new Listed(o.key().substring(prefix.length()), o.size(), o.lastModified()));
+  }
+
+  /** Multipart uploads in progress (started, neither completed nor aborted) to keys under {@code keyPrefix}. */
+  public Flux<String> uploadsInProgress(String keyPrefix) {
+    return Flux.from(client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).uploads())
+        .map(u -> u.key().substring(prefix.length()));
   }
 
   /**
@@ -199,7 +238,61 @@ public final class S3Objects implements AutoCloseable {
         .path(file).position(position).numBytesToRead(length).build());
   }
 
-  private static boolean notFound(Throwable e) {
+  /**
+   * A region of a file that may be growing past it, read in 64 KiB chunks on a bounded-elastic
+   * thread as the HTTP client asks for them, so a part is never held in the heap. The SDK's own
+   * file body ({@link FileRequestBodyConfiguration}) cannot be used here: it fails with "File size
+   * changed after reading started" when the file grows during the upload, which a fill's file does.
+   * Re-subscribable (each subscription opens the file), so the SDK may retry.
+   */
+  static AsyncRequestBody growingFileRegion(Path file, long position, long length) {
+    Flux<ByteBuffer> body = Flux.using(
+            () -> FileChannel.open(file, StandardOpenOption.READ),
+            channel -> Flux.<ByteBuffer, Long>generate(
+                () -> 0L,
+                (done, sink) -> {
+                  int n = (int) Math.min(REGION_CHUNK, length - done);
+                  if (n == 0) {
+                    sink.complete();
+                    return done;
+                  }
+                  ByteBuffer chunk = ByteBuffer.allocate(n);
+                  try {
+                    while (chunk.hasRemaining()) {
+                      if (channel.read(chunk, position + done + chunk.position()) < 0) {
+                        throw new EOFException(file + " ends before byte " + (position + length));
+                      }
+                    }
+                  } catch (IOException e) {
+                    sink.error(e);
+                    return done;
+                  }
+                  sink.next(chunk.flip());
+                  return done + n;
+                }),
+            channel -> {
+              try {
+                channel.close();
+              } catch (IOException ignored) {
+                // read-only
+              }
+            })
+        .subscribeOn(Schedulers.boundedElastic());
+    return new AsyncRequestBody() {
+      @Override
+      public Optional<Long> contentLength() {
+        return Optional.of(length);
+      }
+
+      @Override
+      public void subscribe(org.reactivestreams.Subscriber<? super ByteBuffer> s) {
+        body.subscribe(s);
+      }
+    };
+  }
+
+  /** Whether {@code e} (as the SDK or a future reports it) says there is no such object (404). */
+  static boolean notFound(Throwable e) {
     Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
     return t instanceof NoSuchKeyException || (t instanceof S3Exception s3 && s3.statusCode() == 404);
   }
@@ -230,13 +323,30 @@ public final class S3Objects implements AutoCloseable {
       return key;
     }
 
-    /** Uploads the next part from a region of a file; parts may be in flight together. */
+    /**
+     * Uploads the next part from a region of a file, which may still be growing beyond the
+     * region (a fill in progress); parts may be in flight together.
+     */
     public void addPart(Path file, long position, long length) {
       int number = parts.size() + 1;
       parts.add(client.uploadPart(
               b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId).partNumber(number).contentLength(length),
-              fileRegion(file, position, length))
+              growingFileRegion(file, position, length))
           .thenApply(r -> CompletedPart.builder().partNumber(number).eTag(r.eTag()).build()));
+    }
+
+    /**
+     * Completes when at most {@code max} of the parts added so far are still being sent (the
+     * oldest are waited for); errors when one of those waited for failed. For backpressure: a
+     * writer waits on it before adding more.
+     */
+    public Mono<Void> partsInFlightAtMost(int max) {
+      List<CompletableFuture<CompletedPart>> sending = parts.stream().filter(p -> !p.isDone()).toList();
+      if (sending.size() <= max) {
+        return Mono.empty();
+      }
+      return Mono.fromFuture(CompletableFuture.allOf(
+          sending.subList(0, sending.size() - max).toArray(CompletableFuture[]::new)));
     }
 
     /** Makes the object visible under its key once every part is stored. */

@@ -26,6 +26,14 @@ import org.springframework.util.unit.DataSize;
  * @param secretAccessKey static secret (prefer {@code secret-access-key-file})
  * @param secretAccessKeyFile file holding the secret (a mounted Kubernetes Secret)
  * @param presignTtl lifetime of presigned URLs handed to clients
+ * @param redirect answer a GET of a stored blob with a 307 to a presigned URL of its object
+ *     instead of streaming it through the replica; clients must reach {@code endpoint}
+ * @param abandonedUploadAge multipart uploads started longer ago than this are taken for those of
+ *     a replica killed during a fill and aborted, at start-up and every half of it; must exceed
+ *     the longest fill
+ * @param indexRefresh how often the in-memory index of blobs is brought up to date with the
+ *     bucket (blobs other replicas stored or removed since), by listing it; {@code 0} for only at
+ *     start-up
  */
 @ConfigurationProperties("registry-cache.storage.s3")
 public record S3StorageProperties(
@@ -38,7 +46,10 @@ public record S3StorageProperties(
     String accessKeyId,
     String secretAccessKey,
     Path secretAccessKeyFile,
-    @DefaultValue("5m") Duration presignTtl) {
+    @DefaultValue("5m") Duration presignTtl,
+    @DefaultValue("false") boolean redirect,
+    @DefaultValue("6h") Duration abandonedUploadAge,
+    @DefaultValue("5m") Duration indexRefresh) {
 
   /** S3's smallest part size for every part of a multipart upload but the last. */
   public static final long MIN_PART_BYTES = 5L * 1024 * 1024;
@@ -49,6 +60,12 @@ public record S3StorageProperties(
     }
     if (prefix.startsWith("/")) {
       throw new IllegalArgumentException("registry-cache.storage.s3.prefix must not start with '/': " + prefix);
+    }
+    if (abandonedUploadAge.isNegative() || abandonedUploadAge.isZero()) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.abandoned-upload-age must be positive: " + abandonedUploadAge);
+    }
+    if (indexRefresh.isNegative()) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.index-refresh must not be negative: " + indexRefresh);
     }
     if (secretAccessKey != null && secretAccessKeyFile != null) {
       throw new IllegalArgumentException("set registry-cache.storage.s3.secret-access-key or secret-access-key-file, not both");
@@ -61,6 +78,8 @@ public record S3StorageProperties(
         + ", prefix=" + prefix + ", pathStyle=" + pathStyle + ", partSize=" + partSize
         + ", accessKeyId=" + (accessKeyId == null ? "(provider chain)" : "(set)")
         + ", secretAccessKey=" + (secretAccessKey == null ? "-" : "(set)")
-        + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl + "]";
+        + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl
+        + ", redirect=" + redirect + ", abandonedUploadAge=" + abandonedUploadAge
+        + ", indexRefresh=" + indexRefresh + "]";
   }
 }

@@ -59,7 +59,7 @@ class S3ObjectsTest {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
     objects = S3Objects.create(new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1)));
+        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO));
   }
 
   Path file(int bytes, long seed) throws Exception {
@@ -151,9 +151,9 @@ class S3ObjectsTest {
   @Test
   void secretsStayOutOfTheProperties() {
     S3StorageProperties p = new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(16),
-        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5));
+        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO);
     assertThat(p.toString()).doesNotContain("wJalrXUtnFEMI-secret").doesNotContain("AKIDEXAMPLE");
     assertThatThrownBy(() -> new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(4),
-        null, null, null, Duration.ofMinutes(5))).hasMessageContaining("at least 5MB");
+        null, null, null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO)).hasMessageContaining("at least 5MB");
   }
 }

@@ -1,0 +1,186 @@
+package io.registrycache.storage;
+
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.MediaType;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributeView;
+import java.nio.file.attribute.FileTime;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.stereotype.Component;
+
+/**
+ * Manifests and tag links on the file system under {@code storage.path}: {@code
+ * manifests/<algorithm>/<xx>/<hex>} with a {@code .type} file beside it; the last pull is the
+ * file's access time; {@code tags/<upstream>/<repository>/_tags/<tag>} holding the digest, its
+ * modification time the last confirmation by the upstream. Every write is atomic (temporary file,
+ * rename).
+ */
+@Component
+@ConditionalOnProperty(prefix = "registry-cache.storage", name = "type", havingValue = "filesystem", matchIfMissing = true)
+public final class FileManifestPersistence implements ManifestPersistence {
+
+  private static final Logger log = LoggerFactory.getLogger(FileManifestPersistence.class);
+
+  private final StorageLayout layout;
+
+  public FileManifestPersistence(StorageLayout layout) {
+    this.layout = layout;
+  }
+
+  @Override
+  public ContentLinks.Persistence links() {
+    return ContentLinks.files(layout, "manifests");
+  }
+
+  @Override
+  public void scan(Consumer<Found> visitor) {
+    layout.scanContent(
+        layout.manifestsRoot(),
+        (digest, attrs) -> {
+          long created = attrs.lastModifiedTime().toMillis();
+          long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
+          visitor.accept(new Found(digest, attrs.size(), created, pulled));
+        });
+  }
+
+  @Override
+  public Optional<byte[]> body(Digest digest) throws IOException {
+    try {
+      return Optional.of(Files.readAllBytes(layout.manifest(digest)));
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    }
+  }
+
+  @Override
+  public Optional<String> mediaType(Digest digest) throws IOException {
+    try {
+      return Optional.of(Files.readString(layout.manifestType(digest), StandardCharsets.UTF_8).trim());
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    }
+  }
+
+  @Override
+  public void write(Digest digest, MediaType mediaType, byte[] body) {
+    Path target = layout.manifest(digest);
+    if (!Files.exists(target)) {
+      layout.writeAtomically(layout.manifestType(digest), (mediaType + "\n").getBytes(StandardCharsets.UTF_8));
+      layout.writeAtomically(target, body);
+    }
+  }
+
+  @Override
+  public void delete(Digest digest) throws IOException {
+    Files.deleteIfExists(layout.manifest(digest));
+    Files.deleteIfExists(layout.manifestType(digest));
+  }
+
+  /** Sets the file's access time, read back at start-up. */
+  @Override
+  public void recordPull(Digest digest, long millis) {
+    try {
+      Files.getFileAttributeView(layout.manifest(digest), BasicFileAttributeView.class)
+          .setTimes(null, FileTime.fromMillis(millis), null);
+    } catch (IOException ignored) {
+      // only the eviction order after a restart depends on it
+    }
+  }
+
+  @Override
+  public List<ManifestStore.TagRef> allTags() {
+    Path root = layout.tagsRoot();
+    List<ManifestStore.TagRef> out = new ArrayList<>();
+    try (Stream<Path> files = Files.walk(root)) {
+      for (Path p : (Iterable<Path>) files::iterator) {
+        Path parent = p.getParent();
+        if (parent == null || !parent.getFileName().toString().equals("_tags") || !Files.isRegularFile(p)) {
+          continue;
+        }
+        Path rel = root.relativize(parent.getParent());
+        if (rel.getNameCount() < 2) {
+          continue;
+        }
+        String upstream = rel.getName(0).toString();
+        String repository = rel.subpath(1, rel.getNameCount()).toString().replace('\\', '/');
+        try {
+          String value = Files.readString(p, StandardCharsets.UTF_8).trim();
+          out.add(new ManifestStore.TagRef(upstream, repository, p.getFileName().toString(), Digest.parse(value),
+              Files.getLastModifiedTime(p).toInstant()));
+        } catch (NoSuchFileException e) {
+          // removed meanwhile
+        } catch (IOException | RuntimeException e) {
+          log.warn("ignoring unreadable tag link {}: {}", p, e.toString());
+        }
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list tag links", e);
+    }
+    return out;
+  }
+
+  @Override
+  public Optional<ManifestStore.TagRef> findTag(String upstreamKey, String name, String tag) {
+    Path p = layout.tag(upstreamKey, name, tag);
+    try {
+      String value = Files.readString(p, StandardCharsets.UTF_8).trim();
+      Instant validatedAt = Files.getLastModifiedTime(p).toInstant();
+      return Optional.of(new ManifestStore.TagRef(upstreamKey, name, tag, Digest.parse(value), validatedAt));
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read tag link " + p, e);
+    }
+  }
+
+  @Override
+  public void putTag(String upstreamKey, String name, String tag, Digest digest, Instant validatedAt) {
+    Path p = layout.tag(upstreamKey, name, tag);
+    layout.writeAtomically(p, (digest + "\n").getBytes(StandardCharsets.UTF_8));
+    touchTag(upstreamKey, name, tag, validatedAt);
+  }
+
+  @Override
+  public void touchTag(String upstreamKey, String name, String tag, Instant validatedAt) {
+    try {
+      Files.setLastModifiedTime(layout.tag(upstreamKey, name, tag), FileTime.from(validatedAt));
+    } catch (NoSuchFileException e) {
+      // deleted meanwhile
+    } catch (IOException e) {
+      log.warn("cannot touch tag link {}:{}: {}", name, tag, e.toString());
+    }
+  }
+
+  @Override
+  public void deleteTag(String upstreamKey, String name, String tag) {
+    StorageLayout.deleteQuietly(layout.tag(upstreamKey, name, tag));
+  }
+
+  @Override
+  public List<String> tags(String upstreamKey, String name) {
+    Path dir = layout.tagsDir(upstreamKey, name);
+    if (!Files.isDirectory(dir)) {
+      return List.of();
+    }
+    try (Stream<Path> s = Files.list(dir)) {
+      List<String> tags = new ArrayList<>(s.map(p -> p.getFileName().toString()).toList());
+      tags.sort(null);
+      return tags;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list " + dir, e);
+    }
+  }
+}

@@ -1,0 +1,75 @@
+package io.registrycache.storage.s3;
+
+import io.registrycache.oci.Digest;
+import io.registrycache.storage.ContentLinks;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.function.BiConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Content links ({@link ContentLinks}) of one kind in the object store: an empty object {@code
+ * links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link} per link, so every replica on the
+ * bucket (one started empty, one offline) serves content where another was allowed to. Loaded at
+ * start-up by one LIST per 1,000 links; a new link is one PUT; removing a digest's links is a LIST
+ * of its prefix and a DELETE each.
+ */
+final class S3Links implements ContentLinks.Persistence {
+
+  private static final Logger log = LoggerFactory.getLogger(S3Links.class);
+  private static final String LINK = "/_link";
+  private static final Duration TIMEOUT = Duration.ofMinutes(1);
+
+  private final S3Objects objects;
+  private final String base;
+
+  /** @param kind {@code blobs} or {@code manifests} */
+  S3Links(S3Objects objects, String kind) {
+    this.objects = objects;
+    this.base = "links/" + kind + "/";
+  }
+
+  private String digestPrefix(Digest digest) {
+    return base + digest.algorithm() + "/" + digest.hex() + "/";
+  }
+
+  @Override
+  public void scan(BiConsumer<Digest, String> visitor) {
+    objects.list(base)
+        .doOnNext(key -> {
+          // <algorithm>/<hex>/<upstream>/<repository...>/_link
+          String rest = key.substring(base.length());
+          String[] parts = rest.split("/", 3);
+          if (!key.endsWith(LINK) || parts.length < 3 || !Digest.looksLikeDigest(parts[0] + ":" + parts[1])) {
+            log.warn("object store: ignoring unexpected link object {}", key);
+            return;
+          }
+          String link = parts[2].substring(0, parts[2].length() - LINK.length());
+          if (link.indexOf('/') < 0) {
+            log.warn("object store: ignoring unexpected link object {}", key);
+            return;
+          }
+          visitor.accept(Digest.parse(parts[0] + ":" + parts[1]), link);
+        })
+        .blockLast(S3BlobStore.REQUEST_TIMEOUT);
+  }
+
+  @Override
+  public void create(Digest digest, String upstreamSegment, String repository) throws IOException {
+    try {
+      objects.putBytes(digestPrefix(digest) + upstreamSegment + "/" + repository + LINK, new byte[0]).block(TIMEOUT);
+    } catch (RuntimeException e) {
+      throw new IOException("object store: cannot link " + digest, reactor.core.Exceptions.unwrap(e));
+    }
+  }
+
+  @Override
+  public void removeAll(Digest digest) {
+    try {
+      objects.list(digestPrefix(digest)).concatMap(objects::delete).blockLast(TIMEOUT);
+    } catch (RuntimeException e) {
+      log.warn("object store: cannot remove the links of {}: {}", digest, e.toString());
+    }
+  }
+}

@@ -1,0 +1,171 @@
+package io.registrycache.storage.s3;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.Digest;
+import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.BlobStoreContract;
+import io.registrycache.storage.StorageLayout;
+import io.registrycache.storage.StoredContent;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import org.gaul.s3proxy.auth.AuthenticationType;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.util.unit.DataSize;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+
+/**
+ * The {@link BlobStoreContract} on an S3-API object store: {@link S3BlobStore} against s3proxy in
+ * the test JVM (signature v4, loopback HTTP, multipart uploads with 5 MiB parts), nothing mocked.
+ */
+class S3BlobStoreContractTest extends BlobStoreContract {
+
+  static final String BUCKET = "registry-cache-contract";
+
+  @RegisterExtension
+  final S3ProxyExtension s3 = S3ProxyExtension.builder()
+      .withCredentials(AuthenticationType.AWS_V2_OR_V4, "test-access", "test-secret")
+      .build();
+
+  @TempDir Path root;
+  private S3Objects objects;
+  private S3StorageProperties properties;
+  private StorageLayout layout;
+
+  @BeforeEach
+  void bucket() {
+    try (S3AsyncClient admin = S3AsyncClient.builder()
+        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
+        .region(Region.US_EAST_1)
+        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
+        .endpointOverride(s3.getUri())
+        .forcePathStyle(true)
+        .build()) {
+      admin.createBucket(b -> b.bucket(BUCKET)).join();
+    }
+    properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
+        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO);
+    objects = S3Objects.create(properties);
+  }
+
+  @AfterEach
+  void closeObjects() {
+    if (store != null) {
+      store.close();
+      store = null;
+    }
+    objects.close();
+  }
+
+  @Override
+  protected BlobStore openStore() throws Exception {
+    RegistryCacheProperties cache =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
+    layout = new StorageLayout(cache);
+    return new S3BlobStore(objects, layout, Clock.systemUTC(), Duration.ZERO,
+        io.registrycache.config.ContentScope.REPOSITORY, properties);
+  }
+
+  @Override
+  protected boolean presentAtFinalLocation(Digest digest) {
+    return objects.stat(S3BlobStore.key(digest)).block(Duration.ofSeconds(30)).isPresent();
+  }
+
+  @Override
+  protected long writesInProgress() {
+    return objects.uploadsInProgress("").count().block(Duration.ofSeconds(30));
+  }
+
+  @Test
+  void partsGoUpWhileTheFillRunsAndTheObjectAppearsOnlyAtTheCommit() throws Exception {
+    byte[] content = random(2 * PART + 1, 21);
+    Digest digest = Digest.sha256(content);
+    BlobStore.Writer w = store().newWriter(digest);
+    w.append(ByteBuffer.wrap(content, 0, 2 * PART));
+    assertThat(writesInProgress()).as("a multipart upload is open during the fill").isEqualTo(1);
+    assertThat(presentAtFinalLocation(digest)).isFalse();
+    w.append(ByteBuffer.wrap(content, 2 * PART, 1));
+    w.commit(content.length);
+    assertThat(writesInProgress()).isZero();
+    assertThat(objects.stat(S3BlobStore.key(digest)).block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
+    assertThat(S3BlobStore.key(digest)).isEqualTo("blobs/sha256/" + digest.hex());
+  }
+
+  @Test
+  void aFillOfMorePartsThanMayBeInFlightIsStoredWhole() throws Exception {
+    int size = (S3BlobStore.MAX_PARTS_IN_FLIGHT + 2) * PART + 5;
+    byte[] content = random(size, 23);
+    Digest digest = Digest.sha256(content);
+    assertThat(write(store().newWriter(digest), content)).isEqualTo(size);
+    assertThat(writesInProgress()).isZero();
+    assertThat(read(store().open(digest).orElseThrow(), 0, size)).isEqualTo(content);
+  }
+
+  @Test
+  void aBlobRemovedByAnotherReplicaFailsOneReadAndLeavesTheIndex() throws Exception {
+    byte[] content = random(20_000, 25);
+    Digest digest = Digest.sha256(content);
+    write(store().newWriter(digest), content);
+    StoredContent stored = store().open(digest).orElseThrow();
+    objects.delete(S3BlobStore.key(digest)).block(); // another replica evicted it
+
+    assertThatThrownBy(() -> read(stored, 0, content.length)).isNotNull();
+    assertThat(store().lookup(digest)).as("a miss now: the next request fills it again").isEmpty();
+    assertThat(store().bytes()).isZero();
+    write(store().newWriter(digest), content);
+    assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
+  }
+
+  @Test
+  void anIndexRefreshSeesWhatAnotherReplicaStoredAndRemoved(@TempDir Path otherRoot) throws Exception {
+    RegistryCacheProperties cache =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
+    try (S3BlobStore other = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
+        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
+      byte[] content = random(30_000, 27);
+      Digest digest = Digest.sha256(content);
+      write(store().newWriter(digest), content);
+      assertThat(other.lookup(digest)).as("stored by another replica after this one started").isEmpty();
+
+      assertThat(other.refreshIndex()).isEqualTo(1);
+      assertThat(other.lookup(digest)).contains((long) content.length);
+      assertThat(other.bytes()).isEqualTo(content.length);
+      assertThat(other.refreshIndex()).as("nothing new").isZero();
+
+      store().evict(digest, Long.MAX_VALUE); // no delete grace: the object goes now
+      assertThat(other.refreshIndex()).isEqualTo(1);
+      assertThat(other.lookup(digest)).isEmpty();
+      assertThat(other.bytes()).isZero();
+    }
+  }
+
+  @Test
+  void uploadsOfAKilledReplicaAreAbortedAtStartUp() throws Exception {
+    S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
+    assertThat(writesInProgress()).isEqualTo(1);
+    properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
+        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofMillis(1), Duration.ZERO);
+    Thread.sleep(5);
+    store();
+    assertThat(writesInProgress()).isZero();
+    assertThat(abandoned.key()).startsWith("blobs/");
+  }
+
+  @Override
+  protected Path tmp() {
+    return layout.tmpRoot();
+  }
+}

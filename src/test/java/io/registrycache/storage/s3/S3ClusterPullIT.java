@@ -1,0 +1,117 @@
+package io.registrycache.storage.s3;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.registrycache.oci.Digest;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.TestImages.Blob;
+import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.UpstreamRegistryContainer;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.gaul.s3proxy.auth.AuthenticationType;
+import org.gaul.s3proxy.junit.S3ProxyExtension;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
+import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
+import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
+import software.amazon.awssdk.regions.Region;
+import software.amazon.awssdk.services.s3.S3AsyncClient;
+
+/**
+ * Issue 11's two halves together: three replicas of the real service in this JVM, a cluster (a
+ * static peers list, owner routing) on one bucket (s3proxy in this JVM, {@code storage.type=s3}),
+ * in front of one real registry:2. An image pulled through every replica in turn is fetched from
+ * the upstream once per blob, and its blobs are in the bucket under their final keys, no upload
+ * left open.
+ */
+class S3ClusterPullIT {
+
+  static final String BUCKET = "registry-cache-cluster";
+  static final String TOKEN = "s3-cluster-it-token-" + TestImages.RUN_ID + "-0123456789";
+  static final int REPLICAS = 3;
+  static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
+  static final List<ManualCache> replicas = new ArrayList<>();
+  static S3ProxyExtension s3;
+
+  @BeforeAll
+  static void start() throws Exception {
+    s3 = S3ProxyExtension.builder().withCredentials(AuthenticationType.AWS_V2_OR_V4, "it-access", "it-secret").build();
+    s3.beforeEach(null);
+    try (S3AsyncClient admin = S3AsyncClient.builder()
+        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
+        .region(Region.US_EAST_1)
+        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
+        .endpointOverride(s3.getUri())
+        .forcePathStyle(true)
+        .build()) {
+      admin.createBucket(b -> b.bucket(BUCKET)).join();
+    }
+    List<Integer> ports = freePorts(REPLICAS);
+    String peers = ports.stream().map(p -> "127.0.0.1:" + p).collect(Collectors.joining(","));
+    for (int i = 0; i < REPLICAS; i++) {
+      replicas.add(ManualCache.start(
+          CacheProperties.cache(TestFiles.tempDirectory("registry-cache-s3-cluster-" + i + "-"))
+              .localUpstream(upstream::baseUrl)
+              .set("registry-cache.cluster.peers", peers)
+              .set("registry-cache.cluster.peer-port", ports.get(i))
+              .set("registry-cache.cluster.self", "127.0.0.1:" + ports.get(i))
+              .set("registry-cache.cluster.token", TOKEN)
+              .set("registry-cache.storage.type", "s3")
+              .set("registry-cache.storage.s3.endpoint", s3.getUri().toString())
+              .set("registry-cache.storage.s3.bucket", BUCKET)
+              .set("registry-cache.storage.s3.part-size", "5MB")
+              .set("registry-cache.storage.s3.access-key-id", s3.getAccessKey())
+              .set("registry-cache.storage.s3.secret-access-key", s3.getSecretKey())));
+    }
+  }
+
+  @AfterAll
+  static void stop() {
+    replicas.forEach(ManualCache::close);
+    s3.afterEach(null);
+  }
+
+  @Test
+  void anImagePulledThroughEveryReplicaIsFetchedOncePerBlobAndStoredInTheBucket() {
+    Image image = upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository("s3-cluster"), "v1",
+        TestImages.randomBytes(6 * 1024 * 1024 + 1, 1), TestImages.randomBytes(70_000, 2),
+        TestImages.randomBytes(1_000, 3), TestImages.randomBytes(2_000, 4)));
+    for (ManualCache replica : replicas) {
+      replica.client().withTimeout(Duration.ofSeconds(60)).pullAndVerify(image);
+    }
+    upstream.syncLogs();
+    S3Objects objects = replicas.get(0).context().getBean(S3Objects.class);
+    for (Blob blob : image.blobs()) {
+      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+          .as("upstream GETs of blob %s", blob.digest())
+          .isEqualTo(1);
+      assertThat(objects.stat(S3BlobStore.key(Digest.parse(blob.digest()))).block())
+          .hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(blob.size()));
+    }
+    assertThat(objects.uploadsInProgress("").collectList().block()).isEmpty();
+  }
+
+  static List<Integer> freePorts(int n) throws IOException {
+    List<ServerSocket> sockets = new ArrayList<>();
+    try {
+      for (int i = 0; i < n; i++) {
+        sockets.add(new ServerSocket(0));
+      }
+      return sockets.stream().map(ServerSocket::getLocalPort).toList();
+    } finally {
+      for (ServerSocket s : sockets) {
+        s.close();
+      }
+    }
+  }
+}
