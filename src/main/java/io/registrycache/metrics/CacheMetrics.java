@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReferenceArray;
 import org.springframework.stereotype.Component;
 
 /**
@@ -21,6 +22,9 @@ import org.springframework.stereotype.Component;
  *   <li>{@code registry_cache_inflight_fetches} — upstream fetches (manifests and blobs) in flight
  *   <li>{@code registry_cache_stale_served_total{upstream,reason}} — cached tags served because
  *       the upstream failed or rate-limited
+ *   <li>{@code registry_cache_responses_total{status}} — answers to {@code /v2} requests on the
+ *       pull port by HTTP status code (recorded by {@link ResponseStatusFilter}; stands in for
+ *       Spring's {@code http_server_requests}, whose per-request observation is switched off)
  *   <li>{@code registry_cache_storage_budget_bytes} — the disk budget ({@code
  *       storage.max-bytes}; 0 = unlimited)
  * </ul>
@@ -57,6 +61,9 @@ public class CacheMetrics {
 
   private record RequestKey(Kind kind, Result result, String upstream) {}
 
+  /** Response counters by status code (100..599), registered on first use. */
+  private final AtomicReferenceArray<Counter> responses = new AtomicReferenceArray<>(600);
+
   public CacheMetrics(MeterRegistry registry, RegistryCacheProperties properties) {
     this.registry = registry;
     long budget = properties.storage().maxBytes();
@@ -82,6 +89,22 @@ public class CacheMetrics {
         "kind", key.kind().name().toLowerCase(Locale.ROOT),
         "result", key.result().name().toLowerCase(Locale.ROOT),
         "upstream", key.upstream());
+  }
+
+  /** Counts one answer to a {@code /v2} request with HTTP status {@code status} (100..599). */
+  public void response(int status) {
+    if (status < 100 || status > 599) {
+      return;
+    }
+    Counter c = responses.get(status);
+    if (c == null) {
+      c = Counter.builder("registry.cache.responses")
+          .description("Answers to /v2 requests on the pull port, by HTTP status code")
+          .tag("status", Integer.toString(status))
+          .register(registry);
+      responses.set(status, c);
+    }
+    c.increment();
   }
 
   /** Counts a cached tag served because the upstream failed or rate-limited. */

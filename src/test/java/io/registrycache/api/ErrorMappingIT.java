@@ -169,6 +169,9 @@ class ErrorMappingIT extends AbstractCacheIT {
     assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
     String text = new String(response.body(), StandardCharsets.UTF_8);
     assertThat(text).contains("# TYPE").contains("jvm_").contains("registry_cache_");
+    // Answers by status from ResponseStatusFilter; Spring's per-request observation is off.
+    assertThat(text).contains("registry_cache_responses_total{status=\"200\"}")
+        .doesNotContain("http_server_requests_seconds");
     HttpResponse<byte[]> readiness = management.get("/actuator/health/readiness");
     assertThat(readiness.statusCode()).isEqualTo(200);
   }
