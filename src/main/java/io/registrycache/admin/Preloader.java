@@ -347,8 +347,8 @@ public class Preloader implements DisposableBean {
                 return Mono.empty();
               }
               BlobSource.Downloading d = (BlobSource.Downloading) source;
-              // Read the last byte: it is released only once the blob is verified and stored, and
-              // being a reader keeps the download from being stopped as an orphan
+              // Read the last byte (released once the blob is verified), then wait for it to be
+              // stored; being a reader keeps the download from being stopped as an orphan
               // (blobs.orphan-download-timeout) however long it takes.
               Mono<Void> lastByte =
                   d.size() > 0

@@ -168,8 +168,11 @@ public class RegistryHandler {
         ok.contentLength(downloading.size());
       }
       return ok.body(
-          BodyInserters.fromDataBuffers(
-              downloading.download().read(0, -1).doOnNext(b -> metrics.served(false, b.readableByteCount()))));
+          (message, context) ->
+              message.writeWith(
+                  downloading.download()
+                      .read(0, -1, message.bufferFactory())
+                      .doOnNext(b -> metrics.served(false, b.readableByteCount()))));
     }
     StoredContent stored = ((BlobSource.Stored) source).content();
     long size = stored.size();

@@ -27,7 +27,6 @@ import org.springframework.http.ReactiveHttpOutputMessage;
 import org.springframework.http.ZeroCopyHttpOutputMessage;
 import org.springframework.stereotype.Component;
 import org.springframework.web.reactive.function.BodyInserter;
-import org.springframework.web.reactive.function.BodyInserters;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import org.springframework.web.util.UriUtils;
@@ -105,7 +104,7 @@ public class PeerBlobEndpoint {
         ok.contentLength(source.size());
       }
       if (source instanceof BlobSource.Downloading downloading) {
-        return ok.body(BodyInserters.fromDataBuffers(downloading.download().read(0, -1)));
+        return ok.body((message, context) -> message.writeWith(downloading.download().read(0, -1, message.bufferFactory())));
       }
       return ok.body(whole(((BlobSource.Stored) source).content()));
     });

@@ -15,6 +15,7 @@ import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferFactory;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
 import reactor.core.Disposable;
@@ -29,10 +30,12 @@ import reactor.core.scheduler.Scheduler;
  *
  * <p>The upstream body goes into a {@link BlobStore.Writer}, which computes its digest. Readers tail the
  * growing file from the first byte on, so the first client and every later one receive bytes as
- * they arrive. The last byte is held back until the writer's commit verified the digest: a reader
+ * they arrive. The last byte is held back until the writer verified the size and digest: a reader
  * never sees a clean end of bad content — on a mismatch or a failed transfer it gets an error (its
- * connection is aborted) and nothing is kept. On success the file is moved atomically to its
- * content address; open readers keep reading it (same inode).
+ * connection is aborted) and nothing is kept. Readers get the last byte right after the check,
+ * before the commit forces the file to disk and moves it atomically to its content address (or
+ * uploads it): a 1 GiB blob's {@code fsync} is not in any client's transfer time. Open readers keep
+ * reading the file (same inode).
  *
  * <p>The transfer does not depend on any client: it goes on when they disconnect, until {@code
  * orphanTimeout} has passed with no reader, so the next pull is a hit.
@@ -43,6 +46,12 @@ public final class BlobDownload {
   private static final int CHUNK_BYTES = 256 * 1024;
   private static final Sinks.EmitFailureHandler RETRY_EMIT =
       Sinks.EmitFailureHandler.busyLooping(Duration.ofSeconds(1));
+
+  /**
+   * What readers may read: bytes {@code [0, readable)}; {@code verified} once all bytes are in and
+   * their size and digest checked out (then {@code readable} is the blob's size).
+   */
+  private record Progress(long readable, boolean verified) {}
 
   private enum State {
     RUNNING,
@@ -60,8 +69,8 @@ public final class BlobDownload {
   private final Runnable onStored;
   private final Object stateLock = new Object();
   private final AtomicInteger readers = new AtomicInteger();
-  /** Readable byte count while running; completes on commit, errors on failure. */
-  private final Sinks.Many<Long> progress = Sinks.many().replay().latest();
+  /** Readable bytes while running, then the verified size; completes on commit, errors on failure. */
+  private final Sinks.Many<Progress> progress = Sinks.many().replay().latest();
   /** Emits the upstream's Content-Length (or -1) once the response headers arrived. */
   private final Sinks.One<Long> sizeSink = Sinks.one();
 
@@ -125,7 +134,7 @@ public final class BlobDownload {
       return;
     }
     writer = out;
-    progress.emitNext(0L, RETRY_EMIT);
+    progress.emitNext(new Progress(0, false), RETRY_EMIT);
     transfer =
         source
             .get()
@@ -161,10 +170,13 @@ public final class BlobDownload {
     }
     // Hold back the last byte of a known-size blob until the digest checked out.
     long readable = size >= 0 ? Math.min(written, size - 1) : written;
-    progress.emitNext(Math.max(readable, 0), RETRY_EMIT);
+    progress.emitNext(new Progress(Math.max(readable, 0), false), RETRY_EMIT);
   }
 
   private void commit(BlobStore.Writer out) {
+    // Throws (and drops the bytes) on a size or digest mismatch; readers then get the error.
+    long verified = out.verify(expectedSize);
+    progress.emitNext(new Progress(verified, true), RETRY_EMIT);
     long stored;
     try {
       stored = out.commit(expectedSize);
@@ -181,7 +193,6 @@ public final class BlobDownload {
     onEnd.run();
     disposeOrphanTimer();
     log.debug("stored blob {} ({} bytes)", description, stored);
-    progress.emitNext(stored, RETRY_EMIT);
     progress.emitComplete(RETRY_EMIT);
   }
 
@@ -218,29 +229,40 @@ public final class BlobDownload {
 
   /** Completes with the stored size when the blob is verified and stored; errors otherwise. */
   public Mono<Long> completion() {
-    return progress.asFlux().last();
+    return progress.asFlux().last().map(Progress::readable);
   }
 
   /**
-   * Streams bytes {@code [start, endInclusive]} of the blob as they arrive; completes only after
-   * the whole blob was verified, errors when it was not.
+   * Streams bytes {@code [start, endInclusive]} of the blob as they arrive, in heap buffers;
+   * completes only after the whole blob was verified, errors when it was not.
    *
    * @param start first byte offset (0-based)
    * @param endInclusive last byte offset, or -1 for "to the end"
    */
   public Flux<DataBuffer> read(long start, long endInclusive) {
+    return read(start, endInclusive, DefaultDataBufferFactory.sharedInstance);
+  }
+
+  /**
+   * As {@link #read(long, long)}, reading into buffers of {@code factory} (the server's, so Netty
+   * writes its own pooled buffers without another copy).
+   */
+  public Flux<DataBuffer> read(long start, long endInclusive, DataBufferFactory factory) {
     return Flux.using(
-        () -> openTail().start(start),
+        () -> openTail(factory).start(start),
         tail ->
             progress
                 .asFlux()
                 .onBackpressureLatest()
-                .concatMap(readable -> tail.readUpTo(endInclusive < 0 ? readable : Math.min(readable, endInclusive + 1)), 1)
+                .publishOn(scheduler, 1)
+                .takeUntil(Progress::verified)
+                .concatMap(p -> tail.readUpTo(endInclusive < 0 ? p.readable() : Math.min(p.readable(), endInclusive + 1)), 1)
+                .doOnDiscard(DataBuffer.class, DataBufferUtils::release)
                 .subscribeOn(scheduler),
         Tail::close);
   }
 
-  private Tail openTail() throws IOException {
+  private Tail openTail(DataBufferFactory factory) throws IOException {
     readers.incrementAndGet();
     disposeOrphanTimer();
     try {
@@ -248,7 +270,7 @@ public final class BlobDownload {
       if (state == State.FAILED || w == null) {
         throw new IOException("download of " + description + " failed", failure);
       }
-      return new Tail(w.openReader());
+      return new Tail(w.openReader(), factory);
     } catch (NoSuchFileException e) {
       releaseReader();
       throw new IOException("download of " + description + " failed", failure != null ? failure : e);
@@ -298,10 +320,12 @@ public final class BlobDownload {
   /** A reader's position in the growing file. */
   private final class Tail {
     private final SeekableByteChannel channel;
+    private final DataBufferFactory factory;
     private long cursor;
 
-    Tail(SeekableByteChannel channel) {
+    Tail(SeekableByteChannel channel, DataBufferFactory factory) {
       this.channel = channel;
+      this.factory = factory;
     }
 
     Tail start(long start) {
@@ -317,25 +341,36 @@ public final class BlobDownload {
               return;
             }
             int n = (int) Math.min(CHUNK_BYTES, limit - cursor);
-            ByteBuffer buffer = ByteBuffer.allocate(n);
-            try {
-              while (buffer.hasRemaining()) {
-                int r = channel.position(cursor + buffer.position()).read(buffer);
-                if (r < 0) {
-                  break;
+            DataBuffer buffer = factory.allocateBuffer(n);
+            int read = 0;
+            try (DataBuffer.ByteBufferIterator it = buffer.writableByteBuffers()) {
+              while (read < n && it.hasNext()) {
+                ByteBuffer target = it.next();
+                target.limit(target.position() + Math.min(target.remaining(), n - read));
+                while (target.hasRemaining()) {
+                  int r = channel.position(cursor + read).read(target);
+                  if (r < 0) {
+                    break;
+                  }
+                  read += r;
+                }
+                if (target.hasRemaining()) {
+                  break; // end of file
                 }
               }
-            } catch (IOException e) {
+            } catch (IOException | RuntimeException e) {
+              DataBufferUtils.release(buffer);
               sink.error(e);
               return;
             }
-            if (buffer.position() == 0) {
+            if (read == 0) {
+              DataBufferUtils.release(buffer);
               sink.error(new IOException("unexpected end of " + description + " at byte " + cursor));
               return;
             }
-            buffer.flip();
-            cursor += buffer.remaining();
-            sink.next(DefaultDataBufferFactory.sharedInstance.wrap(buffer));
+            buffer.writePosition(buffer.writePosition() + read);
+            cursor += read;
+            sink.next(buffer);
           });
     }
 

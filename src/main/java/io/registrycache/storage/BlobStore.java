@@ -45,6 +45,19 @@ public interface BlobStore extends AutoCloseable {
      * @throws java.nio.file.NoSuchFileException when the writer was aborted
      */
     SeekableByteChannel openReader() throws IOException;
+
+    /**
+     * Checks the size and digest of the bytes appended so far, once all are in, without storing
+     * them: readers may be given the last byte from here on, before the (slower) {@link #commit}
+     * forces and stores them. {@link #commit} verifies by itself when this was not called.
+     * Blocking (hashing is done while appending; this compares).
+     *
+     * @param expectedSize the size the bytes must have, or -1 when unknown
+     * @return the verified size in bytes
+     * @throws ContentVerificationException when the size or digest does not match; the bytes
+     *     are dropped (as by {@link #abort})
+     */
+    long verify(long expectedSize);
   }
 
   /** Size in bytes of a stored (verified, complete) blob, if it is stored. Records no access. */

@@ -55,6 +55,8 @@ public final class BlobWriter implements BlobStore.Writer {
   private final MessageDigest md;
   private final Object lock = new Object();
   private volatile long written;
+  /** Size and digest checked out ({@link #verify}); the digest state is consumed then. */
+  private boolean verified;
   private State state = State.OPEN;
   /** What readers open: the temporary file, then what the sink names. */
   private Path readable;
@@ -88,6 +90,9 @@ public final class BlobWriter implements BlobStore.Writer {
   /** Appends {@code bytes} (all of its remaining bytes). Blocking. */
   @Override
   public void append(ByteBuffer bytes) throws IOException {
+    if (verified) {
+      throw new IllegalStateException("blob " + digest + " was verified; nothing can be appended");
+    }
     md.update(bytes.duplicate());
     long n = written;
     while (bytes.hasRemaining()) {
@@ -109,16 +114,7 @@ public final class BlobWriter implements BlobStore.Writer {
    */
   @Override
   public long commit(long expectedSize) throws IOException {
-    long size = written;
-    if (expectedSize >= 0 && size != expectedSize) {
-      abort();
-      throw new ContentVerificationException(
-          "blob " + digest + ": got " + size + " bytes, " + expectedSize + " were announced");
-    }
-    if (!digest.matches(md)) {
-      abort();
-      throw new ContentVerificationException("blob " + digest + ": the " + size + " bytes do not match the digest");
-    }
+    long size = verified ? written : verify(expectedSize);
     try {
       out.force(false);
       out.close();
@@ -134,6 +130,25 @@ public final class BlobWriter implements BlobStore.Writer {
       throw e;
     }
     sink.closed(true);
+    return size;
+  }
+
+  @Override
+  public long verify(long expectedSize) {
+    long size = written;
+    if (verified) {
+      return size;
+    }
+    if (expectedSize >= 0 && size != expectedSize) {
+      abort();
+      throw new ContentVerificationException(
+          "blob " + digest + ": got " + size + " bytes, " + expectedSize + " were announced");
+    }
+    if (!digest.matches(md)) {
+      abort();
+      throw new ContentVerificationException("blob " + digest + ": the " + size + " bytes do not match the digest");
+    }
+    verified = true;
     return size;
   }
 

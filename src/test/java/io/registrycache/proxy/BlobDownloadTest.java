@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.BlobWriter;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.upstream.UpstreamBlob;
@@ -115,10 +116,84 @@ class BlobDownloadTest {
     assertThat(earlyResult.join()).isEqualTo(content);
     assertThat(lateResult.join()).isEqualTo(content);
     assertThat(calls).hasValue(1);
+    // Readers end once the bytes are verified; the store's commit (fsync, rename) may still run.
+    assertThat(first.completion().block(Duration.ofSeconds(20))).isEqualTo(content.length);
     assertThat(store.size(digest)).contains((long) content.length);
     assertThat(Files.readAllBytes(store.path(digest))).isEqualTo(content);
     assertThat(tmpFiles()).isZero();
     assertThat(downloads.size()).isZero();
+  }
+
+  /**
+   * A {@link BlobStore} whose only working method is {@code newWriter}: a real {@link BlobWriter}
+   * into {@code root/tmp} whose store step is {@code storing}.
+   */
+  private BlobStore storeWith(BlobWriter.Sink storing) {
+    return (BlobStore) java.lang.reflect.Proxy.newProxyInstance(
+        BlobStore.class.getClassLoader(),
+        new Class<?>[] {BlobStore.class},
+        (proxy, method, args) -> {
+          if (method.getName().equals("newWriter")) {
+            Digest d = (Digest) args[0];
+            return new BlobWriter(d, root.resolve("tmp").resolve(d.hex() + ".part"), storing);
+          }
+          throw new UnsupportedOperationException(method.getName());
+        });
+  }
+
+  @Test
+  void readersGetTheLastByteOnceVerifiedWithoutWaitingForTheStoreToCommit() throws Exception {
+    byte[] content = random(700_000);
+    Digest digest = Digest.sha256(content);
+    java.util.concurrent.CountDownLatch storing = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    BlobStore slow = storeWith(new BlobWriter.Sink() {
+      @Override
+      public Path store(Path temp, long size) throws IOException {
+        storing.countDown();
+        try {
+          release.await(); // an fsync of a large file, or an object-store upload
+        } catch (InterruptedException e) {
+          throw new IOException(e);
+        }
+        return temp;
+      }
+
+      @Override
+      public void closed(boolean stored) {}
+    });
+    BlobDownload d = new BlobDownload(digest, "test@" + digest, slow,
+        () -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
+        scheduler, Duration.ofMinutes(1), () -> {});
+    d.start();
+    assertThat(collect(d.read(0, -1))).isEqualTo(content);
+    assertThat(storing.getCount()).isZero();
+    var completion = d.completion().toFuture();
+    assertThat(completion).isNotDone();
+    release.countDown();
+    assertThat(completion.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content.length);
+  }
+
+  @Test
+  void aStoreThatFailsAfterTheCheckKeepsNothingAndFailsTheCompletion() throws IOException {
+    byte[] content = random(300_000);
+    Digest digest = Digest.sha256(content);
+    BlobStore failing = storeWith(new BlobWriter.Sink() {
+      @Override
+      public Path store(Path temp, long size) throws IOException {
+        throw new IOException("No space left on device");
+      }
+
+      @Override
+      public void closed(boolean stored) {}
+    });
+    BlobDownload d = new BlobDownload(digest, "test@" + digest, failing,
+        () -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
+        scheduler, Duration.ofMinutes(1), () -> {});
+    d.start();
+    Throwable error = d.completion().then(Mono.<Throwable>empty()).onErrorResume(Mono::just).block(Duration.ofSeconds(20));
+    assertThat(error).hasMessageContaining("cannot store");
+    assertThat(tmpFiles()).isZero();
   }
 
   @Test
