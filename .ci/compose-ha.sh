@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# The HA stack of docker/compose-ha.yaml, run here as a user would (issue 11): three replicas as
+# three processes (containers) on one s3proxy bucket, nginx round robin, registry:2 upstream.
+# Every image is built locally (docker/ha/build-images.sh). Checks, with skopeo as the client:
+#   1. 30 concurrent cold pulls of one image through the round robin: every pull verified by
+#      skopeo, and registry:2's access log shows exactly one GET per blob;
+#   2. all three replicas killed while a 128 MiB blob is being filled: no object under the
+#      blob's final key in the bucket unless its bytes match the digest; restarted, they serve it;
+#   3. one replica killed: the other two keep serving (cached and new images);
+#   4. the upstream stopped, the replicas recreated with empty local folders: everything is
+#      served from the shared bucket.
+# Traffic stays on loopback and the stack's own network; bounded by timeouts; cleans up on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+project=rc-ha-ci
+dc() { docker-compose -f docker/compose-ha.yaml -p "$project" "$@"; }
+work=$(mktemp -d)
+cleanup() {
+  dc logs --no-color >"$work/compose.log" 2>&1 || true
+  [ "${KEEP_LOGS:-}" ] && cp "$work/compose.log" "$KEEP_LOGS" || true
+  dc down -v >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "compose-ha: FAILED: $*" >&2; tail -n 40 "$work/compose.log" 2>/dev/null || true; exit 1; }
+
+command -v docker-compose >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }
+command -v skopeo >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends skopeo >/dev/null; }
+command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends nginx >/dev/null; }
+
+t0=$(date +%s)
+FORCE=1 bash docker/ha/build-images.sh
+if docker image inspect registry-cache:ha >/dev/null 2>&1; then export REGISTRY_CACHE_IMAGE=registry-cache:ha; fi
+dc down -v >/dev/null 2>&1 || true
+dc up -d >/dev/null 2>&1
+
+wait_ready() { # every replica answers through nginx: three /v2/ in a row
+  local ok=0
+  for _ in $(seq 1 90); do
+    if [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/v2/)" = 200 ]; then
+      ok=$((ok + 1)); [ $ok -ge 3 ] && return 0
+    else ok=0; fi
+    sleep 1
+  done
+  return 1
+}
+wait_ready || fail "the stack did not answer on 127.0.0.1:8080 within 90 s"
+echo "compose-ha: stack up in $(( $(date +%s) - t0 )) s"
+
+python3 perf/scripts/seed.py --registry http://127.0.0.1:5000 --set ha --prefix ha --images 2 --layers 4 \
+  --layer-size 262144 --large 1 --large-size 134217728 --out "$work/seed" --quiet
+img1=$(sed -n 2p "$work/seed/ha.csv" | cut -d, -f1,2 | tr , :)
+img2=$(sed -n 3p "$work/seed/ha.csv" | cut -d, -f1,2 | tr , :)
+large=$(sed -n 2p "$work/seed/ha-large.csv" | cut -d, -f1,2 | tr , :)
+pull() { # pull <image> <dir>: skopeo verifies every blob's digest and size
+  timeout 120 skopeo copy -q --src-tls-verify=false "docker://127.0.0.1:8080/$1" "dir:$2" >/dev/null 2>"$2.err"
+}
+blob_gets() { # GETs of blob <digest> in registry:2's access log
+  dc logs --no-color registry 2>/dev/null | grep -c "\"GET /v2/[^ ]*/blobs/$1 " || true
+}
+
+# 1. 30 concurrent cold pulls of one image, spread over the replicas by nginx
+pids=()
+for i in $(seq 1 30); do pull "$img1" "$work/p$i" & pids+=($!); done
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+[ $failed = 0 ] || fail "$failed of 30 concurrent pulls of $img1 failed: $(cat "$work"/p*.err | head -3)"
+digests=$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(" ".join([m["config"]["digest"]]+[l["digest"] for l in m["layers"]]))' "$work/p1/manifest.json")
+per_blob=""
+for d in $digests; do
+  n=$(blob_gets "$d"); per_blob="$per_blob $n"
+  [ "$n" = 1 ] || fail "blob $d was fetched from the upstream $n times for 30 pulls through 3 replicas"
+done
+echo "compose-ha: 30 concurrent pulls of $img1 verified; upstream GETs per blob:$per_blob"
+bucket=$(docker volume inspect "${project}_s3-data" -f '{{.Mountpoint}}')/registry-cache/registry-cache/blobs/sha256
+for d in $digests; do
+  [ -f "$bucket/${d#sha256:}" ] || fail "blob $d is not in the bucket at $bucket"
+done
+
+# 2. every replica killed while the large blob is being filled
+pull "$large" "$work/large-before" &
+lp=$!
+sleep 0.7
+dc kill cache-1 cache-2 cache-3 >/dev/null 2>&1
+if wait $lp 2>/dev/null; then echo "compose-ha: (the large pull finished before the kill)"; else echo "compose-ha: the large pull was cut off by the kill"; fi
+large_digest=$(timeout 60 skopeo inspect --tls-verify=false --raw "docker://127.0.0.1:5000/$large" | python3 -c 'import json,sys; print(max(json.load(sys.stdin)["layers"], key=lambda l: l["size"])["digest"])')
+hex=${large_digest#sha256:}
+if [ -e "$bucket/$hex" ]; then
+  got=$(sha256sum "$bucket/$hex" | cut -d' ' -f1)
+  [ "$got" = "$hex" ] || fail "the bucket holds bytes under $large_digest that do not match it"
+  echo "compose-ha: replicas killed mid-fill; the large blob's object is complete and verified"
+else
+  echo "compose-ha: replicas killed mid-fill; no object under the large blob's final key"
+fi
+dc up -d >/dev/null 2>&1
+wait_ready || fail "the replicas did not come back"
+pull "$large" "$work/large" || fail "pulling $large after the restart: $(cat "$work/large.err")"
+echo "compose-ha: after the restart $large pulled and verified"
+
+# 3. one replica down: the other two keep serving, cached and new content
+dc kill cache-1 >/dev/null 2>&1
+pull "$img1" "$work/one-down-cached" || fail "cached $img1 with cache-1 down: $(cat "$work/one-down-cached.err")"
+pull "$img2" "$work/one-down-new" || fail "new $img2 with cache-1 down: $(cat "$work/one-down-new.err")"
+echo "compose-ha: cache-1 down; $img1 (cached) and $img2 (new) pulled through the other two"
+dc start cache-1 >/dev/null 2>&1
+
+# 4. upstream stopped; replicas recreated with empty local folders: served from the bucket
+dc stop registry >/dev/null 2>&1
+dc rm -sf cache-1 cache-2 cache-3 >/dev/null 2>&1
+dc up -d --no-deps cache-1 cache-2 cache-3 >/dev/null 2>&1
+wait_ready || fail "the recreated replicas did not answer"
+for img in "$img1" "$img2" "$large"; do
+  rm -rf "$work/offline"
+  pull "$img" "$work/offline" || fail "$img with the upstream stopped: $(cat "$work/offline.err")"
+done
+[ "$(docker inspect -f '{{.State.Running}}' "$(dc ps -q registry)")" = false ] || fail "registry:2 was still running"
+echo "compose-ha: upstream stopped, replicas recreated empty: $img1, $img2 and $large served from the bucket"
+echo "compose-ha: passed in $(( $(date +%s) - t0 )) s"
