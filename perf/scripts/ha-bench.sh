@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Cold pull-through spread over three replicas on one S3-API bucket, next to one replica on the
+# filesystem store (issue 11's "Measured"): upstream requests per image and images/s, with the
+# shared bench's driver and seed (../shared/bench; compare seeds /tmp/bench/seed and runs the
+# upstream on 127.0.0.1:15000 - start it first, e.g. by a compare run, or pass UPSTREAM).
+#
+#   perf/scripts/ha-bench.sh [images]        # default 200; prints one line per setup
+#
+# Everything runs as local processes on loopback ports 15090 (s3proxy), 15101-15103 (replicas),
+# 15201-15203 (peer ports), 15110 (nginx round robin), 15104 (the single replica). Needs the
+# service jar (./mvnw package), docker/ha/s3proxy/target/lib (docker/ha/build-images.sh or
+# `./mvnw -f docker/ha/s3proxy/pom.xml package`), nginx and the upstream's access log (UPSTREAM_LOG).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+n=${1:-200}
+upstream=${UPSTREAM:-127.0.0.1:15000}
+upstream_log=${UPSTREAM_LOG:?the upstream access log file, to count requests}
+images=${IMAGES:-/tmp/bench/seed/images.txt}
+driver=${DRIVER:-/tmp/bench/bin/driver}
+jar=${JAR:-target/registry-cache-0.1.0-SNAPSHOT.jar}
+opts=$(sed -n 's:.*<registry-cache.jvm-options>\(.*\)</registry-cache.jvm-options>.*:\1:p' pom.xml)
+work=$(mktemp -d /tmp/ha-bench.XXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+wait_http() { for _ in $(seq 1 300); do curl -s -o /dev/null "$1" && return 0; sleep 0.2; done; echo "no answer from $1" >&2; return 1; }
+upstream_requests() { grep -c '"GET /v2/' "$upstream_log" || true; }
+cold() { # cold <base> <image list> <label>
+  local before after
+  before=$(upstream_requests)
+  local line; line=$("$driver" -base "$1" -images "$2" -mode once -c 10 -path inpath -upstream "$upstream" | tail -1)
+  after=$(upstream_requests)
+  echo "$3: $(echo "$line" | sed 's/^# once c=10 //; s/; driver.*//'); upstream GETs per image $(python3 -c "print(round(($after-$before)/$n,2))")"
+}
+
+# three replicas on s3proxy, behind nginx
+mkdir -p "$work/s3/ha-bench"
+sed "s#0.0.0.0:9000#127.0.0.1:15090#; s#/data#$work/s3#" docker/ha/s3proxy/s3proxy.conf >"$work/s3proxy.conf"
+java -Xmx256m -cp "docker/ha/s3proxy:docker/ha/s3proxy/target/lib/*" org.gaul.s3proxy.Main --properties "$work/s3proxy.conf" >"$work/s3proxy.log" 2>&1 &
+pids+=($!)
+for i in 1 2 3; do
+  env MALLOC_ARENA_MAX=2 java $opts -jar "$jar" --server.port=1510$i --management.server.port=1512$i \
+    --registry-cache.storage.path="$work/r$i" --registry-cache.storage.type=s3 \
+    --registry-cache.storage.s3.endpoint=http://127.0.0.1:15090 --registry-cache.storage.s3.bucket=ha-bench \
+    --registry-cache.storage.s3.access-key-id=registry-cache --registry-cache.storage.s3.secret-access-key=registry-cache-secret \
+    --registry-cache.cluster.peers=127.0.0.1:15201,127.0.0.1:15202,127.0.0.1:15203 \
+    --registry-cache.cluster.self=127.0.0.1:1520$i --registry-cache.cluster.peer-port=1520$i \
+    --registry-cache.cluster.token=ha-bench-token-0123456789abcdef \
+    --registry-cache.upstreams.bench.url=http://$upstream --registry-cache.default-upstream=bench >"$work/r$i.log" 2>&1 &
+  pids+=($!)
+done
+cat >"$work/nginx.conf" <<EOF
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx.err;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  upstream replicas { server 127.0.0.1:15101; server 127.0.0.1:15102; server 127.0.0.1:15103; keepalive 32; }
+  server { listen 127.0.0.1:15110;
+    location / { proxy_pass http://replicas; proxy_http_version 1.1; proxy_set_header Connection ""; proxy_set_header Host \$http_host; proxy_buffering off; } }
+}
+EOF
+for i in 1 2 3; do wait_http "http://127.0.0.1:1510$i/v2/"; done
+nginx -c "$work/nginx.conf"
+head -n "$n" "$images" >"$work/first.txt"
+cold http://127.0.0.1:15110 "$work/first.txt" "3 replicas, s3proxy, nginx round robin"
+
+# one replica, filesystem store, the other images (the same size)
+env MALLOC_ARENA_MAX=2 java $opts -jar "$jar" --server.port=15104 --management.server.port=15124 \
+  --registry-cache.storage.path="$work/single" \
+  --registry-cache.upstreams.bench.url=http://$upstream --registry-cache.default-upstream=bench >"$work/single.log" 2>&1 &
+pids+=($!)
+wait_http http://127.0.0.1:15104/v2/
+cold http://127.0.0.1:15104 "$work/first.txt" "1 replica, filesystem (fresh store)"
