@@ -18,7 +18,9 @@ import java.util.Optional;
 import java.util.function.Supplier;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
+import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Service;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 
@@ -33,9 +35,15 @@ import reactor.core.scheduler.Scheduler;
  * <p>With replicas ({@code registry-cache.cluster.*}), a miss of a blob owned by another replica is
  * filled from that owner ({@link PeerBlobSource}) rather than from the upstream; requests from
  * peers ({@link #getForPeer}) are always filled from the upstream, so a request never travels on.
+ *
+ * <p>On shutdown, once the server stopped answering, downloads in flight are let finish: a client
+ * gets its last byte when the blob is verified, before the commit (fsync and rename, or upload),
+ * so a pull that just ended may still be committing. Spring's {@code
+ * spring.lifecycle.timeout-per-shutdown-phase} (30 s by default) bounds the wait; a download cut
+ * off then keeps nothing.
  */
 @Service
-public class ProxyBlobService {
+public class ProxyBlobService implements SmartLifecycle {
 
   private final UpstreamClient upstreams;
   private final BlobStore store;
@@ -45,6 +53,7 @@ public class ProxyBlobService {
   private final Duration orphanTimeout;
   private final boolean offline;
   private final PeerBlobSource peers;
+  private volatile boolean running;
 
   /** A single replica's service: every miss is filled from the upstream. */
   public ProxyBlobService(
@@ -200,6 +209,40 @@ public class ProxyBlobService {
   private void start(BlobDownload download) {
     metrics.fetchInFlight(1);
     download.start();
+  }
+
+  @Override
+  public void start() {
+    running = true;
+  }
+
+  @Override
+  public boolean isRunning() {
+    return running;
+  }
+
+  /** After the web server's stop ({@code DEFAULT_PHASE - 2048}), so no request starts a new download. */
+  @Override
+  public int getPhase() {
+    return SmartLifecycle.DEFAULT_PHASE - 4096;
+  }
+
+  @Override
+  public void stop() {
+    awaitDownloads().block();
+  }
+
+  @Override
+  public void stop(Runnable callback) {
+    awaitDownloads().subscribe(null, e -> callback.run(), callback);
+  }
+
+  /** Completes when every download in flight now has committed or failed. */
+  private Mono<Void> awaitDownloads() {
+    running = false;
+    return Flux.fromIterable(downloads.inFlight())
+        .flatMap(d -> d.completion().onErrorResume(e -> Mono.empty()))
+        .then();
   }
 
   /** Number of blob downloads in flight. */

@@ -51,6 +51,11 @@ final class SingleFlight<K, V> {
     return inFlight.size();
   }
 
+  /** The calls in flight now (a copy). */
+  java.util.List<V> inFlight() {
+    return java.util.List.copyOf(inFlight.values());
+  }
+
   /**
    * The shared result for {@code key}, running {@code work} if nothing is in flight for it; the
    * call ends when {@code work}'s {@code Mono} does.

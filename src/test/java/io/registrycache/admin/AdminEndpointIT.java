@@ -54,11 +54,18 @@ class AdminEndpointIT {
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
   @LocalServerPort int port;
+  @Autowired org.springframework.context.ApplicationContext context;
   @LocalManagementPort int managementPort;
   @Autowired MeterRegistry meters;
 
   private CacheClient cache() {
     return CacheClient.onPort(port);
+  }
+
+  /** Pulls and checks {@code image}, then waits until its blobs are committed (what prune and evict see). */
+  private void pull(Image image) {
+    cache().pullAndVerify(image);
+    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
   }
 
   private CacheClient management() {
@@ -101,8 +108,8 @@ class AdminEndpointIT {
     byte[] base = TestImages.randomBytes(20_000, 1);
     Image a = push("list/app", "v1", base, TestImages.randomBytes(5_000, 2));
     Image b = push("list/app", "v2", base, TestImages.randomBytes(5_000, 3));
-    cache().pullAndVerify(a);
-    cache().pullAndVerify(b);
+    pull(a);
+    pull(b);
 
     JsonNode images = getJson(admin() + "/images?filter=list/app").path("images");
     assertThat(field(images, "image")).containsExactly("local/list/app:v2", "local/list/app:v1");
@@ -125,8 +132,8 @@ class AdminEndpointIT {
   void pruneByPatternDryRunThenForReal() throws Exception {
     Image keep = push("pat/app", "v1", TestImages.randomBytes(3_000, 10));
     Image debug = push("pat/app", "v1-debug", TestImages.randomBytes(3_000, 11));
-    cache().pullAndVerify(keep);
-    cache().pullAndVerify(debug);
+    pull(keep);
+    pull(debug);
 
     JsonNode dry = postJson(admin() + "/prune", "{\"pattern\":\"local/pat/app:.*-debug\",\"dryRun\":true}");
     assertThat(dry.path("dryRun").asBoolean()).isTrue();
@@ -148,11 +155,11 @@ class AdminEndpointIT {
     Image v1 = push("cnt/app", "v1", base, TestImages.randomBytes(1_000, 21));
     Image v2 = push("cnt/app", "v2", base, TestImages.randomBytes(1_000, 22));
     Image v3 = push("cnt/app", "v3", base, TestImages.randomBytes(1_000, 23));
-    cache().pullAndVerify(v1);
+    pull(v1);
     Thread.sleep(1100);
-    cache().pullAndVerify(v2);
+    pull(v2);
     Thread.sleep(1100);
-    cache().pullAndVerify(v3);
+    pull(v3);
 
     JsonNode byCount = postJson(admin() + "/prune", "{\"keep\":1,\"pattern\":\"local/cnt/.*\"}");
     assertThat(field(byCount.path("tags"), "image")).containsExactlyInAnyOrder("local/cnt/app:v1", "local/cnt/app:v2");
@@ -162,19 +169,19 @@ class AdminEndpointIT {
     Image fresh = push("cnt/other", "v1", TestImages.randomBytes(1_000, 24));
     // v3 is over 6 s old, fresh a pull's time: "older than 5 s" tells them apart even on a busy machine.
     Thread.sleep(6100);
-    cache().pullAndVerify(fresh);
+    pull(fresh);
     JsonNode byAge = postJson(admin() + "/prune", "{\"olderThan\":\"5s\",\"pattern\":\"local/cnt/.*\"}");
     assertThat(field(byAge.path("tags"), "image")).containsExactly("local/cnt/app:v3");
     assertThat(images("cnt/")).containsExactly("local/cnt/other:v1");
     // The pruned image pulls again, complete.
-    cache().pullAndVerify(v3);
+    pull(v3);
   }
 
   @Test
   void evictOneImageThenPullItAgainFromTheUpstream(CapturedOutput output) throws Exception {
     Image image = push("evict/app", "v1", TestImages.randomBytes(8_000, 30));
-    cache().pullAndVerify(image);
-    cache().pullAndVerify(image); // hits
+    pull(image);
+    pull(image); // hits
     Digest layer = Digest.parse(image.blobs().get(1).digest());
     assertThat(Files.exists(blobPath(layer))).isTrue();
     double missesBefore = blobMisses();
@@ -186,7 +193,7 @@ class AdminEndpointIT {
     Thread.sleep(500); // the delete grace
     assertThat(Files.exists(blobPath(layer))).isFalse();
 
-    cache().pullAndVerify(image);
+    pull(image);
     assertThat(blobMisses() - missesBefore).isEqualTo(2); // config and layer fetched again
     assertThat(images("evict/")).containsExactly("local/evict/app:v1");
     assertThat(Files.exists(blobPath(layer))).isTrue();

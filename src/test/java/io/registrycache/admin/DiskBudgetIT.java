@@ -57,6 +57,7 @@ class DiskBudgetIT {
   }
 
   @LocalServerPort int port;
+  @Autowired org.springframework.context.ApplicationContext context;
   @LocalManagementPort int managementPort;
   @Autowired MeterRegistry meters;
   @Autowired CacheCollector collector;
@@ -104,6 +105,7 @@ class DiskBudgetIT {
     clients.shutdown();
     pulling.set(false);
     sampler.join();
+    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
 
     var janitor = CacheClient.onPort(managementPort).postJson("/actuator/cache/janitor", "{}");
     assertThat(janitor.statusCode()).isEqualTo(200);

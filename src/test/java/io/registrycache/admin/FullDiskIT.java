@@ -41,6 +41,7 @@ class FullDiskIT {
   static final Path storage = mountTmpfs();
 
   @LocalServerPort int port;
+  @org.springframework.beans.factory.annotation.Autowired org.springframework.context.ApplicationContext context;
   @LocalManagementPort int managementPort;
 
   static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
@@ -136,6 +137,7 @@ class FullDiskIT {
     Image fresh = upstream.pusher().push(
         TestImages.withLayers("full/fresh", "v1", TestImages.randomBytes(3_000_000, 2)));
     cache.pullAndVerify(cached);
+    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
     assertThat(readiness().statusCode()).isEqualTo(200);
 
     Path filler = fill();

@@ -30,7 +30,8 @@ class BlobPullIT extends AbstractCacheIT {
       assertThat(response.headers().firstValue("Content-Type")).isPresent();
       assertThat(response.headers().firstValue("Accept-Ranges")).hasValue("bytes");
 
-      // content-addressed on disk
+      // content-addressed on disk, once committed
+      awaitDownloadsCommitted();
       assertThat(blobFile(storage, blob.digest())).exists();
       assertThat(Files.readAllBytes(blobFile(storage, blob.digest()))).isEqualTo(blob.bytes());
 

@@ -40,6 +40,9 @@ public abstract class AbstractCacheIT {
 
   @LocalServerPort protected int port;
 
+  @org.springframework.beans.factory.annotation.Autowired
+  protected org.springframework.context.ApplicationContext context;
+
   protected CacheClient cache;
 
   @DynamicPropertySource
@@ -54,6 +57,11 @@ public abstract class AbstractCacheIT {
   @BeforeEach
   protected void cacheClient() {
     cache = CacheClient.onPort(port);
+  }
+
+  /** Waits until the blobs just pulled are committed to the store (clients finish before that). */
+  protected void awaitDownloadsCommitted() {
+    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
   }
 
   /** The file a blob must be stored at: {@code blobs/sha256/<first 2 hex>/<hex>}. */

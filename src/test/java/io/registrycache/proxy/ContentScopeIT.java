@@ -51,6 +51,7 @@ class ContentScopeIT {
   }
 
   @LocalServerPort int port;
+  @org.springframework.beans.factory.annotation.Autowired org.springframework.context.ApplicationContext context;
   CacheClient cache;
 
   @DynamicPropertySource
@@ -83,6 +84,8 @@ class ContentScopeIT {
       assertThat(response.statusCode()).as(CacheClient.describe(response)).isEqualTo(200);
       assertThat(response.body()).isEqualTo(blob.bytes());
     }
+    // Stored (and linked for priv.test/team/secret) only once committed, just after the last byte.
+    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
   }
 
   @Test

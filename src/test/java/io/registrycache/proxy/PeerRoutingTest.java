@@ -1,6 +1,7 @@
 package io.registrycache.proxy;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpServer;
@@ -121,7 +122,9 @@ class PeerRoutingTest {
     assertThat(read(service.get(upstream, name, digest))).isEqualTo(upstreamBlobs.get(digest));
     assertThat(ownerGets).hasValue(1);
     assertThat(upstreamGets).hasValue(0);
-    assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length);
+    // The reader ends once the bytes are verified; the commit may still be running.
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() ->
+        assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length));
     assertThat(read(service.get(upstream, name, digest))).as("then a hit").isEqualTo(upstreamBlobs.get(digest));
     assertThat(ownerGets).hasValue(1);
   }

@@ -1,6 +1,7 @@
 package io.registrycache.proxy;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
@@ -165,8 +166,11 @@ class PullSingleFlightTest {
       assertThat(pull.get()).isEqualTo(blob);
     }
     assertThat(blobGets).as("upstream blob requests").hasValue(1);
-    assertThat(blobs.size(digest)).contains((long) blob.length);
-    assertThat(service.downloadsInFlight()).isZero();
+    // Readers end once the bytes are verified; the commit may still be running.
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+      assertThat(service.downloadsInFlight()).isZero();
+      assertThat(blobs.size(digest)).contains((long) blob.length);
+    });
   }
 
   private Mono<byte[]> readAll(BlobSource source) {

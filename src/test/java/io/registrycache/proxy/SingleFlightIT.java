@@ -75,6 +75,7 @@ class SingleFlightIT extends AbstractCacheIT {
     assertThat(upstream.countRequests("GET", path))
         .as("upstream GETs for %d concurrent cold requests", CLIENTS)
         .isEqualTo(1);
+    awaitDownloadsCommitted();
     assertThat(blobFile(storage, blob.digest())).hasSize(blob.size());
   }
 }

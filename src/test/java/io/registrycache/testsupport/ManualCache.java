@@ -39,6 +39,23 @@ public final class ManualCache implements AutoCloseable {
     return context;
   }
 
+  /** Waits until every blob download in flight has committed (or failed); see {@link #awaitDownloadsCommitted(org.springframework.context.ApplicationContext)}. */
+  public void awaitDownloadsCommitted() {
+    awaitDownloadsCommitted(context);
+  }
+
+  /**
+   * Waits (up to 30 s) until the service in {@code context} has no blob download in flight. A
+   * client gets a blob's last byte once it is verified, before the store's commit (fsync and
+   * rename, or upload): a test that looks at the store right after a pull waits for this first.
+   */
+  public static void awaitDownloadsCommitted(org.springframework.context.ApplicationContext context) {
+    io.registrycache.proxy.ProxyBlobService blobs = context.getBean(io.registrycache.proxy.ProxyBlobService.class);
+    org.awaitility.Awaitility.await("blob downloads in flight to commit")
+        .atMost(java.time.Duration.ofSeconds(30))
+        .until(() -> blobs.downloadsInFlight() == 0);
+  }
+
   @Override
   public void close() {
     context.close();

@@ -92,7 +92,12 @@ public final class S3Objects implements AutoCloseable {
     AwsCredentialsProvider credentials = credentials(properties);
     Region region = Region.of(properties.region());
     S3AsyncClientBuilder client = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
+        .httpClientBuilder(AwsCrtAsyncHttpClient.builder()
+            .connectionTimeout(properties.connectTimeout())
+            // A stalled connection (no byte for stall-timeout) fails its request instead of hanging it.
+            .connectionHealthConfiguration(health -> health
+                .minimumThroughputInBps(1L)
+                .minimumThroughputTimeout(properties.stallTimeout())))
         .region(region)
         .credentialsProvider(credentials)
         .forcePathStyle(properties.pathStyle());

@@ -34,6 +34,11 @@ import org.springframework.util.unit.DataSize;
  * @param indexRefresh how often the in-memory index of blobs is brought up to date with the
  *     bucket (blobs other replicas stored or removed since), by listing it; {@code 0} for only at
  *     start-up
+ * @param connectTimeout how long opening a connection to the store may take before the request
+ *     fails (a black-holed address)
+ * @param stallTimeout how long a request's connection may move no byte (below 1 byte/s) before it
+ *     is closed and the request fails: a store that accepts connections and never answers cannot
+ *     hang a fill, a pull or start-up. Long transfers that keep moving are never cut.
  */
 @ConfigurationProperties("registry-cache.storage.s3")
 public record S3StorageProperties(
@@ -49,7 +54,9 @@ public record S3StorageProperties(
     @DefaultValue("5m") Duration presignTtl,
     @DefaultValue("false") boolean redirect,
     @DefaultValue("6h") Duration abandonedUploadAge,
-    @DefaultValue("5m") Duration indexRefresh) {
+    @DefaultValue("5m") Duration indexRefresh,
+    @DefaultValue("5s") Duration connectTimeout,
+    @DefaultValue("30s") Duration stallTimeout) {
 
   /** S3's smallest part size for every part of a multipart upload but the last. */
   public static final long MIN_PART_BYTES = 5L * 1024 * 1024;
@@ -67,6 +74,10 @@ public record S3StorageProperties(
     if (indexRefresh.isNegative()) {
       throw new IllegalArgumentException("registry-cache.storage.s3.index-refresh must not be negative: " + indexRefresh);
     }
+    if (connectTimeout.isNegative() || connectTimeout.isZero() || stallTimeout.isNegative() || stallTimeout.isZero()) {
+      throw new IllegalArgumentException(
+          "registry-cache.storage.s3.connect-timeout and stall-timeout must be positive: " + connectTimeout + ", " + stallTimeout);
+    }
     if (secretAccessKey != null && secretAccessKeyFile != null) {
       throw new IllegalArgumentException("set registry-cache.storage.s3.secret-access-key or secret-access-key-file, not both");
     }
@@ -80,6 +91,6 @@ public record S3StorageProperties(
         + ", secretAccessKey=" + (secretAccessKey == null ? "-" : "(set)")
         + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl
         + ", redirect=" + redirect + ", abandonedUploadAge=" + abandonedUploadAge
-        + ", indexRefresh=" + indexRefresh + "]";
+        + ", indexRefresh=" + indexRefresh + ", connectTimeout=" + connectTimeout + ", stallTimeout=" + stallTimeout + "]";
   }
 }

@@ -57,7 +57,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
     properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO);
+        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30));
     objects = S3Objects.create(properties);
   }
 
@@ -157,7 +157,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);
     properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofMillis(1), Duration.ZERO);
+        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofMillis(1), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30));
     Thread.sleep(5);
     store();
     assertThat(writesInProgress()).isZero();

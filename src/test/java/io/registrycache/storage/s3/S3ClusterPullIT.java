@@ -89,6 +89,7 @@ class S3ClusterPullIT {
     for (ManualCache replica : replicas) {
       replica.client().withTimeout(Duration.ofSeconds(60)).pullAndVerify(image);
     }
+    replicas.forEach(ManualCache::awaitDownloadsCommitted);
     upstream.syncLogs();
     S3Objects objects = replicas.get(0).context().getBean(S3Objects.class);
     for (Blob blob : image.blobs()) {

@@ -59,7 +59,7 @@ class S3ObjectsTest {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
     objects = S3Objects.create(new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO));
+        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30)));
   }
 
   Path file(int bytes, long seed) throws Exception {
@@ -149,11 +149,29 @@ class S3ObjectsTest {
   }
 
   @Test
+  void aStoreThatAcceptsConnectionsAndNeverAnswersFailsTheRequestAfterTheStallTimeout() throws Exception {
+    // A loopback socket the kernel accepts connections on (the backlog) and nobody ever answers.
+    try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
+      S3Objects hung = S3Objects.create(new S3StorageProperties(
+          java.net.URI.create("http://127.0.0.1:" + silent.getLocalPort()), "us-east-1", BUCKET, "cache", true,
+          DataSize.ofMegabytes(5), "access", "secret", null, Duration.ofMinutes(1), false, Duration.ofHours(6),
+          Duration.ZERO, Duration.ofSeconds(2), Duration.ofSeconds(2)));
+      long start = System.nanoTime();
+      Throwable error = hung.stat("blobs/anything").then(reactor.core.publisher.Mono.<Throwable>empty())
+          .onErrorResume(reactor.core.publisher.Mono::just)
+          .block(Duration.ofSeconds(60));
+      long seconds = Duration.ofNanos(System.nanoTime() - start).toSeconds();
+      assertThat(error).as("the request fails instead of hanging").isNotNull();
+      assertThat(seconds).as("seconds until it failed").isLessThan(30);
+    }
+  }
+
+  @Test
   void secretsStayOutOfTheProperties() {
     S3StorageProperties p = new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(16),
-        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO);
+        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30));
     assertThat(p.toString()).doesNotContain("wJalrXUtnFEMI-secret").doesNotContain("AKIDEXAMPLE");
     assertThatThrownBy(() -> new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(4),
-        null, null, null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO)).hasMessageContaining("at least 5MB");
+        null, null, null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30))).hasMessageContaining("at least 5MB");
   }
 }

@@ -91,6 +91,7 @@ class S3StoragePullIT extends AbstractCacheIT {
     Image image = upstream.pusher().push(TestImages.withLargeLayer(TestImages.uniqueRepository("s3"), "v1", large));
 
     copy(image, work.resolve("first"));
+    awaitDownloadsCommitted();
 
     for (Blob blob : image.blobs()) {
       Digest digest = Digest.parse(blob.digest());
