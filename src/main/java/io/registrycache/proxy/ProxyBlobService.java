@@ -33,8 +33,10 @@ import reactor.core.scheduler.Scheduler;
  * downloads are shared only within one scope.
  *
  * <p>With replicas ({@code registry-cache.cluster.*}), a miss of a blob owned by another replica is
- * filled from that owner ({@link PeerBlobSource}) rather than from the upstream; requests from
- * peers ({@link #getForPeer}) are always filled from the upstream, so a request never travels on.
+ * filled from that owner ({@link PeerBlobSource}) rather than from the upstream — unless the
+ * store, when shared (S3 API), already holds the owner's copy: that is asked first ({@link
+ * BlobStore#recheck}, one {@code HEAD}), and then served from there; requests from peers ({@link
+ * #getForPeer}) are always filled from the upstream, so a request never travels on.
  *
  * <p>On shutdown, once the server stopped answering, downloads in flight are let finish: a client
  * gets its last byte when the blob is verified, before the commit (fsync and rename, or upload),
@@ -49,6 +51,7 @@ public class ProxyBlobService implements SmartLifecycle {
   private final BlobStore store;
   private final CacheMetrics metrics;
   private final SingleFlight<String, BlobDownload> downloads = new SingleFlight<>();
+  private final SingleFlight<Digest, Mono<Boolean>> rechecks = new SingleFlight<>();
   private final Scheduler storage;
   private final Duration orphanTimeout;
   private final boolean offline;
@@ -136,6 +139,11 @@ public class ProxyBlobService implements SmartLifecycle {
   }
 
   private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
+    return lookup(upstream, name, digest, forPeer, false);
+  }
+
+  private Mono<BlobSource> lookup(
+      Upstream upstream, RepositoryName name, Digest digest, boolean forPeer, boolean storeRechecked) {
     Optional<StoredContent> stored = store.open(digest);
     if (stored.isPresent()) {
       if (store.links().servable(digest, upstream.key(), name.value())) {
@@ -149,6 +157,12 @@ public class ProxyBlobService implements SmartLifecycle {
     // A fill from an owner and one from the upstream are different calls: a peer's request never
     // joins a fill that waits on a peer (two replicas that disagree on the owner cannot deadlock).
     Optional<Member> owner = forPeer ? Optional.empty() : peers.ownerElsewhere(digest);
+    if (owner.isPresent() && !storeRechecked) {
+      // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
+      return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
+          .publishOn(storage)
+          .flatMap(found -> lookup(upstream, name, digest, forPeer, true));
+    }
     String key = digest + "|" + scopeKey(upstream, name) + owner.map(m -> "|from " + m.id()).orElse("");
     BlobDownload download = downloads.join(key, k -> newDownload(upstream, name, digest, k, owner), this::start);
     return download.announcedSize().map(announced -> new BlobSource.Downloading(digest, download, announced));

@@ -63,6 +63,19 @@ public interface BlobStore extends AutoCloseable {
   /** Size in bytes of a stored (verified, complete) blob, if it is stored. Records no access. */
   Optional<Long> size(Digest digest);
 
+  /**
+   * Whether blob {@code digest} is stored, asking the store itself rather than this replica's
+   * index: a store shared by replicas (the S3-API store) may hold a blob another replica stored
+   * since the index was last brought up to date, and then adds it to the index. A store of this
+   * replica alone answers from its index ({@link #size}).
+   *
+   * @return {@code true} when stored (and now indexed); {@code false} when not, or when the store
+   *     cannot be asked (the caller fills the blob as a miss)
+   */
+  default reactor.core.publisher.Mono<Boolean> recheck(Digest digest) {
+    return reactor.core.publisher.Mono.fromSupplier(() -> size(digest).isPresent());
+  }
+
   /** Size in bytes of a stored blob, recording a pull of it now. Memory only. */
   Optional<Long> lookup(Digest digest);
 

@@ -246,6 +246,32 @@ public final class S3BlobStore implements BlobStore {
     return e == null ? Optional.empty() : Optional.of(e.size());
   }
 
+  /**
+   * One {@code HEAD} of the blob's object when the index does not have it: another replica may
+   * have stored it since the last {@code index-refresh}. Indexed as created now (so a refresh that
+   * listed the bucket before the object appeared does not drop it).
+   */
+  @Override
+  public Mono<Boolean> recheck(Digest digest) {
+    if (index.containsKey(digest)) {
+      return Mono.just(true);
+    }
+    return objects.stat(key(digest))
+        .map(info -> {
+          info.ifPresent(i -> index.computeIfAbsent(digest, d -> {
+            storedBytes.addAndGet(i.size());
+            long now = clock.millis();
+            log.debug("object store: {} found in the bucket, stored by another replica", digest);
+            return new Entry(i.size(), now, now);
+          }));
+          return info.isPresent();
+        })
+        .onErrorResume(e -> {
+          log.warn("object store: cannot look for {} in the bucket, filling it as a miss: {}", digest, e.toString());
+          return Mono.just(false);
+        });
+  }
+
   @Override
   public Optional<Long> lookup(Digest digest) {
     Entry e = index.get(digest);

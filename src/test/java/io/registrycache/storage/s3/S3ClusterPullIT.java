@@ -2,6 +2,8 @@ package io.registrycache.storage.s3;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.cluster.ClusterMembership;
+import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
@@ -100,6 +102,45 @@ class S3ClusterPullIT {
           .hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(blob.size()));
     }
     assertThat(objects.uploadsInProgress("").collectList().block()).isEmpty();
+  }
+
+  @Test
+  void aBlobItsOwnerStoredIsServedByTheOtherReplicasFromTheBucketNotFromTheOwner() {
+    Image image = upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository("s3-bucket-first"), "v1",
+        TestImages.randomBytes(40_000, 11), TestImages.randomBytes(50_000, 12), TestImages.randomBytes(60_000, 13)));
+    // Each blob through its owner only: the owner fetches it from the upstream and stores it in the bucket.
+    for (Blob blob : image.blobs()) {
+      ManualCache owner = replicas.stream()
+          .filter(r -> r.context().getBean(ClusterMembership.class).ownerElsewhere(blob.digest()).isEmpty())
+          .findFirst().orElseThrow();
+      var response = owner.client().get("/v2/" + image.repository() + "/blobs/" + blob.digest());
+      assertThat(response.statusCode()).isEqualTo(200);
+      assertThat(response.body()).isEqualTo(blob.bytes());
+    }
+    replicas.forEach(ManualCache::awaitDownloadsCommitted);
+    long peerRequestsBefore = peerRequestsOut();
+
+    for (ManualCache replica : replicas) {
+      replica.client().pullAndVerify(image);
+    }
+
+    assertThat(peerRequestsOut() - peerRequestsBefore)
+        .as("blobs stored in the bucket by their owners are read from there, not fetched from the owners")
+        .isZero();
+    upstream.syncLogs();
+    for (Blob blob : image.blobs()) {
+      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+          .as("upstream GETs of blob %s", blob.digest())
+          .isEqualTo(1);
+    }
+  }
+
+  static long peerRequestsOut() {
+    return replicas.stream()
+        .map(r -> r.context().getBean(PeerMetrics.class))
+        .mapToLong(m -> java.util.Arrays.stream(PeerMetrics.Outcome.values())
+            .mapToLong(o -> m.requests(PeerMetrics.Direction.OUT, o)).sum())
+        .sum();
   }
 
   static List<Integer> freePorts(int n) throws IOException {
