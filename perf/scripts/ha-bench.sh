@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Cold pull-through spread over three replicas on one S3-API bucket, next to one replica on the
-# filesystem store (issue 11's "Measured"): upstream requests per image and images/s, with the
+# filesystem store (issue 11's "Measured"): upstream requests per image and images/s, then warm
+# pulls (10 pullers, WARM_SECONDS, default 10) with CPU ms per image and p99, with the
 # shared bench's driver and seed (../shared/bench; compare seeds /tmp/bench/seed and runs the
 # upstream on 127.0.0.1:15000 - start it first, e.g. by a compare run, or pass UPSTREAM).
 #
@@ -31,6 +32,22 @@ cold() { # cold <base> <image list> <label>
   local line; line=$("$driver" -base "$1" -images "$2" -mode once -c 10 -path inpath -upstream "$upstream" | tail -1)
   after=$(upstream_requests)
   echo "$3: $(echo "$line" | sed 's/^# once c=10 //; s/; driver.*//'); upstream GETs per image $(python3 -c "print(round(($after-$before)/$n,2))")"
+}
+cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
+warm() { # warm <base> <label> <service pids> [<store pid>]: 10 pullers, 2 s discarded, then WARM_SECONDS measured
+  local base=$1 label=$2 service=$3 store=${4:-} s0 s1 o0=0 o1=0 json
+  "$driver" -base "$base" -images "$work/first.txt" -mode loop -c 10 -duration 2s -path inpath -upstream "$upstream" >/dev/null
+  s0=$(cpu_ticks $service); [ -n "$store" ] && o0=$(cpu_ticks $store)
+  json=$("$driver" -base "$base" -images "$work/first.txt" -mode loop -c 10 -duration "${WARM_SECONDS:-10}s" -path inpath -upstream "$upstream" | grep '^{')
+  s1=$(cpu_ticks $service); [ -n "$store" ] && o1=$(cpu_ticks $store)
+  python3 - "$label" "$json" $((s1 - s0)) $((o1 - o0)) "$store" <<'PY'
+import json, os, sys
+label, d, service, store, has_store = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+tick, n = 1000 / os.sysconf("SC_CLK_TCK"), max(d["images_ok"], 1)
+extra = f"; object store CPU ms per image {store * tick / n:.2f}" if has_store else ""
+print(f"{label}: {d['images_per_s']} images/s, p50 {d['p50_ms']:.1f} ms, p99 {d['p99_ms']:.1f} ms, "
+      f"{d['images_failed']} failed; service CPU ms per image {service * tick / n:.2f}{extra}")
+PY
 }
 
 # three replicas on s3proxy, behind nginx
@@ -65,6 +82,9 @@ for i in 1 2 3; do wait_http "http://127.0.0.1:1510$i/v2/"; done
 nginx -c "$work/nginx.conf"
 head -n "$n" "$images" >"$work/first.txt"
 cold http://127.0.0.1:15110 "$work/first.txt" "3 replicas, s3proxy, nginx round robin"
+replicas="${pids[1]} ${pids[2]} ${pids[3]}"
+warm http://127.0.0.1:15110 "warm, 3 replicas from the bucket, nginx round robin" "$replicas" "${pids[0]}"
+warm http://127.0.0.1:15101 "warm, 1 of the replicas from the bucket, direct" "$replicas" "${pids[0]}"
 
 # one replica, filesystem store, the other images (the same size)
 env MALLOC_ARENA_MAX=2 java $opts -jar "$jar" --server.port=15104 --management.server.port=15124 \
@@ -73,3 +93,4 @@ env MALLOC_ARENA_MAX=2 java $opts -jar "$jar" --server.port=15104 --management.s
 pids+=($!)
 wait_http http://127.0.0.1:15104/v2/
 cold http://127.0.0.1:15104 "$work/first.txt" "1 replica, filesystem (fresh store)"
+warm http://127.0.0.1:15104 "warm, 1 replica, filesystem" "${pids[-1]}"

@@ -70,7 +70,9 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p><b>Reading.</b> {@link StoredContent} without a file: whole or ranged GETs of the object,
  * streamed through the replica; with {@code storage.s3.redirect}, a presigned URL of the object
- * that the registry API answers with a 307 ({@link StoredContent#redirect}).
+ * that the registry API answers with a 307 ({@link StoredContent#redirect}). With {@code
+ * storage.s3.local-tier-size}, a verified local copy ({@link S3LocalTier}) when there is one — a
+ * file, sent zero-copy — and otherwise the object, while a copy is downloaded in the background.
  */
 public final class S3BlobStore implements BlobStore {
 
@@ -101,6 +103,8 @@ public final class S3BlobStore implements BlobStore {
   private final ScheduledFuture<?> sweeper;
   private final ScheduledFuture<?> refresher;
   private final ContentLinks links;
+  /** Local copies of blobs ({@code storage.s3.local-tier-size}); null when off. */
+  private final S3LocalTier tier;
   private volatile Runnable onStored = () -> {};
 
   /**
@@ -135,6 +139,10 @@ public final class S3BlobStore implements BlobStore {
     log.info(
         "blob index from the object store: {} blobs, {} bytes, listed in {} ms",
         index.size(), storedBytes.get(), (System.nanoTime() - started) / 1_000_000);
+    long tierBytes = properties.localTierSize().toBytes();
+    this.tier = tierBytes > 0 && !redirect
+        ? new S3LocalTier(objects, layout, tierBytes, deleteGrace, d -> Optional.ofNullable(index.get(d)).map(Entry::size))
+        : null;
     abortAbandonedUploads();
     long period = Math.max(1000, abandonedUploadAge.toMillis() / 2);
     this.sweeper = executor.scheduleWithFixedDelay(this::abortAbandonedUploads, period, period, TimeUnit.MILLISECONDS);
@@ -205,6 +213,9 @@ public final class S3BlobStore implements BlobStore {
           storedBytes.addAndGet(-e.size());
           return null;
         });
+        if (tier != null && !index.containsKey(d)) {
+          tier.remove(d);
+        }
       }
     }
     if (changed[0] > 0) {
@@ -238,6 +249,11 @@ public final class S3BlobStore implements BlobStore {
   @Override
   public ContentLinks links() {
     return links;
+  }
+
+  /** The local tier, when {@code storage.s3.local-tier-size} turned it on (tests). */
+  Optional<S3LocalTier> localTier() {
+    return Optional.ofNullable(tier);
   }
 
   @Override
@@ -289,6 +305,13 @@ public final class S3BlobStore implements BlobStore {
       return Optional.empty();
     }
     e.touch(clock.millis());
+    if (tier != null) {
+      Optional<StoredContent> local = tier.open(digest, e.size());
+      if (local.isPresent()) {
+        return local;
+      }
+      tier.fillLater(digest, e.size());
+    }
     return Optional.of(new StoredObject(digest, e.size()));
   }
 
@@ -374,6 +397,9 @@ public final class S3BlobStore implements BlobStore {
             long now = clock.millis();
             return new Entry(size, now, now);
           });
+      if (tier != null) {
+        tier.adopt(digest, temp, size);
+      }
       Duration keep = deleteGrace.compareTo(MIN_TEMP_GRACE) > 0 ? deleteGrace : MIN_TEMP_GRACE;
       schedule(() -> StorageLayout.deleteQuietly(temp), keep);
       return temp;
@@ -427,6 +453,9 @@ public final class S3BlobStore implements BlobStore {
           log.warn("blob {} is gone from the object store (removed by another replica?); dropped from the index", d);
           return null;
         });
+    if (tier != null) {
+      tier.remove(digest);
+    }
   }
 
   @Override
@@ -455,6 +484,9 @@ public final class S3BlobStore implements BlobStore {
           return null;
         });
     if (freed[0] >= 0) {
+      if (tier != null) {
+        tier.remove(digest);
+      }
       links.unlinkAll(digest);
       schedule(() -> deleteIfUnused(digest), deleteGrace);
     }
@@ -516,6 +548,9 @@ public final class S3BlobStore implements BlobStore {
   @Override
   public void close() {
     sweeper.cancel(false);
+    if (tier != null) {
+      tier.close();
+    }
     if (refresher != null) {
       refresher.cancel(false);
     }

@@ -157,6 +157,16 @@ public final class S3Objects implements AutoCloseable {
         .flatMapMany(Flux::from);
   }
 
+  /**
+   * The whole object written to {@code file}, which must not exist yet (the SDK creates it; on
+   * an error it may leave a partial file for the caller to delete). Errors with {@link
+   * NoSuchKeyException} when there is no such object.
+   */
+  public Mono<Void> download(String key, Path file) {
+    return Mono.fromFuture(() -> client.getObject(b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toFile(file)))
+        .then();
+  }
+
   /** Whole-object write of a small object held in memory (a manifest, a tag link). */
   public Mono<Void> putBytes(String key, byte[] bytes) {
     return Mono.fromFuture(() -> client.putObject(

@@ -39,6 +39,9 @@ import org.springframework.util.unit.DataSize;
  * @param stallTimeout how long a request's connection may move no byte (below 1 byte/s) before it
  *     is closed and the request fails: a store that accepts connections and never answers cannot
  *     hang a fill, a pull or start-up. Long transfers that keep moving are never cut.
+ * @param localTierSize bytes of local disk (under {@code storage.path}) for verified copies of
+ *     blobs, served zero-copy instead of from the bucket ({@link S3LocalTier}); {@code 0} (the
+ *     default) turns the tier off. Not used with {@code redirect}, where the bytes bypass the replica.
  */
 @ConfigurationProperties("registry-cache.storage.s3")
 public record S3StorageProperties(
@@ -56,7 +59,8 @@ public record S3StorageProperties(
     @DefaultValue("6h") Duration abandonedUploadAge,
     @DefaultValue("5m") Duration indexRefresh,
     @DefaultValue("5s") Duration connectTimeout,
-    @DefaultValue("30s") Duration stallTimeout) {
+    @DefaultValue("30s") Duration stallTimeout,
+    @DefaultValue("0") DataSize localTierSize) {
 
   /** S3's smallest part size for every part of a multipart upload but the last. */
   public static final long MIN_PART_BYTES = 5L * 1024 * 1024;
@@ -78,6 +82,9 @@ public record S3StorageProperties(
       throw new IllegalArgumentException(
           "registry-cache.storage.s3.connect-timeout and stall-timeout must be positive: " + connectTimeout + ", " + stallTimeout);
     }
+    if (localTierSize.isNegative()) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.local-tier-size must not be negative: " + localTierSize);
+    }
     if (secretAccessKey != null && secretAccessKeyFile != null) {
       throw new IllegalArgumentException("set registry-cache.storage.s3.secret-access-key or secret-access-key-file, not both");
     }
@@ -91,6 +98,7 @@ public record S3StorageProperties(
         + ", secretAccessKey=" + (secretAccessKey == null ? "-" : "(set)")
         + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl
         + ", redirect=" + redirect + ", abandonedUploadAge=" + abandonedUploadAge
-        + ", indexRefresh=" + indexRefresh + ", connectTimeout=" + connectTimeout + ", stallTimeout=" + stallTimeout + "]";
+        + ", indexRefresh=" + indexRefresh + ", connectTimeout=" + connectTimeout + ", stallTimeout=" + stallTimeout
+        + ", localTierSize=" + localTierSize + "]";
   }
 }

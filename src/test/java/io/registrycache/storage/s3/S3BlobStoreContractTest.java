@@ -41,9 +41,9 @@ class S3BlobStoreContractTest extends BlobStoreContract {
       .build();
 
   @TempDir Path root;
-  private S3Objects objects;
-  private S3StorageProperties properties;
-  private StorageLayout layout;
+  protected S3Objects objects;
+  protected S3StorageProperties properties;
+  protected StorageLayout layout;
 
   @BeforeEach
   void bucket() {
@@ -57,8 +57,13 @@ class S3BlobStoreContractTest extends BlobStoreContract {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
     properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30));
+        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), localTierSize());
     objects = S3Objects.create(properties);
+  }
+
+  /** {@code storage.s3.local-tier-size} of the store under test: off here. */
+  protected DataSize localTierSize() {
+    return DataSize.ofBytes(0);
   }
 
   @AfterEach
@@ -157,7 +162,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);
     properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofMillis(1), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30));
+        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofMillis(1), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0));
     Thread.sleep(5);
     store();
     assertThat(writesInProgress()).isZero();

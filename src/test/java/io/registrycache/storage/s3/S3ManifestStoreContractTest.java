@@ -40,7 +40,7 @@ class S3ManifestStoreContractTest extends ManifestStoreContract {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
     objects = S3Objects.create(new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30)));
+        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0)));
   }
 
   @AfterEach

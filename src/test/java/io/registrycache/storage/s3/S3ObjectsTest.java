@@ -59,7 +59,7 @@ class S3ObjectsTest {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
     objects = S3Objects.create(new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30)));
+        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0)));
   }
 
   Path file(int bytes, long seed) throws Exception {
@@ -155,7 +155,7 @@ class S3ObjectsTest {
       S3Objects hung = S3Objects.create(new S3StorageProperties(
           java.net.URI.create("http://127.0.0.1:" + silent.getLocalPort()), "us-east-1", BUCKET, "cache", true,
           DataSize.ofMegabytes(5), "access", "secret", null, Duration.ofMinutes(1), false, Duration.ofHours(6),
-          Duration.ZERO, Duration.ofSeconds(2), Duration.ofSeconds(2)));
+          Duration.ZERO, Duration.ofSeconds(2), Duration.ofSeconds(2), DataSize.ofBytes(0)));
       long start = System.nanoTime();
       Throwable error = hung.stat("blobs/anything").then(reactor.core.publisher.Mono.<Throwable>empty())
           .onErrorResume(reactor.core.publisher.Mono::just)
@@ -169,9 +169,9 @@ class S3ObjectsTest {
   @Test
   void secretsStayOutOfTheProperties() {
     S3StorageProperties p = new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(16),
-        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30));
+        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0));
     assertThat(p.toString()).doesNotContain("wJalrXUtnFEMI-secret").doesNotContain("AKIDEXAMPLE");
     assertThatThrownBy(() -> new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(4),
-        null, null, null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30))).hasMessageContaining("at least 5MB");
+        null, null, null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0))).hasMessageContaining("at least 5MB");
   }
 }
