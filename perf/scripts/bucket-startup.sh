@@ -21,11 +21,11 @@ jar=${JAR:-target/registry-cache-0.1.0-SNAPSHOT.jar}
 opts=$(sed -n 's:.*<registry-cache.jvm-options>\(.*\)</registry-cache.jvm-options>.*:\1:p' pom.xml)
 work=$(mktemp -d /tmp/bucket-startup.XXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; [ -n "${KEEP_WORK:-}" ] || rm -rf "$work"; }
 trap cleanup EXIT
 
 mkdir -p "$work/s3/startup"
-python3 - "$work/s3/startup" "$n" "$upstream_key" "$work/images.txt" <<'PY'
+python3 - "$work/s3/startup/registry-cache" "$n" "$upstream_key" "$work/images.txt" <<'PY'
 import hashlib, json, os, sys, time
 root, n, upstream, images = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 def put(key, body):
@@ -73,7 +73,7 @@ env MALLOC_ARENA_MAX=2 java $opts -jar "$jar" --server.port=15105 --management.s
   --registry-cache.default-upstream=$upstream_key >"$work/replica.log" 2>&1 &
 pids+=($!)
 code=000
-for _ in $(seq 1 6000); do
+for _ in $(seq 1 3000); do
   code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Accept: application/vnd.oci.image.manifest.v1+json' "$url" || true)
   [ "$code" = 200 ] && break
   sleep 0.02

@@ -6,6 +6,7 @@
 # upstream on 127.0.0.1:15000 - start it first, e.g. by a compare run, or pass UPSTREAM).
 #
 #   perf/scripts/ha-bench.sh [images]        # default 200; prints one line per setup
+#   LOCAL_TIER=1GB perf/scripts/ha-bench.sh  # the replicas with storage.s3.local-tier-size
 #
 # Everything runs as local processes on loopback ports 15090 (s3proxy), 15101-15103 (replicas),
 # 15201-15203 (peer ports), 15110 (nginx round robin), 15104 (the single replica). Needs the
@@ -63,6 +64,7 @@ for i in 1 2 3; do
     --registry-cache.cluster.peers=127.0.0.1:15201,127.0.0.1:15202,127.0.0.1:15203 \
     --registry-cache.cluster.self=127.0.0.1:1520$i --registry-cache.cluster.peer-port=1520$i \
     --registry-cache.cluster.token=ha-bench-token-0123456789abcdef \
+    --registry-cache.storage.s3.local-tier-size="${LOCAL_TIER:-0}" \
     --registry-cache.upstreams.bench.url=http://$upstream --registry-cache.default-upstream=bench >"$work/r$i.log" 2>&1 &
   pids+=($!)
 done
@@ -83,8 +85,9 @@ nginx -c "$work/nginx.conf"
 head -n "$n" "$images" >"$work/first.txt"
 cold http://127.0.0.1:15110 "$work/first.txt" "3 replicas, s3proxy, nginx round robin"
 replicas="${pids[1]} ${pids[2]} ${pids[3]}"
-warm http://127.0.0.1:15110 "warm, 3 replicas from the bucket, nginx round robin" "$replicas" "${pids[0]}"
-warm http://127.0.0.1:15101 "warm, 1 of the replicas from the bucket, direct" "$replicas" "${pids[0]}"
+warm http://127.0.0.1:15110 "warm, 3 replicas, nginx round robin, 1st pass" "$replicas" "${pids[0]}"
+warm http://127.0.0.1:15110 "warm, 3 replicas, nginx round robin, 2nd pass" "$replicas" "${pids[0]}"
+warm http://127.0.0.1:15101 "warm, 1 of the replicas, direct" "$replicas" "${pids[0]}"
 
 # one replica, filesystem store, the other images (the same size)
 env MALLOC_ARENA_MAX=2 java $opts -jar "$jar" --server.port=15104 --management.server.port=15124 \

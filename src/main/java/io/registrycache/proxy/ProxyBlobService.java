@@ -169,10 +169,27 @@ public class ProxyBlobService implements SmartLifecycle {
   }
 
   /**
-   * A blob stored, but not for this repository (or upstream): served only once this upstream
-   * confirms it has it there. Offline, it is not there.
+   * A blob stored, but not for this repository (or upstream): served when another replica on a
+   * shared store linked it there since start-up (one request to the store), otherwise only once
+   * this upstream confirms it has it there. Offline, it is not there.
    */
   private Mono<BlobSource> confirm(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
+    return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), name.value()))
+        .subscribeOn(storage)
+        .flatMap(linked -> linked
+            ? lookupLinked(upstream, name, digest, forPeer)
+            : confirmUpstream(upstream, name, digest, forPeer));
+  }
+
+  /** After a link was found: the stored blob, or (evicted meanwhile) a miss. */
+  private Mono<BlobSource> lookupLinked(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
+    Optional<StoredContent> stored = store.open(digest);
+    return stored.isPresent()
+        ? Mono.just(new BlobSource.Stored(stored.get()))
+        : lookup(upstream, name, digest, forPeer);
+  }
+
+  private Mono<BlobSource> confirmUpstream(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
     if (offline) {
       return Mono.error(OciException.blobUnknown(
           digest + " is not cached for " + upstream.key() + "/" + name + " and the cache is offline"));

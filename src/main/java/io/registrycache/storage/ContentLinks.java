@@ -40,6 +40,16 @@ public final class ContentLinks {
 
     /** Removes every link of {@code digest}; best effort. */
     void removeAll(Digest digest);
+
+    /**
+     * Looks for a link recorded since {@link #scan} (by another replica on a shared store): the
+     * link of {@code digest} to {@code repository} of the upstream, or to any repository of it
+     * when {@code repository} is null. Returns its {@code <upstream>/<repository>} key. The
+     * default finds nothing: a store only this process writes has every link in memory.
+     */
+    default java.util.Optional<String> find(Digest digest, String upstreamSegment, String repository) {
+      return java.util.Optional.empty();
+    }
   }
 
   /** Links of {@code kind} on the file system under {@code storage.path}. */
@@ -142,6 +152,22 @@ public final class ContentLinks {
       }
     }
     return false;
+  }
+
+  /**
+   * Whether another replica on a shared store linked {@code digest} where {@link #servable} says
+   * it is not (one request to an object store; nothing on the file system); a link found is
+   * kept in memory. Lets a replica serve what another fetched for that repository without asking
+   * the upstream again. Blocking.
+   */
+  public boolean recheck(Digest digest, String upstreamKey, String repository) {
+    if (servable(digest, upstreamKey, repository)) {
+      return true;
+    }
+    java.util.Optional<String> found = persistence.find(
+        digest, StorageLayout.safeSegment(upstreamKey), scope == ContentScope.REPOSITORY ? repository : null);
+    found.ifPresent(key -> links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet()).add(key));
+    return found.isPresent();
   }
 
   /** Records that {@code digest} may be served in {@code repository} of {@code upstreamKey}. Blocking; idempotent. */

@@ -12,8 +12,9 @@ import org.slf4j.LoggerFactory;
  * Content links ({@link ContentLinks}) of one kind in the object store: an empty object {@code
  * links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link} per link, so every replica on the
  * bucket (one started empty, one offline) serves content where another was allowed to. Loaded at
- * start-up by one LIST per 1,000 links; a new link is one PUT; removing a digest's links is a LIST
- * of its prefix and a DELETE each.
+ * start-up by one LIST per 1,000 links; a link another replica made later is found by one HEAD
+ * ({@link #find}); a new link is one PUT; removing a digest's links is a LIST of its prefix and a
+ * DELETE each.
  */
 final class S3Links implements ContentLinks.Persistence {
 
@@ -61,6 +62,23 @@ final class S3Links implements ContentLinks.Persistence {
       objects.putBytes(digestPrefix(digest) + upstreamSegment + "/" + repository + LINK, new byte[0]).block(TIMEOUT);
     } catch (RuntimeException e) {
       throw new IOException("object store: cannot link " + digest, reactor.core.Exceptions.unwrap(e));
+    }
+  }
+
+  /** One HEAD of the link's object, or (any repository) one LIST of at most one key. */
+  @Override
+  public java.util.Optional<String> find(Digest digest, String upstreamSegment, String repository) {
+    try {
+      if (repository != null) {
+        String key = digestPrefix(digest) + upstreamSegment + "/" + repository + LINK;
+        return objects.stat(key).block(TIMEOUT).map(info -> upstreamSegment + "/" + repository);
+      }
+      String prefix = digestPrefix(digest) + upstreamSegment + "/";
+      return objects.list(prefix).filter(k -> k.endsWith(LINK)).next().blockOptional(TIMEOUT)
+          .map(k -> upstreamSegment + "/" + k.substring(prefix.length(), k.length() - LINK.length()));
+    } catch (RuntimeException e) {
+      log.warn("object store: cannot look for a link of {}: {}", digest, e.toString());
+      return java.util.Optional.empty();
     }
   }
 

@@ -158,6 +158,25 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   }
 
   @Test
+  void aLinkAnotherReplicaMadeAfterStartUpIsFoundByARecheck(@TempDir Path otherRoot) throws Exception {
+    byte[] content = random(1_000, 29);
+    Digest digest = Digest.sha256(content);
+    write(store().newWriter(digest), content);
+    RegistryCacheProperties cache =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
+    try (S3BlobStore other = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
+        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
+      store().links().link(digest, "upstream.example", "team/app"); // after the other replica started
+      assertThat(other.links().servable(digest, "upstream.example", "team/app")).isFalse();
+
+      assertThat(other.links().recheck(digest, "upstream.example", "team/other")).as("another repository").isFalse();
+      assertThat(other.links().recheck(digest, "other.example", "team/app")).as("another upstream").isFalse();
+      assertThat(other.links().recheck(digest, "upstream.example", "team/app")).isTrue();
+      assertThat(other.links().servable(digest, "upstream.example", "team/app")).as("kept in memory").isTrue();
+    }
+  }
+
+  @Test
   void uploadsOfAKilledReplicaAreAbortedAtStartUp() throws Exception {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);

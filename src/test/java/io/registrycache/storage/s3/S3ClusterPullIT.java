@@ -132,6 +132,9 @@ class S3ClusterPullIT {
       assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
           .as("upstream GETs of blob %s", blob.digest())
           .isEqualTo(1);
+      assertThat(upstream.countRequests("HEAD", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+          .as("the owner's link in the bucket lets the others serve blob %s without asking the upstream", blob.digest())
+          .isZero();
     }
   }
 
