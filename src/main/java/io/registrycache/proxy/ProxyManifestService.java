@@ -139,11 +139,15 @@ public class ProxyManifestService {
 
   /**
    * A manifest stored, but not for this repository (or upstream) ({@code storage.content-scope}):
-   * served only once this upstream confirms it has it there, with a {@code HEAD} and that
-   * upstream's credentials; then linked. Offline, it is not there.
+   * served when another replica on a shared store linked it there since start-up (one request to
+   * the store, on this storage thread), otherwise only once this upstream confirms it has it
+   * there, with a {@code HEAD} and that upstream's credentials; then linked. Offline, it is not there.
    */
   private Mono<ManifestResult> confirm(
       Upstream upstream, RepositoryName name, Reference.ByDigest reference, StoredManifest stored) {
+    if (store.links().recheck(stored.digest(), upstream.key(), name.value())) {
+      return Mono.just(new ManifestResult(stored, Result.HIT));
+    }
     if (offline) {
       return Mono.error(OciException.manifestUnknown(
           upstream.key() + "/" + name + ":" + reference + " is not cached there and the cache is offline"));

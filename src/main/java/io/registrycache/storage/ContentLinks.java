@@ -25,8 +25,9 @@ import org.slf4j.LoggerFactory;
  * component never starts with {@code _}), so removing a digest removes one folder; in the object
  * store ({@code storage.type=s3}) empty objects {@code links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link},
  * so a replica that starts empty (or offline) serves what another linked. In memory, digest →
- * {@code <upstream>/<repository>} keys, loaded at start-up; links of digests that are no longer
- * stored are dropped then. Link and unlink block.
+ * {@code <upstream>/<repository>} keys, loaded at start-up (links of digests that are no longer
+ * stored are dropped then), or, when the persistence says so ({@link Persistence#onDemand}), one
+ * digest's at a time on first use ({@link #recheck}). Link and unlink block.
  */
 public final class ContentLinks {
 
@@ -49,6 +50,14 @@ public final class ContentLinks {
      */
     default java.util.Optional<String> find(Digest digest, String upstreamSegment, String repository) {
       return java.util.Optional.empty();
+    }
+
+    /**
+     * Whether links are looked up on first use ({@link #find}, through {@link #recheck}) instead
+     * of all read by {@link #scan} at start-up.
+     */
+    default boolean onDemand() {
+      return false;
     }
   }
 
@@ -111,6 +120,10 @@ public final class ContentLinks {
     this.persistence = persistence;
     this.kind = kind;
     this.scope = scope;
+    if (persistence.onDemand()) {
+      log.info("{} links: looked up in the store on first use", kind);
+      return;
+    }
     Set<Digest> orphans = new java.util.HashSet<>();
     persistence.scan(
         (digest, key) -> {

@@ -86,10 +86,13 @@ public abstract class ManifestStoreContract {
     store.put(m);
     store.links().link(m.digest(), "docker.io", "library/alpine");
     ManifestStore restarted = open();
+    // servable from memory, or found by the recheck the pull path makes when it is not
+    assertThat(restarted.links().recheck(m.digest(), "docker.io", "library/alpine")).isTrue();
     assertThat(restarted.links().servable(m.digest(), "docker.io", "library/alpine")).isTrue();
-    assertThat(restarted.links().servable(m.digest(), "docker.io", "library/busybox")).isFalse();
+    assertThat(restarted.links().recheck(m.digest(), "docker.io", "library/busybox")).isFalse();
     restarted.delete(m.digest());
     assertThat(open().links().linksOf(m.digest())).isEmpty();
+    assertThat(open().links().recheck(m.digest(), "docker.io", "library/alpine")).as("the links went with it").isFalse();
   }
 
   @Test

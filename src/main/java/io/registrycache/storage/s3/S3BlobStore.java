@@ -66,7 +66,8 @@ import reactor.core.scheduler.Schedulers;
  * request refills it).
  *
  * <p><b>Links.</b> Where a blob may be served ({@link ContentLinks}) is kept in the bucket too
- * ({@link S3Links}), so a replica that starts empty, or offline, serves what another linked.
+ * ({@link S3Links}), so a replica that starts empty, or offline, serves what another linked; they
+ * are looked up on a blob's first use here (one HEAD), not listed at start-up.
  *
  * <p><b>Reading.</b> {@link StoredContent} without a file: whole or ranged GETs of the object,
  * streamed through the replica; with {@code storage.s3.redirect}, a presigned URL of the object
@@ -149,7 +150,7 @@ public final class S3BlobStore implements BlobStore {
     long refresh = properties.indexRefresh().toMillis();
     this.refresher = refresh <= 0 ? null
         : executor.scheduleWithFixedDelay(this::refreshIndexSafely, refresh, refresh, TimeUnit.MILLISECONDS);
-    this.links = new ContentLinks(new S3Links(objects, "blobs"), "blobs", scope, index::containsKey);
+    this.links = new ContentLinks(new S3Links(objects, "blobs", true), "blobs", scope, index::containsKey);
   }
 
   private void index(S3Objects.Listed o) {

@@ -11,8 +11,10 @@ import org.slf4j.LoggerFactory;
 /**
  * Content links ({@link ContentLinks}) of one kind in the object store: an empty object {@code
  * links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link} per link, so every replica on the
- * bucket (one started empty, one offline) serves content where another was allowed to. Loaded at
- * start-up by one LIST per 1,000 links; a link another replica made later is found by one HEAD
+ * bucket (one started empty, one offline) serves content where another was allowed to. Either
+ * loaded at start-up by one LIST per 1,000 links, or (as the store uses them) looked up on first
+ * use, one HEAD per digest and repository: listing the links of 10,000 images took most of a
+ * replica's start-up (docs/performance.md). A link another replica made later is found by one HEAD
  * ({@link #find}); a new link is one PUT; removing a digest's links is a LIST of its prefix and a
  * DELETE each.
  */
@@ -24,11 +26,21 @@ final class S3Links implements ContentLinks.Persistence {
 
   private final S3Objects objects;
   private final String base;
+  private final boolean onDemand;
 
-  /** @param kind {@code blobs} or {@code manifests} */
-  S3Links(S3Objects objects, String kind) {
+  /**
+   * @param kind {@code blobs} or {@code manifests}
+   * @param onDemand look links up on first use instead of listing them all at start-up
+   */
+  S3Links(S3Objects objects, String kind, boolean onDemand) {
     this.objects = objects;
     this.base = "links/" + kind + "/";
+    this.onDemand = onDemand;
+  }
+
+  @Override
+  public boolean onDemand() {
+    return onDemand;
   }
 
   private String digestPrefix(Digest digest) {

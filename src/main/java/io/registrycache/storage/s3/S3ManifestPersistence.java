@@ -54,10 +54,10 @@ public final class S3ManifestPersistence implements ManifestPersistence {
     return TAGS + upstreamKey.replaceAll("[^A-Za-z0-9._:-]", "_") + "/" + name + TAG_FOLDER;
   }
 
-  /** Links of manifests in the bucket ({@link S3Links}). */
+  /** Links of manifests in the bucket ({@link S3Links}), looked up on first use. */
   @Override
   public io.registrycache.storage.ContentLinks.Persistence links() {
-    return new S3Links(objects, "manifests");
+    return new S3Links(objects, "manifests", true);
   }
 
   @Override
