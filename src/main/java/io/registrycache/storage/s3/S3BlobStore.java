@@ -54,7 +54,7 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p><b>Index.</b> Like the file-system store, the whole index (digest → size, created,
  * last-pulled; about 150 bytes a blob) is in memory, loaded at start-up by listing {@code blobs/}
- * (one request per 1,000 blobs), so the hit path ({@link #lookup}, {@link #open}) makes no request
+ * (one request per 1,000 blobs, 32 prefixes at once: {@link S3Objects#listContentWithSizes}), so the hit path ({@link #lookup}, {@link #open}) makes no request
  * before the transfer, and eviction, the admin API and metrics see every blob. Not a bounded
  * cache with HEAD on a miss: a HEAD per miss would cost a round trip on every cold pull, and the
  * budget and LRU eviction need the full picture. The index is brought up to date with the bucket
@@ -136,7 +136,7 @@ public final class S3BlobStore implements BlobStore {
               return t;
             });
     long started = System.nanoTime();
-    objects.listWithSizes(BLOBS).doOnNext(this::index).blockLast(REQUEST_TIMEOUT);
+    objects.listContentWithSizes(BLOBS).doOnNext(this::index).blockLast(REQUEST_TIMEOUT);
     log.info(
         "blob index from the object store: {} blobs, {} bytes, listed in {} ms",
         index.size(), storedBytes.get(), (System.nanoTime() - started) / 1_000_000);
@@ -192,7 +192,7 @@ public final class S3BlobStore implements BlobStore {
     long started = clock.millis();
     java.util.Set<Digest> seen = new java.util.HashSet<>();
     int[] changed = {0};
-    objects.listWithSizes(BLOBS)
+    objects.listContentWithSizes(BLOBS)
         .doOnNext(o -> digestOf(o.key()).ifPresent(d -> {
           seen.add(d);
           index.computeIfAbsent(d, x -> {

@@ -62,7 +62,7 @@ public final class S3ManifestPersistence implements ManifestPersistence {
 
   @Override
   public void scan(Consumer<Found> visitor) {
-    objects.listWithSizes(MANIFESTS)
+    objects.listContentWithSizes(MANIFESTS)
         .filter(o -> !o.key().endsWith(TYPE))
         .doOnNext(o -> {
           String rest = o.key().substring(MANIFESTS.length());

@@ -211,9 +211,28 @@ public final class S3Objects implements AutoCloseable {
    * Objects under {@code keyPrefix} with their sizes and last-write times, in the store's order:
    * one request per 1,000 keys, no content read.
    */
+  /** Listings of {@link #listContentWithSizes} running at once. */
+  static final int LIST_CONCURRENCY = 8;
+
   public Flux<Listed> listWithSizes(String keyPrefix) {
     return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
         .map(o -> new Listed(o.key().substring(prefix.length()), o.size(), o.lastModified()));
+  }
+
+  /**
+   * {@link #listWithSizes} of content-addressed keys ({@code <keyPrefix><algorithm>/<hex>...}) as
+   * 32 listings at once, one per algorithm (sha256, sha512) and first hex digit, merged in no
+   * particular order: an object store answers separate prefixes in parallel, where one listing is
+   * one request after another (1,000 keys each). Keys under other folders are not visited.
+   */
+  public Flux<Listed> listContentWithSizes(String keyPrefix) {
+    List<String> shards = new ArrayList<>();
+    for (String algorithm : List.of("sha256", "sha512")) {
+      for (char h : "0123456789abcdef".toCharArray()) {
+        shards.add(keyPrefix + algorithm + "/" + h);
+      }
+    }
+    return Flux.fromIterable(shards).flatMap(this::listWithSizes, LIST_CONCURRENCY);
   }
 
   /** Multipart uploads in progress (started, neither completed nor aborted) to keys under {@code keyPrefix}. */
