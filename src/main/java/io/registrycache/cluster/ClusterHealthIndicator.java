@@ -37,6 +37,7 @@ public class ClusterHealthIndicator implements HealthIndicator {
     details.put("self", view.self().map(Member::id).orElse("not recognised"));
     details.put("resolvedAt", view.resolvedAt().toString());
     view.lastError().ifPresent(e -> details.put("lastError", e));
+    details.put("suspects", membership.suspects().stream().map(Member::id).toList());
     details.put("peerPort", properties.peerPort());
     long fallbacks = 0;
     for (PeerMetrics.FallbackReason reason : PeerMetrics.FallbackReason.values()) {

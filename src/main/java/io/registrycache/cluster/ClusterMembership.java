@@ -10,9 +10,12 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.SortedSet;
 import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -30,6 +33,11 @@ import org.springframework.stereotype.Component;
  *
  * <p>Reads are lock-free snapshots: {@link #members()} is called per pull once ownership routes
  * requests between replicas.
+ *
+ * <p>A member this replica could not connect to ({@link #suspect}) is left out of ownership for
+ * {@code suspect-for}: the blobs it owns get the next owner by the same hashing (the one other
+ * replicas that also cannot reach it pick too), instead of each miss waiting on a refused or
+ * black-holed connection first. It is taken back when the time is up; no probing.
  */
 @Component
 public class ClusterMembership {
@@ -50,6 +58,8 @@ public class ClusterMembership {
   private final Clock clock;
   private final AtomicReference<View> view;
   private final ScheduledExecutorService refresher;
+  /** Members left out of ownership, with the end of their suspicion. */
+  private final Map<Member, Instant> suspects = new ConcurrentHashMap<>();
 
   @Autowired
   public ClusterMembership(ClusterProperties properties, Clock clock) {
@@ -102,8 +112,42 @@ public class ClusterMembership {
       return Optional.empty();
     }
     View current = view.get();
-    return RendezvousHashing.owner(key, current.members())
+    SortedSet<Member> candidates = current.members();
+    if (!suspects.isEmpty()) {
+      Instant now = clock.instant();
+      suspects.entrySet().removeIf(e -> !e.getValue().isAfter(now));
+      if (!suspects.isEmpty()) {
+        candidates = new TreeSet<>(candidates);
+        candidates.removeAll(suspects.keySet());
+      }
+    }
+    return RendezvousHashing.owner(key, candidates)
         .filter(owner -> current.self().map(self -> !self.equals(owner)).orElse(true));
+  }
+
+  /**
+   * Leaves {@code member} out of ownership for {@code suspect-for} (a connection to it was
+   * refused or timed out); no-op when that is 0 or the member is this replica.
+   */
+  public void suspect(Member member) {
+    if (properties.suspectFor().isZero() || view.get().self().map(member::equals).orElse(false)) {
+      return;
+    }
+    if (suspects.put(member, clock.instant().plus(properties.suspectFor())) == null) {
+      log.warn("cluster: member {} unreachable; the blobs it owns go to the next owner for {}", member, properties.suspectFor());
+    }
+  }
+
+  /** Members left out of ownership now. */
+  public Set<Member> suspects() {
+    Instant now = clock.instant();
+    Set<Member> out = new TreeSet<>();
+    suspects.forEach((m, until) -> {
+      if (until.isAfter(now)) {
+        out.add(m);
+      }
+    });
+    return out;
   }
 
   /** Resolves the members again now; a DNS failure keeps the previous members and is reported. */

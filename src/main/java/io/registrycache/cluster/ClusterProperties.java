@@ -32,6 +32,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     fetches from the upstream itself; default 2 s
  * @param readTimeout how long a replica waits for the owner's response headers, and then between
  *     two reads of its body, before it fetches from the upstream itself; default 60 s
+ * @param suspectFor how long a member that refused or timed out a connection is left out of
+ *     ownership, so misses of the blobs it owns do not each wait for a connection to it first;
+ *     default 10 s, {@code 0} never suspects
  */
 @ConfigurationProperties("registry-cache.cluster")
 public record ClusterProperties(
@@ -43,7 +46,8 @@ public record ClusterProperties(
     String token,
     Path tokenFile,
     @DefaultValue("2s") Duration connectTimeout,
-    @DefaultValue("60s") Duration readTimeout) {
+    @DefaultValue("60s") Duration readTimeout,
+    @DefaultValue("10s") Duration suspectFor) {
 
   @ConstructorBinding
   public ClusterProperties {
@@ -54,12 +58,15 @@ public record ClusterProperties(
     requirePositive("refresh-interval", refreshInterval);
     requirePositive("connect-timeout", connectTimeout);
     requirePositive("read-timeout", readTimeout);
+    if (suspectFor.isNegative()) {
+      throw new IllegalArgumentException("registry-cache.cluster.suspect-for must not be negative: " + suspectFor);
+    }
     peers.forEach(p -> Member.parse(p, peerPort)); // fail at start-up, not at the first pull
   }
 
   /** The membership settings alone, with no token and the default timeouts (tests, tools). */
   public ClusterProperties(List<String> peers, String peersDns, int peerPort, Duration refreshInterval, String self) {
-    this(peers, peersDns, peerPort, refreshInterval, self, null, null, Duration.ofSeconds(2), Duration.ofSeconds(60));
+    this(peers, peersDns, peerPort, refreshInterval, self, null, null, Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10));
   }
 
   private static void requirePositive(String name, Duration value) {
@@ -79,6 +86,6 @@ public record ClusterProperties(
     return "ClusterProperties[peers=" + peers + ", peersDns=" + peersDns + ", peerPort=" + peerPort
         + ", refreshInterval=" + refreshInterval + ", self=" + self
         + ", token=" + (token == null ? "unset" : "(set)") + ", tokenFile=" + tokenFile
-        + ", connectTimeout=" + connectTimeout + ", readTimeout=" + readTimeout + "]";
+        + ", connectTimeout=" + connectTimeout + ", readTimeout=" + readTimeout + ", suspectFor=" + suspectFor + "]";
   }
 }

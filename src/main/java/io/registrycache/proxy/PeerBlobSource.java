@@ -16,6 +16,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import jakarta.annotation.PreDestroy;
+import java.net.ConnectException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.Optional;
@@ -50,7 +51,9 @@ import reactor.netty.resources.LoopResources;
  * fetched from the upstream here ({@code registry_cache_peer_fallbacks_total}); when the owner's
  * body breaks off, the rest comes from a fresh upstream fetch whose first bytes (those already
  * received) are skipped. So a replica killed or started costs at worst a duplicate upstream fetch,
- * never a failed pull. Independent of the store: it only supplies the bytes of a fill.
+ * never a failed pull. An owner whose connection was refused or timed out is suspected ({@link
+ * ClusterMembership#suspect}): for {@code cluster.suspect-for} its blobs get the next owner.
+ * Independent of the store: it only supplies the bytes of a fill.
  */
 @Component
 public class PeerBlobSource {
@@ -135,9 +138,22 @@ public class PeerBlobSource {
             e -> {
               metrics.request(Direction.OUT, Outcome.FAILED);
               metrics.fallback(FallbackReason.UNREACHABLE);
+              if (connectionFailed(e)) {
+                membership.suspect(owner);
+              }
               log.warn("blob {}: owner unreachable ({}); fetching from the upstream", what, e.toString());
               return fromUpstream.get();
             });
+  }
+
+  /** A refused or timed-out connection (not a slow or broken answer of a live owner). */
+  static boolean connectionFailed(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConnectException) { // Netty's ConnectTimeoutException is one too
+        return true;
+      }
+    }
+    return false;
   }
 
   private Mono<UpstreamBlob> answer(

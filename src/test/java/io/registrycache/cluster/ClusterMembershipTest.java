@@ -110,10 +110,51 @@ class ClusterMembershipTest {
   }
 
   @Test
+  void aSuspectMemberLeavesOwnershipForSuspectForThenComesBack() {
+    io.registrycache.storage.TestCache.MutableClock clock = new io.registrycache.storage.TestCache.MutableClock();
+    List<String> peers = List.of("a.test:8082", "b.test:8082", "c.test:8082");
+    ClusterMembership asA = new ClusterMembership(
+        new ClusterProperties(peers, null, 8082, Duration.ofSeconds(10), "a.test:8082"), clock);
+    Member b = new Member("b.test", 8082);
+    Member c = new Member("c.test", 8082);
+    List<String> ownedByB = new java.util.ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      String key = "sha256:" + String.format("%064x", i);
+      if (asA.ownerElsewhere(key).equals(java.util.Optional.of(b))) {
+        ownedByB.add(key);
+      }
+    }
+    assertThat(ownedByB).hasSizeBetween(50, 150);
+
+    asA.suspect(b);
+    asA.suspect(new Member("a.test", 8082)); // never itself
+    assertThat(asA.suspects()).containsExactly(b);
+    for (String key : ownedByB) {
+      Member next = RendezvousHashing.owner(key, new java.util.TreeSet<>(List.of(new Member("a.test", 8082), c))).orElseThrow();
+      assertThat(asA.ownerElsewhere(key)).as("the next owner of %s", key).isEqualTo(next.equals(c) ? java.util.Optional.of(c) : java.util.Optional.empty());
+    }
+
+    clock.advance(Duration.ofSeconds(10));
+    assertThat(asA.suspects()).isEmpty();
+    for (String key : ownedByB) {
+      assertThat(asA.ownerElsewhere(key)).contains(b);
+    }
+  }
+
+  @Test
+  void aSuspectForOfZeroNeverSuspects() {
+    ClusterMembership membership = new ClusterMembership(new ClusterProperties(
+        List.of("a.test:8082", "b.test:8082"), null, 8082, Duration.ofSeconds(10), "a.test:8082", null, null,
+        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ZERO), Clock.systemUTC());
+    membership.suspect(new Member("b.test", 8082));
+    assertThat(membership.suspects()).isEmpty();
+  }
+
+  @Test
   void theTokenNeverAppearsInThePropertiesText() {
     ClusterProperties p = new ClusterProperties(
         List.of("a.test"), null, 8082, Duration.ofSeconds(10), null, "s3cret-s3cret-s3cret", null,
-        Duration.ofSeconds(2), Duration.ofSeconds(60));
+        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10));
     assertThat(p.toString()).doesNotContain("s3cret").contains("token=(set)");
   }
 

@@ -2,6 +2,7 @@ package io.registrycache.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.cluster.ClusterMembership;
 import io.registrycache.cluster.Member;
 import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.cluster.PeerMetrics.Direction;
@@ -163,9 +164,12 @@ class ClusterPullIT {
     ManualCache survivor = replicas.get(0);
     long before = metrics(survivor).fallbacks(FallbackReason.UNREACHABLE);
     survivor.client().pullAndVerify(image);
+    // The first refused connection makes the gone replica a suspect: its other blobs go to the
+    // next owner without another attempt (cluster.suspect-for).
     assertThat(metrics(survivor).fallbacks(FallbackReason.UNREACHABLE) - before)
         .as("blobs owned by the stopped replica, fetched from the upstream by the survivor")
-        .isEqualTo(orphaned.size());
+        .isBetween(1L, (long) orphaned.size());
+    assertThat(survivor.context().getBean(ClusterMembership.class).suspects()).containsExactly(members.get(gone));
     assertOneUpstreamGetPerBlob(image);
 
     // A second survivor pays at worst one more upstream fetch per orphaned blob, and never fails.
@@ -173,7 +177,11 @@ class ClusterPullIT {
     upstream.syncLogs();
     for (Blob blob : image.blobs()) {
       long gets = upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest());
-      assertThat(gets).as("upstream GETs of %s", blob.digest()).isEqualTo(orphaned.contains(blob) ? 2 : 1);
+      if (orphaned.contains(blob)) {
+        assertThat(gets).as("upstream GETs of orphaned %s", blob.digest()).isBetween(1L, 2L);
+      } else {
+        assertThat(gets).as("upstream GETs of %s", blob.digest()).isEqualTo(1);
+      }
     }
   }
 

@@ -71,6 +71,7 @@ class PeerBlobSourceTest {
   PeerMetrics metrics;
   PeerBlobSource source;
   Member member;
+  ClusterMembership membership;
 
   @BeforeEach
   void setUp() {
@@ -82,10 +83,10 @@ class PeerBlobSourceTest {
   PeerBlobSource source(Member peer) {
     ClusterProperties properties = new ClusterProperties(
         List.of(peer.id(), "127.0.0.1:1"), null, 8082, Duration.ofSeconds(10), "127.0.0.1:1", TOKEN, null,
-        Duration.ofSeconds(2), Duration.ofSeconds(5));
+        Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(10));
     metrics = new PeerMetrics(new SimpleMeterRegistry());
-    PeerBlobSource s = new PeerBlobSource(
-        new ClusterMembership(properties, Clock.systemUTC()), properties, new PeerToken(properties), metrics);
+    membership = new ClusterMembership(properties, Clock.systemUTC());
+    PeerBlobSource s = new PeerBlobSource(membership, properties, new PeerToken(properties), metrics);
     closeables.add(s::close);
     return s;
   }
@@ -137,6 +138,7 @@ class PeerBlobSourceTest {
     assertThat(read(fetch())).isEqualTo(BLOB);
     assertThat(metrics.fallbacks(FallbackReason.ERROR_STATUS)).isEqualTo(1);
     assertThat(metrics.requests(Direction.OUT, Outcome.FAILED)).isEqualTo(1);
+    assertThat(membership.suspects()).as("a live owner that answers is not suspected").isEmpty();
   }
 
   @Test
@@ -168,6 +170,7 @@ class PeerBlobSourceTest {
     assertThat(read(toNowhere.fetch(new Member("127.0.0.1", closedPort), UPSTREAM, NAME, DIGEST, fromUpstream)))
         .isEqualTo(BLOB);
     assertThat(metrics.fallbacks(FallbackReason.UNREACHABLE)).isEqualTo(1);
+    assertThat(membership.suspects()).as("left out of ownership for suspect-for").containsExactly(new Member("127.0.0.1", closedPort));
   }
 
   @Test
