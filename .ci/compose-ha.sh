@@ -3,7 +3,7 @@
 # three processes (containers) on one s3proxy bucket, nginx round robin, registry:2 upstream.
 # Every image is built locally (docker/ha/build-images.sh). Checks, with skopeo as the client:
 #   1. 30 concurrent cold pulls of one image through the round robin: every pull verified by
-#      skopeo, and registry:2's access log shows exactly one GET per blob;
+#      skopeo, and registry:2's access log shows exactly one GET per blob and of the tag;
 #   2. all three replicas killed while a 128 MiB blob is being filled: no object under the
 #      blob's final key in the bucket unless its bytes match the digest; restarted, they serve it;
 #   3. one replica killed: the other two keep serving (cached and new images);
@@ -72,7 +72,9 @@ for d in $digests; do
   n=$(blob_gets "$d"); per_blob="$per_blob $n"
   [ "$n" = 1 ] || fail "blob $d was fetched from the upstream $n times for 30 pulls through 3 replicas"
 done
-echo "compose-ha: 30 concurrent pulls of $img1 verified; upstream GETs per blob:$per_blob"
+tag_gets=$(dc logs --no-color registry 2>/dev/null | grep -c "\"GET /v2/${img1%:*}/manifests/${img1##*:} " || true)
+[ "$tag_gets" = 1 ] || fail "tag $img1 was fetched from the upstream $tag_gets times for 30 pulls through 3 replicas"
+echo "compose-ha: 30 concurrent pulls of $img1 verified; upstream GETs per blob:$per_blob, of the tag: $tag_gets"
 bucket=$(docker volume inspect "${project}_s3-data" -f '{{.Mountpoint}}')/registry-cache/registry-cache/blobs/sha256
 for d in $digests; do
   [ -f "$bucket/${d#sha256:}" ] || fail "blob $d is not in the bucket at $bucket"

@@ -8,7 +8,7 @@ import java.util.Map;
 import org.springframework.stereotype.Component;
 
 /**
- * The meters of blob requests between replicas, each registered once at start-up:
+ * The meters of blob and manifest requests between replicas, each registered once at start-up:
  *
  * <ul>
  *   <li>{@code registry_cache_peer_requests_total{direction,outcome}} — {@code direction="out"}:
@@ -47,7 +47,7 @@ public class PeerMetrics {
         byOutcome.put(
             outcome,
             Counter.builder("registry.cache.peer.requests")
-                .description("Blob requests between replicas (direction: out = asked the owner, in = asked by a peer)")
+                .description("Blob and manifest requests between replicas (direction: out = asked the owner, in = asked by a peer)")
                 .tag("direction", lower(direction))
                 .tag("outcome", lower(outcome))
                 .register(registry));
@@ -58,7 +58,7 @@ public class PeerMetrics {
       fallbacks.put(
           reason,
           Counter.builder("registry.cache.peer.fallbacks")
-              .description("Blobs fetched from the upstream by a replica that does not own them, the owner failing")
+              .description("Blobs and manifests fetched from the upstream by a replica that does not own them, the owner failing")
               .tag("reason", lower(reason))
               .register(registry));
     }

@@ -18,7 +18,7 @@ import reactor.netty.resources.LoopResources;
 /**
  * The internal port of a replica, {@code registry-cache.cluster.peer-port} (default 8082): a
  * Reactor Netty server of its own, apart from the pull port and the management port, bound only
- * when a cluster is configured. It serves {@link PeerBlobEndpoint} and nothing else, on event
+ * when a cluster is configured. It serves {@link PeerEndpoint} and nothing else, on event
  * loops of its own ({@code peer-server-*}) so closing it never touches another server's.
  *
  * <p>The peer port speaks plain HTTP; the shared token authenticates. Keep it reachable only from
@@ -31,11 +31,11 @@ public class PeerServer implements SmartLifecycle {
 
   private final ClusterMembership membership;
   private final ClusterProperties properties;
-  private final PeerBlobEndpoint endpoint;
+  private final PeerEndpoint endpoint;
   private volatile LoopResources loops;
   private volatile DisposableServer server;
 
-  public PeerServer(ClusterMembership membership, ClusterProperties properties, PeerBlobEndpoint endpoint) {
+  public PeerServer(ClusterMembership membership, ClusterProperties properties, PeerEndpoint endpoint) {
     this.membership = membership;
     this.properties = properties;
     this.endpoint = endpoint;

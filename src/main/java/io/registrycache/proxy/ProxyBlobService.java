@@ -33,7 +33,7 @@ import reactor.core.scheduler.Scheduler;
  * downloads are shared only within one scope.
  *
  * <p>With replicas ({@code registry-cache.cluster.*}), a miss of a blob owned by another replica is
- * filled from that owner ({@link PeerBlobSource}) rather than from the upstream — unless the
+ * filled from that owner ({@link PeerSource}) rather than from the upstream — unless the
  * store, when shared (S3 API), already holds the owner's copy: that is asked first ({@link
  * BlobStore#recheck}, one {@code HEAD}), and then served from there; requests from peers ({@link
  * #getForPeer}) are always filled from the upstream, so a request never travels on.
@@ -55,7 +55,7 @@ public class ProxyBlobService implements SmartLifecycle {
   private final Scheduler storage;
   private final Duration orphanTimeout;
   private final boolean offline;
-  private final PeerBlobSource peers;
+  private final PeerSource peers;
   private volatile boolean running;
 
   /** A single replica's service: every miss is filled from the upstream. */
@@ -65,7 +65,7 @@ public class ProxyBlobService implements SmartLifecycle {
       @Qualifier("storageScheduler") Scheduler storage,
       CacheMetrics metrics,
       RegistryCacheProperties properties) {
-    this(upstreams, store, storage, metrics, properties, PeerBlobSource.none());
+    this(upstreams, store, storage, metrics, properties, PeerSource.none());
   }
 
   /** @param peers where misses of blobs owned by another replica are filled from */
@@ -76,7 +76,7 @@ public class ProxyBlobService implements SmartLifecycle {
       @Qualifier("storageScheduler") Scheduler storage,
       CacheMetrics metrics,
       RegistryCacheProperties properties,
-      PeerBlobSource peers) {
+      PeerSource peers) {
     this.peers = peers;
     this.upstreams = upstreams;
     this.store = store;

@@ -1,5 +1,6 @@
 package io.registrycache.proxy;
 
+import io.registrycache.cluster.Member;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Result;
@@ -20,8 +21,10 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.InvalidMediaTypeException;
@@ -61,9 +64,11 @@ public class ProxyManifestService {
   private final int maxBytes;
   private final Clock clock;
   private final boolean offline;
+  private final PeerSource peers;
   private final SingleFlight<String, Mono<StoredManifest>> fetches = new SingleFlight<>();
   private final SingleFlight<String, Mono<ManifestResult>> revalidations = new SingleFlight<>();
 
+  /** A single replica's service: every miss is fetched from the upstream. */
   public ProxyManifestService(
       UpstreamClient upstreams,
       ManifestStore store,
@@ -71,6 +76,20 @@ public class ProxyManifestService {
       CacheMetrics metrics,
       RegistryCacheProperties properties,
       Clock clock) {
+    this(upstreams, store, storage, metrics, properties, clock, PeerSource.none());
+  }
+
+  /** @param peers where misses and revalidations of manifests owned by another replica go */
+  @Autowired
+  public ProxyManifestService(
+      UpstreamClient upstreams,
+      ManifestStore store,
+      @Qualifier("storageScheduler") Scheduler storage,
+      CacheMetrics metrics,
+      RegistryCacheProperties properties,
+      Clock clock,
+      PeerSource peers) {
+    this.peers = peers;
     this.upstreams = upstreams;
     this.store = store;
     this.storage = storage;
@@ -92,10 +111,24 @@ public class ProxyManifestService {
    */
   public Mono<ManifestResult> get(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
+    return get(upstream, name, reference, accept, false);
+  }
+
+  /**
+   * {@link #get} for another replica's peer request, every media type accepted: the same
+   * pull-through, except that a miss or a revalidation always goes to the upstream, never to a
+   * third replica, so peer requests cannot loop.
+   */
+  public Mono<ManifestResult> getForPeer(Upstream upstream, RepositoryName name, Reference reference) {
+    return get(upstream, name, reference, List.of(), true);
+  }
+
+  private Mono<ManifestResult> get(
+      Upstream upstream, RepositoryName name, Reference reference, List<String> accept, boolean forPeer) {
     Mono<ManifestResult> result =
         reference instanceof Reference.ByDigest byDigest
-            ? byDigest(upstream, name, byDigest)
-            : byTag(upstream, name, (Reference.Tag) reference)
+            ? byDigest(upstream, name, byDigest, forPeer)
+            : byTag(upstream, name, (Reference.Tag) reference, forPeer)
                 .flatMap(r -> negotiate(upstream, name, reference, r, accept));
     return result.transform(CacheOutcome.track(upstream.key(), ManifestResult::result));
   }
@@ -117,7 +150,8 @@ public class ProxyManifestService {
             + accept + " leaves out"));
   }
 
-  private Mono<ManifestResult> byDigest(Upstream upstream, RepositoryName name, Reference.ByDigest reference) {
+  private Mono<ManifestResult> byDigest(
+      Upstream upstream, RepositoryName name, Reference.ByDigest reference, boolean forPeer) {
     boolean servable = store.links().servable(reference.digest(), upstream.key(), name.value());
     Optional<StoredManifest> inMemory = servable ? store.cached(reference.digest()) : Optional.empty();
     if (inMemory.isPresent()) {
@@ -128,7 +162,7 @@ public class ProxyManifestService {
         .flatMap(
             found -> {
               if (found.isEmpty()) {
-                return fetch(upstream, name, reference).map(m -> new ManifestResult(m, Result.MISS));
+                return fetch(upstream, name, reference, forPeer).map(m -> new ManifestResult(m, Result.MISS));
               }
               if (servable) {
                 return Mono.just(new ManifestResult(found.get(), Result.HIT));
@@ -166,7 +200,7 @@ public class ProxyManifestService {
             });
   }
 
-  private Mono<ManifestResult> byTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
+  private Mono<ManifestResult> byTag(Upstream upstream, RepositoryName name, Reference.Tag tag, boolean forPeer) {
     // A warm tag (link and manifest both in memory) is answered on the calling thread; only a
     // lookup that may read the disk or the object store goes to the storage scheduler.
     Optional<CachedTag> inMemory = store.cachedTag(upstream.key(), name.value(), tag)
@@ -178,14 +212,14 @@ public class ProxyManifestService {
         .flatMap(
             cached -> {
               if (cached.isEmpty()) {
-                return fetch(upstream, name, tag).map(m -> new ManifestResult(m, Result.MISS));
+                return fetch(upstream, name, tag, forPeer).map(m -> new ManifestResult(m, Result.MISS));
               }
               CachedTag hit = cached.get();
               if (offline || Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
                 return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
               }
-              String key = upstream.key() + "|" + name + "|" + tag.name();
-              return SingleFlight.shared(revalidations, key, () -> revalidate(upstream, name, tag, hit));
+              String key = upstream.key() + "|" + name + "|" + tag.name() + (forPeer ? "|for-peer" : "");
+              return SingleFlight.shared(revalidations, key, () -> revalidate(upstream, name, tag, hit, forPeer));
             });
   }
 
@@ -197,25 +231,36 @@ public class ProxyManifestService {
         .flatMap(link -> store.find(link.digest()).map(m -> new CachedTag(link, m)));
   }
 
+  /**
+   * A tag past its {@code tag-ttl}: a {@code HEAD} to the upstream, or, when another replica owns
+   * the tag, a {@code GET} of the owner's manifest for it (the owner revalidates at most once per
+   * {@code tag-ttl} for every replica, so a tag seen here is at most twice that old).
+   */
   private Mono<ManifestResult> revalidate(
       Upstream upstream,
       RepositoryName name,
       Reference.Tag tag,
-      CachedTag cached) {
-    return upstreams
-        .headManifest(upstream, name, tag, MediaTypes.ALL_MANIFESTS)
-        .flatMap(
-            head -> {
-              if (cached.manifest().digest().equals(head.digest())) {
-                return Mono.fromRunnable(() -> store.touchTag(upstream.key(), name.value(), tag))
-                    .subscribeOn(storage)
-                    .thenReturn(new ManifestResult(cached.manifest(), Result.HIT));
-              }
-              log.info(
-                  "tag {}/{}:{} moved upstream from {} to {}",
-                  upstream.key(), name, tag, cached.manifest().digest(), head.digest());
-              return fetch(upstream, name, tag).map(m -> new ManifestResult(m, Result.MISS));
-            })
+      CachedTag cached,
+      boolean forPeer) {
+    Digest current = cached.manifest().digest();
+    Mono<ManifestResult> check = !forPeer && peers.manifestOwnerElsewhere(upstream, name, tag).isPresent()
+        ? fetch(upstream, name, tag, false)
+            .map(m -> new ManifestResult(m, m.digest().equals(current) ? Result.HIT : Result.MISS))
+        : upstreams
+            .headManifest(upstream, name, tag, MediaTypes.ALL_MANIFESTS)
+            .flatMap(
+                head -> {
+                  if (current.equals(head.digest())) {
+                    return Mono.fromRunnable(() -> store.touchTag(upstream.key(), name.value(), tag))
+                        .subscribeOn(storage)
+                        .thenReturn(new ManifestResult(cached.manifest(), Result.HIT));
+                  }
+                  log.info(
+                      "tag {}/{}:{} moved upstream from {} to {}",
+                      upstream.key(), name, tag, current, head.digest());
+                  return fetch(upstream, name, tag, forPeer).map(m -> new ManifestResult(m, Result.MISS));
+                });
+    return check
         .onErrorResume(
             UpstreamException.class,
             e -> {
@@ -236,25 +281,36 @@ public class ProxyManifestService {
             });
   }
 
-  private Mono<StoredManifest> fetch(Upstream upstream, RepositoryName name, Reference reference) {
+  /**
+   * One fetch per reference at a time (single-flight), from the upstream or, when another replica
+   * owns the reference and this is not a peer's request, from that owner (which falls back to the
+   * upstream); verified and stored either way.
+   */
+  private Mono<StoredManifest> fetch(Upstream upstream, RepositoryName name, Reference reference, boolean forPeer) {
     if (offline) {
       return Mono.error(OciException.manifestUnknown(
           upstream.key() + "/" + name + ":" + reference + " is not cached and the cache is offline"));
     }
-    String key = upstream.key() + "|" + name + "|" + reference;
+    Optional<Member> owner = forPeer ? Optional.empty() : peers.manifestOwnerElsewhere(upstream, name, reference);
+    Supplier<Mono<UpstreamManifest>> fromUpstream =
+        () -> upstreams.getManifest(upstream, name, reference, MediaTypes.ALL_MANIFESTS, maxBytes);
+    // As for blobs: a peer's request never joins a fetch that waits on a peer, so two replicas
+    // that disagree on the owner cannot wait on each other.
+    String key = upstream.key() + "|" + name + "|" + reference + (owner.isPresent() ? "|via-owner" : "");
     return SingleFlight.shared(
         fetches,
         key,
         () ->
-            upstreams
-                .getManifest(upstream, name, reference, MediaTypes.ALL_MANIFESTS, maxBytes)
+            (owner.isEmpty() ? fromUpstream.get() : peers.fetchManifest(owner.get(), upstream, name, reference, maxBytes, fromUpstream))
                 .doOnSubscribe(s -> metrics.fetchInFlight(1))
                 .doFinally(s -> metrics.fetchInFlight(-1))
                 .map(response -> verify(upstream, name, reference, response))
                 .publishOn(storage)
                 .map(
                     manifest -> {
-                      store.put(manifest);
+                      if (store.cached(manifest.digest()).isEmpty()) { // a revalidation through the owner: often the same bytes
+                        store.put(manifest);
+                      }
                       store.links().link(manifest.digest(), upstream.key(), name.value());
                       if (reference instanceof Reference.Tag tag) {
                         store.putTag(upstream.key(), name.value(), tag, manifest.digest());

@@ -67,7 +67,13 @@ final class SingleFlight<K, V> {
           return flights.join(
               key,
               k -> {
-                Mono<T> call = Mono.defer(work).doFinally(signal -> flights.finished(k, self.get())).cache();
+                // Ended before the result reaches anyone: a caller that has it and asks again
+                // starts a new call (a revalidation must not join the one it just saw end).
+                Mono<T> call = Mono.defer(work)
+                    .doOnSuccess(v -> flights.finished(k, self.get()))
+                    .doOnError(e -> flights.finished(k, self.get()))
+                    .doFinally(signal -> flights.finished(k, self.get()))
+                    .cache();
                 self.set(call);
                 return call;
               },

@@ -86,6 +86,7 @@ class ClusterPullIT {
       replica.client().pullAndVerify(image);
     }
     assertOneUpstreamGetPerBlob(image);
+    assertOneUpstreamGetOfTheManifest(image);
     long asked = 0;
     for (ManualCache replica : replicas) {
       asked += metrics(replica).requests(Direction.OUT, Outcome.OK);
@@ -117,6 +118,7 @@ class ClusterPullIT {
       pool.shutdownNow();
     }
     assertOneUpstreamGetPerBlob(image);
+    assertOneUpstreamGetOfTheManifest(image);
     assertNoFallbacks();
   }
 
@@ -146,6 +148,20 @@ class ClusterPullIT {
         "/internal/v1/blobs/local/" + image.repository() + "/" + TestImages.unknownDigest(), "Bearer " + TOKEN);
     assertThat(missing.statusCode()).isEqualTo(404);
     assertThat(CacheClient.errorCode(missing)).isEqualTo("BLOB_UNKNOWN");
+
+    HttpResponse<byte[]> manifest = peerGet(peerPort,
+        "/internal/v1/manifests/local/" + image.repository() + "/" + image.tag(), "Bearer " + TOKEN);
+    assertThat(manifest.statusCode()).isEqualTo(200);
+    assertThat(manifest.body()).isEqualTo(image.manifest().bytes());
+    assertThat(manifest.headers().firstValue("Docker-Content-Digest")).contains(Sha256.digest(image.manifest().bytes()));
+    assertThat(manifest.headers().firstValue("Content-Type")).contains(image.manifest().mediaType());
+    HttpResponse<byte[]> noTag = peerGet(peerPort,
+        "/internal/v1/manifests/local/" + image.repository() + "/no-such-tag", "Bearer " + TOKEN);
+    assertThat(noTag.statusCode()).isEqualTo(404);
+    assertThat(noTag.headers().firstValue("Registry-Cache-Peer")).contains("1");
+    assertThat(CacheClient.errorCode(noTag)).isEqualTo("MANIFEST_UNKNOWN");
+    assertThat(peerGet(peerPort, "/internal/v1/manifests/local/" + image.repository() + "/v1", null).statusCode())
+        .isEqualTo(401);
 
     // The peer endpoint is not on the pull port.
     assertThat(first.client().get(path, "Authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
@@ -217,6 +233,14 @@ class ClusterPullIT {
           .as("upstream GETs of blob %s (%d bytes)", blob.digest(), blob.size())
           .isEqualTo(1);
     }
+  }
+
+  /** The tag's owner fetched it for every replica (manifest references have owners too). */
+  static void assertOneUpstreamGetOfTheManifest(Image image) {
+    upstream.syncLogs();
+    assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/manifests/" + image.tag()))
+        .as("upstream GETs of %s:%s", image.repository(), image.tag())
+        .isEqualTo(1);
   }
 
   static void assertNoFallbacks() {

@@ -96,7 +96,7 @@ class PeerRoutingTest {
     ClusterProperties cluster = new ClusterProperties(
         List.of(self.id(), owner.id()), null, 1, Duration.ofSeconds(10), self.id(), TOKEN, null,
         Duration.ofSeconds(2), Duration.ofSeconds(10), Duration.ofSeconds(10));
-    PeerBlobSource peers = new PeerBlobSource(
+    PeerSource peers = new PeerSource(
         new ClusterMembership(cluster, Clock.systemUTC()), cluster, new PeerToken(cluster),
         new PeerMetrics(new SimpleMeterRegistry()));
     closeables.add(peers::close);

@@ -8,10 +8,13 @@ import io.registrycache.cluster.PeerToken;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
+import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.ProxyBlobService;
+import io.registrycache.proxy.ProxyManifestService;
 import io.registrycache.storage.StoredContent;
+import io.registrycache.storage.StoredManifest;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.Upstreams;
 import java.nio.charset.StandardCharsets;
@@ -34,28 +37,32 @@ import reactor.core.publisher.Mono;
 
 /**
  * The owner's side of {@link PeerProtocol}: {@code GET /internal/v1/blobs/<upstream-key>/<repository>/<digest>}
- * with the cluster's bearer token, answered by this replica's own pull-through of the blob ({@link
- * ProxyBlobService#getForPeer}: the one single-flight joins local and peer requests, content-scope
- * links are respected, a miss is filled from the upstream). The bytes are streamed as they arrive
+ * and {@code GET /internal/v1/manifests/<upstream-key>/<repository>/<reference>} with the cluster's
+ * bearer token, answered by this replica's own pull-through ({@link ProxyBlobService#getForPeer},
+ * {@link ProxyManifestService#getForPeer}: the one single-flight joins local and peer requests,
+ * content-scope links are respected, a miss is filled from the upstream). The bytes are streamed as they arrive
  * (a stored blob goes zero-copy); a fill that fails mid-way breaks the connection off, which the
  * asking replica sees as a broken body, never as a clean end.
  *
  * <p>Served only on {@code cluster.peer-port} ({@link PeerServer}), never on the pull port.
  */
 @Component
-public class PeerBlobEndpoint {
+public class PeerEndpoint {
 
-  private static final Logger log = LoggerFactory.getLogger(PeerBlobEndpoint.class);
+  private static final Logger log = LoggerFactory.getLogger(PeerEndpoint.class);
 
   private final PeerToken token;
   private final Upstreams upstreams;
   private final ProxyBlobService blobs;
+  private final ProxyManifestService manifests;
   private final PeerMetrics metrics;
 
-  public PeerBlobEndpoint(PeerToken token, Upstreams upstreams, ProxyBlobService blobs, PeerMetrics metrics) {
+  public PeerEndpoint(
+      PeerToken token, Upstreams upstreams, ProxyBlobService blobs, ProxyManifestService manifests, PeerMetrics metrics) {
     this.token = token;
     this.upstreams = upstreams;
     this.blobs = blobs;
+    this.manifests = manifests;
     this.metrics = metrics;
   }
 
@@ -71,28 +78,55 @@ public class PeerBlobEndpoint {
           .bodyValue(error(OciErrorCode.UNAUTHORIZED, "a peer request needs the cluster token"));
     }
     String path = request.requestPath().pathWithinApplication().value();
-    if (!path.startsWith(PeerProtocol.BLOBS)) {
+    boolean blob = path.startsWith(PeerProtocol.BLOBS);
+    if (!blob && !path.startsWith(PeerProtocol.MANIFESTS)) {
       return ServerResponse.status(HttpStatus.NOT_FOUND).build();
     }
     if (!HttpMethod.GET.equals(request.method())) {
       return ServerResponse.status(HttpStatus.METHOD_NOT_ALLOWED).header(HttpHeaders.ALLOW, "GET").build();
     }
-    return Mono.defer(() -> blob(path.substring(PeerProtocol.BLOBS.length())))
+    return Mono.defer(() -> blob
+            ? blob(target(path.substring(PeerProtocol.BLOBS.length())))
+            : manifest(target(path.substring(PeerProtocol.MANIFESTS.length()))))
         .onErrorResume(this::failure);
   }
 
-  private Mono<ServerResponse> blob(String rest) {
+  /** {@code <upstream-key>/<repository>/<last>} of a peer request's path. */
+  private record Target(Upstream upstream, RepositoryName name, String last) {}
+
+  private Target target(String rest) {
     int firstSlash = rest.indexOf('/');
     int lastSlash = rest.lastIndexOf('/');
     if (firstSlash <= 0 || lastSlash <= firstSlash + 1) {
-      throw new OciException(OciErrorCode.NAME_INVALID, "expected <upstream-key>/<repository>/<digest>");
+      throw new OciException(OciErrorCode.NAME_INVALID, "expected <upstream-key>/<repository>/<digest or tag>");
     }
     String key = UriUtils.decode(rest.substring(0, firstSlash), StandardCharsets.UTF_8);
     RepositoryName name = RepositoryName.parse(rest.substring(firstSlash + 1, lastSlash));
-    Digest digest = Digest.parse(rest.substring(lastSlash + 1));
     // A configured upstream by key; in any-upstream mode the key is the registry host.
     Upstream upstream = upstreams.byKey(key).orElseGet(() -> upstreams.forHost(key));
-    return blobs.getForPeer(upstream, name, digest).flatMap(source -> {
+    return new Target(upstream, name, rest.substring(lastSlash + 1));
+  }
+
+  private Mono<ServerResponse> manifest(Target target) {
+    Reference reference = Reference.parse(target.last());
+    return manifests.getForPeer(target.upstream(), target.name(), reference).flatMap(result -> {
+      metrics.request(Direction.IN, Outcome.OK);
+      StoredManifest manifest = result.manifest();
+      log.debug("peer request for manifest {}/{}:{}: {}", target.upstream().key(), target.name(), reference, result.result());
+      return ServerResponse.ok()
+          .header(PeerProtocol.HEADER, "1")
+          .header("Docker-Content-Digest", manifest.digest().toString())
+          .contentType(MediaType.parseMediaType(manifest.mediaType().value()))
+          .contentLength(manifest.body().length)
+          .bodyValue(manifest.body());
+    });
+  }
+
+  private Mono<ServerResponse> blob(Target target) {
+    Digest digest = Digest.parse(target.last());
+    String key = target.upstream().key();
+    RepositoryName name = target.name();
+    return blobs.getForPeer(target.upstream(), name, digest).flatMap(source -> {
       metrics.request(Direction.IN, Outcome.OK);
       log.debug("peer request for {}/{}@{}: {}", key, name, digest,
           source instanceof BlobSource.Stored ? "stored" : "downloading");

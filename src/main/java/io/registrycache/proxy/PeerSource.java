@@ -11,10 +11,14 @@ import io.registrycache.cluster.PeerMetrics.Outcome;
 import io.registrycache.cluster.PeerProtocol;
 import io.registrycache.cluster.PeerToken;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
+import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
+import io.registrycache.upstream.UpstreamException;
+import io.registrycache.upstream.UpstreamManifest;
 import jakarta.annotation.PreDestroy;
 import java.net.ConnectException;
 import java.net.URI;
@@ -28,6 +32,7 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
 import org.springframework.http.ResponseEntity;
 import org.springframework.http.client.reactive.ReactorClientHttpConnector;
 import org.springframework.stereotype.Component;
@@ -56,9 +61,9 @@ import reactor.netty.resources.LoopResources;
  * Independent of the store: it only supplies the bytes of a fill.
  */
 @Component
-public class PeerBlobSource {
+public class PeerSource {
 
-  private static final Logger log = LoggerFactory.getLogger(PeerBlobSource.class);
+  private static final Logger log = LoggerFactory.getLogger(PeerSource.class);
 
   private final ClusterMembership membership;
   private final PeerToken token;
@@ -68,7 +73,7 @@ public class PeerBlobSource {
   private final WebClient client;
 
   @Autowired
-  public PeerBlobSource(ClusterMembership membership, ClusterProperties properties, PeerToken token, PeerMetrics metrics) {
+  public PeerSource(ClusterMembership membership, ClusterProperties properties, PeerToken token, PeerMetrics metrics) {
     this.membership = membership;
     this.token = token;
     this.metrics = metrics;
@@ -95,11 +100,11 @@ public class PeerBlobSource {
   }
 
   /** No cluster: every blob comes from the upstream (for services built without Spring). */
-  static PeerBlobSource none() {
-    return new PeerBlobSource();
+  static PeerSource none() {
+    return new PeerSource();
   }
 
-  private PeerBlobSource() {
+  private PeerSource() {
     this.membership = null;
     this.token = null;
     this.metrics = null;
@@ -144,6 +149,89 @@ public class PeerBlobSource {
               log.warn("blob {}: owner unreachable ({}); fetching from the upstream", what, e.toString());
               return fromUpstream.get();
             });
+  }
+
+  /** The replica that owns manifest {@code reference} of {@code name} at {@code upstream}, when another one. */
+  Optional<Member> manifestOwnerElsewhere(Upstream upstream, RepositoryName name, Reference reference) {
+    if (membership == null) {
+      return Optional.empty();
+    }
+    // A digest has one owner wherever it is pulled from (as a blob's); a tag, per upstream and repository.
+    return membership.ownerElsewhere(reference instanceof Reference.ByDigest byDigest
+        ? byDigest.digest().toString()
+        : upstream.key() + "/" + name.value() + ":" + reference);
+  }
+
+  /**
+   * {@code GET} of the manifest from {@code owner}'s peer endpoint; {@code fromUpstream} when the
+   * owner cannot give it (unreachable, silent for {@code cluster.read-timeout}, an error status
+   * other than "no such manifest", more than {@code maxBytes} bytes).
+   *
+   * @return the owner's bytes, media type and digest, unverified (the caller verifies them as it
+   *     does an upstream's); an {@link UpstreamException} {@code MANIFEST_UNKNOWN} (404) when the
+   *     owner's upstream has no such manifest
+   */
+  Mono<UpstreamManifest> fetchManifest(
+      Member owner, Upstream upstream, RepositoryName name, Reference reference, int maxBytes,
+      Supplier<Mono<UpstreamManifest>> fromUpstream) {
+    URI uri = URI.create("http://" + owner.id() + PeerProtocol.MANIFESTS
+        + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8) + "/" + name.value() + "/" + reference);
+    String what = "manifest " + upstream.key() + "/" + name + ":" + reference + " from owner " + owner;
+    return client
+        .get()
+        .uri(uri)
+        .header(HttpHeaders.AUTHORIZATION, token.authorization())
+        .exchangeToMono(response -> {
+          int status = response.statusCode().value();
+          if (status == 200) {
+            HttpHeaders headers = response.headers().asHttpHeaders();
+            String digest = headers.getFirst("Docker-Content-Digest");
+            String type = headers.getContentType() == null ? null
+                : headers.getContentType().getType() + "/" + headers.getContentType().getSubtype();
+            return DataBufferUtils.join(response.bodyToFlux(DataBuffer.class), maxBytes)
+                .map(buffer -> {
+                  byte[] bytes = new byte[buffer.readableByteCount()];
+                  buffer.read(bytes);
+                  DataBufferUtils.release(buffer);
+                  return bytes;
+                })
+                .defaultIfEmpty(new byte[0])
+                .map(body -> {
+                  metrics.request(Direction.OUT, Outcome.OK);
+                  return new UpstreamManifest(body, type, digest == null ? null : ownersDigest(digest));
+                });
+          }
+          if (status == 404 && response.headers().asHttpHeaders().containsHeader(PeerProtocol.HEADER)) {
+            metrics.request(Direction.OUT, Outcome.NOT_FOUND);
+            return response.releaseBody().then(Mono.error(new UpstreamException(
+                upstream.key(), OciErrorCode.MANIFEST_UNKNOWN, HttpStatus.NOT_FOUND,
+                what + ": the upstream has no such manifest", null, null)));
+          }
+          metrics.request(Direction.OUT, Outcome.FAILED);
+          metrics.fallback(FallbackReason.ERROR_STATUS);
+          log.warn("{}: owner answered {}; fetching from the upstream", what, status);
+          return response.releaseBody().then(Mono.defer(fromUpstream));
+        })
+        .onErrorResume(
+            e -> !(e instanceof OciException),
+            e -> {
+              metrics.request(Direction.OUT, Outcome.FAILED);
+              metrics.fallback(FallbackReason.UNREACHABLE);
+              if (connectionFailed(e)) {
+                membership.suspect(owner);
+              }
+              log.warn("{}: owner unreachable or its answer unusable ({}); fetching from the upstream", what, e.toString());
+              return fromUpstream.get();
+            });
+  }
+
+  /** The owner's {@code Docker-Content-Digest}; a malformed one makes its answer unusable (not the client's error). */
+  private static Digest ownersDigest(String header) {
+    try {
+      return Digest.parse(header);
+    } catch (OciException e) {
+      throw new IllegalStateException("malformed Docker-Content-Digest from the owner: " + header, e);
+    }
   }
 
   /** A refused or timed-out connection (not a slow or broken answer of a live owner). */

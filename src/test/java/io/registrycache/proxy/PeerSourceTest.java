@@ -18,10 +18,12 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
+import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.upstream.ScriptedHttp;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
+import io.registrycache.upstream.UpstreamManifest;
 import java.io.OutputStream;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -47,7 +49,7 @@ import reactor.core.publisher.Mono;
  * The non-owner's side of the peer protocol against a scripted owner on loopback: what it sends,
  * and when it falls back to the upstream (availability beats deduplication).
  */
-class PeerBlobSourceTest {
+class PeerSourceTest {
 
   static final String TOKEN = "unit-test-token-0123456789";
   static final byte[] BLOB = new byte[300_000];
@@ -69,7 +71,7 @@ class PeerBlobSourceTest {
   };
   HttpServer owner;
   PeerMetrics metrics;
-  PeerBlobSource source;
+  PeerSource source;
   Member member;
   ClusterMembership membership;
 
@@ -80,13 +82,13 @@ class PeerBlobSourceTest {
     source = source(member);
   }
 
-  PeerBlobSource source(Member peer) {
+  PeerSource source(Member peer) {
     ClusterProperties properties = new ClusterProperties(
         List.of(peer.id(), "127.0.0.1:1"), null, 8082, Duration.ofSeconds(10), "127.0.0.1:1", TOKEN, null,
         Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(10));
     metrics = new PeerMetrics(new SimpleMeterRegistry());
     membership = new ClusterMembership(properties, Clock.systemUTC());
-    PeerBlobSource s = new PeerBlobSource(membership, properties, new PeerToken(properties), metrics);
+    PeerSource s = new PeerSource(membership, properties, new PeerToken(properties), metrics);
     closeables.add(s::close);
     return s;
   }
@@ -166,7 +168,7 @@ class PeerBlobSourceTest {
     try (ServerSocket socket = new ServerSocket(0)) {
       closedPort = socket.getLocalPort();
     }
-    PeerBlobSource toNowhere = source(new Member("127.0.0.1", closedPort));
+    PeerSource toNowhere = source(new Member("127.0.0.1", closedPort));
     assertThat(read(toNowhere.fetch(new Member("127.0.0.1", closedPort), UPSTREAM, NAME, DIGEST, fromUpstream)))
         .isEqualTo(BLOB);
     assertThat(metrics.fallbacks(FallbackReason.UNREACHABLE)).isEqualTo(1);
@@ -174,9 +176,44 @@ class PeerBlobSourceTest {
   }
 
   @Test
+  void anOwnersManifestComesWithItsMediaTypeAndDigestAndAnUnusableAnswerFallsBack() {
+    byte[] manifest = "{\"schemaVersion\":2}".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    AtomicReference<String> digestHeader = new AtomicReference<>(Digest.sha256(manifest).toString());
+    AtomicReference<String> path = new AtomicReference<>();
+    owner.createContext("/", exchange -> {
+      path.set(exchange.getRequestURI().getRawPath());
+      ScriptedHttp.respond(exchange, 200, java.util.Map.of(PeerProtocol.HEADER, "1",
+          "Content-Type", "application/vnd.oci.image.manifest.v1+json", "Docker-Content-Digest", digestHeader.get()), manifest);
+    });
+    AtomicInteger manifestFallbacks = new AtomicInteger();
+    Supplier<Mono<UpstreamManifest>> upstreamManifest = () -> {
+      manifestFallbacks.incrementAndGet();
+      return Mono.just(new UpstreamManifest(manifest, "application/vnd.oci.image.manifest.v1+json", null));
+    };
+    Reference tag = Reference.parse("v1");
+
+    UpstreamManifest fromOwner =
+        source.fetchManifest(member, UPSTREAM, NAME, tag, 4096, upstreamManifest).block(Duration.ofSeconds(10));
+    assertThat(fromOwner.body()).isEqualTo(manifest);
+    assertThat(fromOwner.mediaType()).isEqualTo("application/vnd.oci.image.manifest.v1+json");
+    assertThat(fromOwner.upstreamDigest()).isEqualTo(Digest.sha256(manifest));
+    assertThat(path.get()).isEqualTo("/internal/v1/manifests/local/team/app/v1");
+    assertThat(manifestFallbacks).hasValue(0);
+
+    digestHeader.set("not-a-digest");
+    source.fetchManifest(member, UPSTREAM, NAME, tag, 4096, upstreamManifest).block(Duration.ofSeconds(10));
+    assertThat(manifestFallbacks).as("a malformed digest header is the owner's fault, not the client's").hasValue(1);
+
+    digestHeader.set(Digest.sha256(manifest).toString());
+    source.fetchManifest(member, UPSTREAM, NAME, tag, 8, upstreamManifest).block(Duration.ofSeconds(10));
+    assertThat(manifestFallbacks).as("more than max-size-bytes").hasValue(2);
+    assertThat(metrics.fallbacks(FallbackReason.UNREACHABLE)).isEqualTo(2);
+  }
+
+  @Test
   void skipDropsExactlyTheBytesAlreadyReceived() {
     for (long skip : new long[] {0, 1, 65_535, 65_536, 65_537, BLOB.length - 1, BLOB.length}) {
-      byte[] rest = readFlux(PeerBlobSource.skip(chunks(BLOB, 65_536), skip));
+      byte[] rest = readFlux(PeerSource.skip(chunks(BLOB, 65_536), skip));
       assertThat(rest).as("skip %d", skip).isEqualTo(java.util.Arrays.copyOfRange(BLOB, (int) skip, BLOB.length));
     }
   }
