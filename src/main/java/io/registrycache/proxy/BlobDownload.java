@@ -67,6 +67,7 @@ public final class BlobDownload {
   private final Duration orphanTimeout;
   private final Runnable onEnd;
   private final Runnable onStored;
+  private final boolean behindOwner;
   private final Object stateLock = new Object();
   private final AtomicInteger readers = new AtomicInteger();
   /** Readable bytes while running, then the verified size; completes on commit, errors on failure. */
@@ -114,6 +115,24 @@ public final class BlobDownload {
       Duration orphanTimeout,
       Runnable onStored,
       Runnable onEnd) {
+    this(digest, description, store, source, scheduler, orphanTimeout, onStored, onEnd, false);
+  }
+
+  /**
+   * @param behindOwner the bytes come from the owner replica, which stores them too: a shared
+   *     store writes them only if the owner's copy is not there ({@link BlobStore#newWriterBehindOwner})
+   */
+  BlobDownload(
+      Digest digest,
+      String description,
+      BlobStore store,
+      Supplier<Mono<UpstreamBlob>> source,
+      Scheduler scheduler,
+      Duration orphanTimeout,
+      Runnable onStored,
+      Runnable onEnd,
+      boolean behindOwner) {
+    this.behindOwner = behindOwner;
     this.onStored = onStored;
     this.digest = digest;
     this.description = description;
@@ -128,7 +147,7 @@ public final class BlobDownload {
   void start() {
     BlobStore.Writer out;
     try {
-      out = store.newWriter(digest);
+      out = behindOwner ? store.newWriterBehindOwner(digest) : store.newWriter(digest);
     } catch (IOException | RuntimeException e) {
       fail(new UncheckedIOException("cannot create a temporary file for " + description, asIo(e)), null);
       return;

@@ -233,7 +233,8 @@ public class ProxyBlobService implements SmartLifecycle {
             () -> {
               downloads.finished(key, self[0]);
               metrics.fetchInFlight(-1);
-            });
+            },
+            owner.isPresent());
     return self[0];
   }
 

@@ -97,6 +97,17 @@ public interface BlobStore extends AutoCloseable {
    */
   Writer newWriter(Digest digest) throws IOException;
 
+  /**
+   * A writer for blob {@code digest} whose bytes another replica (the blob's owner) is storing in
+   * the same shared store at the same time: such a store keeps them local until the commit and
+   * stores them only if the owner's object is not there by then (waiting a few seconds for it),
+   * so a cold rollout over N replicas writes each blob to the bucket once rather than N times. A
+   * store of this replica alone makes a plain {@link #newWriter}. Blocking.
+   */
+  default Writer newWriterBehindOwner(Digest digest) throws IOException {
+    return newWriter(digest);
+  }
+
   /** Runs {@code listener} after each blob stored (on the storing thread; must not block). */
   void onStored(Runnable listener);
 

@@ -82,6 +82,11 @@ public final class S3BlobStore implements BlobStore {
   public static final String BLOBS = "blobs/";
   /** Longest wait for one object-store operation from a blocking caller. */
   static final Duration REQUEST_TIMEOUT = Duration.ofMinutes(10);
+  /** When a fill behind an owner looks for the owner's object before uploading its own: about 4 s in all. */
+  private static final List<Duration> OWNER_COPY_WAITS = List.of(
+      Duration.ZERO, Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1), Duration.ofSeconds(2));
+  private static final Duration OWNER_COPY_WAITS_TOTAL = OWNER_COPY_WAITS.stream().reduce(Duration.ZERO, Duration::plus);
+
   /** Parts of one upload being sent at once, at most; a fill waits for the oldest beyond that. */
   static final int MAX_PARTS_IN_FLIGHT = 4;
   /** Longest wait for the abort of an upload; left to the sweeper beyond that. */
@@ -100,6 +105,8 @@ public final class S3BlobStore implements BlobStore {
   /** Open writers per digest: a pending delete waits for them. */
   private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
   private final AtomicLong storedBytes = new AtomicLong();
+  private final AtomicLong uploadsSkipped = new AtomicLong();
+  private final AtomicLong uploadsBehindOwner = new AtomicLong();
   private final ScheduledExecutorService executor;
   private final ScheduledFuture<?> sweeper;
   private final ScheduledFuture<?> refresher;
@@ -344,9 +351,23 @@ public final class S3BlobStore implements BlobStore {
    */
   @Override
   public BlobWriter newWriter(Digest digest) throws IOException {
+    return newWriter(digest, false);
+  }
+
+  /**
+   * A writer that uploads nothing while the bytes arrive; at the commit the owner's object under
+   * the final key (looked for for up to {@link #OWNER_COPY_WAITS}) makes the upload unnecessary,
+   * else the verified file is uploaded then. Either way readers get the verified bytes as before.
+   */
+  @Override
+  public BlobWriter newWriterBehindOwner(Digest digest) throws IOException {
+    return newWriter(digest, true);
+  }
+
+  private BlobWriter newWriter(Digest digest, boolean behindOwner) throws IOException {
     writing.merge(digest, 1, Integer::sum);
     try {
-      return new BlobWriter(digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)), new Upload(digest));
+      return new BlobWriter(digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)), new Upload(digest, behindOwner));
     } catch (IOException | RuntimeException e) {
       writing.computeIfPresent(digest, (d, n) -> n > 1 ? n - 1 : null);
       throw e;
@@ -359,13 +380,19 @@ public final class S3BlobStore implements BlobStore {
     private volatile S3Objects.Upload upload;
     /** Bytes sent as parts so far. */
     private long sent;
+    /** Nothing sent yet: the owner replica is storing the same bytes ({@link #newWriterBehindOwner}). */
+    private boolean behindOwner;
 
-    Upload(Digest digest) {
+    Upload(Digest digest, boolean behindOwner) {
       this.digest = digest;
+      this.behindOwner = behindOwner;
     }
 
     @Override
     public void appended(Path temp, long written) throws IOException {
+      if (behindOwner) {
+        return;
+      }
       // Keep at least one byte back: the last part must not be empty.
       while (written - sent > partSize) {
         if (upload == null) {
@@ -380,14 +407,26 @@ public final class S3BlobStore implements BlobStore {
 
     @Override
     public Path store(Path temp, long size) throws IOException {
-      S3Objects.Upload u = upload;
-      if (u == null) {
-        await(objects.putFile(key(digest), temp, 0, size));
+      boolean ownersCopy = behindOwner && ownersCopy(digest, size);
+      if (ownersCopy) {
+        uploadsSkipped.incrementAndGet();
+        log.debug("blob {}: the owner's object is in the bucket; not uploaded again", digest);
       } else {
-        if (size > sent) {
-          u.addPart(temp, sent, size - sent);
+        if (behindOwner) {
+          behindOwner = false;
+          uploadsBehindOwner.incrementAndGet();
+          log.info("blob {}: the owner's object is not in the bucket after {}; uploading this replica's copy", digest, OWNER_COPY_WAITS_TOTAL);
+          appended(temp, size);
         }
-        await(u.complete());
+        S3Objects.Upload u = upload;
+        if (u == null) {
+          await(objects.putFile(key(digest), temp, 0, size));
+        } else {
+          if (size > sent) {
+            u.addPart(temp, sent, size - sent);
+          }
+          await(u.complete());
+        }
       }
       index.compute(
           digest,
@@ -427,6 +466,39 @@ public final class S3BlobStore implements BlobStore {
         }
       }
     }
+  }
+
+  /**
+   * Whether the object of {@code digest} is in the bucket with {@code size} bytes, looked for
+   * until {@link #OWNER_COPY_WAITS} are over: an owner completes its upload just after it sent the
+   * last byte. An object under a final key is always verified content. Blocking.
+   */
+  private boolean ownersCopy(Digest digest, long size) throws IOException {
+    for (Duration wait : OWNER_COPY_WAITS) {
+      if (!wait.isZero()) {
+        try {
+          Thread.sleep(wait.toMillis());
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          throw new InterruptedIOException("interrupted waiting for the owner's copy of " + digest);
+        }
+      }
+      Optional<S3Objects.ObjectInfo> info = await(objects.stat(key(digest)));
+      if (info.isPresent() && info.get().size() == size) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Fills behind an owner whose object was there at the commit, so nothing was uploaded (since start-up). */
+  public long uploadsSkipped() {
+    return uploadsSkipped.get();
+  }
+
+  /** Fills behind an owner whose object was not there at the commit, so this replica uploaded (since start-up). */
+  public long uploadsBehindOwner() {
+    return uploadsBehindOwner.get();
   }
 
   private static <T> T await(Mono<T> operation) throws IOException {

@@ -110,6 +110,53 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   }
 
   @Test
+  void aFillBehindAnOwnerUploadsNothingWhenTheOwnersObjectIsThereAtTheCommit() throws Exception {
+    byte[] content = random(2 * PART + 1, 31);
+    Digest digest = Digest.sha256(content);
+    S3BlobStore s3Store = (S3BlobStore) store();
+    BlobStore.Writer w = s3Store.newWriterBehindOwner(digest);
+    w.append(ByteBuffer.wrap(content, 0, 2 * PART));
+    assertThat(writesInProgress()).as("no upload while the owner stores the same bytes").isZero();
+    // The owner's upload completes (as another replica's commit would).
+    Path ownersFile = java.nio.file.Files.write(root.resolve("owners-copy"), content);
+    objects.putFile(S3BlobStore.key(digest), ownersFile, 0, content.length).block(Duration.ofSeconds(30));
+    w.append(ByteBuffer.wrap(content, 2 * PART, 1));
+    w.commit(content.length);
+    assertThat(s3Store.uploadsSkipped()).isEqualTo(1);
+    assertThat(s3Store.uploadsBehindOwner()).isZero();
+    assertThat(writesInProgress()).isZero();
+    assertThat(store().lookup(digest)).as("indexed as any stored blob").contains((long) content.length);
+    assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
+  }
+
+  @Test
+  void aFillBehindAnOwnerWhoseObjectNeverAppearsUploadsItsOwnVerifiedCopy() throws Exception {
+    byte[] content = random(2 * PART + 1, 33);
+    Digest digest = Digest.sha256(content);
+    S3BlobStore s3Store = (S3BlobStore) store();
+    BlobStore.Writer w = s3Store.newWriterBehindOwner(digest);
+    w.append(ByteBuffer.wrap(content, 0, 2 * PART));
+    assertThat(writesInProgress()).isZero();
+    w.append(ByteBuffer.wrap(content, 2 * PART, 1));
+    w.commit(content.length); // waits for the owner's object (about 4 s), then uploads
+    assertThat(s3Store.uploadsBehindOwner()).isEqualTo(1);
+    assertThat(s3Store.uploadsSkipped()).isZero();
+    assertThat(objects.stat(S3BlobStore.key(digest)).block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
+    assertThat(writesInProgress()).isZero();
+  }
+
+  @Test
+  void aFillBehindAnOwnerWithTheWrongBytesLeavesNothing() throws Exception {
+    byte[] content = random(PART + 7, 35);
+    Digest claimed = Digest.sha256(random(PART + 7, 36));
+    BlobStore.Writer w = store().newWriterBehindOwner(claimed);
+    w.append(ByteBuffer.wrap(content));
+    assertThatThrownBy(() -> w.commit(content.length)).isInstanceOf(io.registrycache.storage.ContentVerificationException.class);
+    assertThat(presentAtFinalLocation(claimed)).isFalse();
+    assertThat(writesInProgress()).isZero();
+  }
+
+  @Test
   void aFillOfMorePartsThanMayBeInFlightIsStoredWhole() throws Exception {
     int size = (S3BlobStore.MAX_PARTS_IN_FLIGHT + 2) * PART + 5;
     byte[] content = random(size, 23);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.registrycache.cluster.ClusterMembership;
 import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.oci.Digest;
+import io.registrycache.storage.BlobStore;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestFiles;
@@ -102,6 +103,19 @@ class S3ClusterPullIT {
           .hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(blob.size()));
     }
     assertThat(objects.uploadsInProgress("").collectList().block()).isEmpty();
+    // The first replica filled the blobs it does not own from their owners, which stored them in
+    // the bucket: it found their objects at its commit and uploaded none of them again (a later
+    // replica may fill behind an owner too, when the owner's commit was still under way).
+    ClusterMembership first = replicas.get(0).context().getBean(ClusterMembership.class);
+    long ownedElsewhere = image.blobs().stream().filter(b -> first.ownerElsewhere(b.digest()).isPresent()).count();
+    long skipped = replicas.stream()
+        .mapToLong(r -> ((S3BlobStore) r.context().getBean(BlobStore.class)).uploadsSkipped()).sum();
+    long uploadedBehindOwner = replicas.stream()
+        .mapToLong(r -> ((S3BlobStore) r.context().getBean(BlobStore.class)).uploadsBehindOwner()).sum();
+    System.out.printf("S3ClusterPullIT: %d of %d blobs owned elsewhere than the first replica; fills behind an owner: %d"
+        + " uploaded nothing, %d uploaded%n", ownedElsewhere, image.blobs().size(), skipped, uploadedBehindOwner);
+    assertThat(skipped).as("fills behind an owner that uploaded nothing").isGreaterThanOrEqualTo(ownedElsewhere);
+    assertThat(uploadedBehindOwner).as("fills behind an owner that uploaded the blob again").isZero();
   }
 
   @Test
