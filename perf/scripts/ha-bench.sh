@@ -27,14 +27,19 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; [ -f 
 trap cleanup EXIT
 wait_http() { for _ in $(seq 1 300); do curl -s -o /dev/null "$1" && return 0; sleep 0.2; done; echo "no answer from $1" >&2; return 1; }
 upstream_requests() { grep -c '"GET /v2/' "$upstream_log" || true; }
-cold() { # cold <base> <image list> <label>
-  local before after
+cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
+written() { awk '/^wchar/ {print $2}' "/proc/$1/io"; } # bytes a process wrote (files and sockets)
+cold() { # cold <base> <image list> <label> [<service pids> [<store pid>]]
+  local before after s0=0 s1=0 w0=0 w1=0
   before=$(upstream_requests)
+  [ -n "${4:-}" ] && s0=$(cpu_ticks $4); [ -n "${5:-}" ] && w0=$(written "$5")
   local line; line=$("$driver" -base "$1" -images "$2" -mode once -c 10 -path inpath -upstream "$upstream" | tail -1)
   after=$(upstream_requests)
-  echo "$3: $(echo "$line" | sed 's/^# once c=10 //; s/; driver.*//'); upstream GETs per image $(python3 -c "print(round(($after-$before)/$n,2))")"
+  [ -n "${4:-}" ] && s1=$(cpu_ticks $4); [ -n "${5:-}" ] && w1=$(written "$5")
+  echo "$3: $(echo "$line" | sed 's/^# once c=10 //; s/; driver.*//'); upstream GETs per image $(python3 -c "print(round(($after-$before)/$n,2))")$(
+    [ -n "${4:-}" ] && python3 -c "import os; print(f'; service CPU ms per image {($s1-$s0)*1000/os.sysconf(\"SC_CLK_TCK\")/$n:.1f}')")$(
+    [ -n "${5:-}" ] && python3 -c "print(f'; object store wrote {($w1-$w0)/$n/1024:.0f} KiB per image')")"
 }
-cpu_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
 warm() { # warm <base> <label> <service pids> [<store pid>]: 10 pullers, 2 s discarded, then WARM_SECONDS measured
   local base=$1 label=$2 service=$3 store=${4:-} s0 s1 o0=0 o1=0 json
   "$driver" -base "$base" -images "$work/first.txt" -mode loop -c 10 -duration 2s -path inpath -upstream "$upstream" >/dev/null
@@ -83,8 +88,8 @@ EOF
 for i in 1 2 3; do wait_http "http://127.0.0.1:1510$i/v2/"; done
 nginx -c "$work/nginx.conf"
 head -n "$n" "$images" >"$work/first.txt"
-cold http://127.0.0.1:15110 "$work/first.txt" "3 replicas, s3proxy, nginx round robin"
 replicas="${pids[1]} ${pids[2]} ${pids[3]}"
+cold http://127.0.0.1:15110 "$work/first.txt" "3 replicas, s3proxy, nginx round robin" "$replicas" "${pids[0]}"
 warm http://127.0.0.1:15110 "warm, 3 replicas, nginx round robin, 1st pass" "$replicas" "${pids[0]}"
 warm http://127.0.0.1:15110 "warm, 3 replicas, nginx round robin, 2nd pass" "$replicas" "${pids[0]}"
 warm http://127.0.0.1:15101 "warm, 1 of the replicas, direct" "$replicas" "${pids[0]}"
@@ -95,5 +100,5 @@ env MALLOC_ARENA_MAX=2 java $opts -jar "$jar" --server.port=15104 --management.s
   --registry-cache.upstreams.bench.url=http://$upstream --registry-cache.default-upstream=bench >"$work/single.log" 2>&1 &
 pids+=($!)
 wait_http http://127.0.0.1:15104/v2/
-cold http://127.0.0.1:15104 "$work/first.txt" "1 replica, filesystem (fresh store)"
+cold http://127.0.0.1:15104 "$work/first.txt" "1 replica, filesystem (fresh store)" "${pids[-1]}"
 warm http://127.0.0.1:15104 "warm, 1 replica, filesystem" "${pids[-1]}"

@@ -40,9 +40,9 @@ import reactor.core.publisher.Mono;
  * and {@code GET /internal/v1/manifests/<upstream-key>/<repository>/<reference>} with the cluster's
  * bearer token, answered by this replica's own pull-through ({@link ProxyBlobService#getForPeer},
  * {@link ProxyManifestService#getForPeer}: the one single-flight joins local and peer requests,
- * content-scope links are respected, a miss is filled from the upstream). The bytes are streamed as they arrive
- * (a stored blob goes zero-copy); a fill that fails mid-way breaks the connection off, which the
- * asking replica sees as a broken body, never as a clean end.
+ * content-scope links are respected, a miss is filled from the upstream). A blob's bytes are
+ * streamed as they arrive (a stored blob goes zero-copy); a fill that fails mid-way breaks the
+ * connection off, which the asking replica sees as a broken body, never as a clean end.
  *
  * <p>Served only on {@code cluster.peer-port} ({@link PeerServer}), never on the pull port.
  */
@@ -66,7 +66,7 @@ public class PeerEndpoint {
     this.metrics = metrics;
   }
 
-  /** Every request on the peer port: the token first, then the one route. */
+  /** Every request on the peer port: the token first, then the blob or the manifest route. */
   public Mono<ServerResponse> handle(ServerRequest request) {
     if (!token.accepts(request.headers().firstHeader(HttpHeaders.AUTHORIZATION))) {
       metrics.request(Direction.IN, Outcome.UNAUTHORIZED);

@@ -143,6 +143,17 @@ public final class BlobDownload {
     this.onEnd = onEnd;
   }
 
+  /**
+   * The owner replica this download was reading from gave up; the bytes come from the upstream:
+   * the writer stores them itself ({@link BlobStore.Writer#ownerGaveUp}).
+   */
+  void ownerGaveUp() {
+    BlobStore.Writer w = writer;
+    if (w != null) {
+      w.ownerGaveUp();
+    }
+  }
+
   /** Starts the transfer; called once, by the single-flight that created it. */
   void start() {
     BlobStore.Writer out;

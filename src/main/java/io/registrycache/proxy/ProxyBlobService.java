@@ -217,10 +217,15 @@ public class ProxyBlobService implements SmartLifecycle {
   private BlobDownload newDownload(
       Upstream upstream, RepositoryName name, Digest digest, String key, Optional<Member> owner) {
     ContentLinks links = store.links();
-    Supplier<Mono<UpstreamBlob>> fromUpstream = () -> upstreams.getBlob(upstream, name, digest);
-    Supplier<Mono<UpstreamBlob>> source =
-        owner.isEmpty() ? fromUpstream : () -> peers.fetch(owner.get(), upstream, name, digest, fromUpstream);
     BlobDownload[] self = new BlobDownload[1];
+    Supplier<Mono<UpstreamBlob>> fromUpstream = () -> upstreams.getBlob(upstream, name, digest);
+    // When the owner gives up, the bytes come from the upstream here, and no owner stores them.
+    Supplier<Mono<UpstreamBlob>> insteadOfOwner = () -> {
+      self[0].ownerGaveUp();
+      return fromUpstream.get();
+    };
+    Supplier<Mono<UpstreamBlob>> source =
+        owner.isEmpty() ? fromUpstream : () -> peers.fetch(owner.get(), upstream, name, digest, insteadOfOwner);
     self[0] =
         new BlobDownload(
             digest,

@@ -58,6 +58,13 @@ public interface BlobStore extends AutoCloseable {
      *     are dropped (as by {@link #abort})
      */
     long verify(long expectedSize);
+
+    /**
+     * For a writer made by {@link #newWriterBehindOwner}: the owner gave up (unreachable, an error,
+     * its body broke off, so the bytes come from the upstream here): store them as a plain writer
+     * does, without waiting for an owner's copy. No-op for other writers.
+     */
+    default void ownerGaveUp() {}
   }
 
   /** Size in bytes of a stored (verified, complete) blob, if it is stored. Records no access. */

@@ -44,6 +44,9 @@ public final class BlobWriter implements BlobStore.Writer {
      * anything started for it must be dropped. Called once; must not throw.
      */
     void closed(boolean stored);
+
+    /** {@link BlobStore.Writer#ownerGaveUp}; may come from any thread. */
+    default void ownerGaveUp() {}
   }
 
   private enum State { OPEN, COMMITTED, ABORTED }
@@ -150,6 +153,11 @@ public final class BlobWriter implements BlobStore.Writer {
     }
     verified = true;
     return size;
+  }
+
+  @Override
+  public void ownerGaveUp() {
+    sink.ownerGaveUp();
   }
 
   /** Deletes what was written; the store is unchanged. Idempotent; a no-op after a commit. */

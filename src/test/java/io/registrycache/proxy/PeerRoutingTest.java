@@ -70,6 +70,9 @@ class PeerRoutingTest {
   final AtomicInteger upstreamGets = new AtomicInteger();
   final AtomicInteger ownerGets = new AtomicInteger();
   volatile boolean ownerLies;
+  volatile boolean ownerFails;
+  final AtomicInteger writersBehindOwner = new AtomicInteger();
+  final AtomicInteger ownerGaveUp = new AtomicInteger();
   Member self;
   Member owner;
   Scheduler scheduler;
@@ -81,6 +84,10 @@ class PeerRoutingTest {
     HttpServer server = ScriptedHttp.server(closeables);
     server.createContext("/", exchange -> {
       ownerGets.incrementAndGet();
+      if (ownerFails) {
+        ScriptedHttp.respond(exchange, 503, Map.of(), "busy".getBytes());
+        return;
+      }
       String path = exchange.getRequestURI().getRawPath();
       byte[] bytes = upstreamBlobs.get(Digest.parse(path.substring(path.lastIndexOf('/') + 1))).clone();
       if (ownerLies) {
@@ -101,7 +108,13 @@ class PeerRoutingTest {
         new PeerMetrics(new SimpleMeterRegistry()));
     closeables.add(peers::close);
     properties = RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
-    blobs = new FileBlobStore(new StorageLayout(properties));
+    blobs = new FileBlobStore(new StorageLayout(properties)) {
+      @Override
+      public BlobStore.Writer newWriterBehindOwner(Digest digest) throws java.io.IOException {
+        writersBehindOwner.incrementAndGet();
+        return new RecordingWriter(newWriter(digest));
+      }
+    };
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
     service = new ProxyBlobService(
         upstreamClient(), blobs, scheduler, new CacheMetrics(new SimpleMeterRegistry(), properties), properties, peers);
@@ -127,6 +140,71 @@ class PeerRoutingTest {
         assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length));
     assertThat(read(service.get(upstream, name, digest))).as("then a hit").isEqualTo(upstreamBlobs.get(digest));
     assertThat(ownerGets).hasValue(1);
+    assertThat(writersBehindOwner).as("the owner stores it too").hasValue(1);
+    assertThat(ownerGaveUp).hasValue(0);
+  }
+
+  @Test
+  void whenTheOwnerGivesUpTheWriterIsToldToStoreTheBytesItself() {
+    Digest digest = blobOwnedBy(owner);
+    ownerFails = true;
+    assertThat(read(service.get(upstream, name, digest))).isEqualTo(upstreamBlobs.get(digest));
+    assertThat(ownerGets).hasValue(1);
+    assertThat(upstreamGets).hasValue(1);
+    assertThat(writersBehindOwner).hasValue(1);
+    assertThat(ownerGaveUp).as("no owner stores these bytes: a shared store must not wait for its copy").hasValue(1);
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() ->
+        assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length));
+  }
+
+  /** A writer behind an owner that records {@link BlobStore.Writer#ownerGaveUp}. */
+  final class RecordingWriter implements BlobStore.Writer {
+    private final BlobStore.Writer delegate;
+
+    RecordingWriter(BlobStore.Writer delegate) {
+      this.delegate = delegate;
+    }
+
+    @Override
+    public void ownerGaveUp() {
+      ownerGaveUp.incrementAndGet();
+      delegate.ownerGaveUp();
+    }
+
+    @Override
+    public java.nio.channels.SeekableByteChannel openReader() throws java.io.IOException {
+      return delegate.openReader();
+    }
+
+    @Override
+    public long verify(long expectedSize) {
+      return delegate.verify(expectedSize);
+    }
+
+    @Override
+    public Digest digest() {
+      return delegate.digest();
+    }
+
+    @Override
+    public long written() {
+      return delegate.written();
+    }
+
+    @Override
+    public void append(java.nio.ByteBuffer bytes) throws java.io.IOException {
+      delegate.append(bytes);
+    }
+
+    @Override
+    public long commit(long expectedSize) throws java.io.IOException {
+      return delegate.commit(expectedSize);
+    }
+
+    @Override
+    public void abort() {
+      delegate.abort();
+    }
   }
 
   @Test

@@ -381,7 +381,7 @@ public final class S3BlobStore implements BlobStore {
     /** Bytes sent as parts so far. */
     private long sent;
     /** Nothing sent yet: the owner replica is storing the same bytes ({@link #newWriterBehindOwner}). */
-    private boolean behindOwner;
+    private volatile boolean behindOwner;
 
     Upload(Digest digest, boolean behindOwner) {
       this.digest = digest;
@@ -443,6 +443,11 @@ public final class S3BlobStore implements BlobStore {
       Duration keep = deleteGrace.compareTo(MIN_TEMP_GRACE) > 0 ? deleteGrace : MIN_TEMP_GRACE;
       schedule(() -> StorageLayout.deleteQuietly(temp), keep);
       return temp;
+    }
+
+    @Override
+    public void ownerGaveUp() {
+      behindOwner = false; // the next append uploads the parts so far, as a plain fill would have
     }
 
     @Override

@@ -146,6 +146,25 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   }
 
   @Test
+  void aFillWhoseOwnerGaveUpUploadsAsAPlainFillWithoutWaiting() throws Exception {
+    byte[] content = random(2 * PART + 1, 37);
+    Digest digest = Digest.sha256(content);
+    S3BlobStore s3Store = (S3BlobStore) store();
+    BlobStore.Writer w = s3Store.newWriterBehindOwner(digest);
+    w.append(ByteBuffer.wrap(content, 0, PART + 10));
+    assertThat(writesInProgress()).isZero();
+    w.ownerGaveUp(); // e.g. the owner's body broke off: the rest comes from the upstream here
+    w.append(ByteBuffer.wrap(content, PART + 10, PART - 20));
+    assertThat(writesInProgress()).as("the parts so far go up at the next append").isEqualTo(1);
+    w.append(ByteBuffer.wrap(content, 2 * PART - 10, content.length - (2 * PART - 10)));
+    w.commit(content.length);
+    assertThat(s3Store.uploadsSkipped()).isZero();
+    assertThat(s3Store.uploadsBehindOwner()).as("no wait for an owner's copy").isZero();
+    assertThat(objects.stat(S3BlobStore.key(digest)).block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
+    assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
+  }
+
+  @Test
   void aFillBehindAnOwnerWithTheWrongBytesLeavesNothing() throws Exception {
     byte[] content = random(PART + 7, 35);
     Digest claimed = Digest.sha256(random(PART + 7, 36));
