@@ -138,17 +138,7 @@ public class PeerSource {
         .onStatus(status -> true, response -> Mono.empty()) // every status is handled below
         .toEntityFlux(DataBuffer.class)
         .flatMap(entity -> answer(entity, what, fromUpstream))
-        .onErrorResume(
-            e -> !(e instanceof OciException),
-            e -> {
-              metrics.request(Direction.OUT, Outcome.FAILED);
-              metrics.fallback(FallbackReason.UNREACHABLE);
-              if (connectionFailed(e)) {
-                membership.suspect(owner);
-              }
-              log.warn("blob {}: owner unreachable ({}); fetching from the upstream", what, e.toString());
-              return fromUpstream.get();
-            });
+        .onErrorResume(e -> !(e instanceof OciException), e -> ownerUnusable(owner, "blob " + what, e, fromUpstream));
   }
 
   /** The replica that owns manifest {@code reference} of {@code name} at {@code upstream}, when another one. */
@@ -212,17 +202,21 @@ public class PeerSource {
           log.warn("{}: owner answered {}; fetching from the upstream", what, status);
           return response.releaseBody().then(Mono.defer(fromUpstream));
         })
-        .onErrorResume(
-            e -> !(e instanceof OciException),
-            e -> {
-              metrics.request(Direction.OUT, Outcome.FAILED);
-              metrics.fallback(FallbackReason.UNREACHABLE);
-              if (connectionFailed(e)) {
-                membership.suspect(owner);
-              }
-              log.warn("{}: owner unreachable or its answer unusable ({}); fetching from the upstream", what, e.toString());
-              return fromUpstream.get();
-            });
+        .onErrorResume(e -> !(e instanceof OciException), e -> ownerUnusable(owner, what, e, fromUpstream));
+  }
+
+  /**
+   * The owner did not answer, or its answer broke off or was unusable: counted as a fallback, the
+   * owner suspected when its connection failed, and the upstream asked instead.
+   */
+  private <T> Mono<T> ownerUnusable(Member owner, String what, Throwable e, Supplier<Mono<T>> fromUpstream) {
+    metrics.request(Direction.OUT, Outcome.FAILED);
+    metrics.fallback(FallbackReason.UNREACHABLE);
+    if (connectionFailed(e)) {
+      membership.suspect(owner);
+    }
+    log.warn("{}: owner unreachable or its answer unusable ({}); fetching from the upstream", what, e.toString());
+    return fromUpstream.get();
   }
 
   /** The owner's {@code Docker-Content-Digest}; a malformed one makes its answer unusable (not the client's error). */
