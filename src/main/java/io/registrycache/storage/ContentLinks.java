@@ -4,14 +4,10 @@ import io.registrycache.config.ContentScope;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,9 +16,9 @@ import org.slf4j.LoggerFactory;
  * (digest, upstream, repository) it was fetched for or that the upstream confirmed, like the
  * distribution registry's per-repository links. The bytes are stored once; the links say where.
  *
- * <p>Durably through a {@link Persistence}: on disk ({@link #files}), {@code
- * links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<repository>/_link} (an empty file; a repository
- * component never starts with {@code _}), so removing a digest removes one folder; in the object
+ * <p>Durably through a {@link Persistence}: on disk ({@link #files}), one append-only journal
+ * {@code links/<kind>.journal} with a line per link made and per digest removed, compacted at
+ * start-up ({@link LinkJournal}); in the object
  * store ({@code storage.type=s3}) empty objects {@code links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link},
  * so a replica that starts empty (or offline) serves what another linked. In memory, digest →
  * {@code <upstream>/<repository>} keys, loaded at start-up (links of digests that are no longer
@@ -59,44 +55,20 @@ public final class ContentLinks {
     default boolean onDemand() {
       return false;
     }
+
+    /** Releases what it holds open; later calls may reopen it. */
+    default void close() {}
   }
 
-  /** Links of {@code kind} on the file system under {@code storage.path}. */
+  /**
+   * Links of {@code kind} on the file system under {@code storage.path}: the journal {@code
+   * links/<kind>.journal} ({@link LinkJournal}).
+   */
   public static Persistence files(StorageLayout layout, String kind) {
-    Path base = layout.linksRoot().resolve(kind);
-    try {
-      Files.createDirectories(base);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot create " + base, e);
-    }
-    return new Persistence() {
-      @Override
-      public void scan(java.util.function.BiConsumer<Digest, String> visitor) {
-        layout.scanLinks(base, visitor);
-      }
-
-      @Override
-      public void create(Digest digest, String upstreamSegment, String repository) throws IOException {
-        Path file = layout.links(kind, digest).resolve(upstreamSegment).resolve(repository).resolve(LINK);
-        Files.createDirectories(file.getParent());
-        try {
-          if (!Files.exists(file)) {
-            Files.createFile(file);
-          }
-        } catch (java.nio.file.FileAlreadyExistsException e) {
-          // linked by a concurrent fill
-        }
-      }
-
-      @Override
-      public void removeAll(Digest digest) {
-        deleteTree(layout.links(kind, digest));
-      }
-    };
+    return new LinkJournal(layout, kind);
   }
 
   private static final Logger log = LoggerFactory.getLogger(ContentLinks.class);
-  private static final String LINK = "_link";
 
   private final Persistence persistence;
   private final String kind;
@@ -198,6 +170,11 @@ public final class ContentLinks {
     keys.add(key);
   }
 
+  /** Closes the persistence (the file-system journal's open file); the links stay usable. */
+  public void close() {
+    persistence.close();
+  }
+
   /** Removes every link of {@code digest} (its content left the store). Blocking. */
   public void unlinkAll(Digest digest) {
     links.remove(digest);
@@ -212,16 +189,5 @@ public final class ContentLinks {
 
   private static String key(String upstreamKey, String repository) {
     return StorageLayout.safeSegment(upstreamKey) + "/" + repository;
-  }
-
-  private static void deleteTree(Path dir) {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> s = Files.walk(dir)) {
-      s.sorted(Comparator.reverseOrder()).forEach(StorageLayout::deleteQuietly);
-    } catch (IOException e) {
-      log.warn("could not remove links {}: {}", dir, e.toString());
-    }
   }
 }

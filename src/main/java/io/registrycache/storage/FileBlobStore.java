@@ -356,5 +356,6 @@ public class FileBlobStore implements BlobStore {
     for (Runnable pending : unlinker.shutdownNow()) {
       pending.run();
     }
+    links.close();
   }
 }

@@ -23,9 +23,9 @@ import org.springframework.stereotype.Component;
  * manifests/sha256/ab/abcdef...        manifest bytes exactly as the upstream sent them
  * manifests/sha256/ab/abcdef....type   the manifest's media type (one line)
  * tags/&lt;upstream&gt;/&lt;name&gt;/_tags/&lt;tag&gt;  tag link: the manifest digest (one line); mtime = last validated
- * links/&lt;kind&gt;/sha256/ab/abcdef.../&lt;upstream&gt;/&lt;name&gt;/_link
- *                                      where a blob or manifest may be served (kind: blobs or
- *                                      manifests; see {@link ContentLinks})
+ * links/&lt;kind&gt;.journal                where a blob or manifest may be served (kind: blobs or
+ *                                      manifests): lines "+ &lt;digest&gt; &lt;upstream&gt;/&lt;name&gt;" and
+ *                                      "- &lt;digest&gt;"; see {@link LinkJournal}
  * tmp/                                 downloads in progress; emptied at start-up
  * </pre>
  *
@@ -90,18 +90,16 @@ public class StorageLayout {
     return links;
   }
 
-  /** The folder of every link of {@code digest}: {@code links/<kind>/<algorithm>/<xx>/<hex>}. */
-  public Path links(String kind, Digest digest) {
+  /**
+   * The folder of every link of {@code digest} in the layout before the journal ({@code
+   * links/<kind>/<algorithm>/<xx>/<hex>}); read once by {@link LinkJournal} to move it.
+   */
+  Path links(String kind, Digest digest) {
     return contentPath(links.resolve(kind), digest);
   }
 
-  /** {@code links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<name>/_link}; name validated, so no traversal. */
-  public Path link(String kind, Digest digest, String upstreamKey, String name) {
-    return links(kind, digest).resolve(safeSegment(upstreamKey)).resolve(name).resolve("_link");
-  }
-
   /**
-   * Visits every link file below {@code base} ({@code links/<kind>}) with its digest and its
+   * Visits every link file of the layout before the journal below {@code base} ({@code links/<kind>}) with its digest and its
    * {@code <upstream>/<name>} key. Unexpected files are logged and skipped.
    */
   void scanLinks(Path base, BiConsumer<Digest, String> visitor) {

@@ -221,13 +221,16 @@ class ContentScopeTest {
     Digest blobDigest = Digest.sha256(blob);
     Digest manifestDigest = Digest.sha256(manifest);
     StorageLayout layout = new StorageLayout(properties);
-    assertThat(layout.link("blobs", blobDigest, "a", "team/x")).exists();
-    assertThat(layout.link("manifests", manifestDigest, "a", "team/x")).exists();
+    assertThat(Files.readAllLines(layout.linksRoot().resolve("blobs.journal"))).contains("+ " + blobDigest + " a/team/x");
+    assertThat(Files.readAllLines(layout.linksRoot().resolve("manifests.journal")))
+        .contains("+ " + manifestDigest + " a/team/x");
 
     blobs.delete(blobDigest);
     manifests.delete(manifestDigest);
-    assertThat(layout.links("blobs", blobDigest)).doesNotExist();
-    assertThat(layout.links("manifests", manifestDigest)).doesNotExist();
+    assertThat(Files.readAllLines(layout.linksRoot().resolve("blobs.journal")))
+        .endsWith("- " + blobDigest);
+    assertThat(Files.readAllLines(layout.linksRoot().resolve("manifests.journal")))
+        .endsWith("- " + manifestDigest);
     assertThat(blobs.links().linksOf(blobDigest)).isEmpty();
     assertThat(manifests.links().linksOf(manifestDigest)).isEmpty();
   }
@@ -241,7 +244,11 @@ class ContentScopeTest {
     Digest blobDigest = Digest.sha256(blob);
     Files.delete(layout.blob(blobDigest));
     open(ContentScope.REPOSITORY, false);
-    assertThat(layout.links("blobs", blobDigest)).doesNotExist();
+    assertThat(Files.readAllLines(layout.linksRoot().resolve("blobs.journal")).stream()
+            .filter(line -> line.contains(blobDigest.toString())))
+        .as("its last line in the journal removes it")
+        .last()
+        .isEqualTo("- " + blobDigest);
     assertThat(blobs.links().linksOf(blobDigest)).isEmpty();
     assertThat(manifests.links().linksOf(Digest.sha256(manifest))).containsExactly("a/team/x");
   }
