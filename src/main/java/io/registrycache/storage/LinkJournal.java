@@ -25,19 +25,19 @@ import org.slf4j.LoggerFactory;
  * The content links of one kind on the file system, as one append-only text file {@code
  * links/<kind>.journal}: a line {@code + <digest> <upstream>/<repository>} per link made and
  * {@code - <digest>} when a digest's content left the store. One {@code write} per link instead of
- * a file in three new folders ({@code links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<repository>/_link},
- * the layout before; about 40 file-system calls per image on a cold pull, docs/performance.md).
+ * an empty file in three new folders ({@code
+ * links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<repository>/_link}, the layout before: about 60
+ * more file-system calls per cold image, docs/performance.md).
  *
  * <p>{@link #scan} (at start-up) reads the folders of the old layout if there are any, then the
- * journal, visits the result, and rewrites the journal with only the live links (a temporary
- * file, forced, renamed over it) before removing the old folders; a running service compacts it
- * the same way once it has appended more lines than it held live at the last compaction (at
- * least {@value #COMPACT_AFTER_LINES}), so eviction and re-fetching cannot grow it without bound.
- * Appends are not forced: a link
- * lost to a power failure (the page cache never written) costs one {@code HEAD} to the upstream
- * when the content is next asked for in that repository ({@link ContentLinks#servable}); it never
- * makes content servable where it was not. A line cut short by a crash is skipped at the next
- * start. Every method blocks.
+ * journal, visits the result, and rewrites the journal with only the live links (a temporary file,
+ * forced, renamed over it) before removing the old folders. A running service compacts it the same
+ * way once it has appended more lines than it held live at the last compaction (at least {@value
+ * #COMPACT_AFTER_LINES}), so eviction and re-fetching cannot grow it without bound. Appends are not
+ * forced: a link lost to a power failure costs one {@code HEAD} to the upstream when the content is
+ * next asked for in that repository ({@link ContentLinks#servable}); it never makes content
+ * servable where it was not. A last line cut short by a crash is skipped at the next start. Every
+ * method blocks.
  */
 final class LinkJournal implements ContentLinks.Persistence {
 
@@ -49,8 +49,8 @@ final class LinkJournal implements ContentLinks.Persistence {
   private final StorageLayout layout;
   private final Path legacy;
   private final Path journal;
-  private FileChannel out;
   private final int compactAfterLines;
+  private FileChannel out;
   private long appended;
   private long liveAtCompaction;
 

@@ -91,16 +91,9 @@ public class StorageLayout {
   }
 
   /**
-   * The folder of every link of {@code digest} in the layout before the journal ({@code
-   * links/<kind>/<algorithm>/<xx>/<hex>}); read once by {@link LinkJournal} to move it.
-   */
-  Path links(String kind, Digest digest) {
-    return contentPath(links.resolve(kind), digest);
-  }
-
-  /**
-   * Visits every link file of the layout before the journal below {@code base} ({@code links/<kind>}) with its digest and its
-   * {@code <upstream>/<name>} key. Unexpected files are logged and skipped.
+   * Visits every link file below {@code base} ({@code links/<kind>}, the layout before {@link
+   * LinkJournal}) with its digest and its {@code <upstream>/<name>} key. Unexpected files are
+   * logged and skipped.
    */
   void scanLinks(Path base, BiConsumer<Digest, String> visitor) {
     try (Stream<Path> files = Files.walk(base)) {

@@ -93,12 +93,10 @@ class LinkJournalTest {
 
   @Test
   void theFolderLayoutOfEarlierVersionsIsMovedIntoTheJournal() throws Exception {
-    Path legacyLink = layout.links("blobs", a).resolve("hub").resolve("library/alpine").resolve("_link");
-    Files.createDirectories(legacyLink.getParent());
-    Files.createFile(legacyLink);
-    Path other = layout.links("blobs", b).resolve("ghcr").resolve("org/tool").resolve("_link");
-    Files.createDirectories(other.getParent());
-    Files.createFile(other);
+    for (Path link : List.of(legacyLink(a, "hub/library/alpine"), legacyLink(b, "ghcr/org/tool"))) {
+      Files.createDirectories(link.getParent());
+      Files.createFile(link);
+    }
 
     assertThat(scan(new LinkJournal(layout, "blobs")))
         .isEqualTo(Map.of(a, Set.of("hub/library/alpine"), b, Set.of("ghcr/org/tool")));
@@ -120,6 +118,12 @@ class LinkJournalTest {
     assertThat(links.servable(a, "hub", "x")).isFalse();
     links.close();
     assertThat(scan(new LinkJournal(layout, "blobs"))).isEqualTo(Map.of(b, Set.of("hub/y")));
+  }
+
+  /** {@code links/blobs/sha256/<xx>/<hex>/<upstream>/<repository>/_link}, as versions before the journal wrote it. */
+  private Path legacyLink(Digest digest, String key) {
+    String hex = digest.toString().substring("sha256:".length());
+    return layout.linksRoot().resolve("blobs/sha256").resolve(hex.substring(0, 2)).resolve(hex).resolve(key).resolve("_link");
   }
 
   private static Map<Digest, Set<String>> scan(LinkJournal journal) {
