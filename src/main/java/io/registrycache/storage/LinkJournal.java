@@ -30,8 +30,9 @@ import org.slf4j.LoggerFactory;
  * more file-system calls per cold image, docs/performance.md).
  *
  * <p>{@link #scan} (at start-up) reads the folders of the old layout if there are any, then the
- * journal, visits the result, and rewrites the journal with only the live links (a temporary file,
- * forced, renamed over it) before removing the old folders. A running service compacts it the same
+ * journal, visits the result, and, when some lines are no longer live (removed, repeated,
+ * unreadable) or old folders were read, rewrites the journal with only the live links (a temporary
+ * file, forced, renamed over it) before removing the old folders. A running service compacts it the same
  * way once it has appended more lines than it held live at the last compaction (at least {@value
  * #COMPACT_AFTER_LINES}), so eviction and re-fetching cannot grow it without bound. Appends are not
  * forced: a link lost to a power failure costs one {@code HEAD} to the upstream when the content is
@@ -77,15 +78,20 @@ final class LinkJournal implements ContentLinks.Persistence {
     if (hadLegacy) {
       layout.scanLinks(legacy, (digest, key) -> links.computeIfAbsent(digest, d -> new LinkedHashSet<>()).add(key));
     }
-    int skipped = replay(links);
+    Replayed replayed = replay(links);
     links.forEach((digest, keys) -> keys.forEach(key -> visitor.accept(digest, key)));
-    compact(links);
+    long live = links.values().stream().mapToLong(Set::size).sum();
+    if (hadLegacy || replayed.lines() != live) {
+      compact(links);
+    } else {
+      liveAtCompaction = live; // nothing to drop: no rewrite (and no fsync) at every start
+    }
     if (hadLegacy) {
       deleteTree(legacy);
       log.info("content links moved from {} into {}", legacy, journal);
     }
-    if (skipped > 0) {
-      log.warn("{}: {} unreadable lines skipped (a write cut short by a crash)", journal, skipped);
+    if (replayed.skipped() > 0) {
+      log.warn("{}: {} unreadable lines skipped (a write cut short by a crash)", journal, replayed.skipped());
     }
   }
 
@@ -137,15 +143,20 @@ final class LinkJournal implements ContentLinks.Persistence {
     }
   }
 
-  /** Applies the journal's lines to {@code links}; returns how many lines were unreadable. */
-  private int replay(Map<Digest, Set<String>> links) {
+  /** How many lines a replay read, and how many of them were unreadable. */
+  private record Replayed(long lines, int skipped) {}
+
+  /** Applies the journal's lines to {@code links}. */
+  private Replayed replay(Map<Digest, Set<String>> links) {
     if (!Files.exists(journal)) {
-      return 0;
+      return new Replayed(0, 0);
     }
+    long lines = 0;
     int skipped = 0;
     try (BufferedReader in = Files.newBufferedReader(journal, StandardCharsets.UTF_8)) {
       String line;
       while ((line = in.readLine()) != null) {
+        lines++;
         try {
           if (line.startsWith("+ ")) {
             int space = line.indexOf(' ', 2);
@@ -166,7 +177,7 @@ final class LinkJournal implements ContentLinks.Persistence {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read " + journal, e);
     }
-    return skipped;
+    return new Replayed(lines, skipped);
   }
 
   /** Rewrites the journal with {@code links} only. */

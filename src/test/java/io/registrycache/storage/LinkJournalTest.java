@@ -61,6 +61,27 @@ class LinkJournalTest {
   }
 
   @Test
+  void aJournalOfLiveLinksOnlyIsNotRewrittenAtStartUp() throws Exception {
+    LinkJournal journal = new LinkJournal(layout, "blobs");
+    journal.create(a, "hub", "x");
+    journal.create(b, "hub", "y");
+    journal.close();
+    Path file = layout.linksRoot().resolve("blobs.journal");
+    Object inode = Files.getAttribute(file, "unix:ino");
+
+    assertThat(scan(new LinkJournal(layout, "blobs"))).isEqualTo(Map.of(a, Set.of("hub/x"), b, Set.of("hub/y")));
+    assertThat(Files.getAttribute(file, "unix:ino")).as("the same file, not a rewritten one").isEqualTo(inode);
+
+    journal = new LinkJournal(layout, "blobs");
+    scan(journal);
+    journal.create(a, "hub", "x"); // a repeated line: the next start rewrites
+    journal.close();
+    scan(new LinkJournal(layout, "blobs"));
+    assertThat(Files.getAttribute(file, "unix:ino")).isNotEqualTo(inode);
+    assertThat(Files.readAllLines(file)).hasSize(2);
+  }
+
+  @Test
   void aRunningServiceCompactsOnceItHasAppendedEnough() throws Exception {
     LinkJournal journal = new LinkJournal(layout, "blobs", 10);
     for (int i = 0; i < 25; i++) {
