@@ -164,7 +164,13 @@ public class ProxyBlobService implements SmartLifecycle {
           .flatMap(found -> lookup(upstream, name, digest, forPeer, true));
     }
     String key = digest + "|" + scopeKey(upstream, name) + owner.map(m -> "|from " + m.id()).orElse("");
-    BlobDownload download = downloads.join(key, k -> newDownload(upstream, name, digest, k, owner), this::start);
+    // A fill stores (and links) its blob before it leaves the single-flight, so a blob missing
+    // above but stored now was filled meanwhile: looked up again, not fetched a second time.
+    BlobDownload download = downloads.join(
+        key, k -> store.size(digest).isPresent() ? null : newDownload(upstream, name, digest, k, owner), this::start);
+    if (download == null) {
+      return lookup(upstream, name, digest, forPeer, storeRechecked);
+    }
     return download.announcedSize().map(announced -> new BlobSource.Downloading(digest, download, announced));
   }
 

@@ -23,7 +23,8 @@ final class SingleFlight<K, V> {
   /**
    * The call in flight for {@code key}, or a new one: made by {@code create} (under the map's
    * lock: no side effects beyond the object) and then started by {@code start} (outside it),
-   * exactly once. The call must end with {@link #finished}.
+   * exactly once. The call must end with {@link #finished}. When {@code create} returns null
+   * (nothing to do after all), so does this, and nothing is started.
    */
   V join(K key, Function<K, V> create, Consumer<V> start) {
     AtomicReference<V> created = new AtomicReference<>();
@@ -35,7 +36,7 @@ final class SingleFlight<K, V> {
               created.set(v);
               return v;
             });
-    if (call == created.get()) {
+    if (call != null && call == created.get()) {
       start.accept(call);
     }
     return call;

@@ -173,6 +173,26 @@ class PullSingleFlightTest {
     });
   }
 
+  @Test
+  void aPullThatMissedAFillWhichThenEndedServesTheStoredBlobWithoutASecondUpstreamRequest() throws Exception {
+    gate.tryEmitValue(true);
+    Digest digest = Digest.sha256(blob);
+    assertThat(readAll(new ProxyBlobService(upstreams, blobs, scheduler, metrics, properties)
+        .get(upstream, name, digest).block(Duration.ofSeconds(30))).block()).isEqualTo(blob);
+    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(blobs.size(digest)).isPresent());
+    // The next pull looks while that fill is still running (the store has nothing yet), and the
+    // fill stores its blob and leaves the single-flight before the pull joins it.
+    BlobStore lateLook = org.mockito.Mockito.spy(blobs);
+    org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod().when(lateLook).open(digest);
+    ProxyBlobService service = new ProxyBlobService(upstreams, lateLook, scheduler, metrics, properties);
+
+    BlobSource source = service.get(upstream, name, digest).block(Duration.ofSeconds(30));
+    assertThat(source).isInstanceOf(BlobSource.Stored.class);
+    assertThat(readAll(source).block()).isEqualTo(blob);
+    assertThat(blobGets).as("upstream blob requests").hasValue(1);
+    assertThat(service.downloadsInFlight()).isZero();
+  }
+
   private Mono<byte[]> readAll(BlobSource source) {
     Flux<DataBuffer> body =
         source instanceof BlobSource.Downloading d
