@@ -8,8 +8,8 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
  * so that a request-derived string cannot forge log lines: CR, LF and NUL from a percent-decoded
  * repository name ({@code %0d%0a}, {@code %00}) come out as {@code \r}, {@code \n}, {@code \0},
  * other C0/C1 controls and DEL as {@code \\uXXXX}; tab and printable text are kept. Registered
- * for those conversion words in {@code logback-spring.xml}, so Spring Boot's patterns stay as
- * they are.
+ * for those conversion words by {@link EscapingLogbackLoggingSystem}, so Spring Boot's patterns
+ * stay as they are.
  */
 public class EscapedMessageConverter extends MessageConverter {
 

@@ -76,22 +76,27 @@ final class UpstreamConnection implements AutoCloseable {
             .compress(false);
     // Every name resolved for a connection passes the redirect policy (DNS rebinding).
     http = http.resolver(policy.resolverGroup(upstream, http.configuration().resolver()));
-    // Configured for http upstreams too: Reactor Netty uses TLS only for https:// URIs, and a
-    // redirect may lead to an https storage host.
-    http =
-        http.secure(
-            spec -> {
-              var builder = spec.sslContext(tls.nettyContext());
-              if (tls.insecureSkipVerify()) {
-                builder.handlerConfigurator(
-                    handler -> {
-                      SSLEngine engine = handler.engine();
-                      SSLParameters parameters = engine.getSSLParameters();
-                      parameters.setEndpointIdentificationAlgorithm(null);
-                      engine.setSSLParameters(parameters);
-                    });
-              }
-            });
+    // An https upstream, or any upstream with TLS settings of its own, gets its TLS context now
+    // (settings read and checked at start). A plain-http upstream with the JVM's default trust
+    // leaves it to Reactor Netty, which builds its default client context (the JVM's CAs, host
+    // name verification on) only when a redirect first leads to an https storage host: building
+    // one costs ~0.3 s of start-up (docs/performance.md, Start-up).
+    if (!"http".equalsIgnoreCase(upstream.url().getScheme()) || !tls.isJvmDefault()) {
+      http =
+          http.secure(
+              spec -> {
+                var builder = spec.sslContext(tls.nettyContext());
+                if (tls.insecureSkipVerify()) {
+                  builder.handlerConfigurator(
+                      handler -> {
+                        SSLEngine engine = handler.engine();
+                        SSLParameters parameters = engine.getSSLParameters();
+                        parameters.setEndpointIdentificationAlgorithm(null);
+                        engine.setSSLParameters(parameters);
+                      });
+                }
+              });
+    }
     this.webClient =
         WebClient.builder()
             .clientConnector(new ReactorClientHttpConnector(http))

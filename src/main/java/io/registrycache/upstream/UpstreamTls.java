@@ -82,6 +82,11 @@ final class UpstreamTls {
     return insecureSkipVerify;
   }
 
+  /** True when no {@code tls.*} setting is made: the JVM's CAs, verification on, no client certificate. */
+  boolean isJvmDefault() {
+    return trustManagers == null && keyManagers == null && !insecureSkipVerify;
+  }
+
   /** Netty client context for Reactor Netty. */
   SslContext nettyContext() {
     try {

@@ -35,8 +35,9 @@ import org.springframework.test.context.DynamicPropertySource;
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-    // The production logging configuration: Reactor Netty's own WARN would show there.
-    properties = "logging.config=classpath:logback-spring.xml")
+    // Spring Boot's built-in levels (root INFO), what the service runs with: Reactor Netty's own
+    // WARN would show there.
+    properties = "logging.config=classpath:logback-boot-defaults.xml")
 @ExtendWith(OutputCaptureExtension.class)
 class PlainPortTlsGuardTest {
 

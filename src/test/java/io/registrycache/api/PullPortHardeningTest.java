@@ -37,9 +37,9 @@ import org.springframework.test.context.DynamicPropertySource;
  */
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
-    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-    // The production logging configuration, not the quiet logback-test.xml that tests get otherwise.
-    properties = "logging.config=classpath:logback-spring.xml")
+    // With the tests' logback-test.xml: EscapingLogbackLoggingSystem escapes messages in any
+    // configuration (its own test covers Spring Boot's built-in one, what the service ships with).
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @ExtendWith(OutputCaptureExtension.class)
 class PullPortHardeningTest {
 

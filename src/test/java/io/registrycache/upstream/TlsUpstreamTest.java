@@ -3,12 +3,14 @@ package io.registrycache.upstream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.RepositoryName;
+import java.util.List;
 import java.util.Map;
 import java.io.FileInputStream;
 import java.net.InetAddress;
@@ -39,6 +41,7 @@ class TlsUpstreamTest {
 
   @TempDir static Path dir;
   static HttpsServer server;
+  static HttpServer plain;
   static Path caFile;
   static String url;
   static WebClientUpstreamClient client;
@@ -93,6 +96,14 @@ class TlsUpstreamTest {
     });
     server.start();
     url = "https://127.0.0.1:" + server.getAddress().getPort();
+    // A plain-http upstream whose blobs live on the https server (a storage redirect).
+    plain = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 10);
+    plain.createContext("/v2/", ex -> {
+      ex.getResponseHeaders().add("Location", url + ex.getRequestURI().getPath());
+      ex.sendResponseHeaders(307, -1);
+      ex.close();
+    });
+    plain.start();
     client = new WebClientUpstreamClient(null, new SimpleMeterRegistry());
   }
 
@@ -100,6 +111,7 @@ class TlsUpstreamTest {
   static void stop() {
     client.destroy();
     server.stop(0);
+    plain.stop(0);
   }
 
   @Test
@@ -130,6 +142,29 @@ class TlsUpstreamTest {
     // The token realm is https on the same self-signed certificate: only ca-file makes it work.
     Upstream upstream = TestUpstreams.upstream("tls-token", url, s -> s.put("tls.ca-file", caFile));
     assertThat(client.headBlob(upstream, RepositoryName.parse("secured/app"), DIGEST).block(WAIT)).isEqualTo(1234);
+  }
+
+  @Test
+  void aPlainHttpUpstreamRedirectingToHttpsVerifiesTheCertificateWithTheJvmsCas() {
+    // No tls.* settings: the connection builds no TLS context of its own, and Reactor Netty's
+    // default one must still verify (the self-signed certificate is refused, not accepted).
+    Upstream upstream = TestUpstreams.upstream("plain-default", "http://127.0.0.1:" + plain.getAddress().getPort(),
+        s -> s.put("redirect.allowed-hosts", List.of("127.0.0.1")));
+    assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
+        .isInstanceOfSatisfying(UpstreamException.class, e -> {
+          assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
+          assertThat(e.getMessage()).contains("plain-default").contains("TLS failed");
+        });
+  }
+
+  @Test
+  void aPlainHttpUpstreamRedirectingToHttpsUsesItsCaFile() {
+    Upstream upstream = TestUpstreams.upstream("plain-ca", "http://127.0.0.1:" + plain.getAddress().getPort(),
+        s -> {
+          s.put("redirect.allowed-hosts", List.of("127.0.0.1"));
+          s.put("tls.ca-file", caFile);
+        });
+    assertThat(client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
   @Test
