@@ -1,0 +1,272 @@
+package io.registrycache.admin;
+
+import jakarta.annotation.PreDestroy;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.context.event.EventListener;
+import org.springframework.stereotype.Component;
+import org.springframework.util.FileSystemUtils;
+
+/**
+ * Makes the JVM's application class-data archive (AppCDS, JEP 310/350) that the next start maps,
+ * so a restart of the service loads its ~10,000 classes from a memory-mapped archive instead of
+ * parsing them from jars (4-6 s to about 2 s until the first pull is answered; docs/performance.md,
+ * Start-up).
+ *
+ * <p>Active only when the JVM was started with {@code -XX:SharedArchiveFile=<file>} (one file:
+ * the shipped image's {@code JAVA_TOOL_OPTIONS} name {@code /var/lib/registry-cache/.jvm/
+ * registry-cache.jsa}, inside the cache volume so it outlives the container) and that file is not
+ * mapped into this process: it does not exist yet, or it was made for other jars or another JVM
+ * and the JVM refused it. Then, {@link #TRAINING_DELAY} after the service is ready, it runs a
+ * training start in a child JVM: the same {@code java}, JVM options and class path, with {@code
+ * -XX:ArchiveClassesAtExit}, started as far as a real start goes (both servers listening, one
+ * {@code GET /v2/} answered), then it exits and the JVM writes the classes it loaded. The child
+ * listens on free ports of its own, keeps an empty file-system cache in a temporary folder beside
+ * the archive and is offline and unclustered, so it touches neither this service's storage, ports
+ * and peers nor any upstream. The archive is written beside the target and moved into place when
+ * complete; a failure is logged as a warning with the child's last output lines and leaves nothing
+ * behind. (Spring's {@code -Dspring.context.exit=onRefresh} checkpoint would stop before the
+ * servers start: ~0.3 s slower starts from its smaller archive.)
+ *
+ * <p>The class path must be jar files (the image's, or {@code java -Djarmode=tools -jar
+ * registry-cache.jar extract}); classes a fat jar loads from its nested jars, or from folders
+ * ({@code ./mvnw spring-boot:run}), cannot be archived.
+ */
+@Component
+public class ClassDataArchive {
+
+  private static final Logger log = LoggerFactory.getLogger(ClassDataArchive.class);
+
+  /** How long after the service is ready the training starts: its CPU second to the first pulls. */
+  static final Duration TRAINING_DELAY = Duration.ofSeconds(10);
+
+  /** How long a training start may take before it is stopped. */
+  static final Duration TRAINING_TIMEOUT = Duration.ofMinutes(3);
+
+  private static final String ARCHIVE_FLAG = "-XX:SharedArchiveFile=";
+
+  /** The system property that makes a start a training start. */
+  static final String TRAINING_PROPERTY = "registry-cache.class-data-training";
+
+  private volatile Process training;
+
+  @EventListener(ApplicationReadyEvent.class)
+  public void onReady(ApplicationReadyEvent event) {
+    if (Boolean.getBoolean(TRAINING_PROPERTY)) {
+      endTrainingStart(event.getApplicationContext());
+    } else {
+      trainIfNotMapped();
+    }
+  }
+
+  /** In the child: answers one {@code GET /v2/} (the pull path's classes), then exits. */
+  private static void endTrainingStart(ConfigurableApplicationContext context) {
+    Thread exit = new Thread(() -> {
+      int status = 0;
+      try {
+        if (context instanceof WebServerApplicationContext web) {
+          URI v2 = URI.create("http://127.0.0.1:" + web.getWebServer().getPort() + "/v2/");
+          HttpURLConnection connection = (HttpURLConnection) v2.toURL().openConnection();
+          status = connection.getResponseCode() == 200 ? 0 : 2;
+          connection.disconnect();
+        }
+      } catch (IOException e) {
+        status = 2;
+      }
+      int exitStatus = status;
+      System.exit(SpringApplication.exit(context, () -> exitStatus));
+    }, "class-data-training-exit");
+    exit.start();
+  }
+
+  private void trainIfNotMapped() {
+    Optional<Path> archive = archive(ManagementFactory.getRuntimeMXBean().getInputArguments());
+    if (archive.isEmpty()) {
+      return;
+    }
+    if (isMapped(archive.get())) {
+      log.info("class data archive {} is in use", archive.get());
+      return;
+    }
+    Thread thread = new Thread(() -> {
+      try {
+        Thread.sleep(TRAINING_DELAY.toMillis());
+        train(archive.get());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }, "class-data-archive");
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** Stops a training start still running when the service stops. */
+  @PreDestroy
+  public void stop() {
+    Process p = training;
+    if (p != null) {
+      p.destroyForcibly();
+    }
+  }
+
+  /**
+   * The archive this JVM was asked to map: the last {@code -XX:SharedArchiveFile} of its input
+   * arguments (which include {@code JAVA_TOOL_OPTIONS}); empty when there is none or it names a
+   * base and a top archive ({@code a.jsa:b.jsa}), which are made by hand.
+   */
+  static Optional<Path> archive(List<String> jvmArguments) {
+    String file = null;
+    for (String argument : jvmArguments) {
+      if (argument.startsWith(ARCHIVE_FLAG)) {
+        file = argument.substring(ARCHIVE_FLAG.length());
+      }
+    }
+    if (file == null || file.isBlank() || file.contains(java.io.File.pathSeparator)) {
+      return Optional.empty();
+    }
+    return Optional.of(Path.of(file).toAbsolutePath().normalize());
+  }
+
+  /** True when {@code archive} is mapped into this process ({@code /proc/self/maps}, Linux). */
+  static boolean isMapped(Path archive) {
+    try {
+      String target = archive.toRealPath().toString();
+      for (String line : Files.readAllLines(Path.of("/proc/self/maps"), StandardCharsets.UTF_8)) {
+        if (line.endsWith(" " + target)) {
+          return true;
+        }
+      }
+      return false;
+    } catch (IOException e) {
+      return false; // no archive file yet, or not Linux: train (the JVM maps a valid one anyway)
+    }
+  }
+
+  /**
+   * The child JVM's command: {@code java}, this JVM's options without its class-data-sharing ones,
+   * {@code -XX:ArchiveClassesAtExit=<output>}, the training property, the class path and main class
+   * (or {@code -jar}) of this JVM, and settings for free ports, offline, unclustered, with a
+   * throw-away file-system cache in {@code work}.
+   */
+  static List<String> trainingCommand(
+      String java, List<String> jvmArguments, String classPath, String javaCommand, Path output, Path work) {
+    List<String> command = new ArrayList<>();
+    command.add(java);
+    for (String argument : jvmArguments) {
+      if (!argument.startsWith(ARCHIVE_FLAG)
+          && !argument.startsWith("-Xshare:")
+          && !argument.startsWith("-XX:ArchiveClassesAtExit")
+          && !argument.startsWith("-XX:+AutoCreateSharedArchive")
+          && !argument.startsWith("-agentlib:jdwp")
+          && !argument.startsWith("-D" + TRAINING_PROPERTY)) {
+        command.add(argument);
+      }
+    }
+    command.add("-XX:ArchiveClassesAtExit=" + output);
+    command.add("-D" + TRAINING_PROPERTY + "=true");
+    String main = javaCommand.strip().split("\\s+", 2)[0];
+    if (main.endsWith(".jar")) {
+      command.add("-jar");
+      command.add(main);
+    } else {
+      command.add("-cp");
+      command.add(classPath);
+      command.add(main);
+    }
+    command.addAll(List.of(
+        "--server.port=0",
+        "--management.server.port=0",
+        "--registry-cache.storage.type=filesystem",
+        "--registry-cache.storage.path=" + work.resolve("cache"),
+        "--registry-cache.offline=true",
+        "--registry-cache.cluster.peers=",
+        "--registry-cache.cluster.peers-dns="));
+    return command;
+  }
+
+  private void train(Path archive) {
+    long start = System.nanoTime();
+    Path work = null;
+    Path partial = archive.resolveSibling(archive.getFileName() + ".training-" + ProcessHandle.current().pid());
+    try {
+      Files.createDirectories(archive.getParent());
+      // Beside the archive, not in /tmp: a read-only root file system may leave /tmp small.
+      work = Files.createTempDirectory(archive.getParent(), "training-");
+      Path output = work.resolve("training.log");
+      List<String> command = trainingCommand(
+          ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString()),
+          ManagementFactory.getRuntimeMXBean().getInputArguments(),
+          System.getProperty("java.class.path"),
+          System.getProperty("sun.java.command", ""),
+          partial,
+          work);
+      ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
+      Map<String, String> environment = builder.environment();
+      // Their options are among this JVM's input arguments already, the archive one removed.
+      environment.remove("JAVA_TOOL_OPTIONS");
+      environment.remove("JDK_JAVA_OPTIONS");
+      log.info("class data archive {} is not in use: making it with a training start", archive);
+      Process process = builder.start();
+      training = process;
+      boolean ended = process.waitFor(TRAINING_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+      if (!ended) {
+        process.destroyForcibly();
+      }
+      if (!ended || process.exitValue() != 0 || !Files.isRegularFile(partial) || Files.size(partial) == 0) {
+        log.warn("class data archive {}: the training start failed ({}); the service starts without it. Last output: {}",
+            archive, ended ? "exit " + process.exitValue() : "timed out", tail(output));
+        return;
+      }
+      long bytes = Files.size(partial);
+      try {
+        Files.move(partial, archive, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+      } catch (AtomicMoveNotSupportedException e) {
+        Files.move(partial, archive, StandardCopyOption.REPLACE_EXISTING);
+      }
+      log.info("class data archive {} written ({} MiB, {} ms); the next start maps it",
+          archive, bytes >> 20, (System.nanoTime() - start) / 1_000_000);
+    } catch (IOException e) {
+      log.warn("class data archive {}: cannot make it: {}", archive, e.toString());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } finally {
+      training = null;
+      try {
+        Files.deleteIfExists(partial);
+        if (work != null) {
+          FileSystemUtils.deleteRecursively(work);
+        }
+      } catch (IOException e) {
+        log.debug("class data archive: cleaning up {} failed", work, e);
+      }
+    }
+  }
+
+  private static String tail(Path output) {
+    try {
+      List<String> lines = Files.readAllLines(output, StandardCharsets.UTF_8);
+      return String.join(" | ", lines.subList(Math.max(0, lines.size() - 5), lines.size()));
+    } catch (IOException e) {
+      return "(none)";
+    }
+  }
+}

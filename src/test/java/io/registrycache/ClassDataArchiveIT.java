@@ -1,0 +1,90 @@
+package io.registrycache;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.registrycache.testsupport.TestFiles;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.testcontainers.containers.BindMode;
+import org.testcontainers.containers.GenericContainer;
+import org.testcontainers.containers.wait.strategy.Wait;
+import org.testcontainers.utility.DockerImageName;
+
+/**
+ * The service image's class-data archive (io.registrycache.admin.ClassDataArchive): the first
+ * container on an empty cache volume makes it with a training start, the next container on the
+ * same volume maps it. Prints both start times (a figure, not a pass/fail timing).
+ */
+class ClassDataArchiveIT {
+
+  private static final Pattern STARTED = Pattern.compile("Started RegistryCacheApplication in ([0-9.]+) seconds");
+
+  @Test
+  void theFirstContainerMakesTheArchiveAndTheNextOneMapsIt() throws IOException {
+    Assumptions.assumeFalse(
+        Boolean.getBoolean("registrycache.image.skip"),
+        "service image not built (-Djib.skip=true): ClassDataArchiveIT skipped");
+    Path volume = TestFiles.tempDirectory("registry-cache-cds-");
+    Path archive = volume.resolve(".jvm/registry-cache.jsa");
+
+    String firstLogs;
+    try (GenericContainer<?> first = service(volume)) {
+      first.start();
+      long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
+      while (!first.getLogs().contains("written (") && !first.getLogs().contains("training start failed")
+          && System.nanoTime() < deadline) {
+        sleep(Duration.ofSeconds(1));
+      }
+      firstLogs = first.getLogs();
+    }
+    assertThat(firstLogs).contains("class data archive /var/lib/registry-cache/.jvm/registry-cache.jsa is not in use")
+        .contains("the next start maps it").doesNotContain("training start failed");
+    assertThat(archive).isRegularFile();
+    assertThat(Files.size(archive)).isGreaterThan(10L << 20);
+    try (Stream<Path> files = Files.list(archive.getParent())) {
+      assertThat(files.map(p -> p.getFileName().toString()).toList()).containsExactly("registry-cache.jsa");
+    }
+
+    String secondLogs;
+    try (GenericContainer<?> second = service(volume)) {
+      second.start();
+      secondLogs = second.getLogs();
+    }
+    assertThat(secondLogs).contains("class data archive /var/lib/registry-cache/.jvm/registry-cache.jsa is in use")
+        .doesNotContain("making it with a training start");
+    System.out.printf("ClassDataArchiveIT: start without the archive %s s, with it %s s (Spring Boot's 'Started ... in')%n",
+        started(firstLogs), started(secondLogs));
+  }
+
+  private static GenericContainer<?> service(Path volume) {
+    return new GenericContainer<>(DockerImageName.parse(ContainerImageIT.IMAGE))
+        .withExposedPorts(8080, 8081)
+        .withFileSystemBind(volume.toString(), "/var/lib/registry-cache", BindMode.READ_WRITE)
+        .waitingFor(
+            Wait.forHttp("/actuator/health/readiness")
+                .forPort(8081)
+                .forStatusCode(200)
+                .withStartupTimeout(Duration.ofSeconds(90)));
+  }
+
+  private static void sleep(Duration duration) {
+    try {
+      Thread.sleep(duration.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static String started(String logs) {
+    List<String> found = STARTED.matcher(logs).results().map(m -> m.group(1)).toList();
+    return found.isEmpty() ? "?" : found.get(0);
+  }
+}

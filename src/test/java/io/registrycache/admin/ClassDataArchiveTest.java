@@ -1,0 +1,55 @@
+package io.registrycache.admin;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Which archive the JVM was asked for, and the training start's command line. */
+class ClassDataArchiveTest {
+
+  @Test
+  void theLastSharedArchiveFileOptionNamesTheArchive() {
+    assertThat(ClassDataArchive.archive(List.of("-Xmx192m", "-XX:SharedArchiveFile=/a.jsa", "-XX:SharedArchiveFile=/v/app.jsa")))
+        .contains(Path.of("/v/app.jsa"));
+  }
+
+  @Test
+  void noOptionOrABaseAndTopPairIsLeftAlone() {
+    assertThat(ClassDataArchive.archive(List.of("-Xmx192m"))).isEmpty();
+    assertThat(ClassDataArchive.archive(List.of("-XX:SharedArchiveFile=/base.jsa:/top.jsa"))).isEmpty();
+    assertThat(ClassDataArchive.archive(List.of("-XX:SharedArchiveFile="))).isEmpty();
+  }
+
+  @Test
+  void anArchiveThatDoesNotExistIsNotMapped() {
+    assertThat(ClassDataArchive.isMapped(Path.of("/nonexistent/registry-cache.jsa"))).isFalse();
+  }
+
+  @Test
+  void theTrainingStartKeepsTheJvmOptionsButItsOwnSharingOnesAndUsesAThrowAwayCache() {
+    List<String> command = ClassDataArchive.trainingCommand(
+        "/opt/java/bin/java",
+        List.of("-Xmx192m", "-XX:SharedArchiveFile=/v/app.jsa", "-Xshare:auto", "-agentlib:jdwp=transport=dt_socket", "-Dx=y"),
+        "/app/classpath/a.jar:/app/libs/b.jar",
+        "io.registrycache.RegistryCacheApplication --server.port=9",
+        Path.of("/v/app.jsa.training-1"),
+        Path.of("/v/training-x"));
+    assertThat(command).containsExactly(
+        "/opt/java/bin/java", "-Xmx192m", "-Dx=y",
+        "-XX:ArchiveClassesAtExit=/v/app.jsa.training-1", "-Dregistry-cache.class-data-training=true",
+        "-cp", "/app/classpath/a.jar:/app/libs/b.jar", "io.registrycache.RegistryCacheApplication",
+        "--server.port=0", "--management.server.port=0",
+        "--registry-cache.storage.type=filesystem", "--registry-cache.storage.path=/v/training-x/cache",
+        "--registry-cache.offline=true", "--registry-cache.cluster.peers=", "--registry-cache.cluster.peers-dns=");
+  }
+
+  @Test
+  void aJarStartTrainsWithTheSameJar() {
+    List<String> command = ClassDataArchive.trainingCommand(
+        "java", List.of(), "app/registry-cache.jar", "app/registry-cache.jar --server.port=9",
+        Path.of("o.jsa"), Path.of("w"));
+    assertThat(command).containsSubsequence("-jar", "app/registry-cache.jar", "--registry-cache.storage.type=filesystem");
+  }
+}
