@@ -162,7 +162,12 @@ public class ProxyManifestService {
         .flatMap(
             found -> {
               if (found.isEmpty()) {
-                return fetch(upstream, name, reference, forPeer).map(m -> new ManifestResult(m, Result.MISS));
+                Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
+                    store.links().servable(reference.digest(), upstream.key(), name.value())
+                        ? store.cached(reference.digest())
+                        : Optional.empty();
+                return fetch(upstream, name, reference, forPeer, storedMeanwhile)
+                    .map(m -> new ManifestResult(m, Result.MISS));
               }
               if (servable) {
                 return Mono.just(new ManifestResult(found.get(), Result.HIT));
@@ -212,7 +217,10 @@ public class ProxyManifestService {
         .flatMap(
             cached -> {
               if (cached.isEmpty()) {
-                return fetch(upstream, name, tag, forPeer).map(m -> new ManifestResult(m, Result.MISS));
+                Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
+                    store.cachedTag(upstream.key(), name.value(), tag).flatMap(link -> store.cached(link.digest()));
+                return fetch(upstream, name, tag, forPeer, storedMeanwhile)
+                    .map(m -> new ManifestResult(m, Result.MISS));
               }
               CachedTag hit = cached.get();
               if (offline || Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
@@ -287,6 +295,17 @@ public class ProxyManifestService {
    * upstream); verified and stored either way.
    */
   private Mono<StoredManifest> fetch(Upstream upstream, RepositoryName name, Reference reference, boolean forPeer) {
+    return fetch(upstream, name, reference, forPeer, Optional::empty);
+  }
+
+  /**
+   * @param storedMeanwhile for a miss: the manifest if a fetch stored it since this request looked
+   *     (in memory, asked again when joining the single-flight), so it is served instead of
+   *     fetched a second time; empty for a revalidation, which must fetch
+   */
+  private Mono<StoredManifest> fetch(
+      Upstream upstream, RepositoryName name, Reference reference, boolean forPeer,
+      Supplier<Optional<StoredManifest>> storedMeanwhile) {
     if (offline) {
       return Mono.error(OciException.manifestUnknown(
           upstream.key() + "/" + name + ":" + reference + " is not cached and the cache is offline"));
@@ -300,6 +319,7 @@ public class ProxyManifestService {
     return SingleFlight.shared(
         fetches,
         key,
+        storedMeanwhile,
         () ->
             (owner.isEmpty() ? fromUpstream.get() : peers.fetchManifest(owner.get(), upstream, name, reference, maxBytes, fromUpstream))
                 .doOnSubscribe(s -> metrics.fetchInFlight(1))

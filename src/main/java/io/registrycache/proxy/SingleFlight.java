@@ -1,6 +1,7 @@
 package io.registrycache.proxy;
 
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -62,12 +63,30 @@ final class SingleFlight<K, V> {
    * call ends when {@code work}'s {@code Mono} does.
    */
   static <K, T> Mono<T> shared(SingleFlight<K, Mono<T>> flights, K key, Supplier<Mono<T>> work) {
+    return shared(flights, key, Optional::empty, work);
+  }
+
+  /**
+   * As {@link #shared(SingleFlight, Object, Supplier)}, for a caller that looked for the result
+   * before and found nothing: {@code storedMeanwhile} looks again (in memory, under the map's lock)
+   * before a new call is made, and its result is the answer when present. A call that stores its
+   * result before it ends cannot then slip between that caller's look and its join, which would
+   * make a second upstream request for the same content.
+   */
+  static <K, T> Mono<T> shared(
+      SingleFlight<K, Mono<T>> flights, K key, Supplier<Optional<T>> storedMeanwhile, Supplier<Mono<T>> work) {
     return Mono.defer(
         () -> {
           AtomicReference<Mono<T>> self = new AtomicReference<>();
-          return flights.join(
+          AtomicReference<T> stored = new AtomicReference<>();
+          Mono<T> joined = flights.join(
               key,
               k -> {
+                Optional<T> done = storedMeanwhile.get();
+                if (done.isPresent()) {
+                  stored.set(done.get());
+                  return null;
+                }
                 // Ended before the result reaches anyone: a caller that has it and asks again
                 // starts a new call (a revalidation must not join the one it just saw end).
                 Mono<T> call = Mono.defer(work)
@@ -79,6 +98,7 @@ final class SingleFlight<K, V> {
                 return call;
               },
               call -> {});
+          return joined != null ? joined : Mono.just(stored.get());
         });
   }
 }

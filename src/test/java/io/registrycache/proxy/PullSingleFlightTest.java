@@ -193,6 +193,47 @@ class PullSingleFlightTest {
     assertThat(service.downloadsInFlight()).isZero();
   }
 
+  @Test
+  void aManifestPullThatMissedAFetchWhichThenEndedServesTheStoredManifestWithoutASecondUpstreamRequest() {
+    gate.tryEmitValue(true);
+    Reference.Tag tag = (Reference.Tag) Reference.parse("v1");
+    new ProxyManifestService(upstreams, manifests, scheduler, metrics, properties, Clock.systemUTC())
+        .get(upstream, name, tag, List.of()).block(Duration.ofSeconds(30));
+    assertThat(manifestGets).hasValue(1);
+    // The next pull looks (in memory, then on disk) while that fetch is still running, and the
+    // fetch stores the manifest and its tag and leaves the single-flight before the pull joins it.
+    ManifestStore lateLook = org.mockito.Mockito.spy(manifests);
+    org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod()
+        .when(lateLook).cachedTag(upstream.key(), name.value(), tag);
+    org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod()
+        .when(lateLook).findTag(upstream.key(), name.value(), tag);
+    ProxyManifestService service =
+        new ProxyManifestService(upstreams, lateLook, scheduler, metrics, properties, Clock.systemUTC());
+
+    ManifestResult result = service.get(upstream, name, tag, List.of()).block(Duration.ofSeconds(30));
+    assertThat(result.manifest().body()).isEqualTo(manifest);
+    assertThat(manifestGets).as("upstream manifest requests").hasValue(1);
+  }
+
+  @Test
+  void aManifestPullByDigestThatMissedAFetchWhichThenEndedIsNotFetchedTwice() {
+    gate.tryEmitValue(true);
+    Digest digest = Digest.sha256(manifest);
+    Reference byDigest = Reference.parse(digest.toString());
+    new ProxyManifestService(upstreams, manifests, scheduler, metrics, properties, Clock.systemUTC())
+        .get(upstream, name, byDigest, List.of()).block(Duration.ofSeconds(30));
+    assertThat(manifestGets).hasValue(1);
+    ManifestStore lateLook = org.mockito.Mockito.spy(manifests);
+    org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod().when(lateLook).cached(digest);
+    org.mockito.Mockito.doReturn(java.util.Optional.empty()).when(lateLook).find(digest);
+    ProxyManifestService service =
+        new ProxyManifestService(upstreams, lateLook, scheduler, metrics, properties, Clock.systemUTC());
+
+    ManifestResult result = service.get(upstream, name, byDigest, List.of()).block(Duration.ofSeconds(30));
+    assertThat(result.manifest().digest()).isEqualTo(digest);
+    assertThat(manifestGets).as("upstream manifest requests").hasValue(1);
+  }
+
   private Mono<byte[]> readAll(BlobSource source) {
     Flux<DataBuffer> body =
         source instanceof BlobSource.Downloading d
