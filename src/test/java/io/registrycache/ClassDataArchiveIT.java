@@ -63,6 +63,27 @@ class ClassDataArchiveIT {
         started(firstLogs), started(secondLogs));
   }
 
+  @Test
+  void aContainerWhoseMemoryLimitLeavesNoRoomForTheTrainingStartSkipsIt() throws IOException {
+    Assumptions.assumeFalse(
+        Boolean.getBoolean("registrycache.image.skip"),
+        "service image not built (-Djib.skip=true): ClassDataArchiveIT skipped");
+    Path volume = TestFiles.tempDirectory("registry-cache-cds-limited-");
+    String logs;
+    try (GenericContainer<?> limited = service(volume)
+        .withCreateContainerCmdModifier(cmd -> cmd.getHostConfig().withMemory(512L << 20).withMemorySwap(512L << 20))) {
+      limited.start();
+      long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
+      while (!limited.getLogs().contains("not made: the container's memory limit") && System.nanoTime() < deadline) {
+        sleep(Duration.ofSeconds(1));
+      }
+      logs = limited.getLogs();
+    }
+    assertThat(logs).contains("not made: the container's memory limit leaves")
+        .doesNotContain("making it with a training start");
+    assertThat(volume.resolve(".jvm/registry-cache.jsa")).doesNotExist();
+  }
+
   private static GenericContainer<?> service(Path volume) {
     return new GenericContainer<>(DockerImageName.parse(ContainerImageIT.IMAGE))
         .withExposedPorts(8080, 8081)

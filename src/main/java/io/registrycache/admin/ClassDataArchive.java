@@ -59,6 +59,12 @@ public class ClassDataArchive {
   /** How long after the service is ready the training starts: its CPU second to the first pulls. */
   static final Duration TRAINING_DELAY = Duration.ofSeconds(10);
 
+  /**
+   * Memory a training start may need, bytes: its JVM peaks at 350-390 MiB while it writes the
+   * archive (measured with the shipped options; metaspace and the archive buffer double up).
+   */
+  static final long TRAINING_MEMORY_BYTES = 448L << 20;
+
   /** How long a training start may take before it is stopped. */
   static final Duration TRAINING_TIMEOUT = Duration.ofMinutes(3);
 
@@ -203,7 +209,42 @@ public class ClassDataArchive {
     return command;
   }
 
+  /**
+   * Free memory under the container's limit, bytes: cgroup v2 {@code memory.max} minus {@code
+   * memory.current} (or v1 {@code memory.limit_in_bytes} minus {@code memory.usage_in_bytes});
+   * empty when there is no limit or no cgroup file to read.
+   */
+  static Optional<Long> containerHeadroom(Path cgroupRoot) {
+    Optional<Long> v2 = headroom(cgroupRoot.resolve("memory.max"), cgroupRoot.resolve("memory.current"));
+    return v2.isPresent()
+        ? v2
+        : headroom(cgroupRoot.resolve("memory/memory.limit_in_bytes"), cgroupRoot.resolve("memory/memory.usage_in_bytes"));
+  }
+
+  private static Optional<Long> headroom(Path limitFile, Path usageFile) {
+    try {
+      String limit = Files.readString(limitFile).strip();
+      if (limit.equals("max") || limit.isEmpty()) {
+        return Optional.empty();
+      }
+      long max = Long.parseLong(limit);
+      if (max >= Long.MAX_VALUE / 2) { // cgroup v1 "no limit" is a huge number
+        return Optional.empty();
+      }
+      return Optional.of(max - Long.parseLong(Files.readString(usageFile).strip()));
+    } catch (IOException | NumberFormatException e) {
+      return Optional.empty();
+    }
+  }
+
   private void train(Path archive) {
+    Optional<Long> headroom = containerHeadroom(Path.of("/sys/fs/cgroup"));
+    if (headroom.isPresent() && headroom.get() < TRAINING_MEMORY_BYTES) {
+      log.info("class data archive {} not made: the container's memory limit leaves {} MiB free and a training start "
+              + "needs up to {} MiB; raise the limit for one start to have it made (docs/operations.md)",
+          archive, headroom.get() >> 20, TRAINING_MEMORY_BYTES >> 20);
+      return;
+    }
     long start = System.nanoTime();
     Path work = null;
     Path partial = archive.resolveSibling(archive.getFileName() + ".training-" + ProcessHandle.current().pid());

@@ -23,6 +23,32 @@ class ClassDataArchiveTest {
   }
 
   @Test
+  void theContainersMemoryHeadroomIsItsLimitLessWhatItUses(@org.junit.jupiter.api.io.TempDir Path cgroup) throws Exception {
+    java.nio.file.Files.writeString(cgroup.resolve("memory.max"), "536870912\n");
+    java.nio.file.Files.writeString(cgroup.resolve("memory.current"), "209715200\n");
+    assertThat(ClassDataArchive.containerHeadroom(cgroup)).contains(536870912L - 209715200L);
+
+    java.nio.file.Files.writeString(cgroup.resolve("memory.max"), "max\n");
+    assertThat(ClassDataArchive.containerHeadroom(cgroup)).isEmpty();
+  }
+
+  @Test
+  void cgroupV1LimitsCountAndItsNoLimitValueDoesNot(@org.junit.jupiter.api.io.TempDir Path cgroup) throws Exception {
+    java.nio.file.Files.createDirectories(cgroup.resolve("memory"));
+    java.nio.file.Files.writeString(cgroup.resolve("memory/memory.limit_in_bytes"), "805306368\n");
+    java.nio.file.Files.writeString(cgroup.resolve("memory/memory.usage_in_bytes"), "104857600\n");
+    assertThat(ClassDataArchive.containerHeadroom(cgroup)).contains(805306368L - 104857600L);
+
+    java.nio.file.Files.writeString(cgroup.resolve("memory/memory.limit_in_bytes"), "9223372036854771712\n");
+    assertThat(ClassDataArchive.containerHeadroom(cgroup)).isEmpty();
+  }
+
+  @Test
+  void noCgroupFilesMeansNoLimit(@org.junit.jupiter.api.io.TempDir Path cgroup) {
+    assertThat(ClassDataArchive.containerHeadroom(cgroup)).isEmpty();
+  }
+
+  @Test
   void anArchiveThatDoesNotExistIsNotMapped() {
     assertThat(ClassDataArchive.isMapped(Path.of("/nonexistent/registry-cache.jsa"))).isFalse();
   }
