@@ -38,11 +38,12 @@ import org.springframework.util.FileSystemUtils;
  * mapped into this process: it does not exist yet, or it was made for other jars or another JVM
  * and the JVM refused it. Then, {@link #TRAINING_DELAY} after the service is ready, it runs a
  * training start in a child JVM: the same {@code java}, JVM options and class path, with {@code
- * -XX:ArchiveClassesAtExit}, started as far as a real start goes (both servers listening, one
- * {@code GET /v2/} answered), then it exits and the JVM writes the classes it loaded. The child
- * listens on free ports of its own, keeps an empty file-system cache in a temporary folder beside
- * the archive and is offline and unclustered, so it touches neither this service's storage, ports
- * and peers nor any upstream. The archive is written beside the target and moved into place when
+ * -XX:ArchiveClassesAtExit}, started as far as a real start goes (both servers listening, {@code
+ * GET /v2/} and a manifest and a blob request answered), then it exits and the JVM writes the
+ * classes it loaded. The child listens on free ports of its own, keeps an empty file-system cache
+ * in a temporary folder beside the archive and is offline and unclustered, so it touches neither
+ * this service's storage, ports and peers nor any upstream. It is skipped when the container's
+ * memory limit leaves less than {@link #TRAINING_MEMORY_BYTES} free. The archive is written beside the target and moved into place when
  * complete; a failure is logged as a warning with the child's last output lines and leaves nothing
  * behind. (Spring's {@code -Dspring.context.exit=onRefresh} checkpoint would stop before the
  * servers start: ~0.3 s slower starts from its smaller archive.)
@@ -84,16 +85,20 @@ public class ClassDataArchive {
     }
   }
 
-  /** In the child: answers one {@code GET /v2/} (the pull path's classes), then exits. */
+  /**
+   * In the child: answers {@code GET /v2/}, then a manifest and a blob request (offline on an
+   * empty cache: 404s, through the router, the handlers and the OCI error path a first pull takes),
+   * then exits; the status is 0 when {@code /v2/} answered 200.
+   */
   private static void endTrainingStart(ConfigurableApplicationContext context) {
     Thread exit = new Thread(() -> {
       int status = 0;
       try {
         if (context instanceof WebServerApplicationContext web) {
-          URI v2 = URI.create("http://127.0.0.1:" + web.getWebServer().getPort() + "/v2/");
-          HttpURLConnection connection = (HttpURLConnection) v2.toURL().openConnection();
-          status = connection.getResponseCode() == 200 ? 0 : 2;
-          connection.disconnect();
+          String base = "http://127.0.0.1:" + web.getWebServer().getPort() + "/v2/";
+          status = request("GET", base) == 200 ? 0 : 2;
+          request("GET", base + "training/app/manifests/latest");
+          request("HEAD", base + "training/app/blobs/sha256:" + "0".repeat(64));
         }
       } catch (IOException e) {
         status = 2;
@@ -102,6 +107,18 @@ public class ClassDataArchive {
       System.exit(SpringApplication.exit(context, () -> exitStatus));
     }, "class-data-training-exit");
     exit.start();
+  }
+
+  private static int request(String method, String url) throws IOException {
+    HttpURLConnection connection = (HttpURLConnection) URI.create(url).toURL().openConnection();
+    try {
+      connection.setRequestMethod(method);
+      connection.setConnectTimeout(10_000);
+      connection.setReadTimeout(30_000);
+      return connection.getResponseCode();
+    } finally {
+      connection.disconnect();
+    }
   }
 
   private void trainIfNotMapped() {
