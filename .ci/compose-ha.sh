@@ -23,7 +23,11 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-fail() { echo "compose-ha: FAILED: $*" >&2; tail -n 40 "$work/compose.log" 2>/dev/null || true; exit 1; }
+fail() { # the replicas' last lines (and registry:2's) go with the failure: CI keeps nothing else
+  echo "compose-ha: FAILED: $*" >&2
+  dc logs --no-color --tail 60 cache-1 cache-2 cache-3 registry 2>&1 | grep -v '^\s*$' >&2 || true
+  exit 1
+}
 
 command -v docker-compose >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose >/dev/null; }
 command -v skopeo >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends skopeo >/dev/null; }

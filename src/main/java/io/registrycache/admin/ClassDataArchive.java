@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import io.registrycache.metrics.PullActivity;
 import jakarta.annotation.PreDestroy;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
@@ -16,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.SpringApplication;
@@ -36,8 +38,9 @@ import org.springframework.util.FileSystemUtils;
  * the shipped image's {@code JAVA_TOOL_OPTIONS} name {@code /var/lib/registry-cache/.jvm/
  * registry-cache.jsa}, inside the cache volume so it outlives the container) and that file is not
  * mapped into this process: it does not exist yet, or it was made for other jars or another JVM
- * and the JVM refused it. Then, {@link #TRAINING_DELAY} after the service is ready, it runs a
- * training start in a child JVM: the same {@code java}, JVM options and class path, with {@code
+ * and the JVM refused it. Then, once the service is ready and its pull port has been quiet for
+ * {@link #TRAINING_QUIET} (no pull request in flight and none started: {@link PullActivity}), it
+ * runs a training start in a child JVM: the same {@code java}, JVM options and class path, with {@code
  * -XX:ArchiveClassesAtExit}, started as far as a real start goes (both servers listening, {@code
  * GET /v2/} and a manifest and a blob request answered), then it exits and the JVM writes the
  * classes it loaded. The child listens on free ports of its own, keeps an empty file-system cache
@@ -57,8 +60,15 @@ public class ClassDataArchive {
 
   private static final Logger log = LoggerFactory.getLogger(ClassDataArchive.class);
 
-  /** How long after the service is ready the training starts: its CPU second to the first pulls. */
-  static final Duration TRAINING_DELAY = Duration.ofSeconds(10);
+  /**
+   * How long the pull port must have been quiet before the training starts: its 10-20 s of CPU
+   * come second to pulls (three replicas that trained at once on 2 cores while a 128 MiB blob was
+   * pulled through them made that pull fail).
+   */
+  static final Duration TRAINING_QUIET = Duration.ofSeconds(10);
+
+  /** How often the pull port's activity is looked at while the training waits. */
+  static final Duration QUIET_POLL = Duration.ofSeconds(1);
 
   /**
    * Memory a training start may need, bytes: its JVM peaks at 350-390 MiB while it writes the
@@ -74,7 +84,12 @@ public class ClassDataArchive {
   /** The system property that makes a start a training start. */
   static final String TRAINING_PROPERTY = "registry-cache.class-data-training";
 
+  private final PullActivity activity;
   private volatile Process training;
+
+  public ClassDataArchive(PullActivity activity) {
+    this.activity = activity;
+  }
 
   @EventListener(ApplicationReadyEvent.class)
   public void onReady(ApplicationReadyEvent event) {
@@ -132,7 +147,7 @@ public class ClassDataArchive {
     }
     Thread thread = new Thread(() -> {
       try {
-        Thread.sleep(TRAINING_DELAY.toMillis());
+        awaitQuiet(activity::snapshot, TRAINING_QUIET, QUIET_POLL);
         train(archive.get());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
@@ -140,6 +155,26 @@ public class ClassDataArchive {
     }, "class-data-archive");
     thread.setDaemon(true);
     thread.start();
+  }
+
+  /**
+   * Returns once {@code activity} has shown no pull request in flight and none started for {@code
+   * quiet}, looked at every {@code poll}; waits as long as that takes.
+   */
+  static void awaitQuiet(Supplier<PullActivity.Snapshot> activity, Duration quiet, Duration poll)
+      throws InterruptedException {
+    PullActivity.Snapshot last = activity.get();
+    long quietSince = System.nanoTime();
+    while (true) {
+      Thread.sleep(poll.toMillis());
+      PullActivity.Snapshot now = activity.get();
+      if (!now.equals(last) || !now.idle()) {
+        last = now;
+        quietSince = System.nanoTime();
+      } else if (System.nanoTime() - quietSince >= quiet.toNanos()) {
+        return;
+      }
+    }
   }
 
   /** Stops a training start still running when the service stops. */

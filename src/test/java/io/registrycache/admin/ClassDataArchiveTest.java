@@ -2,8 +2,12 @@ package io.registrycache.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.metrics.PullActivity;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** Which archive the JVM was asked for, and the training start's command line. */
@@ -77,5 +81,30 @@ class ClassDataArchiveTest {
         "java", List.of(), "app/registry-cache.jar", "app/registry-cache.jar --server.port=9",
         Path.of("o.jsa"), Path.of("w"));
     assertThat(command).containsSubsequence("-jar", "app/registry-cache.jar", "--registry-cache.storage.type=filesystem");
+  }
+
+  @Test
+  void theTrainingWaitsForAPullPortWithNothingInFlightAndNothingNew() throws Exception {
+    PullActivity activity = new PullActivity();
+    activity.started(); // a long blob transfer in flight
+    CompletableFuture<Void> waited = CompletableFuture.runAsync(() -> {
+      try {
+        ClassDataArchive.awaitQuiet(activity::snapshot, Duration.ofMillis(200), Duration.ofMillis(20));
+      } catch (InterruptedException e) {
+        throw new IllegalStateException(e);
+      }
+    });
+
+    Thread.sleep(600); // three quiet periods: the transfer in flight holds the training back
+    assertThat(waited).isNotDone();
+    activity.ended();
+    for (int i = 0; i < 10; i++) { // pulls that keep arriving hold it back too
+      activity.started();
+      activity.ended();
+      Thread.sleep(50);
+    }
+    assertThat(waited).isNotDone();
+
+    waited.get(5, TimeUnit.SECONDS); // then 200 ms without a pull lets it go
   }
 }

@@ -15,8 +15,9 @@ import reactor.core.publisher.Mono;
 class ResponseStatusFilterTest {
 
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+  private final PullActivity activity = new PullActivity();
   private final ResponseStatusFilter filter =
-      new ResponseStatusFilter(new CacheMetrics(registry, RegistryCacheProperties.bind(Map.of())));
+      new ResponseStatusFilter(new CacheMetrics(registry, RegistryCacheProperties.bind(Map.of())), activity);
 
   private double count(String status) {
     var c = registry.find("registry.cache.responses").tag("status", status).counter();
@@ -52,5 +53,26 @@ class ResponseStatusFilterTest {
     answer("/admin/cache", HttpStatus.OK);
 
     assertThat(registry.find("registry.cache.responses").counters()).isEmpty();
+  }
+
+  @Test
+  void pullRequestsAreCountedInAndOutButNotTheVersionCheck() {
+    answer("/v2/", HttpStatus.OK);
+    assertThat(activity.snapshot()).isEqualTo(new PullActivity.Snapshot(0, 0));
+
+    MockServerWebExchange exchange = MockServerWebExchange.from(MockServerHttpRequest.get("/v2/x/blobs/sha256:0"));
+    reactor.core.publisher.Sinks.Empty<Void> body = reactor.core.publisher.Sinks.empty();
+    Mono<Void> pending = filter.filter(exchange, ex -> body.asMono());
+    var subscription = pending.subscribe();
+    assertThat(activity.snapshot()).isEqualTo(new PullActivity.Snapshot(1, 0));
+    assertThat(activity.snapshot().idle()).isFalse();
+
+    body.tryEmitEmpty();
+    assertThat(activity.snapshot()).isEqualTo(new PullActivity.Snapshot(1, 1));
+    assertThat(activity.snapshot().idle()).isTrue();
+    subscription.dispose();
+
+    answer("/v2/x/manifests/latest", HttpStatus.NOT_FOUND);
+    assertThat(activity.snapshot()).isEqualTo(new PullActivity.Snapshot(2, 2));
   }
 }
