@@ -62,8 +62,8 @@ public class ClassDataArchive {
 
   /**
    * How long the pull port must have been quiet before the training starts: its 10-20 s of CPU
-   * come second to pulls (three replicas that trained at once on 2 cores while a 128 MiB blob was
-   * pulled through them made that pull fail).
+   * come second to pulls (three replicas that trained at once on 2 cores were running when a 128 MiB
+   * pull through them failed in CI; docs/operations.md).
    */
   static final Duration TRAINING_QUIET = Duration.ofSeconds(10);
 
