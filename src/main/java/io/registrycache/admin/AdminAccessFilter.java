@@ -139,8 +139,7 @@ public class AdminAccessFilter implements WebFilter, Ordered, ApplicationListene
     ServerHttpResponse response = exchange.getResponse();
     response.setStatusCode(status);
     response.getHeaders().setContentType(MediaType.APPLICATION_JSON);
-    // A fixed message without quotes or backslashes: valid JSON as is.
-    DataBuffer body = response.bufferFactory().wrap(("{\"error\":\"" + message + "\"}").getBytes(StandardCharsets.UTF_8));
+    DataBuffer body = response.bufferFactory().wrap(io.registrycache.oci.Json.MAPPER.writeValueAsBytes(java.util.Map.of("error", message)));
     return response.writeWith(Mono.just(body));
   }
 

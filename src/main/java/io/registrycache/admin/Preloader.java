@@ -284,7 +284,7 @@ public class Preloader implements DisposableBean {
       Set<Digest> seen,
       boolean top) {
     return manifests
-        .get(target.upstream(), target.name(), reference, MediaTypes.ALL_MANIFESTS)
+        .getForPreload(target.upstream(), target.name(), reference)
         .flatMapMany(
             result -> {
               StoredManifest m = result.manifest();
@@ -313,7 +313,7 @@ public class Preloader implements DisposableBean {
                     .concatWith(referrersOf(target, m.digest(), item, seen));
               }
               return Flux.fromIterable(content.references())
-                  .filter(d -> distributable(d) && seen.add(d.digest()))
+                  .filter(d -> d.distributable() && seen.add(d.digest()))
                   .concatMap(d -> blob(target, d.digest(), item))
                   .concatWith(referrersOf(target, m.digest(), item, seen));
             })
@@ -355,7 +355,7 @@ public class Preloader implements DisposableBean {
                       ? d.download().read(d.size() - 1, d.size() - 1).doOnNext(DataBufferUtils::release).then()
                       : Mono.empty();
               return lastByte
-                  .then(d.download().completion())
+                  .then(d.stored())
                   .doOnNext(
                       size -> {
                         item.blob(size, true);
@@ -363,12 +363,6 @@ public class Preloader implements DisposableBean {
                       })
                   .then();
             });
-  }
-
-  /** Foreign (non-distributable) layers are not in the registry: clients fetch them from their URLs. */
-  private static boolean distributable(Descriptor d) {
-    String type = d.mediaType();
-    return type == null || !(type.contains("foreign") || type.contains("nondistributable"));
   }
 
   private static String reason(Throwable e) {

@@ -5,6 +5,7 @@ import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Kind;
 import io.registrycache.metrics.CacheMetrics.Result;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.LinkHeader;
 import io.registrycache.proxy.ProxyReferrersService;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
@@ -66,7 +67,7 @@ public class ReferrersResponder {
             if (target.namespace() != null) {
               next.queryParam("ns", target.namespace());
             }
-            ok.header(HttpHeaders.LINK, "<" + next.encode().build().toUriString() + ">; rel=\"next\"");
+            ok.header(HttpHeaders.LINK, LinkHeader.next(next.encode().build().toUriString()));
           }
           if (HttpMethod.HEAD.equals(request.method())) {
             return ok.build();

@@ -4,6 +4,7 @@ import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Kind;
 import io.registrycache.metrics.CacheMetrics.Result;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.LinkHeader;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
@@ -253,7 +254,7 @@ public class RegistryHandler {
               if (page.nextQuery() != null) {
                 String next = "/v2/" + path.rawName() + "/tags/list?" + page.nextQuery()
                     + (target.namespace() != null ? "&ns=" + target.namespace() : "");
-                ok.header(HttpHeaders.LINK, "<" + next + ">; rel=\"next\"");
+                ok.header(HttpHeaders.LINK, LinkHeader.next(next));
               }
               return HttpMethod.HEAD.equals(request.method())
                   ? ok.contentLength(page.body().length).build()

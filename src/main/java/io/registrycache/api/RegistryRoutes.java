@@ -27,9 +27,9 @@ public class RegistryRoutes {
 
   private static final Logger log = LoggerFactory.getLogger(RegistryRoutes.class);
 
-  private static final byte[] MALFORMED_TARGET = ("{\"errors\":[{\"code\":\"NAME_INVALID\",\"message\":"
-      + "\"malformed request target: an invalid percent-escape or a character not allowed in a URI\"}]}")
-      .getBytes(StandardCharsets.UTF_8);
+  private static final byte[] MALFORMED_TARGET = io.registrycache.oci.Json.MAPPER.writeValueAsBytes(OciErrors.body(
+      io.registrycache.oci.OciErrorCode.NAME_INVALID,
+      "malformed request target: an invalid percent-escape or a character not allowed in a URI", null));
 
   @Bean
   public RouterFunction<ServerResponse> registryApi(RegistryHandler handler) {

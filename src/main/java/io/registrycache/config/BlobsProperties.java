@@ -1,14 +1,79 @@
 package io.registrycache.config;
 
 import java.time.Duration;
+import java.util.List;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
 
 /**
  * {@code registry-cache.blobs.*}: blob downloads.
  *
  * @param orphanDownloadTimeout how long a blob download goes on after every client that asked for
  *     it went away, so that the next pull is a hit; default 10 min
+ * @param resumeAttempts how many times one blob download whose upstream transfer broke off is
+ *     resumed from the last byte received ({@code Range: bytes=<next>-}) rather than failed; 0
+ *     never resumes; default 3
+ * @param prefetch {@code registry-cache.blobs.prefetch.*}: fetching the blobs of a manifest as
+ *     soon as the manifest arrives
  */
 @ConfigurationProperties("registry-cache.blobs")
-public record BlobsProperties(@DefaultValue("10m") Duration orphanDownloadTimeout) {}
+public record BlobsProperties(
+    @DefaultValue("10m") Duration orphanDownloadTimeout,
+    @DefaultValue("3") int resumeAttempts,
+    @DefaultValue Prefetch prefetch) {
+
+  /** Settings with prefetch at its defaults (tests, tools). */
+  public static BlobsProperties of(Duration orphanDownloadTimeout, int resumeAttempts) {
+    return new BlobsProperties(orphanDownloadTimeout, resumeAttempts, Prefetch.DEFAULTS);
+  }
+
+  /**
+   * Prefetch on manifest: when an image manifest is fetched from the upstream (a cold pull, or a
+   * tag that moved), fills of its config and layers that are not stored yet start at once,
+   * through the same single-flight as clients' requests, so the client's blob requests join fills
+   * already running instead of each waiting for its own upstream round trip. Prefetch fills are
+   * bounded and yield to clients: a client's request never waits for a prefetch slot.
+   *
+   * @param enabled whether manifests start fills of their blobs; default true
+   * @param maxBytesPerManifest blobs of one manifest are prefetched, in order, until their
+   *     announced sizes add up to this; default 2GB
+   * @param maxInFlight prefetch fills in flight per upstream (the rest wait their turn; clients'
+   *     own requests are not counted); default 8
+   * @param platforms {@code os/architecture[/variant]} of an image index whose layers are
+   *     prefetched too (a platform matches entries that start with it: {@code linux/arm64} takes
+   *     {@code linux/arm64/v8}); an index's child manifests are always prefetched (they are small);
+   *     default none
+   * @param unrequestedAfter a prefetched blob no client asked for within this time counts as
+   *     prefetched in vain ({@code registry_cache_prefetch_unrequested_bytes_total}); default 10 min
+   */
+  public record Prefetch(
+      @DefaultValue("true") boolean enabled,
+      @DefaultValue("2GB") DataSize maxBytesPerManifest,
+      @DefaultValue("8") int maxInFlight,
+      @DefaultValue List<String> platforms,
+      @DefaultValue("10m") Duration unrequestedAfter) {
+
+    /** Every default. */
+    public static final Prefetch DEFAULTS = new Prefetch(true, DataSize.ofGigabytes(2), 8, List.of(), Duration.ofMinutes(10));
+
+    public Prefetch {
+      platforms = List.copyOf(platforms);
+    }
+
+    /** Whether the layers of an index entry for {@code platform} are prefetched. */
+    public boolean layersOf(String platform) {
+      if (platform == null) {
+        return false;
+      }
+      String p = platform.toLowerCase(java.util.Locale.ROOT);
+      for (String w : platforms) {
+        String wanted = w.strip().toLowerCase(java.util.Locale.ROOT);
+        if (p.equals(wanted) || p.startsWith(wanted + "/")) {
+          return true;
+        }
+      }
+      return false;
+    }
+  }
+}

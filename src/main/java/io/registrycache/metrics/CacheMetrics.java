@@ -27,6 +27,13 @@ import org.springframework.stereotype.Component;
  *       Spring's {@code http_server_requests}, whose per-request observation is switched off)
  *   <li>{@code registry_cache_storage_budget_bytes} — the disk budget ({@code
  *       storage.max-bytes}; 0 = unlimited)
+ *   <li>{@code registry_cache_prefetch_blobs_total{upstream}}, {@code
+ *       registry_cache_prefetch_bytes_total{upstream}} — blobs (and their bytes) fetched because a
+ *       manifest referencing them arrived ({@code blobs.prefetch}); {@code
+ *       registry_cache_prefetch_hits_total{upstream}} — client blob requests that found such a
+ *       fetch running or its blob stored and not yet asked for; {@code
+ *       registry_cache_prefetch_unrequested_bytes_total{upstream}} — bytes prefetched that no
+ *       client asked for within {@code blobs.prefetch.unrequested-after}
  * </ul>
  *
  * The stores' own figures (stored items and bytes, evictions) are bound by {@code
@@ -58,6 +65,7 @@ public class CacheMetrics {
   private final Counter servedFromUpstream;
   /** Request counters by kind, result and upstream: looked up once, not rebuilt per request. */
   private final ConcurrentMap<RequestKey, Counter> requests = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, Counter> prefetch = new ConcurrentHashMap<>();
 
   private record RequestKey(Kind kind, Result result, String upstream) {}
 
@@ -118,6 +126,28 @@ public class CacheMetrics {
   }
 
   /** Tracks an upstream fetch (manifest or blob) in flight: +1 at its start, -1 at its end. */
+  /** A blob fetched by prefetch was stored: {@code bytes} bytes. */
+  public void prefetched(String upstream, long bytes) {
+    prefetchCounter("registry.cache.prefetch.blobs", upstream, "Blobs prefetched on manifest", null).increment();
+    prefetchCounter("registry.cache.prefetch.bytes", upstream, "Bytes of blobs prefetched on manifest", "bytes").increment(bytes);
+  }
+
+  /** A client's blob request found a prefetch of it running, or a prefetched blob no client had asked for yet. */
+  public void prefetchHit(String upstream) {
+    prefetchCounter("registry.cache.prefetch.hits", upstream, "Client blob requests that found a prefetch", null).increment();
+  }
+
+  /** A prefetched blob of {@code bytes} bytes that no client asked for within {@code blobs.prefetch.unrequested-after}. */
+  public void prefetchUnrequested(String upstream, long bytes) {
+    prefetchCounter("registry.cache.prefetch.unrequested.bytes", upstream,
+        "Bytes prefetched that no client asked for in time", "bytes").increment(bytes);
+  }
+
+  private Counter prefetchCounter(String name, String upstream, String description, String unit) {
+    return prefetch.computeIfAbsent(name + "|" + upstream, k -> Counter.builder(name)
+        .description(description).baseUnit(unit).tag("upstream", upstream).register(registry));
+  }
+
   public void fetchInFlight(int delta) {
     inFlightFetches.addAndGet(delta);
   }

@@ -17,7 +17,7 @@ import tools.jackson.databind.json.JsonMapper;
  */
 public record ManifestContent(MediaType mediaType, List<Descriptor> references) {
 
-  private static final JsonMapper JSON = JsonMapper.builder().build();
+  private static final JsonMapper JSON = Json.MAPPER;
 
   /**
    * A referenced descriptor.
@@ -27,7 +27,15 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
    * @param size its size in bytes, or -1 when absent
    * @param platform {@code os/architecture[/variant]} of an index entry, else {@code null}
    */
-  public record Descriptor(Digest digest, String mediaType, long size, String platform) {}
+  public record Descriptor(Digest digest, String mediaType, long size, String platform) {
+    /**
+     * Whether the content is in the registry: foreign (non-distributable) layers are not, clients
+     * fetch them from their URLs (OCI Image Spec, "Non-distributable layers").
+     */
+    public boolean distributable() {
+      return mediaType == null || !(mediaType.contains("foreign") || mediaType.contains("nondistributable"));
+    }
+  }
 
   /** Canonical form: an immutable list of references. */
   public ManifestContent {

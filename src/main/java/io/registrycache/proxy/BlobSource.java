@@ -36,9 +36,12 @@ public sealed interface BlobSource permits BlobSource.Stored, BlobSource.Downloa
   }
 
   /**
-   * A blob still arriving from the upstream: served by tailing the download.
+   * A blob still arriving from the upstream: served from the download as it arrives.
    *
    * @param size bytes as the upstream announced them, or -1 when unknown
+   * @param stored completes with the size once the blob is verified, stored and linked here;
+   *     errors when the download failed
    */
-  record Downloading(Digest digest, BlobDownload download, long size) implements BlobSource {}
+  record Downloading(Digest digest, BlobDownload download, long size, reactor.core.publisher.Mono<Long> stored)
+      implements BlobSource {}
 }

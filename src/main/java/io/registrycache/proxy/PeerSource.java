@@ -113,6 +113,11 @@ public class PeerSource {
     this.client = null;
   }
 
+  /** Whether this replica is one of several (a cluster is configured). */
+  boolean clustered() {
+    return membership != null && membership.enabled();
+  }
+
   /** The replica to fetch {@code digest} from, when it is owned by another one. */
   Optional<Member> ownerElsewhere(Digest digest) {
     return membership == null ? Optional.empty() : membership.ownerElsewhere(digest.toString());
@@ -273,23 +278,7 @@ public class PeerSource {
 
   /** {@code body} without its first {@code bytes} bytes; the buffers dropped are released. */
   static Flux<DataBuffer> skip(Flux<DataBuffer> body, long bytes) {
-    AtomicLong left = new AtomicLong(bytes);
-    return body.<DataBuffer>handle(
-            (buffer, sink) -> {
-              long l = left.get();
-              int n = buffer.readableByteCount();
-              if (l == 0) {
-                sink.next(buffer);
-              } else if (n <= l) {
-                left.addAndGet(-n);
-                DataBufferUtils.release(buffer);
-              } else {
-                buffer.readPosition(buffer.readPosition() + (int) l);
-                left.set(0);
-                sink.next(buffer);
-              }
-            })
-        .doOnDiscard(DataBuffer.class, DataBufferUtils::release);
+    return UpstreamBlob.skip(body, bytes);
   }
 
   @PreDestroy

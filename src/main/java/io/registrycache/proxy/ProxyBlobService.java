@@ -13,9 +13,9 @@ import io.registrycache.storage.StoredContent;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
-import java.time.Duration;
-import java.util.Optional;
+import io.registrycache.config.BlobsProperties;
 import java.util.function.Supplier;
+import java.util.Optional;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.context.SmartLifecycle;
@@ -50,12 +50,14 @@ public class ProxyBlobService implements SmartLifecycle {
   private final UpstreamClient upstreams;
   private final BlobStore store;
   private final CacheMetrics metrics;
-  private final SingleFlight<String, BlobDownload> downloads = new SingleFlight<>();
+  private final SingleFlight<String, Fill> downloads = new SingleFlight<>();
   private final SingleFlight<Digest, Mono<Boolean>> rechecks = new SingleFlight<>();
   private final Scheduler storage;
-  private final Duration orphanTimeout;
+  private final BlobsProperties blobSettings;
   private final boolean offline;
   private final PeerSource peers;
+  /** Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in vain. */
+  private final com.github.benmanes.caffeine.cache.Cache<String, Unrequested> unrequested;
   private volatile boolean running;
 
   /** A single replica's service: every miss is filled from the upstream. */
@@ -82,8 +84,28 @@ public class ProxyBlobService implements SmartLifecycle {
     this.store = store;
     this.metrics = metrics;
     this.storage = storage;
-    this.orphanTimeout = properties.blobs().orphanDownloadTimeout();
+    this.blobSettings = properties.blobs();
+    this.unrequested = com.github.benmanes.caffeine.cache.Caffeine.newBuilder()
+        .maximumSize(100_000)
+        .expireAfterWrite(properties.blobs().prefetch().unrequestedAfter())
+        .scheduler(com.github.benmanes.caffeine.cache.Scheduler.systemScheduler())
+        .<String, Unrequested>removalListener((key, value, cause) -> {
+          if (cause == com.github.benmanes.caffeine.cache.RemovalCause.EXPIRED && value != null) {
+            metrics.prefetchUnrequested(value.upstream(), value.size());
+          }
+        })
+        .build();
     this.offline = properties.upstreams().offline();
+  }
+
+  /** Who asks for a blob. */
+  private enum Asker {
+    /** A client on the pull port. */
+    CLIENT,
+    /** Another replica (never forwarded to a third). */
+    PEER,
+    /** Prefetch on manifest (counts no hit or miss; a client that joins it is a prefetch hit). */
+    PREFETCH
   }
 
   /** What a client asks of a blob, which decides whether a download in progress may be tailed. */
@@ -106,7 +128,7 @@ public class ProxyBlobService implements SmartLifecycle {
    *     BLOB_UNKNOWN} 404, 502/503/504, ...) when the download could not start or failed
    */
   public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want) {
-    return get(upstream, name, digest, want, false);
+    return get(upstream, name, digest, want, Asker.CLIENT);
   }
 
   /**
@@ -115,22 +137,39 @@ public class ProxyBlobService implements SmartLifecycle {
    * from the upstream, never from a third replica, so peer requests cannot loop.
    */
   public Mono<BlobSource> getForPeer(Upstream upstream, RepositoryName name, Digest digest) {
-    return get(upstream, name, digest, Want.BODY, true);
+    return get(upstream, name, digest, Want.BODY, Asker.PEER);
   }
 
-  private Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want, boolean forPeer) {
-    return Mono.defer(() -> lookup(upstream, name, digest, forPeer))
+  private Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker) {
+    return Mono.defer(() -> lookup(upstream, name, digest, asker))
         .transform(CacheOutcome.track(
-            upstream.key(), s -> s instanceof BlobSource.Stored ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
+            upstream.key(), s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
         .flatMap(
             source -> {
               if (source instanceof BlobSource.Downloading d
                   && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
-                return d.download().completion().then(Mono.defer(() -> lookup(upstream, name, digest, forPeer)))
+                return d.stored().then(Mono.defer(() -> lookup(upstream, name, digest, asker)))
                     .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
               }
               return Mono.just(source);
             });
+  }
+
+  /**
+   * Starts (or joins) the fill of a blob that a manifest just fetched from the upstream
+   * references, before any client asks for it (prefetch on manifest): the same single-flight,
+   * content scope and owner replica as a client's request, so a client asking meanwhile joins it.
+   * A blob stored already is left alone (not even confirmed with the upstream).
+   *
+   * @return completes with the blob's size once it is stored and linked, empty when there was
+   *     nothing to do; errors as the fill does
+   */
+  public Mono<Long> prefetch(Upstream upstream, RepositoryName name, Digest digest) {
+    if (offline || store.size(digest).isPresent()) {
+      return Mono.empty();
+    }
+    return Mono.defer(() -> lookup(upstream, name, digest, Asker.PREFETCH))
+        .flatMap(source -> source instanceof BlobSource.Downloading d ? d.stored() : Mono.<Long>empty());
   }
 
   /** {@link #get} of the whole body. */
@@ -138,40 +177,61 @@ public class ProxyBlobService implements SmartLifecycle {
     return get(upstream, name, digest, Want.BODY);
   }
 
-  private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
-    return lookup(upstream, name, digest, forPeer, false);
+  private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest, Asker asker) {
+    return lookup(upstream, name, digest, asker, false);
   }
 
   private Mono<BlobSource> lookup(
-      Upstream upstream, RepositoryName name, Digest digest, boolean forPeer, boolean storeRechecked) {
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, boolean storeRechecked) {
     Optional<StoredContent> stored = store.open(digest);
     if (stored.isPresent()) {
       if (store.links().servable(digest, upstream.key(), name.value())) {
+        if (asker == Asker.CLIENT && unrequested.estimatedSize() > 0
+            && unrequested.asMap().remove(digest + "|" + scopeKey(upstream, name)) != null) {
+          metrics.prefetchHit(upstream.key());
+          return Mono.just(new BlobSource.Stored(stored.get(), true)); // fetched for this pull: a miss
+        }
         return Mono.just(new BlobSource.Stored(stored.get()));
       }
-      return confirm(upstream, name, digest, forPeer);
+      return confirm(upstream, name, digest, asker);
     }
     if (offline) {
       return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
     }
     // A fill from an owner and one from the upstream are different calls: a peer's request never
     // joins a fill that waits on a peer (two replicas that disagree on the owner cannot deadlock).
-    Optional<Member> owner = forPeer ? Optional.empty() : peers.ownerElsewhere(digest);
+    Optional<Member> owner = asker == Asker.PEER ? Optional.empty() : peers.ownerElsewhere(digest);
     if (owner.isPresent() && !storeRechecked) {
       // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
       return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
           .publishOn(storage)
-          .flatMap(found -> lookup(upstream, name, digest, forPeer, true));
+          .flatMap(found -> lookup(upstream, name, digest, asker, true));
     }
-    String key = digest + "|" + scopeKey(upstream, name) + owner.map(m -> "|from " + m.id()).orElse("");
+    String fromUpstream = digest + "|" + scopeKey(upstream, name);
+    String key = fromUpstream + owner.map(m -> "|from " + m.id()).orElse("");
+    // A client's (or prefetch's) request joins any fill of the blob here, wherever it reads from:
+    // the owner seen may have changed meanwhile (one suspected), and two fills would fetch twice.
+    // Only a peer's request keeps to fills from the upstream, so replicas never wait on each other.
+    Fill fill = asker == Asker.PEER || !peers.clustered() ? null
+        : downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
     // A fill stores (and links) its blob before it leaves the single-flight, so a blob missing
     // above but stored now was filled meanwhile: looked up again, not fetched a second time.
-    BlobDownload download = downloads.join(
-        key, k -> store.size(digest).isPresent() ? null : newDownload(upstream, name, digest, k, owner), this::start);
-    if (download == null) {
-      return lookup(upstream, name, digest, forPeer, storeRechecked);
+    if (fill == null) {
+      fill = downloads.join(
+          key, k -> store.size(digest).isPresent() ? null : newFill(upstream, name, digest, k, owner, asker), Fill::start);
     }
-    return download.announcedSize().map(announced -> new BlobSource.Downloading(digest, download, announced));
+    if (fill == null) {
+      return lookup(upstream, name, digest, asker, storeRechecked);
+    }
+    if (asker != Asker.PREFETCH && !fill.requested) {
+      fill.requested = true;
+      if (fill.byPrefetch) {
+        metrics.prefetchHit(upstream.key());
+      }
+    }
+    Fill joined = fill;
+    return joined.download.announcedSize()
+        .map(announced -> new BlobSource.Downloading(digest, joined.download, announced, joined.stored));
   }
 
   /**
@@ -179,23 +239,23 @@ public class ProxyBlobService implements SmartLifecycle {
    * shared store linked it there since start-up (one request to the store), otherwise only once
    * this upstream confirms it has it there. Offline, it is not there.
    */
-  private Mono<BlobSource> confirm(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
+  private Mono<BlobSource> confirm(Upstream upstream, RepositoryName name, Digest digest, Asker asker) {
     return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), name.value()))
         .subscribeOn(storage)
         .flatMap(linked -> linked
-            ? lookupLinked(upstream, name, digest, forPeer)
-            : confirmUpstream(upstream, name, digest, forPeer));
+            ? lookupLinked(upstream, name, digest, asker)
+            : confirmUpstream(upstream, name, digest, asker));
   }
 
   /** After a link was found: the stored blob, or (evicted meanwhile) a miss. */
-  private Mono<BlobSource> lookupLinked(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
+  private Mono<BlobSource> lookupLinked(Upstream upstream, RepositoryName name, Digest digest, Asker asker) {
     Optional<StoredContent> stored = store.open(digest);
     return stored.isPresent()
         ? Mono.just(new BlobSource.Stored(stored.get()))
-        : lookup(upstream, name, digest, forPeer);
+        : lookup(upstream, name, digest, asker);
   }
 
-  private Mono<BlobSource> confirmUpstream(Upstream upstream, RepositoryName name, Digest digest, boolean forPeer) {
+  private Mono<BlobSource> confirmUpstream(Upstream upstream, RepositoryName name, Digest digest, Asker asker) {
     if (offline) {
       return Mono.error(OciException.blobUnknown(
           digest + " is not cached for " + upstream.key() + "/" + name + " and the cache is offline"));
@@ -206,7 +266,7 @@ public class ProxyBlobService implements SmartLifecycle {
         .flatMap(
             confirmed -> {
               store.links().link(digest, upstream.key(), name.value());
-              return lookup(upstream, name, digest, forPeer); // evicted meanwhile: fetched as a miss
+              return lookup(upstream, name, digest, asker); // evicted meanwhile: fetched as a miss
             });
   }
 
@@ -220,38 +280,74 @@ public class ProxyBlobService implements SmartLifecycle {
     };
   }
 
-  private BlobDownload newDownload(
-      Upstream upstream, RepositoryName name, Digest digest, String key, Optional<Member> owner) {
-    ContentLinks links = store.links();
-    BlobDownload[] self = new BlobDownload[1];
-    Supplier<Mono<UpstreamBlob>> fromUpstream = () -> upstreams.getBlob(upstream, name, digest);
-    // When the owner gives up, the bytes come from the upstream here, and no owner stores them.
-    Supplier<Mono<UpstreamBlob>> insteadOfOwner = () -> {
-      self[0].ownerGaveUp();
-      return fromUpstream.get();
-    };
-    Supplier<Mono<UpstreamBlob>> source =
-        owner.isEmpty() ? fromUpstream : () -> peers.fetch(owner.get(), upstream, name, digest, insteadOfOwner);
-    self[0] =
-        new BlobDownload(
-            digest,
-            upstream.key() + "/" + name + "@" + digest,
-            store,
-            source,
-            storage,
-            orphanTimeout,
-            () -> links.link(digest, upstream.key(), name.value()),
-            () -> {
-              downloads.finished(key, self[0]);
-              metrics.fetchInFlight(-1);
-            },
-            owner.isPresent());
-    return self[0];
+  private Fill newFill(
+      Upstream upstream, RepositoryName name, Digest digest, String key, Optional<Member> owner, Asker asker) {
+    BlobDownload.Source source = owner.isEmpty()
+        ? (offset, ownerGaveUp) -> upstreams.getBlob(upstream, name, digest, offset)
+        // When the owner gives up, the bytes come from the upstream here, and no owner stores
+        // them; the rest of a transfer that broke off comes from the upstream too.
+        : (offset, ownerGaveUp) -> {
+          Supplier<Mono<UpstreamBlob>> fromUpstream = () -> {
+            ownerGaveUp.run();
+            return upstreams.getBlob(upstream, name, digest, offset);
+          };
+          return offset == 0 ? peers.fetch(owner.get(), upstream, name, digest, fromUpstream) : fromUpstream.get();
+        };
+    BlobDownload download = new BlobDownload(
+        digest,
+        upstream.key() + "/" + name + "@" + digest,
+        () -> owner.isPresent() ? store.newWriterBehindOwner(digest) : store.newWriter(digest),
+        source,
+        storage,
+        blobSettings);
+    Fill fill = new Fill(key, download, size -> {
+      store.links().link(digest, upstream.key(), name.value());
+    }, asker == Asker.PREFETCH);
+    if (fill.byPrefetch) {
+      fill.stored.subscribe(
+          size -> {
+            metrics.prefetched(upstream.key(), size);
+            if (!fill.requested) {
+              unrequested.put(digest + "|" + scopeKey(upstream, name), new Unrequested(upstream.key(), size));
+            }
+          },
+          e -> {});
+    }
+    return fill;
   }
 
-  private void start(BlobDownload download) {
-    metrics.fetchInFlight(1);
-    download.start();
+  /** A prefetched blob no client has asked for yet. */
+  private record Unrequested(String upstream, long size) {}
+
+  /**
+   * A download in the single-flight, and what its requesters wait on: the blob stored and linked
+   * where it was fetched for; only then does it leave the single-flight.
+   */
+  private final class Fill {
+    final BlobDownload download;
+    final Mono<Long> stored;
+    /** Started by prefetch on manifest rather than by a request. */
+    final boolean byPrefetch;
+    /** A client or a peer has asked for it. */
+    volatile boolean requested;
+
+    Fill(String key, BlobDownload download, java.util.function.LongConsumer link, boolean byPrefetch) {
+      this.download = download;
+      this.byPrefetch = byPrefetch;
+      this.stored = download.completion()
+          .doOnNext(link::accept)
+          .doFinally(signal -> {
+            downloads.finished(key, this);
+            metrics.fetchInFlight(-1);
+          })
+          .cache();
+    }
+
+    void start() {
+      metrics.fetchInFlight(1);
+      download.start();
+      stored.subscribe(null, e -> {});
+    }
   }
 
   @Override
@@ -284,7 +380,7 @@ public class ProxyBlobService implements SmartLifecycle {
   private Mono<Void> awaitDownloads() {
     running = false;
     return Flux.fromIterable(downloads.inFlight())
-        .flatMap(d -> d.completion().onErrorResume(e -> Mono.empty()))
+        .flatMap(f -> f.stored.onErrorResume(e -> Mono.empty()))
         .then();
   }
 

@@ -65,6 +65,13 @@ public class ProxyManifestService {
   private final Clock clock;
   private final boolean offline;
   private final PeerSource peers;
+  private final Prefetcher prefetcher;
+  /**
+   * Image manifests fetched without their blobs (an index's child for a platform left out of
+   * {@code blobs.prefetch.platforms}): a client that asks for one prefetches them then.
+   */
+  private final com.github.benmanes.caffeine.cache.Cache<Digest, Boolean> withoutLayers =
+      com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(10_000).expireAfterWrite(Duration.ofMinutes(10)).build();
   private final SingleFlight<String, Mono<StoredManifest>> fetches = new SingleFlight<>();
   private final SingleFlight<String, Mono<ManifestResult>> revalidations = new SingleFlight<>();
 
@@ -76,10 +83,13 @@ public class ProxyManifestService {
       CacheMetrics metrics,
       RegistryCacheProperties properties,
       Clock clock) {
-    this(upstreams, store, storage, metrics, properties, clock, PeerSource.none());
+    this(upstreams, store, storage, metrics, properties, clock, PeerSource.none(), Prefetcher.none());
   }
 
-  /** @param peers where misses and revalidations of manifests owned by another replica go */
+  /**
+   * @param peers where misses and revalidations of manifests owned by another replica go
+   * @param prefetcher where manifests fetched from the upstream send their blobs ahead of the client
+   */
   @Autowired
   public ProxyManifestService(
       UpstreamClient upstreams,
@@ -88,8 +98,10 @@ public class ProxyManifestService {
       CacheMetrics metrics,
       RegistryCacheProperties properties,
       Clock clock,
-      PeerSource peers) {
+      PeerSource peers,
+      Prefetcher prefetcher) {
     this.peers = peers;
+    this.prefetcher = prefetcher;
     this.upstreams = upstreams;
     this.store = store;
     this.storage = storage;
@@ -113,6 +125,19 @@ public class ProxyManifestService {
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
     return get(upstream, name, reference, accept, false);
   }
+
+  /**
+   * {@link #get} for preloading, every media type accepted: the same pull-through, without
+   * prefetch on manifest (preload fetches what it chose itself: {@code preload.platforms} says
+   * which children of an index it wants).
+   */
+  public Mono<ManifestResult> getForPreload(Upstream upstream, RepositoryName name, Reference reference) {
+    return get(upstream, name, reference, MediaTypes.ALL_MANIFESTS, false)
+        .contextWrite(context -> context.put(NO_PREFETCH, Boolean.TRUE));
+  }
+
+  /** Reactor context key: a fetch under it starts no prefetch. */
+  private static final String NO_PREFETCH = "registry-cache.no-prefetch";
 
   /**
    * {@link #get} for another replica's peer request, every media type accepted: the same
@@ -155,6 +180,12 @@ public class ProxyManifestService {
     boolean servable = store.links().servable(reference.digest(), upstream.key(), name.value());
     Optional<StoredManifest> inMemory = servable ? store.cached(reference.digest()) : Optional.empty();
     if (inMemory.isPresent()) {
+      if (!forPeer && withoutLayers.estimatedSize() > 0 && withoutLayers.asMap().remove(reference.digest()) != null) {
+        Mono.fromRunnable(() -> store.content(reference.digest())
+                .ifPresent(content -> prefetcher.imageManifest(upstream, name, content)))
+            .subscribeOn(storage)
+            .subscribe(null, e -> log.debug("prefetch of {} failed: {}", reference, e.toString()));
+      }
       return Mono.just(new ManifestResult(inMemory.get(), Result.HIT));
     }
     return Mono.fromCallable(() -> store.find(reference.digest()))
@@ -306,6 +337,16 @@ public class ProxyManifestService {
   private Mono<StoredManifest> fetch(
       Upstream upstream, RepositoryName name, Reference reference, boolean forPeer,
       Supplier<Optional<StoredManifest>> storedMeanwhile) {
+    return fetch(upstream, name, reference, forPeer, storedMeanwhile, true);
+  }
+
+  /**
+   * @param layers whether the blobs of an image manifest fetched now are prefetched (false for the
+   *     child manifest of an index whose platform {@code blobs.prefetch.platforms} leaves out)
+   */
+  private Mono<StoredManifest> fetch(
+      Upstream upstream, RepositoryName name, Reference reference, boolean forPeer,
+      Supplier<Optional<StoredManifest>> storedMeanwhile, boolean layers) {
     if (offline) {
       return Mono.error(OciException.manifestUnknown(
           upstream.key() + "/" + name + ":" + reference + " is not cached and the cache is offline"));
@@ -320,16 +361,23 @@ public class ProxyManifestService {
         fetches,
         key,
         storedMeanwhile,
-        () ->
-            (owner.isEmpty() ? fromUpstream.get() : peers.fetchManifest(owner.get(), upstream, name, reference, maxBytes, fromUpstream))
+        () -> Mono.deferContextual(context -> {
+          // A peer's request is not prefetched for: the replica its client asked does it, through
+          // the blobs' owners, so the cluster still fetches each blob once.
+          boolean prefetch = !forPeer && !context.hasKey(NO_PREFETCH);
+          return (owner.isEmpty() ? fromUpstream.get() : peers.fetchManifest(owner.get(), upstream, name, reference, maxBytes, fromUpstream))
                 .doOnSubscribe(s -> metrics.fetchInFlight(1))
                 .doFinally(s -> metrics.fetchInFlight(-1))
                 .map(response -> verify(upstream, name, reference, response))
                 .publishOn(storage)
                 .map(
-                    manifest -> {
+                    verified -> {
+                      StoredManifest manifest = verified.manifest();
                       if (store.cached(manifest.digest()).isEmpty()) { // a revalidation through the owner: often the same bytes
                         store.put(manifest);
+                        if (prefetch) {
+                          prefetch(upstream, name, manifest.digest(), verified.content(), layers);
+                        }
                       }
                       store.links().link(manifest.digest(), upstream.key(), name.value());
                       if (reference instanceof Reference.Tag tag) {
@@ -340,10 +388,14 @@ public class ProxyManifestService {
                           upstream.key(), name, reference, manifest.digest(), manifest.mediaType(),
                           manifest.body().length);
                       return manifest;
-                    }));
+                    });
+        }));
   }
 
-  private StoredManifest verify(
+  /** A manifest as received and checked: its bytes and what they reference, parsed once. */
+  private record Verified(StoredManifest manifest, ManifestContent content) {}
+
+  private Verified verify(
       Upstream upstream, RepositoryName name, Reference reference, UpstreamManifest response) {
     String what = upstream.key() + "/" + name + ":" + reference;
     byte[] body = response.body();
@@ -366,7 +418,36 @@ public class ProxyManifestService {
     } catch (OciException e) {
       throw new OciException(OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY, what + ": " + e.getMessage());
     }
-    return new StoredManifest(computed, content.mediaType(), body);
+    return new Verified(new StoredManifest(computed, content.mediaType(), body), content);
+  }
+
+  /**
+   * Prefetch on manifest, for a manifest just fetched and stored: an image manifest's blobs (when
+   * {@code layers}), an index's child manifests (each with its layers when its platform is in
+   * {@code blobs.prefetch.platforms}). In the background; a failure costs nothing but the prefetch.
+   */
+  private void prefetch(Upstream upstream, RepositoryName name, Digest digest, ManifestContent content, boolean layers) {
+    if (!prefetcher.enabled()) {
+      return;
+    }
+    if (!content.isIndex()) {
+      if (layers) {
+        prefetcher.imageManifest(upstream, name, content);
+      } else {
+        withoutLayers.put(digest, Boolean.TRUE); // a client asking for it later prefetches them
+      }
+      return;
+    }
+    for (ManifestContent.Descriptor child : content.references()) {
+      Reference.ByDigest reference = new Reference.ByDigest(child.digest());
+      if (store.entry(child.digest()).isPresent()) {
+        continue;
+      }
+      Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
+          store.links().servable(child.digest(), upstream.key(), name.value()) ? store.cached(child.digest()) : Optional.empty();
+      fetch(upstream, name, reference, false, storedMeanwhile, prefetcher.layersOf(child.platform()))
+          .subscribe(null, e -> log.debug("prefetch of {}/{}@{} failed: {}", upstream.key(), name, child.digest(), e.toString()));
+    }
   }
 
   private static OciException lying(String what, String why) {

@@ -1,5 +1,6 @@
 package io.registrycache.proxy;
 
+import io.registrycache.oci.Json;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Result;
@@ -53,7 +54,7 @@ import tools.jackson.databind.node.ObjectNode;
 public class ProxyReferrersService {
 
   private static final Logger log = LoggerFactory.getLogger(ProxyReferrersService.class);
-  private static final JsonMapper JSON = JsonMapper.builder().build();
+  private static final JsonMapper JSON = Json.MAPPER;
   private static final String INDEX = "application/vnd.oci.image.index.v1+json";
   /** Bound on upstream pages followed for one list (a loop guard). */
   private static final int MAX_PAGES = 1000;

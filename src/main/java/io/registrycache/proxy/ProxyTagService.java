@@ -1,6 +1,8 @@
 package io.registrycache.proxy;
 
+import io.registrycache.oci.Json;
 import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.oci.LinkHeader;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.upstream.Upstream;
@@ -42,7 +44,7 @@ import tools.jackson.databind.json.JsonMapper;
 public class ProxyTagService {
 
   private static final Logger log = LoggerFactory.getLogger(ProxyTagService.class);
-  private static final JsonMapper JSON = JsonMapper.builder().build();
+  private static final JsonMapper JSON = Json.MAPPER;
 
   private final UpstreamClient upstreams;
   private final ManifestStore store;
@@ -207,17 +209,9 @@ public class ProxyTagService {
 
     /** The query of a {@code Link: <...?n=2&last=b>; rel="next"} header. */
     static String queryOf(String link) {
-      if (link == null) {
-        return null;
-      }
-      int open = link.indexOf('<');
-      int close = link.indexOf('>', open + 1);
-      if (open < 0 || close < 0) {
-        return null;
-      }
-      String target = link.substring(open + 1, close);
-      int q = target.indexOf('?');
-      return q < 0 ? null : target.substring(q + 1);
+      return LinkHeader.nextTarget(link)
+          .map(target -> target.indexOf('?') < 0 ? null : target.substring(target.indexOf('?') + 1))
+          .orElse(null);
     }
   }
 }

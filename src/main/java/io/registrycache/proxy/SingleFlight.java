@@ -43,6 +43,16 @@ final class SingleFlight<K, V> {
     return call;
   }
 
+  /** A call in flight whose key {@code matching} accepts, or null; scans every call in flight. */
+  V current(java.util.function.Predicate<K> matching) {
+    for (Map.Entry<K, V> e : inFlight.entrySet()) {
+      if (matching.test(e.getKey())) {
+        return e.getValue();
+      }
+    }
+    return null;
+  }
+
   /** Ends {@code call}: the next caller for {@code key} starts a new one. */
   void finished(K key, V call) {
     inFlight.remove(key, call);

@@ -40,6 +40,25 @@ public interface BlobStore extends AutoCloseable {
    */
   interface Writer extends ContentWriter {
     /**
+     * Appends all remaining bytes of {@code bytes}, in order: one gathering write where the
+     * writer has a file. Blocking.
+     */
+    default void append(java.nio.ByteBuffer[] bytes) throws IOException {
+      for (java.nio.ByteBuffer b : bytes) {
+        append(b);
+      }
+    }
+
+    /**
+     * Makes sure {@code size} more bytes fit where this writer writes, before any of them is
+     * handed to a reader: a blob that cannot be stored fails at once, with a clean error to its
+     * clients, rather than part-way. A store with no such limit does nothing.
+     *
+     * @throws IOException "No space left on device" when they do not fit
+     */
+    default void reserve(long size) throws IOException {}
+
+    /**
      * A channel reading the bytes written so far and those written later.
      *
      * @throws java.nio.file.NoSuchFileException when the writer was aborted

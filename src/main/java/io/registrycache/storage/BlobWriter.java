@@ -51,6 +51,18 @@ public final class BlobWriter implements BlobStore.Writer {
 
   private enum State { OPEN, COMMITTED, ABORTED }
 
+  /** The volume of each temporary folder, found once (finding it reads the mount table). */
+  private static final java.util.Map<Path, java.nio.file.FileStore> VOLUMES = new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static java.nio.file.FileStore volumeOf(Path folder) throws IOException {
+    java.nio.file.FileStore known = VOLUMES.get(folder);
+    if (known == null) {
+      known = java.nio.file.Files.getFileStore(folder);
+      VOLUMES.put(folder, known);
+    }
+    return known;
+  }
+
   private final Sink sink;
   private final Digest digest;
   private final Path temp;
@@ -115,6 +127,39 @@ public final class BlobWriter implements BlobStore.Writer {
    *     are deleted (as by {@link #abort})
    * @throws IOException when the file cannot be stored; the bytes are deleted
    */
+  /**
+   * Checks the free space of the temporary file's volume (one {@code statvfs}): every blob passes
+   * through it, on either store.
+   */
+  @Override
+  public void reserve(long size) throws IOException {
+    long free = volumeOf(temp.getParent()).getUsableSpace();
+    if (size > free) {
+      throw new IOException("No space left on device: blob " + digest + " needs " + size + " bytes, "
+          + free + " are free on the volume of " + temp.getParent());
+    }
+  }
+
+  /** Appends {@code bytes} in order with one gathering write (the digest over each). Blocking. */
+  @Override
+  public void append(ByteBuffer[] bytes) throws IOException {
+    if (verified) {
+      throw new IllegalStateException("blob " + digest + " was verified; nothing can be appended");
+    }
+    long total = 0;
+    for (ByteBuffer b : bytes) {
+      md.update(b.duplicate());
+      total += b.remaining();
+    }
+    long n = written;
+    long done = 0;
+    while (done < total) {
+      done += out.write(bytes);
+    }
+    written = n + total;
+    sink.appended(temp, written);
+  }
+
   @Override
   public long commit(long expectedSize) throws IOException {
     long size = verified ? written : verify(expectedSize);

@@ -1,5 +1,6 @@
 package io.registrycache.storage;
 
+import io.registrycache.oci.Json;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -31,7 +32,7 @@ import tools.jackson.databind.node.ObjectNode;
 public class ReferrersStore {
 
   private static final Logger log = LoggerFactory.getLogger(ReferrersStore.class);
-  private static final JsonMapper JSON = JsonMapper.builder().build();
+  private static final JsonMapper JSON = Json.MAPPER;
 
   private final Path root;
   private final Path tmp;

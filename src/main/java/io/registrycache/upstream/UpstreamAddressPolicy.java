@@ -1,5 +1,7 @@
 package io.registrycache.upstream;
 
+import io.netty.handler.ipfilter.IpSubnetFilterRule;
+import io.netty.handler.ipfilter.IpFilterRuleType;
 import io.registrycache.oci.OciErrorCode;
 import io.netty.resolver.AbstractAddressResolver;
 import io.netty.resolver.AddressResolver;
@@ -222,7 +224,11 @@ final class UpstreamAddressPolicy {
     }
   }
 
-  /** Whether {@code allowed} is an IP address or CIDR range holding {@code address}. */
+  /**
+   * Whether {@code allowed} is an IP address or CIDR range holding {@code address} (Netty's
+   * {@link IpSubnetFilterRule}); a host name, a prefix out of range ({@code /-1}, {@code /33}
+   * for IPv4) or another address family holds nothing.
+   */
   static boolean matches(String allowed, InetAddress address) {
     String[] parts = allowed.trim().split("/", 2);
     String literal = stripBrackets(parts[0]);
@@ -230,20 +236,14 @@ final class UpstreamAddressPolicy {
       return false; // a host name: compared by name only, never resolved here
     }
     try {
-      byte[] network = InetAddress.getByName(literal).getAddress();
-      byte[] candidate = address.getAddress();
-      if (network.length != candidate.length) {
+      InetAddress network = InetAddress.getByName(literal);
+      int max = network.getAddress().length * 8;
+      int bits = parts.length == 2 ? Integer.parseInt(parts[1].trim()) : max;
+      if (bits < 0 || bits > max || network.getAddress().length != address.getAddress().length) {
         return false;
       }
-      int bits = parts.length == 2 ? Integer.parseInt(parts[1].trim()) : network.length * 8;
-      for (int i = 0; i < network.length && bits > 0; i++, bits -= 8) {
-        int mask = bits >= 8 ? 0xff : (0xff << (8 - bits)) & 0xff;
-        if ((network[i] & mask) != (candidate[i] & mask)) {
-          return false;
-        }
-      }
-      return true;
-    } catch (UnknownHostException | NumberFormatException e) {
+      return new IpSubnetFilterRule(network, bits, IpFilterRuleType.ACCEPT).matches(new InetSocketAddress(address, 0));
+    } catch (UnknownHostException | IllegalArgumentException e) {
       return false;
     }
   }

@@ -41,6 +41,21 @@ public interface UpstreamClient {
   Mono<UpstreamBlob> getBlob(Upstream upstream, RepositoryName name, Digest digest);
 
   /**
+   * {@code GET /v2/<name>/blobs/<digest>} from byte {@code offset} on: the rest of a blob whose
+   * transfer broke off, asked for with {@code Range: bytes=<offset>-} (RFC 9110 14.2). An upstream
+   * that answers {@code 206} with the matching {@code Content-Range} sends only the rest; one that
+   * ignores the range ({@code 200}) sends the whole blob again, and the bytes before {@code
+   * offset} are skipped here (a blob is content-addressed: they are the same bytes, and the caller
+   * verifies the whole). The body starts at {@code offset}; {@link UpstreamBlob#size} is the whole
+   * blob's.
+   *
+   * @param offset the first byte wanted, 0 for the whole blob
+   */
+  default Mono<UpstreamBlob> getBlob(Upstream upstream, RepositoryName name, Digest digest, long offset) {
+    return getBlob(upstream, name, digest).map(blob -> new UpstreamBlob(blob.size(), UpstreamBlob.skip(blob.body(), offset)));
+  }
+
+  /**
    * {@code HEAD /v2/<name>/blobs/<digest>}.
    *
    * @return the blob's size in bytes ({@code Content-Length}), or -1 when not sent

@@ -1,6 +1,7 @@
 package io.registrycache.upstream;
 
 import io.registrycache.config.UpstreamProperties;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.ChannelOption;
 import io.registrycache.config.RegistryCacheProperties;
 import java.time.Duration;
@@ -30,6 +31,13 @@ import reactor.netty.resources.LoopResources;
  * </ul>
  */
 final class UpstreamConnection implements AutoCloseable {
+
+  /**
+   * Largest single read from an upstream connection, in bytes. Above 256 KiB Netty's allocator
+   * does not pool (with the shipped heap), but a GiB in 1,024 buffers instead of 4,096 costs less
+   * CPU all the same (docs/performance.md).
+   */
+  static final int RECEIVE_BUFFER_MAX = 1 << 20;
 
   private static final Logger log = LoggerFactory.getLogger(UpstreamConnection.class);
 
@@ -71,7 +79,12 @@ final class UpstreamConnection implements AutoCloseable {
         HttpClient.create(pool)
             .runOn(loops)
             .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) settings.connectTimeout().toMillis())
+            // Reads of up to 1 MiB when the socket has that much (a large blob on a fast link):
+            // fewer reads, fewer buffers handed through the pull path per GiB.
+            .option(ChannelOption.RCVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 * 1024, RECEIVE_BUFFER_MAX))
             .responseTimeout(readTimeout)
+            // The body as it was read (not cut into 8 KiB pieces, Netty's default).
+            .httpResponseDecoder(spec -> spec.maxChunkSize(RECEIVE_BUFFER_MAX))
             .followRedirect(false)
             .compress(false);
     // Every name resolved for a connection passes the redirect policy (DNS rebinding).

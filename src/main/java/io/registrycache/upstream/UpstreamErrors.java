@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import io.registrycache.oci.Json;
 import io.registrycache.oci.OciErrorCode;
 import java.time.Clock;
 import java.time.Duration;
@@ -28,7 +29,7 @@ final class UpstreamErrors {
   static final String TIMEOUT = "timeout";
   static final String UNREACHABLE = "unreachable";
 
-  private static final JsonMapper JSON = JsonMapper.builder().build();
+  private static final JsonMapper JSON = Json.MAPPER;
 
   private UpstreamErrors() {}
 

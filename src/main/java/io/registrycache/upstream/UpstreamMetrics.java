@@ -14,17 +14,20 @@ import reactor.core.publisher.Mono;
  * {@code kind} = manifest|blob|tags|referrers|auth, {@code outcome} =
  * success|not_found|client_error|server_error|timeout|unreachable) and the counter {@code
  * registry.cache.upstream.fetched.bytes} (tag {@code upstream}; blob body bytes, counted as they
- * stream).
+ * stream) and the counter {@code registry.cache.upstream.resumes} (tags {@code upstream}, {@code
+ * outcome} = ranged|restarted: blob transfers resumed from the last byte received).
  */
 final class UpstreamMetrics {
 
   static final String REQUEST_TIMER = "registry.cache.upstream.request";
   static final String FETCHED_BYTES = "registry.cache.upstream.fetched.bytes";
+  static final String RESUMES = "registry.cache.upstream.resumes";
 
   private final MeterRegistry registry;
   /** Meters by tag values, registered once: building and registering a meter per call is the cost. */
   private final ConcurrentMap<TimerKey, Timer> timers = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, Counter> fetched = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, Counter> resumes = new ConcurrentHashMap<>();
 
   private record TimerKey(String upstream, String kind, String outcome) {}
 
@@ -43,6 +46,20 @@ final class UpstreamMetrics {
           return call.doOnSuccess(v -> stop(sample, upstream, kind, UpstreamErrors.SUCCESS))
               .doOnError(e -> stop(sample, upstream, kind, UpstreamErrors.outcome(e)));
         });
+  }
+
+  /**
+   * Counts a blob transfer resumed after it broke off: {@code ranged} when the upstream sent only
+   * the rest (206), else it sent the whole blob again (200) and the bytes already received were
+   * skipped.
+   */
+  void resumed(Upstream upstream, boolean ranged) {
+    String outcome = ranged ? "ranged" : "restarted";
+    resumes.computeIfAbsent(upstream.key() + "|" + outcome, key -> Counter.builder(RESUMES)
+        .description("Blob transfers resumed after the upstream connection broke off")
+        .tag("upstream", upstream.key())
+        .tag("outcome", outcome)
+        .register(registry)).increment();
   }
 
   /** Counts the bytes of a blob body as they pass. */

@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import io.registrycache.oci.Json;
 import com.google.cloud.tools.jib.api.Credential;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.RepositoryName;
@@ -34,7 +35,7 @@ final class WebClientTokenProvider implements TokenProvider {
   /** Lifetime of a token whose response has no {@code expires_in} (the token spec's default). */
   static final Duration DEFAULT_EXPIRES_IN = Duration.ofSeconds(60);
 
-  private static final JsonMapper JSON = JsonMapper.builder().build();
+  private static final JsonMapper JSON = Json.MAPPER;
 
   private final Function<Upstream, WebClient> webClients;
   private final UpstreamAddressPolicy policy;

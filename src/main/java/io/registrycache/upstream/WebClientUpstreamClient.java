@@ -2,6 +2,7 @@ package io.registrycache.upstream;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.LinkHeader;
 import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
@@ -197,10 +198,16 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
 
   @Override
   public Mono<UpstreamBlob> getBlob(Upstream upstream, RepositoryName name, Digest digest) {
-    String what = "blob " + name + "@" + digest;
+    return getBlob(upstream, name, digest, 0);
+  }
+
+  @Override
+  public Mono<UpstreamBlob> getBlob(Upstream upstream, RepositoryName name, Digest digest, long offset) {
+    String what = "blob " + name + "@" + digest + (offset > 0 ? " from byte " + offset : "");
     URI uri = uri(upstream, name, "blobs", digest.toString());
+    String range = offset > 0 ? "bytes=" + offset + "-" : null;
     return call(upstream, "blob", what, () ->
-        execute(upstream, name, HttpMethod.GET, uri, null)
+        execute(upstream, name, HttpMethod.GET, uri, null, range)
             .flatMap(
                 reply -> {
                   if (!reply.ok()) {
@@ -210,8 +217,55 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
                       metrics
                           .countBytes(upstream, reply.body())
                           .onErrorMap(e -> !(e instanceof OciException), e -> UpstreamErrors.fromTransport(upstream, what, e));
-                  return Mono.just(new UpstreamBlob(reply.headers().getContentLength(), body));
+                  if (offset <= 0) {
+                    return Mono.just(new UpstreamBlob(reply.headers().getContentLength(), body));
+                  }
+                  return resumed(upstream, what, offset, reply, body);
                 }));
+  }
+
+  /**
+   * The rest of a blob from {@code offset}: a {@code 206} whose {@code Content-Range} starts
+   * there, or a {@code 200} (the range ignored) whose first {@code offset} bytes are skipped.
+   * Anything else is {@code UPSTREAM_UNAVAILABLE} (502).
+   */
+  private Mono<UpstreamBlob> resumed(Upstream upstream, String what, long offset, Reply reply, Flux<DataBuffer> body) {
+    if (reply.status() == 200) {
+      metrics.resumed(upstream, false);
+      return Mono.just(new UpstreamBlob(reply.headers().getContentLength(), UpstreamBlob.skip(body, offset)));
+    }
+    ContentRange range = ContentRange.parse(reply.headers().getFirst(HttpHeaders.CONTENT_RANGE));
+    if (reply.status() != 206 || range == null || range.first() != offset) {
+      return drain(reply).then(Mono.error(new UpstreamException(
+          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+          UpstreamErrors.name(upstream) + ": " + what + ": answered " + reply.status() + " with Content-Range "
+              + reply.headers().getFirst(HttpHeaders.CONTENT_RANGE),
+          null, null)));
+    }
+    metrics.resumed(upstream, true);
+    return Mono.just(new UpstreamBlob(range.total(), body));
+  }
+
+  /** {@code Content-Range: bytes <first>-<last>/<total>} (RFC 9110 14.4); total -1 for {@code *}. */
+  record ContentRange(long first, long last, long total) {
+    private static final java.util.regex.Pattern SYNTAX =
+        java.util.regex.Pattern.compile("\\s*bytes\\s+(\\d+)-(\\d+)/(\\d+|\\*)\\s*");
+
+    static ContentRange parse(String header) {
+      if (header == null) {
+        return null;
+      }
+      java.util.regex.Matcher m = SYNTAX.matcher(header);
+      if (!m.matches()) {
+        return null;
+      }
+      try {
+        long total = m.group(3).equals("*") ? -1 : Long.parseLong(m.group(3));
+        return new ContentRange(Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), total);
+      } catch (NumberFormatException e) {
+        return null;
+      }
+    }
   }
 
   @Override
@@ -291,19 +345,15 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
 
   /** The target of {@code Link: <...>; rel="next"}, resolved against the upstream URL, or null. */
   static URI nextPage(URI base, String link) {
-    if (link == null || !link.contains("rel=\"next\"")) {
-      return null;
-    }
-    int open = link.indexOf('<');
-    int close = link.indexOf('>', open + 1);
-    if (open < 0 || close < 0) {
-      return null;
-    }
-    try {
-      return base.resolve(link.substring(open + 1, close));
-    } catch (IllegalArgumentException e) {
-      return null;
-    }
+    return LinkHeader.nextTarget(link)
+        .map(target -> {
+          try {
+            return base.resolve(target);
+          } catch (IllegalArgumentException e) {
+            return null;
+          }
+        })
+        .orElse(null);
   }
 
   private static boolean sameOrigin(URI a, URI b) {
@@ -364,10 +414,16 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
    */
   private Mono<Reply> execute(
       Upstream upstream, RepositoryName name, HttpMethod method, URI uri, List<String> accept) {
+    return execute(upstream, name, method, uri, accept, null);
+  }
+
+  /** @param range a {@code Range} header value, or null */
+  private Mono<Reply> execute(
+      Upstream upstream, RepositoryName name, HttpMethod method, URI uri, List<String> accept, String range) {
     UpstreamConnection connection = connection(upstream);
     return authenticator
         .current(upstream, name)
-        .flatMap(auth -> follow(connection, method, uri, accept, auth.orElse(null), 0))
+        .flatMap(auth -> follow(connection, method, uri, accept, range, auth.orElse(null), 0))
         .flatMap(
             reply -> {
               if (reply.status() != 401 || !reply.fromUpstream()) {
@@ -379,7 +435,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
               }
               return drain(reply)
                   .then(authenticator.answer(upstream, name, challenge, reply.sent()))
-                  .flatMap(auth -> follow(connection, method, uri, accept, auth, 0))
+                  .flatMap(auth -> follow(connection, method, uri, accept, range, auth, 0))
                   .doOnNext(
                       second -> {
                         if (second.status() == 401 && second.fromUpstream()) {
@@ -398,6 +454,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
       HttpMethod method,
       URI uri,
       List<String> accept,
+      String range,
       UpstreamAuthorization auth,
       int hops) {
     Upstream upstream = connection.upstream();
@@ -418,6 +475,9 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
               }
               if (sent != null) {
                 h.set(HttpHeaders.AUTHORIZATION, sent.header());
+              }
+              if (range != null) {
+                h.set(HttpHeaders.RANGE, range);
               }
             })
         .retrieve()
@@ -457,7 +517,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
                             + uri.getPath(), null, e)));
               }
               HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
-              return drain(reply).then(follow(connection, nextMethod, next, accept, auth, hops + 1));
+              return drain(reply).then(follow(connection, nextMethod, next, accept, range, auth, hops + 1));
             });
   }
 
@@ -465,8 +525,8 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
    * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average
    * rate since the response headers falls below {@code min-transfer-rate} after {@code
    * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
-   * read-timeout} but not this. The next deadline after {@code n} bytes is {@code grace + n /
-   * rate} from the start.
+   * read-timeout} but not this. After {@code n} bytes the next {@code n} are due by {@code grace +
+   * n / rate} from the start. Checked once a second by one timer per body, not per buffer.
    */
   static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
     long rate = upstream.settings().minTransferRate() == null
@@ -479,22 +539,21 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
         () -> {
           long start = System.nanoTime();
           java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
-          java.util.function.LongFunction<Mono<Long>> deadline =
-              bytes -> {
-                long dueNanos = start + grace.toNanos() + bytes * 1_000_000_000L / rate;
-                return Mono.delay(Duration.ofNanos(Math.max(0, dueNanos - System.nanoTime())));
-              };
+          Mono<Void> tooSlow = Flux.interval(Duration.ofSeconds(1), Duration.ofSeconds(1))
+              .filter(tick -> {
+                long n = received.get();
+                return System.nanoTime() - start > grace.toNanos() + n * 1_000_000_000L / rate;
+              })
+              .next()
+              .flatMap(tick -> Mono.<Void>error(
+                  new TransportFailure.SlowTransferException(
+                      "body slower than min-transfer-rate " + rate + " bytes/s: "
+                          + received.get() + " bytes in "
+                          + Duration.ofNanos(System.nanoTime() - start).toMillis() + " ms"
+                          + " (registry-cache.upstreams." + upstream.key() + ".min-transfer-rate)")));
           return body.doOnNext(buffer -> received.addAndGet(buffer.readableByteCount()))
-              .timeout(
-                  deadline.apply(0),
-                  buffer -> deadline.apply(received.get()),
-                  Flux.error(
-                      () ->
-                          new TransportFailure.SlowTransferException(
-                              "body slower than min-transfer-rate " + rate + " bytes/s: "
-                                  + received.get() + " bytes in "
-                                  + Duration.ofNanos(System.nanoTime() - start).toMillis() + " ms"
-                                  + " (registry-cache.upstreams." + upstream.key() + ".min-transfer-rate)")));
+              .takeUntilOther(tooSlow)
+              .doOnDiscard(DataBuffer.class, DataBufferUtils::release);
         });
   }
 

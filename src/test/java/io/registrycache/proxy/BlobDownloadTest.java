@@ -33,6 +33,10 @@ import reactor.core.scheduler.Schedulers;
 /** The download shared by concurrent readers: streaming, verification, nothing kept on failure. */
 class BlobDownloadTest {
 
+  /** Downloads that are not resumed: a source here sends the same body whatever the offset. */
+  private static final io.registrycache.config.BlobsProperties NO_RESUME =
+      io.registrycache.config.BlobsProperties.of(Duration.ofMinutes(1), 0);
+
   @TempDir Path root;
   private FileBlobStore store;
   private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
@@ -79,14 +83,16 @@ class BlobDownloadTest {
     return downloads.join(
         digest,
         d -> {
-          BlobDownload[] self = new BlobDownload[1];
-          self[0] = new BlobDownload(d, "test@" + d, store, () -> {
+          return new BlobDownload(d, "test@" + d, () -> store.newWriter(d), (offset, ownerGaveUp) -> {
             upstreamCalls.incrementAndGet();
             return source;
-          }, scheduler, Duration.ofMinutes(1), () -> downloads.finished(d, self[0]));
-          return self[0];
+          }, scheduler, NO_RESUME);
         },
-        BlobDownload::start);
+        download -> {
+          // As the pull-through service does: the download leaves the single-flight when it ends.
+          download.completion().doFinally(s -> downloads.finished(digest, download)).subscribe(null, e -> {});
+          download.start();
+        });
   }
 
   private long tmpFiles() throws IOException {
@@ -124,21 +130,9 @@ class BlobDownloadTest {
     assertThat(downloads.size()).isZero();
   }
 
-  /**
-   * A {@link BlobStore} whose only working method is {@code newWriter}: a real {@link BlobWriter}
-   * into {@code root/tmp} whose store step is {@code storing}.
-   */
-  private BlobStore storeWith(BlobWriter.Sink storing) {
-    return (BlobStore) java.lang.reflect.Proxy.newProxyInstance(
-        BlobStore.class.getClassLoader(),
-        new Class<?>[] {BlobStore.class},
-        (proxy, method, args) -> {
-          if (method.getName().equals("newWriter")) {
-            Digest d = (Digest) args[0];
-            return new BlobWriter(d, root.resolve("tmp").resolve(d.hex() + ".part"), storing);
-          }
-          throw new UnsupportedOperationException(method.getName());
-        });
+  /** A real {@link BlobWriter} into {@code root/tmp} whose store step is {@code storing}. */
+  private java.util.concurrent.Callable<BlobStore.Writer> writerWith(Digest d, BlobWriter.Sink storing) {
+    return () -> new BlobWriter(d, root.resolve("tmp").resolve(d.hex() + ".part"), storing);
   }
 
   @Test
@@ -147,7 +141,7 @@ class BlobDownloadTest {
     Digest digest = Digest.sha256(content);
     java.util.concurrent.CountDownLatch storing = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-    BlobStore slow = storeWith(new BlobWriter.Sink() {
+    var slow = writerWith(digest, new BlobWriter.Sink() {
       @Override
       public Path store(Path temp, long size) throws IOException {
         storing.countDown();
@@ -163,8 +157,8 @@ class BlobDownloadTest {
       public void closed(boolean stored) {}
     });
     BlobDownload d = new BlobDownload(digest, "test@" + digest, slow,
-        () -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
-        scheduler, Duration.ofMinutes(1), () -> {});
+        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
+        scheduler, NO_RESUME);
     d.start();
     assertThat(collect(d.read(0, -1))).isEqualTo(content);
     // The reader ended while the store step is still blocked (it cannot finish before release).
@@ -179,7 +173,7 @@ class BlobDownloadTest {
   void aStoreThatFailsAfterTheCheckKeepsNothingAndFailsTheCompletion() throws IOException {
     byte[] content = random(300_000);
     Digest digest = Digest.sha256(content);
-    BlobStore failing = storeWith(new BlobWriter.Sink() {
+    var failing = writerWith(digest, new BlobWriter.Sink() {
       @Override
       public Path store(Path temp, long size) throws IOException {
         throw new IOException("No space left on device");
@@ -189,8 +183,8 @@ class BlobDownloadTest {
       public void closed(boolean stored) {}
     });
     BlobDownload d = new BlobDownload(digest, "test@" + digest, failing,
-        () -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
-        scheduler, Duration.ofMinutes(1), () -> {});
+        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
+        scheduler, NO_RESUME);
     d.start();
     Throwable error = d.completion().then(Mono.<Throwable>empty()).onErrorResume(Mono::just).block(Duration.ofSeconds(20));
     assertThat(error).hasMessageContaining("cannot store");
@@ -244,5 +238,142 @@ class BlobDownloadTest {
     BlobDownload retry = start(digest, Mono.just(new UpstreamBlob(content.length, chunks(content, 8192))), calls);
     assertThat(collect(retry.read(0, -1))).isEqualTo(content);
     assertThat(calls).hasValue(1);
+  }
+
+  /** An upstream body of {@code content} in chunks, counting the bytes it has sent. */
+  private static Flux<DataBuffer> counted(byte[] content, int chunk, java.util.concurrent.atomic.AtomicLong sent) {
+    return chunks(content, chunk).doOnNext(b -> sent.addAndGet(b.readableByteCount()));
+  }
+
+  /** A reader that takes one buffer now and then, by hand. */
+  private static final class SlowReader extends reactor.core.publisher.BaseSubscriber<DataBuffer> {
+    final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    final java.util.concurrent.CompletableFuture<byte[]> done = new java.util.concurrent.CompletableFuture<>();
+
+    @Override
+    protected void hookOnSubscribe(org.reactivestreams.Subscription s) {
+      s.request(1);
+    }
+
+    @Override
+    protected synchronized void hookOnNext(DataBuffer b) {
+      byte[] chunk = new byte[b.readableByteCount()];
+      b.read(chunk);
+      bytes.writeBytes(chunk);
+      DataBufferUtils.release(b);
+    }
+
+    synchronized int received() {
+      return bytes.size();
+    }
+
+    @Override
+    protected void hookOnComplete() {
+      done.complete(bytes.toByteArray());
+    }
+
+    @Override
+    protected void hookOnError(Throwable e) {
+      done.completeExceptionally(e);
+    }
+  }
+
+  @Test
+  void aSlowReaderStallsNeitherTheFillNorAFastReaderAndCatchesUpFromTheFile() throws Exception {
+    byte[] content = random(12 * 1024 * 1024 + 5);
+    Digest digest = Digest.sha256(content);
+    Sinks.Many<DataBuffer> upstream = Sinks.many().unicast().onBackpressureBuffer();
+    BlobDownload d = start(digest, Mono.just(new UpstreamBlob(content.length, upstream.asFlux())), new AtomicInteger());
+    SlowReader slow = new SlowReader();
+    d.read(0, -1).subscribe(slow);
+    var fast = Mono.fromCallable(() -> collect(d.read(0, -1))).subscribeOn(Schedulers.boundedElastic()).toFuture();
+    long most = 0;
+    for (int i = 0; i < content.length; i += 64 * 1024) {
+      byte[] part = java.util.Arrays.copyOfRange(content, i, Math.min(content.length, i + 64 * 1024));
+      upstream.tryEmitNext(DefaultDataBufferFactory.sharedInstance.wrap(part));
+      most = Math.max(most, d.bufferedBytes());
+    }
+    upstream.tryEmitComplete();
+
+    assertThat(fast.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+    assertThat(d.completion().block(Duration.ofSeconds(20))).isEqualTo(content.length);
+    assertThat(slow.received()).isLessThan(content.length / 2); // it asked for one buffer only
+    // What the download held for its readers stayed bounded although one reader took nothing.
+    assertThat(most).isLessThanOrEqualTo(
+        BlobDownload.MAX_UNWRITTEN_BYTES + 2L * BlobDownload.READER_QUEUE_BYTES + 2 * 64 * 1024);
+    slow.request(Long.MAX_VALUE); // the rest comes from the stored file
+    assertThat(slow.done.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+  }
+
+  @Test
+  void theFillGoesAtThePaceOfItsFastestReader() throws Exception {
+    byte[] content = random(32 * 1024 * 1024);
+    Digest digest = Digest.sha256(content);
+    java.util.concurrent.atomic.AtomicLong sent = new java.util.concurrent.atomic.AtomicLong();
+    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
+        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, counted(content, 64 * 1024, sent))),
+        scheduler, NO_RESUME);
+    SlowReader reader = new SlowReader();
+    d.read(0, -1).subscribe(reader); // the first client is there from the first byte on
+    d.start();
+    // The reader takes 2 MiB, one buffer at a time; the upstream is read only a bounded way ahead.
+    long ahead = 0;
+    while (reader.received() < 2 * 1024 * 1024) {
+      reader.request(1);
+      Thread.onSpinWait();
+      ahead = Math.max(ahead, sent.get() - reader.received());
+    }
+    assertThat(ahead).isLessThanOrEqualTo(BlobDownload.PACE_BYTES + 16L * 64 * 1024);
+    assertThat(sent.get()).isLessThan(content.length / 4);
+    reader.request(Long.MAX_VALUE);
+    assertThat(reader.done.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+  }
+
+  @Test
+  void aTransferThatBreaksOffIsResumedFromTheNextByteAndReadersSeeNoBreak() throws Exception {
+    byte[] content = random(2 * 1024 * 1024 + 3);
+    Digest digest = Digest.sha256(content);
+    int cut1 = content.length * 3 / 10;
+    int cut2 = content.length * 6 / 10;
+    java.util.List<Long> offsets = new java.util.concurrent.CopyOnWriteArrayList<>();
+    BlobDownload.Source source = (offset, ownerGaveUp) -> {
+      offsets.add(offset);
+      int from = (int) offset;
+      int to = from < cut1 ? cut1 : from < cut2 ? cut2 : content.length;
+      Flux<DataBuffer> body = chunks(java.util.Arrays.copyOfRange(content, from, to), 64 * 1024);
+      if (to < content.length) {
+        body = body.concatWith(Flux.error(new IOException("connection reset by upstream")));
+      }
+      return Mono.just(new UpstreamBlob(content.length, body));
+    };
+    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest), source, scheduler,
+        io.registrycache.config.BlobsProperties.of(Duration.ofMinutes(1), 3));
+    d.start();
+    assertThat(collect(d.read(0, -1))).isEqualTo(content);
+    assertThat(d.completion().block(Duration.ofSeconds(20))).isEqualTo(content.length);
+    assertThat(offsets).containsExactly(0L, (long) cut1, (long) cut2);
+    assertThat(Files.readAllBytes(store.path(digest))).isEqualTo(content);
+  }
+
+  @Test
+  void resumesAreBoundedThenTheDownloadFailsAndKeepsNothing() throws IOException {
+    byte[] content = random(500_000);
+    Digest digest = Digest.sha256(content);
+    AtomicInteger opened = new AtomicInteger();
+    BlobDownload.Source alwaysBreaks = (offset, ownerGaveUp) -> {
+      opened.incrementAndGet();
+      int from = (int) offset;
+      return Mono.just(new UpstreamBlob(content.length,
+          chunks(java.util.Arrays.copyOfRange(content, from, from + 1000), 500)
+              .concatWith(Flux.error(new IOException("connection reset by upstream")))));
+    };
+    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest), alwaysBreaks, scheduler,
+        io.registrycache.config.BlobsProperties.of(Duration.ofMinutes(1), 2));
+    d.start();
+    Throwable error = d.completion().then(Mono.<Throwable>empty()).onErrorResume(Mono::just).block(Duration.ofSeconds(20));
+    assertThat(error).hasMessageContaining("connection reset");
+    assertThat(opened).hasValue(3); // the request and two resumes
+    assertThat(store.size(digest)).isEmpty();
+    assertThat(tmpFiles()).isZero();
   }
 }

@@ -118,7 +118,7 @@ class PeerManifestRoutingTest {
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
     service = new ProxyManifestService(
         upstreamClient(), manifests, scheduler, new CacheMetrics(new SimpleMeterRegistry(), properties), properties,
-        clock, peers);
+        clock, peers, Prefetcher.none());
   }
 
   @AfterEach

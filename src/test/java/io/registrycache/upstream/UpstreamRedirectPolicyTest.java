@@ -249,6 +249,11 @@ class UpstreamRedirectPolicyTest {
     assertThat(UpstreamAddressPolicy.matches("172.16.0.0/12", InetAddress.getByName("172.20.0.1"))).isTrue();
     assertThat(UpstreamAddressPolicy.matches("fd00::/8", InetAddress.getByName("fd12::1"))).isTrue();
     assertThat(UpstreamAddressPolicy.matches("storage.internal", InetAddress.getByName("10.0.0.1"))).isFalse();
+    // A prefix out of range holds nothing (it once matched every address).
+    assertThat(UpstreamAddressPolicy.matches("10.0.0.0/-1", InetAddress.getByName("192.168.1.1"))).isFalse();
+    assertThat(UpstreamAddressPolicy.matches("10.0.0.0/33", InetAddress.getByName("10.0.0.1"))).isFalse();
+    assertThat(UpstreamAddressPolicy.matches("10.0.0.1", InetAddress.getByName("10.0.0.1"))).isTrue();
+    assertThat(UpstreamAddressPolicy.matches("10.0.0.0/8", InetAddress.getByName("fd12::1"))).isFalse();
   }
 
   private static Throwable catchError(Runnable call) {

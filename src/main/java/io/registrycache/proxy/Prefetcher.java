@@ -1,0 +1,129 @@
+package io.registrycache.proxy;
+
+import io.registrycache.config.BlobsProperties;
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.ManifestContent;
+import io.registrycache.oci.ManifestContent.Descriptor;
+import io.registrycache.oci.RepositoryName;
+import io.registrycache.upstream.Upstream;
+import java.util.ArrayDeque;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.stereotype.Component;
+import reactor.core.publisher.Mono;
+
+/**
+ * Prefetch on manifest ({@code registry-cache.blobs.prefetch.*}): when an image manifest arrives
+ * from the upstream, the fills of its config and layers start at once ({@link
+ * ProxyBlobService#prefetch}), so that the client's blob requests, which follow one round trip
+ * each, join fills already running. The cache knows from the manifest exactly what comes next.
+ *
+ * <p>Bounded: blobs of one manifest in order until {@code max-bytes-per-manifest}, and at most
+ * {@code max-in-flight} prefetch fills per upstream; the rest wait in a queue of their upstream
+ * (up to {@value #MAX_QUEUED} blobs, beyond which prefetches are dropped). Clients' own requests
+ * take no slot, so a prefetch never delays one: a client asking for a queued blob starts its fill
+ * itself. Foreign (non-distributable) layers are never fetched.
+ */
+@Component
+public class Prefetcher {
+
+  private static final Logger log = LoggerFactory.getLogger(Prefetcher.class);
+
+  /** Blobs waiting for a prefetch slot, per upstream, beyond which prefetches are dropped. */
+  static final int MAX_QUEUED = 10_000;
+
+  private final ProxyBlobService blobs;
+  private final BlobsProperties.Prefetch settings;
+  private final Map<String, Lane> lanes = new ConcurrentHashMap<>();
+
+  @Autowired
+  public Prefetcher(ProxyBlobService blobs, RegistryCacheProperties properties) {
+    this(blobs, properties.blobs().prefetch());
+  }
+
+  private Prefetcher(ProxyBlobService blobs, BlobsProperties.Prefetch settings) {
+    this.blobs = blobs;
+    this.settings = settings;
+  }
+
+  /** No prefetch (for services built without Spring). */
+  static Prefetcher none() {
+    BlobsProperties.Prefetch d = BlobsProperties.Prefetch.DEFAULTS;
+    return new Prefetcher(null, new BlobsProperties.Prefetch(false, d.maxBytesPerManifest(), d.maxInFlight(), d.platforms(), d.unrequestedAfter()));
+  }
+
+  /** Whether prefetch on manifest is on. */
+  public boolean enabled() {
+    return settings.enabled();
+  }
+
+  /** Whether the layers of an index entry for {@code platform} are prefetched along with its manifest. */
+  boolean layersOf(String platform) {
+    return settings.layersOf(platform);
+  }
+
+  /**
+   * An image manifest of {@code name} arrived from {@code upstream}: its config and layers that
+   * are not stored are queued for prefetch. Returns at once.
+   */
+  void imageManifest(Upstream upstream, RepositoryName name, ManifestContent manifest) {
+    if (!settings.enabled() || manifest.isIndex()) {
+      return;
+    }
+    long budget = settings.maxBytesPerManifest().toBytes();
+    long planned = 0;
+    Lane lane = lanes.computeIfAbsent(upstream.key(), k -> new Lane());
+    for (Descriptor d : manifest.references()) {
+      if (!d.distributable()) {
+        continue;
+      }
+      planned += Math.max(0, d.size());
+      if (planned > budget) {
+        log.debug("prefetch of {}/{} stops at {} bytes (blobs.prefetch.max-bytes-per-manifest)", upstream.key(), name, budget);
+        break;
+      }
+      lane.submit(() -> blobs.prefetch(upstream, name, d.digest()));
+    }
+  }
+
+  /** The prefetch fills of one upstream: at most {@code max-in-flight} at once, the rest queued. */
+  private final class Lane {
+    private final ArrayDeque<Supplier<Mono<Long>>> queue = new ArrayDeque<>();
+    private int inFlight;
+
+    void submit(Supplier<Mono<Long>> fill) {
+      synchronized (this) {
+        if (inFlight >= Math.max(1, settings.maxInFlight())) {
+          if (queue.size() < MAX_QUEUED) {
+            queue.add(fill);
+          }
+          return;
+        }
+        inFlight++;
+      }
+      run(fill);
+    }
+
+    private void run(Supplier<Mono<Long>> fill) {
+      Mono.defer(fill)
+          .doFinally(signal -> next())
+          .subscribe(null, e -> log.debug("prefetch failed: {}", e.toString()));
+    }
+
+    private void next() {
+      Supplier<Mono<Long>> fill;
+      synchronized (this) {
+        fill = queue.poll();
+        if (fill == null) {
+          inFlight--;
+          return;
+        }
+      }
+      run(fill);
+    }
+  }
+}
