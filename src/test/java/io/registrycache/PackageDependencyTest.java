@@ -3,34 +3,63 @@ package io.registrycache;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
+import com.tngtech.archunit.core.domain.JavaClass;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.junit.AnalyzeClasses;
 import com.tngtech.archunit.junit.ArchTest;
 import com.tngtech.archunit.lang.ArchRule;
+import com.tngtech.archunit.library.dependencies.SliceAssignment;
+import com.tngtech.archunit.library.dependencies.SliceIdentifier;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
- * The package dependencies of the pull path (docs/architecture.md): no cycles between packages,
- * and the stores know nothing of upstreams, pull-through, metrics or the HTTP API — the seam a
- * second store (an S3-API object store) plugs into.
+ * The package dependencies of docs/architecture.md, for every package: no cycles between packages,
+ * each package depends only on the ones drawn below it, and inside {@code storage} no two files
+ * depend on each other (a store is read top to bottom).
+ *
+ * <pre>
+ * admin ──► api, proxy, storage, upstream, metrics
+ * api ──► proxy, upstream, metrics          peer ──► proxy, upstream, cluster
+ * proxy ──► storage, upstream, metrics, cluster
+ * storage ──► (oci, config)   upstream ──► (oci, config)   metrics ──► config   cluster, oci, config ──► nothing
+ * </pre>
  */
 @AnalyzeClasses(packages = "io.registrycache", importOptions = ImportOption.DoNotIncludeTests.class)
 class PackageDependencyTest {
+
+  private static final List<String> ALL = List.of(
+      "oci", "config", "cluster", "metrics", "storage", "upstream", "proxy", "api", "peer", "admin");
+
+  /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
+  private static ArchRule only(String pkg, String... allowed) {
+    List<String> forbidden = new ArrayList<>();
+    for (String other : ALL) {
+      if (!other.equals(pkg) && !List.of(allowed).contains(other)) {
+        forbidden.add("io.registrycache." + other + "..");
+      }
+    }
+    return noClasses()
+        .that().resideInAPackage("io.registrycache." + pkg + "..")
+        .should().dependOnClassesThat().resideInAnyPackage(forbidden.toArray(String[]::new))
+        .as(pkg + " depends only on " + String.join(", ", allowed));
+  }
 
   @ArchTest
   static final ArchRule noPackageCycles =
       slices().matching("io.registrycache.(*)..").should().beFreeOfCycles();
 
-  @ArchTest
-  static final ArchRule storageKnowsOnlyContent =
-      noClasses()
-          .that().resideInAPackage("io.registrycache.storage..")
-          .should().dependOnClassesThat()
-          .resideInAnyPackage(
-              "io.registrycache.upstream..",
-              "io.registrycache.proxy..",
-              "io.registrycache.metrics..",
-              "io.registrycache.api..",
-              "io.registrycache.admin..");
+  @ArchTest static final ArchRule oci = only("oci");
+  @ArchTest static final ArchRule config = only("config", "oci");
+  @ArchTest static final ArchRule cluster = only("cluster");
+  @ArchTest static final ArchRule metrics = only("metrics", "config");
+  /** The stores know nothing of upstreams, pull-through, metrics or HTTP: the seam a store plugs into. */
+  @ArchTest static final ArchRule storage = only("storage", "oci", "config");
+  @ArchTest static final ArchRule upstream = only("upstream", "oci", "config");
+  @ArchTest static final ArchRule proxy = only("proxy", "storage", "upstream", "metrics", "cluster", "oci", "config");
+  /** The HTTP API sees blobs and manifests through the proxy's types, never a store's. */
+  @ArchTest static final ArchRule api = only("api", "proxy", "upstream", "metrics", "oci", "config");
+  @ArchTest static final ArchRule peer = only("peer", "proxy", "upstream", "cluster", "metrics", "oci", "config");
 
   @ArchTest
   static final ArchRule ociValueTypesStandAlone =
@@ -39,17 +68,24 @@ class PackageDependencyTest {
           .should().dependOnClassesThat()
           .resideOutsideOfPackages("io.registrycache.oci..", "java..", "org.springframework.http..", "tools.jackson..");
 
+  /** Each top-level class of {@code storage} (its nested classes with it) is a slice of its own. */
+  private static final SliceAssignment STORAGE_FILES = new SliceAssignment() {
+    @Override
+    public SliceIdentifier getIdentifierOf(JavaClass javaClass) {
+      if (!javaClass.getPackageName().equals("io.registrycache.storage")) {
+        return SliceIdentifier.ignore();
+      }
+      String name = javaClass.getName();
+      int nested = name.indexOf('$');
+      return SliceIdentifier.of(nested < 0 ? name : name.substring(0, nested));
+    }
+
+    @Override
+    public String getDescription() {
+      return "files of io.registrycache.storage";
+    }
+  };
+
   @ArchTest
-  static final ArchRule clusterStandsAlone =
-      noClasses()
-          .that().resideInAPackage("io.registrycache.cluster..")
-          .should().dependOnClassesThat()
-          .resideInAnyPackage(
-              "io.registrycache.upstream..",
-              "io.registrycache.proxy..",
-              "io.registrycache.storage..",
-              "io.registrycache.metrics..",
-              "io.registrycache.api..",
-              "io.registrycache.admin..",
-              "io.registrycache.config..");
+  static final ArchRule noFileCyclesInStorage = slices().assignedFrom(STORAGE_FILES).should().beFreeOfCycles();
 }

@@ -5,7 +5,7 @@ import io.registrycache.oci.Digest;
 import io.registrycache.oci.ManifestContent;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ManifestStore;
-import io.registrycache.storage.ManifestStore.TagRef;
+import io.registrycache.storage.TagRef;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;

@@ -5,7 +5,7 @@ import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.CacheCollector.Reason;
 import io.registrycache.storage.CacheCollector.Removal;
 import io.registrycache.storage.ManifestStore;
-import io.registrycache.storage.ManifestStore.TagRef;
+import io.registrycache.storage.TagRef;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;

@@ -12,8 +12,6 @@ import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
 import io.registrycache.proxy.ProxyTagService;
-import io.registrycache.storage.StoredContent;
-import io.registrycache.storage.StoredManifest;
 import io.registrycache.upstream.Upstreams;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -110,19 +108,18 @@ public class RegistryHandler {
         .flatMap(
             result -> {
               metrics.request(Kind.MANIFEST, result.result(), target.upstream().key());
-              StoredManifest m = result.manifest();
               ServerResponse.BodyBuilder ok =
                   ServerResponse.ok()
-                      .contentType(MediaType.parseMediaType(m.mediaType().value()))
-                      .header(DOCKER_CONTENT_DIGEST, m.digest().toString())
-                      .eTag("\"" + m.digest() + "\"")
-                      .contentLength(m.body().length);
+                      .contentType(MediaType.parseMediaType(result.mediaType().value()))
+                      .header(DOCKER_CONTENT_DIGEST, result.digest().toString())
+                      .eTag("\"" + result.digest() + "\"")
+                      .contentLength(result.body().length);
               namespace(ok, target);
               if (HttpMethod.HEAD.equals(request.method())) {
                 return ok.build();
               }
-              metrics.served(result.result() != Result.MISS, m.body().length);
-              return ok.bodyValue(m.body());
+              metrics.served(result.result() != Result.MISS, result.body().length);
+              return ok.bodyValue(result.body());
             });
   }
 
@@ -143,7 +140,7 @@ public class RegistryHandler {
         .doOnError(e -> metrics.request(Kind.BLOB, Result.ERROR, target.upstream().key()))
         .flatMap(
             source -> {
-              boolean hit = source instanceof BlobSource.Stored s && !s.fetched();
+              boolean hit = source.hit();
               metrics.request(Kind.BLOB, hit ? Result.HIT : Result.MISS, target.upstream().key());
               return blobResponse(target, source, head, parsed);
             });
@@ -162,20 +159,20 @@ public class RegistryHandler {
     if (head) {
       return blobHeaders(ServerResponse.ok(), target, source.digest()).contentLength(source.size()).build();
     }
-    if (source instanceof BlobSource.Downloading downloading) {
+    if (!source.complete()) {
       // Whole body only: the service waits for the verified blob for a range.
       ServerResponse.BodyBuilder ok = blobHeaders(ServerResponse.ok(), target, source.digest());
-      if (downloading.size() >= 0) {
-        ok.contentLength(downloading.size());
+      if (source.size() >= 0) {
+        ok.contentLength(source.size());
       }
       return ok.body(
           (message, context) ->
               message.writeWith(
-                  downloading.download()
+                  source
                       .read(0, -1, message.bufferFactory())
                       .doOnNext(b -> metrics.served(false, b.readableByteCount()))));
     }
-    StoredContent stored = ((BlobSource.Stored) source).content();
+    BlobSource stored = source;
     long size = stored.size();
     java.util.Optional<java.net.URI> elsewhere = stored.redirect();
     if (elsewhere.isPresent()) {
@@ -231,8 +228,8 @@ public class RegistryHandler {
    * Bytes {@code [position, position + count)} of stored content: zero-copy (a file region) when
    * the store names a file and the server is Reactor Netty, else the store's stream.
    */
-  private static BodyInserter<StoredContent, ReactiveHttpOutputMessage> content(
-      StoredContent content, long position, long count) {
+  private static BodyInserter<BlobSource, ReactiveHttpOutputMessage> content(
+      BlobSource content, long position, long count) {
     return (message, context) -> {
       if (message instanceof ZeroCopyHttpOutputMessage zeroCopy && content.file().isPresent()) {
         return zeroCopy.writeWith(content.file().get(), position, count);

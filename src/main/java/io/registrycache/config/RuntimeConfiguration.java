@@ -21,7 +21,9 @@ public class RuntimeConfiguration {
         Math.max(8, 4 * Runtime.getRuntime().availableProcessors()), 100_000, "storage");
   }
 
+  /** The system clock in UTC; a test may register a clock of its own before the context starts. */
   @Bean
+  @org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean(Clock.class)
   public Clock clock() {
     return Clock.systemUTC();
   }

@@ -7,9 +7,12 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
  * {@code registry-cache.storage.*}: where the cache keeps manifests, tags and blobs, and its disk
- * budget (docs/operations.md, "Disk budget"). The backend ({@code storage.type}) and the S3-API
- * settings ({@code storage.s3.*}) are bound elsewhere.
+ * budget (docs/operations.md, "Disk budget"). The S3-API settings ({@code storage.s3.*}) are
+ * bound with the S3 store.
  *
+ * @param type the store: {@code filesystem} (the default: blobs and manifests under {@code path})
+ *     or {@code s3} (an S3-API bucket shared by replicas, {@code storage.s3.*}); any other value
+ *     fails the start-up
  * @param path root folder of the cache; created when missing; default {@code ./data}
  * @param maxBytes disk budget in bytes for stored blobs and manifests; 0 (the default) means
  *     unlimited (no eviction). Downloads in flight and files waiting out {@code delete-grace} are
@@ -29,6 +32,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  */
 @ConfigurationProperties("registry-cache.storage")
 public record StorageProperties(
+    @DefaultValue("filesystem") Type type,
     @DefaultValue("./data") Path path,
     @DefaultValue("0") long maxBytes,
     @DefaultValue("0.90") double highWatermark,
@@ -37,6 +41,14 @@ public record StorageProperties(
     @DefaultValue("100") int evictionBatchSize,
     @DefaultValue("30s") Duration deleteGrace,
     @DefaultValue("repository") ContentScope contentScope) {
+
+  /** Where blobs and manifests are kept. */
+  public enum Type {
+    /** Under {@code storage.path} on the local file system. */
+    FILESYSTEM,
+    /** In an S3-API bucket ({@code storage.s3.*}), shared by replicas. */
+    S3
+  }
 
   public StorageProperties {
     if (maxBytes < 0 || lowWatermark <= 0 || highWatermark > 1 || lowWatermark > highWatermark) {

@@ -13,8 +13,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
-import io.registrycache.storage.StoredContent;
-import io.registrycache.storage.StoredManifest;
+import io.registrycache.proxy.ManifestResult;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.Upstreams;
 import java.nio.charset.StandardCharsets;
@@ -111,7 +110,7 @@ public class PeerEndpoint {
     Reference reference = Reference.parse(target.last());
     return manifests.getForPeer(target.upstream(), target.name(), reference).flatMap(result -> {
       metrics.request(Direction.IN, Outcome.OK);
-      StoredManifest manifest = result.manifest();
+      ManifestResult manifest = result;
       log.debug("peer request for manifest {}/{}:{}: {}", target.upstream().key(), target.name(), reference, result.result());
       return ServerResponse.ok()
           .header(PeerProtocol.HEADER, "1")
@@ -137,10 +136,10 @@ public class PeerEndpoint {
       if (source.size() >= 0) {
         ok.contentLength(source.size());
       }
-      if (source instanceof BlobSource.Downloading downloading) {
-        return ok.body((message, context) -> message.writeWith(downloading.download().read(0, -1, message.bufferFactory())));
+      if (!source.complete()) {
+        return ok.body((message, context) -> message.writeWith(source.read(0, -1, message.bufferFactory())));
       }
-      return ok.body(whole(((BlobSource.Stored) source).content()));
+      return ok.body(whole(source));
     });
   }
 
@@ -162,7 +161,7 @@ public class PeerEndpoint {
   }
 
   /** The whole stored blob: a file region (sendfile) when the store names a file, else its stream. */
-  private static BodyInserter<StoredContent, ReactiveHttpOutputMessage> whole(StoredContent content) {
+  private static BodyInserter<BlobSource, ReactiveHttpOutputMessage> whole(BlobSource content) {
     return (message, context) -> {
       if (message instanceof ZeroCopyHttpOutputMessage zeroCopy && content.file().isPresent()) {
         return zeroCopy.writeWith(content.file().get(), 0, content.size());

@@ -9,4 +9,20 @@ import io.registrycache.storage.StoredManifest;
  * @param manifest the manifest, bytes exactly as the upstream sent them
  * @param result {@code HIT}, {@code MISS} or {@code STALE}
  */
-public record ManifestResult(StoredManifest manifest, CacheMetrics.Result result) {}
+public record ManifestResult(StoredManifest manifest, CacheMetrics.Result result) {
+
+  /** The manifest's digest (its bytes were checked against it). */
+  public io.registrycache.oci.Digest digest() {
+    return manifest.digest();
+  }
+
+  /** The manifest's media type, as stored. */
+  public io.registrycache.oci.MediaType mediaType() {
+    return manifest.mediaType();
+  }
+
+  /** The manifest's bytes, exactly as the upstream sent them. */
+  public byte[] body() {
+    return manifest.body();
+  }
+}

@@ -1,5 +1,6 @@
 package io.registrycache.proxy;
 
+import io.registrycache.storage.TagRef;
 import io.registrycache.cluster.Member;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
@@ -11,6 +12,7 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.storage.ContentVerificationException;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StoredManifest;
 import io.registrycache.upstream.Upstream;
@@ -60,7 +62,7 @@ public class ProxyManifestService {
   private final ManifestStore store;
   private final Scheduler storage;
   private final CacheMetrics metrics;
-  private final Duration tagTtl;
+  private final TagFreshness freshness;
   private final int maxBytes;
   private final Clock clock;
   private final boolean offline;
@@ -106,7 +108,7 @@ public class ProxyManifestService {
     this.store = store;
     this.storage = storage;
     this.metrics = metrics;
-    this.tagTtl = properties.manifests().tagTtl();
+    this.freshness = new TagFreshness(properties.manifests().tagTtl(), clock, properties.upstreams().offline());
     this.maxBytes = properties.manifests().maxSizeBytes();
     this.clock = clock;
     this.offline = properties.upstreams().offline();
@@ -254,7 +256,7 @@ public class ProxyManifestService {
                     .map(m -> new ManifestResult(m, Result.MISS));
               }
               CachedTag hit = cached.get();
-              if (offline || Duration.between(hit.link().validatedAt(), clock.instant()).compareTo(tagTtl) < 0) {
+              if (freshness.of(hit.link()) == TagFreshness.Verdict.FRESH) {
                 return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
               }
               String key = upstream.key() + "|" + name + "|" + tag.name() + (forPeer ? "|for-peer" : "");
@@ -262,7 +264,7 @@ public class ProxyManifestService {
             });
   }
 
-  private record CachedTag(ManifestStore.TagRef link, StoredManifest manifest) {}
+  private record CachedTag(TagRef link, StoredManifest manifest) {}
 
   private Optional<CachedTag> cachedTag(Upstream upstream, RepositoryName name, Reference.Tag tag) {
     return store
@@ -290,7 +292,7 @@ public class ProxyManifestService {
             .flatMap(
                 head -> {
                   if (current.equals(head.digest())) {
-                    return Mono.fromRunnable(() -> store.touchTag(upstream.key(), name.value(), tag))
+                    return Mono.fromRunnable(() -> store.touchTag(upstream.key(), name.value(), tag, freshness.confirmedNow()))
                         .subscribeOn(storage)
                         .thenReturn(new ManifestResult(cached.manifest(), Result.HIT));
                   }
@@ -309,7 +311,7 @@ public class ProxyManifestService {
                     .subscribeOn(storage)
                     .then(Mono.error(e));
               }
-              if (!e.isUnavailable()) {
+              if (!TagFreshness.servesStale(e)) {
                 return Mono.error(e);
               }
               log.warn(
@@ -374,14 +376,14 @@ public class ProxyManifestService {
                     verified -> {
                       StoredManifest manifest = verified.manifest();
                       if (store.cached(manifest.digest()).isEmpty()) { // a revalidation through the owner: often the same bytes
-                        store.put(manifest);
+                        store.put(manifest, verified.content());
                         if (prefetch) {
                           prefetch(upstream, name, manifest.digest(), verified.content(), layers);
                         }
                       }
                       store.links().link(manifest.digest(), upstream.key(), name.value());
                       if (reference instanceof Reference.Tag tag) {
-                        store.putTag(upstream.key(), name.value(), tag, manifest.digest());
+                        store.putTag(upstream.key(), name.value(), tag, manifest.digest(), freshness.confirmedNow());
                       }
                       log.debug(
                           "stored manifest {}/{}:{} {} ({}, {} bytes)",
@@ -399,26 +401,33 @@ public class ProxyManifestService {
       Upstream upstream, RepositoryName name, Reference reference, UpstreamManifest response) {
     String what = upstream.key() + "/" + name + ":" + reference;
     byte[] body = response.body();
-    Digest computed;
-    if (reference instanceof Reference.ByDigest byDigest) {
-      computed = byDigest.digest().recompute(body);
-      if (!computed.equals(byDigest.digest())) {
-        throw lying(what, "the manifest bytes have digest " + computed + ", not the requested one");
-      }
-    } else {
-      computed = Digest.sha256(body);
-    }
-    Digest announced = response.upstreamDigest();
-    if (announced != null && !announced.recompute(body).equals(announced)) {
-      throw lying(what, "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced);
-    }
     ManifestContent content;
     try {
       content = ManifestContent.parse(body, response.mediaType());
     } catch (OciException e) {
       throw new OciException(OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY, what + ": " + e.getMessage());
     }
-    return new Verified(new StoredManifest(computed, content.mediaType(), body), content);
+    // The bytes are hashed once, when the manifest is made (StoredManifest checks its digest):
+    // against the digest asked for, else the upstream's Docker-Content-Digest, else their own.
+    Digest announced = response.upstreamDigest();
+    Digest expected = reference instanceof Reference.ByDigest byDigest ? byDigest.digest()
+        : announced != null ? announced : Digest.sha256(body);
+    StoredManifest manifest;
+    try {
+      manifest = new StoredManifest(expected, content.mediaType(), body);
+    } catch (ContentVerificationException e) {
+      throw lying(what, expected == announced
+          ? "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced
+          : "the manifest bytes do not have the requested digest " + expected);
+    }
+    if (announced != null && !announced.equals(expected)) {
+      // Asked by digest, and the upstream announced another one for the same bytes: a lie unless
+      // it is the same bytes under another algorithm.
+      if (announced.algorithm().equals(expected.algorithm()) || !announced.recompute(body).equals(announced)) {
+        throw lying(what, "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced);
+      }
+    }
+    return new Verified(manifest, content);
   }
 
   /**

@@ -4,7 +4,7 @@ import io.registrycache.config.StorageProperties;
 import io.registrycache.config.RegistryCacheProperties;
 
 import io.registrycache.oci.Digest;
-import io.registrycache.storage.ManifestStore.TagRef;
+import io.registrycache.storage.TagRef;
 import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayDeque;

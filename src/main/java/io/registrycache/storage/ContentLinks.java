@@ -16,61 +16,28 @@ import org.slf4j.LoggerFactory;
  * (digest, upstream, repository) it was fetched for or that the upstream confirmed, like the
  * distribution registry's per-repository links. The bytes are stored once; the links say where.
  *
- * <p>Durably through a {@link Persistence}: on disk ({@link #files}), one append-only journal
+ * <p>Durably through a {@link LinkPersistence}: on disk ({@link #files}), one append-only journal
  * {@code links/<kind>.journal} with a line per link made and per digest removed, compacted at
  * start-up ({@link LinkJournal}); in the object
  * store ({@code storage.type=s3}) empty objects {@code links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link},
  * so a replica that starts empty (or offline) serves what another linked. In memory, digest →
  * {@code <upstream>/<repository>} keys, loaded at start-up (links of digests that are no longer
- * stored are dropped then), or, when the persistence says so ({@link Persistence#onDemand}), one
+ * stored are dropped then), or, when the persistence says so ({@link LinkPersistence#onDemand}), one
  * digest's at a time on first use ({@link #recheck}). Link and unlink block.
  */
 public final class ContentLinks {
-
-  /** Where links are kept durably. Every method blocks. */
-  public interface Persistence {
-    /** Visits every link with its digest and {@code <upstream>/<repository>} key. */
-    void scan(java.util.function.BiConsumer<Digest, String> visitor);
-
-    /** Records a link; idempotent. @param upstreamSegment the upstream key, made path-safe */
-    void create(Digest digest, String upstreamSegment, String repository) throws IOException;
-
-    /** Removes every link of {@code digest}; best effort. */
-    void removeAll(Digest digest);
-
-    /**
-     * Looks for a link recorded since {@link #scan} (by another replica on a shared store): the
-     * link of {@code digest} to {@code repository} of the upstream, or to any repository of it
-     * when {@code repository} is null. Returns its {@code <upstream>/<repository>} key. The
-     * default finds nothing: a store only this process writes has every link in memory.
-     */
-    default java.util.Optional<String> find(Digest digest, String upstreamSegment, String repository) {
-      return java.util.Optional.empty();
-    }
-
-    /**
-     * Whether links are looked up on first use ({@link #find}, through {@link #recheck}) instead
-     * of all read by {@link #scan} at start-up.
-     */
-    default boolean onDemand() {
-      return false;
-    }
-
-    /** Releases what it holds open; later calls may reopen it. */
-    default void close() {}
-  }
 
   /**
    * Links of {@code kind} on the file system under {@code storage.path}: the journal {@code
    * links/<kind>.journal} ({@link LinkJournal}).
    */
-  public static Persistence files(StorageLayout layout, String kind) {
+  public static LinkPersistence files(StorageLayout layout, String kind) {
     return new LinkJournal(layout, kind);
   }
 
   private static final Logger log = LoggerFactory.getLogger(ContentLinks.class);
 
-  private final Persistence persistence;
+  private final LinkPersistence persistence;
   private final String kind;
   private final ContentScope scope;
   private final Map<Digest, Set<String>> links = new ConcurrentHashMap<>();
@@ -88,7 +55,7 @@ public final class ContentLinks {
    * Loads the links of {@code kind} from {@code persistence}, dropping those whose digest {@code
    * stored} rejects.
    */
-  public ContentLinks(Persistence persistence, String kind, ContentScope scope, Predicate<Digest> stored) {
+  public ContentLinks(LinkPersistence persistence, String kind, ContentScope scope, Predicate<Digest> stored) {
     this.persistence = persistence;
     this.kind = kind;
     this.scope = scope;

@@ -1,5 +1,7 @@
 package io.registrycache.storage;
 
+import io.registrycache.config.ConditionalOnStorageType;
+import io.registrycache.config.StorageProperties;
 import io.registrycache.config.ContentScope;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
@@ -24,7 +26,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.stereotype.Component;
 
 /**
@@ -49,7 +50,7 @@ import org.springframework.stereotype.Component;
  * selects {@link io.registrycache.storage.s3.S3BlobStore} instead ({@code S3StorageConfiguration}).
  */
 @Component
-@ConditionalOnProperty(prefix = "registry-cache.storage", name = "type", havingValue = "filesystem", matchIfMissing = true)
+@ConditionalOnStorageType(StorageProperties.Type.FILESYSTEM)
 public class FileBlobStore implements BlobStore {
 
   private static final Logger log = LoggerFactory.getLogger(FileBlobStore.class);
@@ -57,10 +58,9 @@ public class FileBlobStore implements BlobStore {
   private final StorageLayout layout;
   private final Clock clock;
   private final Duration deleteGrace;
-  private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
+  private final BlobIndex index = new BlobIndex();
   /** Open writers per digest: a pending unlink waits for them. */
   private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
-  private final AtomicLong storedBytes = new AtomicLong();
   private final ScheduledExecutorService unlinker;
   private volatile Runnable onStored = () -> {};
   private final ContentLinks links;
@@ -103,14 +103,12 @@ public class FileBlobStore implements BlobStore {
         layout.blobsRoot(),
         (digest, attrs) -> {
           long created = attrs.lastModifiedTime().toMillis();
-          long pulled = Math.max(created, attrs.lastAccessTime().toMillis());
-          index.put(digest, new Entry(attrs.size(), created, pulled));
-          storedBytes.addAndGet(attrs.size());
+          index.found(digest, attrs.size(), created, Math.max(created, attrs.lastAccessTime().toMillis()));
         });
     log.info(
         "blob index: {} blobs, {} bytes, loaded in {} ms",
-        index.size(), storedBytes.get(), (System.nanoTime() - started) / 1_000_000);
-    this.links = new ContentLinks(layout, "blobs", scope, index::containsKey);
+        index.count(), index.bytes(), (System.nanoTime() - started) / 1_000_000);
+    this.links = new ContentLinks(layout, "blobs", scope, index::contains);
   }
 
   /** Where stored blobs may be served; an evicted blob loses its links. */
@@ -122,8 +120,7 @@ public class FileBlobStore implements BlobStore {
   /** Size in bytes of a stored (verified, complete) blob, if it is stored. Records no access. */
   @Override
   public Optional<Long> size(Digest digest) {
-    Entry e = index.get(digest);
-    return e == null ? Optional.empty() : Optional.of(e.size);
+    return index.size(digest);
   }
 
   /**
@@ -133,47 +130,32 @@ public class FileBlobStore implements BlobStore {
    */
   @Override
   public Optional<Long> lookup(Digest digest) {
-    Entry e = index.get(digest);
-    if (e == null) {
-      return Optional.empty();
-    }
-    e.touch(clock.millis());
-    return Optional.of(e.size);
+    Entry e = index.pulled(digest, clock.millis());
+    return e == null ? Optional.empty() : Optional.of(e.size);
   }
 
   @Override
   public Optional<StoredContent> open(Digest digest) {
-    Entry e = index.get(digest);
-    if (e == null) {
-      return Optional.empty();
-    }
-    e.touch(clock.millis());
-    return Optional.of(new StoredContent.File(digest, layout.blob(digest), e.size));
+    Entry e = index.pulled(digest, clock.millis());
+    return e == null ? Optional.empty() : Optional.of(new StoredContent.File(digest, layout.blob(digest), e.size));
   }
 
   /** Records a pull of a stored blob now (a manifest referencing it was pulled); no-op if absent. */
   @Override
   public void touch(Digest digest) {
-    Entry e = index.get(digest);
-    if (e != null) {
-      e.touch(clock.millis());
-    }
+    index.pulled(digest, clock.millis());
   }
 
   /** The index entry of a stored blob. */
   @Override
   public Optional<Entry> entry(Digest digest) {
-    return Optional.ofNullable(index.get(digest));
+    return index.entry(digest);
   }
 
   /** A snapshot of every stored blob, unordered. */
   @Override
   public List<BlobInfo> list() {
-    List<BlobInfo> out = new ArrayList<>(index.size());
-    index.forEach(
-        (d, e) ->
-            out.add(new BlobInfo(d, e.size, Instant.ofEpochMilli(e.createdMillis), Instant.ofEpochMilli(e.lastPulledMillis))));
-    return out;
+    return index.list();
   }
 
   /** Path of a stored blob; only meaningful when {@link #size} is present. */
@@ -215,20 +197,13 @@ public class FileBlobStore implements BlobStore {
    * respect to a pending unlink of the same digest ({@link #evict}).
    */
   void commitFile(Digest digest, Path verifiedTemp, long size) {
-    index.compute(
-        digest,
-        (d, existing) -> {
-          try {
-            layout.moveIntoPlace(verifiedTemp, layout.blob(d));
-          } catch (IOException e) {
-            throw new UncheckedIOException("cannot store blob " + d, e);
-          }
-          long now = clock.millis();
-          if (existing == null) {
-            storedBytes.addAndGet(size);
-          }
-          return new Entry(size, now, now);
-        });
+    index.stored(digest, size, clock.millis(), () -> {
+      try {
+        layout.moveIntoPlace(verifiedTemp, layout.blob(digest));
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot store blob " + digest, e);
+      }
+    });
   }
 
   /** Called by a writer that committed or aborted. */
@@ -254,22 +229,12 @@ public class FileBlobStore implements BlobStore {
    */
   @Override
   public long evict(Digest digest, long ifNotPulledSince) {
-    long[] freed = {-1};
-    index.computeIfPresent(
-        digest,
-        (d, e) -> {
-          if (e.lastPulledMillis > ifNotPulledSince) {
-            return e;
-          }
-          freed[0] = e.size;
-          storedBytes.addAndGet(-e.size);
-          return null;
-        });
-    if (freed[0] >= 0) {
+    long freed = index.evict(digest, ifNotPulledSince);
+    if (freed >= 0) {
       links.unlinkAll(digest);
       scheduleUnlink(digest, deleteGrace);
     }
-    return freed[0];
+    return freed;
   }
 
   private void scheduleUnlink(Digest digest, Duration delay) {
@@ -298,14 +263,7 @@ public class FileBlobStore implements BlobStore {
   }
 
   private void unlinkIfNotIndexed(Digest digest) {
-    index.compute(
-        digest,
-        (d, e) -> {
-          if (e == null) {
-            StorageLayout.deleteQuietly(layout.blob(d));
-          }
-          return e;
-        });
+    index.ifAbsent(digest, () -> StorageLayout.deleteQuietly(layout.blob(digest)));
   }
 
   /**
@@ -316,22 +274,21 @@ public class FileBlobStore implements BlobStore {
    */
   @Override
   public int persistAccessTimes() {
-    int n = 0;
-    for (Map.Entry<Digest, Entry> me : index.entrySet()) {
-      Entry e = me.getValue();
+    int[] n = {0};
+    index.forEach((digest, e) -> {
       long pulled = e.lastPulledMillis;
       if (pulled > e.persistedMillis) {
         try {
-          Files.getFileAttributeView(layout.blob(me.getKey()), BasicFileAttributeView.class)
+          Files.getFileAttributeView(layout.blob(digest), BasicFileAttributeView.class)
               .setTimes(null, FileTime.fromMillis(pulled), null);
           e.persistedMillis = pulled;
-          n++;
+          n[0]++;
         } catch (IOException ex) {
-          log.debug("cannot record access time of {}: {}", me.getKey(), ex.toString());
+          log.debug("cannot record access time of {}: {}", digest, ex.toString());
         }
       }
-    }
-    return n;
+    });
+    return n[0];
   }
 
   StorageLayout layout() {
@@ -341,13 +298,13 @@ public class FileBlobStore implements BlobStore {
   /** Number of stored blobs. */
   @Override
   public int count() {
-    return index.size();
+    return index.count();
   }
 
   /** Total bytes of stored blobs. */
   @Override
   public long bytes() {
-    return storedBytes.get();
+    return index.bytes();
   }
 
   /** Unlinks what waits out its grace now, and stops the unlinker. */

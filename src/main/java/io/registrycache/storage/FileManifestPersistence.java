@@ -1,5 +1,7 @@
 package io.registrycache.storage;
 
+import io.registrycache.config.ConditionalOnStorageType;
+import io.registrycache.config.StorageProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaType;
 import java.io.IOException;
@@ -18,7 +20,6 @@ import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.stereotype.Component;
 
 /**
@@ -29,7 +30,7 @@ import org.springframework.stereotype.Component;
  * rename).
  */
 @Component
-@ConditionalOnProperty(prefix = "registry-cache.storage", name = "type", havingValue = "filesystem", matchIfMissing = true)
+@ConditionalOnStorageType(StorageProperties.Type.FILESYSTEM)
 public final class FileManifestPersistence implements ManifestPersistence {
 
   private static final Logger log = LoggerFactory.getLogger(FileManifestPersistence.class);
@@ -41,7 +42,7 @@ public final class FileManifestPersistence implements ManifestPersistence {
   }
 
   @Override
-  public ContentLinks.Persistence links() {
+  public LinkPersistence links() {
     return ContentLinks.files(layout, "manifests");
   }
 
@@ -101,9 +102,9 @@ public final class FileManifestPersistence implements ManifestPersistence {
   }
 
   @Override
-  public List<ManifestStore.TagRef> allTags() {
+  public List<TagRef> allTags() {
     Path root = layout.tagsRoot();
-    List<ManifestStore.TagRef> out = new ArrayList<>();
+    List<TagRef> out = new ArrayList<>();
     try (Stream<Path> files = Files.walk(root)) {
       for (Path p : (Iterable<Path>) files::iterator) {
         Path parent = p.getParent();
@@ -118,7 +119,7 @@ public final class FileManifestPersistence implements ManifestPersistence {
         String repository = rel.subpath(1, rel.getNameCount()).toString().replace('\\', '/');
         try {
           String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-          out.add(new ManifestStore.TagRef(upstream, repository, p.getFileName().toString(), Digest.parse(value),
+          out.add(new TagRef(upstream, repository, p.getFileName().toString(), Digest.parse(value),
               Files.getLastModifiedTime(p).toInstant()));
         } catch (NoSuchFileException e) {
           // removed meanwhile
@@ -133,12 +134,12 @@ public final class FileManifestPersistence implements ManifestPersistence {
   }
 
   @Override
-  public Optional<ManifestStore.TagRef> findTag(String upstreamKey, String name, String tag) {
+  public Optional<TagRef> findTag(String upstreamKey, String name, String tag) {
     Path p = layout.tag(upstreamKey, name, tag);
     try {
       String value = Files.readString(p, StandardCharsets.UTF_8).trim();
       Instant validatedAt = Files.getLastModifiedTime(p).toInstant();
-      return Optional.of(new ManifestStore.TagRef(upstreamKey, name, tag, Digest.parse(value), validatedAt));
+      return Optional.of(new TagRef(upstreamKey, name, tag, Digest.parse(value), validatedAt));
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (IOException e) {

@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * servable where it was not. A last line cut short by a crash is skipped at the next start. Every
  * method blocks.
  */
-final class LinkJournal implements ContentLinks.Persistence {
+final class LinkJournal implements LinkPersistence {
 
   private static final Logger log = LoggerFactory.getLogger(LinkJournal.class);
 

@@ -39,10 +39,10 @@ public interface ManifestPersistence {
   void recordPull(Digest digest, long millis);
 
   /** Every tag link, all upstreams and repositories; unreadable ones skipped. */
-  List<ManifestStore.TagRef> allTags();
+  List<TagRef> allTags();
 
   /** The link of a tag, if any. */
-  Optional<ManifestStore.TagRef> findTag(String upstreamKey, String name, String tag);
+  Optional<TagRef> findTag(String upstreamKey, String name, String tag);
 
   /** Points a tag at a digest, confirmed by the upstream at {@code validatedAt}. */
   void putTag(String upstreamKey, String name, String tag, Digest digest, Instant validatedAt);
@@ -57,5 +57,5 @@ public interface ManifestPersistence {
   List<String> tags(String upstreamKey, String name);
 
   /** Where the content links of manifests are kept: beside the manifests. */
-  ContentLinks.Persistence links();
+  LinkPersistence links();
 }

@@ -61,22 +61,6 @@ public class ManifestStore {
     }
   }
 
-  /**
-   * A tag link on disk: where a cached tag points, and when the upstream last confirmed it.
-   *
-   * @param upstream the upstream's configuration key
-   * @param repository the repository name
-   * @param tag the tag
-   * @param digest the manifest it points at
-   * @param validatedAt when the upstream last confirmed it
-   */
-  public record TagRef(String upstream, String repository, String tag, Digest digest, Instant validatedAt) {
-    /** {@code <upstream>/<repository>:<tag>}, what prune patterns match. */
-    public String image() {
-      return upstream + "/" + repository + ":" + tag;
-    }
-  }
-
   private final ManifestPersistence persistence;
   private final BlobStore blobs;
   private final Clock clock;
@@ -171,13 +155,15 @@ public class ManifestStore {
         delete(digest);
         return Optional.empty();
       }
-      if (!digest.recompute(body).equals(digest)) {
+      StoredManifest manifest;
+      try {
+        manifest = new StoredManifest(digest, mediaType, body);
+      } catch (ContentVerificationException e) {
         // Bit rot or tampering: never serve it; drop it so it is fetched again.
         log.error("stored manifest {} does not match its digest; removing it", digest);
         delete(digest);
         return Optional.empty();
       }
-      StoredManifest manifest = new StoredManifest(digest, mediaType, body);
       if (index.containsKey(digest)) {
         memory.put(digest, manifest);
       }
@@ -213,32 +199,24 @@ public class ManifestStore {
   }
 
   /**
-   * A writer for manifest {@code digest} of {@code mediaType}: append, then commit(expected size),
-   * which verifies the bytes and stores them ({@link ContentWriter}). Blocking on commit.
+   * Stores a manifest (verified when it was made: {@link StoredManifest}). Blocking; idempotent.
    */
-  public ContentWriter newWriter(Digest digest, MediaType mediaType) {
-    return new ManifestWriter(this, digest, mediaType);
+  public void put(StoredManifest manifest) {
+    put(manifest, null);
   }
 
   /**
-   * Stores a manifest after checking its bytes against its digest, through a {@link #newWriter}.
+   * Stores a manifest whose references the caller has parsed already (parsed once per fetch).
    * Blocking; idempotent.
    *
-   * @throws ContentVerificationException when the body does not have the manifest's digest;
-   *     nothing is stored
+   * @param content its media type and references, or null to parse them here
    */
-  public void put(StoredManifest manifest) {
-    ContentWriter writer = newWriter(manifest.digest(), manifest.mediaType());
-    try {
-      writer.append(java.nio.ByteBuffer.wrap(manifest.body()));
-      writer.commit(manifest.body().length);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot store manifest " + manifest.digest(), e);
-    }
+  public void put(StoredManifest manifest, ManifestContent content) {
+    store(manifest, content);
   }
 
-  /** Makes a verified manifest visible: disk, index, memory. Called by its writer's commit. */
-  void store(StoredManifest manifest) {
+  /** Makes a verified manifest visible: disk, index, memory. */
+  private void store(StoredManifest manifest, ManifestContent parsed) {
     try {
       persistence.write(manifest.digest(), manifest.mediaType(), manifest.body());
     } catch (IOException e) {
@@ -250,7 +228,7 @@ public class ManifestStore {
         manifest.digest(),
         d -> {
           fresh[0] = new Entry(manifest.body().length, now, now);
-          fresh[0].content = contentOf(manifest.mediaType(), manifest.body());
+          fresh[0].content = parsed != null ? parsed : contentOf(manifest.mediaType(), manifest.body());
           bytes.addAndGet(manifest.body().length);
           return fresh[0];
         });
@@ -359,21 +337,19 @@ public class ManifestStore {
     return Optional.ofNullable(tagLinks.getIfPresent(new TagKey(upstreamKey, name, tag.name())));
   }
 
-  /** Points a tag at a digest, validated now. Blocking. */
-  public void putTag(String upstreamKey, String name, Reference.Tag tag, Digest digest) {
-    Instant now = Instant.now();
-    persistence.putTag(upstreamKey, name, tag.name(), digest, now);
-    tagLinks.put(new TagKey(upstreamKey, name, tag.name()), new TagRef(upstreamKey, name, tag.name(), digest, now));
+  /** Points a tag at a digest, confirmed by the upstream at {@code validatedAt}. Blocking. */
+  public void putTag(String upstreamKey, String name, Reference.Tag tag, Digest digest, Instant validatedAt) {
+    persistence.putTag(upstreamKey, name, tag.name(), digest, validatedAt);
+    tagLinks.put(new TagKey(upstreamKey, name, tag.name()), new TagRef(upstreamKey, name, tag.name(), digest, validatedAt));
   }
 
-  /** Records that the upstream confirmed a tag link now. Blocking. */
-  public void touchTag(String upstreamKey, String name, Reference.Tag tag) {
-    Instant now = Instant.now();
-    persistence.touchTag(upstreamKey, name, tag.name(), now);
+  /** Records that the upstream confirmed a tag link at {@code validatedAt}. Blocking. */
+  public void touchTag(String upstreamKey, String name, Reference.Tag tag, Instant validatedAt) {
+    persistence.touchTag(upstreamKey, name, tag.name(), validatedAt);
     TagKey key = new TagKey(upstreamKey, name, tag.name());
     TagRef known = tagLinks.getIfPresent(key);
     if (known != null) {
-      tagLinks.put(key, new TagRef(upstreamKey, name, tag.name(), known.digest(), now));
+      tagLinks.put(key, new TagRef(upstreamKey, name, tag.name(), known.digest(), validatedAt));
     }
   }
 

@@ -1,5 +1,6 @@
 package io.registrycache.storage;
 
+import io.registrycache.storage.TagRef;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.oci.Digest;
@@ -211,7 +212,7 @@ class CacheCollectorTest {
     cache = new TestCache(root, 0, Duration.ZERO);
     Digest m = cache.manifest(cache.blob(10));
     cache.tag("local", "a/b/c", "1.0", m);
-    List<ManifestStore.TagRef> tags = cache.manifests.allTags();
+    List<TagRef> tags = cache.manifests.allTags();
     assertThat(tags).singleElement().satisfies(t -> {
       assertThat(t.image()).isEqualTo("local/a/b/c:1.0");
       assertThat(t.digest()).isEqualTo(m);

@@ -1,5 +1,6 @@
 package io.registrycache.storage;
 
+import io.registrycache.storage.TagRef;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -114,26 +115,29 @@ public abstract class ManifestStoreContract {
     Reference.Tag latest = new Reference.Tag("latest");
     assertThat(store.findTag("docker.io", "library/alpine", latest)).isEmpty();
 
-    Instant before = Instant.now().minusSeconds(1);
-    store.putTag("docker.io", "library/alpine", latest, a);
-    store.putTag("docker.io", "library/alpine", new Reference.Tag("3.20"), a);
-    store.putTag("docker.io", "library/alpine/sub", new Reference.Tag("v1"), b);
-    store.putTag("ghcr.io", "library/alpine", latest, b);
+    // Whole seconds: file times have a 1 s resolution on some file systems.
+    Instant confirmed = Instant.ofEpochSecond(1_800_000_000L);
+    store.putTag("docker.io", "library/alpine", latest, a, confirmed);
+    store.putTag("docker.io", "library/alpine", new Reference.Tag("3.20"), a, confirmed);
+    store.putTag("docker.io", "library/alpine/sub", new Reference.Tag("v1"), b, confirmed);
+    store.putTag("ghcr.io", "library/alpine", latest, b, confirmed);
 
-    ManifestStore.TagRef ref = store.findTag("docker.io", "library/alpine", latest).orElseThrow();
+    TagRef ref = store.findTag("docker.io", "library/alpine", latest).orElseThrow();
     assertThat(ref.digest()).isEqualTo(a);
-    assertThat(ref.validatedAt()).isAfter(before);
+    assertThat(ref.validatedAt()).isEqualTo(confirmed);
+    assertThat(open().findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt())
+        .as("kept durably").isEqualTo(confirmed);
     assertThat(store.tags("docker.io", "library/alpine")).containsExactly("3.20", "latest");
-    assertThat(open().allTags()).extracting(ManifestStore.TagRef::image).containsExactlyInAnyOrder(
+    assertThat(open().allTags()).extracting(TagRef::image).containsExactlyInAnyOrder(
         "docker.io/library/alpine:latest", "docker.io/library/alpine:3.20",
         "docker.io/library/alpine/sub:v1", "ghcr.io/library/alpine:latest");
 
-    Thread.sleep(1100); // file times have a 1 s resolution on some file systems
-    store.touchTag("docker.io", "library/alpine", latest);
-    assertThat(store.findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt())
-        .isAfter(ref.validatedAt());
+    Instant again = confirmed.plusSeconds(300);
+    store.touchTag("docker.io", "library/alpine", latest, again);
+    assertThat(store.findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt()).isEqualTo(again);
+    assertThat(open().findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt()).isEqualTo(again);
 
-    store.putTag("docker.io", "library/alpine", latest, b);
+    store.putTag("docker.io", "library/alpine", latest, b, again);
     assertThat(store.deleteTag(ref)).as("moved meanwhile: kept").isFalse();
     assertThat(store.deleteTag(store.findTag("docker.io", "library/alpine", latest).orElseThrow())).isTrue();
     store.deleteTag("docker.io", "library/alpine", new Reference.Tag("3.20"));

@@ -124,7 +124,7 @@ public final class TestCache implements AutoCloseable {
 
   /** Links {@code upstream/repository:tag} to {@code manifest}. */
   public void tag(String upstream, String repository, String tag, Digest manifest) {
-    manifests.putTag(upstream, repository, new Reference.Tag(tag), manifest);
+    manifests.putTag(upstream, repository, new Reference.Tag(tag), manifest, clock.instant());
   }
 
   /** A client pull of a manifest (through the store's read path). */

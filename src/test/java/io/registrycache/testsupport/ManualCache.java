@@ -30,6 +30,20 @@ public final class ManualCache implements AutoCloseable {
             .run(args.toArray(String[]::new)));
   }
 
+  /**
+   * Starts the service with {@code properties} and {@code clock} as its clock: time-based
+   * behaviour (tag TTLs, last-pulled times) moves when the test moves the clock.
+   */
+  public static ManualCache start(CacheProperties properties, java.time.Clock clock) {
+    List<String> args = new ArrayList<>(List.of("--server.port=0"));
+    args.addAll(properties.asArguments());
+    return new ManualCache(
+        new SpringApplicationBuilder(RegistryCacheApplication.class)
+            .initializers(ManualCache::keepGlobalReactorResources,
+                context -> context.getBeanFactory().registerSingleton("testClock", clock))
+            .run(args.toArray(String[]::new)));
+  }
+
   public CacheClient client() {
     return CacheClient.onPort(
         Integer.parseInt(context.getEnvironment().getRequiredProperty("local.server.port")));

@@ -2,6 +2,7 @@ package io.registrycache.storage.s3;
 
 import io.registrycache.config.ContentScope;
 import io.registrycache.oci.Digest;
+import io.registrycache.storage.BlobIndex;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.BlobWriter;
 import io.registrycache.storage.ContentLinks;
@@ -101,10 +102,9 @@ public final class S3BlobStore implements BlobStore {
   private final long partSize;
   private final Duration abandonedUploadAge;
   private final boolean redirect;
-  private final Map<Digest, Entry> index = new ConcurrentHashMap<>();
+  private final BlobIndex index = new BlobIndex();
   /** Open writers per digest: a pending delete waits for them. */
   private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
-  private final AtomicLong storedBytes = new AtomicLong();
   private final AtomicLong uploadsSkipped = new AtomicLong();
   private final AtomicLong uploadsBehindOwner = new AtomicLong();
   private final ScheduledExecutorService executor;
@@ -146,10 +146,10 @@ public final class S3BlobStore implements BlobStore {
     objects.listContentWithSizes(BLOBS).doOnNext(this::index).blockLast(REQUEST_TIMEOUT);
     log.info(
         "blob index from the object store: {} blobs, {} bytes, listed in {} ms",
-        index.size(), storedBytes.get(), (System.nanoTime() - started) / 1_000_000);
+        index.count(), index.bytes(), (System.nanoTime() - started) / 1_000_000);
     long tierBytes = properties.localTierSize().toBytes();
     this.tier = tierBytes > 0 && !redirect
-        ? new S3LocalTier(objects, layout, tierBytes, deleteGrace, d -> Optional.ofNullable(index.get(d)).map(Entry::size))
+        ? new S3LocalTier(objects, layout, tierBytes, deleteGrace, index::size)
         : null;
     abortAbandonedUploads();
     long period = Math.max(1000, abandonedUploadAge.toMillis() / 2);
@@ -157,7 +157,7 @@ public final class S3BlobStore implements BlobStore {
     long refresh = properties.indexRefresh().toMillis();
     this.refresher = refresh <= 0 ? null
         : executor.scheduleWithFixedDelay(this::refreshIndexSafely, refresh, refresh, TimeUnit.MILLISECONDS);
-    this.links = new ContentLinks(new S3Links(objects, "blobs", true), "blobs", scope, index::containsKey);
+    this.links = new ContentLinks(new S3Links(objects, "blobs", true), "blobs", scope, index::contains);
   }
 
   private void index(S3Objects.Listed o) {
@@ -167,9 +167,7 @@ public final class S3BlobStore implements BlobStore {
       return;
     }
     long created = o.lastModified().toEpochMilli();
-    if (index.put(digest.get(), new Entry(o.size(), created, created)) == null) {
-      storedBytes.addAndGet(o.size());
-    }
+    index.found(digest.get(), o.size(), created, created);
   }
 
   /** The key of blob {@code digest}, relative to the store's prefix. */
@@ -202,32 +200,24 @@ public final class S3BlobStore implements BlobStore {
     objects.listContentWithSizes(BLOBS)
         .doOnNext(o -> digestOf(o.key()).ifPresent(d -> {
           seen.add(d);
-          index.computeIfAbsent(d, x -> {
+          long created = o.lastModified().toEpochMilli();
+          if (index.found(d, o.size(), created, created)) {
             changed[0]++;
-            storedBytes.addAndGet(o.size());
-            long created = o.lastModified().toEpochMilli();
-            return new Entry(o.size(), created, created);
-          });
+          }
         }))
         .blockLast(REQUEST_TIMEOUT);
-    for (Map.Entry<Digest, Entry> me : index.entrySet()) {
-      Digest d = me.getKey();
-      if (!seen.contains(d) && me.getValue().createdMillis() < started && !writing.containsKey(d)) {
-        index.computeIfPresent(d, (x, e) -> {
-          if (e != me.getValue()) {
-            return e; // stored again meanwhile
-          }
+    index.forEach((d, listed) -> {
+      if (!seen.contains(d) && listed.createdMillis() < started && !writing.containsKey(d)) {
+        if (index.removeIf(d, e -> e == listed)) { // not if stored again meanwhile
           changed[0]++;
-          storedBytes.addAndGet(-e.size());
-          return null;
-        });
-        if (tier != null && !index.containsKey(d)) {
+        }
+        if (tier != null && !index.contains(d)) {
           tier.remove(d);
         }
       }
-    }
+    });
     if (changed[0] > 0) {
-      log.info("blob index refreshed from the object store: {} changes, {} blobs, {} bytes", changed[0], index.size(), storedBytes.get());
+      log.info("blob index refreshed from the object store: {} changes, {} blobs, {} bytes", changed[0], index.count(), index.bytes());
     }
     return changed[0];
   }
@@ -266,8 +256,7 @@ public final class S3BlobStore implements BlobStore {
 
   @Override
   public Optional<Long> size(Digest digest) {
-    Entry e = index.get(digest);
-    return e == null ? Optional.empty() : Optional.of(e.size());
+    return index.size(digest);
   }
 
   /**
@@ -277,17 +266,17 @@ public final class S3BlobStore implements BlobStore {
    */
   @Override
   public Mono<Boolean> recheck(Digest digest) {
-    if (index.containsKey(digest)) {
+    if (index.contains(digest)) {
       return Mono.just(true);
     }
     return objects.stat(key(digest))
         .map(info -> {
-          info.ifPresent(i -> index.computeIfAbsent(digest, d -> {
-            storedBytes.addAndGet(i.size());
+          info.ifPresent(i -> {
             long now = clock.millis();
-            log.debug("object store: {} found in the bucket, stored by another replica", digest);
-            return new Entry(i.size(), now, now);
-          }));
+            if (index.found(digest, i.size(), now, now)) {
+              log.debug("object store: {} found in the bucket, stored by another replica", digest);
+            }
+          });
           return info.isPresent();
         })
         .onErrorResume(e -> {
@@ -298,21 +287,16 @@ public final class S3BlobStore implements BlobStore {
 
   @Override
   public Optional<Long> lookup(Digest digest) {
-    Entry e = index.get(digest);
-    if (e == null) {
-      return Optional.empty();
-    }
-    e.touch(clock.millis());
-    return Optional.of(e.size());
+    Entry e = index.pulled(digest, clock.millis());
+    return e == null ? Optional.empty() : Optional.of(e.size());
   }
 
   @Override
   public Optional<StoredContent> open(Digest digest) {
-    Entry e = index.get(digest);
+    Entry e = index.pulled(digest, clock.millis());
     if (e == null) {
       return Optional.empty();
     }
-    e.touch(clock.millis());
     if (tier != null) {
       Optional<StoredContent> local = tier.open(digest, e.size());
       if (local.isPresent()) {
@@ -325,23 +309,17 @@ public final class S3BlobStore implements BlobStore {
 
   @Override
   public void touch(Digest digest) {
-    Entry e = index.get(digest);
-    if (e != null) {
-      e.touch(clock.millis());
-    }
+    index.pulled(digest, clock.millis());
   }
 
   @Override
   public Optional<Entry> entry(Digest digest) {
-    return Optional.ofNullable(index.get(digest));
+    return index.entry(digest);
   }
 
   @Override
   public List<BlobInfo> list() {
-    List<BlobInfo> out = new ArrayList<>(index.size());
-    index.forEach(
-        (d, e) -> out.add(new BlobInfo(d, e.size(), Instant.ofEpochMilli(e.createdMillis()), Instant.ofEpochMilli(e.lastPulledMillis()))));
-    return out;
+    return index.list();
   }
 
   /**
@@ -428,15 +406,7 @@ public final class S3BlobStore implements BlobStore {
           await(u.complete());
         }
       }
-      index.compute(
-          digest,
-          (d, existing) -> {
-            if (existing == null) {
-              storedBytes.addAndGet(size);
-            }
-            long now = clock.millis();
-            return new Entry(size, now, now);
-          });
+      index.stored(digest, size, clock.millis(), () -> {});
       if (tier != null) {
         tier.adopt(digest, temp, size);
       }
@@ -524,13 +494,9 @@ public final class S3BlobStore implements BlobStore {
    * bucket): dropped from the index, so the next request is a miss and fills it again.
    */
   private void vanished(Digest digest) {
-    index.computeIfPresent(
-        digest,
-        (d, e) -> {
-          storedBytes.addAndGet(-e.size());
-          log.warn("blob {} is gone from the object store (removed by another replica?); dropped from the index", d);
-          return null;
-        });
+    if (index.removeIf(digest, e -> true)) {
+      log.warn("blob {} is gone from the object store (removed by another replica?); dropped from the index", digest);
+    }
     if (tier != null) {
       tier.remove(digest);
     }
@@ -550,25 +516,15 @@ public final class S3BlobStore implements BlobStore {
    */
   @Override
   public long evict(Digest digest, long ifNotPulledSince) {
-    long[] freed = {-1};
-    index.computeIfPresent(
-        digest,
-        (d, e) -> {
-          if (e.lastPulledMillis() > ifNotPulledSince) {
-            return e;
-          }
-          freed[0] = e.size();
-          storedBytes.addAndGet(-e.size());
-          return null;
-        });
-    if (freed[0] >= 0) {
+    long freed = index.evict(digest, ifNotPulledSince);
+    if (freed >= 0) {
       if (tier != null) {
         tier.remove(digest);
       }
       links.unlinkAll(digest);
       schedule(() -> deleteIfUnused(digest), deleteGrace);
     }
-    return freed[0];
+    return freed;
   }
 
   private void schedule(Runnable task, Duration delay) {
@@ -592,18 +548,13 @@ public final class S3BlobStore implements BlobStore {
       schedule(() -> deleteIfUnused(digest), deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
       return;
     }
-    index.compute(
-        digest,
-        (d, e) -> {
-          if (e == null) {
-            try {
-              objects.delete(key(d)).block(REQUEST_TIMEOUT);
-            } catch (RuntimeException ex) {
-              log.warn("object store: cannot delete evicted blob {}: {}", d, ex.toString());
-            }
-          }
-          return e;
-        });
+    index.ifAbsent(digest, () -> {
+      try {
+        objects.delete(key(digest)).block(REQUEST_TIMEOUT);
+      } catch (RuntimeException ex) {
+        log.warn("object store: cannot delete evicted blob {}: {}", digest, ex.toString());
+      }
+    });
   }
 
   /** Last-pulled times are kept in memory only on the object store (see the class comment). */
@@ -614,12 +565,12 @@ public final class S3BlobStore implements BlobStore {
 
   @Override
   public int count() {
-    return index.size();
+    return index.count();
   }
 
   @Override
   public long bytes() {
-    return storedBytes.get();
+    return index.bytes();
   }
 
   /** Runs what waits out its grace now (deletes), and stops the sweeper. Does not close {@link S3Objects}. */

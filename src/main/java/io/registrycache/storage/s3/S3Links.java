@@ -1,5 +1,6 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.storage.LinkPersistence;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.ContentLinks;
 import java.io.IOException;
@@ -18,7 +19,7 @@ import org.slf4j.LoggerFactory;
  * ({@link #find}); a new link is one PUT; removing a digest's links is a LIST of its prefix and a
  * DELETE each.
  */
-final class S3Links implements ContentLinks.Persistence {
+final class S3Links implements LinkPersistence {
 
   private static final Logger log = LoggerFactory.getLogger(S3Links.class);
   private static final String LINK = "/_link";

@@ -1,9 +1,10 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.storage.LinkPersistence;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaType;
 import io.registrycache.storage.ManifestPersistence;
-import io.registrycache.storage.ManifestStore.TagRef;
+import io.registrycache.storage.TagRef;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
@@ -56,7 +57,7 @@ public final class S3ManifestPersistence implements ManifestPersistence {
 
   /** Links of manifests in the bucket ({@link S3Links}), looked up on first use. */
   @Override
-  public io.registrycache.storage.ContentLinks.Persistence links() {
+  public io.registrycache.storage.LinkPersistence links() {
     return new S3Links(objects, "manifests", true);
   }
 

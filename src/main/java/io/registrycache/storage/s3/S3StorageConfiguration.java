@@ -1,11 +1,12 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.config.ConditionalOnStorageType;
+import io.registrycache.config.StorageProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.storage.StorageLayout;
 import java.time.Clock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
@@ -18,7 +19,7 @@ import org.springframework.context.annotation.Configuration;
  * content links.
  */
 @Configuration(proxyBeanMethods = false)
-@ConditionalOnProperty(prefix = "registry-cache.storage", name = "type", havingValue = "s3")
+@ConditionalOnStorageType(StorageProperties.Type.S3)
 public class S3StorageConfiguration {
 
   private static final Logger log = LoggerFactory.getLogger(S3StorageConfiguration.class);

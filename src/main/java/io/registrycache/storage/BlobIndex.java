@@ -1,0 +1,139 @@
+package io.registrycache.storage;
+
+import io.registrycache.oci.Digest;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
+
+/**
+ * The in-memory index of stored blobs, the same for every store: digest → {@link BlobStore.Entry}
+ * (size, when stored, when last pulled) and the total of their sizes. A hit reads it without a
+ * lock; every change of one digest runs under the map's lock for that digest, so a store can do
+ * its file-system or bucket step for a digest atomically with the index change ({@link #stored},
+ * {@link #ifAbsent}).
+ */
+public final class BlobIndex {
+
+  private final Map<Digest, BlobStore.Entry> entries = new ConcurrentHashMap<>();
+  private final AtomicLong bytes = new AtomicLong();
+
+  /** The entry of a stored blob. */
+  public Optional<BlobStore.Entry> entry(Digest digest) {
+    return Optional.ofNullable(entries.get(digest));
+  }
+
+  /** Size in bytes of a stored blob. */
+  public Optional<Long> size(Digest digest) {
+    BlobStore.Entry e = entries.get(digest);
+    return e == null ? Optional.empty() : Optional.of(e.size());
+  }
+
+  /** Whether the blob is stored. */
+  public boolean contains(Digest digest) {
+    return entries.containsKey(digest);
+  }
+
+  /** The entry of a stored blob with a pull recorded at {@code nowMillis}, or null. Lock-free. */
+  public BlobStore.Entry pulled(Digest digest, long nowMillis) {
+    BlobStore.Entry e = entries.get(digest);
+    if (e != null) {
+      e.touch(nowMillis);
+    }
+    return e;
+  }
+
+  /** Indexes a blob found in the store (start-up, a refresh), unless it is indexed already. */
+  public boolean found(Digest digest, long size, long createdMillis, long lastPulledMillis) {
+    boolean[] added = {false};
+    entries.computeIfAbsent(digest, d -> {
+      bytes.addAndGet(size);
+      added[0] = true;
+      return new BlobStore.Entry(size, createdMillis, lastPulledMillis);
+    });
+    return added[0];
+  }
+
+  /**
+   * A blob was stored now: {@code underLock} (the store's own step: a rename into place) runs under
+   * the index's lock for the digest, then the entry is (re)made, created and pulled now.
+   */
+  public void stored(Digest digest, long size, long nowMillis, Runnable underLock) {
+    entries.compute(digest, (d, existing) -> {
+      underLock.run();
+      if (existing == null) {
+        bytes.addAndGet(size);
+      }
+      return new BlobStore.Entry(size, nowMillis, nowMillis);
+    });
+  }
+
+  /**
+   * Takes a blob out of the index unless it was pulled after {@code ifNotPulledSince}.
+   *
+   * @return bytes freed, or -1 when it was not indexed or was kept
+   */
+  public long evict(Digest digest, long ifNotPulledSince) {
+    long[] freed = {-1};
+    entries.computeIfPresent(digest, (d, e) -> {
+      if (e.lastPulledMillis() > ifNotPulledSince) {
+        return e;
+      }
+      freed[0] = e.size();
+      bytes.addAndGet(-e.size());
+      return null;
+    });
+    return freed[0];
+  }
+
+  /** Takes a blob out of the index when {@code which} accepts its entry; whether it did. */
+  public boolean removeIf(Digest digest, java.util.function.Predicate<BlobStore.Entry> which) {
+    boolean[] removed = {false};
+    entries.computeIfPresent(digest, (d, e) -> {
+      if (!which.test(e)) {
+        return e;
+      }
+      bytes.addAndGet(-e.size());
+      removed[0] = true;
+      return null;
+    });
+    return removed[0];
+  }
+
+  /** Runs {@code underLock} when the blob is not indexed, under the index's lock for it. */
+  public void ifAbsent(Digest digest, Runnable underLock) {
+    entries.compute(digest, (d, e) -> {
+      if (e == null) {
+        underLock.run();
+      }
+      return e;
+    });
+  }
+
+  /** Visits every entry (a snapshot per entry; changes meanwhile may or may not be seen). */
+  public void forEach(BiConsumer<Digest, BlobStore.Entry> visitor) {
+    entries.forEach(visitor);
+  }
+
+  /** Every stored blob, unordered. */
+  public List<BlobStore.BlobInfo> list() {
+    List<BlobStore.BlobInfo> out = new ArrayList<>(entries.size());
+    entries.forEach((d, e) -> out.add(new BlobStore.BlobInfo(
+        d, e.size(), Instant.ofEpochMilli(e.createdMillis()), Instant.ofEpochMilli(e.lastPulledMillis()))));
+    return out;
+  }
+
+  /** Number of stored blobs. */
+  public int count() {
+    return entries.size();
+  }
+
+  /** Total bytes of stored blobs. */
+  public long bytes() {
+    return bytes.get();
+  }
+}
