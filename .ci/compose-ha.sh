@@ -25,7 +25,8 @@ cleanup() {
 trap cleanup EXIT
 fail() { # the replicas' last lines (and registry:2's) go with the failure: CI keeps nothing else
   echo "compose-ha: FAILED: $*" >&2
-  dc logs --no-color --tail 60 cache-1 cache-2 cache-3 registry 2>&1 | grep -v '^\s*$' >&2 || true
+  dc logs --no-color --tail 60 cache-1 cache-2 cache-3 nginx registry 2>&1 | grep -v '^\s*$' >&2 || true
+  echo "compose-ha: FAILED (the reason again, after the logs): $*" >&2
   exit 1
 }
 
