@@ -1,6 +1,7 @@
 package io.registrycache.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.oci.Digest;
@@ -190,8 +191,8 @@ class AdminEndpointIT {
     assertThat(field(evicted.path("manifests"), "digest")).containsExactly(image.manifest().digest());
     assertThat(field(evicted.path("blobs"), "digest")).contains(layer.toString());
     assertThat(images("evict/")).isEmpty();
-    Thread.sleep(500); // the delete grace
-    assertThat(Files.exists(blobPath(layer))).isFalse();
+    await("the evicted layer's file deleted after the delete grace").atMost(java.time.Duration.ofSeconds(10))
+        .until(() -> !Files.exists(blobPath(layer)));
 
     pull(image);
     assertThat(blobMisses() - missesBefore).isEqualTo(2); // config and layer fetched again

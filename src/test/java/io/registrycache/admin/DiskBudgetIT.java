@@ -1,6 +1,7 @@
 package io.registrycache.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -109,7 +110,8 @@ class DiskBudgetIT {
 
     var janitor = CacheClient.onPort(managementPort).postJson("/actuator/cache/janitor", "{}");
     assertThat(janitor.statusCode()).isEqualTo(200);
-    Thread.sleep(600); // delete grace
+    await("evicted files deleted once the delete grace is over").atMost(java.time.Duration.ofSeconds(10))
+        .until(() -> bytesUnder(storage.resolve("blobs")) + bytesUnder(storage.resolve("manifests")) <= BUDGET + LAYER);
 
     long onDisk = bytesUnder(storage.resolve("blobs")) + bytesUnder(storage.resolve("manifests"));
     System.out.printf("disk budget %d: stored %d after the janitor, %d on disk, at most %d while pulling%n",

@@ -1,6 +1,7 @@
 package io.registrycache.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
@@ -193,11 +194,8 @@ class FullDiskIT {
       // The body was cut mid-stream after the headers went out: what a client must notice.
     }
 
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (!tmpFiles().isEmpty() && System.nanoTime() < deadline) {
-      Thread.sleep(100);
-    }
-    assertThat(tmpFiles()).as("the partial download deleted").isEmpty();
+    await().atMost(java.time.Duration.ofSeconds(10))
+        .untilAsserted(() -> assertThat(tmpFiles()).as("the partial download deleted").isEmpty());
     assertThat(storage.resolve("blobs/sha256/" + layer.hex().substring(0, 2) + "/" + layer.hex())).doesNotExist();
 
     Files.delete(filler);

@@ -117,16 +117,12 @@ class PreloadIT {
 
   /** Polls the job until it is done (at most 60 s); returns its last view. */
   private JsonNode await(String id) throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    JsonNode job;
-    do {
-      job = json(admin().get("/actuator/cache/preload/" + id), 200);
-      if ("done".equals(job.path("state").asString())) {
-        return job;
-      }
-      Thread.sleep(100);
-    } while (System.nanoTime() < deadline);
-    throw new AssertionError("preload job " + id + " not done after 60 s: " + job);
+    return org.awaitility.Awaitility.await("preload job " + id + " done")
+        .atMost(Duration.ofSeconds(60))
+        .pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> json(admin().get("/actuator/cache/preload/" + id), 200),
+            job -> "done".equals(job.path("state").asString()));
   }
 
   private JsonNode preload(String body) throws InterruptedException {
@@ -150,17 +146,18 @@ class PreloadIT {
   @Test
   @Order(1)
   void theFileIsPreloadedInTheBackgroundAfterStartUp() throws InterruptedException {
-    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-    JsonNode fileJob = null;
-    while (fileJob == null && System.nanoTime() < deadline) {
-      for (JsonNode job : json(admin().get("/actuator/cache/preload"), 200).path("jobs")) {
-        if (job.path("source").asString().equals("file:" + preloadFile)) {
-          fileJob = job;
-        }
-      }
-      Thread.sleep(100);
-    }
-    assertThat(fileJob).as("a job for the preload file").isNotNull();
+    JsonNode fileJob = org.awaitility.Awaitility.await("a job for the preload file")
+        .atMost(Duration.ofSeconds(60))
+        .pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(100))
+        .until(() -> {
+          for (JsonNode job : json(admin().get("/actuator/cache/preload"), 200).path("jobs")) {
+            if (job.path("source").asString().equals("file:" + preloadFile)) {
+              return job;
+            }
+          }
+          return null;
+        }, java.util.Objects::nonNull);
     JsonNode job = await(fileJob.path("id").asString());
     assertThat(job.path("total").asInt()).isEqualTo(2);
     assertThat(job.path("done").asInt()).isEqualTo(1);

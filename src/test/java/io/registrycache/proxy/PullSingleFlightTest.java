@@ -129,10 +129,8 @@ class PullSingleFlightTest {
 
   /** Opens the gate once the first upstream request was made and the others had time to join. */
   private void openGateAfter(AtomicInteger upstreamRequests) throws InterruptedException {
-    for (int i = 0; i < 500 && upstreamRequests.get() == 0; i++) {
-      Thread.sleep(10);
-    }
-    Thread.sleep(300);
+    await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(10)).until(() -> upstreamRequests.get() > 0);
+    Thread.sleep(300); // the other pulls join meanwhile; nothing to observe, a join leaves no trace
     gate.tryEmitValue(true);
   }
 

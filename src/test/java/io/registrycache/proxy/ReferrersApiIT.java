@@ -4,6 +4,7 @@ import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Command;
@@ -67,17 +68,17 @@ class ReferrersApiIT {
     registry = new ProcessBuilder(binary.toString(), "-address", "127.0.0.1:" + port)
         .redirectErrorStream(true).redirectOutput(registryLog.toFile()).start();
     HttpClient http = HttpClient.newHttpClient();
-    for (int i = 0; i < 100; i++) {
-      try {
-        if (http.send(HttpRequest.newBuilder(URI.create(registryUrl + "/v2/")).build(),
-            HttpResponse.BodyHandlers.discarding()).statusCode() == 200) {
-          return;
-        }
-      } catch (IOException notYet) {
-        Thread.sleep(100);
-      }
+    try {
+      await("referrers-registry answering /v2/")
+          .atMost(Duration.ofSeconds(10))
+          .pollDelay(Duration.ZERO)
+          .pollInterval(Duration.ofMillis(100))
+          .ignoreExceptionsInstanceOf(IOException.class) // not listening yet
+          .until(() -> http.send(HttpRequest.newBuilder(URI.create(registryUrl + "/v2/")).build(),
+              HttpResponse.BodyHandlers.discarding()).statusCode() == 200);
+    } catch (org.awaitility.core.ConditionTimeoutException notStarted) {
+      throw new IllegalStateException("referrers-registry did not start:\n" + Files.readString(registryLog), notStarted);
     }
-    throw new IllegalStateException("referrers-registry did not start:\n" + Files.readString(registryLog));
   }
 
   @AfterAll

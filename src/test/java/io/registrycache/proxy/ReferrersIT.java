@@ -6,6 +6,7 @@ import io.registrycache.testsupport.ManualCache;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static io.registrycache.testsupport.CacheClient.errorCode;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.TestImages;
@@ -161,11 +162,8 @@ class ReferrersIT {
             .set("registry-cache.upstreams.local.url", upstream.baseUrl())
             .set("registry-cache.preload.file", file)
             .set("registry-cache.preload.include-referrers", "true"))) {
-      long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
-      while (!java.nio.file.Files.exists(stored) && System.nanoTime() < deadline) {
-        Thread.sleep(200);
-      }
-      assertThat(stored).as("the signature's payload blob, preloaded").exists();
+      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
+          .untilAsserted(() -> assertThat(stored).as("the signature's payload blob, preloaded").exists());
     }
     try (ManualCache offline = ManualCache.start(CacheProperties.cache(storage)
             .set("registry-cache.default-upstream", "local")

@@ -64,20 +64,15 @@ public final class TestFiles {
 
   /** Polls {@code condition} for up to {@code millis}; returns whether it became true. */
   public static boolean eventually(long millis, java.util.function.BooleanSupplier condition) {
-    long deadline = System.nanoTime() + millis * 1_000_000;
-    while (true) {
-      if (condition.getAsBoolean()) {
-        return true;
-      }
-      if (System.nanoTime() > deadline) {
-        return false;
-      }
-      try {
-        Thread.sleep(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return false;
-      }
+    try {
+      org.awaitility.Awaitility.await()
+          .atMost(java.time.Duration.ofMillis(millis))
+          .pollDelay(java.time.Duration.ZERO)
+          .pollInterval(java.time.Duration.ofMillis(50))
+          .until(condition::getAsBoolean);
+      return true;
+    } catch (org.awaitility.core.ConditionTimeoutException notInTime) {
+      return false;
     }
   }
 }

@@ -1,5 +1,7 @@
 package io.registrycache.testsupport;
 
+import static org.awaitility.Awaitility.await;
+
 import com.github.dockerjava.api.DockerClient;
 import java.io.IOException;
 import java.net.ServerSocket;
@@ -145,14 +147,11 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
       Thread.currentThread().interrupt();
       throw new IllegalStateException(e);
     }
-    long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
-    while (System.nanoTime() < deadline) {
-      if (logs().contains(marker)) {
-        return;
-      }
-      sleep(50);
-    }
-    throw new IllegalStateException("marker request " + marker + " never reached the log");
+    await("marker request " + marker + " in the registry's log")
+        .atMost(Duration.ofSeconds(15))
+        .pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(50))
+        .until(() -> logs().contains(marker));
   }
 
   /** The container's whole stdout+stderr so far (works while stopped, too). */
@@ -169,25 +168,14 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
   /** {@code docker start} after {@link #stopUpstream()}; same address, same data. */
   public void startUpstream() {
     getDockerClient().startContainerCmd(getContainerId()).exec();
-    long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-    while (System.nanoTime() < deadline) {
-      try {
-        HttpResponse<Void> r =
-            http.send(
-                HttpRequest.newBuilder(URI.create(baseUrl() + "/v2/")).build(),
-                HttpResponse.BodyHandlers.discarding());
-        if (r.statusCode() == (username == null ? 200 : 401)) {
-          return;
-        }
-      } catch (IOException e) {
-        // not up yet
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException(e);
-      }
-      sleep(100);
-    }
-    throw new IllegalStateException("registry did not come back");
+    int ready = username == null ? 200 : 401;
+    await("the registry answering /v2/ again after docker start")
+        .atMost(Duration.ofSeconds(30))
+        .pollDelay(Duration.ZERO)
+        .pollInterval(Duration.ofMillis(100))
+        .ignoreExceptionsInstanceOf(IOException.class) // not up yet
+        .until(() -> http.send(HttpRequest.newBuilder(URI.create(baseUrl() + "/v2/")).build(),
+            HttpResponse.BodyHandlers.discarding()).statusCode() == ready);
   }
 
   /** A bcrypt htpasswd line, made by {@code htpasswd -nbB}. */

@@ -1,0 +1,368 @@
+package io.registrycache.upstream;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.MediaTypes;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import io.registrycache.oci.Reference;
+import io.registrycache.oci.RepositoryName;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
+import java.util.function.Supplier;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferLimitException;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpMethod;
+import org.springframework.http.HttpStatus;
+import org.springframework.web.util.UriComponentsBuilder;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.netty.resources.LoopResources;
+
+/**
+ * The one caller every upstream endpoint goes through, as jib-core's {@code RegistryEndpointCaller}:
+ * per upstream one connection pool ({@link UpstreamConnection}); per (upstream, repository) one
+ * cached {@code Authorization}, answered from a {@code 401} challenge and sent again once ({@link
+ * UpstreamAuthenticator}); redirects (RFC 9110 section 15.4) followed at most {@code
+ * redirect.max-hops} and only where {@link UpstreamAddressPolicy} allows, {@code Authorization}
+ * only to the upstream's own origin; each attempt timed ({@link UpstreamMetrics}) and put behind
+ * the upstream's circuit breaker and retries ({@link UpstreamResilience}). The endpoint classes
+ * ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link ReferrersLister}) say
+ * only what to ask and how to read the answer.
+ */
+final class UpstreamCaller {
+
+  /** Largest tags or referrers list page read, in bytes. */
+  static final int MAX_LIST_BYTES = 16 * 1024 * 1024;
+  /** How much of an error body is read for the message, in bytes. */
+  static final int ERROR_BODY_BYTES = 4096;
+  /** How much of a redirect or challenge body is drained to keep the connection, in bytes. */
+  static final int DRAIN_BYTES = 64 * 1024;
+
+  /** What to send: method, target, and the optional {@code Accept} list and {@code Range} value. */
+  record Request(HttpMethod method, URI uri, RepositoryName name, List<String> accept, String range) {
+    static Request get(URI uri, RepositoryName name, List<String> accept) {
+      return new Request(HttpMethod.GET, uri, name, accept, null);
+    }
+
+    static Request head(URI uri, RepositoryName name, List<String> accept) {
+      return new Request(HttpMethod.HEAD, uri, name, accept, null);
+    }
+  }
+
+  /** One HTTP exchange as received; {@code body} must be consumed or drained. */
+  record Reply(
+      int status, HttpHeaders headers, Flux<DataBuffer> body, UpstreamAuthorization sent, boolean fromUpstream) {
+    boolean ok() {
+      return status >= 200 && status < 300;
+    }
+  }
+
+  private final String userAgent;
+  private final Map<String, UpstreamConnection> connections = new ConcurrentHashMap<>();
+  private final LoopResources loops =
+      LoopResources.create("upstream", Math.max(2, Runtime.getRuntime().availableProcessors()), true);
+  private final UpstreamMetrics metrics;
+  private final UpstreamResilience resilience;
+  private final UpstreamAuthenticator authenticator;
+  private final Scheduler authScheduler;
+  private final Clock clock = Clock.systemUTC();
+  private volatile Supplier<Collection<Integer>> ownPorts = Set::of;
+  private final UpstreamAddressPolicy policy = new UpstreamAddressPolicy(() -> ownPorts.get());
+
+  UpstreamCaller(MeterRegistry meterRegistry, UpstreamResilience resilience, String userAgent) {
+    this.userAgent = userAgent;
+    this.metrics = new UpstreamMetrics(meterRegistry);
+    this.resilience = resilience;
+    // Credential lookups block (files, helper processes): their own small pool, never an event loop.
+    this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
+    this.authenticator =
+        new UpstreamAuthenticator(
+            authScheduler,
+            new WebClientTokenProvider(upstream -> connection(upstream).webClient(), policy, userAgent),
+            metrics);
+  }
+
+  UpstreamMetrics metrics() {
+    return metrics;
+  }
+
+  /** The cache's own ports, which redirects and token realms may never reach on a local address. */
+  void ownPorts(Supplier<Collection<Integer>> ports) {
+    this.ownPorts = ports;
+  }
+
+  /** The connection pool of {@code upstream}, made on first use (TLS files read then). */
+  UpstreamConnection connection(Upstream upstream) {
+    UpstreamConnection existing = connections.get(upstream.key());
+    if (existing != null) {
+      return existing;
+    }
+    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream, loops, policy));
+  }
+
+  /**
+   * Sends {@code request} and hands the reply to {@code read}, as one attempt behind the
+   * upstream's circuit breaker and retries, timed as {@code kind}. The attempt ends when {@code
+   * read}'s {@code Mono} does: a blob's reader returns with the headers and the body follows as a
+   * {@code Flux}, so a retry never starts in the middle of a body. Transport failures become
+   * {@link UpstreamException}s naming {@code what}.
+   */
+  <T> Mono<T> call(Upstream upstream, String kind, String what, Request request, Function<Reply, Mono<T>> read) {
+    Mono<T> attempt =
+        metrics.time(
+            upstream,
+            kind,
+            Mono.defer(() -> execute(upstream, request).flatMap(read))
+                .onErrorMap(
+                    e -> !(e instanceof OciException),
+                    e -> UpstreamErrors.fromTransport(upstream, what, e)));
+    return resilience.protect(upstream, what, attempt);
+  }
+
+  /**
+   * Sends the request with the cached authorization; on a 401 challenge from the upstream, gets
+   * a new authorization (single-flight) and sends once more.
+   */
+  private Mono<Reply> execute(Upstream upstream, Request request) {
+    UpstreamConnection connection = connection(upstream);
+    return authenticator
+        .current(upstream, request.name())
+        .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth.orElse(null), 0))
+        .flatMap(
+            reply -> {
+              if (reply.status() != 401 || !reply.fromUpstream()) {
+                return Mono.just(reply);
+              }
+              String challenge = reply.headers().getFirst(HttpHeaders.WWW_AUTHENTICATE);
+              if (challenge == null || challenge.isBlank()) {
+                return Mono.just(reply); // mapped to UNAUTHORIZED by the endpoint
+              }
+              return drain(reply)
+                  .then(authenticator.answer(upstream, request.name(), challenge, reply.sent()))
+                  .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth, 0))
+                  .doOnNext(
+                      second -> {
+                        if (second.status() == 401 && second.fromUpstream()) {
+                          authenticator.forget(upstream, request.name(), second.sent());
+                        }
+                      });
+            });
+  }
+
+  /**
+   * Sends and follows redirects where {@link UpstreamAddressPolicy} allows; {@code Authorization}
+   * only to the upstream's origin.
+   */
+  private Mono<Reply> follow(
+      UpstreamConnection connection, HttpMethod method, URI uri, Request request, UpstreamAuthorization auth, int hops) {
+    Upstream upstream = connection.upstream();
+    boolean sameOrigin = UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
+    UpstreamAuthorization sent = sameOrigin ? auth : null;
+    int maxHops = Math.max(0, upstream.settings().redirect().maxHops());
+    // The first request goes to the upstream's own origin; every redirect target is checked.
+    Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
+    return allowed.then(connection
+        .webClient()
+        .method(method)
+        .uri(uri)
+        .headers(
+            h -> {
+              h.set(HttpHeaders.USER_AGENT, userAgent);
+              if (request.accept() != null && !request.accept().isEmpty()) {
+                h.set(HttpHeaders.ACCEPT, String.join(", ", request.accept()));
+              }
+              if (sent != null) {
+                h.set(HttpHeaders.AUTHORIZATION, sent.header());
+              }
+              if (request.range() != null) {
+                h.set(HttpHeaders.RANGE, request.range());
+              }
+            })
+        .retrieve()
+        .onStatus(status -> true, response -> Mono.empty()) // every status is handled here
+        .toEntityFlux(DataBuffer.class)
+        .map(
+            entity ->
+                new Reply(
+                    entity.getStatusCode().value(),
+                    entity.getHeaders(),
+                    minTransferRate(upstream, Objects.requireNonNullElse(entity.getBody(), Flux.empty())),
+                    sent,
+                    sameOrigin)))
+        .flatMap(
+            reply -> {
+              String location = reply.headers().getFirst(HttpHeaders.LOCATION);
+              if (!isRedirect(reply.status()) || location == null) {
+                return Mono.just(reply);
+              }
+              if (hops >= maxHops) {
+                return drain(reply)
+                    .then(Mono.error(unavailable(upstream, "more than " + maxHops + " redirects for " + uri.getPath()
+                        + " (registry-cache.upstreams." + upstream.key() + ".redirect.max-hops)", null)));
+              }
+              URI next;
+              try {
+                next = uri.resolve(location);
+              } catch (IllegalArgumentException e) {
+                return drain(reply)
+                    .then(Mono.error(unavailable(upstream, "redirect to an invalid Location for " + uri.getPath(), e)));
+              }
+              HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
+              return drain(reply).then(follow(connection, nextMethod, next, request, auth, hops + 1));
+            });
+  }
+
+  /**
+   * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average
+   * rate since the response headers falls below {@code min-transfer-rate} after {@code
+   * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
+   * read-timeout} but not this. After {@code n} bytes the next {@code n} are due by {@code grace +
+   * n / rate} from the start. Checked once a second by one timer per body, not per buffer.
+   */
+  static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
+    long rate = upstream.settings().minTransferRate() == null
+        ? 0 : upstream.settings().minTransferRate().toBytes();
+    if (rate <= 0) {
+      return body;
+    }
+    Duration grace = upstream.settings().minTransferRateGrace();
+    return Flux.defer(
+        () -> {
+          long start = System.nanoTime();
+          AtomicLong received = new AtomicLong();
+          Mono<Void> tooSlow = Flux.interval(Duration.ofSeconds(1), Duration.ofSeconds(1))
+              .filter(tick -> System.nanoTime() - start > grace.toNanos() + received.get() * 1_000_000_000L / rate)
+              .next()
+              .flatMap(tick -> Mono.<Void>error(
+                  new TransportFailure.SlowTransferException(
+                      "body slower than min-transfer-rate " + rate + " bytes/s: "
+                          + received.get() + " bytes in "
+                          + Duration.ofNanos(System.nanoTime() - start).toMillis() + " ms"
+                          + " (registry-cache.upstreams." + upstream.key() + ".min-transfer-rate)")));
+          return body.doOnNext(buffer -> received.addAndGet(buffer.readableByteCount()))
+              .takeUntilOther(tooSlow)
+              .doOnDiscard(DataBuffer.class, DataBufferUtils::release);
+        });
+  }
+
+  /** The error for a non-2xx reply: {@code notFound} for a 404, else by {@link UpstreamErrors#fromStatus}. */
+  <T> Mono<T> failure(Upstream upstream, String what, OciErrorCode notFound, Reply reply) {
+    return errorText(reply)
+        .flatMap(
+            text ->
+                Mono.error(
+                    UpstreamErrors.fromStatus(
+                        upstream, what, notFound, reply.status(),
+                        reply.headers().getFirst(HttpHeaders.RETRY_AFTER), text, clock)));
+  }
+
+  /**
+   * The body of a tag or referrers list, at most {@value #MAX_LIST_BYTES} bytes; beyond that
+   * {@code UPSTREAM_UNAVAILABLE} (502).
+   */
+  static Mono<byte[]> listBody(Upstream upstream, String what, Reply reply) {
+    return DataBufferUtils.join(reply.body(), MAX_LIST_BYTES)
+        .map(UpstreamCaller::toBytes)
+        .defaultIfEmpty(new byte[0])
+        .onErrorMap(
+            DataBufferLimitException.class,
+            e -> unavailable(upstream, what + " is larger than " + MAX_LIST_BYTES + " bytes", e));
+  }
+
+  /** {@code UPSTREAM_UNAVAILABLE} (502) with {@code message} after the upstream's name. */
+  static UpstreamException unavailable(Upstream upstream, String message, Throwable cause) {
+    return new UpstreamException(
+        upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+        UpstreamErrors.name(upstream) + ": " + message, null, cause);
+  }
+
+  /** The start of an error body (for the message); the rest is not read. */
+  private static Mono<String> errorText(Reply reply) {
+    return DataBufferUtils.join(DataBufferUtils.takeUntilByteCount(reply.body(), ERROR_BODY_BYTES))
+        .map(buffer -> new String(toBytes(buffer), StandardCharsets.UTF_8))
+        .onErrorReturn("")
+        .defaultIfEmpty("");
+  }
+
+  /** Reads and drops a small body so the connection can be reused; a big one is cut off. */
+  static Mono<Void> drain(Reply reply) {
+    return DataBufferUtils.takeUntilByteCount(reply.body(), DRAIN_BYTES)
+        .doOnNext(DataBufferUtils::release)
+        .then()
+        .onErrorResume(e -> Mono.empty());
+  }
+
+  /** The buffer's readable bytes; the buffer is released. */
+  static byte[] toBytes(DataBuffer buffer) {
+    try {
+      byte[] bytes = new byte[buffer.readableByteCount()];
+      buffer.read(bytes);
+      return bytes;
+    } finally {
+      DataBufferUtils.release(buffer);
+    }
+  }
+
+  /**
+   * The upstream's {@code Docker-Content-Digest}, or {@code null} when absent.
+   *
+   * @throws UpstreamException {@code UPSTREAM_UNAVAILABLE} (502) when it is malformed
+   */
+  static Digest upstreamDigest(Upstream upstream, String what, HttpHeaders headers) {
+    String value = headers.getFirst("Docker-Content-Digest");
+    if (value == null || value.isBlank()) {
+      return null;
+    }
+    try {
+      return Digest.parse(value.trim());
+    } catch (OciException e) {
+      throw unavailable(upstream, "upstream sent an invalid digest for " + what + " (" + e.getMessage() + ")", e);
+    }
+  }
+
+  /** The media type of {@code Content-Type} without parameters. */
+  static String mediaType(HttpHeaders headers) {
+    return MediaTypes.essence(headers.getFirst(HttpHeaders.CONTENT_TYPE));
+  }
+
+  private static boolean isRedirect(int status) {
+    return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+  }
+
+  /** {@code <url>/v2/<name>/<kind>/<reference>}; name and reference are validated already. */
+  static URI uri(Upstream upstream, RepositoryName name, String kind, String reference) {
+    return UriComponentsBuilder.fromUri(upstream.url())
+        .path("/v2/" + name.value() + "/" + kind + "/" + reference)
+        .encode()
+        .build()
+        .toUri();
+  }
+
+  /** {@code name:tag} or {@code name@digest}, for messages. */
+  static String describe(RepositoryName name, Reference reference) {
+    return name + (reference instanceof Reference.ByDigest ? "@" : ":") + reference;
+  }
+
+  /** Closes every connection pool, the event loops and the authentication scheduler. */
+  void close() {
+    connections.values().forEach(UpstreamConnection::close);
+    loops.disposeLater().block(Duration.ofSeconds(5));
+    connections.clear();
+    authScheduler.dispose();
+  }
+}
