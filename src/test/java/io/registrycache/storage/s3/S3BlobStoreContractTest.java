@@ -1,5 +1,6 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.testsupport.S3Settings;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -56,8 +57,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
         .build()) {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
-    properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), localTierSize());
+    properties = S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey())
+        .partSize(DataSize.ofBytes(PART)).localTierSize(localTierSize()).build();
     objects = S3Objects.create(properties);
   }
 
@@ -246,8 +247,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   void uploadsOfAKilledReplicaAreAbortedAtStartUp() throws Exception {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);
-    properties = new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofBytes(PART), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofMillis(1), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0));
+    properties = S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey())
+        .partSize(DataSize.ofBytes(PART)).abandonedUploadAge(Duration.ofMillis(1)).build();
     Thread.sleep(5);
     store();
     assertThat(writesInProgress()).isZero();

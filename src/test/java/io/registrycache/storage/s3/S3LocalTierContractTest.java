@@ -1,5 +1,6 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.testsupport.S3Settings;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -40,19 +41,13 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
 
   /** Another replica on the same bucket, without a tier. */
   private S3BlobStore otherReplica(Path root) throws Exception {
-    S3StorageProperties plain = new S3StorageProperties(properties.endpoint(), properties.region(), properties.bucket(),
-        properties.prefix(), true, properties.partSize(), properties.accessKeyId(), properties.secretAccessKey(), null,
-        properties.presignTtl(), false, properties.abandonedUploadAge(), Duration.ZERO, properties.connectTimeout(),
-        properties.stallTimeout(), DataSize.ofBytes(0));
+    S3StorageProperties plain = S3Settings.from(properties).localTierSize(DataSize.ofBytes(0)).build();
     return new S3BlobStore(objects, new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))),
         Clock.systemUTC(), Duration.ZERO, ContentScope.REPOSITORY, plain);
   }
 
   private S3BlobStore storeWithTier(Path root, DataSize tierSize) throws Exception {
-    S3StorageProperties small = new S3StorageProperties(properties.endpoint(), properties.region(), properties.bucket(),
-        properties.prefix(), true, properties.partSize(), properties.accessKeyId(), properties.secretAccessKey(), null,
-        properties.presignTtl(), false, properties.abandonedUploadAge(), Duration.ZERO, properties.connectTimeout(),
-        properties.stallTimeout(), tierSize);
+    S3StorageProperties small = S3Settings.from(properties).localTierSize(tierSize).build();
     return new S3BlobStore(objects, new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))),
         Clock.systemUTC(), Duration.ZERO, ContentScope.REPOSITORY, small);
   }

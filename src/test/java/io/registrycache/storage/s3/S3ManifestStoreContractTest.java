@@ -1,5 +1,6 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.testsupport.S3Settings;
 import io.registrycache.storage.ManifestPersistence;
 import io.registrycache.storage.ManifestStoreContract;
 import io.registrycache.storage.StorageLayout;
@@ -39,8 +40,7 @@ class S3ManifestStoreContractTest extends ManifestStoreContract {
         .build()) {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
-    objects = S3Objects.create(new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0)));
+    objects = S3Objects.create(S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey()).build());
   }
 
   @AfterEach

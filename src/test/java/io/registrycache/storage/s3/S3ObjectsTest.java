@@ -1,5 +1,6 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.testsupport.S3Settings;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -58,8 +59,7 @@ class S3ObjectsTest {
         .build()) {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
-    objects = S3Objects.create(new S3StorageProperties(s3.getUri(), "us-east-1", BUCKET, "cache", true,
-        DataSize.ofMegabytes(5), s3.getAccessKey(), s3.getSecretKey(), null, Duration.ofMinutes(1), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0)));
+    objects = S3Objects.create(S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey()).build());
   }
 
   Path file(int bytes, long seed) throws Exception {
@@ -152,10 +152,8 @@ class S3ObjectsTest {
   void aStoreThatAcceptsConnectionsAndNeverAnswersFailsTheRequestAfterTheStallTimeout() throws Exception {
     // A loopback socket the kernel accepts connections on (the backlog) and nobody ever answers.
     try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-      S3Objects hung = S3Objects.create(new S3StorageProperties(
-          java.net.URI.create("http://127.0.0.1:" + silent.getLocalPort()), "us-east-1", BUCKET, "cache", true,
-          DataSize.ofMegabytes(5), "access", "secret", null, Duration.ofMinutes(1), false, Duration.ofHours(6),
-          Duration.ZERO, Duration.ofSeconds(2), Duration.ofSeconds(2), DataSize.ofBytes(0)));
+      S3Objects hung = S3Objects.create(S3Settings.s3(java.net.URI.create("http://127.0.0.1:" + silent.getLocalPort()), BUCKET, "access", "secret")
+          .connectTimeout(Duration.ofSeconds(2)).stallTimeout(Duration.ofSeconds(2)).build());
       long start = System.nanoTime();
       Throwable error = hung.stat("blobs/anything").then(reactor.core.publisher.Mono.<Throwable>empty())
           .onErrorResume(reactor.core.publisher.Mono::just)
@@ -168,10 +166,8 @@ class S3ObjectsTest {
 
   @Test
   void secretsStayOutOfTheProperties() {
-    S3StorageProperties p = new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(16),
-        "AKIDEXAMPLE", "wJalrXUtnFEMI-secret", null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0));
+    S3StorageProperties p = S3Settings.s3(null, "b", "AKIDEXAMPLE", "wJalrXUtnFEMI-secret").partSize(DataSize.ofMegabytes(16)).build();
     assertThat(p.toString()).doesNotContain("wJalrXUtnFEMI-secret").doesNotContain("AKIDEXAMPLE");
-    assertThatThrownBy(() -> new S3StorageProperties(null, "us-east-1", "b", "cache", true, DataSize.ofMegabytes(4),
-        null, null, null, Duration.ofMinutes(5), false, Duration.ofHours(6), Duration.ZERO, Duration.ofSeconds(5), Duration.ofSeconds(30), DataSize.ofBytes(0))).hasMessageContaining("at least 5MB");
+    assertThatThrownBy(() -> S3Settings.s3(null, "b", null, null).partSize(DataSize.ofMegabytes(4)).build()).hasMessageContaining("at least 5MB");
   }
 }
