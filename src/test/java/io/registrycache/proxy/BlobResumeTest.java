@@ -9,7 +9,7 @@ import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
-import io.registrycache.upstream.ScriptedHttp;
+import io.registrycache.testsupport.ScriptedHttp;
 import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;

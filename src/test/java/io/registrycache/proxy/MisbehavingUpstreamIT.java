@@ -8,7 +8,7 @@ import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
-import io.registrycache.upstream.ScriptedHttp;
+import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import java.io.IOException;

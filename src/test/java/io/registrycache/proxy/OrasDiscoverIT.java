@@ -1,5 +1,6 @@
 package io.registrycache.proxy;
 
+import io.registrycache.testsupport.GoTools;
 import io.registrycache.it.AbstractCacheIT;
 import static org.assertj.core.api.Assertions.assertThat;
 

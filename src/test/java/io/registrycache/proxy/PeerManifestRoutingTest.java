@@ -26,7 +26,7 @@ import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.storage.TestCache.MutableClock;
-import io.registrycache.upstream.ScriptedHttp;
+import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;

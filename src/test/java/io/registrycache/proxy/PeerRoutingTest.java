@@ -20,7 +20,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.StorageLayout;
-import io.registrycache.upstream.ScriptedHttp;
+import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;

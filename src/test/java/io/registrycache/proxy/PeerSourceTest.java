@@ -20,7 +20,7 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
-import io.registrycache.upstream.ScriptedHttp;
+import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamManifest;

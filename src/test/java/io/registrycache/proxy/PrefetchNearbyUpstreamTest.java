@@ -8,7 +8,7 @@ import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
-import io.registrycache.upstream.ScriptedHttp;
+import io.registrycache.testsupport.ScriptedHttp;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Random;

@@ -11,7 +11,7 @@ import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
-import io.registrycache.upstream.ScriptedHttp;
+import io.registrycache.testsupport.ScriptedHttp;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;

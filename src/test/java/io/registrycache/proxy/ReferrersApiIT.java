@@ -1,5 +1,6 @@
 package io.registrycache.proxy;
 
+import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
 import static io.registrycache.testsupport.CacheClient.describe;

@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import io.registrycache.testsupport.TestUpstreams;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import io.registrycache.testsupport.ScriptedHttp;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.testsupport.TestFiles;

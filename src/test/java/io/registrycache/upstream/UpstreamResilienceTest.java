@@ -1,7 +1,9 @@
 package io.registrycache.upstream;
 
-import static io.registrycache.upstream.ScriptedHttp.base;
-import static io.registrycache.upstream.ScriptedHttp.respond;
+import io.registrycache.testsupport.TestUpstreams;
+import io.registrycache.testsupport.ScriptedHttp;
+import static io.registrycache.testsupport.ScriptedHttp.base;
+import static io.registrycache.testsupport.ScriptedHttp.respond;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;

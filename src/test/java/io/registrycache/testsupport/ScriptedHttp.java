@@ -1,4 +1,4 @@
-package io.registrycache.upstream;
+package io.registrycache.testsupport;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;

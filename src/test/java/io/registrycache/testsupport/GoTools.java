@@ -1,4 +1,4 @@
-package io.registrycache.proxy;
+package io.registrycache.testsupport;
 
 import java.io.File;
 import java.nio.file.Files;
@@ -13,11 +13,11 @@ import org.junit.jupiter.api.Assumptions;
  * /usr/local/bin} or {@code /usr/local/go/bin}. A missing tool skips the test locally but fails
  * it when the environment variable {@code CI} is set (CI installs them).
  */
-final class GoTools {
+public final class GoTools {
 
   private GoTools() {}
 
-  static Optional<Path> find(String name) {
+  public static Optional<Path> find(String name) {
     List<String> dirs = new ArrayList<>(List.of(System.getenv().getOrDefault("PATH", "").split(File.pathSeparator)));
     dirs.add(System.getProperty("user.home") + "/go/bin");
     dirs.add("/usr/local/bin");
@@ -31,7 +31,7 @@ final class GoTools {
   }
 
   /** The tool, or a skipped test (locally) / a failed one (under CI). */
-  static Path require(String name) {
+  public static Path require(String name) {
     Optional<Path> tool = find(name);
     if (tool.isEmpty() && System.getenv("CI") != null) {
       throw new AssertionError(name + " is not installed, and CI is set: .ci/run must install it");

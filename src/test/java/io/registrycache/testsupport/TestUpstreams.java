@@ -1,14 +1,15 @@
-package io.registrycache.upstream;
+package io.registrycache.testsupport;
 
 import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.upstream.Upstream;
 import java.net.URI;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
 
-/** {@link Upstream}s for tests of this package, as the configuration would make them. */
-final class TestUpstreams {
+/** {@link Upstream}s for tests, as the configuration would make them. */
+public final class TestUpstreams {
 
   private TestUpstreams() {}
 
@@ -17,7 +18,7 @@ final class TestUpstreams {
    * as under {@code registry-cache.upstreams.<key>.} (e.g. {@code "redirect.allowed-hosts"}), bound
    * as Spring Boot binds them.
    */
-  static Upstream upstream(String key, String url, Consumer<Map<String, Object>> customize) {
+  public static Upstream upstream(String key, String url, Consumer<Map<String, Object>> customize) {
     URI uri = URI.create(url);
     Map<String, Object> settings = new LinkedHashMap<>();
     settings.put("url", url);
