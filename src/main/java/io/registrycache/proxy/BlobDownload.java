@@ -899,6 +899,8 @@ public final class BlobDownload {
         synchronized (lock) {
           reading = false;
         }
+        readError = rejected; // the client hears of it instead of waiting for nothing
+        drain();
       }
     }
 
@@ -944,7 +946,9 @@ public final class BlobDownload {
             b = null;
           }
           reading = false;
-          if (state != State.FAILED && queuedTo >= written) {
+          // Caught up with what may be read (all written, or up to the held-back last byte): go live,
+          // or wait to be woken; never re-read the file for nothing until the last byte is verified.
+          if (state != State.FAILED && queuedTo >= Math.min(written, releasable())) {
             attach();
           }
         }
