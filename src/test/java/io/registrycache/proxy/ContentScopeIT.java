@@ -11,6 +11,7 @@ import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -33,16 +34,20 @@ class ContentScopeIT {
   private static final String USER = "puller";
   private static final String PASSWORD = "scope-Pa55word";
 
+  // Made here, started in @BeforeAll: a failure to start then fails the class with its own
+  // message, not with ExceptionInInitializerError/NoClassDefFoundError. Their addresses are fixed
+  // at construction, so the cache's properties below can name them before they start.
   static final UpstreamRegistryContainer privateRegistry =
       new UpstreamRegistryContainer().withHtpasswd(USER, PASSWORD);
   static final UpstreamRegistryContainer publicRegistry = new UpstreamRegistryContainer();
   static final Path storage = TestFiles.tempDirectory("registry-cache-scope-it-");
 
   static final byte[] shared = TestImages.randomBytes(60_000, 71);
-  static final TestImages.Image secret;
-  static final TestImages.Image open;
+  static TestImages.Image secret;
+  static TestImages.Image open;
 
-  static {
+  @BeforeAll
+  static void startUpstreamsAndPush() {
     privateRegistry.start();
     publicRegistry.start();
     secret = privateRegistry.pusher().push(TestImages.withLayers(

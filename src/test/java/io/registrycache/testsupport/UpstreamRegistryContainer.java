@@ -9,13 +9,14 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.springframework.security.crypto.bcrypt.BCrypt;
+import org.testcontainers.containers.ContainerFetchException;
 import org.testcontainers.containers.GenericContainer;
 import org.testcontainers.containers.wait.strategy.Wait;
 import org.testcontainers.images.builder.Transferable;
@@ -31,10 +32,17 @@ import org.testcontainers.utility.DockerImageName;
  * http.request.uri="/v2/foo/blobs/sha256:..."} ({@code "response completed with error"} for 4xx; the
  * URI is quoted only when it holds characters such as {@code :}). Call {@link #syncLogs()} before
  * counting, so that every request finished so far is in the log.
+ *
+ * <p>The image is {@code registry:2}, from the local engine when it is there, else pulled; where no
+ * registry can be reached, {@code docker/local-images.sh} builds it from Debian's
+ * {@code docker-registry}. The system property {@code registrycache.registry-image} names another
+ * image (e.g. {@code -DargLine=-Dregistrycache.registry-image=local/test-registry:2}).
  */
 public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistryContainer> {
 
-  public static final DockerImageName IMAGE = DockerImageName.parse("registry:2");
+  public static final DockerImageName IMAGE =
+      DockerImageName.parse(System.getProperty("registrycache.registry-image", "registry:2"))
+          .asCompatibleSubstituteFor("registry");
   public static final int PORT = 5000;
 
   private static final Pattern COMPLETED =
@@ -65,6 +73,28 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
     withStartupTimeout(Duration.ofSeconds(60));
   }
 
+  /**
+   * Starts the container; when the image is neither in the local engine nor pullable, fails with
+   * a message that says how to make it.
+   */
+  @Override
+  public void start() {
+    try {
+      super.start();
+    } catch (RuntimeException e) {
+      for (Throwable c = e; c != null; c = c.getCause()) {
+        if (c instanceof ContainerFetchException) {
+          throw new IllegalStateException(
+              "image " + IMAGE + " is not in the local Docker engine and cannot be"
+                  + " pulled: run docker/local-images.sh (builds registry:2 from Debian's"
+                  + " docker-registry package)",
+              e);
+        }
+      }
+      throw e;
+    }
+  }
+
   /** A registry:2 already started; Testcontainers removes it when the JVM exits. */
   public static UpstreamRegistryContainer started() {
     UpstreamRegistryContainer container = new UpstreamRegistryContainer();
@@ -83,8 +113,8 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
   }
 
   /**
-   * Basic authentication (RFC 7617) with one user, from an htpasswd file made by {@code htpasswd
-   * -nbB} (Debian's {@code apache2-utils}); {@link #pusher()} then authenticates. Call before
+   * Basic authentication (RFC 7617) with one user, from an htpasswd file with a bcrypt entry (as
+   * {@code htpasswd -nbB} writes it); {@link #pusher()} then authenticates. Call before
    * {@code start()}.
    */
   public UpstreamRegistryContainer withHtpasswd(String username, String password) {
@@ -178,22 +208,14 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
             HttpResponse.BodyHandlers.discarding()).statusCode() == ready);
   }
 
-  /** A bcrypt htpasswd line, made by {@code htpasswd -nbB}. */
-  private static String htpasswdLine(String user, String password) {
-    try {
-      Process process =
-          new ProcessBuilder("htpasswd", "-nbB", user, password).redirectErrorStream(true).start();
-      String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      if (process.waitFor() != 0) {
-        throw new IllegalStateException("htpasswd failed: " + out);
-      }
-      return out.trim() + "\n";
-    } catch (IOException e) {
-      throw new IllegalStateException("needs the htpasswd tool: apt-get install apache2-utils", e);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
+  /**
+   * An htpasswd line {@code user:$2y$05$...}, what {@code htpasswd -nbB} (Apache's default cost 5)
+   * writes. distribution checks it with Go's x/crypto/bcrypt, which takes the {@code 2a}, {@code
+   * 2b} and {@code 2y} prefixes alike; the low cost keeps each authenticated request cheap.
+   */
+  static String htpasswdLine(String user, String password) {
+    String hash = BCrypt.hashpw(password, BCrypt.gensalt("$2y", 5));
+    return user + ":" + hash + "\n";
   }
 
   private static int freePort() {
