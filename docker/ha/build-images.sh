@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every image docker/compose-ha.yaml needs into the local Docker engine, without pulling
 # from any registry when BASE is a local Java 17 image (CI: local/jre-base:17, from
-# ../shared/tools/offline-images.sh):
+# docker/local-images.sh):
 #   registry-cache:0.1.0-SNAPSHOT   the service (Jib), unless it exists (FORCE=1 rebuilds); on
 #                                   local/jre-base:17 it is registry-cache:ha, on a base with the
 #                                   S3 client's libraries: export REGISTRY_CACHE_IMAGE=registry-cache:ha
