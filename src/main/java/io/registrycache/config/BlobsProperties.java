@@ -46,9 +46,10 @@ public record BlobsProperties(
    *     default none
    * @param unrequestedAfter a prefetched blob no client asked for within this time counts as
    *     prefetched in vain ({@code registry_cache_prefetch_unrequested_bytes_total}); default 10 min
-   * @param minUpstreamLatency a manifest whose fetch from the upstream took less than this starts
-   *     no prefetch: a nearby upstream answers each client request about as fast, and prefetching
-   *     only adds work; 0 prefetches always; default 10 ms
+   * @param minUpstreamLatency no prefetch from an upstream whose quickest manifest fetch of the
+   *     last one to two minutes took less than this: a nearby upstream answers each client request
+   *     about as fast, and prefetching only adds work (the quickest, not the latest: on a busy cache
+   *     fetches take longer in its own queues); 0 prefetches always; default 10 ms
    */
   public record Prefetch(
       @DefaultValue("true") boolean enabled,

@@ -372,6 +372,8 @@ public class ProxyManifestService {
                 .doOnSubscribe(s -> metrics.fetchInFlight(1))
                 .doFinally(s -> metrics.fetchInFlight(-1))
                 .map(response -> verify(upstream, name, reference, response))
+                .map(verified -> prefetch && prefetcher.worthIt(upstream.key(), java.time.Duration.ofNanos(System.nanoTime() - started))
+                    ? verified.withPrefetch() : verified)
                 .publishOn(storage)
                 .map(
                     verified -> {
@@ -379,7 +381,7 @@ public class ProxyManifestService {
                       if (store.cached(manifest.digest()).isEmpty()) { // a revalidation through the owner: often the same bytes
                         store.put(manifest, verified.content());
                         // Prefetch hides round trips: worth it only where the manifest took one.
-                        if (prefetch && prefetcher.worthIt(java.time.Duration.ofNanos(System.nanoTime() - started))) {
+                        if (verified.prefetch()) {
                           prefetch(upstream, name, manifest.digest(), verified.content(), layers);
                         }
                       }
@@ -397,7 +399,11 @@ public class ProxyManifestService {
   }
 
   /** A manifest as received and checked: its bytes and what they reference, parsed once. */
-  private record Verified(StoredManifest manifest, ManifestContent content) {}
+  private record Verified(StoredManifest manifest, ManifestContent content, boolean prefetch) {
+    Verified withPrefetch() {
+      return new Verified(manifest, content, true);
+    }
+  }
 
   private Verified verify(
       Upstream upstream, RepositoryName name, Reference reference, UpstreamManifest response) {
@@ -429,7 +435,7 @@ public class ProxyManifestService {
         throw lying(what, "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced);
       }
     }
-    return new Verified(manifest, content);
+    return new Verified(manifest, content, false);
   }
 
   /**
