@@ -35,6 +35,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param suspectFor how long a member that refused or timed out a connection is left out of
  *     ownership, so misses of the blobs it owns do not each wait for a connection to it first;
  *     default 10 s, {@code 0} never suspects
+ * @param peerAddress the local address the peer port binds to (an IP literal or a host name of
+ *     this machine, e.g. a private network's address or {@code 127.0.0.1}); default the pull
+ *     port's {@code server.address}, and when that is unset every interface
  */
 @ConfigurationProperties("registry-cache.cluster")
 public record ClusterProperties(
@@ -47,7 +50,8 @@ public record ClusterProperties(
     Path tokenFile,
     @DefaultValue("2s") Duration connectTimeout,
     @DefaultValue("60s") Duration readTimeout,
-    @DefaultValue("10s") Duration suspectFor) {
+    @DefaultValue("10s") Duration suspectFor,
+    String peerAddress) {
 
   @ConstructorBinding
   public ClusterProperties {
@@ -62,11 +66,14 @@ public record ClusterProperties(
       throw new IllegalArgumentException("registry-cache.cluster.suspect-for must not be negative: " + suspectFor);
     }
     peers.forEach(p -> Member.parse(p, peerPort)); // fail at start-up, not at the first pull
+    if (peerAddress != null && peerAddress.isBlank()) {
+      peerAddress = null;
+    }
   }
 
   /** The membership settings alone, with no token and the default timeouts (tests, tools). */
   public ClusterProperties(List<String> peers, String peersDns, int peerPort, Duration refreshInterval, String self) {
-    this(peers, peersDns, peerPort, refreshInterval, self, null, null, Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10));
+    this(peers, peersDns, peerPort, refreshInterval, self, null, null, Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10), null);
   }
 
   private static void requirePositive(String name, Duration value) {
@@ -86,6 +93,7 @@ public record ClusterProperties(
     return "ClusterProperties[peers=" + peers + ", peersDns=" + peersDns + ", peerPort=" + peerPort
         + ", refreshInterval=" + refreshInterval + ", self=" + self
         + ", token=" + (token == null ? "unset" : "(set)") + ", tokenFile=" + tokenFile
-        + ", connectTimeout=" + connectTimeout + ", readTimeout=" + readTimeout + ", suspectFor=" + suspectFor + "]";
+        + ", connectTimeout=" + connectTimeout + ", readTimeout=" + readTimeout + ", suspectFor=" + suspectFor
+        + ", peerAddress=" + peerAddress + "]";
   }
 }

@@ -22,7 +22,8 @@ import reactor.netty.resources.LoopResources;
  * loops of its own ({@code peer-server-*}) so closing it never touches another server's.
  *
  * <p>The peer port speaks plain HTTP; the shared token authenticates. Keep it reachable only from
- * the other replicas (a NetworkPolicy, a private network): see docs/scale-out.md.
+ * the other replicas: bind it to a private network's address ({@code
+ * registry-cache.cluster.peer-address}), and/or a NetworkPolicy; see docs/scale-out.md.
  */
 @Component
 public class PeerServer implements SmartLifecycle {
@@ -35,10 +36,22 @@ public class PeerServer implements SmartLifecycle {
   private volatile LoopResources loops;
   private volatile DisposableServer server;
 
-  public PeerServer(ClusterMembership membership, ClusterProperties properties, PeerEndpoint endpoint) {
+  private final String address;
+
+  /**
+   * @param serverAddress the pull port's {@code server.address}: the peer port's address when
+   *     {@code cluster.peer-address} is unset (empty: every interface)
+   */
+  public PeerServer(
+      ClusterMembership membership,
+      ClusterProperties properties,
+      PeerEndpoint endpoint,
+      @org.springframework.beans.factory.annotation.Value("${server.address:}") String serverAddress) {
     this.membership = membership;
     this.properties = properties;
     this.endpoint = endpoint;
+    this.address = properties.peerAddress() != null ? properties.peerAddress()
+        : serverAddress == null || serverAddress.isBlank() ? null : serverAddress;
   }
 
   @Override
@@ -48,12 +61,15 @@ public class PeerServer implements SmartLifecycle {
     }
     HttpHandler handler = RouterFunctions.toHttpHandler(RouterFunctions.route(RequestPredicates.all(), endpoint::handle));
     loops = LoopResources.create("peer-server", 1, 2, true);
-    server = HttpServer.create()
-        .port(properties.peerPort())
+    HttpServer http = HttpServer.create().port(properties.peerPort());
+    if (address != null) {
+      http = http.host(address);
+    }
+    server = http
         .runOn(loops)
         .handle(new ReactorHttpHandlerAdapter(handler))
         .bindNow(Duration.ofSeconds(10));
-    log.info("peer endpoint listening on port {} (members: {})", server.port(), membership.members());
+    log.info("peer endpoint listening on {} (members: {})", server.address(), membership.members());
   }
 
   @Override

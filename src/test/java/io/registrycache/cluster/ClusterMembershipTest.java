@@ -145,7 +145,7 @@ class ClusterMembershipTest {
   void aSuspectForOfZeroNeverSuspects() {
     ClusterMembership membership = new ClusterMembership(new ClusterProperties(
         List.of("a.test:8082", "b.test:8082"), null, 8082, Duration.ofSeconds(10), "a.test:8082", null, null,
-        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ZERO), Clock.systemUTC());
+        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ZERO, null), Clock.systemUTC());
     membership.suspect(new Member("b.test", 8082));
     assertThat(membership.suspects()).isEmpty();
   }
@@ -154,7 +154,7 @@ class ClusterMembershipTest {
   void theTokenNeverAppearsInThePropertiesText() {
     ClusterProperties p = new ClusterProperties(
         List.of("a.test"), null, 8082, Duration.ofSeconds(10), null, "s3cret-s3cret-s3cret", null,
-        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10));
+        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10), null);
     assertThat(p.toString()).doesNotContain("s3cret").contains("token=(set)");
   }
 

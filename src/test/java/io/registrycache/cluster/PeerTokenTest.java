@@ -19,7 +19,7 @@ class PeerTokenTest {
   static ClusterProperties cluster(String token, Path file) {
     return new ClusterProperties(
         List.of("a.test", "b.test"), null, 8082, Duration.ofSeconds(10), null, token, file,
-        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10));
+        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10), null);
   }
 
   @Test

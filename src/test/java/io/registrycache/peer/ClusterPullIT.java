@@ -68,6 +68,7 @@ class ClusterPullIT {
               .localUpstream(upstream::baseUrl)
               .set("registry-cache.cluster.peers", peers)
               .set("registry-cache.cluster.peer-port", ports.get(i))
+              .set("registry-cache.cluster.peer-address", "127.0.0.1")
               .set("registry-cache.cluster.self", members.get(i).id())
               .set("registry-cache.cluster.token", TOKEN)));
     }
@@ -120,6 +121,29 @@ class ClusterPullIT {
     assertOneUpstreamGetPerBlob(image);
     assertOneUpstreamGetOfTheManifest(image);
     assertNoFallbacks();
+  }
+
+  @Test
+  @Order(3)
+  void thePeerPortListensOnlyOnItsPeerAddress() throws Exception {
+    int peerPort = members.get(0).port();
+    java.net.InetAddress other = java.util.Collections.list(java.net.NetworkInterface.getNetworkInterfaces()).stream()
+        .filter(i -> { try { return i.isUp() && !i.isLoopback(); } catch (java.net.SocketException e) { return false; } })
+        .flatMap(i -> java.util.Collections.list(i.getInetAddresses()).stream())
+        .filter(a -> a instanceof java.net.Inet4Address)
+        .findFirst()
+        .orElse(null);
+    org.junit.jupiter.api.Assumptions.assumeTrue(other != null, "no non-loopback IPv4 address on this machine");
+    try (java.net.Socket loopback = new java.net.Socket()) {
+      loopback.connect(new java.net.InetSocketAddress("127.0.0.1", peerPort), 5_000);
+      assertThat(loopback.isConnected()).isTrue();
+    }
+    try (java.net.Socket elsewhere = new java.net.Socket()) {
+      org.assertj.core.api.Assertions.assertThatThrownBy(
+              () -> elsewhere.connect(new java.net.InetSocketAddress(other, peerPort), 5_000))
+          .as("the peer port on %s, with peer-address 127.0.0.1", other)
+          .isInstanceOf(java.net.ConnectException.class);
+    }
   }
 
   @Test

@@ -106,7 +106,7 @@ class PeerManifestRoutingTest {
     self = new Member("127.0.0.1", 1);
     ClusterProperties cluster = new ClusterProperties(
         List.of(self.id(), owner.id()), null, 1, Duration.ofSeconds(10), self.id(), TOKEN, null,
-        Duration.ofSeconds(2), Duration.ofSeconds(10), Duration.ofSeconds(10));
+        Duration.ofSeconds(2), Duration.ofSeconds(10), Duration.ofSeconds(10), null);
     PeerSource peers = new PeerSource(
         new ClusterMembership(cluster, Clock.systemUTC()), cluster, new PeerToken(cluster),
         new PeerMetrics(new SimpleMeterRegistry()));

@@ -85,7 +85,7 @@ class PeerSourceTest {
   PeerSource source(Member peer) {
     ClusterProperties properties = new ClusterProperties(
         List.of(peer.id(), "127.0.0.1:1"), null, 8082, Duration.ofSeconds(10), "127.0.0.1:1", TOKEN, null,
-        Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(10));
+        Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(10), null);
     metrics = new PeerMetrics(new SimpleMeterRegistry());
     membership = new ClusterMembership(properties, Clock.systemUTC());
     PeerSource s = new PeerSource(membership, properties, new PeerToken(properties), metrics);
