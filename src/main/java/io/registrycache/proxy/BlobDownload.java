@@ -863,11 +863,15 @@ public final class BlobDownload {
             readerCaughtUp();
           }
         }
+        // State and queuedTo before the queue: bytes are queued before queuedTo passes them, so
+        // queuedTo at the end, then an empty queue, means all were sent. Read after the queue, a
+        // verify in between (last byte queued) would end the reader without it: the client waits.
+        State s = state;
+        long to = queuedTo;
         if (queue.isEmpty()) {
-          State s = state;
           if (s == State.VERIFIED || s == State.COMMITTED) {
             long end = endExclusive >= 0 ? Math.min(endExclusive, received) : received;
-            if (queuedTo >= end) {
+            if (to >= end) {
               close();
               actual.onComplete();
               return;
@@ -910,6 +914,7 @@ public final class BlobDownload {
      */
     private void readFile() {
       ByteBuf b = null;
+      boolean cleared = false; // reading = false done here, with the decision to attach
       try {
         if (cancelled || failure != null) {
           return;
@@ -946,9 +951,14 @@ public final class BlobDownload {
             b = null;
           }
           reading = false;
-          // Caught up with what may be read (all written, or up to the held-back last byte): go live,
-          // or wait to be woken; never re-read the file for nothing until the last byte is verified.
-          if (state != State.FAILED && queuedTo >= Math.min(written, releasable())) {
+          cleared = true;
+          // Caught up with what may be read (all written, or up to the held-back last byte, or the
+          // range's end): go live, or wait to be woken; never re-read the file for nothing.
+          long readable = Math.min(written, releasable());
+          if (endExclusive >= 0) {
+            readable = Math.min(readable, endExclusive);
+          }
+          if (state != State.FAILED && queuedTo >= readable) {
             attach();
           }
         }
@@ -960,8 +970,12 @@ public final class BlobDownload {
         if (b != null) {
           b.release();
         }
-        synchronized (lock) {
-          reading = false;
+        if (!cleared) {
+          // Not when cleared above: a drain may since have started the next read, and clearing its
+          // flag would let one more start alongside it (the same bytes queued twice).
+          synchronized (lock) {
+            reading = false;
+          }
         }
       }
       drain();

@@ -1,6 +1,8 @@
 package io.registrycache.proxy;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+import static org.awaitility.Awaitility.await;
 
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
@@ -14,16 +16,36 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.nio.ByteBuffer;
+import java.nio.channels.SeekableByteChannel;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
+import org.reactivestreams.Subscription;
+import org.springframework.core.io.buffer.DataBufferFactory;
+import org.springframework.core.io.buffer.NettyDataBufferFactory;
+import reactor.core.Disposable;
+import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -41,6 +63,8 @@ class BlobDownloadTest {
   private FileBlobStore store;
   private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
   private Scheduler scheduler;
+  /** Where {@link FileReads} runs readers' file reads: not on threads a held store step may block. */
+  private Scheduler readScheduler;
 
   @BeforeEach
   void setUp() throws IOException {
@@ -48,11 +72,13 @@ class BlobDownloadTest {
         RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     store = new FileBlobStore(new StorageLayout(props));
     scheduler = Schedulers.newBoundedElastic(4, 1000, "test-storage");
+    readScheduler = Schedulers.newBoundedElastic(4, 1000, "test-reads");
   }
 
   @AfterEach
   void tearDown() {
     scheduler.dispose();
+    readScheduler.dispose();
   }
 
   private static byte[] random(int size) {
@@ -375,5 +401,805 @@ class BlobDownloadTest {
     assertThat(opened).hasValue(3); // the request and two resumes
     assertThat(store.size(digest)).isEmpty();
     assertThat(tmpFiles()).isZero();
+  }
+
+  // ---- Readers joining a cold fill at every stage, the last byte held back: none is left unwoken ----
+
+  /** The size of the blob whose cold request once went unanswered. */
+  private static final int SMALL = 5632;
+
+  /** Where a thread of the download waits until the test lets it go on: bounded, so a failing test ends. */
+  private static final class Gate {
+    private volatile boolean held;
+    private final AtomicInteger arrivals = new AtomicInteger();
+    private final CountDownLatch open = new CountDownLatch(1);
+
+    Gate hold() {
+      held = true;
+      return this;
+    }
+
+    void pass() {
+      if (!held) {
+        return;
+      }
+      arrivals.incrementAndGet();
+      try {
+        if (!open.await(10, TimeUnit.SECONDS)) {
+          throw new IllegalStateException("the test never opened the gate");
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IllegalStateException(e);
+      }
+    }
+
+    void awaitArrivals(int n) {
+      await().atMost(Duration.ofSeconds(5)).until(() -> arrivals.get() >= n);
+    }
+
+    void open() {
+      open.countDown();
+    }
+  }
+
+  /** A store writer with hooks before each step (on the thread that takes it). */
+  private static class Wrapped implements BlobStore.Writer {
+    private final BlobStore.Writer w;
+
+    Wrapped(BlobStore.Writer w) {
+      this.w = w;
+    }
+
+    void beforeAppend() {}
+
+    void beforeVerify() {}
+
+    void beforeCommit() {}
+
+    void beforeOpen() {}
+
+    @Override
+    public Digest digest() {
+      return w.digest();
+    }
+
+    @Override
+    public long written() {
+      return w.written();
+    }
+
+    @Override
+    public void append(ByteBuffer bytes) throws IOException {
+      beforeAppend();
+      w.append(bytes);
+    }
+
+    @Override
+    public void append(ByteBuffer[] bytes) throws IOException {
+      beforeAppend();
+      w.append(bytes);
+    }
+
+    @Override
+    public void reserve(long size) throws IOException {
+      w.reserve(size);
+    }
+
+    @Override
+    public SeekableByteChannel openReader() throws IOException {
+      beforeOpen();
+      return w.openReader();
+    }
+
+    @Override
+    public long verify(long expectedSize) {
+      beforeVerify();
+      return w.verify(expectedSize);
+    }
+
+    @Override
+    public long commit(long expectedSize) throws IOException {
+      beforeCommit();
+      return w.commit(expectedSize);
+    }
+
+    @Override
+    public void abort() {
+      w.abort();
+    }
+
+    @Override
+    public void ownerGaveUp() {
+      w.ownerGaveUp();
+    }
+  }
+
+  /** A store writer whose steps the test holds: the {@code heldAppend}-th append, the verify, the commit, readers' opening. */
+  private static final class HeldWriter extends Wrapped {
+    final Gate append = new Gate();
+    final Gate verify = new Gate();
+    final Gate commit = new Gate();
+    final Gate openReader = new Gate();
+    private final int heldAppend;
+    private final AtomicInteger appends = new AtomicInteger();
+
+    HeldWriter(BlobStore.Writer w, int heldAppend) {
+      super(w);
+      this.heldAppend = heldAppend;
+    }
+
+    @Override
+    void beforeAppend() {
+      if (appends.incrementAndGet() == heldAppend) {
+        append.pass();
+      }
+    }
+
+    @Override
+    void beforeVerify() {
+      verify.pass();
+    }
+
+    @Override
+    void beforeCommit() {
+      commit.pass();
+    }
+
+    @Override
+    void beforeOpen() {
+      openReader.pass();
+    }
+  }
+
+  /**
+   * The storage scheduler as a download sees it: the fill's worker on {@code fill}, readers' file
+   * reads (its {@code schedule} calls) on {@code reads} — a store step the test holds blocks a
+   * thread of its scheduler, and a read queued behind it would wait for the test — counted, and
+   * queued while held.
+   */
+  private static final class FileReads implements Scheduler {
+    private final Scheduler fill;
+    private final Scheduler reads;
+    private final AtomicInteger count = new AtomicInteger();
+    private final List<Runnable> queued = new ArrayList<>();
+    private boolean holding;
+
+    FileReads(Scheduler fill, Scheduler reads) {
+      this.fill = fill;
+      this.reads = reads;
+    }
+
+    @Override
+    public Disposable schedule(Runnable task) {
+      count.incrementAndGet();
+      synchronized (this) {
+        if (holding) {
+          queued.add(task);
+          return () -> {};
+        }
+      }
+      return reads.schedule(task);
+    }
+
+    @Override
+    public Worker createWorker() {
+      return fill.createWorker();
+    }
+
+    int count() {
+      return count.get();
+    }
+
+    synchronized void hold() {
+      holding = true;
+    }
+
+    synchronized int queued() {
+      return queued.size();
+    }
+
+    void release() {
+      List<Runnable> go;
+      synchronized (this) {
+        holding = false;
+        go = new ArrayList<>(queued);
+        queued.clear();
+      }
+      go.forEach(reads::schedule);
+    }
+  }
+
+  /** How a {@link Probe} asks for buffers. */
+  private enum Demand {
+    /** Everything, on subscribing. */
+    ALL,
+    /** One on subscribing, one more in each {@code onNext}. */
+    ONE_SYNC,
+    /** One on subscribing, one more after each buffer from another thread. */
+    ONE_ASYNC,
+    /** Two on subscribing, one more after each buffer from another thread. */
+    TWO_ASYNC,
+    /** One on subscribing, then everything from another thread (as the server's writer does). */
+    FIRST_THEN_ALL,
+    /** What the test asks for, by hand ({@link Probe#ask}). */
+    MANUAL
+  }
+
+  /** A client of a download: keeps the bytes it gets, asks for buffers as its {@link Demand} says. */
+  private static final class Probe extends BaseSubscriber<DataBuffer> {
+    final String name;
+    private final Demand demand;
+    private final long initial;
+    private final java.util.concurrent.Executor others;
+    private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    final CompletableFuture<byte[]> done = new CompletableFuture<>();
+    private final AtomicLong asked = new AtomicLong();
+    private int buffers;
+
+    Probe(String name, Demand demand, long initial, java.util.concurrent.Executor others) {
+      this.name = name;
+      this.demand = demand;
+      this.initial = initial;
+      this.others = others;
+    }
+
+    static Probe of(String name, Demand demand, java.util.concurrent.Executor others) {
+      return new Probe(name, demand, 0, others);
+    }
+
+    /** Asks for {@code initial} buffers on subscribing, then only when the test asks. */
+    static Probe manual(String name, long initial) {
+      return new Probe(name, Demand.MANUAL, initial, null);
+    }
+
+    void ask(long n) {
+      asked.getAndUpdate(a -> a + n < 0 ? Long.MAX_VALUE : a + n);
+      request(n);
+    }
+
+    @Override
+    protected void hookOnSubscribe(Subscription s) {
+      switch (demand) {
+        case ALL -> ask(Long.MAX_VALUE);
+        case ONE_SYNC, ONE_ASYNC, FIRST_THEN_ALL -> ask(1);
+        case TWO_ASYNC -> ask(2);
+        case MANUAL -> {
+          if (initial > 0) {
+            ask(initial);
+          }
+        }
+      }
+    }
+
+    @Override
+    protected void hookOnNext(DataBuffer b) {
+      int n;
+      synchronized (this) {
+        byte[] chunk = new byte[b.readableByteCount()];
+        b.read(chunk);
+        bytes.writeBytes(chunk);
+        n = ++buffers;
+      }
+      DataBufferUtils.release(b);
+      switch (demand) {
+        case ONE_SYNC -> ask(1);
+        case ONE_ASYNC, TWO_ASYNC -> others.execute(() -> ask(1));
+        case FIRST_THEN_ALL -> {
+          if (n == 1) {
+            others.execute(() -> ask(Long.MAX_VALUE));
+          }
+        }
+        default -> {}
+      }
+    }
+
+    @Override
+    protected void hookOnComplete() {
+      done.complete(bytes());
+    }
+
+    @Override
+    protected void hookOnError(Throwable e) {
+      done.completeExceptionally(e);
+    }
+
+    synchronized int received() {
+      return bytes.size();
+    }
+
+    synchronized int buffers() {
+      return buffers;
+    }
+
+    synchronized byte[] bytes() {
+      return bytes.toByteArray();
+    }
+
+    /** What it got, within a few seconds. */
+    byte[] result() throws Exception {
+      return done.get(5, TimeUnit.SECONDS);
+    }
+
+    String describe() {
+      String end = !done.isDone() ? "not ended"
+          : done.isCompletedExceptionally() ? "failed: " + done.handle((v, e) -> String.valueOf(e)).join()
+          : "completed";
+      return name + " (" + demand + "): " + received() + " bytes in " + buffers() + " buffers, asked for "
+          + asked.get() + ", " + end;
+    }
+  }
+
+  /** A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in the last). */
+  private static BlobDownload cold(Digest digest, byte[] content, BlobStore.Writer writer, Scheduler storage, int... buffers) {
+    List<DataBuffer> parts = new ArrayList<>();
+    int at = 0;
+    for (int i = 0; i < buffers.length && at < content.length; i++) {
+      int to = i == buffers.length - 1 ? content.length : Math.min(content.length, at + buffers[i]);
+      parts.add(DefaultDataBufferFactory.sharedInstance.wrap(Arrays.copyOfRange(content, at, to)));
+      at = to;
+    }
+    if (at < content.length) {
+      parts.add(DefaultDataBufferFactory.sharedInstance.wrap(Arrays.copyOfRange(content, at, content.length)));
+    }
+    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> writer,
+        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, Flux.fromIterable(parts))), storage, NO_RESUME);
+    d.start();
+    return d;
+  }
+
+  /** No reader reads the file for {@code millis} (one read that was under way may end meanwhile). */
+  private static void assertNoFileReadsFor(FileReads reads, long millis) throws InterruptedException {
+    int before = reads.count();
+    Thread.sleep(millis);
+    assertThat(reads.count() - before).as("file reads while there was nothing new to read").isLessThanOrEqualTo(1);
+  }
+
+  private static void assertNoneEnded(Probe... probes) {
+    for (Probe p : probes) {
+      assertThat(p.done).as(p.describe()).isNotDone();
+    }
+  }
+
+  /**
+   * The blob that once went unanswered, in one or two upstream buffers, all written and its verify
+   * held: readers joining now (asking for everything, one buffer at a time, one buffer only, nothing
+   * yet, only the last byte) read all but the last byte from the file, then wait for it without
+   * reading the file again, and all end with the blob once it is verified.
+   */
+  @ParameterizedTest(name = "first upstream buffer of {0} bytes")
+  @ValueSource(ints = {SMALL, 4096, SMALL - 1, 1})
+  void readersJoiningWhileTheLastByteIsHeldGetItOnceVerified(int firstBuffer) throws Exception {
+    byte[] content = random(SMALL);
+    Digest digest = Digest.sha256(content);
+    FileReads reads = new FileReads(scheduler, readScheduler);
+    HeldWriter held = new HeldWriter(store.newWriter(digest), 0);
+    held.verify.hold();
+    BlobDownload d = cold(digest, content, held, reads, firstBuffer);
+    held.verify.awaitArrivals(1); // every byte is written; the last is not handed out yet
+
+    Probe all = Probe.of("all", Demand.ALL, null);
+    Probe one = Probe.of("one at a time", Demand.ONE_SYNC, null);
+    Probe first = Probe.manual("one buffer, then the rest later", 1);
+    Probe late = Probe.manual("no demand at first", 0);
+    Probe last = Probe.of("the last byte only", Demand.ALL, null);
+    d.read(0, -1).subscribe(all);
+    d.read(0, -1).subscribe(one);
+    d.read(0, -1).subscribe(first);
+    d.read(0, -1).subscribe(late);
+    d.read(SMALL - 1, SMALL - 1).subscribe(last);
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+      assertThat(all.received()).isEqualTo(SMALL - 1);
+      assertThat(one.received()).isEqualTo(SMALL - 1);
+      assertThat(first.buffers()).isEqualTo(1);
+    });
+    first.ask(Long.MAX_VALUE);
+    late.ask(Long.MAX_VALUE);
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+      assertThat(first.received()).isEqualTo(SMALL - 1);
+      assertThat(late.received()).isEqualTo(SMALL - 1);
+    });
+    assertNoFileReadsFor(reads, 150);
+    assertNoneEnded(all, one, first, late, last);
+
+    held.verify.open();
+    for (Probe p : List.of(all, one, first, late)) {
+      assertThat(Digest.sha256(p.result())).as(p.describe()).isEqualTo(digest);
+    }
+    assertThat(last.result()).containsExactly(content[SMALL - 1]);
+    assertThat(d.completion().block(Duration.ofSeconds(5))).isEqualTo(SMALL);
+  }
+
+  /**
+   * A blob of one and a half write batches; readers join while its first batch is being written
+   * (all of it in memory) or right after (the first batch only in the file): they get all but the
+   * last byte while the store is held, without reading the file again, then the whole blob.
+   */
+  @ParameterizedTest(name = "joining while append {0} is held")
+  @ValueSource(ints = {1, 2})
+  void readersJoiningAroundABatchWriteGetAllButTheLastByteThenTheBlob(int heldAppend) throws Exception {
+    byte[] content = random(BlobDownload.WRITE_BATCH_BYTES * 3 / 2 + 5);
+    Digest digest = Digest.sha256(content);
+    FileReads reads = new FileReads(scheduler, readScheduler);
+    HeldWriter held = new HeldWriter(store.newWriter(digest), heldAppend);
+    held.append.hold();
+    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> held,
+        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))), reads, NO_RESUME);
+    d.start();
+    held.append.awaitArrivals(1);
+
+    Probe all = Probe.of("all", Demand.ALL, null);
+    Probe one = Probe.of("one at a time", Demand.ONE_SYNC, null);
+    Probe first = Probe.manual("one buffer, then the rest later", 1);
+    Probe late = Probe.manual("no demand at first", 0);
+    for (Probe p : List.of(all, one, first, late)) {
+      d.read(0, -1).subscribe(p);
+    }
+    int mostLive = content.length - 1;
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+      assertThat(all.received()).isEqualTo(mostLive);
+      assertThat(one.received()).isEqualTo(mostLive);
+      assertThat(first.buffers()).isEqualTo(1);
+    });
+    first.ask(Long.MAX_VALUE);
+    late.ask(Long.MAX_VALUE);
+    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
+      assertThat(first.received()).isEqualTo(mostLive);
+      assertThat(late.received()).isEqualTo(mostLive);
+    });
+    assertNoFileReadsFor(reads, 150);
+    assertNoneEnded(all, one, first, late);
+
+    held.append.open();
+    for (Probe p : List.of(all, one, first, late)) {
+      assertThat(p.result()).as(p.describe()).isEqualTo(content);
+    }
+    assertThat(d.completion().block(Duration.ofSeconds(5))).isEqualTo(content.length);
+  }
+
+  /** Where a reader's first file read waits while the last byte is verified. */
+  enum HeldRead {
+    /** Begun (what may be read, all but the last byte, taken before the verify), opening the file. */
+    OPENING_THE_FILE,
+    /** Scheduled, not begun. */
+    SCHEDULED
+  }
+
+  /**
+   * Readers whose file read is under way when the last byte is verified (and told to live and
+   * waiting readers) end with the blob, one asking for more only afterwards too.
+   */
+  @ParameterizedTest
+  @org.junit.jupiter.params.provider.EnumSource(HeldRead.class)
+  void aFileReadUnderWayWhenTheLastByteIsVerifiedEndsWithTheBlob(HeldRead where) throws Exception {
+    byte[] content = random(SMALL);
+    Digest digest = Digest.sha256(content);
+    FileReads reads = new FileReads(scheduler, readScheduler);
+    HeldWriter held = new HeldWriter(store.newWriter(digest), 0);
+    held.verify.hold();
+    held.commit.hold();
+    if (where == HeldRead.OPENING_THE_FILE) {
+      held.openReader.hold();
+    } else {
+      reads.hold();
+    }
+    BlobDownload d = cold(digest, content, held, reads, 4096);
+    held.verify.awaitArrivals(1);
+
+    Probe all = Probe.of("all", Demand.ALL, null);
+    Probe one = Probe.of("one at a time", Demand.ONE_SYNC, null);
+    Probe first = Probe.manual("one buffer, then the rest later", 1);
+    for (Probe p : List.of(all, one, first)) {
+      d.read(0, -1).subscribe(p);
+    }
+    if (where == HeldRead.OPENING_THE_FILE) {
+      held.openReader.awaitArrivals(3);
+    } else {
+      await().atMost(Duration.ofSeconds(5)).until(() -> reads.queued() == 3);
+    }
+    held.verify.open();
+    held.commit.awaitArrivals(1); // verified, and readers told; the commit waits
+    if (where == HeldRead.OPENING_THE_FILE) {
+      held.openReader.open();
+    } else {
+      reads.release();
+    }
+    assertThat(all.result()).as(all.describe()).isEqualTo(content);
+    assertThat(one.result()).as(one.describe()).isEqualTo(content);
+    await().atMost(Duration.ofSeconds(5)).until(() -> first.buffers() >= 1);
+    first.ask(Long.MAX_VALUE);
+    assertThat(first.result()).as(first.describe()).isEqualTo(content);
+    held.commit.open();
+    assertThat(d.completion().block(Duration.ofSeconds(5))).isEqualTo(SMALL);
+  }
+
+  /** Readers joining after the verify read the whole blob from the file, while the commit is held and after it. */
+  @Test
+  void readersJoiningAfterTheVerifyGetTheBlobFromTheFileWhileTheCommitIsHeldAndAfter() throws Exception {
+    byte[] content = random(SMALL);
+    Digest digest = Digest.sha256(content);
+    HeldWriter held = new HeldWriter(store.newWriter(digest), 0);
+    held.commit.hold();
+    BlobDownload d = cold(digest, content, held, new FileReads(scheduler, readScheduler), SMALL);
+    held.commit.awaitArrivals(1);
+    Probe all = Probe.of("all", Demand.ALL, null);
+    Probe one = Probe.of("one at a time", Demand.ONE_SYNC, null);
+    d.read(0, -1).subscribe(all);
+    d.read(0, -1).subscribe(one);
+    assertThat(all.result()).as(all.describe()).isEqualTo(content);
+    assertThat(one.result()).as(one.describe()).isEqualTo(content);
+    assertThat(d.completion().toFuture()).isNotDone();
+
+    held.commit.open();
+    assertThat(d.completion().block(Duration.ofSeconds(5))).isEqualTo(SMALL);
+    Probe after = Probe.of("after the commit", Demand.ONE_SYNC, null);
+    d.read(0, -1).subscribe(after);
+    assertThat(after.result()).as(after.describe()).isEqualTo(content);
+  }
+
+  /**
+   * A range read from the file before the verify: the reader has its bytes and waits for the verify
+   * (which ends it) without reading the file again meanwhile.
+   */
+  @Test
+  void aRangeReadFromTheFileWaitsForTheVerifyWithoutReadingTheFileAgain() throws Exception {
+    byte[] content = random(SMALL);
+    Digest digest = Digest.sha256(content);
+    FileReads reads = new FileReads(scheduler, readScheduler);
+    HeldWriter held = new HeldWriter(store.newWriter(digest), 0);
+    held.verify.hold();
+    BlobDownload d = cold(digest, content, held, reads, SMALL);
+    held.verify.awaitArrivals(1);
+    Probe range = Probe.of("bytes 100-1099", Demand.ALL, null);
+    d.read(100, 1099).subscribe(range);
+    await().atMost(Duration.ofSeconds(5)).until(() -> range.received() == 1000);
+    assertNoFileReadsFor(reads, 150);
+    assertNoneEnded(range);
+    held.verify.open();
+    assertThat(range.result()).isEqualTo(Arrays.copyOfRange(content, 100, 1100));
+  }
+
+  /**
+   * A live reader whose demand comes one buffer at a time from a thread asking again and again (so
+   * it looks at its queue and the download's state over and over) while the worker verifies and
+   * queues the last byte: it must never end without that byte. Many small fills, the commit a
+   * no-op, so the race of the reader's end check with the verify is met often.
+   */
+  @Test
+  void aReaderAskingOverAndOverWhileItsLastByteIsVerifiedNeverEndsWithoutIt() throws Exception {
+    Path tmp = root.resolve("tmp");
+    BlobWriter.Sink keep = new BlobWriter.Sink() {
+      @Override
+      public Path store(Path temp, long size) {
+        return temp;
+      }
+
+      @Override
+      public void closed(boolean stored) {}
+    };
+    Random rnd = new Random(1);
+    int iterations = 400;
+    for (int i = 0; i < iterations; i++) {
+      byte[] content = new byte[16 + rnd.nextInt(240)];
+      rnd.nextBytes(content);
+      Digest digest = Digest.sha256(content);
+      Path temp = tmp.resolve("poll-" + i + ".part");
+      BlobWriter file = new BlobWriter(digest, temp, keep);
+      BlobStore.Writer writer = new Wrapped(file) {
+        @Override
+        public long commit(long expectedSize) {
+          return verify(expectedSize); // no force, no rename: the race is before it
+        }
+      };
+      Probe reader = Probe.manual("asking one buffer at a time, over and over", 0);
+      BlobDownload d = new BlobDownload(digest, "poll " + i, () -> writer,
+          (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length,
+              Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(content)))), scheduler, NO_RESUME);
+      d.read(0, -1).subscribe(reader); // there from the first byte: live
+      Thread asker = new Thread(() -> {
+        while (!reader.done.isDone() && !Thread.currentThread().isInterrupted()) {
+          reader.ask(1);
+        }
+      });
+      asker.start();
+      try {
+        d.start();
+        byte[] got = reader.done.get(5, TimeUnit.SECONDS);
+        assertThat(got).as("iteration " + i + ": " + reader.describe()).isEqualTo(content);
+      } catch (TimeoutException e) {
+        fail("iteration " + i + ": " + reader.describe() + "\n  " + dump(d));
+      } finally {
+        asker.interrupt();
+        asker.join(5000);
+      }
+      file.abort();
+    }
+  }
+
+  /** A store writer that pauses a little, at random, before each step. */
+  private static final class Jittery extends Wrapped {
+    Jittery(BlobStore.Writer w) {
+      super(w);
+    }
+
+    static void pause(long maxNanos) {
+      var rnd = java.util.concurrent.ThreadLocalRandom.current();
+      switch (rnd.nextInt(4)) {
+        case 0 -> {}
+        case 1 -> Thread.yield();
+        default -> LockSupport.parkNanos(rnd.nextLong(maxNanos));
+      }
+    }
+
+    @Override
+    void beforeAppend() {
+      pause(300_000);
+    }
+
+    @Override
+    void beforeVerify() {
+      pause(300_000);
+    }
+
+    @Override
+    void beforeCommit() {
+      pause(300_000);
+    }
+
+    @Override
+    void beforeOpen() {
+      pause(100_000);
+    }
+  }
+
+  /** The download's and its open readers' state, for a failure message (read without its lock). */
+  private static String dump(BlobDownload d) {
+    try {
+      StringBuilder s = new StringBuilder("download:");
+      for (String f : List.of("state", "expectedSize", "received", "written", "upstreamDone", "paused")) {
+        s.append(' ').append(f).append('=').append(field(d, f));
+      }
+      List<?> live = new ArrayList<>((List<?>) field(d, "live"));
+      List<?> waiting = new ArrayList<>((List<?>) field(d, "waiting"));
+      for (Object r : new ArrayList<>((List<?>) field(d, "open"))) {
+        s.append("\n    open reader:");
+        for (String f : List.of("isLive", "reading", "queuedTo", "endExclusive", "requested", "queuedBytes", "wip",
+            "cancelled", "done", "readError")) {
+          s.append(' ').append(f).append('=').append(field(r, f));
+        }
+        s.append(" in live ").append(live.stream().filter(x -> x == r).count())
+            .append("x, in waiting ").append(waiting.stream().filter(x -> x == r).count()).append('x');
+      }
+      return s.toString();
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      return "(no dump: " + e + ")";
+    }
+  }
+
+  private static Object field(Object o, String name) throws ReflectiveOperationException {
+    var f = o.getClass().getDeclaredField(name);
+    f.setAccessible(true);
+    return f.get(o);
+  }
+
+  /**
+   * Many cold fills of small blobs (in one or two upstream buffers) and, every sixth, of one and a
+   * half write batches; readers join each at random points (from two threads, with random pauses
+   * against an upstream and a store that pause at random too), asking in random ways, some only for
+   * the last byte. Every reader must end with exactly its bytes within a few seconds.
+   */
+  @Test
+  void coldFillsWithReadersJoiningAtRandomPointsAllEndWithTheirBytes() throws Exception {
+    long seed = System.nanoTime();
+    Random rnd = new Random(seed);
+    int iterations = 600;
+    ExecutorService actors = Executors.newFixedThreadPool(3); // the upstream and two joining threads
+    ExecutorService clients = Executors.newFixedThreadPool(2); // requests from elsewhere
+    DataBufferFactory netty = new NettyDataBufferFactory(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT);
+    Path tmp = root.resolve("tmp");
+    BlobWriter.Sink keep = new BlobWriter.Sink() {
+      @Override
+      public Path store(Path temp, long size) {
+        return temp;
+      }
+
+      @Override
+      public void closed(boolean stored) {}
+    };
+    Demand[] demands = {Demand.ALL, Demand.ONE_SYNC, Demand.ONE_ASYNC, Demand.TWO_ASYNC, Demand.FIRST_THEN_ALL,
+        Demand.MANUAL};
+    try {
+      for (int i = 0; i < iterations; i++) {
+        boolean large = i % 6 == 5;
+        int size = large ? BlobDownload.WRITE_BATCH_BYTES * 3 / 2 + rnd.nextInt(4096) : 1024 + rnd.nextInt(7 * 1024);
+        byte[] content = new byte[size];
+        rnd.nextBytes(content);
+        Digest digest = Digest.sha256(content);
+        int[] buffers = large ? new int[] {new int[] {16 << 10, 64 << 10, 256 << 10, 1 << 20}[rnd.nextInt(4)]}
+            : rnd.nextBoolean() ? new int[] {size} : new int[] {1 + rnd.nextInt(size - 1)};
+        List<byte[]> parts = new ArrayList<>();
+        for (int at = 0; at < size; ) {
+          int to = buffers[0] >= size - at || (!large && at > 0) ? size : at + buffers[0];
+          parts.add(Arrays.copyOfRange(content, at, to));
+          at = to;
+        }
+        Path temp = tmp.resolve("stress-" + i + ".part");
+        BlobStore.Writer writer = new Jittery(new BlobWriter(digest, temp, keep));
+        Sinks.Many<DataBuffer> upstream = Sinks.many().unicast().onBackpressureBuffer();
+        BlobDownload d = new BlobDownload(digest, "stress " + i, () -> writer,
+            (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, upstream.asFlux())), scheduler, NO_RESUME);
+        long pauseMax = large ? 4_000_000 : 1_500_000;
+
+        int n = 3 + rnd.nextInt(4);
+        List<Probe> probes = new ArrayList<>();
+        List<byte[]> expected = new ArrayList<>();
+        List<Runnable> joins = new ArrayList<>();
+        for (int j = 0; j < n; j++) {
+          Demand demand = demands[rnd.nextInt(demands.length)];
+          boolean lastByte = rnd.nextInt(10) == 0;
+          DataBufferFactory factory = rnd.nextBoolean() ? netty : DefaultDataBufferFactory.sharedInstance;
+          Probe p = new Probe("reader " + j + (lastByte ? " of the last byte" : "")
+              + (factory == netty ? ", netty buffers" : ""), demand, 0, clients);
+          probes.add(p);
+          expected.add(lastByte ? new byte[] {content[size - 1]} : content);
+          joins.add(() -> {
+            (lastByte ? d.read(size - 1, size - 1, factory) : d.read(0, -1, factory)).subscribe(p);
+            if (demand == Demand.MANUAL) {
+              clients.execute(() -> {
+                Jittery.pause(pauseMax);
+                p.ask(Long.MAX_VALUE);
+              });
+            }
+          });
+        }
+        // The reader whose request started the fill is there before its first byte; the others join
+        // from two threads, while the upstream sends from a third.
+        joins.remove(0).run();
+        d.start();
+        List<CompletableFuture<Void>> running = new ArrayList<>();
+        running.add(CompletableFuture.runAsync(() -> {
+          for (byte[] part : parts) {
+            Jittery.pause(pauseMax / 4);
+            upstream.tryEmitNext(DefaultDataBufferFactory.sharedInstance.wrap(part));
+          }
+          upstream.tryEmitComplete();
+        }, actors));
+        for (int t = 0; t < 2; t++) {
+          List<Runnable> mine = new ArrayList<>();
+          for (int j = t; j < joins.size(); j += 2) {
+            mine.add(joins.get(j));
+          }
+          running.add(CompletableFuture.runAsync(() -> {
+            for (Runnable join : mine) {
+              Jittery.pause(pauseMax);
+              join.run();
+            }
+          }, actors));
+        }
+
+        CompletableFuture<?>[] ends = probes.stream().map(p -> p.done).toArray(CompletableFuture[]::new);
+        try {
+          CompletableFuture.allOf(running.toArray(CompletableFuture[]::new)).get(5, TimeUnit.SECONDS);
+          CompletableFuture.allOf(ends).get(5, TimeUnit.SECONDS);
+        } catch (TimeoutException | java.util.concurrent.ExecutionException e) {
+          fail("iteration " + i + " of " + iterations + " (seed " + seed + "): a blob of " + size + " bytes in "
+              + parts.size() + " upstream buffers; " + e + "\n  "
+              + String.join("\n  ", probes.stream().map(Probe::describe).toList()) + "\n  " + dump(d));
+        }
+        for (int j = 0; j < n; j++) {
+          byte[] got = probes.get(j).bytes();
+          if (!Arrays.equals(got, expected.get(j))) {
+            fail("iteration " + i + " (seed " + seed + "): " + probes.get(j).describe() + " got " + got.length
+                + " bytes, not its " + expected.get(j).length + ", first difference at byte "
+                + Arrays.mismatch(got, expected.get(j)) + "\n  " + dump(d));
+          }
+        }
+        assertThat(d.completion().block(Duration.ofSeconds(5))).as("iteration " + i).isEqualTo(size);
+        Files.deleteIfExists(temp);
+      }
+    } finally {
+      actors.shutdownNow();
+      clients.shutdownNow();
+    }
   }
 }
