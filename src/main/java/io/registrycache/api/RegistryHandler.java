@@ -96,10 +96,12 @@ public class RegistryHandler {
     }
     String ns = request.queryParam("ns").orElse(null);
     RequestTarget target = RequestTarget.resolve(path.rawName(), ns, upstreams);
-    // Rules apply to the resolved upstream and canonical name, whatever the request's form.
+    // Rules apply to the resolved upstream and canonical name, whatever the request's form; then
+    // the upstream's pull-through lists, so that a client without the right learns nothing of them.
     authorization.check(
         request.attribute(Identity.ATTRIBUTE).map(Identity.class::cast).orElse(Identity.ANONYMOUS),
         target.upstream().key(), target.name().value());
+    target.requirePullThrough();
     return switch (path.endpoint()) {
       case MANIFEST -> manifest(request, target, Reference.parse(path.reference()));
       case BLOB -> blob(request, target, Digest.parse(path.reference()));

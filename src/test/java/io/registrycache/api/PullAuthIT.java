@@ -32,7 +32,8 @@ import org.springframework.test.context.DynamicPropertySource;
  * Issue 23, who may pull: the cache with {@code registry-cache.auth.enabled}, over real HTTP,
  * against a real {@code registry:2}. Users (bcrypt htpasswd) and a robot (tokens file) log in with
  * Basic; rules allow alice {@code it/allowed-*} of upstream {@code local}, the robot everything,
- * anonymous {@code it/public-*}. Every refused request is checked not to have reached the upstream.
+ * anonymous {@code it/public-*}; the upstream's pull-through list refuses {@code it/blocked-*}
+ * whoever asks. Every refused request is checked not to have reached the upstream.
  */
 class PullAuthIT extends AbstractCacheIT {
 
@@ -64,6 +65,7 @@ class PullAuthIT extends AbstractCacheIT {
     registry.add("registry-cache.auth.rules[1].repositories", () -> "**");
     registry.add("registry-cache.auth.rules[2].subjects", () -> "anonymous");
     registry.add("registry-cache.auth.rules[2].repositories", () -> "it/public-*");
+    registry.add("registry-cache.upstreams.local.pull-through.deny", () -> "it/blocked-*");
   }
 
   static String basic(String user, String password) {
@@ -219,6 +221,26 @@ class PullAuthIT extends AbstractCacheIT {
     assertUnauthorized(get("/v2/" + UPSTREAM_HOST + "/" + closed.repository() + "/manifests/v1", null));
     assertUnauthorized(get("/v2/" + closed.repository() + "/manifests/v1?ns=" + UPSTREAM_HOST, null));
     assertUpstreamNotAskedAgain(closed.repository(), afterPush);
+  }
+
+  @Test
+  void aPullThroughDeniedNameNeverReachesTheUpstreamNorIsPreloaded() {
+    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("blocked"), "v1"));
+    long afterPush = upstreamRequests(image.repository());
+    for (String path : List.of(
+        "/v2/" + image.repository() + "/manifests/v1",
+        "/v2/" + UPSTREAM_HOST + "/" + image.repository() + "/manifests/v1",
+        "/v2/" + image.repository() + "/blobs/" + image.config().digest() + "?ns=" + UPSTREAM_HOST,
+        "/v2/" + image.repository() + "/tags/list")) {
+      HttpResponse<byte[]> response = get(path, CI);
+      assertThat(response.statusCode()).as("%s: %s", path, describe(response)).isEqualTo(404);
+      assertThat(errorCode(response)).isEqualTo("NAME_UNKNOWN");
+    }
+    HttpResponse<byte[]> preload = CacheClient.onPort(managementPort).postJson("/actuator/cache/preload",
+        "{\"references\":\"" + UPSTREAM_HOST + "/" + image.repository() + ":v1\"}");
+    assertThat(preload.statusCode()).as(describe(preload)).isEqualTo(400);
+    assertThat(new String(preload.body(), StandardCharsets.UTF_8)).contains("is not served through upstream");
+    assertUpstreamNotAskedAgain(image.repository(), afterPush);
   }
 
   @Test

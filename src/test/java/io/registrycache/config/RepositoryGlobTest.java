@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class RepositoryGlobTest {
@@ -61,5 +62,24 @@ class RepositoryGlobTest {
         "team/{x}", "team/[ab]", "./x")) {
       assertThatThrownBy(() -> new RepositoryGlob(bad)).as("'%s'", bad).isInstanceOf(IllegalArgumentException.class);
     }
+  }
+
+  @Test
+  void pullThroughListsBindFromPropertiesAndDenyWins() {
+    UpstreamProperties upstream = RegistryCacheProperties.upstream(Map.of(
+        "url", "http://x", "pull-through.allow", "team/**,library/*", "pull-through.deny", "team/secret/**"));
+    UpstreamProperties.PullThrough lists = upstream.pullThrough();
+    assertThat(lists.permits("team/app")).isTrue();
+    assertThat(lists.permits("library/alpine")).isTrue();
+    assertThat(lists.permits("other/app")).isFalse();
+    assertThat(lists.permits("team/secret/app")).isFalse();
+    assertThat(lists.permits("team/secret")).isFalse();
+    assertThat(RegistryCacheProperties.upstream(Map.of("url", "http://x")).pullThrough().permits("any/name")).isTrue();
+  }
+
+  @Test
+  void aBadPatternInConfigurationFailsBinding() {
+    assertThatThrownBy(() -> RegistryCacheProperties.upstream(Map.of("url", "http://x", "pull-through.deny", "Team/*")))
+        .hasStackTraceContaining("lowercase");
   }
 }
