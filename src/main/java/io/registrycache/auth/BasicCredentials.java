@@ -11,7 +11,8 @@ import java.util.Base64;
  * base64(user-id ":" password)}, UTF-8. The scheme name is matched case-insensitively (RFC 9110
  * 11.1).
  *
- * @param user the user-id: non-empty, no {@code :}, no control characters
+ * @param user the user-id: no {@code :}, no control characters; non-empty unless the password is
+ *     empty too ({@code Basic Og==}, what some clients send without credentials)
  * @param password the password, possibly empty; never printed by {@link #toString()}
  */
 public record BasicCredentials(String user, String password) {
@@ -52,6 +53,9 @@ public record BasicCredentials(String user, String password) {
       throw new InvalidCredentials("the Basic credentials are not valid UTF-8");
     }
     int colon = pair.indexOf(':');
+    if (pair.equals(":")) {
+      return new BasicCredentials("", ""); // no credentials at all: the caller decides
+    }
     if (colon <= 0) {
       throw new InvalidCredentials("the Basic credentials must be user:password with a non-empty user");
     }

@@ -95,8 +95,8 @@ public class PullAuthentication {
    * The identity of a request from its {@code Authorization} headers.
    *
    * @param authorization the header's values (empty when it was not sent)
-   * @return {@link Identity#ANONYMOUS} without a header, else the user or robot the Basic
-   *     credentials name
+   * @return {@link Identity#ANONYMOUS} without a header or with empty Basic credentials ({@code
+   *     Basic Og==}, base64 of {@code ":"}), else the user or robot the Basic credentials name
    * @throws AuthenticationRequired (as the Mono's error; 401 {@code UNAUTHORIZED} with the
    *     challenge) for more than one header, an unreadable one ({@link BasicCredentials#parse}),
    *     or wrong credentials: the message never says whether the name or the password was wrong
@@ -113,6 +113,9 @@ public class PullAuthentication {
       credentials = BasicCredentials.parse(authorization.get(0));
     } catch (BasicCredentials.InvalidCredentials e) {
       return Mono.error(new AuthenticationRequired(challenge, e.getMessage()));
+    }
+    if (credentials.user().isEmpty() && credentials.password().isEmpty()) {
+      return Mono.just(Identity.ANONYMOUS); // "Basic Og==": what containers/image sends without credentials
     }
     String rememberedAs = remembered(credentials);
     Identity known = verified.getIfPresent(rememberedAs);

@@ -267,5 +267,15 @@ class PullAuthIT extends AbstractCacheIT {
     }
     assertThat(Sha256.digest(layout.resolve("blobs/sha256/" + image.manifest().digest().substring(7))))
         .isEqualTo(image.manifest().digest());
+
+    // Anonymous, as skopeo is without credentials (it answers the Basic challenge with empty ones).
+    Image open = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("public"), "v1"));
+    Path authFile = Files.writeString(work.resolve("auth.json"), "{}");
+    Command.run(Duration.ofSeconds(150), List.of("skopeo", "--insecure-policy", "--command-timeout", "120s",
+        "copy", "--src-tls-verify=false", "--src-authfile", authFile.toString(),
+        "docker://localhost:" + port + "/" + UPSTREAM_HOST + "/" + open.repository() + ":v1",
+        "oci:" + work.resolve("open") + ":v1")).assertSuccess();
+    assertThat(Sha256.digest(work.resolve("open/blobs/sha256/" + open.manifest().digest().substring(7))))
+        .isEqualTo(open.manifest().digest());
   }
 }

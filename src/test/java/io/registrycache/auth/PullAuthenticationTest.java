@@ -47,6 +47,7 @@ class PullAuthenticationTest {
   void usersAndRobotsByBasicCredentials() throws Exception {
     PullAuthentication auth = authentication();
     assertThat(identity(auth)).isEqualTo(Identity.ANONYMOUS);
+    assertThat(identity(auth, basic("", ""))).as("containers/image without credentials").isEqualTo(Identity.ANONYMOUS);
     assertThat(identity(auth, basic("alice", "s3cret"))).isEqualTo(new Identity(Identity.Kind.USER, "alice"));
     assertThat(identity(auth, basic("alice", "s3cret"))).as("remembered").isEqualTo(new Identity(Identity.Kind.USER, "alice"));
     assertThat(identity(auth, basic("ci", RobotTokensTest.TOKEN))).isEqualTo(new Identity(Identity.Kind.ROBOT, "ci"));
@@ -61,6 +62,7 @@ class PullAuthenticationTest {
     refused(auth, "invalid user name or password", basic("ci", RobotTokensTest.TOKEN + "0"));
     refused(auth, "invalid user name or password", basic("alice", "x".repeat(100)));
     refused(auth, "only Basic", "Bearer abc");
+    refused(auth, "non-empty user", basic("", "s3cret"));
     refused(auth, "base64", "Basic %%%");
     refused(auth, "longer than", "Basic " + "A".repeat(9000));
     refused(auth, "more than one", basic("alice", "s3cret"), basic("alice", "s3cret"));
