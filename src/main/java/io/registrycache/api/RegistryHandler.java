@@ -100,7 +100,7 @@ public class RegistryHandler {
     // the upstream's pull-through lists, so that a client without the right learns nothing of them.
     authorization.check(
         request.attribute(Identity.ATTRIBUTE).map(Identity.class::cast).orElse(Identity.ANONYMOUS),
-        target.upstream().key(), target.name().value());
+        path.rawName(), target.upstream().key(), target.name().value(), request.uri());
     target.requirePullThrough();
     return switch (path.endpoint()) {
       case MANIFEST -> manifest(request, target, Reference.parse(path.reference()));

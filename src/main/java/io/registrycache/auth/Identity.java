@@ -5,8 +5,20 @@ package io.registrycache.auth;
  *
  * @param kind user (htpasswd), robot (tokens file) or anonymous (no credentials)
  * @param name the user or robot name; {@code anonymous} for anonymous requests
+ * @param pullable for a request with a bearer token: the repository names (as the client named
+ *     them in the token request's scopes) the token grants {@code pull} of; {@code null} for Basic
+ *     credentials and anonymous requests (then only the rules limit)
  */
-public record Identity(Kind kind, String name) {
+public record Identity(Kind kind, String name, java.util.Set<String> pullable) {
+
+  /** An identity proven by Basic credentials (or none): limited by the rules only. */
+  public Identity(Kind kind, String name) {
+    this(kind, name, null);
+  }
+
+  public Identity {
+    pullable = pullable == null ? null : java.util.Set.copyOf(pullable);
+  }
 
   /** The request attribute holding the identity of an authenticated request. */
   public static final String ATTRIBUTE = Identity.class.getName();

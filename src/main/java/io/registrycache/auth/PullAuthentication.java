@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.config.AuthProperties;
 import io.registrycache.config.RegistryCacheProperties;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.SecureRandom;
@@ -43,6 +44,8 @@ public class PullAuthentication {
 
 
   private final boolean enabled;
+  private final TokenService tokens;
+  /** The Basic challenge. */
   private final String challenge;
   private final WatchedFile<Htpasswd> users;
   private final WatchedFile<RobotTokens> robots;
@@ -54,6 +57,12 @@ public class PullAuthentication {
   private final String dummyHash;
 
   public PullAuthentication(RegistryCacheProperties properties) {
+    this(properties, new TokenService(properties));
+  }
+
+  @org.springframework.beans.factory.annotation.Autowired
+  public PullAuthentication(RegistryCacheProperties properties, TokenService tokens) {
+    this.tokens = tokens;
     AuthProperties auth = properties.auth();
     this.enabled = auth.enabled();
     this.challenge = "Basic realm=\"" + auth.realm() + "\", charset=\"UTF-8\"";
@@ -102,18 +111,75 @@ public class PullAuthentication {
    *     or wrong credentials: the message never says whether the name or the password was wrong
    */
   public Mono<Identity> authenticate(List<String> authorization) {
+    return authenticate(authorization, null);
+  }
+
+  /**
+   * As {@link #authenticate(List)}, and with the token flow on ({@code registry-cache.auth.token})
+   * also {@code Authorization: Bearer <token>} of {@link TokenService} (RFC 6750): the identity
+   * then carries the repositories the token grants; challenges are then {@code Bearer}
+   * ({@link #challenge(URI, String)}).
+   *
+   * @param requestUri the request's URI, for the realm of a {@code Bearer} challenge; {@code null}
+   *     for a Basic challenge
+   */
+  public Mono<Identity> authenticate(List<String> authorization, URI requestUri) {
+    String challenge = requestUri == null ? this.challenge : challenge(requestUri, null);
     if (authorization == null || authorization.isEmpty()) {
       return Mono.just(Identity.ANONYMOUS);
     }
     if (authorization.size() > 1) {
       return Mono.error(new AuthenticationRequired(challenge, "more than one Authorization header"));
     }
+    String header = authorization.get(0);
+    if (requestUri != null && tokens.enabled() && header.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      return tokens.verify(header.substring(7).strip())
+          .map(Mono::just)
+          .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge, "invalid or expired bearer token")));
+    }
     BasicCredentials credentials;
     try {
-      credentials = BasicCredentials.parse(authorization.get(0));
+      credentials = BasicCredentials.parse(header);
     } catch (BasicCredentials.InvalidCredentials e) {
       return Mono.error(new AuthenticationRequired(challenge, e.getMessage()));
     }
+    return basic(credentials, challenge);
+  }
+
+  /**
+   * The user or robot of a user name and password given otherwise than in a header (the token
+   * endpoint's OAuth2 password grant, RFC 6749 section 4.3).
+   *
+   * @throws AuthenticationRequired (as the Mono's error) for wrong credentials
+   */
+  public Mono<Identity> authenticate(String user, String password) {
+    if (user == null || user.isEmpty() || password == null || user.contains(":")
+        || user.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+      return Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"));
+    }
+    return basic(new BasicCredentials(user, password), challenge);
+  }
+
+  /**
+   * The {@code WWW-Authenticate} value for a 401 of the pull API: with the token flow on,
+   * {@code Bearer realm="<realm>",service="<service>"} and, for a repository, {@code
+   * ,scope="repository:<name>:pull"} (distribution's token specification); else {@link
+   * #challenge()}.
+   *
+   * @param requestUri the request's URI: its scheme and authority make the realm unless {@code
+   *     registry-cache.auth.token.realm} is set
+   * @param repository the repository the client asked for, as named in its path, or {@code null}
+   */
+  public String challenge(URI requestUri, String repository) {
+    if (!tokens.enabled()) {
+      return challenge;
+    }
+    String realm = tokens.realm().orElseGet(() -> requestUri.getScheme() + "://" + requestUri.getRawAuthority() + "/v2/token");
+    return "Bearer realm=\"" + realm + "\",service=\"" + tokens.service() + "\""
+        + (repository == null ? "" : ",scope=\"repository:" + repository + ":pull\"");
+  }
+
+  private Mono<Identity> basic(BasicCredentials credentials, String challenge) {
     if (credentials.user().isEmpty() && credentials.password().isEmpty()) {
       return Mono.just(Identity.ANONYMOUS); // "Basic Og==": what containers/image sends without credentials
     }

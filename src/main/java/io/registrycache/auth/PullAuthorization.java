@@ -4,6 +4,7 @@ import io.registrycache.config.AuthProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
+import java.net.URI;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
 
@@ -36,14 +37,40 @@ public class PullAuthorization {
    *     Spec v1.1, "Error Codes")
    */
   public void check(Identity identity, String upstreamKey, String repository) {
-    if (!enabled || rules.allows(identity, upstreamKey, repository)) {
+    check(identity, null, upstreamKey, repository, null);
+  }
+
+  /**
+   * As {@link #check(Identity, String, String)}, for a request: a bearer token must grant {@code
+   * pull} of {@code requestedName} (the name as the request's path has it) besides the rules
+   * allowing the token's subject, else 401 with a challenge naming that scope, so the client asks
+   * for a token for it.
+   *
+   * @param requestedName the repository as named in the request path (bare or in-path form)
+   * @param requestUri the request's URI, for the challenge's realm
+   */
+  public void check(Identity identity, String requestedName, String upstreamKey, String repository, URI requestUri) {
+    if (!enabled) {
+      return;
+    }
+    if (identity.pullable() != null && !identity.pullable().contains(requestedName)) {
+      throw new AuthenticationRequired(authentication.challenge(requestUri, requestedName),
+          "the bearer token does not grant pull of '" + requestedName + "'");
+    }
+    if (rules.allows(identity, upstreamKey, repository)) {
       return;
     }
     if (identity.anonymous()) {
-      throw new AuthenticationRequired(authentication.challenge(),
+      throw new AuthenticationRequired(
+          requestUri == null ? authentication.challenge() : authentication.challenge(requestUri, requestedName),
           "authentication required to pull '" + repository + "' of upstream '" + upstreamKey + "'");
     }
     throw new OciException(OciErrorCode.DENIED, HttpStatus.FORBIDDEN,
         identity + " may not pull '" + repository + "' of upstream '" + upstreamKey + "'");
+  }
+
+  /** Whether the rules let {@code identity} pull {@code repository} (canonical) of {@code upstreamKey}; true while auth is off. */
+  public boolean allows(Identity identity, String upstreamKey, String repository) {
+    return !enabled || rules.allows(identity, upstreamKey, repository);
   }
 }

@@ -29,6 +29,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param rules what may be pulled by whom: each rule allows its {@code subjects} to pull the
  *     {@code repositories} of its {@code upstreams}; default none (with auth on, nothing may be
  *     pulled)
+ * @param token the cache as its own token server (Docker's token flow); off by default
  */
 @ConfigurationProperties("registry-cache.auth")
 public record AuthProperties(
@@ -37,7 +38,8 @@ public record AuthProperties(
     Path tokensFile,
     @DefaultValue("registry-cache") String realm,
     Map<String, List<String>> groups,
-    @DefaultValue List<Rule> rules) {
+    @DefaultValue List<Rule> rules,
+    @DefaultValue Token token) {
 
   public AuthProperties {
     groups = groups == null ? Map.of() : Map.copyOf(new LinkedHashMap<>(groups));
@@ -85,6 +87,47 @@ public record AuthProperties(
       }
       if (repositories.isEmpty()) {
         throw new IllegalArgumentException("an access rule (registry-cache.auth.rules) needs at least one repository pattern");
+      }
+    }
+  }
+
+  /**
+   * The cache as its own token server ("Docker Registry v2 authentication via central service" /
+   * "Token Authentication Specification" of the distribution project; OAuth2 password grant, RFC
+   * 6749 section 4.3): with it on, the pull port's challenge is {@code Bearer
+   * realm="<realm>",service="<service>"}, {@code GET|POST /v2/token} issues JWTs (RFC 7519) signed
+   * with {@code key-file}, each carrying the repositories granted for {@code pull}. Basic
+   * credentials stay accepted on every request.
+   *
+   * @param enabled whether the token flow is on (needs {@code registry-cache.auth.enabled}); default
+   *     false
+   * @param keyFile the private key the tokens are signed with: a PKCS#8 PEM RSA key of 2048 bits
+   *     or more ({@code BEGIN PRIVATE KEY}; RS256), or a private JWK (RFC 7517 JSON; EC P-256 for
+   *     ES256, or RSA); unset: an EC P-256 key made at start-up (logged as a warning: tokens then
+   *     die with the process and replicas do not accept each other's)
+   * @param ttl how long an issued token is valid; default 5 minutes
+   * @param service the {@code service} of the challenge, the tokens' issuer and audience; default
+   *     {@code registry-cache}
+   * @param realm the token endpoint's absolute URL as clients reach it, e.g. {@code
+   *     https://cache.example.com/v2/token}; unset: scheme and host of each request plus {@code
+   *     /v2/token}
+   */
+  public record Token(
+      @DefaultValue("false") boolean enabled,
+      Path keyFile,
+      @DefaultValue("5m") java.time.Duration ttl,
+      @DefaultValue("registry-cache") String service,
+      String realm) {
+
+    public Token {
+      if (service == null || service.isBlank() || service.contains("\"") || service.contains("\\")) {
+        throw new IllegalArgumentException("registry-cache.auth.token.service must be non-empty, without quotes");
+      }
+      if (realm != null && (realm.contains("\"") || !(realm.startsWith("http://") || realm.startsWith("https://")))) {
+        throw new IllegalArgumentException("registry-cache.auth.token.realm must be an http(s) URL without quotes");
+      }
+      if (ttl.isNegative() || ttl.isZero()) {
+        throw new IllegalArgumentException("registry-cache.auth.token.ttl must be positive");
       }
     }
   }
