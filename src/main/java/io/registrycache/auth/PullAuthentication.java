@@ -183,6 +183,14 @@ public class PullAuthentication {
     if (credentials.user().isEmpty() && credentials.password().isEmpty()) {
       return Mono.just(Identity.ANONYMOUS); // "Basic Og==": what containers/image sends without credentials
     }
+    // Look at the files first (at most once a second): a change forgets what was remembered, so a
+    // removed user or robot is refused from the next check on, not after REMEMBER.
+    if (users != null) {
+      users.get();
+    }
+    if (robots != null) {
+      robots.get();
+    }
     String rememberedAs = remembered(credentials);
     Identity known = verified.getIfPresent(rememberedAs);
     if (known != null) {

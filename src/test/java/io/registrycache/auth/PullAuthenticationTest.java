@@ -69,6 +69,22 @@ class PullAuthenticationTest {
   }
 
   @Test
+  void aUserRemovedFromTheFileIsRefusedWithinASecondThoughRemembered() throws Exception {
+    Path dir = TestFiles.tempDirectory("pull-auth-");
+    Path htpasswd = Files.writeString(dir.resolve("htpasswd"), HtpasswdTest.ALICE + "\n");
+    PullAuthentication auth = new PullAuthentication(RegistryCacheProperties.bind(Map.of(
+        "registry-cache.auth.enabled", "true", "registry-cache.auth.realm", "corp cache",
+        "registry-cache.auth.htpasswd-file", htpasswd.toString())));
+    assertThat(identity(auth, basic("alice", "s3cret"))).isEqualTo(new Identity(Identity.Kind.USER, "alice"));
+    Files.writeString(htpasswd, "# nobody\n");
+    Files.setLastModifiedTime(htpasswd, java.nio.file.attribute.FileTime.from(java.time.Instant.now().plusSeconds(5)));
+    org.awaitility.Awaitility.await("alice refused after her removal")
+        .atMost(java.time.Duration.ofSeconds(5))
+        .pollInterval(java.time.Duration.ofMillis(200))
+        .untilAsserted(() -> refused(auth, "invalid user name or password", basic("alice", "s3cret")));
+  }
+
+  @Test
   void aNonBcryptHtpasswdStopsStartUp() throws Exception {
     Path file = Files.writeString(TestFiles.tempDirectory("pull-auth-").resolve("htpasswd"),
         "bob:$apr1$7HhHvxKU$Js4bmVTHYGoMtyrLLrUJm0\n");
