@@ -20,16 +20,16 @@ import java.util.List;
  *
  * <pre>
  * admin ──► api, proxy, storage, upstream, metrics
- * api ──► proxy, upstream, metrics          peer ──► proxy, upstream, cluster
+ * api ──► auth, proxy, upstream, metrics          peer ──► proxy, upstream, cluster
  * proxy ──► storage, upstream, metrics, cluster
- * storage ──► (oci, config)   upstream ──► (oci, config)   metrics ──► config   cluster, oci, config ──► nothing
+ * storage ──► (oci, config)   upstream ──► (oci, config)   auth ──► (oci, config)   metrics ──► config   cluster, oci, config ──► nothing
  * </pre>
  */
 @AnalyzeClasses(packages = "io.registrycache", importOptions = ImportOption.DoNotIncludeTests.class)
 class PackageDependencyTest {
 
   private static final List<String> ALL = List.of(
-      "oci", "config", "cluster", "metrics", "storage", "upstream", "proxy", "api", "peer", "admin");
+      "oci", "config", "cluster", "metrics", "storage", "upstream", "auth", "proxy", "api", "peer", "admin");
 
   /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
   private static ArchRule only(String pkg, String... allowed) {
@@ -56,9 +56,11 @@ class PackageDependencyTest {
   /** The stores know nothing of upstreams, pull-through, metrics or HTTP: the seam a store plugs into. */
   @ArchTest static final ArchRule storage = only("storage", "oci", "config");
   @ArchTest static final ArchRule upstream = only("upstream", "oci", "config");
+  /** Who may pull: credentials and rules, knowing nothing of HTTP routes, upstream calls or stores. */
+  @ArchTest static final ArchRule auth = only("auth", "oci", "config");
   @ArchTest static final ArchRule proxy = only("proxy", "storage", "upstream", "metrics", "cluster", "oci", "config");
   /** The HTTP API sees blobs and manifests through the proxy's types, never a store's. */
-  @ArchTest static final ArchRule api = only("api", "proxy", "upstream", "metrics", "oci", "config");
+  @ArchTest static final ArchRule api = only("api", "auth", "proxy", "upstream", "metrics", "oci", "config");
   @ArchTest static final ArchRule peer = only("peer", "proxy", "upstream", "cluster", "metrics", "oci", "config");
 
   @ArchTest

@@ -134,7 +134,7 @@ public class Preloader implements DisposableBean {
     for (String r : references) {
       try {
         PreloadReference ref = PreloadReference.parse(r);
-        RequestTarget.resolve(ref.rawName(), null, upstreams);
+        RequestTarget.resolve(ref.rawName(), null, upstreams).requirePullThrough();
       } catch (OciException e) {
         errors.add(r + ": " + e.getMessage());
       }
@@ -251,7 +251,7 @@ public class Preloader implements DisposableBean {
             () -> {
               item.running();
               PreloadReference ref = PreloadReference.parse(item.reference());
-              RequestTarget target = RequestTarget.resolve(ref.rawName(), null, upstreams);
+              RequestTarget target = RequestTarget.resolve(ref.rawName(), null, upstreams).requirePullThrough();
               return manifest(target, ref.reference(), job.platforms(), item, ConcurrentHashMap.newKeySet(), true);
             })
         .then(

@@ -1,5 +1,6 @@
 package io.registrycache.api;
 
+import io.registrycache.auth.AuthenticationRequired;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import java.io.IOException;
@@ -53,8 +54,11 @@ final class OciErrors {
     if (oci.code() == OciErrorCode.UNSUPPORTED) {
       builder.header(HttpHeaders.ALLOW, "GET, HEAD");
     }
-    if (oci.code() == OciErrorCode.UNAUTHORIZED) {
-      // The cache itself does not authenticate clients; this tells them the upstream refused.
+    if (oci instanceof AuthenticationRequired required) {
+      // the cache's own authentication (registry-cache.auth)
+      builder.header(HttpHeaders.WWW_AUTHENTICATE, required.challenge());
+    } else if (oci.code() == OciErrorCode.UNAUTHORIZED) {
+      // The upstream refused the cache's credentials.
       builder.header(HttpHeaders.WWW_AUTHENTICATE, "Basic realm=\"registry-cache upstream\"");
     }
     if (HttpMethod.HEAD.equals(method)) {

@@ -1,5 +1,7 @@
 package io.registrycache.api;
 
+import io.registrycache.auth.Identity;
+import io.registrycache.auth.PullAuthorization;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Kind;
 import io.registrycache.metrics.CacheMetrics.Result;
@@ -52,6 +54,7 @@ public class RegistryHandler {
   private final ProxyTagService tags;
   private final CacheMetrics metrics;
   private final ReferrersResponder referrers;
+  private final PullAuthorization authorization;
 
   public RegistryHandler(
       Upstreams upstreams,
@@ -59,13 +62,15 @@ public class RegistryHandler {
       ProxyBlobService blobs,
       ProxyTagService tags,
       CacheMetrics metrics,
-      ReferrersResponder referrers) {
+      ReferrersResponder referrers,
+      PullAuthorization authorization) {
     this.upstreams = upstreams;
     this.manifests = manifests;
     this.blobs = blobs;
     this.tags = tags;
     this.metrics = metrics;
     this.referrers = referrers;
+    this.authorization = authorization;
   }
 
   /** {@code GET|HEAD /v2/}: the API version check. */
@@ -91,6 +96,12 @@ public class RegistryHandler {
     }
     String ns = request.queryParam("ns").orElse(null);
     RequestTarget target = RequestTarget.resolve(path.rawName(), ns, upstreams);
+    // Rules apply to the resolved upstream and canonical name, whatever the request's form; then
+    // the upstream's pull-through lists, so that a client without the right learns nothing of them.
+    authorization.check(
+        request.attribute(Identity.ATTRIBUTE).map(Identity.class::cast).orElse(Identity.ANONYMOUS),
+        path.rawName(), target.upstream().key(), target.name().value(), request.uri());
+    target.requirePullThrough();
     return switch (path.endpoint()) {
       case MANIFEST -> manifest(request, target, Reference.parse(path.reference()));
       case BLOB -> blob(request, target, Digest.parse(path.reference()));

@@ -2,7 +2,9 @@ package io.registrycache.api;
 
 import static org.springframework.web.reactive.function.server.RequestPredicates.path;
 
-import java.nio.charset.StandardCharsets;
+import io.registrycache.auth.AuthenticationRequired;
+import io.registrycache.auth.Identity;
+import io.registrycache.auth.PullAuthentication;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.reactor.netty.NettyServerCustomizer;
@@ -31,10 +33,42 @@ public class RegistryRoutes {
       io.registrycache.oci.OciErrorCode.NAME_INVALID,
       "malformed request target: an invalid percent-escape or a character not allowed in a URI", null));
 
+  /**
+   * The {@code /v2} routes. With {@code registry-cache.auth.enabled}, every request first has its
+   * credentials checked ({@link PullAuthentication}): bad credentials are 401 {@code
+   * UNAUTHORIZED} with the challenge, and so is {@code /v2/} without credentials (the API version
+   * check is how Docker clients learn the challenge, distribution's registry does the same); the
+   * identity goes to the handler as the request attribute {@link Identity#ATTRIBUTE}, which
+   * checks the rules once it knows the upstream and repository. With {@code
+   * registry-cache.auth.token.enabled}, {@code /v2/token} ({@link TokenEndpoint}) comes first
+   * and challenges are {@code Bearer}. Only these routes: the management and peer ports are not
+   * affected.
+   */
   @Bean
-  public RouterFunction<ServerResponse> registryApi(RegistryHandler handler) {
-    return RouterFunctions.route(path("/v2").or(path("/v2/")), handler::base)
+  public RouterFunction<ServerResponse> registryApi(
+      RegistryHandler handler, PullAuthentication authentication, TokenEndpoint tokenEndpoint) {
+    RouterFunction<ServerResponse> routes = RouterFunctions.route(path("/v2").or(path("/v2/")), handler::base)
         .andRoute(path("/v2/**"), handler::dispatch);
+    if (!authentication.enabled()) {
+      return routes;
+    }
+    RouterFunction<ServerResponse> checked = routes.filter((request, next) -> authentication
+        .authenticate(request.headers().header(HttpHeaders.AUTHORIZATION), request.uri())
+        .flatMap(identity -> {
+          String p = request.path();
+          if (identity.anonymous() && (p.equals("/v2") || p.equals("/v2/"))) {
+            return Mono.error(new AuthenticationRequired(
+                authentication.challenge(request.uri(), null), "authentication required"));
+          }
+          request.attributes().put(Identity.ATTRIBUTE, identity);
+          return next.handle(request);
+        })
+        .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e)));
+    if (!tokenEndpoint.enabled()) {
+      return checked;
+    }
+    // The token endpoint takes its own credentials (Basic, or the OAuth2 password grant's form).
+    return RouterFunctions.route(path("/v2/token"), tokenEndpoint::handle).and(checked);
   }
 
   /** {@code Docker-Distribution-API-Version: registry/2.0}, which Docker clients still check. */

@@ -57,6 +57,17 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
     return new RequestTarget(upstream, upstream.canonical(RepositoryName.parse(rawName)), null);
   }
 
+  /**
+   * This target, once its upstream's pull-through lists permit its repository ({@code
+   * registry-cache.upstreams.<key>.pull-through}).
+   *
+   * @throws OciException 404 {@code NAME_UNKNOWN} when they do not
+   */
+  public RequestTarget requirePullThrough() {
+    upstream.requirePullThrough(name);
+    return this;
+  }
+
   private static void requireHost(String host) {
     if (host.length() > 255 || !HOST.matcher(host).matches()) {
       throw new OciException(OciErrorCode.NAME_INVALID, "invalid registry host '" + host + "'");

@@ -18,7 +18,8 @@ import org.springframework.context.annotation.Configuration;
   AdminProperties.class,
   AccessLogProperties.class,
   PreloadProperties.class,
-  UpstreamsProperties.class
+  UpstreamsProperties.class,
+  AuthProperties.class
 })
 public class PropertiesConfiguration {
 
@@ -33,7 +34,9 @@ public class PropertiesConfiguration {
       AdminProperties admin,
       AccessLogProperties accessLog,
       PreloadProperties preload,
-      UpstreamsProperties upstreams) {
-    return new RegistryCacheProperties(storage, manifests, blobs, referrers, prune, admin, accessLog, preload, upstreams);
+      UpstreamsProperties upstreams,
+      AuthProperties auth) {
+    return new RegistryCacheProperties(
+        storage, manifests, blobs, referrers, prune, admin, accessLog, preload, upstreams, auth);
   }
 }

@@ -23,6 +23,7 @@ import org.springframework.boot.context.properties.source.MapConfigurationProper
  * @param preload {@code registry-cache.preload.*}
  * @param upstreams {@code registry-cache.upstreams.*}, {@code default-upstream}, {@code
  *     allow-any-upstream}, {@code offline}
+ * @param auth {@code registry-cache.auth.*}: who may pull
  */
 public record RegistryCacheProperties(
     StorageProperties storage,
@@ -33,7 +34,8 @@ public record RegistryCacheProperties(
     AdminProperties admin,
     AccessLogProperties accessLog,
     PreloadProperties preload,
-    UpstreamsProperties upstreams) {
+    UpstreamsProperties upstreams,
+    AuthProperties auth) {
 
   /** Every default, as a service started without any setting has them. */
   public static RegistryCacheProperties defaults() {
@@ -59,7 +61,8 @@ public record RegistryCacheProperties(
         bind(binder, "registry-cache.admin", AdminProperties.class),
         bind(binder, "registry-cache.access-log", AccessLogProperties.class),
         bind(binder, "registry-cache.preload", PreloadProperties.class),
-        bind(binder, "registry-cache", UpstreamsProperties.class));
+        bind(binder, "registry-cache", UpstreamsProperties.class),
+        bind(binder, "registry-cache.auth", AuthProperties.class));
   }
 
   /**

@@ -37,6 +37,7 @@ import org.springframework.util.unit.DataSize;
  *     check off; default 1 KB
  * @param minTransferRateGrace how long a body may stay below {@code min-transfer-rate} at its
  *     start before it fails; default 30 s
+ * @param pullThrough which repositories of this upstream the cache serves at all; default all
  */
 public record UpstreamProperties(
     String host,
@@ -56,7 +57,8 @@ public record UpstreamProperties(
     @DefaultValue Redirect redirect,
     @DefaultValue("false") boolean sendCredentialsOverHttp,
     @DefaultValue("1KB") DataSize minTransferRate,
-    @DefaultValue("30s") Duration minTransferRateGrace) {
+    @DefaultValue("30s") Duration minTransferRateGrace,
+    @DefaultValue PullThrough pullThrough) {
 
   public UpstreamProperties {
     aliases = List.copyOf(aliases);
@@ -66,7 +68,7 @@ public record UpstreamProperties(
   public UpstreamProperties withHostAndUrl(String newHost, String newUrl) {
     return new UpstreamProperties(newHost, newUrl, aliases, dockerHubNaming, username, password, passwordFile,
         dockerConfigCredentials, tls, connectTimeout, readTimeout, maxConcurrentRequests, retry, circuitBreaker,
-        redirect, sendCredentialsOverHttp, minTransferRate, minTransferRateGrace);
+        redirect, sendCredentialsOverHttp, minTransferRate, minTransferRateGrace, pullThrough);
   }
 
   @Override
@@ -143,4 +145,28 @@ public record UpstreamProperties(
    *     default false
    */
   public record Tls(Path caFile, Path certFile, Path keyFile, @DefaultValue("false") boolean insecureSkipVerify) {}
+
+  /**
+   * Which repositories of this upstream are pulled through (and served from the cache) at all,
+   * whoever asks: a name is served when {@code allow} is empty or one of its patterns matches, and
+   * no pattern of {@code deny} matches (deny wins). A refused name is answered 404 {@code
+   * NAME_UNKNOWN} (as a registry answers a repository it does not hold) before anything is looked
+   * up or requested from the upstream; preloads of it fail the same way. Patterns: {@link
+   * RepositoryGlob}, against the canonical name (Docker Hub's {@code library/} applied).
+   *
+   * @param allow repository patterns served; default empty (all)
+   * @param deny repository patterns never served; default empty (none)
+   */
+  public record PullThrough(@DefaultValue List<RepositoryGlob> allow, @DefaultValue List<RepositoryGlob> deny) {
+    public PullThrough {
+      allow = List.copyOf(allow);
+      deny = List.copyOf(deny);
+    }
+
+    /** Whether {@code repository} (canonical) may be pulled through. */
+    public boolean permits(String repository) {
+      return (allow.isEmpty() || RepositoryGlob.anyMatches(allow, repository))
+          && !RepositoryGlob.anyMatches(deny, repository);
+    }
+  }
 }

@@ -1,6 +1,8 @@
 package io.registrycache.upstream;
 
 import io.registrycache.config.UpstreamProperties;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
 import java.net.URI;
 import java.util.Set;
@@ -37,6 +39,21 @@ public record Upstream(
       return new RepositoryName("library/" + name.value());
     }
     return name;
+  }
+
+  /**
+   * Checks this upstream's pull-through lists ({@code registry-cache.upstreams.<key>.pull-through}).
+   *
+   * @param name the canonical repository name
+   * @throws OciException 404 {@code NAME_UNKNOWN} when the lists refuse {@code name}: the cache
+   *     answers as a registry does for a repository it does not hold (OCI Distribution Spec v1.1,
+   *     "Error Codes"); nothing is looked up or requested from the upstream
+   */
+  public void requirePullThrough(RepositoryName name) {
+    if (settings != null && !settings.pullThrough().permits(name.value())) {
+      throw new OciException(OciErrorCode.NAME_UNKNOWN,
+          "repository '" + name.value() + "' is not served through upstream '" + key + "' by this cache");
+    }
   }
 
   @Override

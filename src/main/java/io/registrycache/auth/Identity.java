@@ -1,0 +1,44 @@
+package io.registrycache.auth;
+
+/**
+ * Who a pull request is from, once its credentials are checked.
+ *
+ * @param kind user (htpasswd), robot (tokens file) or anonymous (no credentials)
+ * @param name the user or robot name; {@code anonymous} for anonymous requests
+ * @param pullable for a request with a bearer token: the repository names (as the client named
+ *     them in the token request's scopes) the token grants {@code pull} of; {@code null} for Basic
+ *     credentials and anonymous requests (then only the rules limit)
+ */
+public record Identity(Kind kind, String name, java.util.Set<String> pullable) {
+
+  /** An identity proven by Basic credentials (or none): limited by the rules only. */
+  public Identity(Kind kind, String name) {
+    this(kind, name, null);
+  }
+
+  public Identity {
+    pullable = pullable == null ? null : java.util.Set.copyOf(pullable);
+  }
+
+  /** The request attribute holding the identity of an authenticated request. */
+  public static final String ATTRIBUTE = Identity.class.getName();
+
+  /** A request without credentials. */
+  public static final Identity ANONYMOUS = new Identity(Kind.ANONYMOUS, "anonymous");
+
+  /** Where an identity comes from. */
+  public enum Kind {
+    USER,
+    ROBOT,
+    ANONYMOUS
+  }
+
+  public boolean anonymous() {
+    return kind == Kind.ANONYMOUS;
+  }
+
+  @Override
+  public String toString() {
+    return kind.name().toLowerCase(java.util.Locale.ROOT) + ":" + name;
+  }
+}

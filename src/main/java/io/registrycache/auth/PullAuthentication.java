@@ -1,0 +1,247 @@
+package io.registrycache.auth;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import io.registrycache.config.AuthProperties;
+import io.registrycache.config.RegistryCacheProperties;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.security.GeneralSecurityException;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Optional;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder;
+import org.springframework.stereotype.Component;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * Checks the credentials of a pull request when {@code registry-cache.auth.enabled} is on: HTTP
+ * Basic (RFC 7617) against the users of {@code htpasswd-file} (bcrypt, Spring Security's {@link
+ * BCryptPasswordEncoder}) and the robots of {@code tokens-file} (SHA-256, constant-time). A name
+ * in both files is a user. Basic is accepted on every request, as containerd sends a mirror only a
+ * fixed header.
+ *
+ * <p>bcrypt is slow by design (tens of milliseconds a check), so it runs on Reactor's
+ * bounded-elastic threads, never on an event loop, and a successful check is remembered for {@link
+ * #REMEMBER} under an HMAC of user and password with a key made at start-up (the password itself
+ * is never kept); both files changing forgets everything remembered. Failed checks are not
+ * remembered (each costs a bcrypt; no rate limit yet: docs/security.md).
+ */
+@Component
+public class PullAuthentication {
+
+  /** How long a successful credential check is remembered. */
+  static final Duration REMEMBER = Duration.ofMinutes(5);
+
+  private static final Logger log = LoggerFactory.getLogger(PullAuthentication.class);
+
+
+  private final boolean enabled;
+  private final TokenService tokens;
+  /** The Basic challenge. */
+  private final String challenge;
+  private final WatchedFile<Htpasswd> users;
+  private final WatchedFile<RobotTokens> robots;
+  private final BCryptPasswordEncoder bcrypt = new BCryptPasswordEncoder();
+  private final Cache<String, Identity> verified =
+      Caffeine.newBuilder().expireAfterWrite(REMEMBER).maximumSize(10_000).build();
+  private final SecretKeySpec rememberKey;
+  /** Compared against for unknown names, so that they cost a bcrypt like known users. */
+  private final String dummyHash;
+
+  public PullAuthentication(RegistryCacheProperties properties) {
+    this(properties, new TokenService(properties));
+  }
+
+  @org.springframework.beans.factory.annotation.Autowired
+  public PullAuthentication(RegistryCacheProperties properties, TokenService tokens) {
+    this.tokens = tokens;
+    AuthProperties auth = properties.auth();
+    this.enabled = auth.enabled();
+    this.challenge = "Basic realm=\"" + auth.realm() + "\", charset=\"UTF-8\"";
+    byte[] key = new byte[32];
+    new SecureRandom().nextBytes(key);
+    this.rememberKey = new SecretKeySpec(key, "HmacSHA256");
+    if (!enabled) {
+      this.dummyHash = null;
+      this.users = null;
+      this.robots = null;
+      return;
+    }
+    this.dummyHash = bcrypt.encode(HexFormat.of().formatHex(key));
+    this.users = auth.htpasswdFile() == null ? null
+        : new WatchedFile<>(auth.htpasswdFile(), "registry-cache.auth.htpasswd-file", Htpasswd::parse,
+            System::nanoTime, verified::invalidateAll);
+    this.robots = auth.tokensFile() == null ? null
+        : new WatchedFile<>(auth.tokensFile(), "registry-cache.auth.tokens-file", RobotTokens::parse,
+            System::nanoTime, verified::invalidateAll);
+    log.info("Pull port authentication on: {} users, {} robots, {} access rules",
+        users == null ? 0 : users.get().hashes().size(), robots == null ? 0 : robots.get().hashes().size(),
+        auth.rules().size());
+    if (users == null && robots == null) {
+      log.warn("registry-cache.auth.enabled is on without htpasswd-file or tokens-file: only rules for anonymous apply");
+    }
+  }
+
+  /** Whether the pull port authenticates at all ({@code registry-cache.auth.enabled}). */
+  public boolean enabled() {
+    return enabled;
+  }
+
+  /** The {@code WWW-Authenticate} value of a 401: {@code Basic realm="<realm>", charset="UTF-8"}. */
+  public String challenge() {
+    return challenge;
+  }
+
+  /**
+   * The identity of a request from its {@code Authorization} headers.
+   *
+   * @param authorization the header's values (empty when it was not sent)
+   * @return {@link Identity#ANONYMOUS} without a header or with empty Basic credentials ({@code
+   *     Basic Og==}, base64 of {@code ":"}), else the user or robot the Basic credentials name
+   * @throws AuthenticationRequired (as the Mono's error; 401 {@code UNAUTHORIZED} with the
+   *     challenge) for more than one header, an unreadable one ({@link BasicCredentials#parse}),
+   *     or wrong credentials: the message never says whether the name or the password was wrong
+   */
+  public Mono<Identity> authenticate(List<String> authorization) {
+    return authenticate(authorization, null);
+  }
+
+  /**
+   * As {@link #authenticate(List)}, and with the token flow on ({@code registry-cache.auth.token})
+   * also {@code Authorization: Bearer <token>} of {@link TokenService} (RFC 6750): the identity
+   * then carries the repositories the token grants; challenges are then {@code Bearer}
+   * ({@link #challenge(URI, String)}).
+   *
+   * @param requestUri the request's URI, for the realm of a {@code Bearer} challenge; {@code null}
+   *     for a Basic challenge
+   */
+  public Mono<Identity> authenticate(List<String> authorization, URI requestUri) {
+    String challenge = requestUri == null ? this.challenge : challenge(requestUri, null);
+    if (authorization == null || authorization.isEmpty()) {
+      return Mono.just(Identity.ANONYMOUS);
+    }
+    if (authorization.size() > 1) {
+      return Mono.error(new AuthenticationRequired(challenge, "more than one Authorization header"));
+    }
+    String header = authorization.get(0);
+    if (requestUri != null && tokens.enabled() && header.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      return tokens.verify(header.substring(7).strip())
+          .map(Mono::just)
+          .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge, "invalid or expired bearer token")));
+    }
+    BasicCredentials credentials;
+    try {
+      credentials = BasicCredentials.parse(header);
+    } catch (BasicCredentials.InvalidCredentials e) {
+      return Mono.error(new AuthenticationRequired(challenge, e.getMessage()));
+    }
+    return basic(credentials, challenge);
+  }
+
+  /**
+   * The user or robot of a user name and password given otherwise than in a header (the token
+   * endpoint's OAuth2 password grant, RFC 6749 section 4.3).
+   *
+   * @throws AuthenticationRequired (as the Mono's error) for wrong credentials
+   */
+  public Mono<Identity> authenticate(String user, String password) {
+    if (user == null || user.isEmpty() || password == null || user.contains(":")
+        || user.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+      return Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"));
+    }
+    return basic(new BasicCredentials(user, password), challenge);
+  }
+
+  /**
+   * The {@code WWW-Authenticate} value for a 401 of the pull API: with the token flow on,
+   * {@code Bearer realm="<realm>",service="<service>"} and, for a repository, {@code
+   * ,scope="repository:<name>:pull"} (distribution's token specification); else {@link
+   * #challenge()}.
+   *
+   * @param requestUri the request's URI: its scheme and authority make the realm unless {@code
+   *     registry-cache.auth.token.realm} is set
+   * @param repository the repository the client asked for, as named in its path, or {@code null}
+   */
+  public String challenge(URI requestUri, String repository) {
+    if (!tokens.enabled()) {
+      return challenge;
+    }
+    String realm = tokens.realm().orElseGet(() -> requestUri.getScheme() + "://" + requestUri.getRawAuthority() + "/v2/token");
+    return "Bearer realm=\"" + realm + "\",service=\"" + tokens.service() + "\""
+        + (repository == null ? "" : ",scope=\"repository:" + repository + ":pull\"");
+  }
+
+  private Mono<Identity> basic(BasicCredentials credentials, String challenge) {
+    if (credentials.user().isEmpty() && credentials.password().isEmpty()) {
+      return Mono.just(Identity.ANONYMOUS); // "Basic Og==": what containers/image sends without credentials
+    }
+    // Look at the files first (at most once a second): a change forgets what was remembered, so a
+    // removed user or robot is refused from the next check on, not after REMEMBER.
+    if (users != null) {
+      users.get();
+    }
+    if (robots != null) {
+      robots.get();
+    }
+    String rememberedAs = remembered(credentials);
+    Identity known = verified.getIfPresent(rememberedAs);
+    if (known != null) {
+      return Mono.just(known);
+    }
+    return Mono.fromCallable(() -> verify(credentials))
+        .subscribeOn(Schedulers.boundedElastic())
+        .flatMap(found -> found
+            .map(identity -> {
+              verified.put(rememberedAs, identity);
+              return Mono.just(identity);
+            })
+            .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"))));
+  }
+
+  /** The user or robot these credentials prove, if any. Blocking: bcrypt. */
+  Optional<Identity> verify(BasicCredentials credentials) {
+    Htpasswd htpasswd = users == null ? null : users.get();
+    String hash = htpasswd == null ? null : htpasswd.hashes().get(credentials.user());
+    if (hash != null) {
+      return matches(credentials.password(), hash)
+          ? Optional.of(new Identity(Identity.Kind.USER, credentials.user()))
+          : Optional.empty();
+    }
+    RobotTokens tokens = robots == null ? null : robots.get();
+    if (tokens != null && tokens.contains(credentials.user())) {
+      return tokens.verify(credentials.user(), credentials.password())
+          ? Optional.of(new Identity(Identity.Kind.ROBOT, credentials.user()))
+          : Optional.empty();
+    }
+    matches(credentials.password(), dummyHash);
+    return Optional.empty();
+  }
+
+  private boolean matches(String password, String hash) {
+    try {
+      return bcrypt.matches(password, hash);
+    } catch (IllegalArgumentException e) {
+      return false; // e.g. a password over bcrypt's 72 bytes: never equal
+    }
+  }
+
+  private String remembered(BasicCredentials credentials) {
+    try {
+      Mac mac = Mac.getInstance("HmacSHA256");
+      mac.init(rememberKey);
+      mac.update(credentials.user().getBytes(StandardCharsets.UTF_8));
+      mac.update((byte) 0);
+      return HexFormat.of().formatHex(mac.doFinal(credentials.password().getBytes(StandardCharsets.UTF_8)));
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

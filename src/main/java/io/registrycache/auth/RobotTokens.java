@@ -1,0 +1,88 @@
+package io.registrycache.auth;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Robot (service) accounts: {@code name:token} per line; blank lines and lines starting with
+ * {@code #} are skipped, white space around the token is ignored. Only each token's SHA-256 is
+ * kept; a presented token is hashed and compared with {@link MessageDigest#isEqual} (constant time
+ * in the hash's length, whatever the token's). Tokens must be at least {@value #MIN_TOKEN_LENGTH}
+ * characters (e.g. {@code openssl rand -hex 32}).
+ *
+ * @param hashes SHA-256 of the token by robot name
+ */
+public record RobotTokens(Map<String, byte[]> hashes) {
+
+  /** Shortest token accepted, in characters. */
+  public static final int MIN_TOKEN_LENGTH = 32;
+
+  private static final byte[] NO_TOKEN = sha256("registry-cache: no such robot");
+
+  public RobotTokens {
+    hashes = Map.copyOf(hashes);
+  }
+
+  /**
+   * Parses the file's text.
+   *
+   * @throws IllegalArgumentException naming the line (and robot, never the token) of the first
+   *     entry without a {@code :}, with an empty name, a name given twice, or a token shorter than
+   *     {@value #MIN_TOKEN_LENGTH} characters
+   */
+  public static RobotTokens parse(String text) {
+    Map<String, byte[]> hashes = new LinkedHashMap<>();
+    String[] lines = text.split("\r?\n", -1);
+    for (int i = 0; i < lines.length; i++) {
+      String line = lines[i].strip();
+      if (line.isEmpty() || line.startsWith("#")) {
+        continue;
+      }
+      int colon = line.indexOf(':');
+      if (colon <= 0) {
+        throw new IllegalArgumentException("line " + (i + 1) + ": expected name:token");
+      }
+      String name = line.substring(0, colon).strip();
+      String token = line.substring(colon + 1).strip();
+      if (token.length() < MIN_TOKEN_LENGTH) {
+        throw new IllegalArgumentException("line " + (i + 1) + ", robot '" + name + "': the token must be at least "
+            + MIN_TOKEN_LENGTH + " characters (e.g. openssl rand -hex 32)");
+      }
+      if (hashes.putIfAbsent(name, sha256(token)) != null) {
+        throw new IllegalArgumentException("line " + (i + 1) + ": robot '" + name + "' is given twice");
+      }
+    }
+    return new RobotTokens(hashes);
+  }
+
+  /** Whether {@code name} is a robot of this file. */
+  public boolean contains(String name) {
+    return hashes.containsKey(name);
+  }
+
+  /**
+   * Whether {@code token} is the token of robot {@code name}. Compares SHA-256 hashes in constant
+   * time; an unknown name costs the same hash and compare.
+   */
+  public boolean verify(String name, String token) {
+    byte[] expected = hashes.getOrDefault(name, NO_TOKEN);
+    boolean equal = MessageDigest.isEqual(expected, sha256(token));
+    return equal && expected != NO_TOKEN;
+  }
+
+  static byte[] sha256(String value) {
+    try {
+      return MessageDigest.getInstance("SHA-256").digest(value.getBytes(StandardCharsets.UTF_8));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "RobotTokens" + hashes.keySet();
+  }
+}

@@ -1,0 +1,134 @@
+package io.registrycache.config;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+
+/**
+ * {@code registry-cache.auth.*}: who may pull from the pull port (docs/security.md, "Who may
+ * pull"). Off by default: the pull port is then anonymous, as before. When on, every {@code /v2}
+ * request may carry HTTP Basic credentials (RFC 7617) of a user of {@code htpasswd-file} or a
+ * robot of {@code tokens-file}; what each identity may pull is said by {@code rules}, and nothing
+ * is allowed that no rule allows.
+ *
+ * @param enabled whether the pull port authenticates and authorises at all; default false
+ * @param htpasswdFile an Apache htpasswd file of users, {@code name:<bcrypt hash>} per line
+ *     ({@code htpasswd -B}; {@code $2a$}, {@code $2b$}, {@code $2y$}); any other hash scheme is a
+ *     start-up error. Read again when its modification time or size changes (checked at most once
+ *     a second); a broken new version is logged and the previous one kept. Unset by default
+ * @param tokensFile robot (service) accounts, {@code name:token} per line, {@code #} comments;
+ *     tokens at least 32 characters; they log in with Basic as {@code name} / {@code token};
+ *     reloaded like {@code htpasswd-file}; unset by default; never logged
+ * @param realm the {@code realm} of the {@code WWW-Authenticate} challenge; default {@code
+ *     registry-cache}
+ * @param groups named groups of users and robots, {@code groups.<group>=alice,bob,ci-bot}; default
+ *     none
+ * @param rules what may be pulled by whom: each rule allows its {@code subjects} to pull the
+ *     {@code repositories} of its {@code upstreams}; default none (with auth on, nothing may be
+ *     pulled)
+ * @param token the cache as its own token server (Docker's token flow); off by default
+ */
+@ConfigurationProperties("registry-cache.auth")
+public record AuthProperties(
+    @DefaultValue("false") boolean enabled,
+    Path htpasswdFile,
+    Path tokensFile,
+    @DefaultValue("registry-cache") String realm,
+    Map<String, List<String>> groups,
+    @DefaultValue List<Rule> rules,
+    @DefaultValue Token token) {
+
+  public AuthProperties {
+    groups = groups == null ? Map.of() : Map.copyOf(new LinkedHashMap<>(groups));
+    rules = List.copyOf(rules);
+    if (realm == null || realm.isBlank() || realm.contains("\"") || realm.contains("\\")
+        || realm.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+      throw new IllegalArgumentException(
+          "registry-cache.auth.realm must be non-empty printable text without quotes or backslashes");
+    }
+  }
+
+  /**
+   * One access rule.
+   *
+   * @param subjects whom the rule is for: {@code user:<name>} (htpasswd), {@code robot:<name>}
+   *     (tokens file), {@code group:<group>}, {@code authenticated} (any user or robot), {@code
+   *     anonymous} (requests without credentials), or {@code *} (everyone, anonymous included);
+   *     at least one
+   * @param upstreams upstream keys ({@code registry-cache.upstreams.<key>}; with {@code
+   *     allow-any-upstream} an unconfigured upstream's key is its host) or {@code *}; default
+   *     {@code *}
+   * @param repositories repository patterns ({@link RepositoryGlob}: {@code *} within a component,
+   *     {@code **} across), matched against the canonical name at the upstream (Docker Hub's
+   *     {@code library/} applied); at least one
+   */
+  public record Rule(
+      @DefaultValue List<String> subjects,
+      @DefaultValue("*") List<String> upstreams,
+      @DefaultValue List<RepositoryGlob> repositories) {
+
+    public Rule {
+      subjects = subjects.stream().map(String::strip).toList();
+      upstreams = List.copyOf(upstreams);
+      repositories = List.copyOf(repositories);
+      if (subjects.isEmpty()) {
+        throw new IllegalArgumentException("an access rule (registry-cache.auth.rules) needs at least one subject");
+      }
+      for (String subject : subjects) {
+        if (!(subject.equals("anonymous") || subject.equals("authenticated") || subject.equals("*")
+            || subject.startsWith("user:") || subject.startsWith("robot:") || subject.startsWith("group:"))
+            || subject.endsWith(":")) {
+          throw new IllegalArgumentException("access rule subject '" + subject
+              + "' must be user:<name>, robot:<name>, group:<group>, authenticated, anonymous or *");
+        }
+      }
+      if (repositories.isEmpty()) {
+        throw new IllegalArgumentException("an access rule (registry-cache.auth.rules) needs at least one repository pattern");
+      }
+    }
+  }
+
+  /**
+   * The cache as its own token server ("Docker Registry v2 authentication via central service" /
+   * "Token Authentication Specification" of the distribution project; OAuth2 password grant, RFC
+   * 6749 section 4.3): with it on, the pull port's challenge is {@code Bearer
+   * realm="<realm>",service="<service>"}, {@code GET|POST /v2/token} issues JWTs (RFC 7519) signed
+   * with {@code key-file}, each carrying the repositories granted for {@code pull}. Basic
+   * credentials stay accepted on every request.
+   *
+   * @param enabled whether the token flow is on (needs {@code registry-cache.auth.enabled}); default
+   *     false
+   * @param keyFile the private key the tokens are signed with: a PKCS#8 PEM RSA key of 2048 bits
+   *     or more ({@code BEGIN PRIVATE KEY}; RS256), or a private JWK (RFC 7517 JSON; EC P-256 for
+   *     ES256, or RSA); unset: an EC P-256 key made at start-up (logged as a warning: tokens then
+   *     die with the process and replicas do not accept each other's)
+   * @param ttl how long an issued token is valid; default 5 minutes
+   * @param service the {@code service} of the challenge, the tokens' issuer and audience; default
+   *     {@code registry-cache}
+   * @param realm the token endpoint's absolute URL as clients reach it, e.g. {@code
+   *     https://cache.example.com/v2/token}; unset: scheme and host of each request plus {@code
+   *     /v2/token}
+   */
+  public record Token(
+      @DefaultValue("false") boolean enabled,
+      Path keyFile,
+      @DefaultValue("5m") java.time.Duration ttl,
+      @DefaultValue("registry-cache") String service,
+      String realm) {
+
+    public Token {
+      if (service == null || service.isBlank() || service.contains("\"") || service.contains("\\")) {
+        throw new IllegalArgumentException("registry-cache.auth.token.service must be non-empty, without quotes");
+      }
+      if (realm != null && (realm.contains("\"") || !(realm.startsWith("http://") || realm.startsWith("https://")))) {
+        throw new IllegalArgumentException("registry-cache.auth.token.realm must be an http(s) URL without quotes");
+      }
+      if (ttl.isNegative() || ttl.isZero()) {
+        throw new IllegalArgumentException("registry-cache.auth.token.ttl must be positive");
+      }
+    }
+  }
+}
