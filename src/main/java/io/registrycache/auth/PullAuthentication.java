@@ -53,6 +53,7 @@ public class PullAuthentication {
   private final Cache<String, Identity> verified =
       Caffeine.newBuilder().expireAfterWrite(REMEMBER).maximumSize(10_000).build();
   private final SecretKeySpec rememberKey;
+  private final ThreadLocal<Mac> rememberMac;
   /** Compared against for unknown names, so that they cost a bcrypt like known users. */
   private final String dummyHash;
 
@@ -69,6 +70,7 @@ public class PullAuthentication {
     byte[] key = new byte[32];
     new SecureRandom().nextBytes(key);
     this.rememberKey = new SecretKeySpec(key, "HmacSHA256");
+    this.rememberMac = keyedMacs(rememberKey);
     if (!enabled) {
       this.dummyHash = null;
       this.users = null;
@@ -233,15 +235,23 @@ public class PullAuthentication {
     }
   }
 
+  /** One keyed HMAC per thread: a provider lookup and key set-up per request cost more than the HMAC. */
+  private static ThreadLocal<Mac> keyedMacs(SecretKeySpec key) {
+    return ThreadLocal.withInitial(() -> {
+      try {
+        Mac mac = Mac.getInstance("HmacSHA256");
+        mac.init(key);
+        return mac;
+      } catch (GeneralSecurityException e) {
+        throw new IllegalStateException(e);
+      }
+    });
+  }
+
   private String remembered(BasicCredentials credentials) {
-    try {
-      Mac mac = Mac.getInstance("HmacSHA256");
-      mac.init(rememberKey);
-      mac.update(credentials.user().getBytes(StandardCharsets.UTF_8));
-      mac.update((byte) 0);
-      return HexFormat.of().formatHex(mac.doFinal(credentials.password().getBytes(StandardCharsets.UTF_8)));
-    } catch (GeneralSecurityException e) {
-      throw new IllegalStateException(e);
-    }
+    Mac mac = rememberMac.get(); // doFinal resets it for the next use
+    mac.update(credentials.user().getBytes(StandardCharsets.UTF_8));
+    mac.update((byte) 0);
+    return HexFormat.of().formatHex(mac.doFinal(credentials.password().getBytes(StandardCharsets.UTF_8)));
   }
 }
