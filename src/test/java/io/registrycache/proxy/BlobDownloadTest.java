@@ -186,7 +186,14 @@ class BlobDownloadTest {
         (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
         scheduler, NO_RESUME);
     d.start();
-    assertThat(collect(d.read(0, -1))).isEqualTo(content);
+    byte[] read;
+    try {
+      read = collect(d.read(0, -1));
+    } catch (IllegalStateException timedOut) { // seen once, on a loaded machine: say what the reader was doing
+      release.countDown();
+      throw new AssertionError("the reader did not end within 20 s\n  " + dump(d), timedOut);
+    }
+    assertThat(read).isEqualTo(content);
     // The reader ended while the store step is still blocked (it cannot finish before release).
     assertThat(storing.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
     var completion = d.completion().toFuture();
