@@ -59,6 +59,8 @@ public class ProxyBlobService implements SmartLifecycle {
   /** Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in vain. */
   private final com.github.benmanes.caffeine.cache.Cache<String, Unrequested> unrequested;
   private volatile boolean running;
+  /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
+  private final boolean fillLimits;
 
   /** A single replica's service: every miss is filled from the upstream. */
   public ProxyBlobService(
@@ -96,6 +98,7 @@ public class ProxyBlobService implements SmartLifecycle {
         })
         .build();
     this.offline = properties.upstreams().offline();
+    this.fillLimits = properties.rateLimit().enabled();
   }
 
   /** Who asks for a blob. */
@@ -141,22 +144,27 @@ public class ProxyBlobService implements SmartLifecycle {
   }
 
   private Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker) {
-    // A client's request may start a fill only within its identity's limit (FillPermits).
-    return Mono.deferContextual(context -> {
-      FillPermits permits = asker == Asker.CLIENT ? FillPermits.of(context) : null;
-      return lookup(upstream, name, digest, asker, permits)
-          .transform(CacheOutcome.track(
-              upstream.key(), s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
-          .flatMap(
-              source -> {
-                if (source instanceof BlobSource.Downloading d
-                    && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
-                  return d.stored().then(Mono.defer(() -> lookup(upstream, name, digest, asker, permits)))
-                      .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
-                }
-                return Mono.just(source);
-              });
-    });
+    // With rate limits on, a client's request may start a fill only within its identity's limit
+    // (FillPermits in its context); with them off, no context is even looked at.
+    return fillLimits && asker == Asker.CLIENT
+        ? Mono.deferContextual(context -> get(upstream, name, digest, want, asker, FillPermits.of(context)))
+        : Mono.defer(() -> get(upstream, name, digest, want, asker, null));
+  }
+
+  private Mono<BlobSource> get(
+      Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker, FillPermits permits) {
+    return lookup(upstream, name, digest, asker, permits)
+        .transform(CacheOutcome.track(
+            upstream.key(), s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
+        .flatMap(
+            source -> {
+              if (source instanceof BlobSource.Downloading d
+                  && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
+                return d.stored().then(Mono.defer(() -> lookup(upstream, name, digest, asker, permits)))
+                    .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
+              }
+              return Mono.just(source);
+            });
   }
 
   /**

@@ -66,6 +66,8 @@ public class ProxyManifestService {
   private final int maxBytes;
   private final Clock clock;
   private final boolean offline;
+  /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
+  private final boolean fillLimits;
   private final PeerSource peers;
   private final Prefetcher prefetcher;
   /**
@@ -112,6 +114,7 @@ public class ProxyManifestService {
     this.maxBytes = properties.manifests().maxSizeBytes();
     this.clock = clock;
     this.offline = properties.upstreams().offline();
+    this.fillLimits = properties.rateLimit().enabled();
   }
 
   /**
@@ -365,7 +368,7 @@ public class ProxyManifestService {
         fetches,
         key,
         storedMeanwhile,
-        forPeer ? null : FillPermits.of(requestContext),
+        forPeer || !fillLimits ? null : FillPermits.of(requestContext),
         () -> Mono.deferContextual(context -> {
           // A peer's request is not prefetched for: the replica its client asked does it, through
           // the blobs' owners, so the cluster still fetches each blob once.
