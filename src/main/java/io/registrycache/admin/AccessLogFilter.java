@@ -32,7 +32,7 @@ import reactor.core.publisher.Mono;
  *       Reactor context ({@link CacheOutcome}); {@code -} for requests that reach no cache, such
  *       as {@code /v2/} or a malformed name (then {@code error} when the status is 4xx/5xx)
  *   <li>{@code upstream}: the upstream's configuration key, or {@code -}
- *   <li>{@code identity}: who the request is from, with {@code registry-cache.auth.enabled}:
+ *   <li>{@code identity} (last, after {@code kind} and {@code outcome}): who the request is from, with {@code registry-cache.auth.enabled}:
  *       {@code user:<name>}, {@code robot:<name>} or {@code anonymous} ({@link
  *       Identity#logName()}: a name, never a password or token); {@code -} when auth is off or the
  *       credentials were refused. A name with characters beyond letters, digits and {@code
@@ -95,9 +95,9 @@ public class AccessLogFilter implements WebFilter, Ordered {
         + " duration_ms=" + (System.nanoTime() - started) / 1_000_000
         + " cache=" + cache
         + " upstream=" + (outcome.upstream() == null ? "-" : outcome.upstream())
-        + " identity=" + (identity == null ? "-" : value(identity.logName()))
         + (request.getPath().value().contains("/referrers/") ? " kind=referrers" : "")
-        + (signal == reactor.core.publisher.SignalType.CANCEL ? " outcome=cancelled" : "");
+        + (signal == reactor.core.publisher.SignalType.CANCEL ? " outcome=cancelled" : "")
+        + " identity=" + (identity == null ? "-" : value(identity.logName()));
     log.info(line);
   }
 
