@@ -24,7 +24,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param maxTracked how many identities and client addresses have limits tracked at once (a
  *     bounded map; the least recently seen are forgotten, and so start afresh); default 100000
  * @param idleExpiry how long the limits of an identity or address not seen are kept; default 10
- *     minutes (longer than any refill, so forgetting gives no one more than a full bucket)
+ *     minutes (longer than any refill, so forgetting gives no one more than a full bucket; a
+ *     forgotten identity's fill count starts at zero, fills it still has running left out)
  */
 @ConfigurationProperties("registry-cache.rate-limit")
 public record RateLimitProperties(
