@@ -87,9 +87,16 @@ public class TokenEndpoint {
       return OciErrors.toResponse(request, new OciException(OciErrorCode.UNSUPPORTED, HttpStatus.BAD_REQUEST,
           "unknown service; this token server is for '" + tokens.service() + "'"));
     }
-    return authentication.authenticate(request.headers().header(HttpHeaders.AUTHORIZATION))
+    return authentication.authenticate(
+            request.headers().header(HttpHeaders.AUTHORIZATION), null, RegistryRoutes.clientAddress(request))
         .flatMap(identity -> answer(identity, query.getOrDefault("scope", List.of())))
-        .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e));
+        .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e))
+        .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
+  }
+
+  /** 429 of the failed-check limit (registry-cache.rate-limit.failed-checks): answered as an OCI error with Retry-After. */
+  private static boolean tooManyFailures(Throwable e) {
+    return e instanceof OciException oci && oci.code() == OciErrorCode.TOOMANYREQUESTS;
   }
 
   private Mono<ServerResponse> post(ServerRequest request) {
@@ -106,10 +113,12 @@ public class TokenEndpoint {
         return oauthError(HttpStatus.BAD_REQUEST, "invalid_request", "unknown service");
       }
       String scope = form.getFirst("scope");
-      return authentication.authenticate(form.getFirst("username"), form.getFirst("password"))
+      return authentication.authenticate(form.getFirst("username"), form.getFirst("password"),
+              RegistryRoutes.clientAddress(request))
           .flatMap(identity -> answer(identity, scope == null ? List.of() : List.of(scope)))
           .onErrorResume(AuthenticationRequired.class,
-              e -> oauthError(HttpStatus.BAD_REQUEST, "invalid_grant", "invalid user name or password"));
+              e -> oauthError(HttpStatus.BAD_REQUEST, "invalid_grant", "invalid user name or password"))
+          .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
     });
   }
 
