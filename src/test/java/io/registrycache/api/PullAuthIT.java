@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.Containerd;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
@@ -277,5 +278,35 @@ class PullAuthIT extends AbstractCacheIT {
         "oci:" + work.resolve("open") + ":v1")).assertSuccess();
     assertThat(Sha256.digest(work.resolve("open/blobs/sha256/" + open.manifest().digest().substring(7))))
         .isEqualTo(open.manifest().digest());
+  }
+
+  /**
+   * containerd as the client: a mirror gets only the fixed header of {@code hosts.toml}; with the
+   * robot's Basic credentials there the image pulls and unpacks, without them the pull fails (the
+   * mirror answers 401 and the fallback {@code server} is not reachable).
+   */
+  @Test
+  void containerdPullsWithTheRobotsBasicHeaderFromHostsTomlAndNotWithout() throws IOException {
+    Containerd.require();
+    Containerd containerd = new Containerd();
+    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ctr-auth"), "v1"));
+    String ref = UPSTREAM_HOST + "/" + image.repository() + ":v1";
+    try {
+      Path without = Files.createDirectories(work.resolve("hosts-without"));
+      Containerd.writeHostsToml(without, UPSTREAM_HOST, port);
+      Command.Result refused = containerd.pull(without, ref);
+      assertThat(refused.exitCode()).as(refused.output()).isNotZero();
+      assertThat(refused.output()).contains("401");
+
+      Path with = Files.createDirectories(work.resolve("hosts-with"));
+      Containerd.writeHostsToml(with, UPSTREAM_HOST, port, CI);
+      Command.Result pulled = containerd.pull(with, ref);
+      assertThat(pulled.exitCode()).as(pulled.output()).isZero();
+      assertThat(containerd.complete(ref)).as(containerd.ctr("images", "check").output()).isTrue();
+      Command.Result manifest = containerd.ctr("content", "get", image.manifest().digest());
+      assertThat(manifest.output()).isEqualTo(image.manifest().text());
+    } finally {
+      containerd.removePulled();
+    }
   }
 }

@@ -41,12 +41,25 @@ public final class Containerd {
    * http://localhost:<cachePort>} as the mirror (pull and resolve) of {@code upstreamHost}.
    */
   public static void writeHostsToml(Path hostsDir, String upstreamHost, int cachePort) throws IOException {
+    writeHostsToml(hostsDir, upstreamHost, cachePort, null);
+  }
+
+  /**
+   * As {@link #writeHostsToml(Path, String, int)}, with a fixed {@code authorization} header for
+   * the mirror ({@code [host."…".header]}: the only credentials containerd can send a mirror), or
+   * none when {@code authorization} is null.
+   */
+  public static void writeHostsToml(Path hostsDir, String upstreamHost, int cachePort, String authorization)
+      throws IOException {
     Path dir = Files.createDirectories(hostsDir.resolve(upstreamHost));
+    String host = "http://localhost:" + cachePort;
     Files.writeString(
         dir.resolve("hosts.toml"),
         "server = \"http://" + upstreamHost + "\"\n\n"
-            + "[host.\"http://localhost:" + cachePort + "\"]\n"
-            + "  capabilities = [\"pull\", \"resolve\"]\n");
+            + "[host.\"" + host + "\"]\n"
+            + "  capabilities = [\"pull\", \"resolve\"]\n"
+            + (authorization == null ? ""
+                : "  [host.\"" + host + "\".header]\n    authorization = \"" + authorization + "\"\n"));
   }
 
   /** {@code ctr images pull --plain-http --hosts-dir …} of {@code ref}; removed again by {@link #removePulled}. */
