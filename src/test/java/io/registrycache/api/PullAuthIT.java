@@ -8,6 +8,7 @@ import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Command;
 import io.registrycache.testsupport.Containerd;
+import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
@@ -308,5 +309,44 @@ class PullAuthIT extends AbstractCacheIT {
     } finally {
       containerd.removePulled();
     }
+  }
+
+  /**
+   * crane with its own login (a Docker config of the test's own, never the user's) and oras with
+   * {@code -u/-p}: each refused without credentials, and with the robot's pulls the image, checked
+   * against its digests (crane verifies every blob it writes; the manifest is compared byte for byte).
+   */
+  @Test
+  void craneAndOrasPullWithTheirOwnLoginsAndAreRefusedWithout() throws IOException {
+    Path crane = GoTools.require("crane");
+    Path oras = GoTools.require("oras");
+    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("go-clients"), "v1"));
+    String host = "localhost:" + port;
+    String ref = host + "/" + image.repository() + ":v1";
+    Path config = Files.createDirectories(work.resolve("docker-config"));
+    String dockerConfig = "DOCKER_CONFIG=" + config;
+    Duration limit = Duration.ofMinutes(2);
+
+    Command.Result refused = Command.run(limit, "env", dockerConfig, crane.toString(), "digest", "--insecure", ref);
+    assertThat(refused.exitCode()).as(refused.output()).isNotZero();
+    assertThat(refused.output()).contains("UNAUTHORIZED");
+    Command.run(limit, "env", dockerConfig, crane.toString(), "auth", "login", host, "-u", "ci", "-p", ROBOT_TOKEN)
+        .assertSuccess();
+    assertThat(Command.run(limit, "env", dockerConfig, crane.toString(), "digest", "--insecure", ref)
+        .assertSuccess().output().strip()).isEqualTo(image.manifest().digest());
+    Path layout = work.resolve("crane-oci");
+    Command.run(limit, "env", dockerConfig, crane.toString(), "pull", "--insecure", "--format", "oci", ref, layout.toString())
+        .assertSuccess();
+    for (Blob blob : image.blobs()) {
+      Path file = layout.resolve("blobs/sha256/" + blob.digest().substring("sha256:".length()));
+      assertThat(Sha256.digest(Files.readAllBytes(file))).isEqualTo(blob.digest());
+    }
+
+    Command.Result orasRefused = Command.run(limit, oras.toString(), "manifest", "fetch", "--plain-http", ref);
+    assertThat(orasRefused.exitCode()).as(orasRefused.output()).isNotZero();
+    Path manifest = work.resolve("oras-manifest.json");
+    Command.run(limit, oras.toString(), "manifest", "fetch", "--plain-http",
+        "-u", "ci", "-p", ROBOT_TOKEN, "--output", manifest.toString(), ref).assertSuccess();
+    assertThat(Sha256.digest(Files.readAllBytes(manifest))).isEqualTo(image.manifest().digest());
   }
 }
