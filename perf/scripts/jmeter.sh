@@ -155,7 +155,7 @@ check_property() { # key=value, from -J/--jmeterproperty or -G/--globalproperty
     threads|duration)
       [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || die 2 "property $k=$v: must be a whole number >= 1" ;;
     loops)
-      [[ $v == -1 || ( $v =~ ^[0-9]+$ && 10#$v -ge 1 ) ]] || die 2 "property loops=$v: must be a whole number >= 1 (or -1: until duration)" ;;
+      [[ $v == -1 ]] || { [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)); } || die 2 "property loops=$v: must be a whole number >= 1 (or -1: until duration)" ;;
     rampup|timeout|connect_timeout|response_timeout)
       [[ $v =~ ^[0-9]+$ ]] || die 2 "property $k=$v: must be a whole number >= 0" ;;
     port)
@@ -167,7 +167,7 @@ check_property() { # key=value, from -J/--jmeterproperty or -G/--globalproperty
 # Refuses, before JMeter starts, an option JMeter does not know and a bad value of the plan's
 # properties: exit 2 with the reason.
 check_args() {
-  local a c name rest i
+  local a c name rest
   while (($#)); do
     a=$1; shift
     case "$a" in

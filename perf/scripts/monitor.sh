@@ -85,5 +85,6 @@ case "$cmd" in
   up) up ;;
   down) down ;;
   render) render "$@" ;;
-  *) usage; [[ -n "$cmd" ]] && exit 2 ;;
+  ""|-h|--help|help) usage ;;
+  *) usage >&2; die 2 "unknown command $cmd (up|render|down)" ;;
 esac
