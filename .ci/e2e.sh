@@ -69,6 +69,13 @@ done
 [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' http://127.0.0.1:8080/v2/ || true)" == 200 ]] \
   || { tail -30 "$work/spring-boot-run.log" >&2; fail "'$cmd' did not answer on :8080 within 300 s"; }
 
+# the quick start's image and its pull by digest (the digest found the README's way), through that cache
+step 120 "skopeo copy --dest-tls-verify=false docker-daemon:registry:2"
+cmd="$(readme_cmd 'digest=$(skopeo inspect') && $(readme_cmd "skopeo inspect --raw")"
+say "\$ $cmd"
+(cd "$clone" && timeout 120 bash -c "$cmd") >"$work/by-digest.log" 2>&1 && grep -q '"schemaVersion"' "$work/by-digest.log" \
+  || { tail -10 "$work/by-digest.log" >&2; fail "the README's pull by digest failed (log: $work/by-digest.log)"; }
+
 step 300 "jmeter -n -t perf/jmeter/pull.jmx" "$work/jmeter.log"
 grep -E '^summary = +[1-9][0-9]* ' "$work/jmeter.log" >&2 || fail "the plan ran no sample (see $work/jmeter.log)"
 

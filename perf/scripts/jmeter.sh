@@ -7,6 +7,12 @@
 #   perf/scripts/jmeter.sh --provision   # only assemble perf/.jmeter/ (no-op when present)
 #   perf/scripts/jmeter.sh --install [DIR]   # provision, then link its bin/jmeter as DIR/jmeter
 #                                        # (default /usr/local/bin as root, else ~/.local/bin)
+#   perf/scripts/jmeter.sh --check ARGS...   # only check ARGS as below (exit 0 or 2), start nothing
+#
+# Before JMeter starts, an option JMeter does not know (JMeter itself would print "Unknown option"
+# and exit 0) and a bad value of the plan's properties (-Jthreads=abc, -Jloops=0, -Jduration=x,
+# -Jrampup, -Jtimeout, -Jport, -Jprotocol) are refused: exit 2 with the reason. Properties in
+# files (-q, -p) are not checked.
 #
 # Environment:
 #   JMETER          a jmeter command or launcher to use instead of the search above
@@ -124,11 +130,84 @@ install_link() { # [dir]
   esac
 }
 
+# JMeter 5.6.3's command-line options (org.apache.jmeter.JMeter): short letter, long name, and
+# whether a value follows. JMeter itself prints "Unknown option" for any other and exits 0.
+JM_FLAGS="? h v n s r X e f"          # --? --help --version --nongui --server --runremote --remoteexit --reportatendofloadtests --forceDeleteResultFile
+JM_VALUED="p q t l i j E H P N u a J G D S L R d g o"
+long_to_short() {
+  case "$1" in
+    '?') echo '?' ;; help) echo h ;; version) echo v ;; propfile) echo p ;; addprop) echo q ;;
+    testfile) echo t ;; logfile) echo l ;; jmeterlogconf) echo i ;; jmeterlogfile) echo j ;;
+    nongui) echo n ;; server) echo s ;; proxyScheme) echo E ;; proxyHost) echo H ;; proxyPort) echo P ;;
+    nonProxyHosts) echo N ;; username) echo u ;; password) echo a ;; jmeterproperty) echo J ;;
+    globalproperty) echo G ;; systemproperty) echo D ;; systemPropertyFile) echo S ;; loglevel) echo L ;;
+    runremote) echo r ;; remotestart) echo R ;; homedir) echo d ;; remoteexit) echo X ;;
+    reportonly) echo g ;; reportatendofloadtests) echo e ;; reportoutputfolder) echo o ;;
+    forceDeleteResultFile) echo f ;; *) return 1 ;;
+  esac
+}
+# The plan's properties (perf/jmeter/pull.jmx, ${__P(...)}) that must be numbers: a bad one makes
+# JMeter run zero threads or loop forever and still exit 0.
+check_property() { # key=value, from -J/--jmeterproperty or -G/--globalproperty
+  local k=${1%%=*} v=${1#*=}
+  [[ $1 == *=* ]] || return 0
+  case "$k" in
+    threads|duration)
+      [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || die 2 "property $k=$v: must be a whole number >= 1" ;;
+    loops)
+      [[ $v == -1 ]] || { [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)); } || die 2 "property loops=$v: must be a whole number >= 1 (or -1: until duration)" ;;
+    rampup|timeout|connect_timeout|response_timeout)
+      [[ $v =~ ^[0-9]+$ ]] || die 2 "property $k=$v: must be a whole number >= 0" ;;
+    port)
+      [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1 && 10#$v <= 65535)) || die 2 "property port=$v: must be 1-65535" ;;
+    protocol)
+      [[ $v == http || $v == https ]] || die 2 "property protocol=$v: must be http or https" ;;
+  esac
+}
+# Refuses, before JMeter starts, an option JMeter does not know and a bad value of the plan's
+# properties: exit 2 with the reason.
+check_args() {
+  local a c name rest
+  while (($#)); do
+    a=$1; shift
+    case "$a" in
+      --) break ;;
+      --*)
+        name=${a#--} rest=""
+        [[ $name == *=* ]] && { rest=${name#*=}; name=${name%%=*}; }
+        c=$(long_to_short "$name") || die 2 "unknown option $a (JMeter's options: jmeter.sh --help)"
+        if [[ " $JM_VALUED " == *" $c "* && -z $rest ]]; then
+          (($#)) || die 2 "option $a needs a value"
+          rest=$1; shift
+        fi
+        [[ $c == J || $c == G ]] && check_property "$rest"
+        ;;
+      -?*)
+        rest=${a:1}
+        while [[ -n $rest ]]; do
+          c=${rest:0:1} rest=${rest:1}
+          if [[ " $JM_FLAGS " == *" $c "* ]]; then continue; fi
+          [[ " $JM_VALUED " == *" $c "* ]] || die 2 "unknown option -$c in $a (JMeter's options: jmeter.sh --help)"
+          if [[ -z $rest ]]; then
+            (($#)) || die 2 "option -$c needs a value"
+            rest=$1; shift
+          fi
+          [[ $c == J || $c == G ]] && check_property "$rest"
+          break
+        done
+        ;;
+    esac
+  done
+}
+
 case "${1:-}" in
   --provision) provision; exit $? ;;
   --which) resolve; exit $? ;;
   --install) install_link "${2:-}"; exit $? ;;
+  --check) shift; check_args "$@"; exit 0 ;;
 esac
+
+check_args "$@"
 
 cmd="$(resolve)" || exit $?
 if [[ "$cmd" == *.jar ]]; then

@@ -14,7 +14,9 @@
 #               (an existing one gets the new runs added: one matrix.md over several invocations)
 #   --pause S   pause between runs (TIME_WAIT, GC) default 5
 #   --max-runs N  refuse to start more than N runs  default 64
-# Anything else is passed to every run.sh (e.g. --target registry, --form ns, --heap 2g).
+# run.sh's other options are passed to every run.sh (e.g. --target registry, --form ns, --heap 2g).
+# Every option is checked before the first run: a bad value or an unknown option exits 2 with the
+# reason and this usage, and nothing is started.
 # Pull-through runs reuse the same seeded batch and evict it through the admin API first (run.sh
 # --mgmt-url, default the stack's management port); --fresh-batch gives every run a fresh batch instead.
 # A run that fails to run is recorded as such and the matrix goes on. Exit 0 when every run ran.
@@ -39,6 +41,44 @@ parse_options "-c:threads_list -t:timeouts -l:loops_list -r:ramps -m:modes --out
 target="cache"
 for ((i = 0; i < ${#pass[@]}; i++)); do [[ "${pass[$i]}" == --target ]] && target="${pass[$((i + 1))]}"; done
 [[ " ${pass[*]-} " == *" --url "* ]] && target="url"
+
+# Every option is checked before anything starts: a bad one exits 2 with the reason and the usage.
+bad() { log "$*"; usage >&2; exit 2; }
+check_list() { # option description min list: every word an integer >= min, at least one word
+  local opt=$1 what=$2 min=$3 list=$4 w
+  [[ -n "${list// /}" ]] || bad "$opt needs at least one value ($what)"
+  for w in $list; do
+    [[ $w =~ ^[0-9]+$ ]] && ((10#$w >= min)) || bad "$opt: '$w' is not $what"
+  done
+}
+check_list -c "a whole number of threads >= 1" 1 "$threads_list"
+check_list -t "a timeout >= 1 ms" 1 "$timeouts"
+check_list -l "a whole number of loops >= 1" 1 "$loops_list"
+check_list -r "a ramp-up >= 0 s" 0 "$ramps"
+[[ -n "${modes// /}" ]] || bad "-m needs at least one mode (cached, pull-through)"
+for _m in $modes; do
+  case "$_m" in cached|pull-through) ;; *) bad "-m: '$_m' is not a mode (cached, pull-through)" ;; esac
+done
+[[ $pause =~ ^[0-9]+([.][0-9]+)?$ ]] || bad "--pause: '$pause' is not a number of seconds >= 0"
+[[ $max_runs =~ ^[0-9]+$ ]] && ((10#$max_runs >= 1)) || bad "--max-runs: '$max_runs' is not a whole number >= 1"
+case "$target" in cache|registry|url) ;; *) bad "--target: '$target' is not cache or registry" ;; esac
+# what goes on to run.sh: its options only, with values it takes
+for ((i = 0; i < ${#pass[@]}; i++)); do
+  o="${pass[$i]}" v="${pass[$((i + 1))]-}"
+  case "$o" in
+    --no-stack|--no-warm|--fresh-batch|--fail-on-errors|--allow-non-loopback|-J?*) continue ;;
+    -p?*) [[ -f "${o:2}" ]] || bad "-p: plan ${o:2} not found"; continue ;;
+    --steady|--warmup|--runs-dir|--name) bad "$o cannot be passed on: matrix runs are loop-bounded (-l) and named by the matrix" ;;
+    -p|--target|--form|--upstream-host|--url|--metrics-url|--mgmt-url|--evict-pattern|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J) i=$((i + 1)) ;;
+    *) bad "unknown option $o (--help lists them)" ;;
+  esac
+  case "$o" in
+    --form) case "$v" in inpath|ns|bare) ;; *) bad "--form: '$v' is not inpath, ns or bare" ;; esac ;;
+    --duration|--set-size) [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || bad "$o: '$v' is not a whole number >= 1" ;;
+    -p) [[ -f "$v" ]] || bad "-p: plan $v not found" ;;
+    --images) [[ -f "$v" ]] || bad "--images: $v not found" ;;
+  esac
+done
 
 total=0
 for _m in $modes; do for _t in $timeouts; do for _l in $loops_list; do for _r in $ramps; do for _c in $threads_list; do

@@ -60,10 +60,14 @@ down() {
 render() {
   local out="" minutes=10 shot=0
   parse_options "--out:out --minutes:minutes --screenshot:shot=1" "$@"
+  [[ $minutes =~ ^[0-9]+([.][0-9]+)?$ && ! $minutes =~ ^0+([.]0+)?$ ]] \
+    || { usage >&2; die 2 "--minutes must be a number of minutes > 0 (got '$minutes')"; }
   out="${out:-$PERF_DIR/runs/dashboard-$(date -u +%Y%m%dT%H%M%SZ)}"
   mkdir -p "$out"
-  python3 "$PERF_SCRIPTS/dashboard.py" --prometheus "http://127.0.0.1:$PERF_PROM_PORT" --minutes "$minutes" --out "$out" \
-    || die 1 "no panel has data"
+  local rc=0
+  python3 "$PERF_SCRIPTS/dashboard.py" --prometheus "http://127.0.0.1:$PERF_PROM_PORT" --minutes "$minutes" --out "$out" || rc=$?
+  # 1: the page was written but no panel has data; anything else (2: bad arguments) said why itself
+  ((rc == 0)) || { ((rc == 1)) && die 1 "no panel has data"; exit "$rc"; }
   if [[ $shot == 1 ]]; then
     local chrome
     apt_install chromium chromium || die 2 "no chromium for the screenshot (Debian: apt-get install chromium)"
@@ -81,5 +85,6 @@ case "$cmd" in
   up) up ;;
   down) down ;;
   render) render "$@" ;;
-  *) usage; [[ -n "$cmd" ]] && exit 2 ;;
+  ""|-h|--help|help) usage ;;
+  *) usage >&2; die 2 "unknown command $cmd (up|render|down)" ;;
 esac

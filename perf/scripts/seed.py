@@ -165,7 +165,9 @@ def write_csv(path, rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # seed.sh sets PERF_SEED_PROG=seed.sh: usage and errors name the script the user ran
+    ap = argparse.ArgumentParser(prog=os.environ.get("PERF_SEED_PROG") or None, description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--registry", default=os.environ.get("PERF_REGISTRY_URL", "http://127.0.0.1:5000"),
                     help="upstream registry base URL (default %(default)s)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"),

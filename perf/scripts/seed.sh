@@ -22,4 +22,5 @@ if ! command -v skopeo >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends skopeo >/dev/null 2>&1 \
     || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends skopeo >/dev/null 2>&1; } || true
 fi
-exec python3 "$SCRIPTS/seed.py" "${args[@]}"
+# seed.py's usage and errors name the command that was typed: seed.sh
+PERF_SEED_PROG=seed.sh exec python3 "$SCRIPTS/seed.py" "${args[@]}"

@@ -75,6 +75,14 @@ check_run() { # what dir metrics-pattern
   if [[ -n "$pattern" ]] && ! grep -q "$pattern" "$dir/metrics-after.prom"; then
     log "warning: $what: metrics-after.prom has no $pattern"
   fi
+  local f undocumented=()
+  for f in "$dir"/* "$dir"/.[!.]*; do # every file the run left is described in perf/README.md's table
+    [[ -e "$f" ]] || continue
+    f=$(basename "$f")
+    [[ -d "$dir/$f" ]] && f="$f/"
+    grep -qF -e "\`$f\`" -e "\`${f%%.*}.*\`" "$PERF_DIR/README.md" || undocumented+=("$f")
+  done
+  if ((${#undocumented[@]})); then fail "$what: not in perf/README.md's run-folder table: ${undocumented[*]}"; return; fi
   ok "$what: $rows samples, 0 errors ($(basename "$dir"))"
 }
 

@@ -446,5 +446,5 @@ case "$cmd" in
   env) env_vars ;;
   build) build ;;
   ""|-h|--help|help) usage ;;
-  *) die "unknown command $cmd (up|down|status|env|logs|log-offsets|build)" ;;
+  *) usage >&2; die 2 "unknown command $cmd (up|down|status|env|logs|log-offsets|build)" ;;
 esac

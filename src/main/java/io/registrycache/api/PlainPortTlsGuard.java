@@ -5,9 +5,14 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Ticker;
 import io.netty.util.ReferenceCountUtil;
+import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.reactor.netty.NettyServerCustomizer;
@@ -21,7 +26,9 @@ import org.springframework.context.annotation.Configuration;
  * <p>Clients of an "insecure" registry (skopeo, containerd, Docker) try HTTPS first and fall back
  * to HTTP when the server's first bytes are not a TLS record (Go's {@code tls.RecordHeaderError}).
  * Left to the HTTP codec, each such ClientHello is logged by Reactor Netty at WARN with a decoding
- * stack trace; here it costs one INFO line per connection and the same fallback for the client:
+ * stack trace; here it costs one INFO line per client address per {@link #LOG_INTERVAL} (further
+ * ones from that address within it at DEBUG: every pull of such a client starts with one) and the
+ * same fallback for the client:
  * an HTTP/1.1 400 response, then the connection is closed (as Go's own {@code net/http} server
  * does). A TLS record starts with content type 22 (handshake, RFC 8446 section 5.1), a byte no
  * HTTP request line can start with, so one byte decides.
@@ -43,17 +50,63 @@ public class PlainPortTlsGuard {
       + "Content-Length: " + BODY.length + "\r\n\r\n"
       + new String(BODY, StandardCharsets.US_ASCII)).getBytes(StandardCharsets.US_ASCII);
 
+  /** How long after its INFO line further handshakes from the same client address log at DEBUG. */
+  static final Duration LOG_INTERVAL = Duration.ofMinutes(10);
+
+  /** Client addresses remembered at most (the oldest are forgotten first: they log at INFO again). */
+  static final long MAX_ADDRESSES = 10_000;
+
+  private final HandshakeLog handshakeLog = new HandshakeLog(Ticker.systemTicker());
+
   /** Puts {@link TlsHelloHandler} first in every accepted connection's pipeline. */
   @Bean
   public NettyServerCustomizer tlsOnPlainPort() {
     return server -> server.doOnChannelInit(
-        (observer, channel, remoteAddress) -> channel.pipeline().addFirst("registryCache.tlsOnPlainPort", new TlsHelloHandler()));
+        (observer, channel, remoteAddress) ->
+            channel.pipeline().addFirst("registryCache.tlsOnPlainPort", new TlsHelloHandler(handshakeLog)));
+  }
+
+  /**
+   * The log line of a rejected handshake: INFO for the first from a client address (its IP, any
+   * port) in {@link #LOG_INTERVAL}, DEBUG for the rest of it.
+   */
+  static final class HandshakeLog {
+
+    private final Cache<Object, Boolean> recent;
+
+    /** @param ticker the interval's clock (tests move it by hand) */
+    HandshakeLog(Ticker ticker) {
+      this.recent = Caffeine.newBuilder()
+          .expireAfterWrite(LOG_INTERVAL)
+          .maximumSize(MAX_ADDRESSES)
+          .ticker(ticker)
+          .build();
+    }
+
+    /** Logs one rejected handshake from {@code remote}; true when that line was at INFO. */
+    boolean rejected(SocketAddress remote) {
+      Object key = remote instanceof InetSocketAddress inet && inet.getAddress() != null
+          ? inet.getAddress()
+          : String.valueOf(remote);
+      if (recent.asMap().putIfAbsent(key, Boolean.TRUE) == null) {
+        log.info("TLS handshake from {} on the plain HTTP port: answered 400 (configure the client for plain HTTP;"
+            + " more from this address in the next {} min at DEBUG)", remote, LOG_INTERVAL.toMinutes());
+        return true;
+      }
+      log.debug("TLS handshake from {} on the plain HTTP port: answered 400 (configure the client for plain HTTP)", remote);
+      return false;
+    }
   }
 
   /** Looks at the first inbound bytes of a connection once, then leaves the pipeline. */
   static final class TlsHelloHandler extends ChannelInboundHandlerAdapter {
 
+    private final HandshakeLog handshakeLog;
     private boolean rejected;
+
+    TlsHelloHandler(HandshakeLog handshakeLog) {
+      this.handshakeLog = handshakeLog;
+    }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
@@ -64,8 +117,7 @@ public class PlainPortTlsGuard {
       if (msg instanceof ByteBuf buf && buf.isReadable() && buf.getByte(buf.readerIndex()) == TLS_HANDSHAKE) {
         rejected = true;
         buf.release();
-        SocketAddress remote = ctx.channel().remoteAddress();
-        log.info("TLS handshake from {} on the plain HTTP port: answered 400 (configure the client for plain HTTP)", remote);
+        handshakeLog.rejected(ctx.channel().remoteAddress());
         ctx.writeAndFlush(Unpooled.wrappedBuffer(RESPONSE)).addListener(ChannelFutureListener.CLOSE);
         return;
       }

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Checks that the perf scripts refuse bad options before they start anything (issue 26, points 13,
+# 16, 17): exit 2, a one-line reason, and no run folder, JMeter, stack or seeding started. Needs no
+# JMeter, Docker or registry; runs in a few seconds. CI runs it before the perf pack smoke.
+#
+#   perf/scripts/options-test.sh
+#
+# Prints one line per case and "N passed, M failed"; exits 1 when any case failed.
+set -uo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+S="$PERF_SCRIPTS"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+# a stack of its own name and a JMeter that fails loudly if anything gets as far as starting it
+export PERF_STACK_NAME=rc-perf-options-test JMETER=/nonexistent/jmeter-must-not-start
+
+# expect CODE PATTERN COMMAND...: exit CODE and a stderr line matching PATTERN (grep -E; "" for none)
+expect() {
+  local code=$1 pattern=$2 rc; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [[ $rc == "$code" ]] && { [[ -z $pattern ]] || grep -qE -- "$pattern" "$tmp/err"; }; then
+    passed=$((passed + 1)); echo "ok   $(basename "$1") ${*:2} -> $rc"
+  else
+    failed=$((failed + 1)); echo "FAIL $(basename "$1") ${*:2} -> $rc (want $code and /$pattern/); stderr:"
+    sed 's/^/     /' "$tmp/err" | head -8
+  fi
+}
+
+# ---- matrix.sh: every option checked before the first run; the matrix folder is never made
+m="$tmp/matrix"
+expect 2 "^matrix.sh: -c: 'abc' is not"          "$S/matrix.sh" --out "$m" -c abc
+expect 2 "^matrix.sh: -c: '0' is not"            "$S/matrix.sh" --out "$m" -c "10 0"
+expect 2 "^matrix.sh: -c needs at least one"     "$S/matrix.sh" --out "$m" -c " "
+expect 2 "^matrix.sh: -m: 'bogus' is not a mode" "$S/matrix.sh" --out "$m" -m bogus
+expect 2 "^matrix.sh: -m: 'bogus' is not a mode" "$S/matrix.sh" --out "$m" -m "cached bogus"
+expect 2 "^matrix.sh: -t: '0' is not"            "$S/matrix.sh" --out "$m" -t 0
+expect 2 "^matrix.sh: -t: '1s' is not"           "$S/matrix.sh" --out "$m" -t 1s
+expect 2 "^matrix.sh: -l: '-1' is not"           "$S/matrix.sh" --out "$m" -l -1
+expect 2 "^matrix.sh: -r: 'x' is not"            "$S/matrix.sh" --out "$m" -r x
+expect 2 "^matrix.sh: --pause: 'soon' is not"    "$S/matrix.sh" --out "$m" --pause soon
+expect 2 "^matrix.sh: --max-runs: '0' is not"    "$S/matrix.sh" --out "$m" --max-runs 0
+expect 2 "^matrix.sh: --target: 'foo' is not"    "$S/matrix.sh" --out "$m" --target foo
+expect 2 "^matrix.sh: --form: 'x' is not"        "$S/matrix.sh" --out "$m" --form x
+expect 2 "^matrix.sh: --duration: '0' is not"    "$S/matrix.sh" --out "$m" --duration 0
+expect 2 "^matrix.sh: -p: plan .* not found"     "$S/matrix.sh" --out "$m" -p "$tmp/none.jmx"
+expect 2 "^matrix.sh: unknown option --bogus"    "$S/matrix.sh" --out "$m" --bogus
+expect 2 "^matrix.sh: --steady cannot be passed" "$S/matrix.sh" --out "$m" --steady 30
+expect 2 "^matrix.sh: option -c needs a value"   "$S/matrix.sh" --out "$m" -c
+expect 2 "^ +-c LIST"                            "$S/matrix.sh" --out "$m" -c abc   # the usage follows the reason
+# good options get past the checks (to the run count, which refuses: nothing starts either way)
+expect 2 "^matrix.sh: 4 runs is more than --max-runs 3" "$S/matrix.sh" --out "$m" -c "1 2" -t "1000 3000" -l 1 -r 0 \
+  -m cached --pause 0.5 --max-runs 3 --form ns --target cache --duration 60 --no-warm -J foo=bar -Jbar=baz --heap 1g
+if [[ -e "$m" ]]; then failed=$((failed + 1)); echo "FAIL matrix.sh made $m although every invocation was refused"; fi
+
+# ---- jmeter.sh: unknown options and bad plan properties refused before JMeter starts
+expect 2 "^jmeter.sh: unknown option --bogus"       "$S/jmeter.sh" --bogus
+expect 2 "^jmeter.sh: unknown option -x"            "$S/jmeter.sh" -n -x -t "$PERF_DIR/jmeter/pull.jmx"
+expect 2 "^jmeter.sh: property threads=abc: must"   "$S/jmeter.sh" -n -t "$PERF_DIR/jmeter/pull.jmx" -Jthreads=abc
+expect 2 "^jmeter.sh: property threads=0: must"     "$S/jmeter.sh" -n -t "$PERF_DIR/jmeter/pull.jmx" -Jthreads=0
+expect 2 "^jmeter.sh: property threads=abc: must"   "$S/jmeter.sh" -n --jmeterproperty threads=abc
+expect 2 "^jmeter.sh: property threads=-3: must"    "$S/jmeter.sh" -n -G threads=-3
+expect 2 "^jmeter.sh: property loops=0: must"       "$S/jmeter.sh" -n -Jloops=0
+expect 2 "^jmeter.sh: property loops=x: must"       "$S/jmeter.sh" -n -Jloops=x
+expect 2 "^jmeter.sh: property duration=1.5: must"  "$S/jmeter.sh" -n -Jduration=1.5
+expect 2 "^jmeter.sh: property rampup=-1: must"     "$S/jmeter.sh" -n -Jrampup=-1
+expect 2 "^jmeter.sh: property timeout=abc: must"   "$S/jmeter.sh" -n -Jtimeout=abc
+expect 2 "^jmeter.sh: property port=0: must"        "$S/jmeter.sh" -n -Jport=0
+expect 2 "^jmeter.sh: option -t needs a value"      "$S/jmeter.sh" -n -t
+# what run.sh passes is accepted (loops=-1: a timed run), and --check starts nothing
+expect 0 "" "$S/jmeter.sh" --check -n -t "$PERF_DIR/jmeter/pull.jmx" -q "$PERF_DIR/jmeter/run.properties" -l r.csv \
+  -j j.log -Jthreads=180 -Jloops=-1 -Jrampup=0 -Jtimeout=1000 -Jduration=45 -Jsummariser.interval=10 -Jmode=cached \
+  --jmeterproperty=port=8080 -e -o report -f
+
+# ---- monitor.sh, stack.sh, seed.sh
+expect 2 "^monitor.sh: --minutes must be a number" "$S/monitor.sh" render --out "$tmp/dash" --minutes abc
+if grep -q "no panel has data\|usage: dashboard.py" "$tmp/err"; then
+  failed=$((failed + 1)); echo "FAIL monitor.sh render --minutes abc said more than one thing:"; sed 's/^/     /' "$tmp/err" | tail -3
+fi
+expect 2 "^monitor.sh: --minutes must be a number" "$S/monitor.sh" render --out "$tmp/dash" --minutes 0
+expect 2 "^monitor.sh: unknown command bogus" "$S/monitor.sh" bogus
+expect 2 "^stack.sh: unknown command bogus" "$S/stack.sh" bogus
+expect 2 "^usage: seed.sh " "$S/seed.sh" --registry http://127.0.0.1:9 --bogus
+expect 2 "^seed.sh: error: argument --images" "$S/seed.sh" --registry http://127.0.0.1:9 --images x
+if grep -q "seed.py" "$tmp/err"; then failed=$((failed + 1)); echo "FAIL seed.sh's error names seed.py"; fi
+
+echo "options-test: $passed passed, $failed failed"
+((failed == 0))
