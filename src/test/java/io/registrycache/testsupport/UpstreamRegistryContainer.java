@@ -127,6 +127,20 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
     return waitingFor(Wait.forHttp("/v2/").forPort(PORT).forStatusCode(401));
   }
 
+  /**
+   * Basic authentication with several users (name → password), from one htpasswd file; {@link
+   * #pusher()} pushes as the first. distribution's htpasswd gives every user every repository.
+   * Call before {@code start()}.
+   */
+  public UpstreamRegistryContainer withHtpasswd(java.util.Map<String, String> users) {
+    java.util.Map.Entry<String, String> first = users.entrySet().iterator().next();
+    withHtpasswd(first.getKey(), first.getValue());
+    StringBuilder lines = new StringBuilder();
+    users.forEach((user, pass) -> lines.append(htpasswdLine(user, pass)));
+    withCopyToContainer(Transferable.of(lines.toString()), "/auth/htpasswd");
+    return this;
+  }
+
   /** A pusher that seeds this registry (with the {@link #withHtpasswd} user, if any). */
   public ImagePusher pusher() {
     return new ImagePusher(baseUrl(), username, password);
