@@ -24,6 +24,7 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import org.springframework.test.context.TestPropertySource;
 
 /**
  * Issue 23 point 4, credential pass-through, over real HTTP against two real {@code registry:2}
@@ -36,6 +37,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * the cache's loggers at DEBUG.
  */
 @ExtendWith(OutputCaptureExtension.class)
+@TestPropertySource(properties = "logging.level.io.registrycache=DEBUG") // read before the logging system starts
 class PassthroughIT extends AbstractCacheIT {
 
   static final String EAST_HOST = "east.test";
@@ -66,7 +68,6 @@ class PassthroughIT extends AbstractCacheIT {
     registry.add("registry-cache.upstreams.west.url", west::baseUrl);
     registry.add("registry-cache.upstreams.west.credentials", () -> "passthrough");
     registry.add("registry-cache.upstreams.west.confirm-access-for", () -> "10m");
-    registry.add("logging.level.io.registrycache", () -> "DEBUG");
   }
 
   static String basic(String user, String password) {
@@ -155,7 +156,8 @@ class PassthroughIT extends AbstractCacheIT {
         CAROL.substring(6))) {
       assertThat(output1).as("the log").doesNotContain(secret);
     }
-    assertThat(output1).as("the log is at DEBUG and saw the pulls").contains(eastImage.repository());
+    assertThat(output1).as("the log is at DEBUG and saw the confirmations")
+        .contains("DEBUG").contains("confirmed ClientCredential[user=alice, password=***] may pull " + eastImage.repository());
   }
 
   @Test
