@@ -141,6 +141,22 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
     return this;
   }
 
+  /**
+   * Token authentication (distribution's {@code auth.token}): bearer tokens of the issuer whose
+   * certificate is {@code rootCertificatePem} ({@link TestTokenServer}), challenges naming {@code
+   * realm} and {@code service}. {@link #pusher()} does not authenticate then: push with a token
+   * ({@link ImagePusher#withAuthorization}). Call before {@code start()}.
+   */
+  public UpstreamRegistryContainer withTokenAuth(String realm, String service, String issuer, String rootCertificatePem) {
+    withEnv("REGISTRY_AUTH", "token");
+    withEnv("REGISTRY_AUTH_TOKEN_REALM", realm);
+    withEnv("REGISTRY_AUTH_TOKEN_SERVICE", service);
+    withEnv("REGISTRY_AUTH_TOKEN_ISSUER", issuer);
+    withEnv("REGISTRY_AUTH_TOKEN_ROOTCERTBUNDLE", "/auth/root.pem");
+    withCopyToContainer(Transferable.of(rootCertificatePem), "/auth/root.pem");
+    return waitingFor(Wait.forHttp("/v2/").forPort(PORT).forStatusCode(401));
+  }
+
   /** A pusher that seeds this registry (with the {@link #withHtpasswd} user, if any). */
   public ImagePusher pusher() {
     return new ImagePusher(baseUrl(), username, password);
