@@ -122,6 +122,39 @@ class PassthroughIT extends AbstractCacheIT {
         .sum();
   }
 
+  private static io.registrycache.testsupport.Command.Result skopeo(String... args) {
+    List<String> command = new ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
+    command.addAll(List.of(args));
+    return io.registrycache.testsupport.Command.run(java.time.Duration.ofSeconds(150), command);
+  }
+
+  /** skopeo, a real client: it learns the challenge from {@code GET /v2/} and sends its credentials. */
+  @Test
+  void skopeoCopiesWithTheUsersOwnCredentialsOnly(@org.junit.jupiter.api.io.TempDir java.nio.file.Path work)
+      throws Exception {
+    io.registrycache.testsupport.Command.requireTool(
+        io.registrycache.testsupport.Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
+    Image image = east.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("skopeo"), "v1"));
+    String source = "docker://localhost:" + port + "/" + EAST_HOST + "/" + image.repository() + ":v1";
+    java.nio.file.Path layout = work.resolve("layout");
+
+    skopeo("copy", "--src-tls-verify=false", "--src-creds", "alice:" + ALICE_PASSWORD, source, "oci:" + layout + ":v1")
+        .assertSuccess();
+    for (Blob blob : image.blobs()) {
+      java.nio.file.Path file = layout.resolve("blobs/sha256/" + blob.digest().substring("sha256:".length()));
+      assertThat(Sha256.digest(java.nio.file.Files.readAllBytes(file))).isEqualTo(blob.digest());
+    }
+    awaitDownloadsCommitted();
+
+    io.registrycache.testsupport.Command.Result bob = skopeo("copy", "--src-tls-verify=false",
+        "--src-creds", "bob:" + BOB_PASSWORD, source, "oci:" + work.resolve("bob") + ":v1");
+    assertThat(bob.exitCode()).as(bob.output()).isNotZero();
+    assertThat(bob.output()).containsIgnoringCase("unauthorized");
+    io.registrycache.testsupport.Command.Result anonymous = skopeo("copy", "--src-tls-verify=false",
+        "--src-no-creds", source, "oci:" + work.resolve("anonymous") + ":v1");
+    assertThat(anonymous.exitCode()).as(anonymous.output()).isNotZero();
+  }
+
   @Test
   void theBaseEndpointChallengesAClientWithoutCredentials() {
     HttpResponse<byte[]> anonymous = get("/v2/", null);
