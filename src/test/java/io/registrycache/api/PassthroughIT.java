@@ -33,11 +33,13 @@ import org.springframework.test.context.TestPropertySource;
  * users with access to different repositories). Both upstreams are {@code credentials:
  * passthrough}; the cache's own authentication stays off. Each user pulls their own, byte-exact;
  * what one user cached is served to another only once the upstream confirmed that user's access,
- * and never to a user the upstream refuses. The clients' passwords never appear in the log, with
- * the cache's loggers at DEBUG.
+ * and never to a user the upstream refuses. The clients' passwords and Basic values never appear in
+ * the log, with the cache's, Reactor Netty's and Spring Web's loggers at DEBUG.
  */
 @ExtendWith(OutputCaptureExtension.class)
-@TestPropertySource(properties = "logging.level.io.registrycache=DEBUG") // read before the logging system starts
+// read before the logging system starts, unlike @DynamicPropertySource
+@TestPropertySource(properties = {
+    "logging.level.io.registrycache=DEBUG", "logging.level.reactor.netty=DEBUG", "logging.level.org.springframework.web=DEBUG"})
 class PassthroughIT extends AbstractCacheIT {
 
   static final String EAST_HOST = "east.test";
