@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
 import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
@@ -38,7 +39,8 @@ import reactor.core.publisher.Mono;
  * {@code DENIED}.
  *
  * <p>Concurrent confirmations of one key share one {@code HEAD} ({@link SingleFlight}). Requests
- * to an upstream fetched with the cache's credentials pass at once.
+ * to an upstream fetched with the cache's credentials pass at once. Each {@code HEAD} is counted in
+ * {@code registry_cache_passthrough_checks_total{upstream,outcome}}.
  */
 @Service
 public class PassthroughAccess {
@@ -66,9 +68,12 @@ public class PassthroughAccess {
       .build();
   private final SingleFlight<String, Mono<Boolean>> confirming = new SingleFlight<>();
 
-  public PassthroughAccess(UpstreamClient upstreams, RegistryCacheProperties properties) {
+  private final CacheMetrics metrics;
+
+  public PassthroughAccess(UpstreamClient upstreams, RegistryCacheProperties properties, CacheMetrics metrics) {
     this.upstreams = upstreams;
     this.offline = properties.upstreams().offline();
+    this.metrics = metrics;
   }
 
   /**
@@ -93,7 +98,11 @@ public class PassthroughAccess {
               + "' cannot be confirmed"));
     }
     // The key names the client credentials (an HMAC), so clients never share a confirmation.
-    return SingleFlight.shared(confirming, key, () -> ask(upstream, name, probe).thenReturn(Boolean.TRUE))
+    return SingleFlight.shared(confirming, key, () -> ask(upstream, name, probe)
+            .thenReturn(Boolean.TRUE)
+            .doOnSuccess(ok -> metrics.passthroughCheck(upstream.key(), "confirmed"))
+            .doOnError(e -> metrics.passthroughCheck(upstream.key(),
+                e instanceof OciException oci && oci.status().is4xxClientError() ? "refused" : "failed")))
         .doOnNext(ok -> {
           Duration remember = upstream.settings().confirmAccessFor();
           if (!remember.isZero()) {

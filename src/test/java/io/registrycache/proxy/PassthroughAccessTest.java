@@ -96,8 +96,17 @@ class PassthroughAccessTest {
     });
   }
 
-  private static PassthroughAccess access(StubUpstream upstream, Map<String, ?> settings) {
-    return new PassthroughAccess(upstream, RegistryCacheProperties.bind(settings));
+  private final io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
+      new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+
+  private PassthroughAccess access(StubUpstream upstream, Map<String, ?> settings) {
+    RegistryCacheProperties properties = RegistryCacheProperties.bind(settings);
+    return new PassthroughAccess(upstream, properties, new io.registrycache.metrics.CacheMetrics(meters, properties));
+  }
+
+  private double checks(String outcome) {
+    var counter = meters.find("registry.cache.passthrough.checks").tag("outcome", outcome).counter();
+    return counter == null ? 0 : counter.count();
   }
 
   @Test
@@ -133,6 +142,7 @@ class PassthroughAccessTest {
     access.confirm(upstream.forClient(ALICE), NAME, probe).block();
     access.confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Manifest(Reference.parse("v2"))).block();
     assertThat(stub.asked).as("alice's second request in team/app").hasSize(1);
+    assertThat(checks("confirmed")).as("remembered ones are not counted").isEqualTo(1);
     access.confirm(upstream.forClient(BOB), NAME, probe).block();
     access.confirm(upstream.forClient(new ClientCredential("alice", "other-password")), NAME, probe)
         .onErrorResume(e -> Mono.empty()).block();
@@ -166,6 +176,8 @@ class PassthroughAccessTest {
           .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED));
     }
     assertThat(stub.asked).hasSize(2);
+    assertThat(checks("refused")).isEqualTo(2);
+    assertThat(checks("confirmed")).isZero();
   }
 
   @Test
