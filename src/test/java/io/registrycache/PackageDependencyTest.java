@@ -20,7 +20,8 @@ import java.util.List;
  *
  * <pre>
  * admin ──► api, proxy, storage, upstream, metrics
- * api ──► auth, proxy, upstream, metrics          peer ──► proxy, upstream, cluster
+ * api ──► auth, ratelimit, proxy, upstream, metrics          peer ──► proxy, upstream, cluster
+ * ratelimit ──► auth, proxy (its FillPermits)
  * proxy ──► storage, upstream, metrics, cluster
  * storage ──► (oci, config)   upstream ──► (oci, config)   auth ──► (oci, config)   metrics ──► config   cluster, oci, config ──► nothing
  * </pre>
@@ -29,7 +30,7 @@ import java.util.List;
 class PackageDependencyTest {
 
   private static final List<String> ALL = List.of(
-      "oci", "config", "cluster", "metrics", "storage", "upstream", "auth", "proxy", "api", "peer", "admin");
+      "oci", "config", "cluster", "metrics", "storage", "upstream", "auth", "proxy", "ratelimit", "api", "peer", "admin");
 
   /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
   private static ArchRule only(String pkg, String... allowed) {
@@ -59,8 +60,10 @@ class PackageDependencyTest {
   /** Who may pull: credentials and rules, knowing nothing of HTTP routes, upstream calls or stores. */
   @ArchTest static final ArchRule auth = only("auth", "oci", "config");
   @ArchTest static final ArchRule proxy = only("proxy", "storage", "upstream", "metrics", "cluster", "oci", "config");
+  /** How much each identity may pull: knows who (auth) and the proxy's fill permits, not HTTP. */
+  @ArchTest static final ArchRule ratelimit = only("ratelimit", "auth", "proxy", "oci", "config");
   /** The HTTP API sees blobs and manifests through the proxy's types, never a store's. */
-  @ArchTest static final ArchRule api = only("api", "auth", "proxy", "upstream", "metrics", "oci", "config");
+  @ArchTest static final ArchRule api = only("api", "auth", "ratelimit", "proxy", "upstream", "metrics", "oci", "config");
   @ArchTest static final ArchRule peer = only("peer", "proxy", "upstream", "cluster", "metrics", "oci", "config");
 
   @ArchTest

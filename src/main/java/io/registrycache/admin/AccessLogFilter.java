@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import io.registrycache.auth.Identity;
 import io.registrycache.proxy.CacheOutcome;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -19,7 +20,7 @@ import reactor.core.publisher.Mono;
  * {@code /v2} request on the logger {@code registry-cache.access}, at INFO, key=value:
  *
  * <pre>
- * method=GET path=/v2/library/alpine/blobs/sha256:... status=200 bytes=3623807 duration_ms=12 cache=hit upstream=local
+ * method=GET path=/v2/library/alpine/blobs/sha256:... status=200 bytes=3623807 duration_ms=12 cache=hit upstream=local identity=robot:ci
  * </pre>
  *
  * <ul>
@@ -31,6 +32,11 @@ import reactor.core.publisher.Mono;
  *       Reactor context ({@link CacheOutcome}); {@code -} for requests that reach no cache, such
  *       as {@code /v2/} or a malformed name (then {@code error} when the status is 4xx/5xx)
  *   <li>{@code upstream}: the upstream's configuration key, or {@code -}
+ *   <li>{@code identity} (last, after {@code kind} and {@code outcome}): who the request is from, with {@code registry-cache.auth.enabled}:
+ *       {@code user:<name>}, {@code robot:<name>} or {@code anonymous} ({@link
+ *       Identity#logName()}: a name, never a password or token); {@code -} when auth is off or the
+ *       credentials were refused. A name with characters beyond letters, digits and {@code
+ *       ._@:-} is quoted, {@code "} and {@code \} escaped
  *   <li>{@code kind=referrers} is added to referrers API requests
  *   <li>{@code outcome=cancelled} is added when the client went away before the end
  * </ul>
@@ -63,12 +69,13 @@ public class AccessLogFilter implements WebFilter, Ordered {
     return chain
         .filter(exchange)
         .contextWrite(ctx -> ctx.put(CacheOutcome.CONTEXT_KEY, outcome))
-        .doFinally(signal -> write(request, exchange.getResponse(), outcome, started, signal));
+        .doFinally(signal -> write(request, exchange.getResponse(), outcome, started, signal,
+            exchange.getAttribute(Identity.ATTRIBUTE)));
   }
 
   private static void write(
       ServerHttpRequest request, ServerHttpResponse response, CacheOutcome outcome, long started,
-      reactor.core.publisher.SignalType signal) {
+      reactor.core.publisher.SignalType signal, Identity identity) {
     if (!log.isInfoEnabled()) {
       return;
     }
@@ -89,7 +96,15 @@ public class AccessLogFilter implements WebFilter, Ordered {
         + " cache=" + cache
         + " upstream=" + (outcome.upstream() == null ? "-" : outcome.upstream())
         + (request.getPath().value().contains("/referrers/") ? " kind=referrers" : "")
-        + (signal == reactor.core.publisher.SignalType.CANCEL ? " outcome=cancelled" : "");
+        + (signal == reactor.core.publisher.SignalType.CANCEL ? " outcome=cancelled" : "")
+        + " identity=" + (identity == null ? "-" : value(identity.logName()));
     log.info(line);
+  }
+
+  /** {@code text} as a key=value value: as it is when plain, else quoted with {@code "} and {@code \} escaped. */
+  static String value(String text) {
+    boolean plain = !text.isEmpty() && text.chars().allMatch(c -> (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+        || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '@' || c == ':' || c == '-');
+    return plain ? text : "\"" + text.replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
   }
 }

@@ -84,6 +84,9 @@ public class ClassDataArchive {
   /** The system property that makes a start a training start. */
   static final String TRAINING_PROPERTY = "registry-cache.class-data-training";
 
+  /** The key of the upstream a training start pulls its synthetic image from ({@link TrainingUpstream}). */
+  static final String TRAINING_UPSTREAM = "class-data-training";
+
   private final PullActivity activity;
   private volatile Process training;
 
@@ -101,8 +104,9 @@ public class ClassDataArchive {
   }
 
   /**
-   * In the child: answers {@code GET /v2/}, then a manifest and a blob request (offline on an
-   * empty cache: 404s, through the router, the handlers and the OCI error path a first pull takes),
+   * In the child: answers {@code GET /v2/}, pulls the synthetic image of {@link TrainingUpstream}
+   * through the cache (manifest, then each blob: the cold path a first pull takes), then a
+   * manifest and a blob request for content no upstream has (404s, through the OCI error path),
    * then exits; the status is 0 when {@code /v2/} answered 200.
    */
   private static void endTrainingStart(ConfigurableApplicationContext context) {
@@ -112,8 +116,9 @@ public class ClassDataArchive {
         if (context instanceof WebServerApplicationContext web) {
           String base = "http://127.0.0.1:" + web.getWebServer().getPort() + "/v2/";
           status = request("GET", base) == 200 ? 0 : 2;
-          request("GET", base + "training/app/manifests/latest");
-          request("HEAD", base + "training/app/blobs/sha256:" + "0".repeat(64));
+          pullThrough(context, base);
+          request("GET", base + "training/unknown/manifests/latest");
+          request("HEAD", base + "training/unknown/blobs/sha256:" + "0".repeat(64));
         }
       } catch (IOException e) {
         status = 2;
@@ -124,13 +129,44 @@ public class ClassDataArchive {
     exit.start();
   }
 
+  /** Pulls {@link TrainingUpstream}'s image through the cache when the training upstream is configured. */
+  private static void pullThrough(ConfigurableApplicationContext context, String base) {
+    String url = context.getEnvironment().getProperty("registry-cache.upstreams." + TRAINING_UPSTREAM + ".url");
+    if (url == null) {
+      return;
+    }
+    try (TrainingUpstream upstream = TrainingUpstream.start(URI.create(url).getPort())) {
+      String repository = base + TrainingUpstream.REPOSITORY;
+      request("GET", repository + "/manifests/" + TrainingUpstream.TAG);
+      for (String digest : upstream.blobDigests()) {
+        request("GET", repository + "/blobs/" + digest);
+      }
+    } catch (IOException | RuntimeException e) {
+      // The archive is made all the same, with fewer of the cold path's classes in it.
+      log.info("class data training: the pull through the training upstream failed: {}", e.toString());
+    }
+  }
+
+  /** A port free on 127.0.0.1 now, for the training upstream (taken meanwhile: the pull fails, the archive is made). */
+  private static int freeLoopbackPort() throws IOException {
+    try (java.net.ServerSocket socket = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+      return socket.getLocalPort();
+    }
+  }
+
   private static int request(String method, String url) throws IOException {
     HttpURLConnection connection = (HttpURLConnection) URI.create(url).toURL().openConnection();
     try {
       connection.setRequestMethod(method);
       connection.setConnectTimeout(10_000);
       connection.setReadTimeout(30_000);
-      return connection.getResponseCode();
+      int status = connection.getResponseCode();
+      if (status == 200 && !"HEAD".equals(method)) {
+        try (var body = connection.getInputStream()) {
+          body.transferTo(java.io.OutputStream.nullOutputStream()); // the whole body: the fill runs to its end
+        }
+      }
+      return status;
     } finally {
       connection.disconnect();
     }
@@ -226,7 +262,8 @@ public class ClassDataArchive {
    * throw-away file-system cache in {@code work}.
    */
   static List<String> trainingCommand(
-      String java, List<String> jvmArguments, String classPath, String javaCommand, Path output, Path work) {
+      String java, List<String> jvmArguments, String classPath, String javaCommand, Path output, Path work,
+      int upstreamPort) {
     List<String> command = new ArrayList<>();
     command.add(java);
     for (String argument : jvmArguments) {
@@ -255,7 +292,12 @@ public class ClassDataArchive {
         "--management.server.port=0",
         "--registry-cache.storage.type=filesystem",
         "--registry-cache.storage.path=" + work.resolve("cache"),
-        "--registry-cache.offline=true",
+        // Its one upstream is the synthetic one on loopback (no request leaves the machine); the
+        // pull port open, so that the training pull takes the anonymous path.
+        "--registry-cache.upstreams." + TRAINING_UPSTREAM + ".url=http://127.0.0.1:" + upstreamPort,
+        "--registry-cache.default-upstream=" + TRAINING_UPSTREAM,
+        "--registry-cache.auth.enabled=false",
+        "--registry-cache.rate-limit.enabled=false",
         "--registry-cache.cluster.peers=",
         "--registry-cache.cluster.peers-dns="));
     return command;
@@ -311,7 +353,8 @@ public class ClassDataArchive {
           System.getProperty("java.class.path"),
           System.getProperty("sun.java.command", ""),
           partial,
-          work);
+          work,
+          freeLoopbackPort());
       ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile());
       Map<String, String> environment = builder.environment();
       // Their options are among this JVM's input arguments already, the archive one removed.

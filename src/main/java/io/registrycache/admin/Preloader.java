@@ -195,8 +195,8 @@ public class Preloader implements DisposableBean {
   @EventListener(ApplicationReadyEvent.class)
   public void preloadFileOnStartUp() {
     Path file = settings.file();
-    if (file == null) {
-      return;
+    if (file == null || Boolean.getBoolean(ClassDataArchive.TRAINING_PROPERTY)) {
+      return; // a class-data training start pulls nothing but its synthetic image
     }
     PreloadPlatforms platforms;
     try {

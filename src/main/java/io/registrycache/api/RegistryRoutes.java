@@ -5,6 +5,12 @@ import static org.springframework.web.reactive.function.server.RequestPredicates
 import io.registrycache.auth.AuthenticationRequired;
 import io.registrycache.auth.Identity;
 import io.registrycache.auth.PullAuthentication;
+import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import io.registrycache.proxy.FillPermits;
+import io.registrycache.ratelimit.RateLimited;
+import io.registrycache.ratelimit.RateLimits;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.reactor.netty.NettyServerCustomizer;
@@ -16,6 +22,7 @@ import org.springframework.http.HttpHeaders;
 import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
+import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import org.springframework.web.server.WebFilter;
 import reactor.core.publisher.Mono;
@@ -41,19 +48,41 @@ public class RegistryRoutes {
    * identity goes to the handler as the request attribute {@link Identity#ATTRIBUTE}, which
    * checks the rules once it knows the upstream and repository. With {@code
    * registry-cache.auth.token.enabled}, {@code /v2/token} ({@link TokenEndpoint}) comes first
-   * and challenges are {@code Bearer}. Only these routes: the management and peer ports are not
-   * affected.
+   * and challenges are {@code Bearer}. Each authenticated request is counted as {@code
+   * registry_cache_identity_requests_total{identity}} ({@link Identity#metricLabel()}).
+   *
+   * <p>With {@code registry-cache.rate-limit.enabled}, every request below {@code /v2/<name>/}
+   * then takes a token of its identity's requests-per-second bucket ({@link RateLimits#admit};
+   * anonymous ones per client address), else 429 {@code TOOMANYREQUESTS} with {@code
+   * Retry-After}, and carries its identity's {@link FillPermits} in its Reactor context, which
+   * the proxy services consult when the request is about to start an upstream fill; a client
+   * address over its failed credential checks gets 429 too. Only these routes: the management and
+   * peer ports are not affected.
    */
   @Bean
   public RouterFunction<ServerResponse> registryApi(
-      RegistryHandler handler, PullAuthentication authentication, TokenEndpoint tokenEndpoint) {
+      RegistryHandler handler, PullAuthentication authentication, TokenEndpoint tokenEndpoint,
+      RateLimits limits, CacheMetrics metrics) {
+    RouterFunction<ServerResponse> pulls = RouterFunctions.route(path("/v2/**"), handler::dispatch);
+    if (limits.enabled()) {
+      pulls = pulls.filter((request, next) -> {
+        Identity identity = request.attribute(Identity.ATTRIBUTE).map(Identity.class::cast).orElse(Identity.ANONYMOUS);
+        FillPermits permits;
+        try {
+          permits = limits.admit(identity, clientAddress(request));
+        } catch (RateLimited e) {
+          return OciErrors.toResponse(request, e);
+        }
+        return next.handle(request).contextWrite(context -> context.put(FillPermits.CONTEXT_KEY, permits));
+      });
+    }
     RouterFunction<ServerResponse> routes = RouterFunctions.route(path("/v2").or(path("/v2/")), handler::base)
-        .andRoute(path("/v2/**"), handler::dispatch);
+        .and(pulls);
     if (!authentication.enabled()) {
       return routes;
     }
     RouterFunction<ServerResponse> checked = routes.filter((request, next) -> authentication
-        .authenticate(request.headers().header(HttpHeaders.AUTHORIZATION), request.uri())
+        .authenticate(request.headers().header(HttpHeaders.AUTHORIZATION), request.uri(), clientAddress(request))
         .flatMap(identity -> {
           String p = request.path();
           if (identity.anonymous() && (p.equals("/v2") || p.equals("/v2/"))) {
@@ -61,14 +90,32 @@ public class RegistryRoutes {
                 authentication.challenge(request.uri(), null), "authentication required"));
           }
           request.attributes().put(Identity.ATTRIBUTE, identity);
+          metrics.identityRequest(identity.metricLabel());
           return next.handle(request);
         })
-        .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e)));
+        .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e))
+        .onErrorResume(
+            e -> e instanceof OciException oci && oci.code() == OciErrorCode.TOOMANYREQUESTS && !(e instanceof RateLimited),
+            e -> {
+              limits.failedChecksRefused();
+              return OciErrors.toResponse(request, e);
+            }));
     if (!tokenEndpoint.enabled()) {
       return checked;
     }
     // The token endpoint takes its own credentials (Basic, or the OAuth2 password grant's form).
     return RouterFunctions.route(path("/v2/token"), tokenEndpoint::handle).and(checked);
+  }
+
+  /**
+   * The client's IP address as text (the TCP peer's, or the forwarded one when {@code
+   * server.forward-headers-strategy} is set), or {@code null} when unknown: what anonymous rate
+   * limits and the failed-check limit are kept by.
+   */
+  static String clientAddress(ServerRequest request) {
+    return request.remoteAddress()
+        .map(a -> a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString())
+        .orElse(null);
   }
 
   /** {@code Docker-Distribution-API-Version: registry/2.0}, which Docker clients still check. */

@@ -95,9 +95,15 @@ public class TokenEndpoint {
           "unknown service; this token server is for '" + tokens.service() + "'"));
     }
     List<String> authorization = request.headers().header(HttpHeaders.AUTHORIZATION);
-    return authentication.authenticate(authorization)
+    return authentication.authenticate(authorization, null, RegistryRoutes.clientAddress(request))
         .flatMap(identity -> answer(identity, query.getOrDefault("scope", List.of()), given(authorization)))
-        .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e));
+        .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e))
+        .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
+  }
+
+  /** 429 of the failed-check limit (registry-cache.rate-limit.failed-checks): answered as an OCI error with Retry-After. */
+  private static boolean tooManyFailures(Throwable e) {
+    return e instanceof OciException oci && oci.code() == OciErrorCode.TOOMANYREQUESTS;
   }
 
   private Mono<ServerResponse> post(ServerRequest request) {
@@ -116,11 +122,12 @@ public class TokenEndpoint {
       String scope = form.getFirst("scope");
       String username = form.getFirst("username");
       String password = form.getFirst("password");
-      return authentication.authenticate(username, password)
+      return authentication.authenticate(username, password, RegistryRoutes.clientAddress(request))
           .flatMap(identity -> answer(identity, scope == null ? List.of() : List.of(scope),
               new BasicCredentials(username, password)))
           .onErrorResume(AuthenticationRequired.class,
-              e -> oauthError(HttpStatus.BAD_REQUEST, "invalid_grant", "invalid user name or password"));
+              e -> oauthError(HttpStatus.BAD_REQUEST, "invalid_grant", "invalid user name or password"))
+          .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
     });
   }
 

@@ -45,6 +45,30 @@ public record Identity(Kind kind, String name, java.util.Set<String> pullable) {
     return kind == Kind.ANONYMOUS;
   }
 
+  /**
+   * The identity as a metric label value, of bounded cardinality: {@code robot:<name>} for a
+   * robot (the operator's tokens file bounds them), {@code user} for every user (one series per
+   * person would grow without bound), {@code passthrough} for every pass-through identity (any
+   * name a client gives), {@code anonymous}. Never a secret.
+   */
+  public String metricLabel() {
+    return switch (kind) {
+      case ROBOT -> "robot:" + name;
+      case USER -> "user";
+      case PASSTHROUGH -> "passthrough";
+      case ANONYMOUS -> "anonymous";
+    };
+  }
+
+  /**
+   * The identity as the access log names it: {@code user:<name>}, {@code robot:<name>}, {@code
+   * passthrough:<name>} (the user name a client gave for a pass-through upstream) or {@code
+   * anonymous}. Never a secret (a bearer token's subject, not the token).
+   */
+  public String logName() {
+    return kind == Kind.ANONYMOUS ? "anonymous" : toString();
+  }
+
   @Override
   public String toString() {
     return kind.name().toLowerCase(java.util.Locale.ROOT) + ":" + name;

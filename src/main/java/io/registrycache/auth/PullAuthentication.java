@@ -4,6 +4,7 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.config.AuthProperties;
 import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.OciException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
@@ -35,7 +36,9 @@ import reactor.core.scheduler.Schedulers;
  * bounded-elastic threads, never on an event loop, and a successful check is remembered for {@link
  * #REMEMBER} under an HMAC of user and password with a key made at start-up (the password itself
  * is never kept); both files changing forgets everything remembered. Failed checks are not
- * remembered (each costs a bcrypt; no rate limit yet: docs/security.md).
+ * remembered (each costs a bcrypt): with {@code registry-cache.rate-limit.enabled}, each client
+ * address may fail at most {@code rate-limit.failed-checks.per-minute} checks a minute ({@link
+ * FailedChecks}), then gets 429 {@code TOOMANYREQUESTS} without a check (docs/security.md).
  */
 @Component
 public class PullAuthentication {
@@ -61,6 +64,8 @@ public class PullAuthentication {
   private final ThreadLocal<Mac> rememberMac;
   /** Compared against for unknown names, so that they cost a bcrypt like known users. */
   private final String dummyHash;
+  /** The limit on failed checks per client address, or {@code null}. */
+  private final FailedChecks failedChecks;
 
   public PullAuthentication(RegistryCacheProperties properties) {
     this(properties, new TokenService(properties));
@@ -68,6 +73,11 @@ public class PullAuthentication {
 
   @org.springframework.beans.factory.annotation.Autowired
   public PullAuthentication(RegistryCacheProperties properties, TokenService tokens) {
+    this(properties, tokens, io.github.bucket4j.TimeMeter.SYSTEM_NANOTIME);
+  }
+
+  /** @param clock the time of the failed-check limit, in nanoseconds from any origin */
+  PullAuthentication(RegistryCacheProperties properties, TokenService tokens, io.github.bucket4j.TimeMeter clock) {
     this.tokens = tokens;
     AuthProperties auth = properties.auth();
     this.enabled = auth.enabled();
@@ -78,12 +88,14 @@ public class PullAuthentication {
     this.rememberKey = new SecretKeySpec(key, "HmacSHA256");
     this.rememberMac = keyedMacs(rememberKey);
     if (!enabled) {
+      this.failedChecks = null;
       this.dummyHash = null;
       this.users = null;
       this.robots = null;
       return;
     }
     this.dummyHash = bcrypt.encode(HexFormat.of().formatHex(key));
+    this.failedChecks = FailedChecks.of(properties.rateLimit(), clock).orElse(null);
     this.users = auth.htpasswdFile() == null ? null
         : new WatchedFile<>(auth.htpasswdFile(), "registry-cache.auth.htpasswd-file", Htpasswd::parse,
             System::nanoTime, verified::invalidateAll);
@@ -119,7 +131,7 @@ public class PullAuthentication {
    *     or wrong credentials: the message never says whether the name or the password was wrong
    */
   public Mono<Identity> authenticate(List<String> authorization) {
-    return authenticate(authorization, null);
+    return authenticate(authorization, null, null);
   }
 
   /**
@@ -132,6 +144,18 @@ public class PullAuthentication {
    *     for a Basic challenge
    */
   public Mono<Identity> authenticate(List<String> authorization, URI requestUri) {
+    return authenticate(authorization, requestUri, null);
+  }
+
+  /**
+   * As {@link #authenticate(List, URI)}, counting a failed check against {@code client}'s limit
+   * ({@code registry-cache.rate-limit.failed-checks}).
+   *
+   * @param client the client's IP address, text, or {@code null} when unknown
+   * @throws OciException (as the Mono's error) 429 {@code TOOMANYREQUESTS} with {@code Retry-After}
+   *     when {@code client} has failed too many checks lately: the credentials are then not checked
+   */
+  public Mono<Identity> authenticate(List<String> authorization, URI requestUri, String client) {
     String challenge = requestUri == null ? this.challenge : challenge(requestUri, null);
     if (authorization == null || authorization.isEmpty()) {
       return Mono.just(Identity.ANONYMOUS);
@@ -151,7 +175,7 @@ public class PullAuthentication {
     } catch (BasicCredentials.InvalidCredentials e) {
       return Mono.error(new AuthenticationRequired(challenge, e.getMessage()));
     }
-    return basic(credentials, challenge);
+    return basic(credentials, challenge, client);
   }
 
   /**
@@ -161,11 +185,19 @@ public class PullAuthentication {
    * @throws AuthenticationRequired (as the Mono's error) for wrong credentials
    */
   public Mono<Identity> authenticate(String user, String password) {
+    return authenticate(user, password, null);
+  }
+
+  /**
+   * As {@link #authenticate(String, String)}, counting a failed check against {@code client}'s
+   * limit, as {@link #authenticate(List, URI, String)} does.
+   */
+  public Mono<Identity> authenticate(String user, String password, String client) {
     if (user == null || user.isEmpty() || password == null || user.contains(":")
         || user.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
       return Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"));
     }
-    return basic(new BasicCredentials(user, password), challenge);
+    return basic(new BasicCredentials(user, password), challenge, client);
   }
 
   /**
@@ -187,7 +219,7 @@ public class PullAuthentication {
         + (repository == null ? "" : ",scope=\"repository:" + repository + ":pull\"");
   }
 
-  private Mono<Identity> basic(BasicCredentials credentials, String challenge) {
+  private Mono<Identity> basic(BasicCredentials credentials, String challenge, String client) {
     if (credentials.user().isEmpty() && credentials.password().isEmpty()) {
       return Mono.just(Identity.ANONYMOUS); // "Basic Og==": what containers/image sends without credentials
     }
@@ -204,6 +236,13 @@ public class PullAuthentication {
     if (known != null) {
       return Mono.just(known);
     }
+    if (failedChecks != null) {
+      try {
+        failedChecks.take(client); // before the bcrypt: an address out of tokens costs none
+      } catch (OciException e) {
+        return Mono.error(e);
+      }
+    }
     return Mono.fromCallable(() -> verify(credentials))
         .subscribeOn(Schedulers.boundedElastic())
         .flatMap(found -> found
@@ -213,6 +252,12 @@ public class PullAuthentication {
                 : Optional.empty())
             .map(identity -> {
               verified.put(rememberedAs, identity);
+              // Credentials the cache does not know failed its own check, though a pass-through
+              // upstream may take them: the token stays used, so guessing a user's password here
+              // is limited as before.
+              if (failedChecks != null && identity.kind() != Identity.Kind.PASSTHROUGH) {
+                failedChecks.succeeded(client);
+              }
               return Mono.just(identity);
             })
             .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"))));

@@ -19,7 +19,8 @@ import org.springframework.context.annotation.Configuration;
   AccessLogProperties.class,
   PreloadProperties.class,
   UpstreamsProperties.class,
-  AuthProperties.class
+  AuthProperties.class,
+  RateLimitProperties.class
 })
 public class PropertiesConfiguration {
 
@@ -35,8 +36,9 @@ public class PropertiesConfiguration {
       AccessLogProperties accessLog,
       PreloadProperties preload,
       UpstreamsProperties upstreams,
-      AuthProperties auth) {
+      AuthProperties auth,
+      RateLimitProperties rateLimit) {
     return new RegistryCacheProperties(
-        storage, manifests, blobs, referrers, prune, admin, accessLog, preload, upstreams, auth);
+        storage, manifests, blobs, referrers, prune, admin, accessLog, preload, upstreams, auth, rateLimit);
   }
 }

@@ -24,6 +24,7 @@ import org.springframework.boot.context.properties.source.MapConfigurationProper
  * @param upstreams {@code registry-cache.upstreams.*}, {@code default-upstream}, {@code
  *     allow-any-upstream}, {@code offline}
  * @param auth {@code registry-cache.auth.*}: who may pull
+ * @param rateLimit {@code registry-cache.rate-limit.*}: how much each identity may pull
  */
 public record RegistryCacheProperties(
     StorageProperties storage,
@@ -35,7 +36,8 @@ public record RegistryCacheProperties(
     AccessLogProperties accessLog,
     PreloadProperties preload,
     UpstreamsProperties upstreams,
-    AuthProperties auth) {
+    AuthProperties auth,
+    RateLimitProperties rateLimit) {
 
   /** Every default, as a service started without any setting has them. */
   public static RegistryCacheProperties defaults() {
@@ -62,7 +64,8 @@ public record RegistryCacheProperties(
         bind(binder, "registry-cache.access-log", AccessLogProperties.class),
         bind(binder, "registry-cache.preload", PreloadProperties.class),
         bind(binder, "registry-cache", UpstreamsProperties.class),
-        bind(binder, "registry-cache.auth", AuthProperties.class));
+        bind(binder, "registry-cache.auth", AuthProperties.class),
+        bind(binder, "registry-cache.rate-limit", RateLimitProperties.class));
   }
 
   /**

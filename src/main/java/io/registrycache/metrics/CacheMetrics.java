@@ -37,6 +37,10 @@ import org.springframework.stereotype.Component;
  *   <li>{@code registry_cache_passthrough_checks_total{upstream,outcome}} — confirmations of a
  *       client's own credentials by a pass-through upstream, outcome {@code
  *       confirmed|refused|failed}
+ *   <li>{@code registry_cache_identity_requests_total{identity}} — requests on the pull port by
+ *       who made them, with {@code registry-cache.auth.enabled}: {@code identity} is a robot's
+ *       {@code robot:<name>}, or {@code user} for every user, or {@code anonymous} (bounded by the
+ *       tokens file, never one series per person)
  * </ul>
  *
  * The stores' own figures (stored items and bytes, evictions) are bound by {@code
@@ -69,6 +73,7 @@ public class CacheMetrics {
   /** Request counters by kind, result and upstream: looked up once, not rebuilt per request. */
   private final ConcurrentMap<RequestKey, Counter> requests = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, Counter> prefetch = new ConcurrentHashMap<>();
+  private final ConcurrentMap<String, Counter> identityRequests = new ConcurrentHashMap<>();
 
   private record RequestKey(Kind kind, Result result, String upstream) {}
 
@@ -100,6 +105,18 @@ public class CacheMetrics {
         "kind", key.kind().name().toLowerCase(Locale.ROOT),
         "result", key.result().name().toLowerCase(Locale.ROOT),
         "upstream", key.upstream());
+  }
+
+  /**
+   * Counts one authenticated request by its identity's label: {@code robot:<name>}, {@code user}
+   * or {@code anonymous} (the caller keeps the set bounded).
+   */
+  public void identityRequest(String identity) {
+    identityRequests.computeIfAbsent(identity, i -> Counter.builder("registry.cache.identity.requests")
+            .description("Requests on the pull port by identity: robot:<name>, user or anonymous")
+            .tag("identity", i)
+            .register(registry))
+        .increment();
   }
 
   /** Counts one answer to a {@code /v2} request with HTTP status {@code status} (100..599). */

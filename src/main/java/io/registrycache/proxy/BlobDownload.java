@@ -757,6 +757,9 @@ public final class BlobDownload {
 
     /** Becomes live if the bytes from {@code queuedTo} on are still in memory; under lock. */
     private boolean attach() {
+      if (isLive) {
+        return true; // a file read started from onSubscribe attached it before subscribe took the lock
+      }
       Chunk first = unwritten.peekFirst();
       long from = first != null ? first.offset() : received;
       if (queuedTo < from || queuedTo > received) {

@@ -59,6 +59,8 @@ public class ProxyBlobService implements SmartLifecycle {
   /** Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in vain. */
   private final com.github.benmanes.caffeine.cache.Cache<String, Unrequested> unrequested;
   private volatile boolean running;
+  /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
+  private final boolean fillLimits;
 
   /** A single replica's service: every miss is filled from the upstream. */
   public ProxyBlobService(
@@ -96,6 +98,7 @@ public class ProxyBlobService implements SmartLifecycle {
         })
         .build();
     this.offline = properties.upstreams().offline();
+    this.fillLimits = properties.rateLimit().enabled();
   }
 
   /** Who asks for a blob. */
@@ -141,14 +144,23 @@ public class ProxyBlobService implements SmartLifecycle {
   }
 
   private Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker) {
-    return Mono.defer(() -> lookup(upstream, name, digest, asker))
+    // With rate limits on, a client's request may start a fill only within its identity's limit
+    // (FillPermits in its context); with them off, no context is even looked at.
+    return fillLimits && asker == Asker.CLIENT
+        ? Mono.deferContextual(context -> get(upstream, name, digest, want, asker, FillPermits.of(context)))
+        : Mono.defer(() -> get(upstream, name, digest, want, asker, null));
+  }
+
+  private Mono<BlobSource> get(
+      Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker, FillPermits permits) {
+    return lookup(upstream, name, digest, asker, permits)
         .transform(CacheOutcome.track(
             upstream.key(), s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
         .flatMap(
             source -> {
               if (source instanceof BlobSource.Downloading d
                   && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
-                return d.stored().then(Mono.defer(() -> lookup(upstream, name, digest, asker)))
+                return d.stored().then(Mono.defer(() -> lookup(upstream, name, digest, asker, permits)))
                     .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
               }
               return Mono.just(source);
@@ -168,7 +180,7 @@ public class ProxyBlobService implements SmartLifecycle {
     if (offline || store.size(digest).isPresent()) {
       return Mono.empty();
     }
-    return Mono.defer(() -> lookup(upstream, name, digest, Asker.PREFETCH))
+    return Mono.defer(() -> lookup(upstream, name, digest, Asker.PREFETCH, null))
         .flatMap(source -> source instanceof BlobSource.Downloading d ? d.stored() : Mono.<Long>empty());
   }
 
@@ -177,12 +189,15 @@ public class ProxyBlobService implements SmartLifecycle {
     return get(upstream, name, digest, Want.BODY);
   }
 
-  private Mono<BlobSource> lookup(Upstream upstream, RepositoryName name, Digest digest, Asker asker) {
-    return lookup(upstream, name, digest, asker, false);
+  /** @param permits the requesting identity's fill permits, or {@code null} for no limit */
+  private Mono<BlobSource> lookup(
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
+    return lookup(upstream, name, digest, asker, permits, false);
   }
 
   private Mono<BlobSource> lookup(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, boolean storeRechecked) {
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits,
+      boolean storeRechecked) {
     Optional<StoredContent> stored = store.open(digest);
     if (stored.isPresent()) {
       if (store.links().servable(digest, upstream.key(), name.value(), upstream.passthrough())) {
@@ -193,7 +208,7 @@ public class ProxyBlobService implements SmartLifecycle {
         }
         return Mono.just(new BlobSource.Stored(stored.get()));
       }
-      return confirm(upstream, name, digest, asker);
+      return confirm(upstream, name, digest, asker, permits);
     }
     if (offline) {
       return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
@@ -207,7 +222,7 @@ public class ProxyBlobService implements SmartLifecycle {
       // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
       return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
           .publishOn(storage)
-          .flatMap(found -> lookup(upstream, name, digest, asker, true));
+          .flatMap(found -> lookup(upstream, name, digest, asker, permits, true));
     }
     String fromUpstream = digest + "|" + scopeKey(upstream, name);
     String key = fromUpstream + owner.map(m -> "|from " + m.id()).orElse("");
@@ -218,12 +233,35 @@ public class ProxyBlobService implements SmartLifecycle {
         : downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
     // A fill stores (and links) its blob before it leaves the single-flight, so a blob missing
     // above but stored now was filled meanwhile: looked up again, not fetched a second time.
+    boolean[] refused = {false};
     if (fill == null) {
       fill = downloads.join(
-          key, k -> store.size(digest).isPresent() ? null : newFill(upstream, name, digest, k, owner, asker), Fill::start);
+          key,
+          k -> {
+            if (store.size(digest).isPresent()) {
+              return null;
+            }
+            // Only the request that starts the fill takes a permit (under the map's lock, never blocking).
+            if (permits != null && !permits.tryAcquire()) {
+              refused[0] = true;
+              return null;
+            }
+            try {
+              return newFill(upstream, name, digest, k, owner, asker, permits);
+            } catch (RuntimeException e) {
+              if (permits != null) {
+                permits.release();
+              }
+              throw e;
+            }
+          },
+          Fill::start);
+    }
+    if (refused[0]) {
+      return Mono.error(permits.refused());
     }
     if (fill == null) {
-      return lookup(upstream, name, digest, asker, storeRechecked);
+      return lookup(upstream, name, digest, asker, permits, storeRechecked);
     }
     if (asker != Asker.PREFETCH && !fill.requested) {
       fill.requested = true;
@@ -241,23 +279,26 @@ public class ProxyBlobService implements SmartLifecycle {
    * shared store linked it there since start-up (one request to the store), otherwise only once
    * this upstream confirms it has it there. Offline, it is not there.
    */
-  private Mono<BlobSource> confirm(Upstream upstream, RepositoryName name, Digest digest, Asker asker) {
+  private Mono<BlobSource> confirm(
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
     return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), name.value(), upstream.passthrough()))
         .subscribeOn(storage)
         .flatMap(linked -> linked
-            ? lookupLinked(upstream, name, digest, asker)
-            : confirmUpstream(upstream, name, digest, asker));
+            ? lookupLinked(upstream, name, digest, asker, permits)
+            : confirmUpstream(upstream, name, digest, asker, permits));
   }
 
   /** After a link was found: the stored blob, or (evicted meanwhile) a miss. */
-  private Mono<BlobSource> lookupLinked(Upstream upstream, RepositoryName name, Digest digest, Asker asker) {
+  private Mono<BlobSource> lookupLinked(
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
     Optional<StoredContent> stored = store.open(digest);
     return stored.isPresent()
         ? Mono.just(new BlobSource.Stored(stored.get()))
-        : lookup(upstream, name, digest, asker);
+        : lookup(upstream, name, digest, asker, permits);
   }
 
-  private Mono<BlobSource> confirmUpstream(Upstream upstream, RepositoryName name, Digest digest, Asker asker) {
+  private Mono<BlobSource> confirmUpstream(
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
     if (offline) {
       return Mono.error(OciException.blobUnknown(
           digest + " is not cached for " + upstream.key() + "/" + name + " and the cache is offline"));
@@ -268,7 +309,7 @@ public class ProxyBlobService implements SmartLifecycle {
         .flatMap(
             confirmed -> {
               store.links().link(digest, upstream.key(), name.value());
-              return lookup(upstream, name, digest, asker); // evicted meanwhile: fetched as a miss
+              return lookup(upstream, name, digest, asker, permits); // evicted meanwhile: fetched as a miss
             });
   }
 
@@ -283,8 +324,10 @@ public class ProxyBlobService implements SmartLifecycle {
     };
   }
 
+  /** @param permits whose permit the fill gives back when it ends, or {@code null} */
   private Fill newFill(
-      Upstream upstream, RepositoryName name, Digest digest, String key, Optional<Member> owner, Asker asker) {
+      Upstream upstream, RepositoryName name, Digest digest, String key, Optional<Member> owner, Asker asker,
+      FillPermits permits) {
     BlobDownload.Source source = owner.isEmpty()
         ? (offset, ownerGaveUp) -> upstreams.getBlob(upstream, name, digest, offset)
         // When the owner gives up, the bytes come from the upstream here, and no owner stores
@@ -305,7 +348,7 @@ public class ProxyBlobService implements SmartLifecycle {
         blobSettings);
     Fill fill = new Fill(key, download, size -> {
       store.links().link(digest, upstream.key(), name.value());
-    }, asker == Asker.PREFETCH);
+    }, asker == Asker.PREFETCH, permits);
     if (fill.byPrefetch) {
       fill.stored.subscribe(
           size -> {
@@ -334,7 +377,8 @@ public class ProxyBlobService implements SmartLifecycle {
     /** A client or a peer has asked for it. */
     volatile boolean requested;
 
-    Fill(String key, BlobDownload download, java.util.function.LongConsumer link, boolean byPrefetch) {
+    Fill(String key, BlobDownload download, java.util.function.LongConsumer link, boolean byPrefetch,
+        FillPermits permits) {
       this.download = download;
       this.byPrefetch = byPrefetch;
       this.stored = download.completion()
@@ -342,6 +386,9 @@ public class ProxyBlobService implements SmartLifecycle {
           .doFinally(signal -> {
             downloads.finished(key, this);
             metrics.fetchInFlight(-1);
+            if (permits != null) {
+              permits.release();
+            }
           })
           .cache();
     }

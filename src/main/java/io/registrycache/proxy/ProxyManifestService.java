@@ -66,6 +66,8 @@ public class ProxyManifestService {
   private final int maxBytes;
   private final Clock clock;
   private final boolean offline;
+  /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
+  private final boolean fillLimits;
   private final PeerSource peers;
   private final Prefetcher prefetcher;
   /**
@@ -112,6 +114,7 @@ public class ProxyManifestService {
     this.maxBytes = properties.manifests().maxSizeBytes();
     this.clock = clock;
     this.offline = properties.upstreams().offline();
+    this.fillLimits = properties.rateLimit().enabled();
   }
 
   /**
@@ -361,10 +364,13 @@ public class ProxyManifestService {
     // As for blobs: a peer's request never joins a fetch that waits on a peer, so two replicas
     // that disagree on the owner cannot wait on each other.
     String key = upstream.key() + "|" + name + "|" + reference + (owner.isPresent() ? "|via-owner" : "");
-    return SingleFlight.shared(
+    // A client's request starts a fetch only within its identity's limit (FillPermits in its
+    // context); one that joins a fetch in flight takes no permit. Peers' requests carry none.
+    return Mono.deferContextual(requestContext -> SingleFlight.shared(
         fetches,
         key,
         storedMeanwhile,
+        forPeer || !fillLimits ? null : FillPermits.of(requestContext),
         () -> Mono.deferContextual(context -> {
           // A peer's request is not prefetched for: the replica its client asked does it, through
           // the blobs' owners, so the cluster still fetches each blob once.
@@ -397,7 +403,7 @@ public class ProxyManifestService {
                           manifest.body().length);
                       return manifest;
                     });
-        }));
+        })));
   }
 
   /** A manifest as received and checked: its bytes and what they reference, parsed once. */

@@ -85,10 +85,25 @@ final class SingleFlight<K, V> {
    */
   static <K, T> Mono<T> shared(
       SingleFlight<K, Mono<T>> flights, K key, Supplier<Optional<T>> storedMeanwhile, Supplier<Mono<T>> work) {
+    return shared(flights, key, storedMeanwhile, null, work);
+  }
+
+  /**
+   * As {@link #shared(SingleFlight, Object, Supplier, Supplier)}, with a new call started only
+   * when {@code permits} gives a permit (taken under the map's lock; given back when the call
+   * ends); a caller that joins a call in flight, or finds the result stored, takes none.
+   *
+   * @param permits the caller's fill permits, or {@code null} for no limit
+   * @return errors with {@link FillPermits#refused()} when a new call was needed and refused
+   */
+  static <K, T> Mono<T> shared(
+      SingleFlight<K, Mono<T>> flights, K key, Supplier<Optional<T>> storedMeanwhile, FillPermits permits,
+      Supplier<Mono<T>> work) {
     return Mono.defer(
         () -> {
           AtomicReference<Mono<T>> self = new AtomicReference<>();
           AtomicReference<T> stored = new AtomicReference<>();
+          boolean[] refused = {false};
           Mono<T> joined = flights.join(
               key,
               k -> {
@@ -97,17 +112,29 @@ final class SingleFlight<K, V> {
                   stored.set(done.get());
                   return null;
                 }
+                if (permits != null && !permits.tryAcquire()) {
+                  refused[0] = true;
+                  return null;
+                }
                 // Ended before the result reaches anyone: a caller that has it and asks again
                 // starts a new call (a revalidation must not join the one it just saw end).
                 Mono<T> call = Mono.defer(work)
                     .doOnSuccess(v -> flights.finished(k, self.get()))
                     .doOnError(e -> flights.finished(k, self.get()))
-                    .doFinally(signal -> flights.finished(k, self.get()))
+                    .doFinally(signal -> {
+                      flights.finished(k, self.get());
+                      if (permits != null) {
+                        permits.release();
+                      }
+                    })
                     .cache();
                 self.set(call);
                 return call;
               },
               call -> {});
+          if (refused[0]) {
+            return Mono.error(permits.refused());
+          }
           return joined != null ? joined : Mono.just(stored.get());
         });
   }

@@ -49,7 +49,8 @@ public final class BlobWriter implements BlobStore.Writer {
     default void ownerGaveUp() {}
   }
 
-  private enum State { OPEN, COMMITTED, ABORTED }
+  /** STORING: the sink's {@code store} runs, without the lock (readers keep opening meanwhile). */
+  private enum State { OPEN, STORING, COMMITTED, ABORTED }
 
   /** The volume of each temporary folder, found once (finding it reads the mount table). */
   private static final java.util.Map<Path, java.nio.file.FileStore> VOLUMES = new java.util.concurrent.ConcurrentHashMap<>();
@@ -170,10 +171,22 @@ public final class BlobWriter implements BlobStore.Writer {
         if (state != State.OPEN) {
           throw new IOException("the write of blob " + digest + " was aborted");
         }
-        readable = sink.store(temp, size);
+        state = State.STORING;
+      }
+      // Not under the lock: a store step can take long (an fsync, an object-store upload), and
+      // readers opening the file meanwhile must not wait for it (they open temp; see openReader).
+      Path stored = sink.store(temp, size);
+      synchronized (lock) {
+        readable = stored;
         state = State.COMMITTED;
+        lock.notifyAll();
       }
     } catch (IOException | RuntimeException e) {
+      synchronized (lock) {
+        if (state == State.STORING) {
+          state = State.OPEN; // so that the abort below deletes what the sink did not take
+        }
+      }
       abort();
       throw e;
     }
@@ -205,15 +218,19 @@ public final class BlobWriter implements BlobStore.Writer {
     sink.ownerGaveUp();
   }
 
-  /** Deletes what was written; the store is unchanged. Idempotent; a no-op after a commit. */
+  /**
+   * Deletes what was written; the store is unchanged. Idempotent; a no-op after a commit, and
+   * while one is storing (that commit then stores, or fails and deletes).
+   */
   @Override
   public void abort() {
     synchronized (lock) {
       if (state != State.OPEN) {
-        return; // committed or aborted already
+        return; // storing, committed or aborted already
       }
       state = State.ABORTED;
       readable = null;
+      lock.notifyAll();
     }
     try {
       out.close();
@@ -232,11 +249,37 @@ public final class BlobWriter implements BlobStore.Writer {
    */
   @Override
   public FileChannel openReader() throws IOException {
+    Path path;
     synchronized (lock) {
       if (state == State.ABORTED) {
-        throw new NoSuchFileException(temp.toString(), null, "the write of blob " + digest + " was aborted");
+        throw aborted();
       }
-      return FileChannel.open(readable, StandardOpenOption.READ);
+      path = readable;
     }
+    try {
+      return FileChannel.open(path, StandardOpenOption.READ);
+    } catch (NoSuchFileException movedMeanwhile) {
+      // The store step has just renamed temp to its content address: wait for it to say where
+      // (the rename is its last step but the index update), then open that.
+      synchronized (lock) {
+        while (state == State.STORING) {
+          try {
+            lock.wait();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw movedMeanwhile;
+          }
+        }
+        if (state == State.ABORTED || readable.equals(path)) {
+          throw state == State.ABORTED ? aborted() : movedMeanwhile;
+        }
+        path = readable;
+      }
+      return FileChannel.open(path, StandardOpenOption.READ);
+    }
+  }
+
+  private NoSuchFileException aborted() {
+    return new NoSuchFileException(temp.toString(), null, "the write of blob " + digest + " was aborted");
   }
 }

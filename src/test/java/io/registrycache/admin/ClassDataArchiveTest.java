@@ -58,28 +58,32 @@ class ClassDataArchiveTest {
   }
 
   @Test
-  void theTrainingStartKeepsTheJvmOptionsButItsOwnSharingOnesAndUsesAThrowAwayCache() {
+  void theTrainingStartKeepsTheJvmOptionsButItsOwnSharingOnesAndUsesAThrowAwayCacheAndItsOwnUpstream() {
     List<String> command = ClassDataArchive.trainingCommand(
         "/opt/java/bin/java",
         List.of("-Xmx192m", "-XX:SharedArchiveFile=/v/app.jsa", "-Xshare:auto", "-agentlib:jdwp=transport=dt_socket", "-Dx=y"),
         "/app/classpath/a.jar:/app/libs/b.jar",
         "io.registrycache.RegistryCacheApplication --server.port=9",
         Path.of("/v/app.jsa.training-1"),
-        Path.of("/v/training-x"));
+        Path.of("/v/training-x"),
+        40123);
     assertThat(command).containsExactly(
         "/opt/java/bin/java", "-Xmx192m", "-Dx=y",
         "-XX:ArchiveClassesAtExit=/v/app.jsa.training-1", "-Dregistry-cache.class-data-training=true",
         "-cp", "/app/classpath/a.jar:/app/libs/b.jar", "io.registrycache.RegistryCacheApplication",
         "--server.port=0", "--management.server.port=0",
         "--registry-cache.storage.type=filesystem", "--registry-cache.storage.path=/v/training-x/cache",
-        "--registry-cache.offline=true", "--registry-cache.cluster.peers=", "--registry-cache.cluster.peers-dns=");
+        "--registry-cache.upstreams.class-data-training.url=http://127.0.0.1:40123",
+        "--registry-cache.default-upstream=class-data-training",
+        "--registry-cache.auth.enabled=false", "--registry-cache.rate-limit.enabled=false",
+        "--registry-cache.cluster.peers=", "--registry-cache.cluster.peers-dns=");
   }
 
   @Test
   void aJarStartTrainsWithTheSameJar() {
     List<String> command = ClassDataArchive.trainingCommand(
         "java", List.of(), "app/registry-cache.jar", "app/registry-cache.jar --server.port=9",
-        Path.of("o.jsa"), Path.of("w"));
+        Path.of("o.jsa"), Path.of("w"), 40123);
     assertThat(command).containsSubsequence("-jar", "app/registry-cache.jar", "--registry-cache.storage.type=filesystem");
   }
 

@@ -145,6 +145,33 @@ class PassthroughCredentialsTest {
   }
 
   @Test
+  void unknownCredentialsCountAsAFailedCheckOfTheCacheOnceThenAreRemembered() throws Exception {
+    PullAuthentication auth = new PullAuthentication(RegistryCacheProperties.bind(settings(true,
+        "registry-cache.rate-limit.enabled", "true",
+        "registry-cache.rate-limit.failed-checks.per-minute", "1",
+        "registry-cache.rate-limit.failed-checks.burst", "2")));
+    String client = "192.0.2.7";
+    assertThat(auth.authenticate(List.of(basic("dana", "pw-1")), null, client).block())
+        .isEqualTo(new Identity(Identity.Kind.PASSTHROUGH, "dana"));
+    assertThat(auth.authenticate(List.of(basic("dana", "pw-1")), null, client).block())
+        .as("remembered: no token taken").isEqualTo(new Identity(Identity.Kind.PASSTHROUGH, "dana"));
+    assertThat(auth.authenticate(List.of(basic("alice", "a-guess")), null, client).block())
+        .as("a wrong password of a cache user: a pass-through identity, and the address's second failed check")
+        .isEqualTo(new Identity(Identity.Kind.PASSTHROUGH, "alice"));
+    assertThatThrownBy(() -> auth.authenticate(List.of(basic("alice", "another-guess")), null, client).block())
+        .as("guessing goes no further than without pass-through")
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS));
+    assertThat(auth.authenticate(List.of(basic("alice", "s3cret")), null, "192.0.2.8").block())
+        .isEqualTo(new Identity(Identity.Kind.USER, "alice"));
+  }
+
+  @Test
+  void aPassthroughIdentityHasABoundedMetricLabel() {
+    assertThat(new Identity(Identity.Kind.PASSTHROUGH, "whatever-a-client-typed").metricLabel()).isEqualTo("passthrough");
+    assertThat(new Identity(Identity.Kind.PASSTHROUGH, "dana").logName()).isEqualTo("passthrough:dana");
+  }
+
+  @Test
   void aDeniedPassthroughIdentityIsNeverA403() throws Exception {
     RegistryCacheProperties properties = RegistryCacheProperties.bind(settings(true));
     PullAuthorization authorization = new PullAuthorization(properties, new PullAuthentication(properties));

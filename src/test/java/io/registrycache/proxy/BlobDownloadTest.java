@@ -186,13 +186,23 @@ class BlobDownloadTest {
         (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
         scheduler, NO_RESUME);
     d.start();
-    byte[] read;
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    CompletableFuture<Void> ended = new CompletableFuture<>();
+    Disposable reading = d.read(0, -1).subscribe(b -> {
+      byte[] bytes = new byte[b.readableByteCount()];
+      b.read(bytes);
+      out.writeBytes(bytes);
+      DataBufferUtils.release(b);
+    }, ended::completeExceptionally, () -> ended.complete(null));
     try {
-      read = collect(d.read(0, -1));
-    } catch (IllegalStateException timedOut) { // seen once, on a loaded machine: say what the reader was doing
+      ended.get(20, TimeUnit.SECONDS);
+    } catch (TimeoutException timedOut) { // say what the reader was doing before it is cancelled
+      String state = dump(d);
+      reading.dispose();
       release.countDown();
-      throw new AssertionError("the reader did not end within 20 s\n  " + dump(d), timedOut);
+      throw new AssertionError("the reader did not end within 20 s (" + out.size() + " bytes read)\n  " + state, timedOut);
     }
+    byte[] read = out.toByteArray();
     assertThat(read).isEqualTo(content);
     // The reader ended while the store step is still blocked (it cannot finish before release).
     assertThat(storing.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();

@@ -73,6 +73,108 @@ class BlobWriterTest {
     assertThat(tmpFiles()).isZero();
   }
 
+  /** A sink whose store step renames the file (as the file system store does), then waits to be released. */
+  private static final class HeldStore implements BlobWriter.Sink {
+    final java.util.concurrent.CountDownLatch renamed = new java.util.concurrent.CountDownLatch(1);
+    final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    final boolean renameFirst;
+    final Path target;
+
+    HeldStore(Path target, boolean renameFirst) {
+      this.target = target;
+      this.renameFirst = renameFirst;
+    }
+
+    @Override
+    public Path store(Path temp, long size) throws IOException {
+      Path at = temp;
+      if (renameFirst) {
+        Files.move(temp, target, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        at = target;
+      }
+      renamed.countDown();
+      try {
+        release.await(); // an fsync, an object-store upload, an index update
+      } catch (InterruptedException e) {
+        throw new IOException(e);
+      }
+      return at;
+    }
+
+    @Override
+    public void closed(boolean stored) {}
+  }
+
+  private static byte[] readAll(FileChannel channel, int size) throws IOException {
+    ByteBuffer b = ByteBuffer.allocate(size);
+    while (b.hasRemaining() && channel.read(b, b.position()) > 0) {
+      // positional reads until full
+    }
+    return b.array();
+  }
+
+  @Test
+  void aReaderOpensWhileTheStoreStepRunsWithoutWaitingForIt() throws Exception {
+    byte[] content = random(50_000, 7);
+    Digest digest = Digest.sha256(content);
+    Files.createDirectories(root.resolve("w"));
+    HeldStore store = new HeldStore(root.resolve("w/stored"), false);
+    BlobWriter writer = new BlobWriter(digest, root.resolve("w/temp"), store);
+    writer.append(ByteBuffer.wrap(content));
+    var commit = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+      try {
+        return writer.commit(content.length);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+    assertThat(store.renamed.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    // Before the fix the open waited on the commit's lock until the store step ended.
+    var open = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+      try (FileChannel in = writer.openReader()) {
+        return readAll(in, content.length);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+    try {
+      assertThat(open.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+      assertThat(commit).isNotDone();
+    } finally {
+      store.release.countDown();
+    }
+    assertThat(commit.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content.length);
+  }
+
+  @Test
+  void aReaderOpeningRightAfterTheStoreMovedTheFileOpensItWhereItWent() throws Exception {
+    byte[] content = random(50_000, 8);
+    Digest digest = Digest.sha256(content);
+    Files.createDirectories(root.resolve("w"));
+    HeldStore store = new HeldStore(root.resolve("w/stored"), true);
+    BlobWriter writer = new BlobWriter(digest, root.resolve("w/temp"), store);
+    writer.append(ByteBuffer.wrap(content));
+    var commit = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+      try {
+        return writer.commit(content.length);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+    assertThat(store.renamed.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    var open = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+      try (FileChannel in = writer.openReader()) {
+        return readAll(in, content.length);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+    // temp is gone and the store has not said where the file went yet: the open waits for it.
+    store.release.countDown();
+    assertThat(open.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+    assertThat(commit.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content.length);
+  }
+
   @Test
   void wrongDigestOrSizeIsRejectedInCommitAndNothingIsKept() throws IOException {
     FileBlobStore blobs = cache().blobs;
