@@ -1,6 +1,8 @@
 package io.registrycache.api;
 
+import io.registrycache.auth.AuthenticationRequired;
 import io.registrycache.auth.Identity;
+import io.registrycache.auth.PullAuthentication;
 import io.registrycache.auth.PullAuthorization;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Kind;
@@ -11,9 +13,11 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.proxy.BlobSource;
+import io.registrycache.proxy.PassthroughAccess;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
 import io.registrycache.proxy.ProxyTagService;
+import io.registrycache.upstream.ClientCredential;
 import io.registrycache.upstream.Upstreams;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -55,6 +59,8 @@ public class RegistryHandler {
   private final CacheMetrics metrics;
   private final ReferrersResponder referrers;
   private final PullAuthorization authorization;
+  private final PullAuthentication authentication;
+  private final PassthroughAccess passthrough;
 
   public RegistryHandler(
       Upstreams upstreams,
@@ -63,7 +69,11 @@ public class RegistryHandler {
       ProxyTagService tags,
       CacheMetrics metrics,
       ReferrersResponder referrers,
-      PullAuthorization authorization) {
+      PullAuthorization authorization,
+      PullAuthentication authentication,
+      PassthroughAccess passthrough) {
+    this.authentication = authentication;
+    this.passthrough = passthrough;
     this.upstreams = upstreams;
     this.manifests = manifests;
     this.blobs = blobs;
@@ -73,10 +83,20 @@ public class RegistryHandler {
     this.authorization = authorization;
   }
 
-  /** {@code GET|HEAD /v2/}: the API version check. */
+  /**
+   * {@code GET|HEAD /v2/}: the API version check. With an upstream that takes each client's own
+   * credentials ({@code credentials: passthrough}), a request without credentials is 401 with the
+   * Basic challenge even while the cache's own authentication is off, as Docker clients send
+   * credentials only to a registry that challenged them here.
+   */
   public Mono<ServerResponse> base(ServerRequest request) {
     if (!isRead(request)) {
       return OciErrors.toResponse(request, unsupported(request));
+    }
+    if (authentication.passthrough() && !authentication.enabled()
+        && request.headers().header(HttpHeaders.AUTHORIZATION).isEmpty()) {
+      return OciErrors.toResponse(request, new AuthenticationRequired(authentication.challenge(),
+          "credentials are passed through to an upstream: log in with them"));
     }
     ServerResponse.BodyBuilder ok = ServerResponse.ok().contentType(MediaType.APPLICATION_JSON);
     return HttpMethod.HEAD.equals(request.method()) ? ok.contentLength(2).build() : ok.bodyValue("{}");
@@ -100,8 +120,31 @@ public class RegistryHandler {
     // the upstream's pull-through lists, so that a client without the right learns nothing of them.
     authorization.check(
         request.attribute(Identity.ATTRIBUTE).map(Identity.class::cast).orElse(Identity.ANONYMOUS),
-        path.rawName(), target.upstream().key(), target.name().value(), request.uri());
+        path.rawName(), target.upstream().key(), target.name().value(), request.uri(),
+        target.upstream().passthrough());
     target.requirePullThrough();
+    if (!target.upstream().passthrough()) {
+      return serve(request, target, path);
+    }
+    // Pass-through: the client's own credentials go to the upstream, which first confirms that
+    // they may pull this repository before anything cached (or in flight) is served to them.
+    RequestTarget client = target.forClient(clientCredential(request));
+    PassthroughAccess.Probe probe = switch (path.endpoint()) {
+      case MANIFEST -> new PassthroughAccess.Probe.Manifest(Reference.parse(path.reference()));
+      case BLOB -> new PassthroughAccess.Probe.Blob(Digest.parse(path.reference()));
+      default -> new PassthroughAccess.Probe.Repository();
+    };
+    return passthrough.confirm(client.upstream(), client.name(), probe)
+        .then(Mono.defer(() -> serve(request, client, path)))
+        .onErrorMap(
+            e -> e instanceof OciException oci && oci.code() == OciErrorCode.UNAUTHORIZED
+                && !(e instanceof AuthenticationRequired),
+            e -> new AuthenticationRequired(
+                authentication.enabled() ? authentication.challenge(request.uri(), path.rawName()) : authentication.challenge(),
+                e.getMessage()));
+  }
+
+  private Mono<ServerResponse> serve(ServerRequest request, RequestTarget target, RegistryPath path) {
     return switch (path.endpoint()) {
       case MANIFEST -> manifest(request, target, Reference.parse(path.reference()));
       case BLOB -> blob(request, target, Digest.parse(path.reference()));
@@ -109,6 +152,13 @@ public class RegistryHandler {
       case REFERRERS -> referrers.respond(request, target, path);
       case BLOB_UPLOAD -> throw unsupported(request);
     };
+  }
+
+  /** The credentials the request gives for a pass-through upstream; anonymous without. */
+  private ClientCredential clientCredential(ServerRequest request) {
+    return authentication.passthroughCredentials(request.headers().header(HttpHeaders.AUTHORIZATION))
+        .map(c -> new ClientCredential(c.user(), c.password()))
+        .orElse(ClientCredential.ANONYMOUS);
   }
 
   private Mono<ServerResponse> manifest(ServerRequest request, RequestTarget target, Reference reference) {

@@ -3,6 +3,7 @@ package io.registrycache.api;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.upstream.ClientCredential;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.Upstreams;
 import java.util.regex.Pattern;
@@ -66,6 +67,15 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
   public RequestTarget requirePullThrough() {
     upstream.requirePullThrough(name);
     return this;
+  }
+
+  /**
+   * This target, fetched with {@code credential} when its upstream takes each client's own
+   * credentials ({@link Upstream#forClient}); else this target.
+   */
+  public RequestTarget forClient(ClientCredential credential) {
+    Upstream client = upstream.forClient(credential);
+    return client == upstream ? this : new RequestTarget(client, name, namespace);
   }
 
   private static void requireHost(String host) {

@@ -1,6 +1,7 @@
 package io.registrycache.api;
 
 import io.registrycache.auth.AuthenticationRequired;
+import io.registrycache.auth.BasicCredentials;
 import io.registrycache.auth.Identity;
 import io.registrycache.auth.PullAuthentication;
 import io.registrycache.auth.PullAuthorization;
@@ -44,6 +45,12 @@ import reactor.core.publisher.Mono;
  * of a repository the identity's rules allow, after the name is resolved as a request path names
  * it (bare or in-path form); others are left out of the token, not refused (the client then gets
  * 401 or 403 from the registry). At most {@value #MAX_SCOPES} scopes are looked at.
+ *
+ * <p>With an upstream that takes each client's own credentials ({@code credentials:
+ * passthrough}), the user name and password given here are kept in memory for as long as the
+ * token is valid, and passed to that upstream on requests bearing the token ({@link
+ * TokenService#issue(Identity, Set, BasicCredentials)}); credentials the cache does not know are
+ * then accepted for such upstreams' scopes only.
  */
 @Component
 public class TokenEndpoint {
@@ -87,9 +94,9 @@ public class TokenEndpoint {
       return OciErrors.toResponse(request, new OciException(OciErrorCode.UNSUPPORTED, HttpStatus.BAD_REQUEST,
           "unknown service; this token server is for '" + tokens.service() + "'"));
     }
-    return authentication.authenticate(
-            request.headers().header(HttpHeaders.AUTHORIZATION), null, RegistryRoutes.clientAddress(request))
-        .flatMap(identity -> answer(identity, query.getOrDefault("scope", List.of())))
+    List<String> authorization = request.headers().header(HttpHeaders.AUTHORIZATION);
+    return authentication.authenticate(authorization, null, RegistryRoutes.clientAddress(request))
+        .flatMap(identity -> answer(identity, query.getOrDefault("scope", List.of()), given(authorization)))
         .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e))
         .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
   }
@@ -113,17 +120,31 @@ public class TokenEndpoint {
         return oauthError(HttpStatus.BAD_REQUEST, "invalid_request", "unknown service");
       }
       String scope = form.getFirst("scope");
-      return authentication.authenticate(form.getFirst("username"), form.getFirst("password"),
-              RegistryRoutes.clientAddress(request))
-          .flatMap(identity -> answer(identity, scope == null ? List.of() : List.of(scope)))
+      String username = form.getFirst("username");
+      String password = form.getFirst("password");
+      return authentication.authenticate(username, password, RegistryRoutes.clientAddress(request))
+          .flatMap(identity -> answer(identity, scope == null ? List.of() : List.of(scope),
+              new BasicCredentials(username, password)))
           .onErrorResume(AuthenticationRequired.class,
               e -> oauthError(HttpStatus.BAD_REQUEST, "invalid_grant", "invalid user name or password"))
           .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
     });
   }
 
-  private Mono<ServerResponse> answer(Identity identity, List<String> scopes) {
-    TokenService.Issued issued = tokens.issue(identity, granted(identity, scopes));
+  /** The Basic credentials of an already authenticated token request, for pass-through upstreams; null without. */
+  private static BasicCredentials given(List<String> authorization) {
+    if (authorization.size() != 1) {
+      return null;
+    }
+    try {
+      return BasicCredentials.parse(authorization.get(0));
+    } catch (BasicCredentials.InvalidCredentials e) {
+      return null;
+    }
+  }
+
+  private Mono<ServerResponse> answer(Identity identity, List<String> scopes, BasicCredentials given) {
+    TokenService.Issued issued = tokens.issue(identity, granted(identity, scopes), given);
     Map<String, Object> body = new LinkedHashMap<>();
     body.put("token", issued.token());
     body.put("access_token", issued.token());
@@ -154,7 +175,8 @@ public class TokenEndpoint {
         }
         try {
           RequestTarget target = RequestTarget.resolve(name, null, upstreams);
-          if (authorization.allows(identity, target.upstream().key(), target.name().value())) {
+          if (authorization.allows(
+              identity, target.upstream().key(), target.name().value(), target.upstream().passthrough())) {
             granted.add(name);
           }
         } catch (OciException e) {

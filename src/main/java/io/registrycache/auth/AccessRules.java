@@ -11,7 +11,7 @@ import java.util.Map;
  * when one of its subjects names it: {@code user:<name>} or {@code robot:<name>} by kind and name,
  * {@code group:<group>} when the group lists the name (users and robots alike), {@code
  * authenticated} for every user and robot, {@code anonymous} for requests without credentials,
- * {@code *} for all. It allows an upstream key named in its {@code upstreams} (or {@code *}) and a
+ * {@code *} for all (the only subject that names a {@link Identity.Kind#PASSTHROUGH} identity). It allows an upstream key named in its {@code upstreams} (or {@code *}) and a
  * canonical repository name one of its {@link RepositoryGlob}s matches.
  */
 public final class AccessRules {
@@ -40,6 +40,9 @@ public final class AccessRules {
     for (String subject : rule.subjects()) {
       if (subject.equals("*")) {
         return true;
+      }
+      if (identity.kind() == Identity.Kind.PASSTHROUGH) {
+        continue; // known to an upstream only: no rule but '*' can name it
       }
       if (identity.anonymous()) {
         if (subject.equals("anonymous")) {

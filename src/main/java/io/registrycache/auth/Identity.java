@@ -3,7 +3,8 @@ package io.registrycache.auth;
 /**
  * Who a pull request is from, once its credentials are checked.
  *
- * @param kind user (htpasswd), robot (tokens file) or anonymous (no credentials)
+ * @param kind user (htpasswd), robot (tokens file), anonymous (no credentials), or pass-through
+ *     (credentials the cache does not know, for a pass-through upstream to judge)
  * @param name the user or robot name; {@code anonymous} for anonymous requests
  * @param pullable for a request with a bearer token: the repository names (as the client named
  *     them in the token request's scopes) the token grants {@code pull} of; {@code null} for Basic
@@ -30,7 +31,14 @@ public record Identity(Kind kind, String name, java.util.Set<String> pullable) {
   public enum Kind {
     USER,
     ROBOT,
-    ANONYMOUS
+    ANONYMOUS,
+    /**
+     * Basic credentials neither the htpasswd nor the tokens file knows, accepted because an
+     * upstream takes each client's own credentials ({@code credentials: passthrough}): they may
+     * pull from such upstreams only, where the upstream decides (it confirms each repository);
+     * no access rule names them. The name is the user name the client gave.
+     */
+    PASSTHROUGH
   }
 
   public boolean anonymous() {
@@ -40,18 +48,21 @@ public record Identity(Kind kind, String name, java.util.Set<String> pullable) {
   /**
    * The identity as a metric label value, of bounded cardinality: {@code robot:<name>} for a
    * robot (the operator's tokens file bounds them), {@code user} for every user (one series per
-   * person would grow without bound), {@code anonymous}. Never a secret.
+   * person would grow without bound), {@code passthrough} for every pass-through identity (any
+   * name a client gives), {@code anonymous}. Never a secret.
    */
   public String metricLabel() {
     return switch (kind) {
       case ROBOT -> "robot:" + name;
       case USER -> "user";
+      case PASSTHROUGH -> "passthrough";
       case ANONYMOUS -> "anonymous";
     };
   }
 
   /**
-   * The identity as the access log names it: {@code user:<name>}, {@code robot:<name>} or {@code
+   * The identity as the access log names it: {@code user:<name>}, {@code robot:<name>}, {@code
+   * passthrough:<name>} (the user name a client gave for a pass-through upstream) or {@code
    * anonymous}. Never a secret (a bearer token's subject, not the token).
    */
   public String logName() {

@@ -27,7 +27,10 @@ import reactor.core.scheduler.Schedulers;
  * Basic (RFC 7617) against the users of {@code htpasswd-file} (bcrypt, Spring Security's {@link
  * BCryptPasswordEncoder}) and the robots of {@code tokens-file} (SHA-256, constant-time). A name
  * in both files is a user. Basic is accepted on every request, as containerd sends a mirror only a
- * fixed header.
+ * fixed header. When some upstream takes each client's own credentials ({@code
+ * registry-cache.upstreams.<key>.credentials: passthrough}), Basic credentials neither file knows
+ * are not refused but become a {@link Identity.Kind#PASSTHROUGH} identity, which may pull from
+ * such upstreams only ({@link PullAuthorization}), once the upstream confirms.
  *
  * <p>bcrypt is slow by design (tens of milliseconds a check), so it runs on Reactor's
  * bounded-elastic threads, never on an event loop, and a successful check is remembered for {@link
@@ -47,6 +50,8 @@ public class PullAuthentication {
 
 
   private final boolean enabled;
+  /** Whether some upstream takes each client's own credentials ({@code credentials: passthrough}). */
+  private final boolean passthrough;
   private final TokenService tokens;
   /** The Basic challenge. */
   private final String challenge;
@@ -76,6 +81,7 @@ public class PullAuthentication {
     this.tokens = tokens;
     AuthProperties auth = properties.auth();
     this.enabled = auth.enabled();
+    this.passthrough = properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough());
     this.challenge = "Basic realm=\"" + auth.realm() + "\", charset=\"UTF-8\"";
     byte[] key = new byte[32];
     new SecureRandom().nextBytes(key);
@@ -240,14 +246,62 @@ public class PullAuthentication {
     return Mono.fromCallable(() -> verify(credentials))
         .subscribeOn(Schedulers.boundedElastic())
         .flatMap(found -> found
+            .or(() -> passthrough
+                // Not the cache's credentials: a pass-through upstream may know them (it decides).
+                ? Optional.of(new Identity(Identity.Kind.PASSTHROUGH, credentials.user()))
+                : Optional.empty())
             .map(identity -> {
               verified.put(rememberedAs, identity);
-              if (failedChecks != null) {
+              // Credentials the cache does not know failed its own check, though a pass-through
+              // upstream may take them: the token stays used, so guessing a user's password here
+              // is limited as before.
+              if (failedChecks != null && identity.kind() != Identity.Kind.PASSTHROUGH) {
                 failedChecks.succeeded(client);
               }
               return Mono.just(identity);
             })
             .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"))));
+  }
+
+  /**
+   * The credentials a request gives for a pass-through upstream ({@code
+   * registry-cache.upstreams.<key>.credentials: passthrough}): its Basic credentials, or for a
+   * bearer token of the cache's token endpoint the user name and password given there (held in
+   * memory while the token is valid, {@link TokenService#passedCredentials}). Checks nothing
+   * against the cache's users: the upstream judges them.
+   *
+   * @param authorization the request's {@code Authorization} values (empty when none was sent)
+   * @return empty without credentials ({@code Basic Og==} included, or a token given without any)
+   * @throws AuthenticationRequired 401 with the Basic challenge for more than one header, an
+   *     unreadable one, or a bearer token this cache did not issue or that expired
+   */
+  public Optional<BasicCredentials> passthroughCredentials(List<String> authorization) {
+    if (authorization == null || authorization.isEmpty()) {
+      return Optional.empty();
+    }
+    if (authorization.size() > 1) {
+      throw new AuthenticationRequired(challenge, "more than one Authorization header");
+    }
+    String header = authorization.get(0);
+    if (header.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      if (!tokens.enabled()) {
+        throw new AuthenticationRequired(challenge, "only Basic credentials are passed through to the upstream");
+      }
+      return tokens.passedCredentials(header.substring(7).strip())
+          .orElseThrow(() -> new AuthenticationRequired(challenge, "invalid or expired bearer token"));
+    }
+    try {
+      BasicCredentials credentials = BasicCredentials.parse(header);
+      return credentials.user().isEmpty() && credentials.password().isEmpty()
+          ? Optional.empty() : Optional.of(credentials);
+    } catch (BasicCredentials.InvalidCredentials e) {
+      throw new AuthenticationRequired(challenge, e.getMessage());
+    }
+  }
+
+  /** Whether some upstream takes each client's own credentials ({@code credentials: passthrough}). */
+  public boolean passthrough() {
+    return passthrough;
   }
 
   /** The user or robot these credentials prove, if any. Blocking: bcrypt. */

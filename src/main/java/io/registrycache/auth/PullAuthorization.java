@@ -50,6 +50,22 @@ public class PullAuthorization {
    * @param requestUri the request's URI, for the challenge's realm
    */
   public void check(Identity identity, String requestedName, String upstreamKey, String repository, URI requestUri) {
+    check(identity, requestedName, upstreamKey, repository, requestUri, false);
+  }
+
+  /**
+   * As {@link #check(Identity, String, String, String, URI)}, knowing whether the upstream takes
+   * each client's own credentials ({@code credentials: passthrough}): there an identity of kind
+   * {@link Identity.Kind#PASSTHROUGH} is let through (the upstream decides, confirming each
+   * repository with the client's credentials); anywhere else it is 401 {@code UNAUTHORIZED} with
+   * the challenge, as its credentials are not the cache's. Users, robots and anonymous requests
+   * follow the rules on either kind of upstream.
+   *
+   * @param passthrough whether the upstream {@code upstreamKey} is a pass-through upstream
+   */
+  public void check(
+      Identity identity, String requestedName, String upstreamKey, String repository, URI requestUri,
+      boolean passthrough) {
     if (!enabled) {
       return;
     }
@@ -57,8 +73,13 @@ public class PullAuthorization {
       throw new AuthenticationRequired(authentication.challenge(requestUri, requestedName),
           "the bearer token does not grant pull of '" + requestedName + "'");
     }
-    if (rules.allows(identity, upstreamKey, repository)) {
+    if (allows(identity, upstreamKey, repository, passthrough)) {
       return;
+    }
+    if (identity.kind() == Identity.Kind.PASSTHROUGH) {
+      throw new AuthenticationRequired(
+          requestUri == null ? authentication.challenge() : authentication.challenge(requestUri, requestedName),
+          "invalid user name or password");
     }
     if (identity.anonymous()) {
       throw new AuthenticationRequired(
@@ -71,6 +92,20 @@ public class PullAuthorization {
 
   /** Whether the rules let {@code identity} pull {@code repository} (canonical) of {@code upstreamKey}; true while auth is off. */
   public boolean allows(Identity identity, String upstreamKey, String repository) {
-    return !enabled || rules.allows(identity, upstreamKey, repository);
+    return allows(identity, upstreamKey, repository, false);
+  }
+
+  /**
+   * As {@link #allows(Identity, String, String)}: on a pass-through upstream ({@code passthrough})
+   * a {@link Identity.Kind#PASSTHROUGH} identity is allowed, the upstream deciding.
+   */
+  public boolean allows(Identity identity, String upstreamKey, String repository, boolean passthrough) {
+    if (!enabled) {
+      return true;
+    }
+    if (identity.kind() == Identity.Kind.PASSTHROUGH) {
+      return passthrough;
+    }
+    return rules.allows(identity, upstreamKey, repository);
   }
 }

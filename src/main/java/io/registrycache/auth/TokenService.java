@@ -69,6 +69,11 @@ public class TokenService {
   private final JWSSigner signer;
   private final JWSVerifier verifier;
   private final String keyId;
+  /**
+   * With a pass-through upstream: the credentials given for each token still valid, by its {@code
+   * jti}, in memory only, so that requests with the token can pass them to the upstream.
+   */
+  private final com.github.benmanes.caffeine.cache.Cache<String, BasicCredentials> passed;
 
   /** A token as the token endpoint answers it. */
   public record Issued(String token, long expiresIn, Instant issuedAt) {
@@ -87,6 +92,12 @@ public class TokenService {
     this.settings = properties.auth().token();
     this.enabled = properties.auth().enabled() && settings.enabled();
     this.clock = clock;
+    this.passed = properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough())
+        ? com.github.benmanes.caffeine.cache.Caffeine.newBuilder()
+            .expireAfterWrite(settings.ttl().plusSeconds(60)) // verify() allows 60 s of skew
+            .maximumSize(100_000)
+            .<String, BasicCredentials>build()
+        : null;
     if (settings.enabled() && !properties.auth().enabled()) {
       log.warn("registry-cache.auth.token.enabled is set but registry-cache.auth.enabled is not: no token flow");
     }
@@ -194,6 +205,16 @@ public class TokenService {
    * client asked for them, already authorised).
    */
   public Issued issue(Identity identity, Set<String> repositories) {
+    return issue(identity, repositories, null);
+  }
+
+  /**
+   * As {@link #issue(Identity, Set)}; with an upstream that takes each client's own credentials
+   * ({@code credentials: passthrough}), {@code given} (the user name and password the client gave
+   * for the token, or {@code null}) is kept in memory under the token's {@code jti} until it
+   * expires, for {@link #passedCredentials}. Never written anywhere, never in the token.
+   */
+  public Issued issue(Identity identity, Set<String> repositories, BasicCredentials given) {
     Instant now = clock.instant();
     Instant expires = now.plus(settings.ttl());
     List<Map<String, Object>> access = repositories.stream()
@@ -217,7 +238,30 @@ public class TokenService {
     } catch (JOSEException e) {
       throw new IllegalStateException("signing a token failed", e);
     }
+    if (passed != null && given != null && !(given.user().isEmpty() && given.password().isEmpty())) {
+      passed.put(claims.getJWTID(), given);
+    }
     return new Issued(jwt.serialize(), Duration.between(now, expires).toSeconds(), now);
+  }
+
+  /**
+   * The credentials the client gave for {@code token} ({@link #issue(Identity, Set,
+   * BasicCredentials)}), to pass to a pass-through upstream.
+   *
+   * @return empty when the token is not valid ({@link #verify}); an empty inner value when it is
+   *     valid but was given without credentials, or they are no longer held (the process
+   *     restarted, or no upstream is pass-through)
+   */
+  public Optional<Optional<BasicCredentials>> passedCredentials(String token) {
+    if (verify(token).isEmpty()) {
+      return Optional.empty();
+    }
+    try {
+      String id = SignedJWT.parse(token).getJWTClaimsSet().getJWTID();
+      return Optional.of(Optional.ofNullable(passed == null || id == null ? null : passed.getIfPresent(id)));
+    } catch (ParseException e) {
+      return Optional.empty();
+    }
   }
 
   /**

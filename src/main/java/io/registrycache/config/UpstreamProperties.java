@@ -38,6 +38,12 @@ import org.springframework.util.unit.DataSize;
  * @param minTransferRateGrace how long a body may stay below {@code min-transfer-rate} at its
  *     start before it fails; default 30 s
  * @param pullThrough which repositories of this upstream the cache serves at all; default all
+ * @param credentials whose credentials the upstream is fetched with: {@code cache} (the
+ *     configured {@code username} / {@code password}, Docker config, or none) or {@code
+ *     passthrough} (each client's own, see {@link Credentials}); default {@code cache}
+ * @param confirmAccessFor with {@code credentials: passthrough}, how long the upstream's
+ *     confirmation that a client's credentials may pull a repository is remembered (per client
+ *     credentials, upstream and repository) before it is asked again; default 5 minutes
  */
 public record UpstreamProperties(
     String host,
@@ -58,23 +64,56 @@ public record UpstreamProperties(
     @DefaultValue("false") boolean sendCredentialsOverHttp,
     @DefaultValue("1KB") DataSize minTransferRate,
     @DefaultValue("30s") Duration minTransferRateGrace,
-    @DefaultValue PullThrough pullThrough) {
+    @DefaultValue PullThrough pullThrough,
+    @DefaultValue("cache") Credentials credentials,
+    @DefaultValue("5m") Duration confirmAccessFor) {
 
   public UpstreamProperties {
     aliases = List.copyOf(aliases);
+    if (confirmAccessFor.isNegative()) {
+      throw new IllegalArgumentException("registry-cache.upstreams.*.confirm-access-for must not be negative");
+    }
+    if (credentials == Credentials.PASSTHROUGH
+        && (username != null || password != null || passwordFile != null || dockerConfigCredentials)) {
+      throw new IllegalArgumentException("registry-cache.upstreams.*.credentials=passthrough uses each client's "
+          + "credentials: username, password, password-file and docker-config-credentials must not be set with it");
+    }
+  }
+
+  /** Whether this upstream is fetched with each client's own credentials ({@code credentials: passthrough}). */
+  public boolean passthrough() {
+    return credentials == Credentials.PASSTHROUGH;
+  }
+
+  /**
+   * Whose credentials an upstream is fetched with ({@code registry-cache.upstreams.<key>.credentials}).
+   */
+  public enum Credentials {
+    /** The cache's own: {@code username} and {@code password(-file)}, Docker config, or anonymous. */
+    CACHE,
+    /**
+     * Each client's own, as it gave them to the cache (HTTP Basic on the request, or the user name
+     * and password it gave the cache's token endpoint); anonymous for a client without any. Held
+     * in memory only, for as long as the request (or the token) lives; never logged or stored.
+     * Content fetched with one client's credentials is served to another only once the upstream
+     * confirmed, with that other client's credentials, that it may pull the repository.
+     */
+    PASSTHROUGH
   }
 
   /** This upstream at another {@code host} and {@code url}, every other setting kept. */
   public UpstreamProperties withHostAndUrl(String newHost, String newUrl) {
     return new UpstreamProperties(newHost, newUrl, aliases, dockerHubNaming, username, password, passwordFile,
         dockerConfigCredentials, tls, connectTimeout, readTimeout, maxConcurrentRequests, retry, circuitBreaker,
-        redirect, sendCredentialsOverHttp, minTransferRate, minTransferRateGrace, pullThrough);
+        redirect, sendCredentialsOverHttp, minTransferRate, minTransferRateGrace, pullThrough, credentials,
+        confirmAccessFor);
   }
 
   @Override
   public String toString() {
     // Never print the password.
-    return "Upstream[host=" + host + ", url=" + url + ", username=" + username + "]";
+    return "Upstream[host=" + host + ", url=" + url + ", username=" + username
+        + (passthrough() ? ", credentials=passthrough" : "") + "]";
   }
 
   /**

@@ -34,6 +34,9 @@ import org.springframework.stereotype.Component;
  *       fetch running or its blob stored and not yet asked for; {@code
  *       registry_cache_prefetch_unrequested_bytes_total{upstream}} — bytes prefetched that no
  *       client asked for within {@code blobs.prefetch.unrequested-after}
+ *   <li>{@code registry_cache_passthrough_checks_total{upstream,outcome}} — confirmations of a
+ *       client's own credentials by a pass-through upstream, outcome {@code
+ *       confirmed|refused|failed}
  *   <li>{@code registry_cache_identity_requests_total{identity}} — requests on the pull port by
  *       who made them, with {@code registry-cache.auth.enabled}: {@code identity} is a robot's
  *       {@code robot:<name>}, or {@code user} for every user, or {@code anonymous} (bounded by the
@@ -163,6 +166,19 @@ public class CacheMetrics {
   private Counter prefetchCounter(String name, String upstream, String description, String unit) {
     return prefetch.computeIfAbsent(name + "|" + upstream, k -> Counter.builder(name)
         .description(description).baseUnit(unit).tag("upstream", upstream).register(registry));
+  }
+
+  /**
+   * One confirmation {@code HEAD} of credential pass-through ({@code proxy.PassthroughAccess}):
+   * {@code outcome} is {@code confirmed} (2xx), {@code refused} (the upstream's 4xx) or {@code
+   * failed} (the upstream could not be asked); remembered confirmations are not counted.
+   */
+  public void passthroughCheck(String upstream, String outcome) {
+    prefetch.computeIfAbsent("registry.cache.passthrough.checks|" + upstream + "|" + outcome,
+        k -> Counter.builder("registry.cache.passthrough.checks")
+            .description("Upstream confirmations of a client's own credentials (credentials: passthrough)")
+            .tag("upstream", upstream).tag("outcome", outcome).register(registry))
+        .increment();
   }
 
   public void fetchInFlight(int delta) {

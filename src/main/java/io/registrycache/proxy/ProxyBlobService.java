@@ -200,7 +200,7 @@ public class ProxyBlobService implements SmartLifecycle {
       boolean storeRechecked) {
     Optional<StoredContent> stored = store.open(digest);
     if (stored.isPresent()) {
-      if (store.links().servable(digest, upstream.key(), name.value())) {
+      if (store.links().servable(digest, upstream.key(), name.value(), upstream.passthrough())) {
         if (asker == Asker.CLIENT && unrequested.estimatedSize() > 0
             && unrequested.asMap().remove(digest + "|" + scopeKey(upstream, name)) != null) {
           metrics.prefetchHit(upstream.key());
@@ -215,7 +215,9 @@ public class ProxyBlobService implements SmartLifecycle {
     }
     // A fill from an owner and one from the upstream are different calls: a peer's request never
     // joins a fill that waits on a peer (two replicas that disagree on the owner cannot deadlock).
-    Optional<Member> owner = asker == Asker.PEER ? Optional.empty() : peers.ownerElsewhere(digest);
+    // A pass-through upstream is filled here, with this client's credentials, which no peer has.
+    Optional<Member> owner = asker == Asker.PEER || upstream.passthrough()
+        ? Optional.empty() : peers.ownerElsewhere(digest);
     if (owner.isPresent() && !storeRechecked) {
       // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
       return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
@@ -279,7 +281,7 @@ public class ProxyBlobService implements SmartLifecycle {
    */
   private Mono<BlobSource> confirm(
       Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
-    return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), name.value()))
+    return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), name.value(), upstream.passthrough()))
         .subscribeOn(storage)
         .flatMap(linked -> linked
             ? lookupLinked(upstream, name, digest, asker, permits)
@@ -313,7 +315,8 @@ public class ProxyBlobService implements SmartLifecycle {
 
   /** Downloads of one digest are shared only by requests that may see each other's content. */
   private String scopeKey(Upstream upstream, RepositoryName name) {
-    ContentScope scope = store.links().scope();
+    // A pass-through upstream's clients may see different repositories: its content is per repository.
+    ContentScope scope = upstream.passthrough() ? ContentScope.REPOSITORY : store.links().scope();
     return switch (scope) {
       case REPOSITORY -> upstream.key() + "/" + name.value();
       case UPSTREAM -> upstream.key();

@@ -182,7 +182,7 @@ public class ProxyManifestService {
 
   private Mono<ManifestResult> byDigest(
       Upstream upstream, RepositoryName name, Reference.ByDigest reference, boolean forPeer) {
-    boolean servable = store.links().servable(reference.digest(), upstream.key(), name.value());
+    boolean servable = store.links().servable(reference.digest(), upstream.key(), name.value(), upstream.passthrough());
     Optional<StoredManifest> inMemory = servable ? store.cached(reference.digest()) : Optional.empty();
     if (inMemory.isPresent()) {
       if (!forPeer && withoutLayers.estimatedSize() > 0 && withoutLayers.asMap().remove(reference.digest()) != null) {
@@ -199,7 +199,7 @@ public class ProxyManifestService {
             found -> {
               if (found.isEmpty()) {
                 Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
-                    store.links().servable(reference.digest(), upstream.key(), name.value())
+                    store.links().servable(reference.digest(), upstream.key(), name.value(), upstream.passthrough())
                         ? store.cached(reference.digest())
                         : Optional.empty();
                 return fetch(upstream, name, reference, forPeer, storedMeanwhile)
@@ -220,7 +220,7 @@ public class ProxyManifestService {
    */
   private Mono<ManifestResult> confirm(
       Upstream upstream, RepositoryName name, Reference.ByDigest reference, StoredManifest stored) {
-    if (store.links().recheck(stored.digest(), upstream.key(), name.value())) {
+    if (store.links().recheck(stored.digest(), upstream.key(), name.value(), upstream.passthrough())) {
       return Mono.just(new ManifestResult(stored, Result.HIT));
     }
     if (offline) {
@@ -287,7 +287,7 @@ public class ProxyManifestService {
       CachedTag cached,
       boolean forPeer) {
     Digest current = cached.manifest().digest();
-    Mono<ManifestResult> check = !forPeer && peers.manifestOwnerElsewhere(upstream, name, tag).isPresent()
+    Mono<ManifestResult> check = !forPeer && !upstream.passthrough() && peers.manifestOwnerElsewhere(upstream, name, tag).isPresent()
         ? fetch(upstream, name, tag, false)
             .map(m -> new ManifestResult(m, m.digest().equals(current) ? Result.HIT : Result.MISS))
         : upstreams
@@ -356,7 +356,9 @@ public class ProxyManifestService {
       return Mono.error(OciException.manifestUnknown(
           upstream.key() + "/" + name + ":" + reference + " is not cached and the cache is offline"));
     }
-    Optional<Member> owner = forPeer ? Optional.empty() : peers.manifestOwnerElsewhere(upstream, name, reference);
+    // A pass-through upstream is fetched here, with this client's credentials, which no peer has.
+    Optional<Member> owner = forPeer || upstream.passthrough()
+        ? Optional.empty() : peers.manifestOwnerElsewhere(upstream, name, reference);
     Supplier<Mono<UpstreamManifest>> fromUpstream =
         () -> upstreams.getManifest(upstream, name, reference, MediaTypes.ALL_MANIFESTS, maxBytes);
     // As for blobs: a peer's request never joins a fetch that waits on a peer, so two replicas
@@ -467,7 +469,7 @@ public class ProxyManifestService {
         continue;
       }
       Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
-          store.links().servable(child.digest(), upstream.key(), name.value()) ? store.cached(child.digest()) : Optional.empty();
+          store.links().servable(child.digest(), upstream.key(), name.value(), upstream.passthrough()) ? store.cached(child.digest()) : Optional.empty();
       fetch(upstream, name, reference, false, storedMeanwhile, prefetcher.layersOf(child.platform()))
           .subscribe(null, e -> log.debug("prefetch of {}/{}@{} failed: {}", upstream.key(), name, child.digest(), e.toString()));
     }

@@ -86,7 +86,12 @@ public class RateLimits {
    */
   public FillPermits admit(Identity identity, String clientAddress) {
     boolean anonymous = identity.anonymous();
-    String key = anonymous ? "anonymous@" + (clientAddress == null ? "-" : clientAddress) : identity.toString();
+    // A pass-through identity's name is whatever the client typed (the cache cannot check it):
+    // its bucket is per client address, with the authenticated limits, so names do not multiply buckets.
+    String address = clientAddress == null ? "-" : clientAddress;
+    String key = anonymous ? "anonymous@" + address
+        : identity.kind() == Identity.Kind.PASSTHROUGH ? "passthrough@" + address
+        : identity.toString();
     Allowance allowance = allowances.get(key, k -> new Allowance(identity, anonymous ? settings.anonymous() : settings.authenticated()));
     if (allowance.requests != null) {
       ConsumptionProbe probe = allowance.requests.tryConsumeAndReturnRemaining(1);

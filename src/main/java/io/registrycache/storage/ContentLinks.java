@@ -87,6 +87,16 @@ public final class ContentLinks {
    * upstreamKey} under the configured scope. Memory only.
    */
   public boolean servable(Digest digest, String upstreamKey, String repository) {
+    return servable(digest, upstreamKey, repository, false);
+  }
+
+  /**
+   * As {@link #servable(Digest, String, String)}; with {@code repositoryOnly}, as if the scope
+   * were {@link ContentScope#REPOSITORY} whatever is configured (for an upstream whose clients
+   * may see different repositories). Memory only.
+   */
+  public boolean servable(Digest digest, String upstreamKey, String repository, boolean repositoryOnly) {
+    ContentScope scope = repositoryOnly ? ContentScope.REPOSITORY : this.scope;
     if (scope == ContentScope.SHARED) {
       return true;
     }
@@ -113,11 +123,17 @@ public final class ContentLinks {
    * the upstream again. Blocking.
    */
   public boolean recheck(Digest digest, String upstreamKey, String repository) {
-    if (servable(digest, upstreamKey, repository)) {
+    return recheck(digest, upstreamKey, repository, false);
+  }
+
+  /** As {@link #recheck(Digest, String, String)}, with {@code repositoryOnly} as {@link #servable(Digest, String, String, boolean)}. */
+  public boolean recheck(Digest digest, String upstreamKey, String repository, boolean repositoryOnly) {
+    if (servable(digest, upstreamKey, repository, repositoryOnly)) {
       return true;
     }
+    boolean inRepository = repositoryOnly || scope == ContentScope.REPOSITORY;
     java.util.Optional<String> found = persistence.find(
-        digest, StorageLayout.safeSegment(upstreamKey), scope == ContentScope.REPOSITORY ? repository : null);
+        digest, StorageLayout.safeSegment(upstreamKey), inRepository ? repository : null);
     found.ifPresent(key -> links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet()).add(key));
     return found.isPresent();
   }

@@ -16,6 +16,9 @@ import java.util.Set;
  * @param aliases other host names meaning this upstream
  * @param dockerHubNaming whether single-component names get the {@code library/} prefix
  * @param settings the configuration this upstream was built from (credentials, TLS, timeouts)
+ * @param client for a pass-through upstream ({@code credentials: passthrough}), the credentials
+ *     of the client this upstream is fetched for ({@link #forClient}); {@code null} otherwise, and
+ *     on the configured upstream itself (then the upstream is asked anonymously)
  */
 public record Upstream(
     String key,
@@ -23,11 +26,46 @@ public record Upstream(
     URI url,
     Set<String> aliases,
     boolean dockerHubNaming,
-    UpstreamProperties settings) {
+    UpstreamProperties settings,
+    ClientCredential client) {
 
   /** @throws IllegalArgumentException when {@code key} is not a valid {@link UpstreamKey} */
   public Upstream {
     new UpstreamKey(key);
+  }
+
+  /** An upstream as configured, fetched with the cache's credentials (or, if pass-through, anonymously). */
+  public Upstream(
+      String key, String host, URI url, Set<String> aliases, boolean dockerHubNaming, UpstreamProperties settings) {
+    this(key, host, url, aliases, dockerHubNaming, settings, null);
+  }
+
+  /** Whether this upstream is fetched with each client's own credentials ({@code credentials: passthrough}). */
+  public boolean passthrough() {
+    return settings != null && settings.passthrough();
+  }
+
+  /**
+   * This upstream, fetched with {@code credential} when it is a pass-through upstream; every
+   * request made with the result (a fill, its retries and resumes, a confirmation) sends them.
+   * Unchanged for an upstream fetched with the cache's credentials.
+   */
+  public Upstream forClient(ClientCredential credential) {
+    if (!passthrough()) {
+      return this;
+    }
+    return new Upstream(key, host, url, aliases, dockerHubNaming, settings,
+        credential == null ? ClientCredential.ANONYMOUS : credential);
+  }
+
+  /** This upstream without any client's credentials, as configured: what may be kept beyond a request. */
+  public Upstream withoutClient() {
+    return client == null ? this : new Upstream(key, host, url, aliases, dockerHubNaming, settings, null);
+  }
+
+  /** The client credentials this upstream is fetched with: {@link ClientCredential#ANONYMOUS} when none. */
+  public ClientCredential clientCredential() {
+    return client == null ? ClientCredential.ANONYMOUS : client;
   }
 
   /**

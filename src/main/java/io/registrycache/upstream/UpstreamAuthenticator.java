@@ -18,7 +18,9 @@ import reactor.core.scheduler.Scheduler;
  * section 11.6.1), a {@code Basic} challenge gets the upstream's credential as basic credentials
  * (RFC 7617); a {@code Bearer} challenge gets a token from the {@link TokenProvider}.
  *
- * <p>The resulting {@link UpstreamAuthorization} is cached per (upstream, repository) and used for
+ * <p>The resulting {@link UpstreamAuthorization} is cached per (upstream, repository) — for a
+ * pass-through upstream per (upstream, repository, client credentials' {@link ClientCredential#id()}),
+ * never shared between clients — and used for
  * manifests, blobs and tags alike, until its own {@link UpstreamAuthorization#reuseFor()} (the
  * token's {@code expires_in} less a margin) ends. Loading is single-flight: concurrent requests for
  * one key share one token request. The credential lookup blocks (files, credential helpers), so
@@ -30,8 +32,16 @@ import reactor.core.scheduler.Scheduler;
  */
 final class UpstreamAuthenticator {
 
-  /** Key of a cached authorization. */
-  record Key(String upstreamKey, String repository) {}
+  /**
+   * Key of a cached authorization. {@code client} is the {@link ClientCredential#id()} of the
+   * client credentials for a pass-through upstream (so a token got with one client's credentials
+   * is never sent for another), empty otherwise.
+   */
+  record Key(String upstreamKey, String repository, String client) {
+    static Key of(Upstream upstream, RepositoryName repository) {
+      return new Key(upstream.key(), repository.value(), upstream.passthrough() ? upstream.clientCredential().id() : "");
+    }
+  }
 
   /**
    * Outcome of one token load. Failures are values, not failed futures: Caffeine logs every
@@ -65,7 +75,7 @@ final class UpstreamAuthenticator {
    * already known, or none (try anonymously, a 401 tells what is needed).
    */
   Mono<Optional<UpstreamAuthorization>> current(Upstream upstream, RepositoryName repository) {
-    Key key = new Key(upstream.key(), repository.value());
+    Key key = Key.of(upstream, repository);
     CompletableFuture<Outcome> cached = authorizations.getIfPresent(key);
     if (cached != null) {
       return unwrap(cached).map(Optional::of);
@@ -85,14 +95,14 @@ final class UpstreamAuthenticator {
   Mono<UpstreamAuthorization> answer(
       Upstream upstream, RepositoryName repository, String challenge, UpstreamAuthorization rejected) {
     challenges.put(upstream.key(), challenge);
-    Key key = new Key(upstream.key(), repository.value());
+    Key key = Key.of(upstream, repository);
     forget(key, rejected);
     return load(upstream, repository, key, challenge);
   }
 
   /** Drops {@code rejected} from the cache unless it was replaced meanwhile. */
   void forget(Upstream upstream, RepositoryName repository, UpstreamAuthorization rejected) {
-    forget(new Key(upstream.key(), repository.value()), rejected);
+    forget(Key.of(upstream, repository), rejected);
   }
 
   private void forget(Key key, UpstreamAuthorization rejected) {
@@ -151,8 +161,10 @@ final class UpstreamAuthenticator {
                         () ->
                             WebClientTokenProvider.unauthorized(
                                 upstream,
-                                "requires a login (Basic challenge) but no credentials are configured "
-                                    + "(registry-cache.upstreams." + upstream.key() + ".username)"));
+                                upstream.passthrough()
+                                    ? "requires a login (Basic challenge) and the client gave no credentials"
+                                    : "requires a login (Basic challenge) but no credentials are configured "
+                                        + "(registry-cache.upstreams." + upstream.key() + ".username)"));
                 return Mono.just(UpstreamAuthorization.basic(c.getUsername(), c.getPassword()));
               }
               if (!challenge.isBearer()) {
@@ -165,6 +177,10 @@ final class UpstreamAuthenticator {
   }
 
   private static Optional<Credential> credential(Upstream upstream, RepositoryName repository) {
+    if (upstream.passthrough()) {
+      ClientCredential client = upstream.clientCredential();
+      return client.anonymous() ? Optional.empty() : Optional.of(Credential.from(client.user(), client.password()));
+    }
     try {
       return UpstreamCredentials.resolve(upstream, repository);
     } catch (IllegalStateException e) {

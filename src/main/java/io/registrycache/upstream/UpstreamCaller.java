@@ -112,7 +112,9 @@ final class UpstreamCaller {
     if (existing != null) {
       return existing;
     }
-    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(upstream, loops, policy));
+    // The pool outlives any request: never the client credentials of a pass-through upstream.
+    Upstream configured = upstream.withoutClient();
+    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(configured, loops, policy));
   }
 
   /**

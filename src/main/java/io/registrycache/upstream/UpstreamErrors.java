@@ -65,7 +65,9 @@ final class UpstreamErrors {
       return new UpstreamException(
           upstream.key(), OciErrorCode.UNAUTHORIZED, HttpStatus.UNAUTHORIZED,
           prefix + "not authorized for " + what + " even after authenticating (" + reason
-              + "); check the configured credentials",
+              + (upstream.passthrough()
+                  ? "); the upstream refuses the client's own credentials (credentials: passthrough)"
+                  : "); check the configured credentials"),
           null, null, status);
     }
     if (status == 403) {

@@ -137,7 +137,7 @@ public class UpstreamResilience {
     if (existing != null) {
       return existing;
     }
-    return guards.computeIfAbsent(upstream.key(), k -> new Guard(upstream));
+    return guards.computeIfAbsent(upstream.key(), k -> new Guard(upstream.withoutClient()));
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -154,6 +154,32 @@ class ContentScopeTest {
     }
   }
 
+  /**
+   * Credential pass-through: a pass-through upstream's clients may see different repositories, so
+   * its content is served per repository in every scope, a blob or manifest stored for X being
+   * served in Y only after a {@code HEAD} there (with the asking client's credentials).
+   */
+  @ParameterizedTest
+  @EnumSource(ContentScope.class)
+  void aPassthroughUpstreamsContentIsServedPerRepositoryInEveryScope(ContentScope scope) throws Exception {
+    open(scope, false);
+    Upstream p = new Upstream("p", "p.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
+        RegistryCacheProperties.upstream(java.util.Map.of("credentials", "passthrough")));
+    Upstream alice = p.forClient(new io.registrycache.upstream.ClientCredential("alice", "a"));
+    Upstream bob = p.forClient(new io.registrycache.upstream.ClientCredential("bob", "b"));
+    upstreamHas.add("p/team/x");
+    assertThat(pullBlob(alice, x)).isEqualTo(blob);
+    assertThat(pullManifest(alice, x)).isEqualTo(manifest);
+    heads.clear();
+    assertNotFound(() -> pullBlob(bob, y));
+    assertNotFound(() -> pullManifest(bob, y));
+    assertThat(heads).containsExactly("blob p/team/y", "manifest p/team/y");
+    heads.clear();
+    upstreamHas.add("p/team/y");
+    assertThat(pullBlob(bob, y)).isEqualTo(blob);
+    assertThat(heads).containsExactly("blob p/team/y");
+  }
+
   @ParameterizedTest
   @EnumSource(ContentScope.class)
   void contentOfAxUnderUpstreamBIsServedOnlyAsTheScopeAllows(ContentScope scope) throws Exception {

@@ -126,6 +126,19 @@ class RateLimitsTest {
     }
   }
 
+  /** Credential pass-through: the name of a pass-through identity is unchecked, so its bucket is per address. */
+  @Test
+  void passthroughIdentitiesAreLimitedPerClientAddressNotPerName() {
+    RateLimits limits = limits("authenticated.requests-per-second", "1", "authenticated.burst", "2");
+    limits.admit(new Identity(Identity.Kind.PASSTHROUGH, "dana"), "10.0.0.1");
+    limits.admit(new Identity(Identity.Kind.PASSTHROUGH, "erin"), "10.0.0.1");
+    assertThatThrownBy(() -> limits.admit(new Identity(Identity.Kind.PASSTHROUGH, "a-new-name"), "10.0.0.1"))
+        .isInstanceOf(RateLimited.class);
+    limits.admit(new Identity(Identity.Kind.PASSTHROUGH, "dana"), "10.0.0.2");
+    limits.admit(ALICE, "10.0.0.1"); // a user of the cache keeps a bucket of its own
+    assertThat(refused("passthrough", "requests")).isEqualTo(1);
+  }
+
   @Test
   void zeroMeansUnlimited() {
     RateLimits limits = limits("authenticated.requests-per-second", "0", "authenticated.concurrent-fills", "0");

@@ -47,6 +47,16 @@ public final class ImagePusher {
                     .encodeToString((username + ":" + password).getBytes(StandardCharsets.UTF_8));
   }
 
+  private ImagePusher(String baseUrl, String authorization, boolean raw) {
+    this.baseUrl = baseUrl.endsWith("/") ? baseUrl.substring(0, baseUrl.length() - 1) : baseUrl;
+    this.authorization = authorization;
+  }
+
+  /** Pushes with {@code authorization} as the {@code Authorization} header, e.g. {@code Bearer <token>}. */
+  public static ImagePusher withAuthorization(String baseUrl, String authorization) {
+    return new ImagePusher(baseUrl, authorization, true);
+  }
+
   /** Uploads a blob in one piece; returns its descriptor. */
   public Descriptor pushBlob(String repository, Blob blob) {
     HttpResponse<String> started =

@@ -127,6 +127,36 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
     return waitingFor(Wait.forHttp("/v2/").forPort(PORT).forStatusCode(401));
   }
 
+  /**
+   * Basic authentication with several users (name → password), from one htpasswd file; {@link
+   * #pusher()} pushes as the first. distribution's htpasswd gives every user every repository.
+   * Call before {@code start()}.
+   */
+  public UpstreamRegistryContainer withHtpasswd(java.util.Map<String, String> users) {
+    java.util.Map.Entry<String, String> first = users.entrySet().iterator().next();
+    withHtpasswd(first.getKey(), first.getValue());
+    StringBuilder lines = new StringBuilder();
+    users.forEach((user, pass) -> lines.append(htpasswdLine(user, pass)));
+    withCopyToContainer(Transferable.of(lines.toString()), "/auth/htpasswd");
+    return this;
+  }
+
+  /**
+   * Token authentication (distribution's {@code auth.token}): bearer tokens of the issuer whose
+   * certificate is {@code rootCertificatePem} ({@link TestTokenServer}), challenges naming {@code
+   * realm} and {@code service}. {@link #pusher()} does not authenticate then: push with a token
+   * ({@link ImagePusher#withAuthorization}). Call before {@code start()}.
+   */
+  public UpstreamRegistryContainer withTokenAuth(String realm, String service, String issuer, String rootCertificatePem) {
+    withEnv("REGISTRY_AUTH", "token");
+    withEnv("REGISTRY_AUTH_TOKEN_REALM", realm);
+    withEnv("REGISTRY_AUTH_TOKEN_SERVICE", service);
+    withEnv("REGISTRY_AUTH_TOKEN_ISSUER", issuer);
+    withEnv("REGISTRY_AUTH_TOKEN_ROOTCERTBUNDLE", "/auth/root.pem");
+    withCopyToContainer(Transferable.of(rootCertificatePem), "/auth/root.pem");
+    return waitingFor(Wait.forHttp("/v2/").forPort(PORT).forStatusCode(401));
+  }
+
   /** A pusher that seeds this registry (with the {@link #withHtpasswd} user, if any). */
   public ImagePusher pusher() {
     return new ImagePusher(baseUrl(), username, password);
