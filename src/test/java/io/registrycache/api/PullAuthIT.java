@@ -349,4 +349,32 @@ class PullAuthIT extends AbstractCacheIT {
         "-u", "ci", "-p", ROBOT_TOKEN, "--output", manifest.toString(), ref).assertSuccess();
     assertThat(Sha256.digest(Files.readAllBytes(manifest))).isEqualTo(image.manifest().digest());
   }
+
+  /**
+   * Docker as the client: {@code docker login} to the cache (a Docker config of the test's own) and
+   * {@code docker pull} of an image through it; refused before the login. The engine treats
+   * {@code localhost} as a plain-HTTP registry. The pulled image's repository digest is the pushed
+   * manifest's.
+   */
+  @Test
+  void dockerLogsInToTheCacheAndPullsThroughIt() throws IOException {
+    Command.requireTool(Command.onPath("docker")
+        && Command.run(Duration.ofSeconds(20), "docker", "info").exitCode() == 0, "no Docker engine answers");
+    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("docker-login"), "v1"));
+    String host = "localhost:" + port;
+    String ref = host + "/" + image.repository() + ":v1";
+    String config = Files.createDirectories(work.resolve("docker-client-config")).toString();
+    Duration limit = Duration.ofMinutes(2);
+    try {
+      Command.Result refused = Command.run(limit, "docker", "--config", config, "pull", ref);
+      assertThat(refused.exitCode()).as(refused.output()).isNotZero();
+      Command.run(limit, "docker", "--config", config, "login", host, "-u", "ci", "-p", ROBOT_TOKEN).assertSuccess();
+      Command.run(limit, "docker", "--config", config, "pull", ref).assertSuccess();
+      Command.Result digests = Command.run(limit, "docker", "image", "inspect", "--format", "{{json .RepoDigests}}", ref)
+          .assertSuccess();
+      assertThat(digests.output()).contains(host + "/" + image.repository() + "@" + image.manifest().digest());
+    } finally {
+      Command.run(limit, "docker", "image", "rm", "--force", ref);
+    }
+  }
 }
