@@ -113,6 +113,28 @@ class BlobWriterTest {
     return b.array();
   }
 
+  /** {@code writer.commit(size)} on another thread. */
+  private static java.util.concurrent.CompletableFuture<Long> commitLater(BlobWriter writer, long size) {
+    return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+      try {
+        return writer.commit(size);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+  }
+
+  /** Opens a reader of {@code writer} and reads {@code size} bytes, on another thread. */
+  private static java.util.concurrent.CompletableFuture<byte[]> readLater(BlobWriter writer, int size) {
+    return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+      try (FileChannel in = writer.openReader()) {
+        return readAll(in, size);
+      } catch (IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    });
+  }
+
   @Test
   void aReaderOpensWhileTheStoreStepRunsWithoutWaitingForIt() throws Exception {
     byte[] content = random(50_000, 7);
@@ -121,22 +143,10 @@ class BlobWriterTest {
     HeldStore store = new HeldStore(root.resolve("w/stored"), false);
     BlobWriter writer = new BlobWriter(digest, root.resolve("w/temp"), store);
     writer.append(ByteBuffer.wrap(content));
-    var commit = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-      try {
-        return writer.commit(content.length);
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    });
+    var commit = commitLater(writer, content.length);
     assertThat(store.renamed.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
     // Before the fix the open waited on the commit's lock until the store step ended.
-    var open = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-      try (FileChannel in = writer.openReader()) {
-        return readAll(in, content.length);
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    });
+    var open = readLater(writer, content.length);
     try {
       assertThat(open.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
       assertThat(commit).isNotDone();
@@ -154,21 +164,9 @@ class BlobWriterTest {
     HeldStore store = new HeldStore(root.resolve("w/stored"), true);
     BlobWriter writer = new BlobWriter(digest, root.resolve("w/temp"), store);
     writer.append(ByteBuffer.wrap(content));
-    var commit = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-      try {
-        return writer.commit(content.length);
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    });
+    var commit = commitLater(writer, content.length);
     assertThat(store.renamed.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-    var open = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-      try (FileChannel in = writer.openReader()) {
-        return readAll(in, content.length);
-      } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
-      }
-    });
+    var open = readLater(writer, content.length);
     // temp is gone and the store has not said where the file went yet: the open waits for it.
     store.release.countDown();
     assertThat(open.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
