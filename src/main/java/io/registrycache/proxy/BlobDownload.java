@@ -501,11 +501,13 @@ public final class BlobDownload {
     return false;
   }
 
-  /** A live reader drained part of its queue, or left: the upstream may be read again. */
+  /**
+   * A live reader drained part of its queue, or left: the upstream may be read again. Looks at
+   * {@code paused} under the lock only: read outside it, a reader that emptied its queue while the
+   * fill was deciding, on the queue as it was, to pause saw "not paused" and went away, and no one
+   * woke the fill (the reader waited for bytes, the fill for the reader, until the client gave up).
+   */
   private void readerCaughtUp() {
-    if (!paused) {
-      return;
-    }
     boolean resume;
     synchronized (lock) {
       resume = canResume();
