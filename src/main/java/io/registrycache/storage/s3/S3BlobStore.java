@@ -505,11 +505,12 @@ public final class S3BlobStore implements BlobStore {
           try {
             await(u.complete());
           } catch (IOException e) {
-            // Aborted by another writer that stored the same blob: its object is the verified bytes.
-            if (!uploadTakenOver(e) || !ownersCopy(digest, size)) {
+            if (!uploadTakenOver(e)) {
               throw e;
             }
-            uploadsSkipped.incrementAndGet();
+            // Aborted by another writer that stored the same blob: now a fill behind an owner,
+            // which takes that object (verified bytes) or, when it is not there, uploads this copy.
+            return store(temp, size);
           }
           ownUploads.forget(record);
           record = null;
