@@ -48,9 +48,11 @@ import reactor.core.scheduler.Schedulers;
  * in flight, the fill waits beyond that). At commit, once verified, the rest goes
  * as the last part and the upload is completed to the final key; a blob smaller than one part is
  * one PUT of the verified file. A mismatch, an upstream error or an abort aborts the upload, so no
- * object ever appears under a final key unverified; uploads of a replica killed mid-fill are
- * aborted when older than {@code storage.s3.abandoned-upload-age}, at start-up and every half of
- * that age. After the commit the temporary file stays for the delete grace (at least 30 s) for
+ * object ever appears under a final key unverified. Uploads of a replica killed mid-fill are
+ * aborted by that replica at its restart (it records its uploads under {@code storage.path}:
+ * {@link OwnUploads}), by the next writer that stores the same blob (it aborts the key's other
+ * uploads), and in any case when older than {@code storage.s3.abandoned-upload-age}, at start-up
+ * and every half of that age. After the commit the temporary file stays for the delete grace (at least 30 s) for
  * readers that join the finished fill, then goes: it is the local tier of the fill only.
  *
  * <p><b>Index.</b> Like the file-system store, the whole index (digest → size, created,
