@@ -342,7 +342,13 @@ public class ProxyBlobService implements SmartLifecycle {
     BlobDownload download = new BlobDownload(
         digest,
         upstream.key() + "/" + name + "@" + digest,
-        () -> owner.isPresent() ? store.newWriterBehindOwner(digest) : store.newWriter(digest),
+        () -> {
+          BlobStore.Writer writer = owner.isPresent() ? store.newWriterBehindOwner(digest) : store.newWriter(digest);
+          // Linked before the blob becomes visible: a replica on a shared store that finds the
+          // object finds the link too, and serves it without an upstream HEAD (issue 24).
+          writer.beforeVisible(() -> store.links().link(digest, upstream.key(), name.value()));
+          return writer;
+        },
         source,
         storage,
         blobSettings);

@@ -74,6 +74,8 @@ public final class BlobWriter implements BlobStore.Writer {
   /** Size and digest checked out ({@link #verify}); the digest state is consumed then. */
   private boolean verified;
   private State state = State.OPEN;
+  /** Run in {@link #commit} between the verification and the sink's store step. */
+  private volatile Runnable beforeVisible = () -> {};
   /** What readers open: the temporary file, then what the sink names. */
   private Path readable;
 
@@ -173,6 +175,12 @@ public final class BlobWriter implements BlobStore.Writer {
         }
         state = State.STORING;
       }
+      try {
+        beforeVisible.run();
+      } catch (RuntimeException e) {
+        org.slf4j.LoggerFactory.getLogger(BlobWriter.class)
+            .warn("blob {}: the step before it becomes visible failed, storing it anyway: {}", digest, e.toString());
+      }
       // Not under the lock: a store step can take long (an fsync, an object-store upload), and
       // readers opening the file meanwhile must not wait for it (they open temp; see openReader).
       Path stored = sink.store(temp, size);
@@ -211,6 +219,11 @@ public final class BlobWriter implements BlobStore.Writer {
     }
     verified = true;
     return size;
+  }
+
+  @Override
+  public void beforeVisible(Runnable action) {
+    this.beforeVisible = action;
   }
 
   @Override

@@ -119,6 +119,34 @@ public abstract class BlobStoreContract {
   }
 
   @Test
+  void theStepBeforeVisibilityRunsOnceVerifiedAndBeforeTheBlobIsStored() throws Exception {
+    for (int size : new int[] {100_000, 2 * PART + 3}) {
+      byte[] content = random(size, 50 + size);
+      Digest digest = Digest.sha256(content);
+      BlobStore.Writer w = store().newWriter(digest);
+      w.append(ByteBuffer.wrap(content));
+      java.util.List<Boolean> visibleThen = new java.util.ArrayList<>();
+      w.beforeVisible(() -> {
+        try {
+          visibleThen.add(presentAtFinalLocation(digest) || store().size(digest).isPresent());
+        } catch (Exception e) {
+          throw new IllegalStateException(e);
+        }
+      });
+      assertThat(w.commit(size)).isEqualTo(size);
+      assertThat(visibleThen).as("ran once, while the blob was not yet visible").containsExactly(false);
+      assertThat(presentAtFinalLocation(digest)).isTrue();
+    }
+    byte[] content = random(1_000, 59);
+    BlobStore.Writer wrong = store().newWriter(Digest.sha256(random(1_000, 60)));
+    wrong.append(ByteBuffer.wrap(content));
+    boolean[] ran = {false};
+    wrong.beforeVisible(() -> ran[0] = true);
+    assertThatThrownBy(() -> wrong.commit(content.length)).isInstanceOf(ContentVerificationException.class);
+    assertThat(ran[0]).as("not for bytes that fail verification").isFalse();
+  }
+
+  @Test
   void aStoredBlobOpensWholeAndRangedAndSurvivesARestart() throws Exception {
     for (int size : new int[] {0, 1, 100_000, 2 * PART + 12_345}) {
       byte[] content = random(size, size);

@@ -48,9 +48,11 @@ import reactor.core.scheduler.Schedulers;
  * in flight, the fill waits beyond that). At commit, once verified, the rest goes
  * as the last part and the upload is completed to the final key; a blob smaller than one part is
  * one PUT of the verified file. A mismatch, an upstream error or an abort aborts the upload, so no
- * object ever appears under a final key unverified; uploads of a replica killed mid-fill are
- * aborted when older than {@code storage.s3.abandoned-upload-age}, at start-up and every half of
- * that age. After the commit the temporary file stays for the delete grace (at least 30 s) for
+ * object ever appears under a final key unverified. Uploads of a replica killed mid-fill are
+ * aborted by that replica at its restart (it records its uploads under {@code storage.path}:
+ * {@link OwnUploads}), by the next writer that stores the same blob (it aborts the key's other
+ * uploads), and in any case when older than {@code storage.s3.abandoned-upload-age}, at start-up
+ * and every half of that age. After the commit the temporary file stays for the delete grace (at least 30 s) for
  * readers that join the finished fill, then goes: it is the local tier of the fill only.
  *
  * <p><b>Index.</b> Like the file-system store, the whole index (digest → size, created,
@@ -113,6 +115,9 @@ public final class S3BlobStore implements BlobStore {
   private final ContentLinks links;
   /** Local copies of blobs ({@code storage.s3.local-tier-size}); null when off. */
   private final S3LocalTier tier;
+  /** This replica's record of the uploads it started and has not finished. */
+  private final OwnUploads ownUploads;
+  private final AtomicLong othersUploadsAborted = new AtomicLong();
   private volatile Runnable onStored = () -> {};
 
   /**
@@ -151,6 +156,12 @@ public final class S3BlobStore implements BlobStore {
     this.tier = tierBytes > 0 && !redirect
         ? new S3LocalTier(objects, layout, tierBytes, deleteGrace, index::size)
         : null;
+    try {
+      this.ownUploads = new OwnUploads(layout);
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException("cannot create the folder of upload records under " + layout.root(), e);
+    }
+    abortOwnLeftUploads();
     abortAbandonedUploads();
     long period = Math.max(1000, abandonedUploadAge.toMillis() / 2);
     this.sweeper = executor.scheduleWithFixedDelay(this::abortAbandonedUploads, period, period, TimeUnit.MILLISECONDS);
@@ -228,6 +239,66 @@ public final class S3BlobStore implements BlobStore {
     } catch (RuntimeException e) {
       log.warn("object store: cannot refresh the blob index, will try again: {}", e.toString());
     }
+  }
+
+  /**
+   * Aborts the uploads this replica started in a previous run and did not finish (it was killed
+   * mid-fill, or an abort failed), as its own record lists them ({@link OwnUploads}); at start-up,
+   * whatever their age. A record whose abort fails is kept for the next start (and the upload for
+   * the {@code abandoned-upload-age} sweep).
+   *
+   * @return uploads aborted (or found gone already)
+   */
+  int abortOwnLeftUploads() {
+    List<OwnUploads.Recorded> left;
+    try {
+      left = ownUploads.left();
+    } catch (IOException e) {
+      log.warn("cannot read this replica's upload records: {}", e.toString());
+      return 0;
+    }
+    int aborted = 0;
+    for (OwnUploads.Recorded r : left) {
+      try {
+        objects.abortUpload(r.key(), r.uploadId()).block(ABORT_TIMEOUT);
+        ownUploads.forget(r.file());
+        aborted++;
+      } catch (RuntimeException e) {
+        log.warn("object store: cannot abort this replica's unfinished upload to {}, will try at the next start: {}",
+            r.key(), e.toString());
+      }
+    }
+    if (aborted > 0) {
+      log.info("object store: aborted {} multipart uploads this replica left unfinished (killed mid-fill)", aborted);
+    }
+    return aborted;
+  }
+
+  /**
+   * Aborts every other multipart upload to the key of {@code digest}, whose object is now in the
+   * bucket: the upload of an owner that died mid-fill (this replica took its blob over), or of a
+   * concurrent writer of the same bytes, which then finds the object and keeps it. One LIST of
+   * the key's uploads. Failures are logged: the {@code abandoned-upload-age} sweep remains.
+   */
+  private void abortOthersUploads(Digest digest, String ownUploadId) {
+    try {
+      List<S3Objects.OpenUpload> others = objects.uploadsTo(key(digest))
+          .filter(u -> !u.uploadId().equals(ownUploadId))
+          .collectList()
+          .block(ABORT_TIMEOUT);
+      for (S3Objects.OpenUpload u : others == null ? List.<S3Objects.OpenUpload>of() : others) {
+        objects.abortUpload(u.key(), u.uploadId()).block(ABORT_TIMEOUT);
+        othersUploadsAborted.incrementAndGet();
+        log.info("blob {}: aborted another writer's unfinished upload (started {}) now that the object is stored", digest, u.initiated());
+      }
+    } catch (RuntimeException e) {
+      log.warn("blob {}: cannot look for other writers' uploads to abort: {}", digest, e.toString());
+    }
+  }
+
+  /** Uploads of other writers aborted because this replica stored their blob (since start-up). */
+  public long othersUploadsAborted() {
+    return othersUploadsAborted.get();
   }
 
   /** Aborts multipart uploads older than {@code abandoned-upload-age}: those of killed fills. */
@@ -356,6 +427,8 @@ public final class S3BlobStore implements BlobStore {
   private final class Upload implements BlobWriter.Sink {
     private final Digest digest;
     private volatile S3Objects.Upload upload;
+    /** This replica's record of {@link #upload} ({@link OwnUploads}); null before it starts. */
+    private volatile Path record;
     /** Bytes sent as parts so far. */
     private long sent;
     /** Nothing sent yet: the owner replica is storing the same bytes ({@link #newWriterBehindOwner}). */
@@ -374,13 +447,41 @@ public final class S3BlobStore implements BlobStore {
       // Keep at least one byte back: the last part must not be empty.
       while (written - sent > partSize) {
         if (upload == null) {
-          upload = await(objects.startUpload(key(digest)));
+          S3Objects.Upload started = await(objects.startUpload(key(digest)));
+          record = ownUploads.record(started.key(), started.uploadId());
+          upload = started;
         }
         // Backpressure: a fill outrunning the store waits here (and so reads its upstream slower).
-        await(upload.partsInFlightAtMost(MAX_PARTS_IN_FLIGHT - 1));
+        try {
+          await(upload.partsInFlightAtMost(MAX_PARTS_IN_FLIGHT - 1));
+        } catch (IOException e) {
+          if (uploadTakenOver(e)) {
+            return;
+          }
+          throw e;
+        }
         upload.addPart(temp, sent, partSize);
         sent += partSize;
       }
+    }
+
+    /**
+     * Whether {@code e} says this fill's upload is gone (404: another writer stored the blob and
+     * aborted it, {@link #abortOthersUploads}). The fill then continues as one behind an owner:
+     * nothing more is sent, and at the commit the object under the final key (always verified
+     * content) is looked for, and this replica's copy uploaded only if it is not there.
+     */
+    private boolean uploadTakenOver(IOException e) {
+      if (e.getCause() == null || !S3Objects.notFound(e.getCause())) {
+        return false;
+      }
+      log.info("blob {}: this fill's upload was aborted by another writer that stored the blob; checking its object at the commit", digest);
+      ownUploads.forget(record);
+      record = null;
+      upload = null;
+      sent = 0;
+      behindOwner = true;
+      return true;
     }
 
     @Override
@@ -403,7 +504,21 @@ public final class S3BlobStore implements BlobStore {
           if (size > sent) {
             u.addPart(temp, sent, size - sent);
           }
-          await(u.complete());
+          try {
+            await(u.complete());
+          } catch (IOException e) {
+            if (!uploadTakenOver(e)) {
+              throw e;
+            }
+            // Aborted by another writer that stored the same blob: now a fill behind an owner,
+            // which takes that object (verified bytes) or, when it is not there, uploads this copy.
+            return store(temp, size);
+          }
+          ownUploads.forget(record);
+          record = null;
+        }
+        if (size > partSize) { // only a blob of several parts has ever been a multipart upload
+          abortOthersUploads(digest, u == null ? "" : u.uploadId());
         }
       }
       index.stored(digest, size, clock.millis(), () -> {});
@@ -429,7 +544,10 @@ public final class S3BlobStore implements BlobStore {
       }
       S3Objects.Upload u = upload;
       if (u != null) {
-        Mono<Void> abort = u.abort().doOnError(e -> log.warn("cannot abort upload of blob {}: {}", digest, e.toString()));
+        Path recorded = record;
+        Mono<Void> abort = u.abort()
+            .doOnError(e -> log.warn("cannot abort upload of blob {}: {}", digest, e.toString()))
+            .doOnSuccess(done -> ownUploads.forget(recorded));
         if (Schedulers.isInNonBlockingThread()) {
           abort.subscribe(null, e -> {});
         } else {

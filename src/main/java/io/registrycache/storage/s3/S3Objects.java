@@ -253,6 +253,26 @@ public final class S3Objects implements AutoCloseable {
         .map(Long::intValue);
   }
 
+  /** One multipart upload in progress: its key (relative to the prefix), id and start. */
+  public record OpenUpload(String key, String uploadId, Instant initiated) {}
+
+  /** The multipart uploads in progress to exactly {@code key} (one LIST of uploads). */
+  public Flux<OpenUpload> uploadsTo(String key) {
+    return Flux.from(client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix + key)).uploads())
+        .filter(u -> u.key().equals(prefix + key))
+        .map(u -> new OpenUpload(key, u.uploadId(), u.initiated()));
+  }
+
+  /**
+   * Aborts the multipart upload {@code uploadId} to {@code key}; one that is gone already
+   * (completed or aborted) succeeds. Errors of the store otherwise.
+   */
+  public Mono<Void> abortUpload(String key, String uploadId) {
+    return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId)))
+        .then()
+        .onErrorResume(S3Objects::notFound, e -> Mono.empty());
+  }
+
   private Mono<Void> abort(MultipartUpload u) {
     return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(u.key()).uploadId(u.uploadId())))
         .then()
@@ -357,6 +377,11 @@ public final class S3Objects implements AutoCloseable {
       return key;
     }
 
+    /** The store's id of this upload. */
+    public String uploadId() {
+      return uploadId;
+    }
+
     /**
      * Uploads the next part from a region of a file, which may still be growing beyond the
      * region (a fill in progress); parts may be in flight together.
@@ -394,12 +419,14 @@ public final class S3Objects implements AutoCloseable {
           .then();
     }
 
-    /** Discards the parts; nothing appears under the key. Errors of the abort itself are dropped. */
+    /**
+     * Discards the parts; nothing appears under the key. An upload gone already (404) counts as
+     * aborted; other errors of the store are signalled, so the caller can keep its record of the
+     * upload for a later abort.
+     */
     public Mono<Void> abort() {
       parts.forEach(p -> p.cancel(false));
-      return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId)))
-          .then()
-          .onErrorResume(e -> Mono.empty());
+      return abortUpload(key, uploadId);
     }
   }
 }

@@ -30,7 +30,8 @@ import org.springframework.util.unit.DataSize;
  *     instead of streaming it through the replica; clients must reach {@code endpoint}
  * @param abandonedUploadAge multipart uploads started longer ago than this are taken for those of
  *     a replica killed during a fill and aborted, at start-up and every half of it; must exceed
- *     the longest fill
+ *     the longest fill. The backstop: a replica aborts its own unfinished uploads at its restart,
+ *     and a blob's next writer aborts a dead writer's upload of it
  * @param indexRefresh how often the in-memory index of blobs is brought up to date with the
  *     bucket (blobs other replicas stored or removed since), by listing it; {@code 0} for only at
  *     start-up

@@ -255,6 +255,69 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     assertThat(abandoned.key()).startsWith("blobs/");
   }
 
+  @Test
+  void aReplicaKilledMidFillAbortsItsOwnUploadsAtItsRestartWhateverTheirAge() throws Exception {
+    byte[] content = random(2 * PART + 1, 41);
+    BlobStore.Writer killed = store().newWriter(Digest.sha256(content));
+    killed.append(ByteBuffer.wrap(content, 0, 2 * PART));
+    // Another replica's fill in progress on the same bucket: not this replica's to abort.
+    S3Objects.Upload othersFill = objects.startUpload("blobs/sha256/" + "cd".repeat(32)).block();
+    assertThat(writesInProgress()).isEqualTo(2);
+    store.close(); // killed: neither committed nor aborted
+    store = null;
+
+    store(); // restarted on the same storage.path; abandoned-upload-age is the default 6 h
+    assertThat(objects.uploadsInProgress("").collectList().block())
+        .as("only the other replica's upload is left").containsExactly(othersFill.key());
+    assertThat(presentAtFinalLocation(Digest.sha256(content))).isFalse();
+    assertThat(java.nio.file.Files.list(root.resolve(OwnUploads.FOLDER)).count()).as("records dropped").isZero();
+    othersFill.abort().block();
+  }
+
+  @Test
+  void theNextOwnerOfABlobAbortsTheDeadOwnersUploadWhenItStoresIt(@TempDir Path otherRoot) throws Exception {
+    byte[] content = random(2 * PART + 1, 43);
+    Digest digest = Digest.sha256(content);
+    RegistryCacheProperties cache =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
+    try (S3BlobStore deadOwner = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
+        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
+      deadOwner.newWriter(digest).append(ByteBuffer.wrap(content, 0, 2 * PART)); // and then it dies
+    }
+    assertThat(writesInProgress()).isEqualTo(1);
+
+    S3BlobStore newOwner = (S3BlobStore) store();
+    assertThat(write(newOwner.newWriter(digest), content)).isEqualTo(content.length);
+    assertThat(newOwner.othersUploadsAborted()).isEqualTo(1);
+    assertThat(writesInProgress()).as("the dead owner's upload is gone with the blob stored").isZero();
+    assertThat(read(newOwner.open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
+  }
+
+  @Test
+  void aLiveWriterWhoseUploadAnotherWriterAbortedStillCommitsOnTheStoredObject(@TempDir Path otherRoot) throws Exception {
+    byte[] content = random(3 * PART + 1, 45);
+    Digest digest = Digest.sha256(content);
+    RegistryCacheProperties cache =
+        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
+    try (S3BlobStore slow = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
+        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
+      BlobStore.Writer slowWriter = slow.newWriter(digest);
+      slowWriter.append(ByteBuffer.wrap(content, 0, PART + 1));
+      assertThat(writesInProgress()).isEqualTo(1);
+
+      write(store().newWriter(digest), content); // a second writer of the same bytes stores them first
+      assertThat(writesInProgress()).isZero();
+
+      slowWriter.append(ByteBuffer.wrap(content, PART + 1, content.length - PART - 1));
+      // S3 answers the aborted upload's parts and completion with 404 NoSuchUpload, and the writer
+      // then takes the stored object; s3proxy accepts them. Either way the commit must hold.
+      assertThat(slowWriter.commit(content.length)).isEqualTo(content.length);
+      assertThat(writesInProgress()).isZero();
+      assertThat(read(slow.open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
+      assertThat(java.nio.file.Files.list(otherRoot.resolve(OwnUploads.FOLDER)).count()).isZero();
+    }
+  }
+
   @Override
   protected Path tmp() {
     return layout.tmpRoot();
