@@ -98,7 +98,7 @@ EOF
 touch "$out/runs.tsv"
 log "$total runs into $out"
 
-n=0 failed=0
+n=0 failed=0 header_shown=0
 for m in $modes; do for t in $timeouts; do for l in $loops_list; do for r in $ramps; do for c in $threads_list; do
   n=$((n + 1))
   name="$target-$m-c=$c-t=$t-r=$r-l=$l"
@@ -112,6 +112,8 @@ for m in $modes; do for t in $timeouts; do for l in $loops_list; do for r in $ra
     failed=$((failed + 1))
     log "  did not run (exit $rc), see ${folder:+$folder/run.console}${folder:-$name.console}"
   else
+    # the summary's column header once, above the first result row
+    ((header_shown)) || { grep -E '^\| threads' "$out/$name/summary.md" | head -1 >&2 && header_shown=1; }
     grep -E '^\| [0-9]' "$out/$name/summary.md" | head -1 >&2
   fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$c" "$t" "$l" "$r" "$rc" "$folder" >>"$out/runs.tsv"
@@ -144,8 +146,10 @@ gnuplot_chart() {
   local dat="$out/.chart" plot1="" plot2="" key
   mkdir -p "$dat"
   # one data file per target/mode/timeout: threads images/s p90
-  python3 - "$out/matrix.csv" "$dat" <<'EOF' || return 1
+  python3 - "$out/matrix.csv" "$dat" "$SCRIPTS" <<'EOF' || return 1
 import csv, collections, sys
+sys.path.insert(0, sys.argv[3])
+from matrix_chart import thread_axis
 s = collections.defaultdict(list)
 for r in csv.DictReader(open(sys.argv[1])):
     if r["images_per_s"]:
@@ -154,6 +158,11 @@ for k, pts in s.items():
     with open(f"{sys.argv[2]}/{k}.dat", "w") as f:
         for p in sorted(pts):
             f.write(f"{p[0]} {p[1]} {p[2]}\n")
+# the thread axis as matrix_chart.py draws it: whole-number ticks, room round a single count
+ticks, (lo, hi) = thread_axis([p[0] for pts in s.values() for p in pts])
+with open(f"{sys.argv[2]}/axis.gp", "w") as f:
+    f.write(f"set xrange [{lo}:{hi}]\n")
+    f.write(f"set xtics ({', '.join(map(str, ticks))})\n" if len(ticks) <= 8 else "set format x '%.0f'\n")
 EOF
   for f in "$dat"/*.dat; do
     [[ -f "$f" ]] || continue
@@ -167,6 +176,7 @@ set terminal pngcairo size 1300,500 noenhanced
 set output '$out/matrix.png'
 set multiplot layout 1,2 title 'registry-cache pull matrix'
 set grid
+load '$dat/axis.gp'
 set xlabel 'threads'
 set ylabel 'images/s'
 set title 'Throughput'
