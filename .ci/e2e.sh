@@ -78,6 +78,10 @@ say "\$ $cmd"
 
 step 300 "jmeter -n -t perf/jmeter/pull.jmx" "$work/jmeter.log"
 grep -E '^summary = +[1-9][0-9]* ' "$work/jmeter.log" >&2 || fail "the plan ran no sample (see $work/jmeter.log)"
+! grep -q 'StatusConsoleListener' "$work/jmeter.log" || fail "the plan's console has log4j status lines (see $work/jmeter.log)"
+grep -E '^pull\.jmx: [1-9][0-9]* images pulled .* images/s' "$work/jmeter.log" >&2 || fail "the plan printed no images/s line"
+res="$(sed -n 's/^pull\.jmx: results: \(.*\) (summary.md: .*/\1/p' "$work/jmeter.log")"
+[[ -s "$res" ]] || fail "the plan wrote no results file by default (see $work/jmeter.log)"
 
 kill -- "-$app_pid" 2>/dev/null || true
 for _ in $(seq 1 60); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.5; done

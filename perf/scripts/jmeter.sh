@@ -72,8 +72,13 @@ maven_cmd() {
   fi
 }
 
+# The provisioned home's layout: a home of an older layout (PROVISIONED without this mark) is
+# assembled again. 2: log4j's status messages at ERROR (no StatusConsoleListener lines).
+LAYOUT="(layout 2)"
+provisioned() { grep -qF "$LAYOUT" "$HOME_DIR/PROVISIONED" 2>/dev/null && [[ -f "$HOME_DIR/bin/ApacheJMeter.jar" && -x "$HOME_DIR/bin/jmeter" ]]; }
+
 provision() {
-  [[ -f "$HOME_DIR/PROVISIONED" && -f "$HOME_DIR/bin/ApacheJMeter.jar" && -x "$HOME_DIR/bin/jmeter" ]] && return 0
+  provisioned && return 0
   local mvn java
   java="$(java_cmd)"
   [[ -n "$java" ]] || { log "no java found: install a JDK/JRE 17+ or set JAVA_HOME"; return 2; }
@@ -82,7 +87,7 @@ provision() {
   # one provisioning at a time (matrix and smoke may start together)
   exec 9>"$PERF_DIR/.jmeter/.lock"
   flock -w 600 9 || { log "timed out waiting for another provisioning"; return 2; }
-  if [[ ! -f "$HOME_DIR/PROVISIONED" || ! -x "$HOME_DIR/bin/jmeter" ]]; then
+  if ! provisioned; then
     log "provisioning JMeter $JMETER_VERSION from Maven Central into ${HOME_DIR#"$REPO_DIR"/} (once, ~30 s)"
     rm -rf "$HOME_DIR"
     if ! "$mvn" -q -B -f "$POM" package >"$PERF_DIR/.jmeter/provision.log" 2>&1; then

@@ -137,10 +137,11 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
 
 def read_prom(path):
     """{(sample name, frozenset of label pairs): value} of a Prometheus text scrape; {} when absent."""
-    from prometheus_client.parser import text_string_to_metric_families
     out = {}
     if not os.path.isfile(path):
         return out
+    # only when there is a scrape: a folder of results.csv alone (the plan's own) needs no module
+    from prometheus_client.parser import text_string_to_metric_families
     with open(path, errors="replace") as f:
         text = f.read()
     try:
