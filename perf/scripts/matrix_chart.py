@@ -30,7 +30,10 @@ def main():
         for r in csv.DictReader(f):
             if not r["images_per_s"]:
                 continue
-            key = f"{r['target']} {r['mode']} t={r['timeout']}ms" + (f" l={r['loops']}" if r["loops"] else "")
+            loops = r["loops"] or ""
+            key = (f"{r['target']} {r['mode']} t={r['timeout']}ms"
+                   + (f" {loops} timed" if loops.endswith("s") else f" l={loops}" if loops else "")
+                   + (f" (warm: {r['warm']})" if r.get("warm") not in (None, "", "yes") else ""))
             series[key].append((int(r["threads"]), float(r["images_per_s"]), float(r["p90_ms"])))
     if not series:
         print("matrix_chart: no finished runs to draw", file=sys.stderr)
