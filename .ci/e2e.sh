@@ -101,7 +101,7 @@ sed -n 5,9p "$run_dir/summary.md" >&2
 # the Grafana dashboard's panels over the run, rendered from Prometheus and seen by a real browser
 shots="$repo/perf/runs/e2e-dashboard"
 rm -rf "$shots"
-(cd "$clone" && timeout 300 perf/scripts/monitor.sh render --out "$shots" --minutes 3 --screenshot) >>"$work/monitor.log" 2>&1 \
+(cd "$clone" && timeout 300 perf/scripts/monitor.sh render --out "$shots" --screenshot) >>"$work/monitor.log" 2>&1 \
   || { tail -10 "$work/monitor.log" >&2; fail "the dashboard could not be rendered"; }
 grep -E '^[0-9]+ of [0-9]+ panels have data' "$work/monitor.log" >&2
 python3 - "$shots/dashboard.json" <<'PY' || fail "the dashboard shows no pulls of the run"
