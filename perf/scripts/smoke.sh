@@ -52,6 +52,17 @@ if ! jm="$("$SCRIPTS/jmeter.sh" --which)"; then
   log "FAIL: JMeter cannot be provisioned"; echo "0 passed, 1 failed"; exit 2
 fi
 ok "JMeter: $jm ($((SECONDS - t0)) s)"
+provisioned=0; [[ $jm == "$PERF_DIR/.jmeter/"* ]] && provisioned=1
+
+# 1b. jmeter.sh --install copies the home out of the checkout: its link must not point into it
+inst="$(mktemp -d)"
+if PERF_JMETER_INSTALL_HOME="$inst/home" "$SCRIPTS/jmeter.sh" --install "$inst/bin" >"$inst/install.log" 2>&1 \
+   && [[ "$(readlink -f "$inst/bin/jmeter")" == "$inst/home/"* ]] && [[ "$("$inst/bin/jmeter" --version 2>&1)" == *5.6.3* ]]; then
+  ok "jmeter.sh --install: $inst/bin/jmeter -> a copy of the home outside the checkout"
+else
+  fail "jmeter.sh --install: $(tail -1 "$inst/install.log"); link $(readlink "$inst/bin/jmeter" 2>/dev/null || echo missing)"
+fi
+rm -rf "$inst"
 
 # 2. the stack (from scratch: a smoke left behind by --keep-stack may have other ports)
 "$SCRIPTS/stack.sh" down --purge >/dev/null 2>&1
@@ -72,6 +83,9 @@ check_run() { # what dir metrics-pattern
   local rows=$(( $(wc -l <"$dir/results.csv") - 1 ))
   (( rows > 0 )) || { fail "$what: results.csv has no samples"; return; }
   grep -q '^summary = ' "$dir/output" || { fail "$what: no summariser line in output"; return; }
+  if ((provisioned)) && grep -q 'CustomsGraphs' "$dir/report/index.html"; then
+    fail "$what: the HTML report has the empty 'Customs Graphs' menu"; return
+  fi
   if [[ -n "$pattern" ]] && ! grep -q "$pattern" "$dir/metrics-after.prom"; then
     log "warning: $what: metrics-after.prom has no $pattern"
   fi
