@@ -126,7 +126,7 @@ for m in $modes; do for t in $timeouts; do for l in $(lengths "$m"); do for r in
   if [[ -d "$out/$name" ]]; then folder="$name"; mv "$out/$name.console" "$out/$name/run.console"; fi
   if [[ ! -f "$out/$name/summary.json" ]]; then
     failed=$((failed + 1))
-    log "  did not run (exit $rc), see ${folder:+$folder/run.console}${folder:-$name.console}"
+    log "  did not run (exit $rc), see $(if [[ -n $folder ]]; then echo "$folder/run.console"; else echo "$name.console"; fi)"
   else
     # the summary's column header once, above the first result row
     ((header_shown)) || { grep -E '^\| threads' "$out/$name/summary.md" | head -1 >&2 && header_shown=1; }
