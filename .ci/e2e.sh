@@ -6,13 +6,27 @@
 # fails when the README and the scripts drift apart. Uses the default ports (5000, 8080, 8081) on
 # 127.0.0.1 only; every step is bounded in time (about 5 minutes in all on 2 cores).
 #
-#   .ci/e2e.sh [--keep]      --keep leaves the clone (its path is printed) and its stack running
+#   .ci/e2e.sh [--keep] [--verify]
+#     --keep     leaves the clone (its path is printed) and its stack running
+#     --verify   first runs the README's test command in the clean clone, exactly as the README gives
+#                it for a machine that cannot pull (`docker/local-images.sh && ./mvnw verify ...`),
+#                with nothing from outside the repository: no ../shared helper, the base image and
+#                registry:2 made by the clone's own script when missing. Off by default (CI runs
+#                verify itself, before this check): once per release, `bash .ci/e2e.sh --verify`
+#                (E2E_VERIFY=1 does the same); bounded to 60 minutes, about 15 on 2 cores.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-keep=0; [[ "${1:-}" == --keep ]] && keep=1
+keep=0 verify=${E2E_VERIFY:-0}
+for a in "$@"; do
+  case "$a" in
+    --keep) keep=1 ;;
+    --verify) verify=1 ;;
+    *) echo "usage: .ci/e2e.sh [--keep] [--verify]" >&2; exit 2 ;;
+  esac
+done
 work="$(mktemp -d /tmp/registry-cache-e2e.XXXXXX)"
 clone="$work/registry-cache"
-app_pid="" t0=$SECONDS
+app_pid="" t0=$SECONDS links_before=""
 say() { echo "e2e: $*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
 
@@ -21,9 +35,9 @@ cleanup() {
   if [[ -n "$app_pid" ]] && kill -0 "$app_pid" 2>/dev/null; then kill -- "-$app_pid" 2>/dev/null || true; fi
   if [[ $keep == 0 && -d "$clone" ]]; then
     (cd "$clone" && perf/scripts/monitor.sh down >/dev/null 2>&1; perf/scripts/stack.sh down --purge >/dev/null 2>&1) || true
-    # the jmeter link --install made points into the clone
+    # the jmeter link --install made (to its copy of the home, outside the clone), when there was none before
     for l in /usr/local/bin/jmeter "$HOME/.local/bin/jmeter"; do
-      [[ -L "$l" && "$(readlink "$l")" == "$clone"/* ]] && rm -f "$l"
+      if [[ " $links_before " != *" $l "* && -L "$l" ]]; then rm -f "$l"; fi
     done
     rm -rf "$work"
   fi
@@ -48,12 +62,23 @@ step() { # seconds command-prefix-in-README [log]
   fi
 }
 
+for l in /usr/local/bin/jmeter "$HOME/.local/bin/jmeter"; do if [[ -e "$l" || -L "$l" ]]; then links_before+=" $l"; fi; done
 say "clean clone of $repo into $clone"
 git clone -q "$repo" "$clone"
+
+if [[ $verify == 1 ]]; then
+  # the README's test command, verbatim, in the clone; its own ./mvnw and scripts only (the clone
+  # sits in a temporary folder: no ../shared beside it)
+  step 3600 "docker/local-images.sh && ./mvnw verify" "$work/verify.log"
+  grep -q 'BUILD SUCCESS' "$work/verify.log" || fail "./mvnw verify did not report BUILD SUCCESS (see $work/verify.log)"
+  grep -E 'Tests run: [0-9]+, Failures: 0, Errors: 0, Skipped: [0-9]+$' "$work/verify.log" | tail -2 >&2 || true
+  say "verify passed in the clean clone ($((SECONDS - t0)) s so far)"
+fi
 
 step 300 "perf/scripts/jmeter.sh --install"
 hash -r
 command -v jmeter >/dev/null || fail "jmeter is not on PATH after the install (PATH=$PATH)"
+[[ "$(readlink -f "$(command -v jmeter)")" != "$work"/* ]] || fail "the installed jmeter lives in the clone: it would dangle once the clone is deleted"
 step 180 "perf/scripts/stack.sh up --registry-only"
 step 300 "perf/scripts/seed.sh --set cached"
 
@@ -78,6 +103,10 @@ say "\$ $cmd"
 
 step 300 "jmeter -n -t perf/jmeter/pull.jmx" "$work/jmeter.log"
 grep -E '^summary = +[1-9][0-9]* ' "$work/jmeter.log" >&2 || fail "the plan ran no sample (see $work/jmeter.log)"
+! grep -q 'StatusConsoleListener' "$work/jmeter.log" || fail "the plan's console has log4j status lines (see $work/jmeter.log)"
+grep -E '^pull\.jmx: [1-9][0-9]* images pulled .* images/s' "$work/jmeter.log" >&2 || fail "the plan printed no images/s line"
+res="$(sed -n 's/^pull\.jmx: results: \(.*\) (summary.md: .*/\1/p' "$work/jmeter.log")"
+[[ -s "$res" ]] || fail "the plan wrote no results file by default (see $work/jmeter.log)"
 
 kill -- "-$app_pid" 2>/dev/null || true
 for _ in $(seq 1 60); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.5; done
@@ -97,7 +126,7 @@ sed -n 5,9p "$run_dir/summary.md" >&2
 # the Grafana dashboard's panels over the run, rendered from Prometheus and seen by a real browser
 shots="$repo/perf/runs/e2e-dashboard"
 rm -rf "$shots"
-(cd "$clone" && timeout 300 perf/scripts/monitor.sh render --out "$shots" --minutes 3 --screenshot) >>"$work/monitor.log" 2>&1 \
+(cd "$clone" && timeout 300 perf/scripts/monitor.sh render --out "$shots" --screenshot) >>"$work/monitor.log" 2>&1 \
   || { tail -10 "$work/monitor.log" >&2; fail "the dashboard could not be rendered"; }
 grep -E '^[0-9]+ of [0-9]+ panels have data' "$work/monitor.log" >&2
 python3 - "$shots/dashboard.json" <<'PY' || fail "the dashboard shows no pulls of the run"

@@ -2,14 +2,20 @@
 """Render the Grafana dashboard's panels from Prometheus data into one static HTML page.
 
     dashboard.py --prometheus http://127.0.0.1:9090 [--dashboard docker/grafana/dashboards/registry-cache.json]
-                 [--minutes 10] [--step 5] --out DIR
+                 [--minutes M] [--step S] --out DIR
 
 Where Grafana cannot be had (Debian does not package it), this shows the same panels, same queries,
 in any browser: every panel's PromQL is run through Prometheus's HTTP API (query_range) with the
 dashboard's variables set to "all" ($job, $upstream -> .*) and $__rate_interval to 4 x --step
 (at least 30 s); time series become inline SVG line charts, stat and gauge panels their last value.
-Writes DIR/dashboard.html (self-contained: no script, no network) and DIR/dashboard.json (the data).
-Prints the number of panels that had data; exit 1 when none had.
+Panels sit where the dashboard's gridPos puts them (Grafana's 24-column grid, 30 px rows).
+
+Time window: --minutes M is the last M minutes. Without it the window is fitted to the last burst of
+pulls: the span in the last hour where registry_cache_requests_total grew, with a minute either side
+(the last 10 minutes when nothing was pulled in that hour). --step defaults to about 120 points
+across the window (at least 1 s).
+Writes DIR/dashboard.html (self-contained: no script, no network) and DIR/dashboard.json (the data,
+the window and the page size in px). Prints the number of panels that had data; exit 1 when none had.
 """
 import argparse
 import html
@@ -32,6 +38,24 @@ def query_range(base, expr, start, end, step):
     return body["data"]["result"]
 
 
+CELL_W, CELL_H, PAGE_PAD = 64, 30, 16   # px of one of Grafana's 24 grid columns, of one grid row; page margin
+
+
+def number(v):
+    """A plain, short number: 2440 -> "2.44k", 0.0123 -> "0.0123", 12.5 -> "12.5"; never an exponent."""
+    a = abs(v)
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if a >= div:
+            return f"{v / div:.3g}{suffix}" if a / div < 1000 else f"{v / div:.0f}{suffix}"
+    if a == 0:
+        return "0"
+    if a >= 100:
+        return f"{v:.0f}"
+    if a >= 1:
+        return f"{v:.3g}"
+    return f"{v:.2g}" if a >= 0.001 else f"{v:.1e}".replace("e-0", "e-")
+
+
 def fmt(v, unit):
     if v is None:
         return "no data"
@@ -43,9 +67,30 @@ def fmt(v, unit):
                 return f"{v:.1f} {u}{'/s' if unit == 'Bps' else ''}"
             v /= 1024
     if unit == "s":
-        return f"{v * 1000:.1f} ms" if v < 1 else f"{v:.2f} s"
+        return f"{number(v * 1000)} ms" if v < 1 else f"{number(v)} s"
     suffix = {"reqps": " req/s", "ops": " /s"}.get(unit, "")
-    return f"{v:.3g}{suffix}"
+    return f"{number(v)}{suffix}"
+
+
+def time_ticks(start, end, max_ticks=6):
+    """Round tick times (epoch s) inside [start, end]: every 10 s, 15 s, 30 s, 1, 2, 5, 10, 15, 30 min or 1 h."""
+    for every in (10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600):
+        if (end - start) / every <= max_ticks:
+            break
+    first = -(-start // every) * every
+    return [t for t in range(int(first), int(end) + 1, every)]
+
+
+def fit_window(points, now, fallback_minutes=10, margin=60, min_span=120):
+    """(start, end) around the samples of points [(t, value)] with value > 0, `margin` s either side,
+    at least `min_span` s, ending no later than now; the last fallback_minutes when there are none."""
+    active = [t for t, v in points if v > 0]
+    if not active:
+        return now - fallback_minutes * 60, now, False
+    start, end = min(active) - margin, min(now, max(active) + margin)
+    if end - start < min_span:
+        start = end - min_span
+    return start, end, True
 
 
 def legend(metric, fmt_string):
@@ -60,7 +105,7 @@ def legend(metric, fmt_string):
 def svg_chart(series, unit, start, end, width=540, height=200):
     pts = [(t, v) for s in series for t, v in s["values"]]
     if not pts:
-        return '<div class="empty">no data</div>'
+        return f'<div class="empty" style="height:{height}px;line-height:{height}px">no data</div>'
     lo, hi = min(0.0, min(v for _, v in pts)), max(v for _, v in pts)
     hi = hi if hi > lo else lo + 1
     l, r, t, b = 70, 10, 10, 25
@@ -68,13 +113,15 @@ def svg_chart(series, unit, start, end, width=540, height=200):
     y = lambda v: t + (1 - (v - lo) / (hi - lo)) * (height - t - b)
     out = [f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
            f'<rect x="{l}" y="{t}" width="{width - l - r}" height="{height - t - b}" fill="#fafafa" stroke="#ccc"/>']
-    for frac in (0, 0.5, 1):
+    for frac in (0, 0.25, 0.5, 0.75, 1):
         v = lo + frac * (hi - lo)
+        out.append(f'<line x1="{l}" x2="{width - r}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eee"/>')
         out.append(f'<text x="{l - 4}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{html.escape(fmt(v, unit))}</text>')
-    for frac, anchor in ((0, "start"), (1, "end")):
-        ts = start + frac * (end - start)
+    for ts in time_ticks(start, end):
+        out.append(f'<line x1="{x(ts):.1f}" x2="{x(ts):.1f}" y1="{t}" y2="{height - b}" stroke="#eee"/>')
+        anchor = "end" if x(ts) > width - r - 25 else "start" if x(ts) < l + 25 else "middle"
         out.append(f'<text x="{x(ts):.1f}" y="{height - 8}" text-anchor="{anchor}" font-size="10">'
-                   f'{time.strftime("%H:%M:%S", time.gmtime(ts))} UTC</text>')
+                   f'{time.strftime("%H:%M:%S", time.gmtime(ts))}</text>')
     for i, s in enumerate(series):
         d = " ".join(f"{x(ts):.1f},{y(v):.1f}" for ts, v in s["values"])
         out.append(f'<polyline fill="none" stroke="{COLOURS[i % len(COLOURS)]}" stroke-width="1.5" points="{d}"/>')
@@ -87,21 +134,38 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prometheus", default="http://127.0.0.1:9090")
     ap.add_argument("--dashboard", default=os.path.join(here, "..", "..", "docker", "grafana", "dashboards", "registry-cache.json"))
-    ap.add_argument("--minutes", type=float, default=10, help="time range, ending now (default %(default)s)")
-    ap.add_argument("--step", type=int, default=5, help="seconds between points (default %(default)s)")
+    ap.add_argument("--minutes", type=float, help="time range, ending now (default: fitted to the last burst of pulls)")
+    ap.add_argument("--step", type=int, help="seconds between points (default: about 120 points in the window)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     dash = json.load(open(a.dashboard))
-    end = time.time()
-    start = end - a.minutes * 60
-    rate = f"{max(30, 4 * a.step)}s"
+    now = time.time()
+    if a.minutes:
+        start, end, fitted = now - a.minutes * 60, now, None
+    else:
+        try:
+            pulls = query_range(a.prometheus, "sum(rate(registry_cache_requests_total[30s]))", now - 3600, now, 5)
+            points = [(float(t), float(v)) for r in pulls for t, v in r["values"] if v not in ("NaN", "+Inf", "-Inf")]
+        except Exception:  # noqa: BLE001 - Prometheus down: the panels will say so
+            points = []
+        start, end, fitted = fit_window(points, now)
+    step = a.step or max(1, round((end - start) / 120))
+    rate = f"{max(30, 4 * step)}s"
+    window = ("the last " + f"{a.minutes:g} min" if fitted is None else
+              "fitted to the last burst of pulls" if fitted else "the last 10 min (no pulls in the last hour)")
     os.makedirs(a.out, exist_ok=True)
     body, data, with_data, panels = [], [], 0, 0
+    top = 0
     for p in dash.get("panels", []):
+        g = p.get("gridPos") or {}
+        gx, gy, gw, gh = g.get("x", 0), g.get("y", top), g.get("w", 12), g.get("h", 8)
+        top = max(top, gy + gh)
+        box = (f'left:{gx * CELL_W}px;top:{gy * CELL_H}px;width:{gw * CELL_W - 8}px;height:{gh * CELL_H - 8}px')
         if p.get("type") == "row":
-            body.append(f'<h2>{html.escape(p.get("title", ""))}</h2>')
+            body.append(f'<h2 style="{box}">{html.escape(p.get("title", ""))}</h2>')
             continue
         panels += 1
+        chart_w, chart_h = gw * CELL_W - 22, gh * CELL_H - 8 - 30
         unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
         series, errors = [], []
         for target in p.get("targets", []):
@@ -109,7 +173,7 @@ def main():
             if not expr:
                 continue
             try:
-                for r in query_range(a.prometheus, expr, start, end, a.step):
+                for r in query_range(a.prometheus, expr, start, end, step):
                     series.append({"name": legend(r["metric"], target.get("legendFormat")),
                                    "values": [(float(t), float(v)) for t, v in r["values"] if v not in ("NaN", "+Inf", "-Inf")]})
             except Exception as e:  # noqa: BLE001 - shown in the panel
@@ -120,33 +184,40 @@ def main():
         title = html.escape(p.get("title", ""))
         if p.get("type") in ("stat", "gauge"):
             last = series[0]["values"][-1][1] if series else None
-            inner = f'<div class="stat">{html.escape(fmt(last, unit))}</div>'
+            inner = (f'<div class="stat" style="line-height:{chart_h}px">{html.escape(fmt(last, unit))}</div>' if series else
+                     f'<div class="empty" style="height:{chart_h}px;line-height:{chart_h}px">no data</div>')
         else:
-            inner = svg_chart(series, unit, start, end)
-            inner += '<ul class="legend">' + "".join(
+            legend_h = 14 * min(3, len(series)) + 4 if series else 0
+            inner = svg_chart(series, unit, start, end, width=chart_w, height=chart_h - legend_h)
+            inner += f'<ul class="legend" style="max-height:{legend_h}px">' + "".join(
                 f'<li><span style="background:{COLOURS[i % len(COLOURS)]}"></span>{html.escape(s["name"])} '
                 f'(last {html.escape(fmt(s["values"][-1][1], unit))})</li>' for i, s in enumerate(series[:10])) + "</ul>"
         if errors:
             inner += "".join(f'<div class="err">{html.escape(e)}</div>' for e in errors)
-        body.append(f'<div class="panel"><h3>{title}</h3>{inner}</div>')
+        body.append(f'<div class="panel" style="{box}"><h3>{title}</h3>{inner}</div>')
+    page_w, page_h = 24 * CELL_W + 2 * PAGE_PAD, top * CELL_H + 110 + 2 * PAGE_PAD
     page = f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{html.escape(dash.get('title', 'dashboard'))}</title>
-<style>body{{font-family:sans-serif;margin:16px;background:#fff}} h2{{clear:both;border-bottom:1px solid #ccc;padding-top:8px}}
-.panel{{float:left;width:560px;margin:0 12px 12px 0;border:1px solid #ddd;padding:6px}} h3{{margin:2px 0 6px;font-size:14px}}
-.stat{{font-size:40px;font-weight:bold;color:#1f77b4;padding:40px 0;text-align:center}} .empty{{color:#999;padding:80px 0;text-align:center}}
-.legend{{list-style:none;padding:0;margin:4px 0;font-size:11px}} .legend span{{display:inline-block;width:10px;height:10px;margin-right:4px}}
-.err{{color:#b00;font-size:11px}} footer{{clear:both;color:#666;font-size:12px;padding-top:12px}}</style></head>
+<style>body{{font-family:sans-serif;margin:{PAGE_PAD}px;background:#fff;width:{24 * CELL_W}px}}
+h1{{font-size:20px;margin:0 0 4px}} .info{{font-size:12px;color:#444;margin:0 0 10px;height:48px}}
+.grid{{position:relative;height:{top * CELL_H}px}} .grid > *{{position:absolute;box-sizing:border-box;margin:0;overflow:hidden}}
+h2{{font-size:15px;border-bottom:1px solid #ccc;padding-top:6px}}
+.panel{{border:1px solid #ddd;padding:4px 6px}} h3{{margin:0 0 4px;font-size:13px;height:18px;overflow:hidden}}
+.stat{{font-size:40px;font-weight:bold;color:#1f77b4;text-align:center}} .empty{{color:#aaa;font-size:12px;text-align:center}}
+.legend{{list-style:none;padding:0;margin:2px 0;font-size:11px;overflow:hidden}} .legend span{{display:inline-block;width:10px;height:10px;margin-right:4px}}
+.err{{color:#b00;font-size:11px}} footer{{color:#666;font-size:12px;padding-top:8px}}</style></head>
 <body><h1>{html.escape(dash.get('title', 'dashboard'))}</h1>
-<p>The Grafana dashboard <code>{html.escape(os.path.basename(a.dashboard))}</code>, rendered from {html.escape(a.prometheus)}:
-{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(start))} to {time.strftime('%H:%M:%S', time.gmtime(end))} UTC, {a.step} s steps,
-$__rate_interval = {rate}; {with_data} of {panels} panels have data.</p>
-{''.join(body)}
+<p class="info">The Grafana dashboard <code>{html.escape(os.path.basename(a.dashboard))}</code>, rendered from {html.escape(a.prometheus)}:
+{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(start))} to {time.strftime('%H:%M:%S', time.gmtime(end))} UTC ({window}), {step} s steps,
+$__rate_interval = {rate}; {with_data} of {panels} panels have data. Times on the axes are UTC.</p>
+<div class="grid">{''.join(body)}</div>
 <footer>perf/scripts/dashboard.py</footer></body></html>
 """
     with open(os.path.join(a.out, "dashboard.html"), "w") as f:
         f.write(page)
     with open(os.path.join(a.out, "dashboard.json"), "w") as f:
-        json.dump({"prometheus": a.prometheus, "start": start, "end": end, "panels": data}, f)
+        json.dump({"prometheus": a.prometheus, "start": start, "end": end, "step": step, "window": window,
+                   "page": {"width": page_w, "height": page_h}, "panels": data}, f)
     print(f"{with_data} of {panels} panels have data")
     return 0 if with_data else 1
 

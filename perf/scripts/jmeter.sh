@@ -5,7 +5,8 @@
 #   perf/scripts/jmeter.sh -n -t perf/jmeter/pull.jmx -Jthreads=100     # like `jmeter`
 #   perf/scripts/jmeter.sh --which       # prints which JMeter it would run (provisions if needed)
 #   perf/scripts/jmeter.sh --provision   # only assemble perf/.jmeter/ (no-op when present)
-#   perf/scripts/jmeter.sh --install [DIR]   # provision, then link its bin/jmeter as DIR/jmeter
+#   perf/scripts/jmeter.sh --install [DIR]   # provision, copy the home out of the checkout (see
+#                                        # PERF_JMETER_INSTALL_HOME), link its bin/jmeter as DIR/jmeter
 #                                        # (default /usr/local/bin as root, else ~/.local/bin)
 #   perf/scripts/jmeter.sh --check ARGS...   # only check ARGS as below (exit 0 or 2), start nothing
 #
@@ -20,6 +21,10 @@
 #   HEAP            JMeter heap, as for the stock launcher (default "-Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m")
 #   JVM_ARGS        more JVM options
 #   JAVA            java command for the provisioned JMeter (default: $JAVA_HOME/bin/java, else java)
+#   PERF_JMETER_INSTALL_HOME  where --install copies the JMeter home, so the link outlives this
+#                   checkout (default /opt/registry-cache-perf as root, else
+#                   ${XDG_DATA_HOME:-~/.local/share}/registry-cache-perf; the home goes into
+#                   apache-jmeter-5.6.3/ there, replaced when it is of an older layout)
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -52,8 +57,8 @@ path_jmeter() {
   j="$(command -v jmeter 2>/dev/null)" || return 1
   # don't pick ourselves up if someone symlinked this script as `jmeter`
   [[ "$(readlink -f "$j")" == "$(readlink -f "${BASH_SOURCE[0]}")" ]] && return 1
-  # the provisioned launcher, linked onto PATH (--install): no need to ask its version
-  [[ "$(readlink -f "$j")" == "$(readlink -f "$HOME_DIR/bin/jmeter" 2>/dev/null)" ]] && { echo "$j"; return 0; }
+  # a home this script assembled (here, or the copy --install made): no need to ask its version
+  grep -qF "$LAYOUT" "$(dirname "$(dirname "$(readlink -f "$j")")")/PROVISIONED" 2>/dev/null && { echo "$j"; return 0; }
   local v
   v="$(JVM_ARGS="-Duser.language=en" timeout 60 "$j" --version 2>/dev/null | grep -Eo '\b[0-9]+\.[0-9]+(\.[0-9]+)?\b' | tail -1 || true)"
   if [[ -z "$v" ]]; then
@@ -72,8 +77,14 @@ maven_cmd() {
   fi
 }
 
+# The provisioned home's layout: a home of an older layout (PROVISIONED without this mark) is
+# assembled again. 2: log4j's status messages at ERROR (no StatusConsoleListener lines). 3: the
+# HTML report's template without the "Customs Graphs" menu (an empty page: no custom graph here).
+LAYOUT="(layout 3)"
+provisioned() { grep -qF "$LAYOUT" "$HOME_DIR/PROVISIONED" 2>/dev/null && [[ -f "$HOME_DIR/bin/ApacheJMeter.jar" && -x "$HOME_DIR/bin/jmeter" ]]; }
+
 provision() {
-  [[ -f "$HOME_DIR/PROVISIONED" && -f "$HOME_DIR/bin/ApacheJMeter.jar" && -x "$HOME_DIR/bin/jmeter" ]] && return 0
+  provisioned && return 0
   local mvn java
   java="$(java_cmd)"
   [[ -n "$java" ]] || { log "no java found: install a JDK/JRE 17+ or set JAVA_HOME"; return 2; }
@@ -82,7 +93,7 @@ provision() {
   # one provisioning at a time (matrix and smoke may start together)
   exec 9>"$PERF_DIR/.jmeter/.lock"
   flock -w 600 9 || { log "timed out waiting for another provisioning"; return 2; }
-  if [[ ! -f "$HOME_DIR/PROVISIONED" || ! -x "$HOME_DIR/bin/jmeter" ]]; then
+  if ! provisioned; then
     log "provisioning JMeter $JMETER_VERSION from Maven Central into ${HOME_DIR#"$REPO_DIR"/} (once, ~30 s)"
     rm -rf "$HOME_DIR"
     if ! "$mvn" -q -B -f "$POM" package >"$PERF_DIR/.jmeter/provision.log" 2>&1; then
@@ -112,18 +123,31 @@ resolve() {
   echo "$HOME_DIR/bin/jmeter"
 }
 
+# --install: a copy of the provisioned home outside the checkout (a link into the checkout would
+# dangle once the clone is deleted), and DIR/jmeter linked to its launcher.
 install_link() { # [dir]
-  local dir=${1:-}
+  local dir=${1:-} base dest
   if [[ -z "$dir" ]]; then
     if [[ -w /usr/local/bin ]]; then dir=/usr/local/bin; else dir="$HOME/.local/bin"; fi
   fi
+  if [[ -n "${PERF_JMETER_INSTALL_HOME:-}" ]]; then base=$PERF_JMETER_INSTALL_HOME
+  elif [[ $(id -u) == 0 ]]; then base=/opt/registry-cache-perf
+  else base="${XDG_DATA_HOME:-$HOME/.local/share}/registry-cache-perf"
+  fi
+  dest="$base/apache-jmeter-$JMETER_VERSION"
   provision || return $?
-  mkdir -p "$dir"
+  mkdir -p "$dir" "$base" || { log "cannot create $dir or $base"; return 2; }
   if [[ -e "$dir/jmeter" && ! -L "$dir/jmeter" ]]; then
     log "$dir/jmeter exists and is not a link: leaving it alone"; return 2
   fi
-  ln -sfn "$HOME_DIR/bin/jmeter" "$dir/jmeter"
-  log "linked $dir/jmeter -> ${HOME_DIR}/bin/jmeter (JMeter $JMETER_VERSION)"
+  if ! grep -qF "$LAYOUT" "$dest/PROVISIONED" 2>/dev/null; then
+    rm -rf "$dest.new"
+    cp -a "$HOME_DIR" "$dest.new" || { rm -rf "$dest.new"; log "copying the JMeter home to $dest failed"; return 2; }
+    rm -rf "$dest" && mv "$dest.new" "$dest"
+    log "installed JMeter $JMETER_VERSION into $dest (a copy: it stays when this checkout is deleted)"
+  fi
+  ln -sfn "$dest/bin/jmeter" "$dir/jmeter"
+  log "linked $dir/jmeter -> $dest/bin/jmeter (JMeter $JMETER_VERSION; remove both to uninstall)"
   case ":$PATH:" in
     *":$dir:"*) ;;
     *) log "note: $dir is not on your PATH; add it: export PATH=\"$dir:\$PATH\"" ;;

@@ -3,11 +3,15 @@
 # every run, a latency table per concurrency, and matrix.png (throughput and p90 against threads).
 #
 #   perf/scripts/matrix.sh [-c "10 50 100 180"] [-t "1000 3000"] [-l "20"] [-r "2"]
-#                          [-m "cached pull-through"] [--out DIR] [--pause S] [run.sh options...]
+#                          [-m "cached pull-through"] [--warmup S] [--steady S]
+#                          [--out DIR] [--pause S] [run.sh options...]
 #
 #   -c LIST     threads                          default "10 50 100 180"
 #   -t LIST     timeouts, ms                     default "1000 3000"
-#   -l LIST     loops                            default "20"
+#   -l LIST     loops (images per thread)        default "20", pull-through runs only; given, the
+#               cached runs are loop-bounded too (not warmed: matrix.md marks them)
+#   --warmup S, --steady S  cached runs without -l are timed, like run.sh's: S s at full
+#               concurrency to warm the JVMs (discarded), then S s measured   default 15, 30
 #   -r LIST     ramp-ups, s                      default "2"
 #   -m LIST     modes                            default "cached pull-through"
 #   --out DIR   matrix folder                    default perf/runs/matrix-<UTC timestamp>
@@ -30,12 +34,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PERF_DIR="$(cd "$SCRIPTS/.." && pwd)"
-threads_list="10 50 100 180" timeouts="1000 3000" loops_list="20" ramps="2" modes="cached pull-through"
-out="" pause=5 max_runs=64
+threads_list="10 50 100 180" timeouts="1000 3000" loops_list="" ramps="2" modes="cached pull-through"
+out="" pause=5 max_runs=64 warmup=15 steady=30
 pass=()
 
 parse_options "-c:threads_list -t:timeouts -l:loops_list -r:ramps -m:modes --out:out --pause:pause
-  --max-runs:max_runs -p:pass++ --target:pass++ --form:pass++ --upstream-host:pass++ --url:pass++
+  --warmup:warmup --steady:steady  --max-runs:max_runs -p:pass++ --target:pass++ --form:pass++ --upstream-host:pass++ --url:pass++
   --metrics-url:pass++ --mgmt-url:pass++ --evict-pattern:pass++ --registry-url:pass++ --images:pass++
   --set-size:pass++ --os:pass++ --arch:pass++ --heap:pass++ --duration:pass++ -J:pass++ *:pass+" "$@"
 target="cache"
@@ -53,7 +57,13 @@ check_list() { # option description min list: every word an integer >= min, at l
 }
 check_list -c "a whole number of threads >= 1" 1 "$threads_list"
 check_list -t "a timeout >= 1 ms" 1 "$timeouts"
+# cached runs are timed (warmed, like run.sh's) unless -l is given; pull-through runs are loop-bounded
+cached_timed=0
+if [[ -z $loops_list ]]; then cached_timed=1 loops_list=20; fi
 check_list -l "a whole number of loops >= 1" 1 "$loops_list"
+check_list --warmup "a whole number of seconds >= 0" 0 "$warmup"
+check_list --steady "a whole number of seconds >= 1" 1 "$steady"
+[[ $warmup =~ ^[0-9]+$ && $steady =~ ^[0-9]+$ ]] || bad "--warmup and --steady take one value each"
 check_list -r "a ramp-up >= 0 s" 0 "$ramps"
 [[ -n "${modes// /}" ]] || bad "-m needs at least one mode (cached, pull-through)"
 for _m in $modes; do
@@ -68,7 +78,7 @@ for ((i = 0; i < ${#pass[@]}; i++)); do
   case "$o" in
     --no-stack|--no-warm|--fresh-batch|--fail-on-errors|--allow-non-loopback|-J?*) continue ;;
     -p?*) [[ -f "${o:2}" ]] || bad "-p: plan ${o:2} not found"; continue ;;
-    --steady|--warmup|--runs-dir|--name) bad "$o cannot be passed on: matrix runs are loop-bounded (-l) and named by the matrix" ;;
+    --runs-dir|--name) bad "$o cannot be passed on: the matrix names its runs and keeps them in its folder" ;;
     -p|--target|--form|--upstream-host|--url|--metrics-url|--mgmt-url|--evict-pattern|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J) i=$((i + 1)) ;;
     *) bad "unknown option $o (--help lists them)" ;;
   esac
@@ -80,8 +90,10 @@ for ((i = 0; i < ${#pass[@]}; i++)); do
   esac
 done
 
+# the run lengths of a mode: "30s" (timed: --warmup + --steady, the warm-up discarded) or loops
+lengths() { if [[ $1 == cached && $cached_timed == 1 ]]; then echo "${steady}s"; else echo "$loops_list"; fi; }
 total=0
-for _m in $modes; do for _t in $timeouts; do for _l in $loops_list; do for _r in $ramps; do for _c in $threads_list; do
+for _m in $modes; do for _t in $timeouts; do for _l in $(lengths "$_m"); do for _r in $ramps; do for _c in $threads_list; do
   total=$((total + 1)); done; done; done; done; done
 (( total > 0 )) || { log "nothing to run"; exit 2; }
 (( total <= max_runs )) || { log "$total runs is more than --max-runs $max_runs"; exit 2; }
@@ -91,27 +103,33 @@ mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 # an existing matrix folder gets the new runs added to it (several invocations, one matrix.md)
 cat >>"$out/matrix.env" <<EOF
-command: $0 -c "$threads_list" -t "$timeouts" -l "$loops_list" -r "$ramps" -m "$modes" ${pass[*]-}
+command: $0 -c "$threads_list" -t "$timeouts" $([[ $cached_timed == 1 ]] && echo "--warmup $warmup --steady $steady (cached) -l \"$loops_list\" (pull-through)" || echo "-l \"$loops_list\"") -r "$ramps" -m "$modes" ${pass[*]-}
 started: $(date -u +%Y-%m-%dT%H:%M:%SZ)
 machine: $(nproc) cores, $(free -g | awk '/^Mem:/{print $2}') GiB, $(uname -sr)
 EOF
 touch "$out/runs.tsv"
 log "$total runs into $out"
 
-n=0 failed=0
-for m in $modes; do for t in $timeouts; do for l in $loops_list; do for r in $ramps; do for c in $threads_list; do
+n=0 failed=0 header_shown=0
+for m in $modes; do for t in $timeouts; do for l in $(lengths "$m"); do for r in $ramps; do for c in $threads_list; do
   n=$((n + 1))
-  name="$target-$m-c=$c-t=$t-r=$r-l=$l"
+  if [[ $l == *s ]]; then
+    name="$target-$m-c=$c-t=$t-r=$r-w=$warmup-s=$steady" len=(--warmup "$warmup" --steady "$steady")
+  else
+    name="$target-$m-c=$c-t=$t-r=$r-l=$l" len=(-l "$l")
+  fi
   log "[$n/$total] $name"
-  "$SCRIPTS/run.sh" -c "$c" -t "$t" -r "$r" -l "$l" -m "$m" --runs-dir "$out" --name "$name" ${pass[@]+"${pass[@]}"} \
+  "$SCRIPTS/run.sh" -c "$c" -t "$t" -r "$r" "${len[@]}" -m "$m" --runs-dir "$out" --name "$name" ${pass[@]+"${pass[@]}"} \
     >"$out/$name.console" 2>&1
   rc=$?
   folder=""
   if [[ -d "$out/$name" ]]; then folder="$name"; mv "$out/$name.console" "$out/$name/run.console"; fi
   if [[ ! -f "$out/$name/summary.json" ]]; then
     failed=$((failed + 1))
-    log "  did not run (exit $rc), see ${folder:+$folder/run.console}${folder:-$name.console}"
+    log "  did not run (exit $rc), see $(if [[ -n $folder ]]; then echo "$folder/run.console"; else echo "$name.console"; fi)"
   else
+    # the summary's column header once, above the first result row
+    ((header_shown)) || { grep -E '^\| threads' "$out/$name/summary.md" | head -1 >&2 && header_shown=1; }
     grep -E '^\| [0-9]' "$out/$name/summary.md" | head -1 >&2
   fi
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$c" "$t" "$l" "$r" "$rc" "$folder" >>"$out/runs.tsv"
@@ -144,8 +162,10 @@ gnuplot_chart() {
   local dat="$out/.chart" plot1="" plot2="" key
   mkdir -p "$dat"
   # one data file per target/mode/timeout: threads images/s p90
-  python3 - "$out/matrix.csv" "$dat" <<'EOF' || return 1
+  python3 - "$out/matrix.csv" "$dat" "$SCRIPTS" <<'EOF' || return 1
 import csv, collections, sys
+sys.path.insert(0, sys.argv[3])
+from matrix_chart import thread_axis
 s = collections.defaultdict(list)
 for r in csv.DictReader(open(sys.argv[1])):
     if r["images_per_s"]:
@@ -154,6 +174,11 @@ for k, pts in s.items():
     with open(f"{sys.argv[2]}/{k}.dat", "w") as f:
         for p in sorted(pts):
             f.write(f"{p[0]} {p[1]} {p[2]}\n")
+# the thread axis as matrix_chart.py draws it: whole-number ticks, room round a single count
+ticks, (lo, hi) = thread_axis([p[0] for pts in s.values() for p in pts])
+with open(f"{sys.argv[2]}/axis.gp", "w") as f:
+    f.write(f"set xrange [{lo}:{hi}]\n")
+    f.write(f"set xtics ({', '.join(map(str, ticks))})\n" if len(ticks) <= 8 else "set format x '%.0f'\n")
 EOF
   for f in "$dat"/*.dat; do
     [[ -f "$f" ]] || continue
@@ -167,6 +192,7 @@ set terminal pngcairo size 1300,500 noenhanced
 set output '$out/matrix.png'
 set multiplot layout 1,2 title 'registry-cache pull matrix'
 set grid
+load '$dat/axis.gp'
 set xlabel 'threads'
 set ylabel 'images/s'
 set title 'Throughput'

@@ -6,20 +6,34 @@ import csv
 import os
 import sys
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+def thread_axis(threads):
+    """The x axis for thread counts: ticks at the counts that ran (whole numbers only), and a range
+    that leaves room round them, also for a single count (matplotlib alone draws 0.96-1.04 then).
+    Returns (ticks, (left, right))."""
+    ticks = sorted({int(t) for t in threads})
+    lo, hi = ticks[0], ticks[-1]
+    pad = max(1, (hi - lo) * 0.05) if hi > lo else max(1, lo // 2)
+    return ticks, (max(0, lo - pad), hi + pad)
 
 
 def main():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
     mdir = sys.argv[1]
     series = collections.defaultdict(list)
     with open(os.path.join(mdir, "matrix.csv")) as f:
         for r in csv.DictReader(f):
             if not r["images_per_s"]:
                 continue
-            key = f"{r['target']} {r['mode']} t={r['timeout']}ms" + (f" l={r['loops']}" if r["loops"] else "")
+            loops = r["loops"] or ""
+            key = (f"{r['target']} {r['mode']} t={r['timeout']}ms"
+                   + (f" {loops} timed" if loops.endswith("s") else f" l={loops}" if loops else "")
+                   + (f" (warm: {r['warm']})" if r.get("warm") not in (None, "", "yes") else ""))
             series[key].append((int(r["threads"]), float(r["images_per_s"]), float(r["p90_ms"])))
     if not series:
         print("matrix_chart: no finished runs to draw", file=sys.stderr)
@@ -32,9 +46,15 @@ def main():
         ax2.plot(xs, [p[2] for p in pts], marker="o", label=key)
     ax1.set(title="Throughput", xlabel="threads", ylabel="images/s")
     ax2.set(title="Request latency p90", xlabel="threads", ylabel="ms")
+    ticks, xlim = thread_axis([p[0] for pts in series.values() for p in pts])
     for ax in (ax1, ax2):
         ax.grid(True, alpha=0.3)
         ax.set_ylim(bottom=0)
+        ax.set_xlim(*xlim)
+        if len(ticks) <= 8:
+            ax.set_xticks(ticks)
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.legend(fontsize=8)
     fig.suptitle("registry-cache pull matrix: " + os.path.basename(os.path.abspath(mdir)))
     fig.tight_layout()

@@ -4,7 +4,10 @@
     matrix_report.py MATRIX_DIR RUNS_TSV
 
 RUNS_TSV has one line per attempted run: target<TAB>mode<TAB>threads<TAB>timeout<TAB>loops<TAB>rampup
-<TAB>exit code<TAB>run folder (relative to MATRIX_DIR, may be empty when the run did not start).
+<TAB>exit code<TAB>run folder (relative to MATRIX_DIR, may be empty when the run did not start); loops
+is images per thread, or the measured seconds of a timed run ("30s"). Every run's "warm" column comes
+from its summary.json (run.sh's verdict): rows that are not warm are marked, as their figures include
+the JVMs' warm-up.
 The chart itself is drawn by matrix_chart.py (matplotlib) or gnuplot, see matrix.sh.
 """
 import csv
@@ -19,6 +22,14 @@ def outcome(rc, s):
     if s["errors"] == 0:
         return "ok"
     return f"{s['errors']} errors ({s['error_pct']}%)"
+
+
+def warm(s):
+    """yes / cache only / no, from run.sh's one-line verdict ("warm: yes - ..."); "" when unknown."""
+    text = (s or {}).get("warm") or ""
+    if text.startswith("warm: "):
+        text = text[len("warm: "):]
+    return text.split(" - ", 1)[0].strip() if text else ""
 
 
 def reasons(s):
@@ -41,8 +52,9 @@ def main():
                 with open(os.path.join(mdir, folder, "summary.json")) as jf:
                     s = json.load(jf)["summary"]
             rows.append({"target": target, "mode": mode, "threads": int(threads), "timeout": int(timeout),
-                         "loops": int(loops), "rampup": int(rampup), "rc": int(rc), "folder": folder, "s": s})
-    rows.sort(key=lambda r: (r["target"], r["mode"], r["timeout"], r["loops"], r["rampup"], r["threads"]))
+                         "loops": loops, "rampup": int(rampup), "rc": int(rc), "folder": folder, "s": s})
+    rows.sort(key=lambda r: (r["target"], r["mode"], r["timeout"], r["loops"].endswith("s"),
+                             int(r["loops"].rstrip("s") or 0), r["rampup"], r["threads"]))
 
     lines = ["# Matrix " + os.path.basename(os.path.abspath(mdir)), ""]
     meta = os.path.join(mdir, "matrix.env")
@@ -50,17 +62,27 @@ def main():
         lines += ["```", open(meta).read().strip(), "```", ""]
     lines += [
         "## All runs", "",
-        "| target | mode | threads | loops | ramp-up (s) | timeout (ms) | outcome | images/s | requests/s "
-        "| p90 (ms) | p99 (ms) | error reasons | run |",
-        "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|",
+        "| target | mode | threads | loops / duration | warm | ramp-up (s) | timeout (ms) | outcome | images/s "
+        "| requests/s | p90 (ms) | p99 (ms) | error reasons | run |",
+        "|---|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---|---|",
     ]
+    unwarmed = 0
     for r in rows:
         s = r["s"]
+        w = warm(s)
+        if s and w != "yes":
+            unwarmed += 1
+            w = f"**{w or 'unknown'}**"
         lines.append(
-            f"| {r['target']} | {r['mode']} | {r['threads']} | {r['loops']} | {r['rampup']} | {r['timeout']} "
+            f"| {r['target']} | {r['mode']} | {r['threads']} | {r['loops']} | {w} | {r['rampup']} | {r['timeout']} "
             f"| {outcome(r['rc'], s)} | {s['images_per_s'] if s else ''} | {s['requests_per_s'] if s else ''} "
             f"| {s['p90_ms'] if s else ''} | {s['p99_ms'] if s else ''} | {reasons(s)} "
             f"| {'[' + r['folder'] + '](' + r['folder'].replace(' ', '%20') + '/summary.md)' if r['folder'] else ''} |")
+    lines += ["", "loops / duration: images per thread (loop-bounded), or the measured seconds of a timed run "
+              "(after a discarded warm-up at full concurrency). warm: run.sh's verdict (each run's summary.md, first "
+              "line); **no** or **cache only** marks a run whose figures include the JVMs' warm-up (the service's JIT, "
+              "JMeter's): not comparable with warm rows."
+              + (f" {unwarmed} of {sum(1 for r in rows if r['s'])} runs here were not warm." if unwarmed else "")]
     lines += [
         "", "## Request latency per concurrency (ms)", "",
         "| target | mode | timeout (ms) | threads | min | avg | p90 | max | image avg | image p90 |",
@@ -99,11 +121,11 @@ def main():
 
     with open(os.path.join(mdir, "matrix.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["target", "mode", "timeout", "loops", "rampup", "threads", "exit", "images_per_s",
+        w.writerow(["target", "mode", "timeout", "loops", "warm", "rampup", "threads", "exit", "images_per_s",
                     "requests_per_s", "avg_ms", "min_ms", "max_ms", "p90_ms", "p99_ms", "errors", "error_pct"])
         for r in rows:
             s = r["s"] or {}
-            w.writerow([r["target"], r["mode"], r["timeout"], r["loops"], r["rampup"], r["threads"], r["rc"],
+            w.writerow([r["target"], r["mode"], r["timeout"], r["loops"], warm(r["s"]), r["rampup"], r["threads"], r["rc"],
                         s.get("images_per_s", ""), s.get("requests_per_s", ""), s.get("avg_ms", ""),
                         s.get("min_ms", ""), s.get("max_ms", ""), s.get("p90_ms", ""), s.get("p99_ms", ""),
                         s.get("errors", ""), s.get("error_pct", "")])

@@ -5,7 +5,8 @@
 # where its image can be had).
 #
 #   perf/scripts/monitor.sh up                    start Prometheus on 127.0.0.1:$PERF_PROM_PORT (9090)
-#   perf/scripts/monitor.sh render [--out DIR] [--minutes M] [--screenshot]
+#   perf/scripts/monitor.sh render [--out DIR] [--minutes M] [--screenshot]   (default window: fitted
+#                                                   to the last burst of pulls, see dashboard.py)
 #                                                 DIR/dashboard.html (+ dashboard.png with --screenshot,
 #                                                 taken by headless Chromium)     default DIR perf/runs/dashboard-<time>
 #   perf/scripts/monitor.sh down                  stop it
@@ -58,21 +59,23 @@ down() {
 }
 
 render() {
-  local out="" minutes=10 shot=0
+  local out="" minutes="" shot=0
   parse_options "--out:out --minutes:minutes --screenshot:shot=1" "$@"
-  [[ $minutes =~ ^[0-9]+([.][0-9]+)?$ && ! $minutes =~ ^0+([.]0+)?$ ]] \
+  [[ -z $minutes ]] || [[ $minutes =~ ^[0-9]+([.][0-9]+)?$ && ! $minutes =~ ^0+([.]0+)?$ ]] \
     || { usage >&2; die 2 "--minutes must be a number of minutes > 0 (got '$minutes')"; }
   out="${out:-$PERF_DIR/runs/dashboard-$(date -u +%Y%m%dT%H%M%SZ)}"
   mkdir -p "$out"
   local rc=0
-  python3 "$PERF_SCRIPTS/dashboard.py" --prometheus "http://127.0.0.1:$PERF_PROM_PORT" --minutes "$minutes" --out "$out" || rc=$?
+  python3 "$PERF_SCRIPTS/dashboard.py" --prometheus "http://127.0.0.1:$PERF_PROM_PORT" ${minutes:+--minutes "$minutes"} --out "$out" || rc=$?
   # 1: the page was written but no panel has data; anything else (2: bad arguments) said why itself
   ((rc == 0)) || { ((rc == 1)) && die 1 "no panel has data"; exit "$rc"; }
   if [[ $shot == 1 ]]; then
     local chrome
     apt_install chromium chromium || die 2 "no chromium for the screenshot (Debian: apt-get install chromium)"
     chrome="$(command -v chromium)"
-    timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1230,4200 \
+    local size  # the page's own size (Grafana's grid laid out at 64 px a column, 30 px a row)
+    size="$(python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["page"]; print("%d,%d" % (p["width"], p["height"]))' "$out/dashboard.json" 2>/dev/null || echo 1568,2500)"
+    timeout 120 "$chrome" --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size="$size" \
       --screenshot="$out/dashboard.png" "file://$(cd "$out" && pwd)/dashboard.html" >"$out/chromium.log" 2>&1 || true
     [[ -s "$out/dashboard.png" ]] || { tail -5 "$out/chromium.log" >&2; die 1 "chromium wrote no screenshot"; }
     log "screenshot $out/dashboard.png"

@@ -47,12 +47,19 @@ expect 2 "^matrix.sh: --form: 'x' is not"        "$S/matrix.sh" --out "$m" --for
 expect 2 "^matrix.sh: --duration: '0' is not"    "$S/matrix.sh" --out "$m" --duration 0
 expect 2 "^matrix.sh: -p: plan .* not found"     "$S/matrix.sh" --out "$m" -p "$tmp/none.jmx"
 expect 2 "^matrix.sh: unknown option --bogus"    "$S/matrix.sh" --out "$m" --bogus
-expect 2 "^matrix.sh: --steady cannot be passed" "$S/matrix.sh" --out "$m" --steady 30
+expect 2 "^matrix.sh: --runs-dir cannot be passed" "$S/matrix.sh" --out "$m" --runs-dir /tmp
+expect 2 "^matrix.sh: --steady: 'abc' is not"    "$S/matrix.sh" --out "$m" --steady abc
+expect 2 "^matrix.sh: --steady: '0' is not"      "$S/matrix.sh" --out "$m" --steady 0
+expect 2 "^matrix.sh: --warmup: 'x' is not"      "$S/matrix.sh" --out "$m" --warmup x
 expect 2 "^matrix.sh: option -c needs a value"   "$S/matrix.sh" --out "$m" -c
 expect 2 "^ +-c LIST"                            "$S/matrix.sh" --out "$m" -c abc   # the usage follows the reason
 # good options get past the checks (to the run count, which refuses: nothing starts either way)
 expect 2 "^matrix.sh: 4 runs is more than --max-runs 3" "$S/matrix.sh" --out "$m" -c "1 2" -t "1000 3000" -l 1 -r 0 \
   -m cached --pause 0.5 --max-runs 3 --form ns --target cache --duration 60 --no-warm -J foo=bar -Jbar=baz --heap 1g
+# the default: cached runs timed (one per threads x timeout), pull-through loop-bounded
+expect 2 "^matrix.sh: 16 runs is more than --max-runs 1" "$S/matrix.sh" --out "$m" --max-runs 1
+expect 2 "^matrix.sh: 4 runs is more than --max-runs 3" "$S/matrix.sh" --out "$m" -c "1 2" -t "1000 3000" -m cached \
+  --warmup 5 --steady 10 --max-runs 3
 if [[ -e "$m" ]]; then failed=$((failed + 1)); echo "FAIL matrix.sh made $m although every invocation was refused"; fi
 
 # ---- jmeter.sh: unknown options and bad plan properties refused before JMeter starts

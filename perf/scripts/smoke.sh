@@ -52,6 +52,17 @@ if ! jm="$("$SCRIPTS/jmeter.sh" --which)"; then
   log "FAIL: JMeter cannot be provisioned"; echo "0 passed, 1 failed"; exit 2
 fi
 ok "JMeter: $jm ($((SECONDS - t0)) s)"
+provisioned=0; [[ $jm == "$PERF_DIR/.jmeter/"* ]] && provisioned=1
+
+# 1b. jmeter.sh --install copies the home out of the checkout: its link must not point into it
+inst="$(mktemp -d)"
+if PERF_JMETER_INSTALL_HOME="$inst/home" "$SCRIPTS/jmeter.sh" --install "$inst/bin" >"$inst/install.log" 2>&1 \
+   && [[ "$(readlink -f "$inst/bin/jmeter")" == "$inst/home/"* ]] && [[ "$("$inst/bin/jmeter" --version 2>&1)" == *5.6.3* ]]; then
+  ok "jmeter.sh --install: $inst/bin/jmeter -> a copy of the home outside the checkout"
+else
+  fail "jmeter.sh --install: $(tail -1 "$inst/install.log"); link $(readlink "$inst/bin/jmeter" 2>/dev/null || echo missing)"
+fi
+rm -rf "$inst"
 
 # 2. the stack (from scratch: a smoke left behind by --keep-stack may have other ports)
 "$SCRIPTS/stack.sh" down --purge >/dev/null 2>&1
@@ -72,6 +83,9 @@ check_run() { # what dir metrics-pattern
   local rows=$(( $(wc -l <"$dir/results.csv") - 1 ))
   (( rows > 0 )) || { fail "$what: results.csv has no samples"; return; }
   grep -q '^summary = ' "$dir/output" || { fail "$what: no summariser line in output"; return; }
+  if ((provisioned)) && grep -q 'CustomsGraphs' "$dir/report/index.html"; then
+    fail "$what: the HTML report has the empty 'Customs Graphs' menu"; return
+  fi
   if [[ -n "$pattern" ]] && ! grep -q "$pattern" "$dir/metrics-after.prom"; then
     log "warning: $what: metrics-after.prom has no $pattern"
   fi
@@ -119,6 +133,31 @@ fi
 run cache-cached-bare 'registry_cache_requests_total' -c 2 -t 5000 -r 0 -l 2 -m cached --form bare --no-stack --no-warm
 # 4. the same plan straight against registry:2
 run registry-direct '' -c 2 -t 5000 -r 0 -l 2 -m cached --target registry --no-stack
+# 4b. the plan alone, the way perf/README's command 2 runs it (no run.sh): no log4j status lines, its
+#     own end line (images pulled, images/s, failed requests by reason) and its default results file,
+#     which summarize.py reads to the same count and images/s
+plan_alone() {
+  local console="$runs/plan-alone.console" line res n ips
+  "$SCRIPTS/jmeter.sh" -n -t "$PERF_DIR/jmeter/pull.jmx" -Jport="${REGISTRY_URL##*:}" -Jimages="$PERF_DATA_DIR/cached.csv" \
+    -Jthreads=2 -Jloops=2 -Jrampup=0 -Jtimeout=5000 -Jduration=120 >"$console" 2>&1 \
+    || { fail "plan alone: JMeter exited $?"; tail -15 "$console" >&2; return; }
+  if grep -q 'StatusConsoleListener' "$console"; then fail "plan alone: log4j status lines on the console"; return; fi
+  line="$(grep -E '^pull\.jmx: [0-9]+ images pulled \([0-9]+ failed\) in [0-9.]+ s: [0-9.]+ images/s; ' "$console")" \
+    || { fail "plan alone: no images/s line"; tail -15 "$console" >&2; return; }
+  res="$(sed -n 's/^pull\.jmx: results: \(.*\) (summary.md: .*/\1/p' "$console")"
+  [[ -n "$res" && -s "$res" ]] || { fail "plan alone: no results file written by default ($res)"; return; }
+  mv "$(dirname "$res")" "$runs/plan-alone" && res="$runs/plan-alone/results.csv"
+  python3 "$SCRIPTS/summarize.py" "$runs/plan-alone" >/dev/null || { fail "plan alone: summarize.py cannot read $res"; return; }
+  read -r n ips <<<"$(python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))["summary"]; print(s["images_ok"], s["images_per_s"])' "$runs/plan-alone/summary.json")"
+  if [[ "$line" != "pull.jmx: $n images pulled (0 failed) in "* ]] || (( n != 4 )); then
+    fail "plan alone: the plan says '$line', summary.json $n images (want 4, 0 failed)"; return
+  fi
+  python3 -c 'import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 0.06 else 1)' \
+    "$(sed -E 's/.* s: ([0-9.]+) images\/s.*/\1/' <<<"$line")" "$ips" \
+    || { fail "plan alone: images/s differs: '$line' vs summary.json $ips"; return; }
+  ok "plan alone: $line; results file read by summarize.py"
+}
+plan_alone
 # 5. bearer-token flow, through a token front on loopback in front of registry:2
 python3 "$SCRIPTS/token-proxy.py" --listen "127.0.0.1:$tp_port" --upstream "$REGISTRY_URL" \
   --user smoke --password smoke --max-seconds 300 >"$runs/token-proxy.log" 2>&1 &

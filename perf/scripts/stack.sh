@@ -30,9 +30,13 @@
 #   PERF_ACCESS_LOG=true               the service's access log (one line per /v2 request), so a run's
 #                                      registry-cache.logs holds its requests
 #
-# When the docker stack cannot be had (no image and none can be pulled or built, or the service
-# image build fails) and PERF_STACK=auto, `up` falls back to processes. PERF_STACK=docker|process
-# always wins over the mode a stack was started in before: `up` takes the other one down first.
+# `up` says its mode in one line before it starts anything. With PERF_STACK=auto and no service
+# image, it builds that image first (Maven's output in perf/.stack/<name>/build.log; the Jib base
+# local/jre-base:17 made with docker/local-images.sh when missing), and when the build fails it
+# runs processes instead: decided before anything starts. A registry container of this stack that
+# is already running (`up --registry-only`, seeded since) stays the upstream in process mode too,
+# so the images seeded into it are kept. PERF_STACK=docker|process always wins over the mode a
+# stack was started in before: `up` takes the other one down first.
 #   REGISTRY_CACHE_STORAGE_MAX_BYTES, ..._HIGH_WATERMARK, ..._LOW_WATERMARK, ..._JANITOR_INTERVAL,
 #   REGISTRY_CACHE_PRUNE_*             passed on to the service when set (disk budget runs); they take
 #                                      effect when the service starts (stack.sh down first)
@@ -75,7 +79,8 @@ recorded_mode() { [[ -f "$STATE_DIR/mode" ]] && cat "$STATE_DIR/mode" || true; }
 alive() { # mode -> 0 when some part of that stack runs
   case "$1" in
     docker) have_docker && { running "$C_REG" || running "$C_CACHE"; } ;;
-    process) pid_alive "$STATE_DIR/registry.pid" || pid_alive "$STATE_DIR/registry-cache.pid" ;;
+    process) pid_alive "$STATE_DIR/registry.pid" || pid_alive "$STATE_DIR/registry-cache.pid" \
+               || { [[ -f "$STATE_DIR/registry-container" ]] && have_docker && running "$C_REG"; } ;;
     *) return 1 ;;
   esac
 }
@@ -115,10 +120,18 @@ port_busy() { # port -> 0 if something listens on 127.0.0.1:port
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# The Jib base: JIB_FROM_IMAGE, else local/jre-base:17, made by docker/local-images.sh (jlink from
+# the JDK running the build, no registry needed) when it is missing. Empty: the pom's default base.
 jib_from() {
-  if [[ -n "${JIB_FROM_IMAGE:-}" ]]; then echo "$JIB_FROM_IMAGE"
-  elif have_docker && docker image inspect local/jre-base:17 >/dev/null 2>&1; then echo "docker://local/jre-base:17"
+  if [[ -n "${JIB_FROM_IMAGE:-}" ]]; then echo "$JIB_FROM_IMAGE"; return 0; fi
+  have_docker || return 0
+  if ! docker image inspect local/jre-base:17 >/dev/null 2>&1; then
+    log "making the Jib base local/jre-base:17 (docker/local-images.sh jre, log ${STATE_DIR#"$PERF_DIR"/}/base.log)"
+    mkdir -p "$STATE_DIR"
+    "$REPO_DIR/docker/local-images.sh" jre >"$STATE_DIR/base.log" 2>&1 \
+      || { log "could not make local/jre-base:17 ($(tail -1 "$STATE_DIR/base.log")); Jib uses the pom's base"; return 0; }
   fi
+  echo "docker://local/jre-base:17"
 }
 
 mvnw() {
@@ -127,16 +140,20 @@ mvnw() {
   fi
 }
 
+# build [docker|process]: the service image (Jib) or jar. Maven's output goes to
+# perf/.stack/<name>/build.log, not the console: a failed build is one line naming that log.
 build() {
-  local m; m="$(mode)"
+  local m=${1:-$(mode)} blog="$STATE_DIR/build.log"
+  mkdir -p "$STATE_DIR"
   if [[ $m == docker ]]; then
     local from; from="$(jib_from)"
-    log "building $PERF_CACHE_IMAGE with Jib in $PERF_SRC${from:+ (base $from)}"
-    mvnw -B -q package jib:dockerBuild -DskipTests ${from:+-Djib.from.image=$from} -Djib.to.image="$PERF_CACHE_IMAGE" \
-      || die "building the service image failed"
+    log "building $PERF_CACHE_IMAGE with Jib in $PERF_SRC${from:+ (base $from)}, log ${blog#"$PERF_DIR"/}"
+    mvnw -B -ntp package jib:dockerBuild -DskipTests ${from:+-Djib.from.image=$from} -Djib.to.image="$PERF_CACHE_IMAGE" >"$blog" 2>&1 \
+      || die "building the service image failed: $(grep -m1 -o 'Failed to execute goal .\{0,160\}' "$blog" || tail -1 "$blog") (whole log: $blog)"
   else
-    log "building $PERF_CACHE_JAR in $PERF_SRC"
-    mvnw -B -q package -DskipTests || die "building the service jar failed"
+    log "building $PERF_CACHE_JAR in $PERF_SRC, log ${blog#"$PERF_DIR"/}"
+    mvnw -B -ntp package -DskipTests >"$blog" 2>&1 \
+      || die "building the service jar failed: $(grep -m1 -o 'Failed to execute goal .\{0,160\}' "$blog" || tail -1 "$blog") (whole log: $blog)"
   fi
 }
 
@@ -250,10 +267,17 @@ docker_down() {
 # ---------------------------------------------------------------- process mode
 pid_alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
+# The stack's registry container, running (say, from `stack.sh up --registry-only` in docker mode,
+# seeded since): process mode keeps it as its upstream rather than start an empty docker-registry.
+running_registry_container() { have_docker && running "$C_REG"; }
+
 process_up() {
   local registry_only=$1 rebuild=$2
   mkdir -p "$STATE_DIR/registry-data" "$STATE_DIR/cache-data"
-  if ! pid_alive "$STATE_DIR/registry.pid"; then
+  rm -f "$STATE_DIR/registry-container"
+  if ! pid_alive "$STATE_DIR/registry.pid" && running_registry_container; then
+    echo "$C_REG" > "$STATE_DIR/registry-container"
+  elif ! pid_alive "$STATE_DIR/registry.pid"; then
     docker_registry_binary || die "docker-registry is not installed and cannot be (Debian: apt-get install docker-registry)"
     port_busy "$PERF_REGISTRY_PORT" && die "127.0.0.1:$PERF_REGISTRY_PORT is taken by something else (set PERF_REGISTRY_PORT)"
     sed -e "s#rootdirectory: .*#rootdirectory: $STATE_DIR/registry-data#" \
@@ -267,7 +291,7 @@ process_up() {
   wait_http "http://127.0.0.1:$PERF_REGISTRY_PORT/v2/" "registry" || { tail -30 "$STATE_DIR/registry.log" >&2; exit 1; }
   [[ $registry_only == 1 ]] && return 0
   if [[ $rebuild == 1 || ! -f "$PERF_CACHE_JAR" ]]; then
-    build
+    build process
     [[ -f "$PERF_CACHE_JAR" ]] || die "no $PERF_CACHE_JAR after the build"
   fi
   if ! pid_alive "$STATE_DIR/registry-cache.pid"; then
@@ -306,6 +330,10 @@ process_down() {
   local purge=$1
   stop_pid "$STATE_DIR/registry-cache.pid" "registry-cache"
   stop_pid "$STATE_DIR/registry.pid" "docker-registry"
+  if [[ -f "$STATE_DIR/registry-container" ]]; then
+    docker_down "$purge"   # the registry container process mode kept
+    rm -f "$STATE_DIR/registry-container"
+  fi
   if [[ $purge == 1 ]]; then rm -rf "$STATE_DIR/registry-data" "$STATE_DIR/cache-data" "$STATE_DIR"/*.log "$STATE_DIR/registry.yml"; fi
 }
 
@@ -328,7 +356,7 @@ logs() {
   for what in registry-cache registry; do
     local dest=/dev/stdout
     [[ -n "$out" ]] && dest="$out/$what.logs"
-    if [[ $m == docker ]]; then
+    if [[ $m == docker ]] || [[ $what == registry && -f "$STATE_DIR/registry-container" ]]; then
       c="$(container_of "$what")"
       if [[ -n "$c" ]]; then
         echo "# $what: docker logs ${since:+--since $since }${until:+--until $until }$c" >"$dest"
@@ -362,7 +390,7 @@ pids() { # main process ids of the service and the registry (for CPU accounting)
   local m c p; m="$(mode)"
   for what in registry-cache registry; do
     p=""
-    if [[ $m == docker ]]; then
+    if [[ $m == docker ]] || [[ $what == registry && -f "$STATE_DIR/registry-container" ]]; then
       c="$(container_of "$what")"
       p="$([[ -n "$c" ]] && docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)"
       [[ "$p" == 0 ]] && p=""
@@ -416,13 +444,32 @@ case "$cmd" in
     fi
     mkdir -p "$STATE_DIR"
     echo "$m" > "$STATE_DIR/mode"
+    case "$PERF_STACK:$m" in
+      auto:docker) why="a Docker engine answers; PERF_STACK=process for processes" ;;
+      auto:process) why="$(if [[ -n "$r" ]] && alive "$r"; then echo "the stack running now"; else echo "no Docker engine answers"; fi)" ;;
+      *) why="PERF_STACK=$PERF_STACK" ;;
+    esac
+    # The service image is built before anything starts, so a build that fails decides the mode
+    # (process) up front; a registry container already running (seeded) is kept either way.
+    if [[ $m == docker && $registry_only == 0 ]] && { [[ $rebuild == 1 ]] || ! docker image inspect "$PERF_CACHE_IMAGE" >/dev/null 2>&1; }; then
+      log "mode: docker ($why): building the service image first"
+      if ( build docker ); then
+        docker rm -f "$C_CACHE" >/dev/null 2>&1 || true
+        rebuild=0
+      else
+        [[ "$PERF_STACK" == auto ]] || { rm -f "$STATE_DIR/mode"; die "the service image could not be built (PERF_STACK=process runs the stack as processes)"; }
+        m=process why="the service image could not be built"
+        echo "$m" > "$STATE_DIR/mode"
+      fi
+    fi
+    log "mode: $m ($why)$([[ $m == process ]] && running_registry_container && echo "; keeping the running registry container $C_REG and the images in it")"
     if [[ $m == docker ]]; then
       if ! docker_up $registry_only $rebuild; then
-        docker_down 0
-        [[ "$PERF_STACK" == auto ]] || { rm -f "$STATE_DIR/mode"; die "the docker stack did not come up (PERF_STACK=process runs it as processes)"; }
-        log "the docker stack did not come up: falling back to process mode"
+        docker rm -f "$C_CACHE" >/dev/null 2>&1 || true
+        [[ "$PERF_STACK" == auto ]] || { docker_down 0; rm -f "$STATE_DIR/mode"; die "the docker stack did not come up (PERF_STACK=process runs it as processes)"; }
         m=process
         echo "$m" > "$STATE_DIR/mode"
+        log "mode: process (the docker stack did not come up)$(running_registry_container && echo "; keeping the running registry container $C_REG and the images in it")"
         process_up $registry_only $rebuild
       fi
     else

@@ -9,7 +9,10 @@ summary.md and the HTML report never disagree; counts, errors and their reasons 
 The service's counters are read from the Prometheus scrapes with prometheus_client's parser.
 
 Definitions (also written under the table):
-  images      "pull image" transactions (one per image pulled); images/s counts the successful ones
+  images      one "pull image" transaction per image; "images pulled" and images/s count only the
+              successful ones (the failed ones are counted beside them); summary.json's "images" is
+              every transaction, "images_ok" the successful ones
+  loops / duration  images per thread for a loop-bounded run, the measured seconds ("30s") for a timed one
   requests    every HTTP sample (manifests, blobs, token, auth challenge); requests/s counts all
   latency     elapsed time of one HTTP request, first byte sent to last byte read (ms)
   errors      failed HTTP requests (any reason: status, timeout, assertion), % of all requests
@@ -134,10 +137,11 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
 
 def read_prom(path):
     """{(sample name, frozenset of label pairs): value} of a Prometheus text scrape; {} when absent."""
-    from prometheus_client.parser import text_string_to_metric_families
     out = {}
     if not os.path.isfile(path):
         return out
+    # only when there is a scrape: a folder of results.csv alone (the plan's own) needs no module
+    from prometheus_client.parser import text_string_to_metric_families
     with open(path, errors="replace") as f:
         text = f.read()
     try:
@@ -208,13 +212,13 @@ def reasons_text(reasons):
     return ", ".join(f"{k}: {v}" for k, v in reasons.items()) or "none"
 
 
-HEADER = ("| threads | loops | ramp-up (s) | timeout (ms) | mode | images | images/s | requests/s "
+HEADER = ("| threads | loops / duration | ramp-up (s) | timeout (ms) | mode | images pulled | images/s | requests/s "
           "| avg (ms) | min (ms) | max (ms) | p90 (ms) | p99 (ms) | image p90 (ms) | errors | error % | error reasons |")
 RULE = "|" + "---:|" * 4 + "---|" + "---:|" * 11 + "---|"
 
 
 def table_row(p, s):
-    return (f"| {p['threads']} | {p['loops']} | {p['rampup']} | {p['timeout']} | {p['mode']} | {s['images']} "
+    return (f"| {p['threads']} | {p['loops']} | {p['rampup']} | {p['timeout']} | {p['mode']} | {s['images_ok']} "
             f"| {s['images_per_s']} | {s['requests_per_s']} | {na(s['avg_ms'])} | {na(s['min_ms'])} | {na(s['max_ms'])} "
             f"| {na(s['p90_ms'])} | {na(s['p99_ms'])} | {na(s['image_p90_ms'])} | {s['errors']} | {s['error_pct']} "
             f"| {reasons_text(s['error_reasons'])} |")
@@ -279,8 +283,14 @@ def main():
     lines += ["", ("Percentiles (90th, 99th, median), average, min and max are JMeter's, from the HTML report's "
                    "statistics.json over every sample." if s.get("percentiles_from") else
                    "No HTML report (report/statistics.json): latency figures are n/a."),
-              "", "images/s counts successful image pulls (one `pull image` transaction each); requests/s counts "
-              "every HTTP request; latencies are per HTTP request, in ms; errors are failed HTTP requests.", ""]
+              "", "Definitions: an image is one `pull image` transaction (manifest(s), config and layers); "
+              "\"images pulled\" and images/s count only the successful ones, over the duration above "
+              f"(first request start to last request end), and {s['images_failed']} more failed "
+              f"({s['images']} attempted). \"loops / duration\" is images per thread for a loop-bounded run, "
+              "the measured seconds (\"30s\") for a timed one. requests/s counts every HTTP request; latencies "
+              "are per HTTP request, in ms; errors are failed HTTP requests. The HTML report's `pull image` "
+              "throughput is JMeter's own figure (every transaction, failed ones too, over JMeter's time window "
+              "for that label): it is not images/s.", ""]
     with open(os.path.join(a.run_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines))
     print(table_row(params, s))

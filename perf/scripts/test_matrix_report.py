@@ -1,0 +1,49 @@
+"""pytest perf/scripts/test_matrix_report.py: matrix.md says, per run, whether it was warm and how
+long it was, and marks the runs that were not warm (issue 26, point 14)."""
+import csv
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def summary(warm, ips):
+    return {"params": {}, "summary": {
+        "warm": warm, "images_per_s": ips, "requests_per_s": ips * 7, "p90_ms": 12, "p99_ms": 30, "min_ms": 1,
+        "avg_ms": 5, "max_ms": 90, "image_avg_ms": 40, "image_p90_ms": 80, "errors": 0, "error_pct": 0.0,
+        "error_reasons": {}}}
+
+
+def test_unwarmed_rows_are_marked(tmp_path):
+    runs = [("cache-cached-c=10-t=1000-r=2-w=15-s=30", "cached", "30s",
+             "warm: yes - a cache warm-up pass over the image set, then the first 15 s discarded; 30 s measured", 400.0),
+            ("cache-cached-c=10-t=1000-r=2-l=20", "cached", "20",
+             "warm: cache only - a warm-up pass filled the cache, but the JVMs were not warmed up", 150.0),
+            ("cache-pull-through-c=10-t=1000-r=2-l=20", "pull-through", "20",
+             "warm: no - the JVMs were not warmed up", 90.0)]
+    tsv = []
+    for name, mode, loops, warm, ips in runs:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps(summary(warm, ips)))
+        tsv.append("\t".join(["cache", mode, "10", "1000", loops, "2", "0", name]))
+    (tmp_path / "runs.tsv").write_text("\n".join(tsv) + "\n")
+    subprocess.run([sys.executable, os.path.join(HERE, "matrix_report.py"), str(tmp_path), str(tmp_path / "runs.tsv")],
+                   check=True)
+    md = (tmp_path / "matrix.md").read_text().splitlines()
+    header = next(line for line in md if line.startswith("| target | mode | threads"))
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    assert cols[3:5] == ["loops / duration", "warm"]
+    rows = {}
+    for line in md:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| cache |") and len(cells) == len(cols):
+            rows[(cells[1], cells[3])] = cells
+    assert rows[("cached", "30s")][4] == "yes"
+    assert rows[("cached", "20")][4] == "**cache only**"
+    assert rows[("pull-through", "20")][4] == "**no**"
+    assert any("2 of 3 runs here were not warm" in line for line in md)
+    with open(tmp_path / "matrix.csv") as f:
+        warm = {(r["mode"], r["loops"]): r["warm"] for r in csv.DictReader(f)}
+    assert warm == {("cached", "30s"): "yes", ("cached", "20"): "cache only", ("pull-through", "20"): "no"}
