@@ -37,11 +37,18 @@ trap 'rm -rf "$old"' EXIT
 git -C "$repo" archive "$base" deploy | tar -x -C "$old"
 echo "upgrade-check: chart $version against $(git -C "$repo" rev-parse --short "$base")"
 
-for mode in single ha; do
-  dir=kubernetes; [ $mode = ha ] && dir=kubernetes-ha
+modes=(single ha)
+# between chart versions also the HA mode with the peer token Secret the chart makes
+[ -f "$old/$chart/Chart.yaml" ] && modes+=(ha-made-token)
+for mode in "${modes[@]}"; do
+  dir=kubernetes; values=$mode-values.yaml; set=()
+  case $mode in
+    ha) dir=kubernetes-ha ;;
+    ha-made-token) values=ha-values.yaml; set=(--set cluster.existingTokenSecret=) ;;
+  esac
   if [ -f "$old/$chart/Chart.yaml" ]; then
     echo "  $mode: previous chart $(sed -n 's/^version: *//p' "$old/$chart/Chart.yaml")"
-    helm template registry-cache "$old/$chart" --namespace registry-cache -f "$old/$chart/ci/$mode-values.yaml" >"$old/$mode-old.yaml"
+    helm template registry-cache "$old/$chart" --namespace registry-cache -f "$old/$chart/ci/$values" ${set[@]+"${set[@]}"} >"$old/$mode-old.yaml"
     between_charts=1
   else
     echo "  $mode: previous plain manifests deploy/$dir"
@@ -57,7 +64,7 @@ yaml.safe_dump_all(docs, open(out, "w"))
 PY
     between_charts=0
   fi
-  helm template registry-cache "$repo/$chart" --namespace registry-cache -f "$repo/$chart/ci/$mode-values.yaml" >"$old/$mode-new.yaml"
+  helm template registry-cache "$repo/$chart" --namespace registry-cache -f "$repo/$chart/ci/$values" ${set[@]+"${set[@]}"} >"$old/$mode-new.yaml"
   "$python" - "$old/$mode-old.yaml" "$old/$mode-new.yaml" "$between_charts" <<'PY'
 import sys, yaml
 

@@ -77,6 +77,7 @@ class DeployConfigMapTest {
     });
     RateLimitProperties limits = binder.bindOrCreate("registry-cache.rate-limit", Bindable.of(RateLimitProperties.class));
     assertThat(limits.enabled()).isTrue();
+    assertThat(limits.authenticated()).isEqualTo(new RateLimitProperties.Limits(100, 400, 8));
 
     UpstreamsProperties upstreams = binder.bindOrCreate("registry-cache", Bindable.of(UpstreamsProperties.class));
     assertThat(upstreams.defaultUpstream()).isEqualTo("corp");
