@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The chart's checks (CI, .ci/run): helm lint --strict with each values file, the committed plain
-# manifests equal to the chart's renderings (deploy/render.sh --check), more renderings (the
-# defaults; HA with the generated peer token) validated by deploy/validate.sh, wrong values refused
-# by values.schema.json or the templates, the upgrade check (upgrade-check.sh) and the values table
-# (values-doc.py --check). Needs helm (.ci/go-tools.sh helm); run deploy/validate.sh once first
-# (it installs the virtualenv with PyYAML this uses). A few seconds.
+# The chart's checks (CI, .ci/run): helm lint --strict with the defaults (plus the one upstream
+# they need) and with each ci/ values file; the committed plain manifests equal to the chart's
+# renderings (deploy/render.sh --check); more renderings (the defaults; HA with the generated peer
+# token) validated by deploy/validate.sh; wrong values refused by values.schema.json or the
+# templates; javaToolOptions equal to the image's; the upgrade check (upgrade-check.sh); the values
+# table (values-doc.py --check). Needs helm (.ci/go-tools.sh helm); run deploy/validate.sh once
+# first (it installs the virtualenv with PyYAML this uses). A few seconds.
 set -euo pipefail
 cd "$(dirname "$0")"
 chart=registry-cache
@@ -13,7 +14,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "== helm lint --strict"
-helm lint --strict "$chart"
+upstream=(--set upstreams.corp.host=registry.example.com --set upstreams.corp.url=https://registry.example.com)
+helm lint --strict "$chart" "${upstream[@]}"
 for values in "$chart"/ci/*-values.yaml; do
   helm lint --strict "$chart" -f "$values"
 done
@@ -23,7 +25,7 @@ echo "== committed manifests are the chart's renderings"
 echo "   deploy/kubernetes, deploy/kubernetes-ha and the chart's alerts.yml up to date"
 
 echo "== more renderings, validated"
-helm template registry-cache "$chart" >"$tmp/defaults.yaml"
+helm template registry-cache "$chart" "${upstream[@]}" >"$tmp/defaults.yaml"
 helm template cache "$chart" -f "$chart/ci/ha-values.yaml" --set cluster.existingTokenSecret= \
   --set serviceMonitor.enabled=true --set prometheusRule.enabled=true >"$tmp/ha-generated-token.yaml"
 grep -q '^kind: Secret' "$tmp/ha-generated-token.yaml" || { echo "no peer token Secret made"; exit 1; }
@@ -31,9 +33,10 @@ grep -q '^kind: Secret' "$tmp/ha-generated-token.yaml" || { echo "no peer token 
 
 echo "== wrong values are refused at helm template"
 refused=0
-refuse() { # what is wrong, a fragment of the expected error (the value's path), helm arguments...
+refuse() { # what is wrong, a fragment of the expected error (the value's path), helm arguments
+  # (after the one upstream the defaults need)
   local reason=$1 expect=$2; shift 2
-  if helm template registry-cache "$chart" "$@" >/dev/null 2>"$tmp/err"; then
+  if helm template registry-cache "$chart" "${upstream[@]}" "$@" >/dev/null 2>"$tmp/err"; then
     echo "   NOT refused: $reason ($*)"; refused=1
   elif ! grep -qF -- "$expect" "$tmp/err"; then
     echo "   refused for another reason than $reason (expected '$expect'):"; cat "$tmp/err"; refused=1
@@ -41,6 +44,7 @@ refuse() { # what is wrong, a fragment of the expected error (the value's path),
     echo "   refused: $reason: $(grep -F -m1 -- "$expect" "$tmp/err" | sed 's/^ *//' | cut -c1-120)"
   fi
 }
+refuse "no upstream" "missing property 'upstreams'" --set upstreams=null
 refuse "replicas 0" "'/replicas': minimum" --set replicas=0
 refuse "replicas as text" "'/replicas'" --set-string replicas=three
 refuse "HA without a bucket" "'/s3/bucket'" --set replicas=3
