@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the OCI client tools the supply-chain tests and docs use, built from the Go module proxy
+# Installs the OCI client tools the supply-chain tests and docs use (and helm, for deploy/helm), built from the Go module proxy
 # with pinned versions into $GOBIN (default /usr/local/bin). Idempotent: a tool already on the PATH
-# at the pinned version is skipped. Usage: .ci/go-tools.sh [crane|oras|cosign ...] (default: crane
+# at the pinned version is skipped. Usage: .ci/go-tools.sh [crane|oras|cosign|helm ...] (default: crane
 # and oras; cosign too with GO_TOOLS_COSIGN=1: it is big, its build took 436 s on the 2-core CI host).
 set -euo pipefail
 export PATH=/usr/local/go/bin:$PATH
@@ -12,6 +12,10 @@ command -v go >/dev/null || { echo "go-tools: Go not found (neither /usr/local/g
 CRANE_VERSION=v0.20.6
 ORAS_VERSION=v1.2.3
 COSIGN_VERSION=v2.4.3
+HELM_VERSION=v3.22.0
+# helm's default Kubernetes version (.Capabilities.KubeVersion of helm template and lint) is that of
+# its client-go modules (v0.37: 1.37), set at link time as helm's Makefile does; unset it is 1.20.
+HELM_KUBE_VERSION_FLAGS="-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37"
 
 # name, module path at version, version-check command (prints something containing the version)
 install() {
@@ -38,6 +42,8 @@ for tool in "${tools[@]}"; do
              "-X oras.land/oras/internal/version.Version=${ORAS_VERSION#v} -X oras.land/oras/internal/version.BuildMetadata=" ;;
     cosign) install cosign github.com/sigstore/cosign/v2/cmd/cosign "$COSIGN_VERSION" \
              "-X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION" ;;
+    helm) install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" \
+             "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION $HELM_KUBE_VERSION_FLAGS" ;;
     *) echo "go-tools: unknown tool $tool" >&2; exit 2 ;;
   esac
 done

@@ -80,7 +80,7 @@ class UpstreamDefaultsTest {
 
   /**
    * An upstream given only by environment variables, in the documented canonical form (the README's
-   * two-upstream example, deploy/kubernetes/configmap.yaml, the perf stack, ContainerImageIT).
+   * two-upstream example, the Helm chart's ConfigMap, the perf stack, ContainerImageIT).
    */
   @Test
   void anUpstreamKeyFromEnvironmentVariablesIsFound() {
