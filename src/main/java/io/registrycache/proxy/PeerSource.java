@@ -84,6 +84,8 @@ public class PeerSource {
   private final LoopResources loops;
   private final ConnectionProvider pool;
   private final WebClient client;
+  /** For pings only: a new connection each, never one queued behind the pool's requests. */
+  private final WebClient pingClient;
   private final Duration firstByteTimeout;
 
   @Autowired
@@ -107,10 +109,18 @@ public class PeerSource {
               .followRedirect(false)
               .compress(false);
       this.client = WebClient.builder().clientConnector(new ReactorClientHttpConnector(http)).build();
+      HttpClient ping =
+          HttpClient.create(ConnectionProvider.newConnection())
+              .runOn(loops)
+              .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.firstByteTimeout().toMillis())
+              .followRedirect(false)
+              .compress(false);
+      this.pingClient = WebClient.builder().clientConnector(new ReactorClientHttpConnector(ping)).build();
     } else {
       this.loops = null;
       this.pool = null;
       this.client = null;
+      this.pingClient = null;
     }
   }
 
@@ -126,6 +136,7 @@ public class PeerSource {
     this.loops = null;
     this.pool = null;
     this.client = null;
+    this.pingClient = null;
     this.firstByteTimeout = null;
   }
 
@@ -267,10 +278,11 @@ public class PeerSource {
 
   /**
    * Whether {@code owner} answers {@link PeerProtocol#PING} with any HTTP status within {@code
-   * first-byte-timeout}; false when it does not, or refuses the connection.
+   * first-byte-timeout}, on a new connection (not one waiting in the pool behind requests to a
+   * busy owner); false when it does not, or refuses the connection.
    */
   Mono<Boolean> alive(Member owner) {
-    return client
+    return pingClient
         .get()
         .uri(URI.create("http://" + owner.id() + PeerProtocol.PING))
         .header(HttpHeaders.AUTHORIZATION, token.authorization())
