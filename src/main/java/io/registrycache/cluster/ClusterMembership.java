@@ -34,7 +34,8 @@ import org.springframework.stereotype.Component;
  * <p>Reads are lock-free snapshots: {@link #members()} is called per pull once ownership routes
  * requests between replicas.
  *
- * <p>A member this replica could not connect to ({@link #suspect}) is left out of ownership for
+ * <p>A member this replica could not connect to, or that accepted a request and stayed silent
+ * ({@link #suspect}), is left out of ownership for
  * {@code suspect-for}: the blobs it owns get the next owner by the same hashing (the one other
  * replicas that also cannot reach it pick too), instead of each miss waiting on a refused or
  * black-holed connection first. It is taken back when the time is up; no probing.
@@ -127,15 +128,22 @@ public class ClusterMembership {
 
   /**
    * Leaves {@code member} out of ownership for {@code suspect-for} (a connection to it was
-   * refused or timed out); no-op when that is 0 or the member is this replica.
+   * refused or timed out, or it accepted a request and stayed silent); no-op when that is 0 or the
+   * member is this replica.
+   *
+   * @return whether this starts a suspicion (the member was not a suspect already)
    */
-  public void suspect(Member member) {
+  public boolean suspect(Member member) {
     if (properties.suspectFor().isZero() || view.get().self().map(member::equals).orElse(false)) {
-      return;
+      return false;
     }
-    if (suspects.put(member, clock.instant().plus(properties.suspectFor())) == null) {
-      log.warn("cluster: member {} unreachable; the blobs it owns go to the next owner for {}", member, properties.suspectFor());
+    Instant now = clock.instant();
+    Instant previous = suspects.put(member, now.plus(properties.suspectFor()));
+    if (previous == null || !previous.isAfter(now)) {
+      log.warn("cluster: member {} unreachable or silent; the blobs it owns go to the next owner for {}", member, properties.suspectFor());
+      return true;
     }
+    return false;
   }
 
   /** Members left out of ownership now. */

@@ -38,6 +38,14 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param peerAddress the local address the peer port binds to (an IP literal or a host name of
  *     this machine, e.g. a private network's address or {@code 127.0.0.1}); default the pull
  *     port's {@code server.address}, and when that is unset every interface
+ * @param firstByteTimeout how long a replica waits for a blob's or manifest's owner to start its
+ *     answer (the response headers, counted from the request's start) before it asks the owner
+ *     whether it is alive at all, on a second connection, waiting as long again for any answer:
+ *     an owner that answers that is busy (e.g. waiting for its own upstream) and is waited for up
+ *     to {@code read-timeout}; one that does not is hung (a stopped process whose kernel still
+ *     accepts connections): it is suspected for {@code suspect-for} and the blob is fetched from
+ *     the upstream here. So a hung owner costs a miss at most twice this; default 1 s, must be
+ *     positive
  */
 @ConfigurationProperties("registry-cache.cluster")
 public record ClusterProperties(
@@ -51,7 +59,8 @@ public record ClusterProperties(
     @DefaultValue("2s") Duration connectTimeout,
     @DefaultValue("60s") Duration readTimeout,
     @DefaultValue("10s") Duration suspectFor,
-    String peerAddress) {
+    String peerAddress,
+    @DefaultValue("1s") Duration firstByteTimeout) {
 
   @ConstructorBinding
   public ClusterProperties {
@@ -62,6 +71,7 @@ public record ClusterProperties(
     requirePositive("refresh-interval", refreshInterval);
     requirePositive("connect-timeout", connectTimeout);
     requirePositive("read-timeout", readTimeout);
+    requirePositive("first-byte-timeout", firstByteTimeout);
     if (suspectFor.isNegative()) {
       throw new IllegalArgumentException("registry-cache.cluster.suspect-for must not be negative: " + suspectFor);
     }
@@ -74,6 +84,14 @@ public record ClusterProperties(
   /** The membership settings alone, with no token and the default timeouts (tests, tools). */
   public ClusterProperties(List<String> peers, String peersDns, int peerPort, Duration refreshInterval, String self) {
     this(peers, peersDns, peerPort, refreshInterval, self, null, null, Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10), null);
+  }
+
+  /** Every setting but {@code first-byte-timeout}, which gets its default of 1 s (tests, tools). */
+  public ClusterProperties(
+      List<String> peers, String peersDns, int peerPort, Duration refreshInterval, String self, String token,
+      Path tokenFile, Duration connectTimeout, Duration readTimeout, Duration suspectFor, String peerAddress) {
+    this(peers, peersDns, peerPort, refreshInterval, self, token, tokenFile, connectTimeout, readTimeout, suspectFor, peerAddress,
+        Duration.ofSeconds(1));
   }
 
   private static void requirePositive(String name, Duration value) {
@@ -94,6 +112,6 @@ public record ClusterProperties(
         + ", refreshInterval=" + refreshInterval + ", self=" + self
         + ", token=" + (token == null ? "unset" : "(set)") + ", tokenFile=" + tokenFile
         + ", connectTimeout=" + connectTimeout + ", readTimeout=" + readTimeout + ", suspectFor=" + suspectFor
-        + ", peerAddress=" + peerAddress + "]";
+        + ", peerAddress=" + peerAddress + ", firstByteTimeout=" + firstByteTimeout + "]";
   }
 }

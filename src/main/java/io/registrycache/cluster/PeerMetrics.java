@@ -23,6 +23,11 @@ import org.springframework.stereotype.Component;
  *       unreachable} (no connection, no answer in time), {@code error_status} (the owner answered
  *       with an error before the body), {@code broken_body} (the owner's body broke off; the
  *       rest comes from the upstream)
+ *   <li>{@code registry_cache_peer_suspicions_total{reason}} — a member was left out of ownership
+ *       for {@code cluster.suspect-for} (counted when its suspicion starts, not again while it
+ *       lasts): {@code unreachable} (its connection was refused or timed out) or {@code silent}
+ *       (it accepted the request but neither answered it within {@code cluster.first-byte-timeout}
+ *       nor a liveness probe within as long again: a hung process)
  * </ul>
  */
 @Component
@@ -37,8 +42,12 @@ public class PeerMetrics {
   /** Why a replica fetched a blob it does not own from the upstream. */
   public enum FallbackReason { UNREACHABLE, ERROR_STATUS, BROKEN_BODY }
 
+  /** Why a member was suspected. */
+  public enum SuspicionReason { UNREACHABLE, SILENT }
+
   private final Map<Direction, Map<Outcome, Counter>> requests = new EnumMap<>(Direction.class);
   private final Map<FallbackReason, Counter> fallbacks = new EnumMap<>(FallbackReason.class);
+  private final Map<SuspicionReason, Counter> suspicions = new EnumMap<>(SuspicionReason.class);
 
   public PeerMetrics(MeterRegistry registry) {
     for (Direction direction : Direction.values()) {
@@ -62,6 +71,14 @@ public class PeerMetrics {
               .tag("reason", lower(reason))
               .register(registry));
     }
+    for (SuspicionReason reason : SuspicionReason.values()) {
+      suspicions.put(
+          reason,
+          Counter.builder("registry.cache.peer.suspicions")
+              .description("Members left out of ownership for cluster.suspect-for (unreachable, or silent: accepted a request and answered nothing)")
+              .tag("reason", lower(reason))
+              .register(registry));
+    }
   }
 
   /** Counts one peer request. */
@@ -72,6 +89,16 @@ public class PeerMetrics {
   /** Counts one fallback to the upstream. */
   public void fallback(FallbackReason reason) {
     fallbacks.get(reason).increment();
+  }
+
+  /** Counts one member newly suspected. */
+  public void suspicion(SuspicionReason reason) {
+    suspicions.get(reason).increment();
+  }
+
+  /** The count so far of suspicions for {@code reason}. */
+  public long suspicions(SuspicionReason reason) {
+    return (long) suspicions.get(reason).count();
   }
 
   /** The count so far of peer requests, for health and tests. */

@@ -7,6 +7,7 @@ package io.registrycache.cluster;
  * <pre>
  * GET /internal/v1/blobs/&lt;upstream-key&gt;/&lt;repository&gt;/&lt;digest&gt;
  * GET /internal/v1/manifests/&lt;upstream-key&gt;/&lt;repository&gt;/&lt;tag or digest&gt;
+ * GET /internal/v1/ping
  * Authorization: Bearer &lt;registry-cache.cluster.token&gt;
  * </pre>
  *
@@ -18,7 +19,9 @@ package io.registrycache.cluster;
  * OCI error body with the status its pull-through gave; 401 for a missing or wrong token. Every
  * answer of the endpoint carries {@value #HEADER}{@code : 1}, which tells an owner's "no such blob
  * or manifest upstream" (404 with the header) from a path this replica does not serve (404
- * without it).
+ * without it). {@code ping} is a liveness probe, answered 204 at once without touching the
+ * store or the upstream; the asking replica takes any HTTP answer (even an older replica's 404)
+ * as a sign of life.
  */
 public final class PeerProtocol {
 
@@ -27,6 +30,9 @@ public final class PeerProtocol {
 
   /** Path prefix of manifest requests: {@code <upstream-key>/<repository>/<tag or digest>}. */
   public static final String MANIFESTS = "/internal/v1/manifests/";
+
+  /** The liveness probe: {@code GET}, answered 204 with {@value #HEADER}. */
+  public static final String PING = "/internal/v1/ping";
 
   /** Response header on every answer of the peer endpoint; value {@code 1}, the version. */
   public static final String HEADER = "Registry-Cache-Peer";

@@ -43,6 +43,10 @@ import reactor.core.publisher.Mono;
  * streamed as they arrive (a stored blob goes zero-copy); a fill that fails mid-way breaks the
  * connection off, which the asking replica sees as a broken body, never as a clean end.
  *
+ * <p>{@code GET /internal/v1/ping} (with the token) is answered 204 at once: the liveness probe
+ * a replica sends an owner that has not started its answer within {@code
+ * cluster.first-byte-timeout}.
+ *
  * <p>Served only on {@code cluster.peer-port} ({@link PeerServer}), never on the pull port.
  */
 @Component
@@ -77,6 +81,9 @@ public class PeerEndpoint {
           .bodyValue(error(OciErrorCode.UNAUTHORIZED, "a peer request needs the cluster token"));
     }
     String path = request.requestPath().pathWithinApplication().value();
+    if (path.equals(PeerProtocol.PING)) {
+      return ServerResponse.noContent().header(PeerProtocol.HEADER, "1").build();
+    }
     boolean blob = path.startsWith(PeerProtocol.BLOBS);
     if (!blob && !path.startsWith(PeerProtocol.MANIFESTS)) {
       return ServerResponse.status(HttpStatus.NOT_FOUND).build();

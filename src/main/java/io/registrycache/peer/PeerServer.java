@@ -91,6 +91,14 @@ public class PeerServer implements SmartLifecycle {
     return server != null;
   }
 
+  /**
+   * The event loops of the peer port (accepting and serving), null when not running; for tests in
+   * this package that stop them to play a hung replica.
+   */
+  LoopResources loops() {
+    return loops;
+  }
+
   /** The port bound, or -1 when not running. */
   public int port() {
     DisposableServer s = server;

@@ -8,6 +8,7 @@ import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.cluster.PeerMetrics.Direction;
 import io.registrycache.cluster.PeerMetrics.FallbackReason;
 import io.registrycache.cluster.PeerMetrics.Outcome;
+import io.registrycache.cluster.PeerMetrics.SuspicionReason;
 import io.registrycache.cluster.PeerProtocol;
 import io.registrycache.cluster.PeerToken;
 import io.registrycache.oci.Digest;
@@ -23,7 +24,9 @@ import jakarta.annotation.PreDestroy;
 import java.net.ConnectException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -58,6 +61,16 @@ import reactor.netty.resources.LoopResources;
  * received) are skipped. So a replica killed or started costs at worst a duplicate upstream fetch,
  * never a failed pull. An owner whose connection was refused or timed out is suspected ({@link
  * ClusterMembership#suspect}): for {@code cluster.suspect-for} its blobs get the next owner.
+ *
+ * <p>A hung owner (a stopped process: its kernel still accepts connections, nothing answers) is
+ * told from a busy one (whose answer waits for its own upstream or a fill permit) by a probe:
+ * when the owner's response headers have not come within {@code cluster.first-byte-timeout} of
+ * the request's start, {@link PeerProtocol#PING} is sent on another connection; an owner that
+ * answers it, whatever the status, is waited for (up to {@code read-timeout}), one that does not
+ * within {@code first-byte-timeout} more is suspected and the request given up here (the upstream
+ * asked instead). So a hung owner costs one miss at most twice {@code first-byte-timeout}, and
+ * the misses after it none while it is a suspect. A body that stalls after the headers breaks off
+ * after {@code read-timeout} as before and is resumed from the upstream.
  * Independent of the store: it only supplies the bytes of a fill.
  */
 @Component
@@ -71,12 +84,16 @@ public class PeerSource {
   private final LoopResources loops;
   private final ConnectionProvider pool;
   private final WebClient client;
+  /** For pings only: a new connection each, never one queued behind the pool's requests. */
+  private final WebClient pingClient;
+  private final Duration firstByteTimeout;
 
   @Autowired
   public PeerSource(ClusterMembership membership, ClusterProperties properties, PeerToken token, PeerMetrics metrics) {
     this.membership = membership;
     this.token = token;
     this.metrics = metrics;
+    this.firstByteTimeout = properties.firstByteTimeout();
     if (membership.enabled()) {
       this.loops = LoopResources.create("peer-client", 2, true);
       this.pool = ConnectionProvider.builder("peer-client")
@@ -92,10 +109,18 @@ public class PeerSource {
               .followRedirect(false)
               .compress(false);
       this.client = WebClient.builder().clientConnector(new ReactorClientHttpConnector(http)).build();
+      HttpClient ping =
+          HttpClient.create(ConnectionProvider.newConnection())
+              .runOn(loops)
+              .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.firstByteTimeout().toMillis())
+              .followRedirect(false)
+              .compress(false);
+      this.pingClient = WebClient.builder().clientConnector(new ReactorClientHttpConnector(ping)).build();
     } else {
       this.loops = null;
       this.pool = null;
       this.client = null;
+      this.pingClient = null;
     }
   }
 
@@ -111,6 +136,8 @@ public class PeerSource {
     this.loops = null;
     this.pool = null;
     this.client = null;
+    this.pingClient = null;
+    this.firstByteTimeout = null;
   }
 
   /** Whether this replica is one of several (a cluster is configured). */
@@ -135,6 +162,7 @@ public class PeerSource {
     URI uri = URI.create("http://" + owner.id() + PeerProtocol.BLOBS
         + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8) + "/" + name.value() + "/" + digest);
     String what = upstream.key() + "/" + name + "@" + digest + " from owner " + owner;
+    AtomicBoolean answered = new AtomicBoolean();
     return client
         .get()
         .uri(uri)
@@ -142,6 +170,8 @@ public class PeerSource {
         .retrieve()
         .onStatus(status -> true, response -> Mono.empty()) // every status is handled below
         .toEntityFlux(DataBuffer.class)
+        .doOnNext(entity -> answered.set(true))
+        .timeout(silence(owner, answered), Mono.error(() -> new OwnerSilent(firstByteTimeout)))
         .flatMap(entity -> answer(entity, what, fromUpstream))
         .onErrorResume(e -> !(e instanceof OciException), e -> ownerUnusable(owner, "blob " + what, e, fromUpstream));
   }
@@ -172,11 +202,13 @@ public class PeerSource {
     URI uri = URI.create("http://" + owner.id() + PeerProtocol.MANIFESTS
         + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8) + "/" + name.value() + "/" + reference);
     String what = "manifest " + upstream.key() + "/" + name + ":" + reference + " from owner " + owner;
+    AtomicBoolean answered = new AtomicBoolean();
     return client
         .get()
         .uri(uri)
         .header(HttpHeaders.AUTHORIZATION, token.authorization())
         .exchangeToMono(response -> {
+          answered.set(true);
           int status = response.statusCode().value();
           if (status == 200) {
             HttpHeaders headers = response.headers().asHttpHeaders();
@@ -207,21 +239,63 @@ public class PeerSource {
           log.warn("{}: owner answered {}; fetching from the upstream", what, status);
           return response.releaseBody().then(Mono.defer(fromUpstream));
         })
+        .timeout(silence(owner, answered), Mono.error(() -> new OwnerSilent(firstByteTimeout)))
         .onErrorResume(e -> !(e instanceof OciException), e -> ownerUnusable(owner, what, e, fromUpstream));
   }
 
   /**
    * The owner did not answer, or its answer broke off or was unusable: counted as a fallback, the
-   * owner suspected when its connection failed, and the upstream asked instead.
+   * owner suspected when its connection failed or it stayed silent, and the upstream asked instead.
    */
   private <T> Mono<T> ownerUnusable(Member owner, String what, Throwable e, Supplier<Mono<T>> fromUpstream) {
     metrics.request(Direction.OUT, Outcome.FAILED);
     metrics.fallback(FallbackReason.UNREACHABLE);
     if (connectionFailed(e)) {
-      membership.suspect(owner);
+      if (membership.suspect(owner)) {
+        metrics.suspicion(SuspicionReason.UNREACHABLE);
+      }
+    } else if (e instanceof OwnerSilent) {
+      if (membership.suspect(owner)) {
+        metrics.suspicion(SuspicionReason.SILENT);
+      }
     }
     log.warn("{}: owner unreachable or its answer unusable ({}); fetching from the upstream", what, e.toString());
     return fromUpstream.get();
+  }
+
+  /**
+   * Emits when {@code owner} has not started its answer ({@code answered}) within {@code
+   * first-byte-timeout} and does not answer a {@link PeerProtocol#PING} within as long again: the
+   * owner is hung. Never emits (nor completes) otherwise, so the request goes on under {@code
+   * read-timeout}.
+   */
+  private Mono<Long> silence(Member owner, AtomicBoolean answered) {
+    return Mono.delay(firstByteTimeout)
+        .flatMap(tick -> answered.get()
+            ? Mono.<Long>never()
+            : alive(owner).flatMap(alive -> alive || answered.get() ? Mono.<Long>never() : Mono.just(tick)));
+  }
+
+  /**
+   * Whether {@code owner} answers {@link PeerProtocol#PING} with any HTTP status within {@code
+   * first-byte-timeout}, on a new connection (not one waiting in the pool behind requests to a
+   * busy owner); false when it does not, or refuses the connection.
+   */
+  Mono<Boolean> alive(Member owner) {
+    return pingClient
+        .get()
+        .uri(URI.create("http://" + owner.id() + PeerProtocol.PING))
+        .header(HttpHeaders.AUTHORIZATION, token.authorization())
+        .exchangeToMono(response -> response.releaseBody().thenReturn(true))
+        .timeout(firstByteTimeout)
+        .onErrorReturn(false);
+  }
+
+  /** An owner that accepted a request and answered neither it nor a probe in time: hung. */
+  static final class OwnerSilent extends RuntimeException {
+    OwnerSilent(Duration timeout) {
+      super("the owner started no answer within " + timeout + " and answered no ping within as long again", null, false, false);
+    }
   }
 
   /** The owner's {@code Docker-Content-Digest}; a malformed one makes its answer unusable (not the client's error). */

@@ -126,8 +126,9 @@ class ClusterMembershipTest {
     }
     assertThat(ownedByB).hasSizeBetween(50, 150);
 
-    asA.suspect(b);
-    asA.suspect(new Member("a.test", 8082)); // never itself
+    assertThat(asA.suspect(b)).as("a suspicion starts").isTrue();
+    assertThat(asA.suspect(b)).as("already a suspect: not a new suspicion").isFalse();
+    assertThat(asA.suspect(new Member("a.test", 8082))).isFalse(); // never itself
     assertThat(asA.suspects()).containsExactly(b);
     for (String key : ownedByB) {
       Member next = RendezvousHashing.owner(key, new java.util.TreeSet<>(List.of(new Member("a.test", 8082), c))).orElseThrow();

@@ -8,6 +8,7 @@ import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.cluster.PeerMetrics.Direction;
 import io.registrycache.cluster.PeerMetrics.FallbackReason;
 import io.registrycache.cluster.PeerMetrics.Outcome;
+import io.registrycache.cluster.PeerMetrics.SuspicionReason;
 import io.registrycache.cluster.RendezvousHashing;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
@@ -187,6 +188,10 @@ class ClusterPullIT {
     assertThat(peerGet(peerPort, "/internal/v1/manifests/local/" + image.repository() + "/v1", null).statusCode())
         .isEqualTo(401);
 
+    HttpResponse<byte[]> ping = peerGet(peerPort, "/internal/v1/ping", "Bearer " + TOKEN);
+    assertThat(ping.statusCode()).isEqualTo(204);
+    assertThat(ping.headers().firstValue("Registry-Cache-Peer")).contains("1");
+
     // The peer endpoint is not on the pull port.
     assertThat(first.client().get(path, "Authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
   }
@@ -223,6 +228,43 @@ class ClusterPullIT {
         assertThat(gets).as("upstream GETs of %s", blob.digest()).isEqualTo(1);
       }
     }
+  }
+
+  @Test
+  @Order(5)
+  void aHungOwnerCostsAMissTheFirstByteBudgetNotTheReadTimeout() {
+    // Replica 1 plays a stopped process: every event loop of its peer port (the one accepting and
+    // the ones serving) is held, so its kernel still accepts connections and nothing answers.
+    Image image = upstream.pusher().push(imageOwnedByEveryReplica("hung-owner", 1));
+    int hung = 1;
+    ManualCache asker = replicas.get(0);
+    Map<String, Member> owners = owners(image);
+    assertThat(image.blobs().stream().filter(b -> owners.get(b.digest()).equals(members.get(hung)))).isNotEmpty();
+    long silentBefore = metrics(asker).suspicions(SuspicionReason.SILENT);
+    CountDownLatch resume = new CountDownLatch(1);
+    reactor.netty.resources.LoopResources loops = replicas.get(hung).context().getBean(PeerServer.class).loops();
+    List<io.netty.util.concurrent.EventExecutor> held = new ArrayList<>();
+    loops.onServerSelect(true).forEach(held::add);
+    loops.onServer(true).forEach(held::add);
+    CountDownLatch allHeld = new CountDownLatch(held.size());
+    held.forEach(loop -> loop.execute(() -> {
+      allHeld.countDown();
+      await(resume);
+    }));
+    try {
+      await(allHeld);
+      // Each request of the pull may take 30 s, half of read-timeout (60 s): a miss that waited for
+      // the hung owner's headers until read-timeout fails it.
+      asker.client().withTimeout(Duration.ofSeconds(30)).pullAndVerify(image);
+      assertThat(metrics(asker).suspicions(SuspicionReason.SILENT) - silentBefore)
+          .as("the hung owner, suspected once: the misses after the first do not ask it")
+          .isEqualTo(1);
+      assertThat(asker.context().getBean(ClusterMembership.class).suspects()).contains(members.get(hung));
+    } finally {
+      resume.countDown();
+    }
+    // Resumed, it serves again: the image through it, every digest checked.
+    replicas.get(hung).client().withTimeout(Duration.ofSeconds(30)).pullAndVerify(image);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.cluster.PeerMetrics.Direction;
 import io.registrycache.cluster.PeerMetrics.FallbackReason;
 import io.registrycache.cluster.PeerMetrics.Outcome;
+import io.registrycache.cluster.PeerMetrics.SuspicionReason;
 import io.registrycache.cluster.PeerProtocol;
 import io.registrycache.cluster.PeerToken;
 import io.registrycache.config.RegistryCacheProperties;
@@ -173,6 +174,131 @@ class PeerSourceTest {
         .isEqualTo(BLOB);
     assertThat(metrics.fallbacks(FallbackReason.UNREACHABLE)).isEqualTo(1);
     assertThat(membership.suspects()).as("left out of ownership for suspect-for").containsExactly(new Member("127.0.0.1", closedPort));
+    assertThat(metrics.suspicions(SuspicionReason.UNREACHABLE)).isEqualTo(1);
+  }
+
+  /**
+   * An owner that accepts connections and reads requests but answers nothing (a stopped process;
+   * here its handlers wait) until it is resumed. Its peer settings: {@code first-byte-timeout}
+   * 500 ms, {@code read-timeout} 10 minutes (so a miss that falls back in time did not wait for
+   * it), {@code suspect-for} 10 s on {@code clock}; it is the only member, this replica not one.
+   */
+  PeerSource sourceOfTheOnlyOwner(Member peer, Clock clock) {
+    ClusterProperties properties = new ClusterProperties(
+        List.of(peer.id()), null, 8082, Duration.ofSeconds(10), null, TOKEN, null,
+        Duration.ofSeconds(2), Duration.ofMinutes(10), Duration.ofSeconds(10), null, Duration.ofMillis(500));
+    metrics = new PeerMetrics(new SimpleMeterRegistry());
+    membership = new ClusterMembership(properties, clock);
+    PeerSource s = new PeerSource(membership, properties, new PeerToken(properties), metrics);
+    closeables.add(s::close);
+    return s;
+  }
+
+  @Test
+  void aHungOwnerIsSuspectedAfterTheFirstByteBudgetAndUsedAgainOnceItAnswers() {
+    java.util.concurrent.CountDownLatch resumed = new java.util.concurrent.CountDownLatch(1);
+    closeables.add(0, resumed::countDown); // before the server stops: its handlers return
+    AtomicInteger blobRequests = new AtomicInteger();
+    AtomicInteger pings = new AtomicInteger();
+    owner.createContext("/", exchange -> {
+      if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
+        pings.incrementAndGet();
+      } else {
+        blobRequests.incrementAndGet();
+      }
+      try {
+        resumed.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
+        ScriptedHttp.respond(exchange, 204, java.util.Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
+        return;
+      }
+      exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
+      exchange.sendResponseHeaders(200, BLOB.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(BLOB);
+      }
+    });
+    io.registrycache.storage.TestCache.MutableClock clock = new io.registrycache.storage.TestCache.MutableClock();
+    PeerSource hung = sourceOfTheOnlyOwner(member, clock);
+    assertThat(hung.ownerElsewhere(DIGEST)).contains(member);
+
+    // The first miss: no headers within first-byte-timeout, no answer to the ping either. It is
+    // served from the upstream well within read-timeout (10 minutes; readFlux gives it 20 s).
+    assertThat(read(hung.fetch(member, UPSTREAM, NAME, DIGEST, fromUpstream))).isEqualTo(BLOB);
+    assertThat(upstreamFetches).hasValue(1);
+    assertThat(blobRequests).hasValue(1);
+    assertThat(pings).as("the owner was asked whether it is alive").hasValue(1);
+    assertThat(membership.suspects()).containsExactly(member);
+    assertThat(metrics.suspicions(SuspicionReason.SILENT)).isEqualTo(1);
+    assertThat(metrics.suspicions(SuspicionReason.UNREACHABLE)).isZero();
+    assertThat(metrics.fallbacks(FallbackReason.UNREACHABLE)).isEqualTo(1);
+
+    // The next misses do not ask it while it is a suspect (here no other member: the upstream).
+    assertThat(hung.ownerElsewhere(DIGEST)).isEmpty();
+    assertThat(hung.manifestOwnerElsewhere(UPSTREAM, NAME, Reference.parse("v1"))).isEmpty();
+    assertThat(blobRequests).hasValue(1);
+
+    // It comes back (SIGCONT): once suspect-for is over it owns its blobs again and serves them.
+    resumed.countDown();
+    clock.advance(Duration.ofSeconds(10));
+    assertThat(hung.ownerElsewhere(DIGEST)).contains(member);
+    assertThat(read(hung.fetch(member, UPSTREAM, NAME, DIGEST, fromUpstream))).isEqualTo(BLOB);
+    assertThat(upstreamFetches).as("served by the owner").hasValue(1);
+    assertThat(metrics.requests(Direction.OUT, Outcome.OK)).isEqualTo(1);
+    assertThat(metrics.suspicions(SuspicionReason.SILENT)).isEqualTo(1);
+  }
+
+  @Test
+  void aBusyOwnerThatAnswersThePingIsWaitedForNotSuspected() {
+    owner.createContext("/", exchange -> {
+      if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
+        ScriptedHttp.respond(exchange, 204, java.util.Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
+        return;
+      }
+      try {
+        Thread.sleep(1_500); // e.g. waiting for its own upstream: three first-byte budgets
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+      exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
+      exchange.sendResponseHeaders(200, BLOB.length);
+      try (OutputStream out = exchange.getResponseBody()) {
+        out.write(BLOB);
+      }
+    });
+    PeerSource busy = sourceOfTheOnlyOwner(member, Clock.systemUTC());
+    assertThat(read(busy.fetch(member, UPSTREAM, NAME, DIGEST, fromUpstream))).isEqualTo(BLOB);
+    assertThat(upstreamFetches).hasValue(0);
+    assertThat(membership.suspects()).isEmpty();
+    assertThat(metrics.suspicions(SuspicionReason.SILENT)).isZero();
+    assertThat(metrics.requests(Direction.OUT, Outcome.OK)).isEqualTo(1);
+  }
+
+  @Test
+  void aHungOwnersManifestFallsBackToo() {
+    java.util.concurrent.CountDownLatch resumed = new java.util.concurrent.CountDownLatch(1);
+    closeables.add(0, resumed::countDown);
+    owner.createContext("/", exchange -> {
+      try {
+        resumed.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      exchange.close();
+    });
+    byte[] manifest = "{\"schemaVersion\":2}".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    PeerSource hung = sourceOfTheOnlyOwner(member, Clock.systemUTC());
+    UpstreamManifest fetched = hung.fetchManifest(member, UPSTREAM, NAME, Reference.parse("v1"), 4096,
+        () -> Mono.just(new UpstreamManifest(manifest, "application/vnd.oci.image.manifest.v1+json", null)))
+        .block(Duration.ofSeconds(20));
+    assertThat(fetched.body()).isEqualTo(manifest);
+    assertThat(membership.suspects()).containsExactly(member);
+    assertThat(metrics.suspicions(SuspicionReason.SILENT)).isEqualTo(1);
   }
 
   @Test
