@@ -1,5 +1,6 @@
 package io.registrycache.admin;
 
+import io.registrycache.config.AdminProperties;
 import io.registrycache.metrics.PullActivity;
 import jakarta.annotation.PreDestroy;
 import java.io.IOException;
@@ -61,9 +62,10 @@ public class ClassDataArchive {
   private static final Logger log = LoggerFactory.getLogger(ClassDataArchive.class);
 
   /**
-   * How long the pull port must have been quiet before the training starts: its 10-20 s of CPU
-   * come second to pulls (three replicas that trained at once on 2 cores were running when a 128 MiB
-   * pull through them failed in CI; docs/operations.md).
+   * How long the pull port must have been quiet before the training starts, by default
+   * ({@code registry-cache.admin.class-data-training-quiet}): its 10-20 s of CPU come second to pulls
+   * (three replicas that trained at once on 2 cores were running when a 128 MiB pull through them
+   * failed in CI; docs/operations.md).
    */
   static final Duration TRAINING_QUIET = Duration.ofSeconds(10);
 
@@ -88,10 +90,17 @@ public class ClassDataArchive {
   static final String TRAINING_UPSTREAM = "class-data-training";
 
   private final PullActivity activity;
+  private final Duration trainingQuiet;
   private volatile Process training;
 
-  public ClassDataArchive(PullActivity activity) {
+  /**
+   * @param activity the pull port's requests, to wait for quiet
+   * @param admin its {@code class-data-training-quiet}: how long no pull request must have been
+   *     seen before a training start ({@link #TRAINING_QUIET} by default)
+   */
+  public ClassDataArchive(PullActivity activity, AdminProperties admin) {
     this.activity = activity;
+    this.trainingQuiet = admin.classDataTrainingQuiet();
   }
 
   @EventListener(ApplicationReadyEvent.class)
@@ -184,7 +193,7 @@ public class ClassDataArchive {
     }
     Thread thread = new Thread(() -> {
       try {
-        awaitQuiet(activity::snapshot, TRAINING_QUIET, QUIET_POLL);
+        awaitQuiet(activity::snapshot, trainingQuiet, QUIET_POLL);
         train(archive.get());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();

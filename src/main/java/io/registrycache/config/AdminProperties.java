@@ -1,6 +1,7 @@
 package io.registrycache.config;
 
 import java.nio.file.Path;
+import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -18,17 +19,20 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     true
  * @param maxPatternLength longest {@code filter} / {@code pattern} regular expression accepted, in
  *     characters; default 256
+ * @param classDataTrainingQuiet how long the pull port must have had no pull request before the
+ *     image's class-data archive is made with a training start (docs/operations.md); default 10 s
  */
 @ConfigurationProperties("registry-cache.admin")
 public record AdminProperties(
     @DefaultValue("") String token,
     Path tokenFile,
     @DefaultValue("true") boolean publicPrometheus,
-    @DefaultValue("256") int maxPatternLength) {
+    @DefaultValue("256") int maxPatternLength,
+    @DefaultValue("10s") Duration classDataTrainingQuiet) {
 
   @Override
   public String toString() {
     return "AdminProperties[token=" + (token.isEmpty() ? "" : "***") + ", tokenFile=" + tokenFile
-        + ", publicPrometheus=" + publicPrometheus + ", maxPatternLength=" + maxPatternLength + "]";
+        + ", publicPrometheus=" + publicPrometheus + ", maxPatternLength=" + maxPatternLength + ", classDataTrainingQuiet=" + classDataTrainingQuiet + "]";
   }
 }

@@ -360,10 +360,14 @@ final class UpstreamCaller {
     return name + (reference instanceof Reference.ByDigest ? "@" : ":") + reference;
   }
 
-  /** Closes every connection pool, the event loops and the authentication scheduler. */
+  /**
+   * Closes every connection pool, the event loops and the authentication scheduler. The pools are
+   * closed first, so the loops shut down with no quiet period (Netty's default waits 2 s for tasks
+   * that cannot come any more) and at most 2 s for running ones, as the peer loops do.
+   */
   void close() {
     connections.values().forEach(UpstreamConnection::close);
-    loops.disposeLater().block(Duration.ofSeconds(5));
+    loops.disposeLater(Duration.ZERO, Duration.ofSeconds(2)).block(Duration.ofSeconds(5));
     connections.clear();
     authScheduler.dispose();
   }

@@ -86,9 +86,10 @@ public final class S3BlobStore implements BlobStore {
   /** Longest wait for one object-store operation from a blocking caller. */
   static final Duration REQUEST_TIMEOUT = Duration.ofMinutes(10);
   /** When a fill behind an owner looks for the owner's object before uploading its own: about 4 s in all. */
-  private static final List<Duration> OWNER_COPY_WAITS = List.of(
+  static final List<Duration> OWNER_COPY_WAITS = List.of(
       Duration.ZERO, Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1), Duration.ofSeconds(2));
-  private static final Duration OWNER_COPY_WAITS_TOTAL = OWNER_COPY_WAITS.stream().reduce(Duration.ZERO, Duration::plus);
+  /** The waits in use: {@link #OWNER_COPY_WAITS} unless a test shortened them ({@link #ownerCopyWaits(List)}). */
+  private volatile List<Duration> ownerCopyWaits = OWNER_COPY_WAITS;
 
   /** Parts of one upload being sent at once, at most; a fill waits for the oldest beyond that. */
   static final int MAX_PARTS_IN_FLIGHT = 4;
@@ -494,7 +495,8 @@ public final class S3BlobStore implements BlobStore {
         if (behindOwner) {
           behindOwner = false;
           uploadsBehindOwner.incrementAndGet();
-          log.info("blob {}: the owner's object is not in the bucket after {}; uploading this replica's copy", digest, OWNER_COPY_WAITS_TOTAL);
+          log.info("blob {}: the owner's object is not in the bucket after {}; uploading this replica's copy", digest,
+              ownerCopyWaits.stream().reduce(Duration.ZERO, Duration::plus));
           appended(temp, size);
         }
         S3Objects.Upload u = upload;
@@ -567,7 +569,7 @@ public final class S3BlobStore implements BlobStore {
    * last byte. An object under a final key is always verified content. Blocking.
    */
   private boolean ownersCopy(Digest digest, long size) throws IOException {
-    for (Duration wait : OWNER_COPY_WAITS) {
+    for (Duration wait : ownerCopyWaits) {
       if (!wait.isZero()) {
         try {
           Thread.sleep(wait.toMillis());
@@ -605,6 +607,16 @@ public final class S3BlobStore implements BlobStore {
       }
       throw new IOException("object store: " + cause, cause);
     }
+  }
+
+  /**
+   * Replaces the waits before each look for an owner's object ({@link #OWNER_COPY_WAITS}, about 4 s
+   * in all), so that a test of a fill whose owner's object never appears need not wait them out.
+   *
+   * @param waits the pause before each look, in order; the first is usually zero
+   */
+  void ownerCopyWaits(List<Duration> waits) {
+    this.ownerCopyWaits = List.copyOf(waits);
   }
 
   /**
