@@ -59,6 +59,17 @@ class BlobDownloadTest {
   private static final io.registrycache.config.BlobsProperties NO_RESUME =
       io.registrycache.config.BlobsProperties.of(Duration.ofMinutes(1), 0);
 
+  /** A store step that keeps the verified file where it was written. */
+  private static final BlobWriter.Sink KEEP_IN_PLACE = new BlobWriter.Sink() {
+    @Override
+    public Path store(Path temp, long size) {
+      return temp;
+    }
+
+    @Override
+    public void closed(boolean stored) {}
+  };
+
   @TempDir Path root;
   private FileBlobStore store;
   private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
@@ -985,15 +996,6 @@ class BlobDownloadTest {
   @Test
   void aReaderAskingOverAndOverWhileItsLastByteIsVerifiedNeverEndsWithoutIt() throws Exception {
     Path tmp = root.resolve("tmp");
-    BlobWriter.Sink keep = new BlobWriter.Sink() {
-      @Override
-      public Path store(Path temp, long size) {
-        return temp;
-      }
-
-      @Override
-      public void closed(boolean stored) {}
-    };
     Random rnd = new Random(1);
     int iterations = 400;
     for (int i = 0; i < iterations; i++) {
@@ -1001,7 +1003,7 @@ class BlobDownloadTest {
       rnd.nextBytes(content);
       Digest digest = Digest.sha256(content);
       Path temp = tmp.resolve("poll-" + i + ".part");
-      BlobWriter file = new BlobWriter(digest, temp, keep);
+      BlobWriter file = new BlobWriter(digest, temp, KEEP_IN_PLACE);
       BlobStore.Writer writer = new Wrapped(file) {
         @Override
         public long commit(long expectedSize) {
@@ -1116,15 +1118,6 @@ class BlobDownloadTest {
     int rounds = 10;
     ExecutorService clients = Executors.newFixedThreadPool(4);
     Scheduler upstreamThreads = Schedulers.newParallel("test-upstream", 4);
-    BlobWriter.Sink keep = new BlobWriter.Sink() {
-      @Override
-      public Path store(Path temp, long stored) {
-        return temp;
-      }
-
-      @Override
-      public void closed(boolean stored) {}
-    };
     try {
       for (int round = 0; round < rounds; round++) {
         List<BlobDownload> fills = new ArrayList<>();
@@ -1141,7 +1134,7 @@ class BlobDownloadTest {
           Flux<DataBuffer> body = Flux.fromIterable(parts)
               .map(bytes -> (DataBuffer) DefaultDataBufferFactory.sharedInstance.wrap(bytes))
               .publishOn(upstreamThreads, 2);
-          BlobWriter writer = new BlobWriter(digest, root.resolve("tmp").resolve("pace-" + round + "-" + f), keep);
+          BlobWriter writer = new BlobWriter(digest, root.resolve("tmp").resolve("pace-" + round + "-" + f), KEEP_IN_PLACE);
           BlobDownload d = new BlobDownload(digest, "pace " + round + "/" + f, () -> writer,
               (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, body)), scheduler, NO_RESUME);
           Probe p = Probe.of("reader of fill " + f, Demand.ONE_ASYNC, clients);
@@ -1182,15 +1175,6 @@ class BlobDownloadTest {
     ExecutorService clients = Executors.newFixedThreadPool(2); // requests from elsewhere
     DataBufferFactory netty = new NettyDataBufferFactory(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT);
     Path tmp = root.resolve("tmp");
-    BlobWriter.Sink keep = new BlobWriter.Sink() {
-      @Override
-      public Path store(Path temp, long size) {
-        return temp;
-      }
-
-      @Override
-      public void closed(boolean stored) {}
-    };
     Demand[] demands = {Demand.ALL, Demand.ONE_SYNC, Demand.ONE_ASYNC, Demand.TWO_ASYNC, Demand.FIRST_THEN_ALL,
         Demand.MANUAL};
     try {
@@ -1209,7 +1193,7 @@ class BlobDownloadTest {
           at = to;
         }
         Path temp = tmp.resolve("stress-" + i + ".part");
-        BlobStore.Writer writer = new Jittery(new BlobWriter(digest, temp, keep));
+        BlobStore.Writer writer = new Jittery(new BlobWriter(digest, temp, KEEP_IN_PLACE));
         Sinks.Many<DataBuffer> upstream = Sinks.many().unicast().onBackpressureBuffer();
         BlobDownload d = new BlobDownload(digest, "stress " + i, () -> writer,
             (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, upstream.asFlux())), scheduler, NO_RESUME);
