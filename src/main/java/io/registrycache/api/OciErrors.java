@@ -39,6 +39,24 @@ final class OciErrors {
 
   /** As {@link #toResponse(ServerRequest, Throwable)}, for a request known by method and raw path. */
   static Mono<ServerResponse> toResponse(HttpMethod method, String path, Throwable error) {
+    Answer answer = answer(method.name(), path, error);
+    ServerResponse.BodyBuilder builder = ServerResponse.status(answer.status()).headers(h -> h.addAll(answer.headers()));
+    return answer.body() == null
+        ? builder.build()
+        : builder.contentType(MediaType.APPLICATION_JSON).bodyValue(answer.body());
+  }
+
+  /**
+   * An error answer, for any server layer.
+   *
+   * @param status the HTTP status
+   * @param headers {@code Retry-After}, {@code Allow}, {@code WWW-Authenticate} as they apply
+   * @param body the JSON error body ({@code application/json}), {@code null} for a HEAD request
+   */
+  record Answer(HttpStatus status, HttpHeaders headers, byte[] body) {}
+
+  /** The answer for {@code error}, logged: 4xx at INFO, 5xx at WARN, unexpected ones at ERROR. */
+  static Answer answer(String method, String path, Throwable error) {
     OciException oci = classify(error);
     if (oci == null) {
       log.error("{} {} failed unexpectedly", method, path, error);
@@ -49,22 +67,22 @@ final class OciErrors {
     } else if (log.isInfoEnabled()) {
       log.info("{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());
     }
-    ServerResponse.BodyBuilder builder = ServerResponse.status(oci.status());
-    oci.retryAfter().ifPresent(d -> builder.header(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, d.toSeconds()))));
+    HttpHeaders headers = new HttpHeaders();
+    oci.retryAfter().ifPresent(d -> headers.set(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, d.toSeconds()))));
     if (oci.code() == OciErrorCode.UNSUPPORTED) {
-      builder.header(HttpHeaders.ALLOW, "GET, HEAD");
+      headers.set(HttpHeaders.ALLOW, "GET, HEAD");
     }
     if (oci instanceof AuthenticationRequired required) {
       // the cache's own authentication (registry-cache.auth)
-      builder.header(HttpHeaders.WWW_AUTHENTICATE, required.challenge());
+      headers.set(HttpHeaders.WWW_AUTHENTICATE, required.challenge());
     } else if (oci.code() == OciErrorCode.UNAUTHORIZED) {
       // The upstream refused the cache's credentials.
-      builder.header(HttpHeaders.WWW_AUTHENTICATE, "Basic realm=\"registry-cache upstream\"");
+      headers.set(HttpHeaders.WWW_AUTHENTICATE, "Basic realm=\"registry-cache upstream\"");
     }
-    if (HttpMethod.HEAD.equals(method)) {
-      return builder.build();
-    }
-    return builder.contentType(MediaType.APPLICATION_JSON).bodyValue(body(oci.code(), oci.getMessage(), oci.detail()));
+    byte[] body = "HEAD".equals(method)
+        ? null
+        : io.registrycache.oci.Json.MAPPER.writeValueAsBytes(body(oci.code(), oci.getMessage(), oci.detail()));
+    return new Answer(oci.status(), headers, body);
   }
 
   /** {@code {"errors":[{"code":..., "message":..., "detail":...}]}}; {@code detail} may be null. */

@@ -2,14 +2,9 @@ package io.registrycache.api;
 
 import static org.springframework.web.reactive.function.server.RequestPredicates.path;
 
-import io.registrycache.auth.AuthenticationRequired;
 import io.registrycache.auth.Identity;
 import io.registrycache.auth.PullAuthentication;
-import io.registrycache.metrics.CacheMetrics;
-import io.registrycache.oci.OciErrorCode;
-import io.registrycache.oci.OciException;
 import io.registrycache.proxy.FillPermits;
-import io.registrycache.ratelimit.RateLimited;
 import io.registrycache.ratelimit.RateLimits;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -41,7 +36,9 @@ public class RegistryRoutes {
       "malformed request target: an invalid percent-escape or a character not allowed in a URI", null));
 
   /**
-   * The {@code /v2} routes. With {@code registry-cache.auth.enabled}, every request first has its
+   * The {@code /v2} routes WebFlux serves: {@code /v2/}, tags, referrers, the token endpoint and
+   * every request the pull route ({@link PullRoute}: GET and HEAD of manifests and blobs) does not
+   * take; both pass the same {@link PullGate}. With {@code registry-cache.auth.enabled}, every request first has its
    * credentials checked ({@link PullAuthentication}): bad credentials are 401 {@code
    * UNAUTHORIZED} with the challenge, and so is {@code /v2/} without credentials (the API version
    * check is how Docker clients learn the challenge, distribution's registry does the same); the
@@ -62,45 +59,28 @@ public class RegistryRoutes {
   @Bean
   public RouterFunction<ServerResponse> registryApi(
       RegistryHandler handler, PullAuthentication authentication, TokenEndpoint tokenEndpoint,
-      RateLimits limits, CacheMetrics metrics) {
-    RouterFunction<ServerResponse> pulls = RouterFunctions.route(path("/v2/**"), handler::dispatch);
-    if (limits.enabled()) {
-      pulls = pulls.filter((request, next) -> {
-        Identity identity = request.attribute(Identity.ATTRIBUTE).map(Identity.class::cast).orElse(Identity.ANONYMOUS);
-        FillPermits permits;
-        try {
-          permits = limits.admit(identity, clientAddress(request));
-        } catch (RateLimited e) {
-          return OciErrors.toResponse(request, e);
-        }
-        return next.handle(request).contextWrite(context -> context.put(FillPermits.CONTEXT_KEY, permits));
-      });
-    }
+      RateLimits limits, PullGate gate) {
     RouterFunction<ServerResponse> routes = RouterFunctions.route(path("/v2").or(path("/v2/")), handler::base)
-        .and(pulls);
-    if (!authentication.enabled()) {
+        .and(RouterFunctions.route(path("/v2/**"), handler::dispatch));
+    if (!authentication.enabled() && !limits.enabled()) {
       return routes;
     }
-    RouterFunction<ServerResponse> checked = routes.filter((request, next) -> authentication
-        .authenticate(request.headers().header(HttpHeaders.AUTHORIZATION), request.uri(), clientAddress(request))
-        .flatMap(identity -> {
-          String p = request.path();
-          if (identity.anonymous() && (p.equals("/v2") || p.equals("/v2/"))) {
-            return Mono.error(new AuthenticationRequired(
-                authentication.challenge(request.uri(), null), "authentication required"));
-          }
-          request.attributes().put(Identity.ATTRIBUTE, identity);
-          metrics.identityRequest(identity.metricLabel());
-          return next.handle(request);
-        })
-        .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e))
-        .onErrorResume(
-            e -> e instanceof OciException oci && oci.code() == OciErrorCode.TOOMANYREQUESTS && !(e instanceof RateLimited),
-            e -> {
-              limits.failedChecksRefused();
-              return OciErrors.toResponse(request, e);
-            }));
-    if (!tokenEndpoint.enabled()) {
+    RouterFunction<ServerResponse> checked = routes.filter((request, next) -> {
+      String p = request.path();
+      return gate.enter(request.headers().header(HttpHeaders.AUTHORIZATION), request::uri, clientAddress(request),
+              p.equals("/v2") || p.equals("/v2/"))
+          .flatMap(entry -> {
+            if (authentication.enabled()) {
+              request.attributes().put(Identity.ATTRIBUTE, entry.identity()); // "-" in the access log while auth is off
+            }
+            Mono<ServerResponse> response = next.handle(request);
+            return entry.permits() == null
+                ? response
+                : response.contextWrite(context -> context.put(FillPermits.CONTEXT_KEY, entry.permits()));
+          })
+          .onErrorResume(e -> OciErrors.toResponse(request, e));
+    });
+    if (!authentication.enabled() || !tokenEndpoint.enabled()) {
       return checked;
     }
     // The token endpoint takes its own credentials (Basic, or the OAuth2 password grant's form).

@@ -1,0 +1,365 @@
+package io.registrycache.api;
+
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import io.registrycache.auth.Identity;
+import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.metrics.CacheMetrics.Kind;
+import io.registrycache.metrics.CacheMetrics.Result;
+import io.registrycache.metrics.PullActivity;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.Reference;
+import io.registrycache.proxy.BlobSource;
+import io.registrycache.proxy.CacheOutcome;
+import io.registrycache.proxy.FillPermits;
+import io.registrycache.proxy.ProxyBlobService;
+import io.registrycache.proxy.ProxyManifestService;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import org.springframework.boot.reactor.netty.NettyReactiveWebServerFactory;
+import org.springframework.boot.web.server.WebServerFactoryCustomizer;
+import org.springframework.core.io.buffer.NettyDataBufferFactory;
+import org.springframework.http.HttpRange;
+import org.springframework.http.InvalidMediaTypeException;
+import org.springframework.http.MediaType;
+import org.springframework.stereotype.Component;
+import org.springframework.util.MimeTypeUtils;
+import org.springframework.web.util.UriUtils;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.SignalType;
+import reactor.netty.http.server.HttpServerRequest;
+import reactor.netty.http.server.HttpServerResponse;
+import reactor.netty.http.server.HttpServerRoutes;
+
+/**
+ * The pull endpoints — GET and HEAD of {@code /v2/<name>/manifests/<reference>} and {@code
+ * /v2/<name>/blobs/<digest>} (OCI Distribution Spec v1.1, end-1 to end-3) — served on Reactor
+ * Netty directly, as a route ahead of WebFlux on the pull port: every pull passes here, so it
+ * passes through one operator chain of its own instead of WebFlux's exchange, filter chain,
+ * handler mapping and response writers (docs/performance.md, "The pull route"). What the web
+ * filters do for the other {@code /v2} requests is done here as plain calls: the {@link PullGate}
+ * (authentication, rate limits), {@link RequestTargets} (rules, pull-through lists, pass-through
+ * credentials), the {@code Docker-Distribution-API-Version} header, {@code
+ * registry_cache_responses_total}, pull activity and the {@link AccessLog}.
+ *
+ * <p>Errors before the response starts are OCI error answers ({@link OciErrors#answer}); an error
+ * after it started (a blob whose download failed mid-body) aborts the connection, so a client
+ * never sees a clean end of bad content. Requests this route does not take — other paths and
+ * methods, a path whose percent-escapes are malformed — go on to WebFlux ({@link RegistryRoutes}).
+ */
+@Component
+public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebServerFactory> {
+
+  private static final String API_VERSION = "Docker-Distribution-API-Version";
+  private static final String DOCKER_CONTENT_DIGEST = RegistryHandler.DOCKER_CONTENT_DIGEST;
+  private static final String OCTET_STREAM = "application/octet-stream";
+
+  private final ProxyManifestService manifests;
+  private final ProxyBlobService blobs;
+  private final CacheMetrics metrics;
+  private final PullActivity activity;
+  private final PullGate gate;
+  private final RequestTargets targets;
+  private final AccessLog accessLog;
+
+  public PullRoute(
+      ProxyManifestService manifests, ProxyBlobService blobs, CacheMetrics metrics, PullActivity activity,
+      PullGate gate, RequestTargets targets, AccessLog accessLog) {
+    this.manifests = manifests;
+    this.blobs = blobs;
+    this.metrics = metrics;
+    this.activity = activity;
+    this.gate = gate;
+    this.targets = targets;
+    this.accessLog = accessLog;
+  }
+
+  /** Puts this route ahead of WebFlux on the pull port's server (not the management port's). */
+  @Override
+  public void customize(NettyReactiveWebServerFactory factory) {
+    factory.addRouteProviders(this::routes);
+  }
+
+  HttpServerRoutes routes(HttpServerRoutes routes) {
+    return routes.route(request -> target(request) != null, this::handle);
+  }
+
+  /** A request this route takes: its method, raw path and parsed path; {@code null} for any other. */
+  private record Pull(boolean head, String rawPath, RegistryPath path) {}
+
+  private static Pull target(HttpServerRequest request) {
+    HttpMethod method = request.method();
+    boolean head = HttpMethod.HEAD.equals(method);
+    if (!head && !HttpMethod.GET.equals(method)) {
+      return null;
+    }
+    String uri = request.uri();
+    if (!uri.startsWith("/v2/")) {
+      return null;
+    }
+    int query = uri.indexOf('?');
+    String raw = query < 0 ? uri : uri.substring(0, query);
+    if (raw.indexOf("/manifests/") < 0 && raw.indexOf("/blobs/") < 0) {
+      return null;
+    }
+    RegistryPath path;
+    try {
+      path = RegistryPath.parse(UriUtils.decode(raw.substring("/v2/".length()), StandardCharsets.UTF_8));
+    } catch (RuntimeException e) {
+      return null; // malformed escapes, or no endpoint: WebFlux answers those as before
+    }
+    return path.endpoint() == RegistryPath.Endpoint.MANIFEST || path.endpoint() == RegistryPath.Endpoint.BLOB
+        ? new Pull(head, raw, path) : null;
+  }
+
+  private Mono<Void> handle(HttpServerRequest request, HttpServerResponse response) {
+    Pull pull = target(request);
+    long started = System.nanoTime();
+    activity.started();
+    response.header(API_VERSION, "registry/2.0");
+    CacheOutcome outcome = accessLog.enabled() ? new CacheOutcome() : null;
+    Identity[] who = {null};
+    String client = clientAddress(request);
+    Mono<Void> answer = gate.enter(request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
+            () -> absoluteUri(request), client, false)
+        .flatMap(entry -> {
+          who[0] = entry.identity();
+          Mono<Void> served = Mono.defer(() -> targets.serve(
+              pull.path(), ns(request), entry.identity(), request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
+              () -> absoluteUri(request),
+              target -> pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST
+                  ? manifest(request, response, pull, target)
+                  : blob(request, response, pull, target)));
+          return entry.permits() == null ? served : served.contextWrite(c -> c.put(FillPermits.CONTEXT_KEY, entry.permits()));
+        })
+        .onErrorResume(e -> !response.hasSentHeaders(), e -> error(response, pull, e));
+    if (outcome != null) {
+      answer = answer.contextWrite(c -> c.put(CacheOutcome.CONTEXT_KEY, outcome));
+    }
+    return answer.doFinally(signal -> {
+      activity.ended();
+      int status = response.status().code();
+      metrics.response(status);
+      if (outcome != null) {
+        String length = response.responseHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
+        accessLog.write(request.method().name(), pull.rawPath(), status, length == null ? -1 : Long.parseLong(length),
+            started, outcome, signal == SignalType.CANCEL, gate.authenticating() ? who[0] : null);
+      }
+    });
+  }
+
+  private Mono<Void> manifest(HttpServerRequest request, HttpServerResponse response, Pull pull, RequestTarget target) {
+    List<String> accept = acceptedTypes(request.requestHeaders().getAll(HttpHeaderNames.ACCEPT));
+    String upstream = target.upstream().key();
+    return manifests
+        .get(target.upstream(), target.name(), Reference.parse(pull.path().reference()), accept)
+        .doOnError(e -> metrics.request(Kind.MANIFEST, Result.ERROR, upstream))
+        .flatMap(result -> {
+          metrics.request(Kind.MANIFEST, result.result(), upstream);
+          byte[] body = result.body();
+          response.status(HttpResponseStatus.OK)
+              .header(HttpHeaderNames.CONTENT_TYPE, result.mediaType().value())
+              .header(DOCKER_CONTENT_DIGEST, result.digest().toString())
+              .header(HttpHeaderNames.ETAG, "\"" + result.digest() + "\"")
+              .header(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(body.length));
+          namespace(response, target);
+          if (pull.head()) {
+            return response.send();
+          }
+          metrics.served(result.result() != Result.MISS, body.length);
+          return response.send(Mono.just(Unpooled.wrappedBuffer(body))).then();
+        });
+  }
+
+  private Mono<Void> blob(HttpServerRequest request, HttpServerResponse response, Pull pull, RequestTarget target) {
+    List<HttpRange> ranges;
+    try {
+      ranges = HttpRange.parseRanges(request.requestHeaders().get(HttpHeaderNames.RANGE));
+    } catch (IllegalArgumentException e) {
+      ranges = null; // malformed: 416 once the size is known
+    }
+    List<HttpRange> parsed = ranges;
+    ProxyBlobService.Want want = pull.head() ? ProxyBlobService.Want.HEAD
+        : parsed == null || !parsed.isEmpty() ? ProxyBlobService.Want.RANGE : ProxyBlobService.Want.BODY;
+    String upstream = target.upstream().key();
+    return blobs
+        .get(target.upstream(), target.name(), Digest.parse(pull.path().reference()), want)
+        .doOnError(e -> metrics.request(Kind.BLOB, Result.ERROR, upstream))
+        .flatMap(source -> {
+          metrics.request(Kind.BLOB, source.hit() ? Result.HIT : Result.MISS, upstream);
+          return blobResponse(response, target, source, pull.head(), parsed);
+        });
+  }
+
+  /**
+   * A blob: 200 with the whole blob, 206 with one range (RFC 9110 14), or 416; a request for
+   * several ranges gets the whole blob (RFC 9110 14.2 lets a server ignore Range). A stored blob
+   * whose store names its file is sent zero-copy ({@code sendfile}); a blob still arriving streams
+   * from its download; a store that offers a URL ({@code storage.s3.redirect}) gets 307 to it.
+   *
+   * @param ranges the request's ranges, empty without a {@code Range} header, {@code null} when
+   *     the header is malformed
+   */
+  private Mono<Void> blobResponse(
+      HttpServerResponse response, RequestTarget target, BlobSource source, boolean head, List<HttpRange> ranges) {
+    if (head) {
+      return blobHeaders(response, target, source.digest(), source.size()).send();
+    }
+    if (!source.complete()) {
+      // Whole body only: the service waits for the verified blob for a range.
+      blobHeaders(response, target, source.digest(), source.size());
+      NettyDataBufferFactory buffers = new NettyDataBufferFactory(response.alloc());
+      return response.send(source.read(0, -1, buffers).map(b -> {
+        metrics.served(false, b.readableByteCount());
+        return NettyDataBufferFactory.toByteBuf(b);
+      })).then();
+    }
+    long size = source.size();
+    Optional<URI> elsewhere = source.redirect();
+    if (elsewhere.isPresent()) {
+      // The client fetches the verified object from the store itself, its Range header sent
+      // there (S3 answers ranges); the digest header is ours.
+      return response.status(HttpResponseStatus.TEMPORARY_REDIRECT)
+          .header(DOCKER_CONTENT_DIGEST, source.digest().toString())
+          .header(HttpHeaderNames.LOCATION, elsewhere.get().toASCIIString())
+          .header(HttpHeaderNames.CONTENT_LENGTH, "0")
+          .send();
+    }
+    if (ranges != null && (ranges.isEmpty() || ranges.size() > 1 && satisfiable(ranges, size))) {
+      metrics.served(true, size);
+      return content(blobHeaders(response, target, source.digest(), size), source, 0, size);
+    }
+    if (ranges == null || !satisfiable(ranges, size)) {
+      return response.status(HttpResponseStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+          .header(HttpHeaderNames.CONTENT_RANGE, "bytes */" + size)
+          .header(HttpHeaderNames.CONTENT_LENGTH, "0")
+          .send();
+    }
+    long start = ranges.get(0).getRangeStart(size);
+    long end = ranges.get(0).getRangeEnd(size);
+    long length = end - start + 1;
+    metrics.served(true, length);
+    blobHeaders(response.status(HttpResponseStatus.PARTIAL_CONTENT), target, source.digest(), length)
+        .header(HttpHeaderNames.CONTENT_RANGE, "bytes " + start + "-" + end + "/" + size);
+    return content(response, source, start, length);
+  }
+
+  private static HttpServerResponse blobHeaders(HttpServerResponse response, RequestTarget target, Digest digest, long length) {
+    response.header(HttpHeaderNames.CONTENT_TYPE, OCTET_STREAM)
+        .header(DOCKER_CONTENT_DIGEST, digest.toString())
+        .header(HttpHeaderNames.ACCEPT_RANGES, "bytes")
+        .header(HttpHeaderNames.ETAG, "\"" + digest + "\"");
+    if (length >= 0) {
+      response.header(HttpHeaderNames.CONTENT_LENGTH, Long.toString(length));
+    }
+    namespace(response, target);
+    return response;
+  }
+
+  /** Bytes {@code [position, position + count)} of a stored blob: zero-copy from its file when it has one. */
+  private static Mono<Void> content(HttpServerResponse response, BlobSource stored, long position, long count) {
+    Optional<java.nio.file.Path> file = stored.file();
+    if (file.isPresent()) {
+      return response.sendFile(file.get(), position, count).then();
+    }
+    NettyDataBufferFactory buffers = new NettyDataBufferFactory(response.alloc());
+    return response.send(stored.read(position, count, buffers).map(NettyDataBufferFactory::toByteBuf)).then();
+  }
+
+  private static Mono<Void> error(HttpServerResponse response, Pull pull, Throwable error) {
+    OciErrors.Answer answer = OciErrors.answer(pull.head() ? "HEAD" : "GET", pull.rawPath(), error);
+    response.status(answer.status().value());
+    // Headers of the success answer being prepared must not describe the error.
+    for (CharSequence name : List.of(HttpHeaderNames.CONTENT_TYPE, HttpHeaderNames.CONTENT_LENGTH,
+        HttpHeaderNames.CONTENT_RANGE, HttpHeaderNames.ACCEPT_RANGES, HttpHeaderNames.ETAG, DOCKER_CONTENT_DIGEST)) {
+      response.responseHeaders().remove(name);
+    }
+    answer.headers().forEach((name, values) -> response.responseHeaders().set(name, values));
+    if (answer.body() == null) {
+      return response.header(HttpHeaderNames.CONTENT_LENGTH, "0").send();
+    }
+    return response.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+        .header(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(answer.body().length))
+        .send(Mono.just(Unpooled.wrappedBuffer(answer.body())))
+        .then();
+  }
+
+  /** Whether every range can be answered for a blob of {@code size} bytes (RFC 9110 14.1.1). */
+  private static boolean satisfiable(List<HttpRange> ranges, long size) {
+    try {
+      for (HttpRange range : ranges) {
+        long start = range.getRangeStart(size);
+        if (start >= size || range.getRangeEnd(size) < start) {
+          return false;
+        }
+      }
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  private static void namespace(HttpServerResponse response, RequestTarget target) {
+    if (target.namespace() != null) {
+      response.header(RegistryHandler.OCI_NAMESPACE, target.namespace());
+    }
+  }
+
+  /** The {@code ns} query parameter (containerd's mirror form), decoded, or {@code null}. */
+  private static String ns(HttpServerRequest request) {
+    String uri = request.uri();
+    if (uri.indexOf('?') < 0) {
+      return null;
+    }
+    List<String> values = new QueryStringDecoder(uri).parameters().get("ns");
+    return values == null || values.isEmpty() ? null : values.get(0);
+  }
+
+  /**
+   * The media ranges of the client's {@code Accept} headers, parsed with Spring's {@link
+   * MediaType}, without parameters ({@code q} included); malformed ranges are skipped. Empty when
+   * the client sent none.
+   */
+  static List<String> acceptedTypes(List<String> headers) {
+    List<String> types = new ArrayList<>();
+    for (String header : headers) {
+      for (String part : MimeTypeUtils.tokenize(header)) {
+        try {
+          MediaType type = MediaType.parseMediaType(part);
+          types.add(type.getType() + "/" + type.getSubtype());
+        } catch (InvalidMediaTypeException e) {
+          // a client's typo takes nothing away from the types it did name
+        }
+      }
+    }
+    return types;
+  }
+
+  /** The client's IP address as text (Reactor Netty's, forwarded with {@code server.forward-headers-strategy=native}). */
+  private static String clientAddress(HttpServerRequest request) {
+    InetSocketAddress address = request.remoteAddress();
+    if (address == null) {
+      return null;
+    }
+    return address.getAddress() != null ? address.getAddress().getHostAddress() : address.getHostString();
+  }
+
+  /** The request's absolute URI, as the client addressed it (for a challenge's realm). */
+  static URI absoluteUri(HttpServerRequest request) {
+    String scheme = request.scheme();
+    String host = request.hostName();
+    if (host.indexOf(':') >= 0 && !host.startsWith("[")) {
+      host = "[" + host + "]";
+    }
+    int port = request.hostPort();
+    boolean defaultPort = port < 0 || ("http".equals(scheme) && port == 80) || ("https".equals(scheme) && port == 443);
+    return URI.create(scheme + "://" + host + (defaultPort ? "" : ":" + port) + request.uri());
+  }
+}
