@@ -1,5 +1,6 @@
 package io.registrycache.api;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
@@ -19,6 +20,7 @@ import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,6 +34,7 @@ import org.springframework.http.MediaType;
 import org.springframework.stereotype.Component;
 import org.springframework.util.MimeTypeUtils;
 import org.springframework.web.util.UriUtils;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
 import reactor.netty.http.server.HttpServerRequest;
@@ -104,6 +107,13 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     if (!uri.startsWith("/v2/")) {
       return null;
     }
+    if (!plainTarget(uri)) {
+      try {
+        new URI(uri); // what WebFlux's adapter builds: a target it refuses is answered by RegistryRoutes
+      } catch (URISyntaxException e) {
+        return null;
+      }
+    }
     int query = uri.indexOf('?');
     String raw = query < 0 ? uri : uri.substring(0, query);
     if (raw.indexOf("/manifests/") < 0 && raw.indexOf("/blobs/") < 0) {
@@ -117,6 +127,17 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     }
     return path.endpoint() == RegistryPath.Endpoint.MANIFEST || path.endpoint() == RegistryPath.Endpoint.BLOB
         ? new Pull(head, raw, path) : null;
+  }
+
+  /** Whether {@code uri} has only characters a URI takes as they are (no escapes to check). */
+  private static boolean plainTarget(String uri) {
+    for (int i = 0; i < uri.length(); i++) {
+      char c = uri.charAt(i);
+      if (c == '%' || c <= ' ' || c >= 0x7f || "\"<>\\^`{|}".indexOf(c) >= 0) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private Mono<Void> handle(HttpServerRequest request, HttpServerResponse response) {
@@ -216,10 +237,10 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       // Whole body only: the service waits for the verified blob for a range.
       blobHeaders(response, target, source.digest(), source.size());
       NettyDataBufferFactory buffers = new NettyDataBufferFactory(response.alloc());
-      return response.send(source.read(0, -1, buffers).map(b -> {
+      return send(response, source.read(0, -1, buffers).map(b -> {
         metrics.served(false, b.readableByteCount());
         return NettyDataBufferFactory.toByteBuf(b);
-      })).then();
+      }));
     }
     long size = source.size();
     Optional<URI> elsewhere = source.redirect();
@@ -270,7 +291,16 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       return response.sendFile(file.get(), position, count).then();
     }
     NettyDataBufferFactory buffers = new NettyDataBufferFactory(response.alloc());
-    return response.send(stored.read(position, count, buffers).map(NettyDataBufferFactory::toByteBuf)).then();
+    return send(response, stored.read(position, count, buffers).map(NettyDataBufferFactory::toByteBuf));
+  }
+
+  /**
+   * Sends {@code body}, the status and headers going out with its first buffer: a body that fails
+   * before its first byte (an upstream that closes right after its headers) still gets an OCI
+   * error answer; one that fails later aborts the connection.
+   */
+  private static Mono<Void> send(HttpServerResponse response, Flux<ByteBuf> body) {
+    return body.switchOnFirst((first, all) -> first.isOnError() ? all.then() : response.send(all).then()).then();
   }
 
   private static Mono<Void> error(HttpServerResponse response, Pull pull, Throwable error) {
