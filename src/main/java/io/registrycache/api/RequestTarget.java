@@ -78,8 +78,16 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
     return client == upstream ? this : new RequestTarget(client, name, namespace);
   }
 
+  /**
+   * Whether {@code host} is {@code host[:port]} with a DNS name, IPv4 or bracketed IPv6 address
+   * and at most 5 port digits, 255 characters in all.
+   */
+  static boolean validHost(String host) {
+    return host.length() <= 255 && HOST.matcher(host).matches();
+  }
+
   private static void requireHost(String host) {
-    if (host.length() > 255 || !HOST.matcher(host).matches()) {
+    if (!validHost(host)) {
       throw new OciException(OciErrorCode.NAME_INVALID, "invalid registry host '" + host + "'");
     }
   }
