@@ -269,7 +269,37 @@ public class StorageLayout {
     return base.resolve(digest.algorithm()).resolve(digest.hex().substring(0, 2)).resolve(digest.hex());
   }
 
+  /**
+   * {@code s} as one safe path segment: every code point outside {@code [A-Za-z0-9._:-]} becomes
+   * one {@code _} (as {@code s.replaceAll("[^A-Za-z0-9._:-]", "_")} does, without compiling and
+   * running a regular expression per call: 0.6 % of a cold pull's CPU). {@code s} itself when
+   * nothing needs replacing.
+   */
   public static String safeSegment(String s) {
-    return s.replaceAll("[^A-Za-z0-9._:-]", "_");
+    int n = s.length();
+    int i = 0;
+    while (i < n && isSafe(s.charAt(i))) {
+      i++;
+    }
+    if (i == n) {
+      return s;
+    }
+    StringBuilder out = new StringBuilder(n).append(s, 0, i);
+    while (i < n) {
+      char c = s.charAt(i);
+      if (isSafe(c)) {
+        out.append(c);
+        i++;
+      } else {
+        out.append('_');
+        i += Character.charCount(s.codePointAt(i)); // a surrogate pair is one code point
+      }
+    }
+    return out.toString();
+  }
+
+  private static boolean isSafe(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+        || c == '.' || c == '_' || c == ':' || c == '-';
   }
 }
