@@ -47,6 +47,11 @@ public class StorageLayout {
   private final Path links;
   private final Path tmp;
 
+  /** The random part of this layout's temporary file names, ending with {@code -}. */
+  private final String tempPrefix = UUID.randomUUID().toString().replace("-", "") + "-";
+
+  private final java.util.concurrent.atomic.AtomicLong tempCounter = new java.util.concurrent.atomic.AtomicLong();
+
   /** How many folders {@link #moveIntoPlace} remembers as existing. */
   static final int KNOWN_FOLDERS = 4096;
 
@@ -158,9 +163,15 @@ public class StorageLayout {
     return tags.resolve(safeSegment(upstreamKey)).resolve(name).resolve("_tags");
   }
 
-  /** A fresh, unique temporary file path (not created). */
+  /**
+   * A fresh, unique temporary file path (not created): {@code <purpose>-<prefix>-<n>}, the prefix
+   * 122 random bits chosen once per layout (once per process) from {@link UUID#randomUUID}, {@code
+   * n} a counter of this layout. So no two processes sharing the folder (replicas on a shared file
+   * system, a process restarted with its counter at 0 again) can name the same file, without a
+   * {@code SecureRandom} draw per file (0.25 % of a cold pull's CPU).
+   */
   public Path newTempFile(String purpose) {
-    return tmp.resolve(purpose + "-" + UUID.randomUUID());
+    return tmp.resolve(purpose + "-" + tempPrefix + Long.toString(tempCounter.incrementAndGet(), 36));
   }
 
   /**

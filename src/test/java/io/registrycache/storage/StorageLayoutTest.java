@@ -73,6 +73,18 @@ class StorageLayoutTest {
     }
   }
 
+  /** Two processes over one folder (replicas on a shared file system, a restart): never one name. */
+  @Test
+  void twoLayoutsOverOneFolderNeverGiveTheSameTemporaryName() throws IOException {
+    StorageLayout first = layout();
+    StorageLayout second = layout();
+    Set<Path> seen = new HashSet<>();
+    for (int i = 0; i < 10_000; i++) {
+      assertThat(seen.add(first.newTempFile("blob"))).isTrue();
+      assertThat(seen.add(second.newTempFile("blob"))).isTrue();
+    }
+  }
+
   @Test
   void moveIntoPlaceMakesTheMissingFoldersAndReplacesAnExistingFile() throws IOException {
     StorageLayout layout = layout();
