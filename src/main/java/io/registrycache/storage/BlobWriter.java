@@ -181,16 +181,6 @@ public final class BlobWriter implements BlobStore.Writer {
   }
 
   /**
-   * Verifies the bytes and makes the blob visible in the store under its digest, atomically.
-   * Blocking.
-   *
-   * @param expectedSize the size the bytes must have, or -1 when unknown
-   * @return the stored size in bytes
-   * @throws ContentVerificationException when the size or the digest does not match; the bytes
-   *     are deleted (as by {@link #abort})
-   * @throws IOException when the file cannot be stored; the bytes are deleted
-   */
-  /**
    * Checks that {@code size} bytes fit in the usable space of the temporary file's volume: every
    * blob passes through it, on either store. Measures the volume ({@code statvfs}) only when the
    * blob is not clearly small against the last measurement, which may then be up to 1 s old (see
@@ -229,6 +219,16 @@ public final class BlobWriter implements BlobStore.Writer {
     sink.appended(temp, written);
   }
 
+  /**
+   * Verifies the bytes and makes the blob visible in the store under its digest, atomically.
+   * Blocking.
+   *
+   * @param expectedSize the size the bytes must have, or -1 when unknown
+   * @return the stored size in bytes
+   * @throws ContentVerificationException when the size or the digest does not match; the bytes
+   *     are deleted (as by {@link #abort})
+   * @throws IOException when the file cannot be stored; the bytes are deleted
+   */
   @Override
   public long commit(long expectedSize) throws IOException {
     long size = verified ? written : verify(expectedSize);
