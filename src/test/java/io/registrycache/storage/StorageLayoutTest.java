@@ -117,7 +117,7 @@ class StorageLayoutTest {
   }
 
   @Test
-  void moveIntoPlaceOfAMissingTemporaryFileFailsAndMakesNothing() throws IOException {
+  void moveIntoPlaceOfAMissingTemporaryFileFailsAndStoresNothing() throws IOException {
     StorageLayout layout = layout();
     Path target = layout.blobsRoot().resolve("sha256/ab/abcd");
     assertThatThrownBy(() -> layout.moveIntoPlace(layout.newTempFile("gone"), target))
