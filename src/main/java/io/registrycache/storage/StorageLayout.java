@@ -193,11 +193,12 @@ public class StorageLayout {
   /**
    * Atomically renames {@code temp} to {@code target}, replacing it. Same file system. The
    * target's folder is made first unless it is among the folders known to exist (at most {@value
-   * #KNOWN_FOLDERS}, beyond that Caffeine's size eviction drops some), without an exception when it exists or is
-   * made: a failed rename or {@code Files.createDirectories} costs a thrown exception with its
-   * stack trace, once per blob and manifest stored (4 % of a cold pull's CPU). Nothing in the
-   * cache deletes folders today; should one go anyway (by hand, another tool) while it is known,
-   * the rename says so, the folder is forgotten, made again and the rename repeated.
+   * #KNOWN_FOLDERS}; beyond that Caffeine's size eviction drops some), without an exception when
+   * it exists or is made: a failed rename or {@code Files.createDirectories} costs a thrown
+   * exception with its stack trace, once per blob and manifest stored (4 % of a cold pull's CPU).
+   * Nothing in the cache deletes folders today; should one go anyway (by hand, another tool)
+   * while it is known, the rename says so, the folder is forgotten, made again and the rename
+   * repeated.
    *
    * @throws java.nio.file.NoSuchFileException when {@code temp} does not exist
    * @throws IOException when the folder cannot be made (e.g. a file has its name) or the rename
