@@ -59,19 +59,27 @@ public final class FileManifestPersistence implements ManifestPersistence {
 
   @Override
   public Optional<byte[]> body(Digest digest) throws IOException {
+    Path p = layout.manifest(digest);
+    if (!Files.exists(p)) {
+      return Optional.empty(); // the common miss, without an exception (see findTag)
+    }
     try {
-      return Optional.of(Files.readAllBytes(layout.manifest(digest)));
+      return Optional.of(Files.readAllBytes(p));
     } catch (NoSuchFileException e) {
-      return Optional.empty();
+      return Optional.empty(); // deleted since the check
     }
   }
 
   @Override
   public Optional<String> mediaType(Digest digest) throws IOException {
-    try {
-      return Optional.of(Files.readString(layout.manifestType(digest), StandardCharsets.UTF_8).trim());
-    } catch (NoSuchFileException e) {
+    Path p = layout.manifestType(digest);
+    if (!Files.exists(p)) {
       return Optional.empty();
+    }
+    try {
+      return Optional.of(Files.readString(p, StandardCharsets.UTF_8).trim());
+    } catch (NoSuchFileException e) {
+      return Optional.empty(); // deleted since the check
     }
   }
 
@@ -133,15 +141,26 @@ public final class FileManifestPersistence implements ManifestPersistence {
     return out;
   }
 
+  /**
+   * The tag link, read from disk. A missing link (every cold tag) is found by {@link Files#exists},
+   * which answers with a boolean: opening a missing file throws {@link NoSuchFileException}, whose
+   * stack trace cost 0.8 % of a cold pull's CPU. A link deleted between that check and the read
+   * is a miss as well.
+   *
+   * @throws UncheckedIOException when the link exists but cannot be read
+   */
   @Override
   public Optional<TagRef> findTag(String upstreamKey, String name, String tag) {
     Path p = layout.tag(upstreamKey, name, tag);
+    if (!Files.exists(p)) {
+      return Optional.empty();
+    }
     try {
       String value = Files.readString(p, StandardCharsets.UTF_8).trim();
       Instant validatedAt = Files.getLastModifiedTime(p).toInstant();
       return Optional.of(new TagRef(upstreamKey, name, tag, Digest.parse(value), validatedAt));
     } catch (NoSuchFileException e) {
-      return Optional.empty();
+      return Optional.empty(); // deleted since the check
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read tag link " + p, e);
     }

@@ -265,4 +265,66 @@ class BlobWriterTest {
         .blockLast(Duration.ofSeconds(10));
     return out.toByteArray();
   }
+
+  @Test
+  void aReservationThatDoesNotFitTheVolumeIsRefusedAsNoSpaceLeftAndOneThatFitsIsTaken() throws IOException {
+    BlobWriter writer = cache().blobs.newWriter(Digest.sha256(new byte[] {1}));
+    writer.reserve(1);
+    writer.reserve(-1); // size unknown
+    assertThatThrownBy(() -> writer.reserve(Long.MAX_VALUE))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("No space left on device");
+    writer.reserve(1);
+    writer.abort();
+  }
+
+  /** A volume whose usable space and clock the test sets, counting the measurements. */
+  private static final class FakeVolume {
+    long free;
+    long nanos;
+    int measurements;
+    final BlobWriter.Volume volume = new BlobWriter.Volume(() -> {
+      measurements++;
+      return free;
+    }, () -> nanos);
+  }
+
+  @Test
+  void smallReservationsUseARecentMeasurementAndSubtractWhatTheyTook() throws IOException {
+    FakeVolume v = new FakeVolume();
+    v.free = 64_000;
+    assertThat(v.volume.take(100)).isEqualTo(-1);
+    assertThat(v.measurements).as("the first reservation measures").isEqualTo(1);
+    for (int i = 0; i < 9; i++) {
+      assertThat(v.volume.take(100)).isEqualTo(-1);
+    }
+    assertThat(v.measurements).as("1,000 bytes taken of the 1/64 (1,000 bytes) that need no new measurement").isEqualTo(1);
+    assertThat(v.volume.take(1)).isEqualTo(-1);
+    assertThat(v.measurements).as("beyond 1/64 of the measured space: measured again").isEqualTo(2);
+    assertThat(v.volume.take(1)).isEqualTo(-1);
+    assertThat(v.measurements).isEqualTo(2);
+    v.nanos += BlobWriter.Volume.FRESH_NANOS;
+    assertThat(v.volume.take(1)).isEqualTo(-1);
+    assertThat(v.measurements).as("a measurement 1 s old is not used").isEqualTo(3);
+  }
+
+  @Test
+  void aLargeReservationIsMeasuredAndARefusalAlwaysRestsOnAMeasurementMadeForIt() throws IOException {
+    FakeVolume v = new FakeVolume();
+    v.free = 6_400_000;
+    assertThat(v.volume.take(1)).isEqualTo(-1);
+    v.free = 50; // the volume filled up meanwhile, by something else
+    assertThat(v.volume.take(1_000_000)).as("more than 1/64 of the last figure: measured, refused").isEqualTo(50);
+    assertThat(v.measurements).isEqualTo(2);
+    v.free = 6_400_000; // freed again
+    assertThat(v.volume.take(1_000)).as("after a refusal the next one measures again").isEqualTo(-1);
+    assertThat(v.measurements).isEqualTo(3);
+    v.free = 100;
+    assertThat(v.volume.take(6_400_000)).isEqualTo(100);
+    assertThat(v.volume.take(101)).isEqualTo(100);
+    assertThat(v.volume.take(100)).as("exactly what is free fits").isEqualTo(-1);
+    assertThat(v.measurements).isEqualTo(6);
+    assertThat(v.volume.take(-1)).as("an unknown size is not checked").isEqualTo(-1);
+    assertThat(v.measurements).isEqualTo(6);
+  }
 }

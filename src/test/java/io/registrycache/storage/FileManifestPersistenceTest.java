@@ -1,0 +1,66 @@
+package io.registrycache.storage;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.MediaType;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Reads of manifests and tag links on disk: a miss is empty, a hit exact, a broken file an error. */
+class FileManifestPersistenceTest {
+
+  @TempDir Path root;
+
+  private FileManifestPersistence persistence() throws IOException {
+    return new FileManifestPersistence(
+        new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))));
+  }
+
+  @Test
+  void aMissingTagIsEmptyAndAStoredOneReadsBackWithItsValidationTime() throws IOException {
+    FileManifestPersistence p = persistence();
+    assertThat(p.findTag("local", "team/app", "v1")).isEmpty();
+    Digest digest = Digest.sha256("m".getBytes(StandardCharsets.UTF_8));
+    Instant validated = Instant.parse("2026-01-02T03:04:05.123Z");
+    p.putTag("local", "team/app", "v1", digest, validated);
+    TagRef ref = p.findTag("local", "team/app", "v1").orElseThrow();
+    assertThat(ref.digest()).isEqualTo(digest);
+    assertThat(ref.validatedAt()).isEqualTo(validated);
+    assertThat(p.findTag("local", "team/app", "v2")).isEmpty();
+    assertThat(p.findTag("local", "team/other", "v1")).isEmpty();
+    p.deleteTag("local", "team/app", "v1");
+    assertThat(p.findTag("local", "team/app", "v1")).isEmpty();
+  }
+
+  @Test
+  void aTagLinkThatExistsButCannotBeReadIsAnErrorNotAMiss() throws IOException {
+    FileManifestPersistence p = persistence();
+    Files.createDirectories(root.resolve("tags/local/team/app/_tags/v1")); // a folder where the file belongs
+    assertThatThrownBy(() -> p.findTag("local", "team/app", "v1")).isInstanceOf(UncheckedIOException.class);
+  }
+
+  @Test
+  void aMissingManifestHasNoBodyNorTypeAndAStoredOneReadsBack() throws IOException {
+    FileManifestPersistence p = persistence();
+    byte[] body = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
+    Digest digest = Digest.sha256(body);
+    assertThat(p.body(digest)).isEmpty();
+    assertThat(p.mediaType(digest)).isEmpty();
+    p.write(digest, MediaType.parse("application/vnd.oci.image.manifest.v1+json"), body);
+    assertThat(p.body(digest)).hasValueSatisfying(b -> assertThat(b).isEqualTo(body));
+    assertThat(p.mediaType(digest)).hasValue("application/vnd.oci.image.manifest.v1+json");
+    p.delete(digest);
+    assertThat(p.body(digest)).isEmpty();
+    assertThat(p.mediaType(digest)).isEmpty();
+  }
+}
