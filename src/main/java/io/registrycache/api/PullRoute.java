@@ -27,7 +27,11 @@ import java.util.List;
 import java.util.Optional;
 import org.springframework.boot.reactor.netty.NettyReactiveWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.core.io.buffer.NettyDataBufferFactory;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.support.Netty4HeadersAdapter;
+import org.springframework.web.util.ForwardedHeaderUtils;
 import org.springframework.http.HttpRange;
 import org.springframework.http.InvalidMediaTypeException;
 import org.springframework.http.MediaType;
@@ -71,10 +75,19 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private final PullGate gate;
   private final RequestTargets targets;
   private final AccessLog accessLog;
+  /** {@code server.forward-headers-strategy=framework}: the client address from the forwarded headers, read here. */
+  private final boolean forwardedByFramework;
 
+  /**
+   * @param forwardHeadersStrategy Spring Boot's {@code server.forward-headers-strategy}: with {@code
+   *     native}, Reactor Netty gives the forwarded client address itself; with {@code framework},
+   *     this route reads {@code Forwarded} / {@code X-Forwarded-For} as WebFlux's transformer does
+   */
   public PullRoute(
       ProxyManifestService manifests, ProxyBlobService blobs, CacheMetrics metrics, PullActivity activity,
-      PullGate gate, RequestTargets targets, AccessLog accessLog) {
+      PullGate gate, RequestTargets targets, AccessLog accessLog,
+      @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy) {
+    this.forwardedByFramework = "framework".equalsIgnoreCase(forwardHeadersStrategy);
     this.manifests = manifests;
     this.blobs = blobs;
     this.metrics = metrics;
@@ -372,9 +385,14 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     return types;
   }
 
-  /** The client's IP address as text (Reactor Netty's, forwarded with {@code server.forward-headers-strategy=native}). */
-  private static String clientAddress(HttpServerRequest request) {
+  /** The client's IP address as text: the TCP peer's, or the forwarded one ({@code server.forward-headers-strategy}). */
+  private String clientAddress(HttpServerRequest request) {
     InetSocketAddress address = request.remoteAddress();
+    if (forwardedByFramework) {
+      InetSocketAddress forwarded = ForwardedHeaderUtils.parseForwardedFor(
+          absoluteUri(request), new HttpHeaders(new Netty4HeadersAdapter(request.requestHeaders())), address);
+      address = forwarded != null ? forwarded : address;
+    }
     if (address == null) {
       return null;
     }
