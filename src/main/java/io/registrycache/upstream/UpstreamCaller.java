@@ -1,6 +1,7 @@
 package io.registrycache.upstream;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
@@ -14,23 +15,29 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.NettyDataBufferFactory;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.support.Netty4HeadersAdapter;
 import org.springframework.web.util.UriComponentsBuilder;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.netty.Connection;
+import reactor.netty.NettyInbound;
+import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.LoopResources;
 
 /**
@@ -178,34 +185,7 @@ final class UpstreamCaller {
     int maxHops = Math.max(0, upstream.settings().redirect().maxHops());
     // The first request goes to the upstream's own origin; every redirect target is checked.
     Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
-    return allowed.then(connection
-        .webClient()
-        .method(method)
-        .uri(uri)
-        .headers(
-            h -> {
-              h.set(HttpHeaders.USER_AGENT, userAgent);
-              if (request.accept() != null && !request.accept().isEmpty()) {
-                h.set(HttpHeaders.ACCEPT, String.join(", ", request.accept()));
-              }
-              if (sent != null) {
-                h.set(HttpHeaders.AUTHORIZATION, sent.header());
-              }
-              if (request.range() != null) {
-                h.set(HttpHeaders.RANGE, request.range());
-              }
-            })
-        .retrieve()
-        .onStatus(status -> true, response -> Mono.empty()) // every status is handled here
-        .toEntityFlux(DataBuffer.class)
-        .map(
-            entity ->
-                new Reply(
-                    entity.getStatusCode().value(),
-                    entity.getHeaders(),
-                    minTransferRate(upstream, Objects.requireNonNullElse(entity.getBody(), Flux.empty())),
-                    sent,
-                    sameOrigin)))
+    return allowed.then(Mono.defer(() -> send(connection, method, uri, request, sent, sameOrigin)))
         .flatMap(
             reply -> {
               String location = reply.headers().getFirst(HttpHeaders.LOCATION);
@@ -227,6 +207,104 @@ final class UpstreamCaller {
               HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
               return drain(reply).then(follow(connection, nextMethod, next, request, auth, hops + 1));
             });
+  }
+
+  /**
+   * One HTTP exchange on Reactor Netty's {@link HttpClient}, as Spring's {@code
+   * ReactorClientHttpConnector} and {@code ReactorClientHttpResponse} make it: the reply comes with
+   * the response headers (Netty's, adapted without a copy); its body is the connection's inbound
+   * buffers, each retained and wrapped, and may be subscribed once. A reply cancelled before its
+   * body was subscribed has the body read and dropped, so the connection goes back to the pool.
+   * Transport failures come out as Reactor Netty raises them (see {@link TransportFailure}).
+   */
+  private Mono<Reply> send(
+      UpstreamConnection connection,
+      HttpMethod method,
+      URI uri,
+      Request request,
+      UpstreamAuthorization sent,
+      boolean sameOrigin) {
+    AtomicReference<NettyBody> received = new AtomicReference<>();
+    return connection.httpClient().headers(
+            h -> {
+              h.set(HttpHeaderNames.USER_AGENT, userAgent);
+              if (request.accept() != null && !request.accept().isEmpty()) {
+                h.set(HttpHeaderNames.ACCEPT, String.join(", ", request.accept()));
+              }
+              if (sent != null) {
+                h.set(HttpHeaderNames.AUTHORIZATION, sent.header());
+              }
+              if (request.range() != null) {
+                h.set(HttpHeaderNames.RANGE, request.range());
+              }
+            })
+        .request(io.netty.handler.codec.http.HttpMethod.valueOf(method.name()))
+        .uri(uri)
+        .responseConnection(
+            (response, exchange) -> {
+              int status = response.status().code();
+              HttpHeaders headers =
+                  HttpHeaders.readOnlyHttpHeaders(new Netty4HeadersAdapter(response.responseHeaders()));
+              NettyBody body = new NettyBody(exchange, mayHaveBody(method, status, headers));
+              received.set(body);
+              return Mono.just(new Reply(
+                  status, headers, minTransferRate(connection.upstream(), body.flux()), sent, sameOrigin));
+            })
+        .next()
+        .doOnCancel(
+            () -> {
+              NettyBody body = received.get();
+              if (body != null) {
+                body.releaseUnsubscribed();
+              }
+            });
+  }
+
+  /** Whether a response may carry a body (RFC 9110 sections 6.4.1, 15.3.5 and 15.3.6). */
+  private static boolean mayHaveBody(HttpMethod method, int status, HttpHeaders headers) {
+    return !(status / 100 == 1 || status == 204 || status == 205
+        || method == HttpMethod.HEAD || headers.getContentLength() == 0);
+  }
+
+  /**
+   * The body of one reply: the connection's inbound buffers, subscribed at most once, or read
+   * and dropped when the reply was cancelled before anyone subscribed ({@code
+   * ReactorClientHttpResponse}'s states).
+   */
+  private static final class NettyBody {
+    private static final int UNSUBSCRIBED = 0;
+    private static final int SUBSCRIBED = 1;
+    private static final int RELEASED = 2;
+
+    private final NettyInbound inbound;
+    private final NettyDataBufferFactory buffers;
+    private final boolean mayHaveBody;
+    private final AtomicInteger state = new AtomicInteger(UNSUBSCRIBED);
+
+    NettyBody(Connection connection, boolean mayHaveBody) {
+      this.inbound = connection.inbound();
+      this.buffers = new NettyDataBufferFactory(connection.outbound().alloc());
+      this.mayHaveBody = mayHaveBody;
+    }
+
+    Flux<DataBuffer> flux() {
+      return inbound
+          .receive()
+          .doOnSubscribe(
+              s -> {
+                if (!state.compareAndSet(UNSUBSCRIBED, SUBSCRIBED) && state.get() == RELEASED) {
+                  throw new IllegalStateException("the upstream reply's body was released already (cancelled)");
+                }
+              })
+          .map(buf -> buffers.wrap(buf.retain()));
+    }
+
+    /** Reads and drops the body when nobody subscribed to it; once. */
+    void releaseUnsubscribed() {
+      if (mayHaveBody && state.compareAndSet(UNSUBSCRIBED, RELEASED)) {
+        inbound.receive().subscribe(buf -> {}, e -> {});
+      }
+    }
   }
 
   /**
