@@ -12,6 +12,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -19,7 +20,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.springframework.core.io.buffer.DataBuffer;
@@ -128,15 +128,24 @@ final class UpstreamCaller {
    * Sends {@code request} and hands the reply to {@code read}, as one attempt behind the
    * upstream's circuit breaker and retries, timed as {@code kind}. The attempt ends when {@code
    * read}'s {@code Mono} does: a blob's reader returns with the headers and the body follows as a
-   * {@code Flux}, so a retry never starts in the middle of a body. Transport failures become
-   * {@link UpstreamException}s naming {@code what}.
+   * {@code Flux}, so a retry never starts in the middle of a body. An attempt that ends without a
+   * result (cancelled, failed, empty) reads and drops every reply body nobody subscribed to, so
+   * its connection goes back to the pool instead of waiting for {@code read-timeout}. Transport
+   * failures become {@link UpstreamException}s naming {@code what}.
    */
   <T> Mono<T> call(Upstream upstream, String kind, String what, Request request, Function<Reply, Mono<T>> read) {
     Mono<T> attempt =
         metrics.time(
             upstream,
             kind,
-            Mono.defer(() -> execute(upstream, request).flatMap(read))
+            Mono.defer(
+                    () -> {
+                      Attempt replies = new Attempt();
+                      return execute(upstream, request, replies)
+                          .flatMap(read)
+                          .doOnNext(result -> replies.handedOn())
+                          .doFinally(signal -> replies.releaseUnlessHandedOn());
+                    })
                 .onErrorMap(
                     e -> !(e instanceof OciException),
                     e -> UpstreamErrors.fromTransport(upstream, what, e)));
@@ -147,11 +156,11 @@ final class UpstreamCaller {
    * Sends the request with the cached authorization; on a 401 challenge from the upstream, gets
    * a new authorization (single-flight) and sends once more.
    */
-  private Mono<Reply> execute(Upstream upstream, Request request) {
+  private Mono<Reply> execute(Upstream upstream, Request request, Attempt attempt) {
     UpstreamConnection connection = connection(upstream);
     return authenticator
         .current(upstream, request.name())
-        .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth.orElse(null), 0))
+        .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth.orElse(null), 0, attempt))
         .flatMap(
             reply -> {
               if (reply.status() != 401 || !reply.fromUpstream()) {
@@ -163,7 +172,7 @@ final class UpstreamCaller {
               }
               return drain(reply)
                   .then(authenticator.answer(upstream, request.name(), challenge, reply.sent()))
-                  .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth, 0))
+                  .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth, 0, attempt))
                   .doOnNext(
                       second -> {
                         if (second.status() == 401 && second.fromUpstream()) {
@@ -178,14 +187,20 @@ final class UpstreamCaller {
    * only to the upstream's origin.
    */
   private Mono<Reply> follow(
-      UpstreamConnection connection, HttpMethod method, URI uri, Request request, UpstreamAuthorization auth, int hops) {
+      UpstreamConnection connection,
+      HttpMethod method,
+      URI uri,
+      Request request,
+      UpstreamAuthorization auth,
+      int hops,
+      Attempt attempt) {
     Upstream upstream = connection.upstream();
     boolean sameOrigin = UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
     UpstreamAuthorization sent = sameOrigin ? auth : null;
     int maxHops = Math.max(0, upstream.settings().redirect().maxHops());
     // The first request goes to the upstream's own origin; every redirect target is checked.
     Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
-    return allowed.then(Mono.defer(() -> send(connection, method, uri, request, sent, sameOrigin)))
+    return allowed.then(Mono.defer(() -> send(connection, method, uri, request, sent, sameOrigin, attempt)))
         .flatMap(
             reply -> {
               String location = reply.headers().getFirst(HttpHeaders.LOCATION);
@@ -205,7 +220,7 @@ final class UpstreamCaller {
                     .then(Mono.error(unavailable(upstream, "redirect to an invalid Location for " + uri.getPath(), e)));
               }
               HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
-              return drain(reply).then(follow(connection, nextMethod, next, request, auth, hops + 1));
+              return drain(reply).then(follow(connection, nextMethod, next, request, auth, hops + 1, attempt));
             });
   }
 
@@ -223,8 +238,8 @@ final class UpstreamCaller {
       URI uri,
       Request request,
       UpstreamAuthorization sent,
-      boolean sameOrigin) {
-    AtomicReference<NettyBody> received = new AtomicReference<>();
+      boolean sameOrigin,
+      Attempt attempt) {
     return connection.httpClient().headers(
             h -> {
               h.set(HttpHeaderNames.USER_AGENT, userAgent);
@@ -246,18 +261,11 @@ final class UpstreamCaller {
               HttpHeaders headers =
                   HttpHeaders.readOnlyHttpHeaders(new Netty4HeadersAdapter(response.responseHeaders()));
               NettyBody body = new NettyBody(exchange, mayHaveBody(method, status, headers));
-              received.set(body);
+              attempt.add(body);
               return Mono.just(new Reply(
                   status, headers, minTransferRate(connection.upstream(), body.flux()), sent, sameOrigin));
             })
-        .next()
-        .doOnCancel(
-            () -> {
-              NettyBody body = received.get();
-              if (body != null) {
-                body.releaseUnsubscribed();
-              }
-            });
+        .next();
   }
 
   /** Whether a response may carry a body (RFC 9110 sections 6.4.1, 15.3.5 and 15.3.6). */
@@ -267,9 +275,37 @@ final class UpstreamCaller {
   }
 
   /**
-   * The body of one reply: the connection's inbound buffers, subscribed at most once, or read
-   * and dropped when the reply was cancelled before anyone subscribed ({@code
-   * ReactorClientHttpResponse}'s states).
+   * The reply bodies of one attempt (the first request, a redirect's, a challenge's), so that
+   * those nobody subscribed to are released when the attempt ends without handing a result on.
+   */
+  private static final class Attempt {
+    private final List<NettyBody> bodies = new ArrayList<>(2);
+    private boolean handedOn;
+
+    synchronized void add(NettyBody body) {
+      bodies.add(body);
+    }
+
+    /** A result (which may carry a body still to be read) went on to the caller. */
+    synchronized void handedOn() {
+      handedOn = true;
+    }
+
+    void releaseUnlessHandedOn() {
+      List<NettyBody> unread;
+      synchronized (this) {
+        if (handedOn) {
+          return;
+        }
+        unread = List.copyOf(bodies);
+      }
+      unread.forEach(NettyBody::releaseUnsubscribed);
+    }
+  }
+
+  /**
+   * The body of one reply: the connection's inbound buffers, subscribed at most once, or released
+   * when nobody did (the states of Spring's {@code ReactorClientHttpResponse}).
    */
   private static final class NettyBody {
     private static final int UNSUBSCRIBED = 0;
@@ -293,16 +329,23 @@ final class UpstreamCaller {
           .doOnSubscribe(
               s -> {
                 if (!state.compareAndSet(UNSUBSCRIBED, SUBSCRIBED) && state.get() == RELEASED) {
-                  throw new IllegalStateException("the upstream reply's body was released already (cancelled)");
+                  throw new IllegalStateException("the upstream reply's body was released already, unread");
                 }
               })
           .map(buf -> buffers.wrap(buf.retain()));
     }
 
-    /** Reads and drops the body when nobody subscribed to it; once. */
+    /**
+     * Reads and drops the body when nobody subscribed to it, once: up to {@value UpstreamCaller#DRAIN_BYTES}
+     * bytes, so a small body leaves the connection in the pool; a larger one is cut off (Reactor
+     * Netty closes that connection) rather than read to its end, as {@link UpstreamCaller#drain} does.
+     */
     void releaseUnsubscribed() {
       if (mayHaveBody && state.compareAndSet(UNSUBSCRIBED, RELEASED)) {
-        inbound.receive().subscribe(buf -> {}, e -> {});
+        AtomicLong read = new AtomicLong();
+        inbound.receive()
+            .takeWhile(buf -> read.addAndGet(buf.readableBytes()) <= DRAIN_BYTES)
+            .subscribe(buf -> {}, e -> {});
       }
     }
   }
