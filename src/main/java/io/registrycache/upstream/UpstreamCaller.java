@@ -50,6 +50,10 @@ import reactor.netty.resources.LoopResources;
  * the upstream's circuit breaker and retries ({@link UpstreamResilience}). The endpoint classes
  * ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link ReferrersLister}) say
  * only what to ask and how to read the answer.
+ *
+ * <p>Requests go out on the connection's Reactor Netty {@code HttpClient} directly, not through
+ * Spring's {@code WebClient} (fewer layers and classes on every cold pull, docs/performance.md);
+ * the {@link Reply} is built as Spring's {@code ReactorClientHttpConnector} builds its response.
  */
 final class UpstreamCaller {
 
