@@ -1,6 +1,7 @@
 package io.registrycache.upstream;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
@@ -11,26 +12,32 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.NettyDataBufferFactory;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.support.Netty4HeadersAdapter;
 import org.springframework.web.util.UriComponentsBuilder;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.netty.Connection;
+import reactor.netty.NettyInbound;
+import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.LoopResources;
 
 /**
@@ -43,6 +50,10 @@ import reactor.netty.resources.LoopResources;
  * the upstream's circuit breaker and retries ({@link UpstreamResilience}). The endpoint classes
  * ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link ReferrersLister}) say
  * only what to ask and how to read the answer.
+ *
+ * <p>Requests go out on the connection's Reactor Netty {@code HttpClient} directly, not through
+ * Spring's {@code WebClient} (fewer layers and classes on every cold pull, docs/performance.md);
+ * the {@link Reply} is built as Spring's {@code ReactorClientHttpConnector} builds its response.
  */
 final class UpstreamCaller {
 
@@ -121,15 +132,24 @@ final class UpstreamCaller {
    * Sends {@code request} and hands the reply to {@code read}, as one attempt behind the
    * upstream's circuit breaker and retries, timed as {@code kind}. The attempt ends when {@code
    * read}'s {@code Mono} does: a blob's reader returns with the headers and the body follows as a
-   * {@code Flux}, so a retry never starts in the middle of a body. Transport failures become
-   * {@link UpstreamException}s naming {@code what}.
+   * {@code Flux}, so a retry never starts in the middle of a body. An attempt that ends without a
+   * result (cancelled, failed, empty) reads and drops every reply body nobody subscribed to, so
+   * its connection goes back to the pool instead of waiting for {@code read-timeout}. Transport
+   * failures become {@link UpstreamException}s naming {@code what}.
    */
   <T> Mono<T> call(Upstream upstream, String kind, String what, Request request, Function<Reply, Mono<T>> read) {
     Mono<T> attempt =
         metrics.time(
             upstream,
             kind,
-            Mono.defer(() -> execute(upstream, request).flatMap(read))
+            Mono.defer(
+                    () -> {
+                      Attempt replies = new Attempt();
+                      return execute(upstream, request, replies)
+                          .flatMap(read)
+                          .doOnNext(result -> replies.handedOn())
+                          .doFinally(signal -> replies.releaseUnlessHandedOn());
+                    })
                 .onErrorMap(
                     e -> !(e instanceof OciException),
                     e -> UpstreamErrors.fromTransport(upstream, what, e)));
@@ -140,11 +160,11 @@ final class UpstreamCaller {
    * Sends the request with the cached authorization; on a 401 challenge from the upstream, gets
    * a new authorization (single-flight) and sends once more.
    */
-  private Mono<Reply> execute(Upstream upstream, Request request) {
+  private Mono<Reply> execute(Upstream upstream, Request request, Attempt attempt) {
     UpstreamConnection connection = connection(upstream);
     return authenticator
         .current(upstream, request.name())
-        .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth.orElse(null), 0))
+        .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth.orElse(null), 0, attempt))
         .flatMap(
             reply -> {
               if (reply.status() != 401 || !reply.fromUpstream()) {
@@ -156,7 +176,7 @@ final class UpstreamCaller {
               }
               return drain(reply)
                   .then(authenticator.answer(upstream, request.name(), challenge, reply.sent()))
-                  .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth, 0))
+                  .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth, 0, attempt))
                   .doOnNext(
                       second -> {
                         if (second.status() == 401 && second.fromUpstream()) {
@@ -171,41 +191,20 @@ final class UpstreamCaller {
    * only to the upstream's origin.
    */
   private Mono<Reply> follow(
-      UpstreamConnection connection, HttpMethod method, URI uri, Request request, UpstreamAuthorization auth, int hops) {
+      UpstreamConnection connection,
+      HttpMethod method,
+      URI uri,
+      Request request,
+      UpstreamAuthorization auth,
+      int hops,
+      Attempt attempt) {
     Upstream upstream = connection.upstream();
     boolean sameOrigin = UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
     UpstreamAuthorization sent = sameOrigin ? auth : null;
     int maxHops = Math.max(0, upstream.settings().redirect().maxHops());
     // The first request goes to the upstream's own origin; every redirect target is checked.
     Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
-    return allowed.then(connection
-        .webClient()
-        .method(method)
-        .uri(uri)
-        .headers(
-            h -> {
-              h.set(HttpHeaders.USER_AGENT, userAgent);
-              if (request.accept() != null && !request.accept().isEmpty()) {
-                h.set(HttpHeaders.ACCEPT, String.join(", ", request.accept()));
-              }
-              if (sent != null) {
-                h.set(HttpHeaders.AUTHORIZATION, sent.header());
-              }
-              if (request.range() != null) {
-                h.set(HttpHeaders.RANGE, request.range());
-              }
-            })
-        .retrieve()
-        .onStatus(status -> true, response -> Mono.empty()) // every status is handled here
-        .toEntityFlux(DataBuffer.class)
-        .map(
-            entity ->
-                new Reply(
-                    entity.getStatusCode().value(),
-                    entity.getHeaders(),
-                    minTransferRate(upstream, Objects.requireNonNullElse(entity.getBody(), Flux.empty())),
-                    sent,
-                    sameOrigin)))
+    return allowed.then(Mono.defer(() -> send(connection, method, uri, request, sent, sameOrigin, attempt)))
         .flatMap(
             reply -> {
               String location = reply.headers().getFirst(HttpHeaders.LOCATION);
@@ -225,8 +224,134 @@ final class UpstreamCaller {
                     .then(Mono.error(unavailable(upstream, "redirect to an invalid Location for " + uri.getPath(), e)));
               }
               HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
-              return drain(reply).then(follow(connection, nextMethod, next, request, auth, hops + 1));
+              return drain(reply).then(follow(connection, nextMethod, next, request, auth, hops + 1, attempt));
             });
+  }
+
+  /**
+   * One HTTP exchange on Reactor Netty's {@link HttpClient}, as Spring's {@code
+   * ReactorClientHttpConnector} and {@code ReactorClientHttpResponse} make it: the reply comes with
+   * the response headers (Netty's, adapted without a copy); its body is the connection's inbound
+   * buffers, each retained and wrapped, and may be subscribed once. A reply cancelled before its
+   * body was subscribed has the body read and dropped, so the connection goes back to the pool.
+   * Transport failures come out as Reactor Netty raises them (see {@link TransportFailure}).
+   */
+  private Mono<Reply> send(
+      UpstreamConnection connection,
+      HttpMethod method,
+      URI uri,
+      Request request,
+      UpstreamAuthorization sent,
+      boolean sameOrigin,
+      Attempt attempt) {
+    return connection.httpClient().headers(
+            h -> {
+              h.set(HttpHeaderNames.USER_AGENT, userAgent);
+              if (request.accept() != null && !request.accept().isEmpty()) {
+                h.set(HttpHeaderNames.ACCEPT, String.join(", ", request.accept()));
+              }
+              if (sent != null) {
+                h.set(HttpHeaderNames.AUTHORIZATION, sent.header());
+              }
+              if (request.range() != null) {
+                h.set(HttpHeaderNames.RANGE, request.range());
+              }
+            })
+        .request(io.netty.handler.codec.http.HttpMethod.valueOf(method.name()))
+        .uri(uri)
+        .responseConnection(
+            (response, exchange) -> {
+              int status = response.status().code();
+              HttpHeaders headers =
+                  HttpHeaders.readOnlyHttpHeaders(new Netty4HeadersAdapter(response.responseHeaders()));
+              NettyBody body = new NettyBody(exchange, mayHaveBody(method, status, headers));
+              attempt.add(body);
+              return Mono.just(new Reply(
+                  status, headers, minTransferRate(connection.upstream(), body.flux()), sent, sameOrigin));
+            })
+        .next();
+  }
+
+  /** Whether a response may carry a body (RFC 9110 sections 6.4.1, 15.3.5 and 15.3.6). */
+  private static boolean mayHaveBody(HttpMethod method, int status, HttpHeaders headers) {
+    return !(status / 100 == 1 || status == 204 || status == 205
+        || method == HttpMethod.HEAD || headers.getContentLength() == 0);
+  }
+
+  /**
+   * The reply bodies of one attempt (the first request, a redirect's, a challenge's), so that
+   * those nobody subscribed to are released when the attempt ends without handing a result on.
+   */
+  private static final class Attempt {
+    private final List<NettyBody> bodies = new ArrayList<>(2);
+    private boolean handedOn;
+
+    synchronized void add(NettyBody body) {
+      bodies.add(body);
+    }
+
+    /** A result (which may carry a body still to be read) went on to the caller. */
+    synchronized void handedOn() {
+      handedOn = true;
+    }
+
+    void releaseUnlessHandedOn() {
+      List<NettyBody> unread;
+      synchronized (this) {
+        if (handedOn) {
+          return;
+        }
+        unread = List.copyOf(bodies);
+      }
+      unread.forEach(NettyBody::releaseUnsubscribed);
+    }
+  }
+
+  /**
+   * The body of one reply: the connection's inbound buffers, subscribed at most once, or released
+   * when nobody did (the states of Spring's {@code ReactorClientHttpResponse}).
+   */
+  private static final class NettyBody {
+    private static final int UNSUBSCRIBED = 0;
+    private static final int SUBSCRIBED = 1;
+    private static final int RELEASED = 2;
+
+    private final NettyInbound inbound;
+    private final NettyDataBufferFactory buffers;
+    private final boolean mayHaveBody;
+    private final AtomicInteger state = new AtomicInteger(UNSUBSCRIBED);
+
+    NettyBody(Connection connection, boolean mayHaveBody) {
+      this.inbound = connection.inbound();
+      this.buffers = new NettyDataBufferFactory(connection.outbound().alloc());
+      this.mayHaveBody = mayHaveBody;
+    }
+
+    Flux<DataBuffer> flux() {
+      return inbound
+          .receive()
+          .doOnSubscribe(
+              s -> {
+                if (!state.compareAndSet(UNSUBSCRIBED, SUBSCRIBED) && state.get() == RELEASED) {
+                  throw new IllegalStateException("the upstream reply's body was released already, unread");
+                }
+              })
+          .map(buf -> buffers.wrap(buf.retain()));
+    }
+
+    /**
+     * Reads and drops the body when nobody subscribed to it, once: up to {@value UpstreamCaller#DRAIN_BYTES}
+     * bytes, so a small body leaves the connection in the pool; a larger one is cut off (Reactor
+     * Netty closes that connection) rather than read to its end, as {@link UpstreamCaller#drain} does.
+     */
+    void releaseUnsubscribed() {
+      if (mayHaveBody && state.compareAndSet(UNSUBSCRIBED, RELEASED)) {
+        AtomicLong read = new AtomicLong();
+        inbound.receive()
+            .takeWhile(buf -> read.addAndGet(buf.readableBytes()) <= DRAIN_BYTES)
+            .subscribe(buf -> {}, e -> {});
+      }
+    }
   }
 
   /**

@@ -16,8 +16,11 @@ import reactor.netty.resources.ConnectionProvider;
 import reactor.netty.resources.LoopResources;
 
 /**
- * The HTTP side of one upstream: its own connection pool and {@link WebClient} with the
- * upstream's TLS, timeouts and concurrency bound.
+ * The HTTP side of one upstream: its own connection pool and Reactor Netty {@link HttpClient}
+ * with the upstream's TLS, timeouts and concurrency bound. Registry requests (manifests, blobs,
+ * tags, referrers) go out on the {@link HttpClient} itself ({@link UpstreamCaller}); token
+ * requests ({@link WebClientTokenProvider}, rare) on a {@link WebClient} over the same client and
+ * pool.
  *
  * <ul>
  *   <li>{@code connect-timeout}: TCP connect ({@code CONNECT_TIMEOUT_MILLIS}).
@@ -25,8 +28,8 @@ import reactor.netty.resources.LoopResources;
  *       of a response (headers, then every body chunk), so a hanging upstream fails.
  *   <li>{@code max-concurrent-requests}: the pool's {@code maxConnections} (HTTP/1.1: one request
  *       per connection); more requests wait in a bounded queue, then fail with 503.
- *   <li>Redirects are not followed here: {@link WebClientUpstreamClient} follows them itself so it
- *       decides where {@code Authorization} goes.
+ *   <li>Redirects are not followed here: {@link UpstreamCaller} follows them itself so it decides
+ *       where {@code Authorization} goes.
  *   <li>No {@code Accept-Encoding}: blob and manifest bytes must arrive exactly as stored.
  * </ul>
  */
@@ -44,7 +47,8 @@ final class UpstreamConnection implements AutoCloseable {
   private final Upstream upstream;
   private final UpstreamTls tls;
   private final ConnectionProvider pool;
-  private final WebClient webClient;
+  private final HttpClient http;
+  private volatile WebClient webClient;
 
   /** With Reactor Netty's JVM-wide event loops; for tests that build one connection alone. */
   UpstreamConnection(Upstream upstream) {
@@ -110,10 +114,7 @@ final class UpstreamConnection implements AutoCloseable {
                 }
               });
     }
-    this.webClient =
-        WebClient.builder()
-            .clientConnector(new ReactorClientHttpConnector(http))
-            .build();
+    this.http = http;
   }
 
   Upstream upstream() {
@@ -124,8 +125,30 @@ final class UpstreamConnection implements AutoCloseable {
     return tls;
   }
 
+  /**
+   * The upstream's configured client: its pool, event loops, TLS, timeouts and address policy;
+   * redirects not followed, no compression asked for.
+   */
+  HttpClient httpClient() {
+    return http;
+  }
+
+  /**
+   * A {@link WebClient} over {@link #httpClient()}, for token requests; built on first use, so an
+   * upstream that never asks for a token never loads WebClient.
+   */
   WebClient webClient() {
-    return webClient;
+    WebClient built = webClient;
+    if (built == null) {
+      synchronized (this) {
+        built = webClient;
+        if (built == null) {
+          built = WebClient.builder().clientConnector(new ReactorClientHttpConnector(http)).build();
+          webClient = built;
+        }
+      }
+    }
+    return built;
   }
 
   @Override

@@ -18,8 +18,9 @@ import org.springframework.stereotype.Component;
 import reactor.core.publisher.Mono;
 
 /**
- * {@link UpstreamClient} on Spring's {@code WebClient} over Reactor Netty: one small class per
- * registry endpoint ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link
+ * {@link UpstreamClient} on Reactor Netty's {@code HttpClient} (the class keeps its name from when
+ * requests went through Spring's {@code WebClient}; only token requests still do): one small class
+ * per registry endpoint ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link
  * ReferrersLister}) over one {@link UpstreamCaller}, which owns connections, authentication
  * (tokens from {@link WebClientTokenProvider}, credentials from jib-core's public API, see {@code
  * docs/jib-core.md}), redirects, retries and metrics, as jib-core's {@code registry/} package does.

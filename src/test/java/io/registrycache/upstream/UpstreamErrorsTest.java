@@ -15,6 +15,7 @@ import java.time.Instant;
 import java.time.ZoneOffset;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
+import reactor.netty.http.client.PrematureCloseException;
 import org.springframework.web.reactive.function.client.WebClientRequestException;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
@@ -95,6 +96,31 @@ class UpstreamErrorsTest {
         });
     assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", new javax.net.ssl.SSLHandshakeException("PKIX path")))
         .satisfies(e -> assertThat(e.getMessage()).contains("TLS failed").contains("ca-file"));
+  }
+
+  /**
+   * Registry requests go out on Reactor Netty's {@code HttpClient} itself, whose failures arrive
+   * unwrapped (token requests, on WebClient, wrapped): both classify alike.
+   */
+  @Test
+  void reactorNettyFailuresUnwrappedMapAsWrapped() {
+    for (Throwable cause : List.of(
+        new ConnectException("Connection refused"),
+        new UnknownHostException("nowhere"),
+        ReadTimeoutException.INSTANCE,
+        new ConnectTimeoutException("connect timed out"),
+        PrematureCloseException.TEST_EXCEPTION,
+        new java.io.IOException("Connection reset by peer"))) {
+      assertThat(TransportFailure.of(cause)).as(cause.toString()).isEqualTo(TransportFailure.of(wrapped(cause)));
+      UpstreamException raw = UpstreamErrors.fromTransport(UPSTREAM, "x", cause);
+      UpstreamException viaWebClient = UpstreamErrors.fromTransport(UPSTREAM, "x", wrapped(cause));
+      assertThat(raw.status()).as(cause.toString()).isEqualTo(viaWebClient.status());
+      assertThat(raw.getMessage()).as(cause.toString()).isEqualTo(viaWebClient.getMessage());
+      assertThat(UpstreamErrors.outcome(raw)).as(cause.toString()).isEqualTo(UpstreamErrors.outcome(viaWebClient));
+    }
+    assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", ReadTimeoutException.INSTANCE).status())
+        .isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
+    assertThat(TransportFailure.of(PrematureCloseException.TEST_EXCEPTION)).isEqualTo(TransportFailure.CLOSED_EARLY);
   }
 
   @Test
