@@ -66,14 +66,12 @@ class PackageDependencyTest {
   @ArchTest static final ArchRule api = only("api", "auth", "ratelimit", "proxy", "upstream", "metrics", "oci", "config");
   @ArchTest static final ArchRule peer = only("peer", "proxy", "upstream", "cluster", "metrics", "oci", "config");
 
-  /** The value types need the JDK, Spring's HTTP types, Jackson and the native SHA-2 provider (Digest) only. */
   @ArchTest
   static final ArchRule ociValueTypesStandAlone =
       noClasses()
           .that().resideInAPackage("io.registrycache.oci..")
           .should().dependOnClassesThat()
-          .resideOutsideOfPackages("io.registrycache.oci..", "java..", "org.springframework.http..", "tools.jackson..",
-              "com.amazon.corretto.crypto.provider..");
+          .resideOutsideOfPackages("io.registrycache.oci..", "java..", "org.springframework.http..", "tools.jackson..");
 
   /** Each top-level class of {@code storage} (its nested classes with it) is a slice of its own. */
   private static final SliceAssignment STORAGE_FILES = new SliceAssignment() {

@@ -70,36 +70,12 @@ public record Digest(String algorithm, String hex) {
     return new Digest(algorithm, HexFormat.of().formatHex(newMessageDigest().digest(bytes)));
   }
 
-  /**
-   * A fresh {@link MessageDigest} for this digest's algorithm: {@link #NATIVE}'s where it loaded,
-   * else the JDK's.
-   */
+  /** A fresh {@link MessageDigest} for this digest's algorithm. */
   public MessageDigest newMessageDigest() {
-    String name = "sha256".equals(algorithm) ? "SHA-256" : "SHA-512";
     try {
-      return NATIVE != null ? MessageDigest.getInstance(name, NATIVE) : MessageDigest.getInstance(name);
+      return MessageDigest.getInstance("sha256".equals(algorithm) ? "SHA-256" : "SHA-512");
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException(e);
-    }
-  }
-
-  /**
-   * The Amazon Corretto Crypto Provider (SHA-2 in AWS-LC's native code) when its library loaded
-   * and passed its self-tests (linux-x86_64), else {@code null}. Blobs are hashed with it: the
-   * JDK's SHA-256 runs in Java until C2 compiles its intrinsic (0.28 s of a fresh process's first
-   * GiB) and copies a direct buffer into an array first; this one hashes a direct buffer in place
-   * at the intrinsic's speed from the first byte (docs/performance.md, "The pull route"). Only
-   * for hashing: it is not installed as a JCA provider, so TLS and everything else keep the JDK's.
-   */
-  static final java.security.Provider NATIVE = nativeProvider();
-
-  private static java.security.Provider nativeProvider() {
-    try {
-      var provider = com.amazon.corretto.crypto.provider.AmazonCorrettoCryptoProvider.INSTANCE;
-      return provider.getLoadingError() == null && provider.runSelfTests()
-          == com.amazon.corretto.crypto.provider.SelfTestStatus.PASSED ? provider : null;
-    } catch (LinkageError | RuntimeException e) {
-      return null;
     }
   }
 
