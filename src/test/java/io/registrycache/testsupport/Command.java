@@ -68,9 +68,23 @@ public final class Command {
   }
 
   public static Result run(Duration timeout, List<String> command) {
+    return run(timeout, null, java.util.Map.of(), command);
+  }
+
+  /**
+   * Runs {@code command} in {@code directory} (the JVM's working directory when {@code null}), with
+   * {@code environment} added to (or overriding) the JVM's environment; killed after {@code
+   * timeout}, which fails the test.
+   */
+  public static Result run(Duration timeout, Path directory, java.util.Map<String, String> environment, List<String> command) {
     try {
-      Process process =
-          new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null"))).start();
+      ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
+          .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+      if (directory != null) {
+        builder.directory(directory.toFile());
+      }
+      builder.environment().putAll(environment);
+      Process process = builder.start();
       // Output is small for these clients; read it fully after the process ends or is killed.
       StringBuilder out = new StringBuilder();
       Thread reader =

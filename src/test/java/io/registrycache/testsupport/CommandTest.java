@@ -28,6 +28,15 @@ class CommandTest {
   }
 
   @Test
+  void runsInTheGivenDirectoryWithTheGivenEnvironment(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+      throws java.io.IOException {
+    Command.Result result = Command.run(java.time.Duration.ofSeconds(30), dir, java.util.Map.of("COMMAND_TEST_VALUE", "forty-two"),
+        java.util.List.of("sh", "-c", "pwd; echo \"$COMMAND_TEST_VALUE\""));
+    org.assertj.core.api.Assertions.assertThat(result.assertSuccess().output())
+        .isEqualTo(dir.toRealPath() + "\nforty-two\n");
+  }
+
+  @Test
   void aToolThatIsThereNeitherFailsNorSkips() {
     assertThatCode(() -> Command.requireTool(true, "unused", "true")).doesNotThrowAnyException();
   }

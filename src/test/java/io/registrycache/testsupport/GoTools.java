@@ -9,7 +9,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * Finds Go-built tools ({@code go}, {@code oras}) for ITs: on PATH, in {@code ~/go/bin}, {@code
+ * Finds Go-built tools ({@code go}, {@code oras}, {@code crane}, {@code helm}) for ITs: on PATH, in {@code ~/go/bin}, {@code
  * /usr/local/bin} or {@code /usr/local/go/bin}. A missing tool skips the test locally but fails
  * it when the environment variable {@code CI} is set (CI installs them).
  */
@@ -30,13 +30,22 @@ public final class GoTools {
     return Optional.empty();
   }
 
+  /** One line naming how to install {@code name}: {@code .ci/go-tools.sh} for the tools it pins. */
+  static String howToInstall(String name) {
+    return switch (name) {
+      case "crane", "oras", "cosign", "helm" -> "bash .ci/go-tools.sh " + name + " installs the pinned version";
+      case "go" -> "install Go: /usr/local/go/bin or Debian's golang-go";
+      default -> "go install it";
+    };
+  }
+
   /** The tool, or a skipped test (locally) / a failed one (under CI). */
   public static Path require(String name) {
     Optional<Path> tool = find(name);
     if (tool.isEmpty() && System.getenv("CI") != null) {
       throw new AssertionError(name + " is not installed, and CI is set: .ci/run must install it");
     }
-    Assumptions.assumeTrue(tool.isPresent(), name + " not installed (go install it; see docs/referrers.md)");
+    Assumptions.assumeTrue(tool.isPresent(), name + " not installed (" + howToInstall(name) + ")");
     return tool.get();
   }
 }
