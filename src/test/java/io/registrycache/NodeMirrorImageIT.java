@@ -6,6 +6,7 @@ import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.api.model.Capability;
 import io.registrycache.admin.NodeMirrorHosts;
 import io.registrycache.admin.NodeMirrorHosts.Registry;
+import io.registrycache.testsupport.Command;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -13,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -29,52 +31,95 @@ import org.testcontainers.utility.DockerImageName;
 import org.yaml.snakeyaml.Yaml;
 
 /**
- * The chart's node mirror container (templates/nodemirror.yaml) as the service image runs it: the
- * generator's main class on the image's class path, the chart's JVM options and memory limit, root
- * without capabilities on a read-only root file system, a folder standing in for the node's
- * /etc/containerd/certs.d. It writes exactly the generator's files, leaves a foreign one alone,
- * and removes its own when the container is stopped (SIGTERM, as on uninstall).
+ * The chart's node mirror DaemonSet ({@code nodeMirror.enabled}, rendered here with {@code helm
+ * template}) runs as a kubelet would run its container, as far as Docker can: the service image
+ * with the container's command, arguments and environment, its user, read-only root file system,
+ * dropped capabilities, no privilege escalation and memory limit, a folder standing in for the
+ * node's /etc/containerd/certs.d at the hostPath volume's mount path. It writes exactly the
+ * generator's files, leaves a foreign one alone, and removes its own when the container is stopped
+ * (SIGTERM, as when the DaemonSet is deleted on uninstall). Needs helm: skipped without it, failed
+ * when {@code CI} is set.
  */
 class NodeMirrorImageIT {
 
   static final String IMAGE = ContainerImageIT.IMAGE;
-  static final Path VALUES = Path.of("deploy/helm/registry-cache/values.yaml");
 
   @TempDir Path certsD;
 
-  /** The chart's nodeMirror section of values.yaml. */
+  /** The DaemonSet of the chart's rendering with the node mirror on, for three registries. */
   @SuppressWarnings("unchecked")
-  static Map<String, Object> nodeMirrorValues() throws IOException {
-    Map<String, Object> values = new Yaml().load(Files.readString(VALUES));
-    return (Map<String, Object>) values.get("nodeMirror");
+  static Map<String, Object> renderedDaemonSet() {
+    Command.Result rendered = Command.run(Duration.ofSeconds(60),
+        "helm", "template", "registry-cache", "deploy/helm/registry-cache",
+        "--set", "upstreams.corp.host=registry.example.com", "--set", "upstreams.corp.url=https://registry.example.com",
+        "--set", "nodeMirror.enabled=true",
+        "--set", "nodeMirror.registries={registry.example.com,ghcr.io,docker.io=https://registry-1.docker.io}");
+    assertThat(rendered.exitCode()).as(rendered.output()).isZero();
+    List<Map<String, Object>> daemonSets = new ArrayList<>();
+    for (Object doc : new Yaml().loadAll(rendered.output())) {
+      if (doc instanceof Map<?, ?> m && "DaemonSet".equals(m.get("kind"))) {
+        daemonSets.add((Map<String, Object>) m);
+      }
+    }
+    assertThat(daemonSets).as("DaemonSets of the rendering").hasSize(1);
+    return daemonSets.get(0);
+  }
+
+  @SuppressWarnings("unchecked")
+  static <T> T at(Object node, String... path) {
+    Object value = node;
+    for (String key : path) {
+      value = key.matches("[0-9]+") ? ((List<Object>) value).get(Integer.parseInt(key)) : ((Map<String, Object>) value).get(key);
+      assertThat(value).as(String.join(".", path)).isNotNull();
+    }
+    return (T) value;
   }
 
   @Test
-  void writesTheHostsFilesAndRemovesThemWhenStopped() throws IOException {
+  void theRenderedContainerWritesTheHostsFilesAndRemovesThemWhenStopped() throws IOException {
     Assumptions.assumeFalse(
         Boolean.getBoolean("registrycache.image.skip"),
         "service image not built (-Djib.skip=true): NodeMirrorImageIT skipped");
+    Command.requireTool(Command.onPath("helm"), "helm is not installed (.ci/go-tools.sh helm)");
     DockerClient docker = DockerClientFactory.instance().client();
     try {
       docker.inspectImageCmd(IMAGE).exec();
     } catch (RuntimeException e) {
       Assertions.fail("service image " + IMAGE + " is not in the local engine (jib dockerBuild builds it)", e);
     }
-    // the node's folder is root's; here the test's, opened for the container's root without DAC capabilities
+    Map<String, Object> pod = at(renderedDaemonSet(), "spec", "template", "spec");
+    List<Map<String, Object>> containers = at(pod, "containers");
+    assertThat(containers).hasSize(1);
+    Map<String, Object> container = containers.get(0);
+    List<String> command = at(container, "command");
+    List<String> args = at(container, "args");
+    Map<String, Object> security = at(container, "securityContext");
+    String memory = at(container, "resources", "limits", "memory");
+    assertThat(memory).endsWith("Mi");
+    long memoryLimit = Long.parseLong(memory.replace("Mi", "")) * 1024 * 1024;
+    List<Map<String, Object>> env = at(container, "env");
+    String javaToolOptions = env.stream().filter(e -> "JAVA_TOOL_OPTIONS".equals(e.get("name")))
+        .map(e -> (String) e.get("value")).findFirst().orElseThrow();
+    List<Map<String, Object>> mounts = at(container, "volumeMounts");
+    assertThat(mounts).hasSize(1);
+    assertThat((String) at(mounts.get(0), "name")).isEqualTo("certs-d");
+    String mountPath = at(mounts.get(0), "mountPath");
+    List<Map<String, Object>> volumes = at(pod, "volumes");
+    assertThat(volumes).hasSize(1);
+    assertThat((String) at(volumes.get(0), "hostPath", "path")).isEqualTo("/etc/containerd/certs.d");
+    assertThat(security).containsEntry("readOnlyRootFilesystem", true).containsEntry("allowPrivilegeEscalation", false);
+    assertThat((List<String>) at(security, "capabilities", "drop")).containsExactly("ALL");
+    String user = at(security, "runAsUser").toString() + ":" + at(security, "runAsGroup");
+
+    // the node's folder is root's; here the test's, opened for a container user without DAC capabilities
     Files.setPosixFilePermissions(certsD, PosixFilePermissions.fromString("rwxrwxrwx"));
     Path foreign = Files.createDirectories(certsD.resolve("quay.io")).resolve("hosts.toml");
     Files.writeString(foreign, "server = \"https://quay.io\"\n");
-    String cache = "http://127.0.0.1:30080";
-    long memoryLimit = 96L * 1024 * 1024;
-    Map<String, Object> chart = nodeMirrorValues();
-    @SuppressWarnings("unchecked")
-    Object limit = ((Map<String, Map<String, Object>>) chart.get("resources")).get("limits").get("memory");
-    assertThat(limit).as("the chart's memory limit, as tested here").isEqualTo("96Mi");
 
     try (GenericContainer<?> mirror = new GenericContainer<>(DockerImageName.parse(IMAGE))
         .withCreateContainerCmdModifier(cmd -> {
-          cmd.withEntrypoint("java", "-cp", "@/app/jib-classpath-file", "io.registrycache.admin.NodeMirrorHosts");
-          cmd.withUser("0:0");
+          cmd.withEntrypoint(command.toArray(String[]::new));
+          cmd.withUser(user);
           cmd.getHostConfig()
               .withReadonlyRootfs(true)
               .withCapDrop(Capability.ALL)
@@ -82,14 +127,14 @@ class NodeMirrorImageIT {
               .withMemory(memoryLimit)
               .withMemorySwap(memoryLimit);
         })
-        .withCommand("--dir", "/host/certs.d", "--cache", cache, "--registry", "registry.example.com",
-            "--registry", "ghcr.io", "--registry", "docker.io=https://registry-1.docker.io", "--stay")
-        .withEnv("JAVA_TOOL_OPTIONS", (String) chart.get("javaToolOptions"))
-        .withFileSystemBind(certsD.toString(), "/host/certs.d", BindMode.READ_WRITE)
+        .withCommand(args.toArray(String[]::new))
+        .withEnv("JAVA_TOOL_OPTIONS", javaToolOptions)
+        .withFileSystemBind(certsD.toString(), mountPath, BindMode.READ_WRITE)
         .waitingFor(Wait.forLogMessage(".*node-mirror: waiting.*\\n", 1).withStartupTimeout(Duration.ofSeconds(60)))) {
       mirror.start();
 
-      NodeMirrorHosts generator = new NodeMirrorHosts(URI.create(cache), null);
+      // the chart's default cache URL: the NodePort Service on each node's loopback
+      NodeMirrorHosts generator = new NodeMirrorHosts(URI.create("http://127.0.0.1:30080"), null);
       assertThat(files()).containsExactlyEntriesOf(new TreeMap<>(Map.of(
           "docker.io/hosts.toml", generator.hostsToml(
               new Registry("docker.io", URI.create("https://registry-1.docker.io"))),
@@ -99,7 +144,7 @@ class NodeMirrorImageIT {
 
       // SIGTERM, as when the DaemonSet is deleted: its files go, the foreign one stays
       docker.stopContainerCmd(mirror.getContainerId()).withTimeout(15).exec();
-      assertThat(mirror.getLogs()).contains("node-mirror: removed /host/certs.d/ghcr.io/hosts.toml");
+      assertThat(mirror.getLogs()).contains("node-mirror: removed " + mountPath + "/ghcr.io/hosts.toml");
       assertThat(files()).containsExactlyEntriesOf(Map.of("quay.io/hosts.toml", "server = \"https://quay.io\"\n"));
       assertThat(certsD.resolve("ghcr.io")).doesNotExist();
     }
