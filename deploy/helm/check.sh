@@ -2,8 +2,9 @@
 # The chart's checks (CI, .ci/run): helm lint --strict with the defaults (plus the one upstream
 # they need) and with each ci/ values file; the committed plain manifests equal to the chart's
 # renderings (deploy/render.sh --check); more renderings (the defaults; HA with the generated peer
-# token) validated by deploy/validate.sh; wrong values refused by values.schema.json or the
-# templates; javaToolOptions equal to the image's; the upgrade check (upgrade-check.sh); the values
+# token; the node mirror DaemonSet) validated by deploy/validate.sh; wrong values refused by
+# values.schema.json or the templates; javaToolOptions equal to the image's; the upgrade check
+# (upgrade-check.sh); the values
 # table (values-doc.py --check). Needs helm (.ci/go-tools.sh helm); run deploy/validate.sh once
 # first (it installs the virtualenv with PyYAML this uses). A few seconds.
 set -euo pipefail
@@ -16,6 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "== helm lint --strict"
 upstream=(--set upstreams.corp.host=registry.example.com --set upstreams.corp.url=https://registry.example.com)
 helm lint --strict "$chart" "${upstream[@]}"
+helm lint --strict "$chart" "${upstream[@]}" --set nodeMirror.enabled=true --set nodeMirror.authorizationSecret=nodes
 for values in "$chart"/ci/*-values.yaml; do
   helm lint --strict "$chart" -f "$values"
 done
@@ -29,7 +31,18 @@ helm template registry-cache "$chart" "${upstream[@]}" >"$tmp/defaults.yaml"
 helm template cache "$chart" -f "$chart/ci/ha-values.yaml" --set cluster.existingTokenSecret= \
   --set serviceMonitor.enabled=true --set prometheusRule.enabled=true >"$tmp/ha-generated-token.yaml"
 grep -q '^kind: Secret' "$tmp/ha-generated-token.yaml" || { echo "no peer token Secret made"; exit 1; }
-../validate.sh "$tmp/defaults.yaml" "$tmp/ha-generated-token.yaml"
+# the node mirror DaemonSet (nodeMirror.*), with the header Secret, for the upstreams' hosts and
+# for registries given with a fallback server
+helm template registry-cache "$chart" "${upstream[@]}" --set nodeMirror.enabled=true \
+  --set nodeMirror.authorizationSecret=nodes >"$tmp/node-mirror.yaml"
+helm template cache "$chart" -f "$chart/ci/ha-values.yaml" --set nodeMirror.enabled=true \
+  --set 'nodeMirror.registries={registry.example.com,docker.io=https://registry-1.docker.io}' >"$tmp/node-mirror-ha.yaml"
+for f in node-mirror node-mirror-ha; do
+  grep -q '^kind: DaemonSet' "$tmp/$f.yaml" || { echo "no node mirror DaemonSet in $f"; exit 1; }
+done
+grep -qF -- '- "docker.io=https://registry-1.docker.io"' "$tmp/node-mirror-ha.yaml" \
+  || { echo "nodeMirror.registries not passed to the generator"; exit 1; }
+../validate.sh "$tmp/defaults.yaml" "$tmp/ha-generated-token.yaml" "$tmp/node-mirror.yaml" "$tmp/node-mirror-ha.yaml"
 
 echo "== wrong values are refused at helm template"
 refused=0
@@ -59,6 +72,10 @@ refuse "running as root allowed" "'/podSecurityContext/runAsNonRoot'" --set podS
 refuse "nodePort out of range" "'/service/nodePort'" --set service.nodePort=8080
 refuse "peer port on the management port" "'/cluster/peerPort'" --set cluster.peerPort=8081
 refuse "defaultUpstream not an upstream" 'defaultUpstream "other" is not a key of upstreams' --set defaultUpstream=other
+refuse "node mirror without a way to the cache" "nodeMirror.enabled needs nodeMirror.cacheUrl" --set nodeMirror.enabled=true --set service.nodePort=0
+refuse "node mirror registry with a path" "'/nodeMirror/registries/0'" --set nodeMirror.enabled=true --set 'nodeMirror.registries[0]=../etc'
+refuse "node mirror cache URL with a query" "'/nodeMirror/cacheUrl'" --set nodeMirror.cacheUrl='http://cache:8080/?ns=x'
+refuse "node mirror privileged" "'/nodeMirror/securityContext/privileged'" --set nodeMirror.securityContext.privileged=true
 [ $refused = 0 ]
 
 echo "== javaToolOptions are the image's (pom.xml registry-cache.image-jvm-options)"

@@ -28,6 +28,13 @@ app.kubernetes.io/name: {{ include "registry-cache.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* Pod selector labels of the node mirror DaemonSet: a name of its own, so that the Services, the
+PodDisruptionBudget and the NetworkPolicy of the cache never select its pods. Never change them. */}}
+{{- define "registry-cache.nodeMirrorSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "registry-cache.name" . }}-node-mirror
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
 {{/* Labels of every resource. */}}
 {{- define "registry-cache.labels" -}}
 {{ include "registry-cache.selectorLabels" . }}

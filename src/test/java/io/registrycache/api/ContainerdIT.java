@@ -2,13 +2,18 @@ package io.registrycache.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.admin.NodeMirrorHosts;
 import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.Command;
 import io.registrycache.testsupport.Containerd;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import java.io.IOException;
+import java.net.URI;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -66,6 +71,48 @@ class ContainerdIT extends AbstractCacheIT {
     for (var blob : image.blobs()) {
       assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
           .isEqualTo(1);
+    }
+  }
+
+  /**
+   * The node mirror generator's folder (what the chart's DaemonSet writes into a node's
+   * /etc/containerd/certs.d) for three registries, and {@code ctr} pulling through the cache with
+   * {@code --hosts-dir} on it. The fallback {@code server} is {@code https://upstream.test}, which
+   * does not resolve here: the image can only have come through the cache.
+   */
+  @Test
+  void pullsThroughTheCacheWithTheGeneratorsHostsFolder() throws IOException {
+    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("mirror"), "v1"));
+    NodeMirrorHosts.Outcome outcome = new NodeMirrorHosts(URI.create("http://localhost:" + port), null).write(
+        hostsDir,
+        List.of(NodeMirrorHosts.Registry.of(UPSTREAM_HOST), NodeMirrorHosts.Registry.of("registry.example.com"),
+            NodeMirrorHosts.Registry.of("ghcr.io")));
+    assertThat(outcome.written()).containsExactlyInAnyOrder(UPSTREAM_HOST, "registry.example.com", "ghcr.io");
+    assertThat(Files.readString(hostsDir.resolve(UPSTREAM_HOST).resolve("hosts.toml")))
+        .startsWith(NodeMirrorHosts.MARK)
+        .contains("server = \"https://" + UPSTREAM_HOST + "\"");
+    String ref = UPSTREAM_HOST + "/" + image.repository() + ":v1";
+
+    Command.Result pull = containerd.pull(hostsDir, ref);
+    assertThat(pull.exitCode()).as(pull.output()).isZero();
+    assertThat(pull.output())
+        .as("containerd used the cache as a mirror with ?ns=")
+        .contains("url=\"http://localhost:" + port + "/v2/" + image.repository() + "/manifests/v1?ns="
+            + UPSTREAM_HOST + "\"");
+    Command.Result manifest = containerd.ctr("content", "get", image.manifest().digest());
+    assertThat(manifest.output()).isEqualTo(image.manifest().text());
+    assertThat(containerd.complete(ref)).as(containerd.ctr("images", "check").output()).isTrue();
+    upstream.syncLogs();
+    for (var blob : image.blobs()) {
+      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+          .isEqualTo(1);
+    }
+
+    // uninstall: the generator's files go, and containerd no longer has a mirror for the registry
+    assertThat(NodeMirrorHosts.removeAll(hostsDir).removed())
+        .isEqualTo(Set.of(UPSTREAM_HOST, "registry.example.com", "ghcr.io"));
+    try (var left = Files.list(hostsDir)) {
+      assertThat(left).isEmpty();
     }
   }
 }
