@@ -18,8 +18,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.regex.Pattern;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 /**
  * The node mirror generator: writes containerd's {@code <dir>/<registry>/hosts.toml} for each
@@ -249,69 +256,79 @@ public final class NodeMirrorHosts {
   }
 
   /**
-   * {@link #main} without exiting (for tests): parses {@code args}, writes or removes the files,
-   * and with {@code --stay} waits until the JVM shuts down, then deletes what it wrote.
+   * {@link #main} without exiting (for tests): parses {@code args} (picocli), writes or removes the
+   * files, and with {@code --stay} waits until the JVM shuts down, then deletes what it wrote.
    *
    * @return the exit status: 0, 1 on an I/O failure, 2 on wrong options
    */
   static int run(String[] args, PrintStream out, PrintStream err) {
-    Path dir = null;
-    URI cache = null;
-    Path authorizationFile = null;
-    List<Registry> registries = new ArrayList<>();
-    boolean remove = false;
-    boolean stay = false;
-    try {
-      for (int i = 0; i < args.length; i++) {
-        String a = args[i];
-        switch (a) {
-          case "--remove" -> remove = true;
-          case "--stay" -> stay = true;
-          case "--dir", "--cache", "--registry", "--authorization-file" -> {
-            if (i + 1 == args.length) {
-              throw new IllegalArgumentException(a + " needs a value");
-            }
-            String v = args[++i];
-            switch (a) {
-              case "--dir" -> dir = Path.of(v);
-              case "--cache" -> cache = new URI(v);
-              case "--registry" -> registries.add(Registry.parse(v));
-              default -> authorizationFile = Path.of(v);
-            }
-          }
-          default -> throw new IllegalArgumentException("unknown option " + a);
-        }
-      }
-      if (dir == null) {
-        throw new IllegalArgumentException("--dir is required");
-      }
-      if (remove) {
-        if (stay || cache != null || !registries.isEmpty() || authorizationFile != null) {
-          throw new IllegalArgumentException("--remove takes --dir only");
-        }
-      } else if (cache == null || registries.isEmpty()) {
-        throw new IllegalArgumentException("--cache and at least one --registry are required");
-      }
-    } catch (IllegalArgumentException | URISyntaxException e) {
+    CommandLine line = new CommandLine(new Cli(out, err))
+        .registerConverter(Registry.class, Registry::parse)
+        .setErr(new java.io.PrintWriter(err, true))
+        .setOut(new java.io.PrintWriter(out, true));
+    line.setParameterExceptionHandler((e, arguments) -> {
       err.println("node-mirror: " + e.getMessage());
-      err.println("usage: --dir <folder> --cache <url> --registry <host>[=<server url>]... "
-          + "[--authorization-file <file>] [--stay] | --dir <folder> --remove");
+      e.getCommandLine().usage(err);
       return 2;
-    }
-    try {
-      if (remove) {
-        report(out, dir, removeAll(dir));
-        return 0;
-      }
-      String authorization = authorizationFile == null ? null
-          : Files.readString(authorizationFile, StandardCharsets.UTF_8).strip();
-      NodeMirrorHosts generator;
-      try {
-        generator = new NodeMirrorHosts(cache, authorization);
-      } catch (IllegalArgumentException e) {
+    });
+    line.setExecutionExceptionHandler((e, command, parsed) -> {
+      if (e instanceof IllegalArgumentException) {
         err.println("node-mirror: " + e.getMessage());
         return 2;
       }
+      err.println("node-mirror: " + e);
+      return 1;
+    });
+    return line.execute(args);
+  }
+
+  /** The options; see the class documentation. */
+  @Command(name = "node-mirror", description = "Writes containerd's hosts.toml making the cache each registry's mirror.")
+  static final class Cli implements Callable<Integer> {
+    @Option(names = "--dir", required = true, paramLabel = "<folder>", description = "containerd's config_path")
+    Path dir;
+
+    @Option(names = "--cache", paramLabel = "<url>", description = "the cache's base URL as the nodes reach it")
+    URI cache;
+
+    @Option(names = "--registry", paramLabel = "<host>[=<server url>]", description = "a registry to mirror (repeatable)")
+    List<Registry> registries = new ArrayList<>();
+
+    @Option(names = "--authorization-file", paramLabel = "<file>", description = "a fixed Authorization header value for the cache")
+    Path authorizationFile;
+
+    @Option(names = "--remove", description = "delete every file this generator wrote, then exit")
+    boolean remove;
+
+    @Option(names = "--stay", description = "after writing, wait until terminated, then delete what was written")
+    boolean stay;
+
+    @Spec
+    CommandSpec spec;
+
+    private final PrintStream out;
+    private final PrintStream err;
+
+    Cli(PrintStream out, PrintStream err) {
+      this.out = out;
+      this.err = err;
+    }
+
+    @Override
+    public Integer call() throws IOException, InterruptedException {
+      if (remove) {
+        if (stay || cache != null || !registries.isEmpty() || authorizationFile != null) {
+          throw new ParameterException(spec.commandLine(), "--remove takes --dir only");
+        }
+        report(out, dir, removeAll(dir));
+        return 0;
+      }
+      if (cache == null || registries.isEmpty()) {
+        throw new ParameterException(spec.commandLine(), "--cache and at least one --registry are required");
+      }
+      String authorization = authorizationFile == null ? null
+          : Files.readString(authorizationFile, StandardCharsets.UTF_8).strip();
+      NodeMirrorHosts generator = new NodeMirrorHosts(cache, authorization); // IllegalArgumentException: 2
       Outcome outcome = generator.write(dir, registries);
       report(out, dir, outcome);
       for (String host : outcome.foreign()) {
@@ -332,12 +349,6 @@ public final class NodeMirrorHosts {
         out.flush();
         done.await();
       }
-      return 0;
-    } catch (IOException e) {
-      err.println("node-mirror: " + e);
-      return 1;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
       return 0;
     }
   }

@@ -119,7 +119,7 @@ class NodeMirrorHostsTest {
     assertThat(run("--dir", dir.toString(), "--remove", "--registry", "ghcr.io")).isEqualTo(2);
     assertThat(run("--cache", "http://c:1", "--registry", "ghcr.io")).isEqualTo(2);
     assertThat(run("--dir", dir.toString(), "--cache", "http://c:1", "--registry", "ghcr.io", "--bogus")).isEqualTo(2);
-    assertThat(err.toString()).contains("unknown option --bogus").contains("not a registry host name: ../etc");
+    assertThat(err.toString()).contains("Unknown option: '--bogus'").contains("not a registry host name: ../etc");
     assertThat(files()).isEmpty();
   }
 
