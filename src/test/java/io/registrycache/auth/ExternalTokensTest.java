@@ -198,6 +198,27 @@ class ExternalTokensTest {
   }
 
   @Test
+  void environmentVariablesSetATrustedIssuer() {
+    Map<String, Object> env = Map.of(
+        "REGISTRYCACHE_AUTH_TRUSTEDISSUERS_0_ISSUER", ISSUER,
+        "REGISTRYCACHE_AUTH_TRUSTEDISSUERS_0_AUDIENCE", AUDIENCE,
+        "REGISTRYCACHE_AUTH_TRUSTEDISSUERS_0_JWKSURL", "https://idp.test/jwks.json",
+        "REGISTRYCACHE_AUTH_TRUSTEDISSUERS_0_IDENTITYCLAIM", "email",
+        "REGISTRYCACHE_AUTH_TRUSTEDISSUERS_0_GROUPSCLAIM", "roles");
+    AuthProperties auth = new org.springframework.boot.context.properties.bind.Binder(
+        org.springframework.boot.context.properties.source.ConfigurationPropertySources.from(
+            new org.springframework.core.env.SystemEnvironmentPropertySource(
+                org.springframework.core.env.StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME, env)))
+        .bindOrCreate("registry-cache.auth", AuthProperties.class);
+    AuthProperties.TrustedIssuer trusted = auth.trustedIssuers().get(0);
+    assertThat(trusted.issuer()).isEqualTo(ISSUER);
+    assertThat(trusted.audience()).isEqualTo(AUDIENCE);
+    assertThat(trusted.jwksUrl()).hasToString("https://idp.test/jwks.json");
+    assertThat(trusted.identityClaim()).isEqualTo("email");
+    assertThat(trusted.groupsClaim()).isEqualTo("roles");
+  }
+
+  @Test
   void offWithoutAuthentication() throws Exception {
     Map<String, String> map = settings("registry-cache.auth.enabled", "false",
         "registry-cache.auth.trusted-issuers[0].jwks-file", jwksFile(RSA.toPublicJWK()).toString());
