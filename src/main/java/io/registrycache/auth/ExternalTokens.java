@@ -139,6 +139,10 @@ public final class ExternalTokens {
         if (identity.isPresent()) {
           return identity;
         }
+      } catch (com.nimbusds.jose.jwk.source.RateLimitReachedException e) {
+        // An unknown kid while the URL was fetched twice lately: not logged louder, as anyone may send one.
+        log.debug("A bearer token of issuer '{}' is refused: its kid is unknown and the JWK set was fetched lately",
+            iss.get());
       } catch (KeySourceException e) {
         log.warn("The JWK set of trusted issuer '{}' cannot be had: {}", iss.get(), e.getMessage());
       } catch (ParseException | BadJOSEException | com.nimbusds.jose.JOSEException | RuntimeException e) {
