@@ -50,6 +50,7 @@ class ExternalIssuerIT extends AbstractCacheIT {
 
   static final String ISSUER = "https://idp.it.test";
   static final String AUDIENCE = "registry-cache-it";
+  static final String PASSTHROUGH_HOST = "open.test";
   static final ECKey KEY = ecKey("idp-key-1");
   static final HttpServer JWKS = jwksServer();
 
@@ -97,6 +98,10 @@ class ExternalIssuerIT extends AbstractCacheIT {
     registry.add("registry-cache.auth.rules[0].repositories", () -> "it/allowed-*");
     registry.add("registry-cache.auth.rules[1].subjects", () -> "group:builders");
     registry.add("registry-cache.auth.rules[1].repositories", () -> "it/team-*");
+    // The same registry:2 again, as an upstream that takes each client's own credentials.
+    registry.add("registry-cache.upstreams.open.host", () -> PASSTHROUGH_HOST);
+    registry.add("registry-cache.upstreams.open.url", upstream::baseUrl);
+    registry.add("registry-cache.upstreams.open.credentials", () -> "passthrough");
   }
 
   /** A token of the trusted issuer for {@code subject}, valid for five minutes, changed by {@code more}. */
@@ -123,11 +128,15 @@ class ExternalIssuerIT extends AbstractCacheIT {
   }
 
   private void pullAndVerify(Image image, String token) {
-    HttpResponse<byte[]> manifest = get("/v2/" + image.repository() + "/manifests/" + image.tag(), token);
+    pullAndVerify("/v2/" + image.repository(), image, token);
+  }
+
+  private void pullAndVerify(String base, Image image, String token) {
+    HttpResponse<byte[]> manifest = get(base + "/manifests/" + image.tag(), token);
     assertThat(manifest.statusCode()).as(describe(manifest)).isEqualTo(200);
     assertThat(Sha256.digest(manifest.body())).isEqualTo(image.manifest().digest());
     for (Blob blob : image.blobs()) {
-      HttpResponse<byte[]> response = get("/v2/" + image.repository() + "/blobs/" + blob.digest(), token);
+      HttpResponse<byte[]> response = get(base + "/blobs/" + blob.digest(), token);
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
       assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
     }
@@ -177,6 +186,19 @@ class ExternalIssuerIT extends AbstractCacheIT {
     assertThat(errorCode(denied)).isEqualTo("DENIED");
     HttpResponse<byte[]> noGroup = get("/v2/" + team.repository() + "/manifests/v1", token(KEY, "alice", c -> { }));
     assertThat(noGroup.statusCode()).as(describe(noGroup)).isEqualTo(403);
+  }
+
+  /**
+   * A pass-through upstream is asked with the client's own credentials: a trusted issuer's token
+   * carries none for it, so the upstream (here an open {@code registry:2}) is asked anonymously.
+   */
+  @Test
+  void aPassthroughUpstreamIsAskedAnonymouslyForAnIssuersUser() {
+    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    pullAndVerify("/v2/" + PASSTHROUGH_HOST + "/" + image.repository(), image, token(KEY, "alice", c -> { }));
+    HttpResponse<byte[]> other = get("/v2/" + PASSTHROUGH_HOST + "/" + image.repository() + "/manifests/v1",
+        token(KEY, "erin", c -> { }));
+    assertThat(other.statusCode()).as("the rules still apply there: " + describe(other)).isEqualTo(403);
   }
 
   @Test
