@@ -30,7 +30,9 @@ import reactor.core.scheduler.Schedulers;
  * fixed header. When some upstream takes each client's own credentials ({@code
  * registry-cache.upstreams.<key>.credentials: passthrough}), Basic credentials neither file knows
  * are not refused but become a {@link Identity.Kind#PASSTHROUGH} identity, which may pull from
- * such upstreams only ({@link PullAuthorization}), once the upstream confirms.
+ * such upstreams only ({@link PullAuthorization}), once the upstream confirms. Bearer JWTs of the
+ * external issuers in {@code registry-cache.auth.trusted-issuers} are users too ({@link
+ * ExternalTokens}).
  *
  * <p>bcrypt is slow by design (tens of milliseconds a check), so it runs on Reactor's
  * bounded-elastic threads, never on an event loop, and a successful check is remembered for {@link

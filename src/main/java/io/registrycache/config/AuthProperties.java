@@ -11,8 +11,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * {@code registry-cache.auth.*}: who may pull from the pull port (docs/security.md, "Who may
  * pull"). Off by default: the pull port is then anonymous, as before. When on, every {@code /v2}
  * request may carry HTTP Basic credentials (RFC 7617) of a user of {@code htpasswd-file} or a
- * robot of {@code tokens-file}; what each identity may pull is said by {@code rules}, and nothing
- * is allowed that no rule allows.
+ * robot of {@code tokens-file}, or a bearer token of the cache's own token server ({@code token})
+ * or of a trusted external issuer ({@code trusted-issuers}); what each identity may pull is said
+ * by {@code rules}, and nothing is allowed that no rule allows.
  *
  * @param enabled whether the pull port authenticates and authorises at all; default false
  * @param htpasswdFile an Apache htpasswd file of users, {@code name:<bcrypt hash>} per line
