@@ -1,6 +1,7 @@
 package io.registrycache.api;
 
 import io.registrycache.auth.AuthenticationRequired;
+import io.registrycache.auth.BasicCredentials;
 import io.registrycache.auth.Identity;
 import io.registrycache.auth.PullAuthentication;
 import io.registrycache.auth.PullAuthorization;
@@ -13,6 +14,7 @@ import io.registrycache.upstream.ClientCredential;
 import io.registrycache.upstream.Upstreams;
 import java.net.URI;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.springframework.stereotype.Component;
@@ -66,7 +68,10 @@ public class RequestTargets {
     if (!target.upstream().passthrough()) {
       return serve.apply(target);
     }
-    RequestTarget client = target.forClient(authentication.passthroughCredentials(clientAuthorization)
+    // A trusted external issuer's token holds no credentials for the upstream: it is asked anonymously.
+    RequestTarget client = target.forClient(
+        (identity.issuer() != null ? Optional.<BasicCredentials>empty()
+            : authentication.passthroughCredentials(clientAuthorization))
         .map(c -> new ClientCredential(c.user(), c.password()))
         .orElse(ClientCredential.ANONYMOUS));
     PassthroughAccess.Probe probe = switch (path.endpoint()) {

@@ -9,7 +9,8 @@ import java.util.Map;
  * What each identity may pull: allow rules only, nothing allowed that no rule allows ({@code
  * registry-cache.auth.rules}, {@code registry-cache.auth.groups}). A rule applies to an identity
  * when one of its subjects names it: {@code user:<name>} or {@code robot:<name>} by kind and name,
- * {@code group:<group>} when the group lists the name (users and robots alike), {@code
+ * {@code group:<group>} when the group lists the name (users and robots alike) or the identity's
+ * own groups (a trusted external issuer's groups claim) name the group, {@code
  * authenticated} for every user and robot, {@code anonymous} for requests without credentials,
  * {@code *} for all (the only subject that names a {@link Identity.Kind#PASSTHROUGH} identity). It allows an upstream key named in its {@code upstreams} (or {@code *}) and a
  * canonical repository name one of its {@link RepositoryGlob}s matches.
@@ -55,7 +56,8 @@ public final class AccessRules {
         return true;
       }
       if (subject.startsWith("group:")
-          && groups.getOrDefault(subject.substring("group:".length()), List.of()).contains(identity.name())) {
+          && (groups.getOrDefault(subject.substring("group:".length()), List.of()).contains(identity.name())
+              || identity.groups().contains(subject.substring("group:".length())))) {
         return true;
       }
     }

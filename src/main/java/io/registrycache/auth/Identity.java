@@ -9,16 +9,33 @@ package io.registrycache.auth;
  * @param pullable for a request with a bearer token: the repository names (as the client named
  *     them in the token request's scopes) the token grants {@code pull} of; {@code null} for Basic
  *     credentials and anonymous requests (then only the rules limit)
+ * @param groups for a user of a trusted external issuer's token: the groups its groups claim
+ *     lists ({@code group:<group>} in the rules, besides {@code registry-cache.auth.groups}); empty
+ *     otherwise
+ * @param issuer for a user of a trusted external issuer's token ({@code
+ *     registry-cache.auth.trusted-issuers}): that issuer's {@code iss}; {@code null} otherwise
  */
-public record Identity(Kind kind, String name, java.util.Set<String> pullable) {
+public record Identity(
+    Kind kind, String name, java.util.Set<String> pullable, java.util.Set<String> groups, String issuer) {
 
   /** An identity proven by Basic credentials (or none): limited by the rules only. */
   public Identity(Kind kind, String name) {
     this(kind, name, null);
   }
 
+  /** An identity of the cache's own credentials or tokens. */
+  public Identity(Kind kind, String name, java.util.Set<String> pullable) {
+    this(kind, name, pullable, null, null);
+  }
+
   public Identity {
     pullable = pullable == null ? null : java.util.Set.copyOf(pullable);
+    groups = groups == null ? java.util.Set.of() : java.util.Set.copyOf(groups);
+  }
+
+  /** A user proven by a bearer token of the trusted external issuer {@code issuer}. */
+  public static Identity external(String issuer, String name, java.util.Set<String> groups) {
+    return new Identity(Kind.USER, name, null, groups, issuer);
   }
 
   /** The request attribute holding the identity of an authenticated request. */

@@ -30,7 +30,9 @@ import reactor.core.scheduler.Schedulers;
  * fixed header. When some upstream takes each client's own credentials ({@code
  * registry-cache.upstreams.<key>.credentials: passthrough}), Basic credentials neither file knows
  * are not refused but become a {@link Identity.Kind#PASSTHROUGH} identity, which may pull from
- * such upstreams only ({@link PullAuthorization}), once the upstream confirms.
+ * such upstreams only ({@link PullAuthorization}), once the upstream confirms. Bearer JWTs of the
+ * external issuers in {@code registry-cache.auth.trusted-issuers} are users too ({@link
+ * ExternalTokens}).
  *
  * <p>bcrypt is slow by design (tens of milliseconds a check), so it runs on Reactor's
  * bounded-elastic threads, never on an event loop, and a successful check is remembered for {@link
@@ -53,6 +55,8 @@ public class PullAuthentication {
   /** Whether some upstream takes each client's own credentials ({@code credentials: passthrough}). */
   private final boolean passthrough;
   private final TokenService tokens;
+  /** Bearer tokens of the external issuers the operator trusts ({@code auth.trusted-issuers}). */
+  private final ExternalTokens external;
   /** The Basic challenge. */
   private final String challenge;
   private final WatchedFile<Htpasswd> users;
@@ -79,6 +83,7 @@ public class PullAuthentication {
   /** @param clock the time of the failed-check limit, in nanoseconds from any origin */
   PullAuthentication(RegistryCacheProperties properties, TokenService tokens, io.github.bucket4j.TimeMeter clock) {
     this.tokens = tokens;
+    this.external = new ExternalTokens(properties);
     AuthProperties auth = properties.auth();
     this.enabled = auth.enabled();
     this.passthrough = properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough());
@@ -102,11 +107,12 @@ public class PullAuthentication {
     this.robots = auth.tokensFile() == null ? null
         : new WatchedFile<>(auth.tokensFile(), "registry-cache.auth.tokens-file", RobotTokens::parse,
             System::nanoTime, verified::invalidateAll);
-    log.info("Pull port authentication on: {} users, {} robots, {} access rules",
+    log.info("Pull port authentication on: {} users, {} robots, {} trusted token issuers, {} access rules",
         users == null ? 0 : users.get().hashes().size(), robots == null ? 0 : robots.get().hashes().size(),
-        auth.rules().size());
-    if (users == null && robots == null) {
-      log.warn("registry-cache.auth.enabled is on without htpasswd-file or tokens-file: only rules for anonymous apply");
+        auth.trustedIssuers().size(), auth.rules().size());
+    if (users == null && robots == null && !external.enabled()) {
+      log.warn("registry-cache.auth.enabled is on without htpasswd-file, tokens-file or trusted-issuers: "
+          + "only rules for anonymous apply");
     }
   }
 
@@ -138,7 +144,10 @@ public class PullAuthentication {
    * As {@link #authenticate(List)}, and with the token flow on ({@code registry-cache.auth.token})
    * also {@code Authorization: Bearer <token>} of {@link TokenService} (RFC 6750): the identity
    * then carries the repositories the token grants; challenges are then {@code Bearer}
-   * ({@link #challenge(URI, String)}).
+   * ({@link #challenge(URI, String)}). A bearer token whose {@code iss} is one of {@code
+   * registry-cache.auth.trusted-issuers} is verified by {@link ExternalTokens} instead (on a
+   * bounded-elastic thread, as its JWK set may be fetched), with or without the token flow: the
+   * identity is then that issuer's user, limited by the rules only.
    *
    * @param requestUri the request's URI, for the realm of a {@code Bearer} challenge; {@code null}
    *     for a Basic challenge
@@ -164,8 +173,19 @@ public class PullAuthentication {
       return Mono.error(new AuthenticationRequired(challenge, "more than one Authorization header"));
     }
     String header = authorization.get(0);
-    if (requestUri != null && tokens.enabled() && header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      return tokens.verify(header.substring(7).strip())
+    if (requestUri != null && (tokens.enabled() || external.enabled())
+        && header.regionMatches(true, 0, "Bearer ", 0, 7)) {
+      String token = header.substring(7).strip();
+      if (external.claimsTrustedIssuer(token)) {
+        return Mono.fromCallable(() -> external.verify(token))
+            .subscribeOn(Schedulers.boundedElastic())
+            .flatMap(found -> found.map(Mono::just).orElseGet(() -> Mono.error(
+                new AuthenticationRequired(challenge, "invalid or expired bearer token"))));
+      }
+      if (!tokens.enabled()) {
+        return Mono.error(new AuthenticationRequired(challenge, "bearer token of an issuer that is not trusted"));
+      }
+      return tokens.verify(token)
           .map(Mono::just)
           .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge, "invalid or expired bearer token")));
     }

@@ -11,8 +11,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * {@code registry-cache.auth.*}: who may pull from the pull port (docs/security.md, "Who may
  * pull"). Off by default: the pull port is then anonymous, as before. When on, every {@code /v2}
  * request may carry HTTP Basic credentials (RFC 7617) of a user of {@code htpasswd-file} or a
- * robot of {@code tokens-file}; what each identity may pull is said by {@code rules}, and nothing
- * is allowed that no rule allows.
+ * robot of {@code tokens-file}, or a bearer token of the cache's own token server ({@code token})
+ * or of a trusted external issuer ({@code trusted-issuers}); what each identity may pull is said
+ * by {@code rules}, and nothing is allowed that no rule allows.
  *
  * @param enabled whether the pull port authenticates and authorises at all; default false
  * @param htpasswdFile an Apache htpasswd file of users, {@code name:<bcrypt hash>} per line
@@ -30,6 +31,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     {@code repositories} of its {@code upstreams}; default none (with auth on, nothing may be
  *     pulled)
  * @param token the cache as its own token server (Docker's token flow); off by default
+ * @param trustedIssuers external token issuers whose bearer JWTs the pull port accepts, as the
+ *     distribution project's {@code auth.token} does for its token server; default none
  */
 @ConfigurationProperties("registry-cache.auth")
 public record AuthProperties(
@@ -39,9 +42,19 @@ public record AuthProperties(
     @DefaultValue("registry-cache") String realm,
     Map<String, List<String>> groups,
     @DefaultValue List<Rule> rules,
-    @DefaultValue Token token) {
+    @DefaultValue Token token,
+    @DefaultValue List<TrustedIssuer> trustedIssuers) {
 
   public AuthProperties {
+    trustedIssuers = List.copyOf(trustedIssuers);
+    if (token.enabled()) {
+      for (TrustedIssuer trusted : trustedIssuers) {
+        if (trusted.issuer().equals(token.service())) {
+          throw new IllegalArgumentException("registry-cache.auth.trusted-issuers: issuer '" + trusted.issuer()
+              + "' is the cache's own token service (registry-cache.auth.token.service)");
+        }
+      }
+    }
     groups = groups == null ? Map.of() : Map.copyOf(new LinkedHashMap<>(groups));
     rules = List.copyOf(rules);
     if (realm == null || realm.isBlank() || realm.contains("\"") || realm.contains("\\")
@@ -129,6 +142,83 @@ public record AuthProperties(
       if (ttl.isNegative() || ttl.isZero()) {
         throw new IllegalArgumentException("registry-cache.auth.token.ttl must be positive");
       }
+    }
+  }
+
+  /**
+   * An external token issuer the operator trusts: a bearer JWT (RFC 7519) on a {@code /v2} request
+   * that is not the cache's own is accepted when its {@code iss} is {@code issuer}, its {@code aud}
+   * names {@code audience}, it is signed (RS256 or ES256) by a key of the issuer's JWK set (RFC
+   * 7517) with the {@code kid} of its header, and it is within {@code exp} and {@code nbf} (60 s of
+   * clock skew). Its {@code identity-claim} names a user ({@code user:<name>} in the rules) and its
+   * {@code groups-claim} the groups it is in ({@code group:<group>} in the rules), besides those of
+   * {@code registry-cache.auth.groups}.
+   *
+   * @param issuer the exact {@code iss} the tokens carry, e.g. {@code https://idp.example.com};
+   *     required
+   * @param audience the {@code aud} the tokens must name, e.g. {@code registry-cache}; required
+   * @param jwksFile a JWK set file (JSON, public keys) of the issuer; read again when it changes
+   *     (looked at once a second at most); exactly one of {@code jwks-file} and {@code jwks-url}
+   * @param jwksUrl the issuer's JWK set URL, {@code https} (or {@code http} to a loopback host):
+   *     fetched at the first token, kept {@code jwks-cache-ttl}, fetched again for a {@code kid}
+   *     it does not have (twice per 30 s at most)
+   * @param jwksTimeout connect and read time-out of each {@code jwks-url} fetch; default 5 s
+   * @param jwksCacheTtl how long a fetched JWK set is used before it is fetched again; default 5
+   *     minutes
+   * @param identityClaim the claim naming the user, a string; default {@code sub}
+   * @param groupsClaim the claim listing the user's groups (an array of strings, or one string);
+   *     default {@code groups}; a token without it is in no group of its own
+   */
+  public record TrustedIssuer(
+      String issuer,
+      String audience,
+      Path jwksFile,
+      java.net.URI jwksUrl,
+      @DefaultValue("5s") java.time.Duration jwksTimeout,
+      @DefaultValue("5m") java.time.Duration jwksCacheTtl,
+      @DefaultValue("sub") String identityClaim,
+      @DefaultValue("groups") String groupsClaim) {
+
+    public TrustedIssuer {
+      String name = "registry-cache.auth.trusted-issuers";
+      if (issuer == null || issuer.isBlank()) {
+        throw new IllegalArgumentException(name + "[].issuer is required: the exact iss of the tokens");
+      }
+      String where = name + " (issuer '" + issuer + "')";
+      if (audience == null || audience.isBlank()) {
+        throw new IllegalArgumentException(where + ": audience is required: the aud the tokens must name");
+      }
+      if ((jwksFile == null) == (jwksUrl == null)) {
+        throw new IllegalArgumentException(where + ": exactly one of jwks-file and jwks-url is needed");
+      }
+      if (jwksUrl != null) {
+        String scheme = jwksUrl.getScheme() == null ? "" : jwksUrl.getScheme().toLowerCase(java.util.Locale.ROOT);
+        if (jwksUrl.getHost() == null || !(scheme.equals("https") || scheme.equals("http") && loopback(jwksUrl.getHost()))) {
+          throw new IllegalArgumentException(where + ": jwks-url must be an https URL (http only to a loopback host), not "
+              + jwksUrl);
+        }
+        if (jwksUrl.getUserInfo() != null) {
+          throw new IllegalArgumentException(where + ": jwks-url must not carry user information");
+        }
+      }
+      if (jwksTimeout.isNegative() || jwksTimeout.isZero() || jwksTimeout.toMillis() > Integer.MAX_VALUE) {
+        throw new IllegalArgumentException(where + ": jwks-timeout must be positive");
+      }
+      if (jwksCacheTtl.compareTo(java.time.Duration.ofSeconds(30)) < 0) {
+        throw new IllegalArgumentException(where + ": jwks-cache-ttl must be at least 30s");
+      }
+      if (identityClaim == null || identityClaim.isBlank()) {
+        throw new IllegalArgumentException(where + ": identity-claim must not be empty");
+      }
+      if (groupsClaim != null && groupsClaim.isBlank()) {
+        groupsClaim = null;
+      }
+    }
+
+    /** Whether {@code host} (of a URI) is a loopback name or address, judged without DNS. */
+    static boolean loopback(String host) {
+      String h = host.toLowerCase(java.util.Locale.ROOT);
+      return h.equals("localhost") || h.equals("[::1]") || h.matches("127\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}");
     }
   }
 }

@@ -36,6 +36,20 @@ class AccessRulesTest {
   private final AccessRules rules = new AccessRules(auth.rules(), auth.groups());
 
   @Test
+  void aTrustedIssuersUserFollowsTheSameRulesWithTheGroupsOfItsToken() {
+    Identity external = Identity.external("https://idp.test", "alice", java.util.Set.of());
+    assertThat(rules.allows(external, "local", "team/app")).as("user:alice").isTrue();
+    assertThat(rules.allows(external, "local", "dev/app")).isFalse();
+    Identity inDevs = Identity.external("https://idp.test", "dave", java.util.Set.of("devs"));
+    assertThat(rules.allows(inDevs, "local", "dev/app")).as("group:devs from the token's groups claim").isTrue();
+    assertThat(rules.allows(inDevs, "local", "team/app")).isFalse();
+    Identity external_bob = Identity.external("https://idp.test", "bob", java.util.Set.of());
+    assertThat(rules.allows(external_bob, "local", "dev/app")).as("group:devs from registry-cache.auth.groups").isTrue();
+    assertThat(rules.allows(Identity.external("https://idp.test", "erin", java.util.Set.of("ops")), "local", "dev/app"))
+        .isFalse();
+  }
+
+  @Test
   void userRuleByUpstreamAndPattern() {
     assertThat(rules.allows(ALICE, "local", "team/app")).isTrue();
     assertThat(rules.allows(ALICE, "local", "team/a/b")).isTrue();

@@ -95,6 +95,35 @@ class PullAuthenticationTest {
   }
 
   @Test
+  void bearerTokensOfTrustedIssuersWithOrWithoutTheTokenFlow() throws Exception {
+    Path jwks = ExternalTokensTest.jwksFile(ExternalTokensTest.RSA.toPublicJWK());
+    java.net.URI uri = java.net.URI.create("http://cache.test/v2/team/app/manifests/1");
+    String good = "Bearer " + ExternalTokensTest.token(ExternalTokensTest.RSA,
+        c -> c.issueTime(new java.util.Date()).notBeforeTime(new java.util.Date())
+            .expirationTime(java.util.Date.from(java.time.Instant.now().plusSeconds(300))));
+    for (String flow : List.of("false", "true")) {
+      java.util.Map<String, String> settings = ExternalTokensTest.settings(
+          "registry-cache.auth.trusted-issuers[0].jwks-file", jwks.toString(),
+          "registry-cache.auth.token.enabled", flow);
+      PullAuthentication auth = new PullAuthentication(RegistryCacheProperties.bind(settings));
+      assertThat(auth.authenticate(List.of(good), uri).block()).as("token flow " + flow)
+          .isEqualTo(Identity.external(ExternalTokensTest.ISSUER, "alice", java.util.Set.of("platform", "ci")));
+      String expectedChallenge = flow.equals("true")
+          ? "Bearer realm=\"http://cache.test/v2/token\",service=\"registry-cache\""
+          : "Basic realm=\"registry-cache\", charset=\"UTF-8\"";
+      String expired = "Bearer " + ExternalTokensTest.token(ExternalTokensTest.RSA);
+      String untrusted = "Bearer " + ExternalTokensTest.token(ExternalTokensTest.RSA, c -> c.issuer("https://evil.test")
+          .expirationTime(java.util.Date.from(java.time.Instant.now().plusSeconds(300))));
+      for (String header : List.of(expired, untrusted, "Bearer not-a-token")) {
+        assertThatThrownBy(() -> auth.authenticate(List.of(header), uri).block())
+            .isInstanceOfSatisfying(AuthenticationRequired.class,
+                e -> assertThat(e.challenge()).isEqualTo(expectedChallenge))
+            .satisfies(e -> assertThat(e.getMessage()).doesNotContain(header.substring(7)));
+      }
+    }
+  }
+
+  @Test
   void offByDefaultAndFilesNotEvenRead() {
     PullAuthentication auth = new PullAuthentication(RegistryCacheProperties.bind(Map.of(
         "registry-cache.auth.htpasswd-file", "/nonexistent/htpasswd")));
