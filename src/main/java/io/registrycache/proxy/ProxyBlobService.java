@@ -59,6 +59,8 @@ public class ProxyBlobService implements SmartLifecycle {
   /** Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in vain. */
   private final com.github.benmanes.caffeine.cache.Cache<String, Unrequested> unrequested;
   private volatile boolean running;
+  /** Prefetch fills in the single-flight now (a stored blob is looked for among them only when some are). */
+  private final java.util.concurrent.atomic.AtomicInteger prefetchFills = new java.util.concurrent.atomic.AtomicInteger();
   /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
   private final boolean fillLimits;
 
@@ -201,8 +203,8 @@ public class ProxyBlobService implements SmartLifecycle {
     Optional<StoredContent> stored = store.open(digest);
     if (stored.isPresent()) {
       if (store.links().servable(digest, upstream.key(), name.value(), upstream.passthrough())) {
-        if (asker == Asker.CLIENT && unrequested.estimatedSize() > 0
-            && unrequested.asMap().remove(digest + "|" + scopeKey(upstream, name)) != null) {
+        if (asker == Asker.CLIENT && (unrequested.estimatedSize() > 0 || prefetchFills.get() > 0)
+            && takePrefetched(digest + "|" + scopeKey(upstream, name))) {
           metrics.prefetchHit(upstream.key());
           return Mono.just(new BlobSource.Stored(stored.get(), true)); // fetched for this pull: a miss
         }
@@ -272,6 +274,28 @@ public class ProxyBlobService implements SmartLifecycle {
     Fill joined = fill;
     return joined.download.announcedSize()
         .map(announced -> new BlobSource.Downloading(digest, joined.download, announced, joined.stored));
+  }
+
+  /**
+   * Whether a stored blob was prefetched and no client asked for it yet (and marks it asked for):
+   * either listed as unrequested, or its prefetch fill is still finishing — the blob is visible
+   * from its rename on, while the fill lists it as unrequested only once it completed, and a client
+   * in between must count as a prefetch hit (a miss), not a plain hit.
+   */
+  private boolean takePrefetched(String fromUpstream) {
+    if (unrequested.asMap().remove(fromUpstream) != null) {
+      return true;
+    }
+    if (prefetchFills.get() == 0) {
+      return false;
+    }
+    Fill fill = downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
+    if (fill == null || !fill.byPrefetch || fill.requested) {
+      return false;
+    }
+    fill.requested = true;
+    unrequested.asMap().remove(fromUpstream); // listed meanwhile by the completing fill
+    return true;
   }
 
   /**
@@ -391,6 +415,9 @@ public class ProxyBlobService implements SmartLifecycle {
           .doOnNext(link::accept)
           .doFinally(signal -> {
             downloads.finished(key, this);
+            if (byPrefetch) {
+              prefetchFills.decrementAndGet();
+            }
             metrics.fetchInFlight(-1);
             if (permits != null) {
               permits.release();
@@ -400,6 +427,9 @@ public class ProxyBlobService implements SmartLifecycle {
     }
 
     void start() {
+      if (byPrefetch) {
+        prefetchFills.incrementAndGet();
+      }
       metrics.fetchInFlight(1);
       download.start();
       stored.subscribe(null, e -> {});
