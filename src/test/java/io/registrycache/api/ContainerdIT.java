@@ -58,15 +58,18 @@ class ContainerdIT extends AbstractCacheIT {
     Command.Result list = containerd.ctr("images", "ls");
     assertThat(list.output()).contains(ref).contains(image.manifest().digest());
 
-    // the manifest containerd stored is the exact one pushed
+    assertPulledThroughTheCache(image, ref);
+  }
+
+  /**
+   * containerd holds the exact manifest pushed, unpacked (every layer matched its diff_id), and the
+   * upstream served each blob once: the pull went through the cache.
+   */
+  private void assertPulledThroughTheCache(Image image, String ref) {
     Command.Result manifest = containerd.ctr("content", "get", image.manifest().digest());
     assertThat(manifest.exitCode()).as(manifest.output()).isZero();
     assertThat(manifest.output()).isEqualTo(image.manifest().text());
-
-    // and it was unpacked: every layer matched its diff_id
     assertThat(containerd.complete(ref)).as(containerd.ctr("images", "check").output()).isTrue();
-
-    // the upstream served the manifest and each blob once: the pull went through the cache
     upstream.syncLogs();
     for (var blob : image.blobs()) {
       assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
@@ -99,14 +102,7 @@ class ContainerdIT extends AbstractCacheIT {
         .as("containerd used the cache as a mirror with ?ns=")
         .contains("url=\"http://localhost:" + port + "/v2/" + image.repository() + "/manifests/v1?ns="
             + UPSTREAM_HOST + "\"");
-    Command.Result manifest = containerd.ctr("content", "get", image.manifest().digest());
-    assertThat(manifest.output()).isEqualTo(image.manifest().text());
-    assertThat(containerd.complete(ref)).as(containerd.ctr("images", "check").output()).isTrue();
-    upstream.syncLogs();
-    for (var blob : image.blobs()) {
-      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
-          .isEqualTo(1);
-    }
+    assertPulledThroughTheCache(image, ref);
 
     // uninstall: the generator's files go, and containerd no longer has a mirror for the registry
     assertThat(NodeMirrorHosts.removeAll(hostsDir).removed())
