@@ -244,7 +244,9 @@ def scenario_section(run_dir, scenario, cache):
         total = sum(v for k, v in c.items() if k.split(" ")[-1] in ("hit", "miss", "stale", "error"))
         fig = {"hit_ratio_pct": round(100.0 * hits / total, 1) if total else None, "hits": hits, "lookups": total}
         return {"mix": fig}, [f"Mix: the cache's hit ratio over the run {na(fig['hit_ratio_pct'])} % ({hits:g} hits "
-                              f"of {total:g} lookups, registry_cache_requests_total after - before).", ""]
+                              f"of {total:g} lookups, registry_cache_requests_total after - before)" +
+                              ("; the known set was pulled through once before the run (warmup.output)"
+                               if os.path.isfile(os.path.join(run_dir, "warmup.output")) else "") + ".", ""]
     return {}, [f"Scenario {scenario}: no figures of its own.", ""]
 
 
