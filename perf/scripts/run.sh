@@ -113,6 +113,8 @@ case "$scenario" in
        [[ "$zipf" =~ ^[0-9]+([.][0-9]+)?$ ]] || die 2 "--zipf must be a number >= 0" ;;
   *) die 2 "--scenario must be pull, rollout, large or mix" ;;
 esac
+# large through another cache (--url, e.g. compare.sh's distribution proxy): warm it like ours
+warm_url=0; [[ $scenario == large && -n "$url" ]] && warm_url=1
 [[ -z "$layer_size" || "$layer_size" =~ ^[1-9][0-9]*[kmgKMG]?$ ]] || die 2 "--layer-size must look like 256m (k/m/g suffix)"
 [[ $scenario == pull || -z "$images" || $scenario == rollout ]] || die 2 "--images is for the pull and rollout scenarios"
 [[ -n "$threads" && -n "$timeout_ms" ]] || { usage >&2; die 2 "-c <threads> and -t <timeout-ms> are required"; }
@@ -412,7 +414,7 @@ extra+=(-Jscenario="$scenario")
 echo "scenario=$scenario$([[ $scenario != pull ]] && echo " (layer size ${layer_size:-n/a}$([[ $scenario == mix ]] && echo ", known set $mix_images, never-seen $new_share %, Zipf $zipf"))")" >>"$run/params.env"
 
 # cached mode: one quiet pass over the set first, so the measured run really is served from the cache
-if [[ $mode == cached && $warm == 1 && $target == cache ]]; then
+if [[ $mode == cached && $warm == 1 && ( $target == cache || $warm_url == 1 ) ]]; then
   rows=$(( $(wc -l <"$images") - 1 ))
   log "warming the cache: one pass over $rows images"
   HEAP="-Xms256m -Xmx512m" "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" -j "$run/warmup.log" \
@@ -561,8 +563,8 @@ PY
   (( $(wc -l <"$run/results.csv") > 1 )) || die 4 "no samples after the ${warmup}s warm-up: see $run/output"
 fi
 if [[ -n "$steady" ]]; then
-  warm_text="warm: yes - $([[ $mode == cached && $warm == 1 && $target == cache ]] && echo "a cache warm-up pass over the image set, then " || true)the first ${warmup} s at full concurrency (JVMs of the service and JMeter) discarded ($discarded samples, warmup-results.csv); ${steady} s measured"
-elif [[ $mode == cached && $warm == 1 && $target == cache ]]; then
+  warm_text="warm: yes - $([[ $mode == cached && $warm == 1 && ( $target == cache || $warm_url == 1 ) ]] && echo "a cache warm-up pass over the image set, then " || true)the first ${warmup} s at full concurrency (JVMs of the service and JMeter) discarded ($discarded samples, warmup-results.csv); ${steady} s measured"
+elif [[ $mode == cached && $warm == 1 && ( $target == cache || $warm_url == 1 ) ]]; then
   warm_text="warm: cache only - a warm-up pass filled the cache, but the JVMs were not warmed up: a loop-bounded run includes the service's JIT warm-up (a timed run, without -l, discards it)"
 else
   warm_text="warm: no - the JVMs were not warmed up$([[ $mode == cached ]] && echo " and the cache warm-up pass was skipped" || true)"
