@@ -217,7 +217,9 @@ def scenario_section(run_dir, scenario, cache):
         up = None
         if os.path.isfile(up_path):
             with open(up_path, errors="replace") as f:
-                up = sc.upstream_requests([line for line in f if not line.startswith("#")])
+                lines = [line for line in f if not line.startswith("#")]
+            # only comments: the log was not collected (a --url target without --upstream-logs)
+            up = sc.upstream_requests(lines) if lines else None
         fig["upstream"] = up
         text = (f"Rollout: {fig.get('threads', 0)} threads released at once pulled one image; the last had it "
                 f"{na(fig.get('last_done_s'))} s after the release (first {na(fig.get('first_done_s'))} s, median "
@@ -228,7 +230,7 @@ def scenario_section(run_dir, scenario, cache):
                      f"{up['blobs']} blobs (at most {up['max_gets_per_blob']} per blob), {up['blob_heads']} blob HEADs, "
                      f"{up['manifest_requests']} manifest requests.")
         else:
-            text += " No upstream log (registry.logs): upstream requests not counted."
+            text += " No upstream log lines (registry.logs): upstream requests not counted."
         return {"rollout": fig}, [text, ""]
     if scenario == "large":
         fig = sc.large_figures(results) or {}

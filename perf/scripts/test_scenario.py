@@ -105,4 +105,10 @@ def test_summarize_writes_the_scenario_lines(tmp_path):
     subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path), "--scenario", "rollout"],
                    check=True, capture_output=True)
     assert "Rollout: 1 threads released at once" in (tmp_path / "summary.md").read_text()
-    assert "0 blob GETs over 0 blobs" in (tmp_path / "summary.md").read_text()
+    # a log of comments only was not collected: no count rather than a count of 0
+    assert "No upstream log lines (registry.logs)" in (tmp_path / "summary.md").read_text()
+    (tmp_path / "registry.logs").write_text(
+        '# registry\n1.2.3.4 - - [x] "GET /v2/a/blobs/sha256:' + "c" * 64 + ' HTTP/1.1" 200 1 "" "rc"\n')
+    subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path), "--scenario", "rollout"],
+                   check=True, capture_output=True)
+    assert "1 blob GETs over 1 blobs (at most 1 per blob)" in (tmp_path / "summary.md").read_text()
