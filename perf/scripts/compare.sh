@@ -101,6 +101,7 @@ if [[ $scenario == rollout ]]; then
   [[ -s "$img" ]] || die 3 "seeding failed"
   common+=(--images "$img")
 fi
+[[ $scenario == pull && $mode == cached ]] && notes+=("pull, cached: run.sh's warm-up pass fills registry-cache only; a distribution or URL target's first pass over the set is part of its measured run.")
 [[ $scenario == mix ]] && notes+=("mix: the known set is the same for every target; each run draws its own sequence and seeds its own never-seen images (the same share, different names).")
 
 # ------------------------------------------------------------ the distribution proxy
