@@ -68,7 +68,7 @@ cached_timed=0
 # rollout (one image, every thread released at once) and mix (each draw pulled once) have one mode
 # and are loop-bounded
 case "$scenario" in
-  rollout) modes=cached loops_list=${loops_list:-1} ;;
+  rollout) modes=cached loops_list=${loops_list:-1} ramps=0 ;;   # all threads start at once
   mix) modes=pull-through loops_list=${loops_list:-20} ;;
 esac
 scen_prefix=""; [[ $scenario != pull ]] && scen_prefix="$scenario-"
