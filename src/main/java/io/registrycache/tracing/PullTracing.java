@@ -41,7 +41,8 @@ public class PullTracing {
     this.propagator = on ? p : null;
   }
 
-  private PullTracing(Tracer tracer, Propagator propagator) {
+  /** On, with {@code tracer} and {@code propagator} (tests). */
+  PullTracing(Tracer tracer, Propagator propagator) {
     this.tracer = tracer;
     this.propagator = propagator;
   }
