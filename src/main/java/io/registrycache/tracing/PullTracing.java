@@ -5,6 +5,7 @@ import io.micrometer.tracing.Tracer;
 import io.micrometer.tracing.propagation.Propagator;
 import java.util.function.Function;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.stereotype.Component;
 
@@ -31,6 +32,7 @@ public class PullTracing {
   /**
    * @param enabled {@code management.tracing.export.enabled} (this service's default: {@code false})
    */
+  @Autowired
   public PullTracing(
       ObjectProvider<Tracer> tracer, ObjectProvider<Propagator> propagator,
       @Value("${management.tracing.export.enabled:false}") boolean enabled) {
