@@ -150,7 +150,7 @@ class TracingIT {
   }
 
   @Test
-  void aColdPullThroughTwoReplicasIsOneTracePerRequestAcrossBoth() {
+  void aColdPullThroughTwoReplicasIsOneTracePerRequestAcrossBoth() throws Exception {
     Image image = upstream.pusher().push(imageWithLayersOwnedByBoth());
     replicas.get(0).client().pullAndVerify(image); // digests of the manifest and every blob verified
 
@@ -179,6 +179,11 @@ class TracingIT {
     assertThat(viaOwner.child(pull, "storage commit", SERVICE_A).tag("registry.digest")).isEqualTo(remote);
     assertThat(viaOwner.spans).as("no span of the trace names a credential")
         .allSatisfy(s -> assertThat(s.tags.toString()).doesNotContain(TOKEN).doesNotContainIgnoringCase("authorization"));
+    // The trace as Jaeger gives it, for docs/tracing/trace-svg.py (the README's picture).
+    HttpResponse<String> raw = get(query + "/api/traces/" + viaOwner.id());
+    assertThat(raw.statusCode()).isEqualTo(200);
+    Files.createDirectories(Path.of("target/tracing-it"));
+    Files.writeString(Path.of("target/tracing-it/cold-pull-trace.json"), raw.body());
 
     // A blob that replica A owns: straight to the upstream from A.
     Trace direct = awaitTrace("pull blob", local, "storage commit", SERVICE_A);
@@ -202,7 +207,7 @@ class TracingIT {
     }
   }
 
-  record Trace(List<Span> spans) {
+  record Trace(String id, List<Span> spans) {
     Span root(String name, String service) {
       return spans.stream().filter(s -> s.parent == null && s.name.equals(name)).findFirst()
           .map(s -> {
@@ -269,7 +274,7 @@ class TracingIT {
         spans.add(new Span(span.path("spanID").asText(), parent, span.path("operationName").asText(),
             services.get(span.path("processID").asText()), tags));
       }
-      traces.add(new Trace(spans));
+      traces.add(new Trace(trace.path("traceID").asText(), spans));
     }
     return traces;
   }
