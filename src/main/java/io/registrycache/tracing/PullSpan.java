@@ -122,13 +122,13 @@ public final class PullSpan {
 
   private static <T> Mono<T> ended(PullSpan step, Mono<T> mono) {
     return mono
-          .doOnError(step::error)
-          .doFinally(signal -> {
-            if (signal == SignalType.CANCEL) {
-              step.tag("registry.cancelled", "true");
-            }
-            step.end();
-          })
-          .contextWrite(step::into);
+        .doOnError(step::error)
+        .doFinally(signal -> {
+          if (signal == SignalType.CANCEL) {
+            step.tag("registry.cancelled", "true");
+          }
+          step.end();
+        })
+        .contextWrite(step::into);
   }
 }
