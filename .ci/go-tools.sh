@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the OCI client tools the supply-chain tests and docs use (and helm, for deploy/helm), built from the Go module proxy
+# Installs the OCI client tools the supply-chain tests and docs use (and helm, for deploy/helm, and
+# jaeger, for TracingIT), built from the Go module proxy
 # with pinned versions into $GOBIN (default /usr/local/bin). Idempotent: a tool already on the PATH
-# at the pinned version is skipped. Usage: .ci/go-tools.sh [crane|oras|cosign|helm ...] (default: crane
+# at the pinned version is skipped. Usage: .ci/go-tools.sh [crane|oras|cosign|helm|jaeger ...] (default: crane
 # and oras; cosign too with GO_TOOLS_COSIGN=1: it is big, its build took 436 s on the 2-core CI host).
 set -euo pipefail
 export PATH=/usr/local/go/bin:$PATH
@@ -13,6 +14,8 @@ CRANE_VERSION=v0.20.6
 ORAS_VERSION=v1.2.3
 COSIGN_VERSION=v2.4.3
 HELM_VERSION=v3.22.0
+# Jaeger (v2 all-in-one, an OpenTelemetry Collector) for TracingIT: OTLP receiver, query API, UI.
+JAEGER_VERSION=v1.76.0
 # helm's default Kubernetes version (.Capabilities.KubeVersion of helm template and lint) is that of
 # its client-go modules (v0.37: 1.37), set at link time as helm's Makefile does; unset it is 1.20.
 HELM_KUBE_VERSION_FLAGS="-X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=37 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=37"
@@ -26,6 +29,22 @@ install() {
   fi
   local start=$SECONDS
   go install -ldflags="$4" "$pkg@$version"
+  echo "go-tools: $name $version installed in $((SECONDS - start)) s"
+}
+
+# As install, for a module whose go.mod has replace directives, which `go install <pkg>@<version>`
+# refuses: the module is downloaded at the version and the package built inside it, with its go.sum.
+# name, module, package inside it, version, ldflags
+install_from_module() {
+  local name=$1 module=$2 pkg=$3 version=$4
+  if [ -x "$GOBIN/$name" ] && "$GOBIN/$name" version 2>/dev/null | grep -q "${version#v}"; then
+    echo "go-tools: $name $version present"
+    return
+  fi
+  local start=$SECONDS dir
+  dir=$(go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$dir" ] || { echo "go-tools: $module@$version not downloaded" >&2; exit 1; }
+  (cd "$dir" && go build -ldflags="$5" -o "$GOBIN/$name" "$pkg")
   echo "go-tools: $name $version installed in $((SECONDS - start)) s"
 }
 
@@ -44,6 +63,8 @@ for tool in "${tools[@]}"; do
              "-X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION" ;;
     helm) install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" \
              "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION $HELM_KUBE_VERSION_FLAGS" ;;
+    jaeger) install_from_module jaeger github.com/jaegertracing/jaeger ./cmd/jaeger "$JAEGER_VERSION" \
+             "-X github.com/jaegertracing/jaeger/internal/version.latestVersion=$JAEGER_VERSION" ;;
     *) echo "go-tools: unknown tool $tool" >&2; exit 2 ;;
   esac
 done

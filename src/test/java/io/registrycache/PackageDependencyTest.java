@@ -23,14 +23,15 @@ import java.util.List;
  * api ──► auth, ratelimit, proxy, upstream, metrics          peer ──► proxy, upstream, cluster
  * ratelimit ──► auth, proxy (its FillPermits)
  * proxy ──► storage, upstream, metrics, cluster
- * storage ──► (oci, config)   upstream ──► (oci, config)   auth ──► (oci, config)   metrics ──► config   cluster, oci, config ──► nothing
+ * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config)   metrics ──► config
+ * cluster, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
  * </pre>
  */
 @AnalyzeClasses(packages = "io.registrycache", importOptions = ImportOption.DoNotIncludeTests.class)
 class PackageDependencyTest {
 
   private static final List<String> ALL = List.of(
-      "oci", "config", "cluster", "metrics", "storage", "upstream", "auth", "proxy", "ratelimit", "api", "peer", "admin");
+      "oci", "config", "cluster", "metrics", "tracing", "storage", "upstream", "auth", "proxy", "ratelimit", "api", "peer", "admin");
 
   /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
   private static ArchRule only(String pkg, String... allowed) {
@@ -56,15 +57,17 @@ class PackageDependencyTest {
   @ArchTest static final ArchRule metrics = only("metrics", "config");
   /** The stores know nothing of upstreams, pull-through, metrics or HTTP: the seam a store plugs into. */
   @ArchTest static final ArchRule storage = only("storage", "oci", "config");
-  @ArchTest static final ArchRule upstream = only("upstream", "oci", "config");
+  @ArchTest static final ArchRule upstream = only("upstream", "tracing", "oci", "config");
   /** Who may pull: credentials and rules, knowing nothing of HTTP routes, upstream calls or stores. */
   @ArchTest static final ArchRule auth = only("auth", "oci", "config");
-  @ArchTest static final ArchRule proxy = only("proxy", "storage", "upstream", "metrics", "cluster", "oci", "config");
+  @ArchTest static final ArchRule proxy = only("proxy", "storage", "upstream", "metrics", "cluster", "tracing", "oci", "config");
   /** How much each identity may pull: knows who (auth) and the proxy's fill permits, not HTTP. */
   @ArchTest static final ArchRule ratelimit = only("ratelimit", "auth", "proxy", "oci", "config");
   /** The HTTP API sees blobs and manifests through the proxy's types, never a store's. */
-  @ArchTest static final ArchRule api = only("api", "auth", "ratelimit", "proxy", "upstream", "metrics", "oci", "config");
-  @ArchTest static final ArchRule peer = only("peer", "proxy", "upstream", "cluster", "metrics", "oci", "config");
+  @ArchTest static final ArchRule api = only("api", "auth", "ratelimit", "proxy", "upstream", "metrics", "tracing", "oci", "config");
+  @ArchTest static final ArchRule peer = only("peer", "proxy", "upstream", "cluster", "metrics", "tracing", "oci", "config");
+  /** Spans of pulls: Micrometer Tracing only, knowing nothing of the cache's other packages. */
+  @ArchTest static final ArchRule tracing = only("tracing");
 
   @ArchTest
   static final ArchRule ociValueTypesStandAlone =

@@ -18,6 +18,8 @@ import io.registrycache.proxy.CacheOutcome;
 import io.registrycache.proxy.FillPermits;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
+import io.registrycache.tracing.PullSpan;
+import io.registrycache.tracing.PullTracing;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -54,7 +56,8 @@ import reactor.netty.http.server.HttpServerRoutes;
  * filters do for the other {@code /v2} requests is done here as plain calls: the {@link PullGate}
  * (authentication, rate limits), {@link RequestTargets} (rules, pull-through lists, pass-through
  * credentials), the {@code Docker-Distribution-API-Version} header, {@code
- * registry_cache_responses_total}, pull activity and the {@link AccessLog}.
+ * registry_cache_responses_total}, pull activity, the {@link AccessLog} and, with tracing on, the
+ * request's span ({@link PullTracing}, docs/tracing.md).
  *
  * <p>Errors before the response starts are OCI error answers ({@link OciErrors#answer}); an error
  * after it started (a blob whose download failed mid-body) aborts the connection, so a client
@@ -75,6 +78,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private final PullGate gate;
   private final RequestTargets targets;
   private final AccessLog accessLog;
+  private final PullTracing tracing;
   /** {@code server.forward-headers-strategy=framework}: the client address from the forwarded headers, read here. */
   private final boolean forwardedByFramework;
 
@@ -87,6 +91,16 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       ProxyManifestService manifests, ProxyBlobService blobs, CacheMetrics metrics, PullActivity activity,
       PullGate gate, RequestTargets targets, AccessLog accessLog,
       @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy) {
+    this(manifests, blobs, metrics, activity, gate, targets, accessLog, forwardHeadersStrategy, PullTracing.off());
+  }
+
+  /** As above, with each request in a span of {@code tracing} when it is on. */
+  @org.springframework.beans.factory.annotation.Autowired
+  public PullRoute(
+      ProxyManifestService manifests, ProxyBlobService blobs, CacheMetrics metrics, PullActivity activity,
+      PullGate gate, RequestTargets targets, AccessLog accessLog,
+      @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy, PullTracing tracing) {
+    this.tracing = tracing;
     this.forwardedByFramework = "framework".equalsIgnoreCase(forwardHeadersStrategy);
     this.manifests = manifests;
     this.blobs = blobs;
@@ -159,6 +173,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     activity.started();
     response.header(API_VERSION, "registry/2.0");
     CacheOutcome outcome = accessLog.enabled() ? new CacheOutcome() : null;
+    PullSpan span = tracing.enabled() ? started(pull) : null;
     Identity[] who = {null};
     String client = clientAddress(request);
     Mono<Void> answer = gate.enter(request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
@@ -169,18 +184,28 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
               pull.path(), ns(request), entry.identity(), request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
               () -> absoluteUri(request),
               target -> pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST
-                  ? manifest(request, response, pull, target)
-                  : blob(request, response, pull, target)));
+                  ? manifest(request, response, pull, target, span)
+                  : blob(request, response, pull, target, span)));
           return entry.permits() == null ? served : served.contextWrite(c -> c.put(FillPermits.CONTEXT_KEY, entry.permits()));
         })
         .onErrorResume(e -> !response.hasSentHeaders(), e -> error(response, pull, e));
     if (outcome != null) {
       answer = answer.contextWrite(c -> c.put(CacheOutcome.CONTEXT_KEY, outcome));
     }
+    if (span != null) {
+      answer = answer.contextWrite(span::into);
+    }
     return answer.doFinally(signal -> {
       activity.ended();
       int status = response.status().code();
       metrics.response(status);
+      if (span != null) {
+        span.tag("http.response.status_code", status);
+        if (signal == SignalType.CANCEL) {
+          span.tag("registry.cancelled", "true");
+        }
+        span.end();
+      }
       if (outcome != null) {
         String length = response.responseHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
         accessLog.write(request.method().name(), pull.rawPath(), status, length == null ? -1 : Long.parseLong(length),
@@ -189,7 +214,28 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     });
   }
 
-  private Mono<Void> manifest(HttpServerRequest request, HttpServerResponse response, Pull pull, RequestTarget target) {
+  /**
+   * The request's span: {@code pull manifest} or {@code pull blob}, tagged with the method, the
+   * repository and reference as the client named them (never a header: credentials stay out).
+   */
+  private PullSpan started(Pull pull) {
+    boolean manifest = pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST;
+    return tracing.start(manifest ? "pull manifest" : "pull blob")
+        .tag("http.request.method", pull.head() ? "HEAD" : "GET")
+        .tag("registry.kind", manifest ? "manifest" : "blob")
+        .tag("registry.repository", pull.path().rawName())
+        .tag("registry.reference", pull.path().reference());
+  }
+
+  private static void traced(PullSpan span, RequestTarget target, Result result) {
+    if (span != null) {
+      span.tag("registry.upstream", target.upstream().key())
+          .tag("registry.cache.result", result.name().toLowerCase(java.util.Locale.ROOT));
+    }
+  }
+
+  private Mono<Void> manifest(
+      HttpServerRequest request, HttpServerResponse response, Pull pull, RequestTarget target, PullSpan span) {
     List<String> accept = acceptedTypes(request.requestHeaders().getAll(HttpHeaderNames.ACCEPT));
     String upstream = target.upstream().key();
     return manifests
@@ -197,6 +243,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
         .doOnError(e -> metrics.request(Kind.MANIFEST, Result.ERROR, upstream))
         .flatMap(result -> {
           metrics.request(Kind.MANIFEST, result.result(), upstream);
+          traced(span, target, result.result());
           byte[] body = result.body();
           response.status(HttpResponseStatus.OK)
               .header(HttpHeaderNames.CONTENT_TYPE, result.mediaType().value())
@@ -212,7 +259,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
         });
   }
 
-  private Mono<Void> blob(HttpServerRequest request, HttpServerResponse response, Pull pull, RequestTarget target) {
+  private Mono<Void> blob(
+      HttpServerRequest request, HttpServerResponse response, Pull pull, RequestTarget target, PullSpan span) {
     List<HttpRange> ranges;
     try {
       ranges = HttpRange.parseRanges(request.requestHeaders().get(HttpHeaderNames.RANGE));
@@ -228,6 +276,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
         .doOnError(e -> metrics.request(Kind.BLOB, Result.ERROR, upstream))
         .flatMap(source -> {
           metrics.request(Kind.BLOB, source.hit() ? Result.HIT : Result.MISS, upstream);
+          traced(span, target, source.hit() ? Result.HIT : Result.MISS);
           return blobResponse(response, target, source, pull.head(), parsed);
         });
   }

@@ -32,6 +32,8 @@ import org.springframework.web.reactive.function.BodyInserter;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import org.springframework.web.util.UriUtils;
+import io.registrycache.tracing.PullSpan;
+import io.registrycache.tracing.PullTracing;
 import reactor.core.publisher.Mono;
 
 /**
@@ -59,9 +61,16 @@ public class PeerEndpoint {
   private final ProxyBlobService blobs;
   private final ProxyManifestService manifests;
   private final PeerMetrics metrics;
+  private final PullTracing tracing;
 
+  /**
+   * @param tracing with tracing on, each blob or manifest request is a span continuing the asking
+   *     replica's trace (its W3C {@code traceparent} header), so one trace covers both replicas
+   */
   public PeerEndpoint(
-      PeerToken token, Upstreams upstreams, ProxyBlobService blobs, ProxyManifestService manifests, PeerMetrics metrics) {
+      PeerToken token, Upstreams upstreams, ProxyBlobService blobs, ProxyManifestService manifests, PeerMetrics metrics,
+      PullTracing tracing) {
+    this.tracing = tracing;
     this.token = token;
     this.upstreams = upstreams;
     this.blobs = blobs;
@@ -91,10 +100,21 @@ public class PeerEndpoint {
     if (!HttpMethod.GET.equals(request.method())) {
       return ServerResponse.status(HttpStatus.METHOD_NOT_ALLOWED).header(HttpHeaders.ALLOW, "GET").build();
     }
-    return Mono.defer(() -> blob
+    Mono<ServerResponse> served = Mono.defer(() -> blob
             ? blob(target(path.substring(PeerProtocol.BLOBS.length())))
             : manifest(target(path.substring(PeerProtocol.MANIFESTS.length()))))
         .onErrorResume(this::failure);
+    if (!tracing.enabled()) {
+      return served;
+    }
+    // Ends with the response's status and headers; the bytes that follow are the fill's "blob body".
+    PullSpan span = tracing.continueFrom(blob ? "peer serve blob" : "peer serve manifest", request.headers()::firstHeader)
+        .tag("registry.kind", blob ? "blob" : "manifest")
+        .tag("registry.peer.path", path);
+    return served
+        .doOnNext(response -> span.tag("http.response.status_code", response.statusCode().value()))
+        .doFinally(signal -> span.end())
+        .contextWrite(span::into);
   }
 
   /** {@code <upstream-key>/<repository>/<last>} of a peer request's path. */

@@ -7,6 +7,7 @@ import io.registrycache.config.BlobsProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentVerificationException;
+import io.registrycache.tracing.PullSpan;
 import io.registrycache.upstream.UpstreamBlob;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -146,6 +147,10 @@ public final class BlobDownload {
   private volatile Scheduler.Worker worker;
   private volatile Body body;
   private volatile Disposable orphanTimer;
+  /** The span of the request that started this download, or {@code null} (tracing off, prefetch). */
+  private volatile PullSpan trace;
+  /** {@code blob body}: from the first response headers to the last byte verified, or {@code null}. */
+  private volatile PullSpan bodySpan;
 
   /**
    * @param digest the digest the bytes must have
@@ -172,6 +177,19 @@ public final class BlobDownload {
     this.resumeAttempts = Math.max(0, settings.resumeAttempts());
   }
 
+  /**
+   * Traces this download under {@code parent} (docs/tracing.md): its source's requests (upstream or
+   * owner) and a {@code blob body} and a {@code storage commit} span. Called before {@link #start}.
+   */
+  void traced(PullSpan parent) {
+    this.trace = parent;
+  }
+
+  /** The span {@link #traced} gave, or {@code null}. */
+  PullSpan trace() {
+    return trace;
+  }
+
   /** Starts the transfer; called once, by the single-flight that created it. */
   void start() {
     worker = scheduler.createWorker();
@@ -187,8 +205,12 @@ public final class BlobDownload {
 
   /** Requests the bytes from {@code offset} on and reads them into the download. */
   private void open(long offset) {
-    source
-        .open(offset, this::ownerGaveUp)
+    PullSpan t = trace;
+    Mono<UpstreamBlob> opened = source.open(offset, this::ownerGaveUp);
+    if (t != null) {
+      opened = opened.contextWrite(t::into);
+    }
+    opened
         .subscribe(
             blob -> {
               long size = expectedSize;
@@ -203,6 +225,9 @@ public final class BlobDownload {
                   fail(e);
                 }
                 sizeSink.tryEmitValue(blob.size()); // no-op once failed
+              }
+              if (t != null && bodySpan == null) {
+                bodySpan = t.child("blob body").tag("registry.digest", digest.toString()).tag("registry.size", blob.size());
               }
               Body b = new Body();
               body = b;
@@ -533,6 +558,10 @@ public final class BlobDownload {
       fail(e);
       return;
     }
+    PullSpan bs = bodySpan;
+    if (bs != null) {
+      bs.tag("registry.resumes", resumes).end();
+    }
     synchronized (lock) {
       if (state != State.RUNNING) {
         return;
@@ -547,11 +576,20 @@ public final class BlobDownload {
     held.forEach(ByteBuf::release);
     drainAll(notify);
     long stored;
+    PullSpan t = trace;
+    PullSpan commit = t == null ? null : t.child("storage commit").tag("registry.digest", digest.toString());
     try {
       stored = w.commit(expectedSize);
     } catch (IOException | RuntimeException e) {
+      if (commit != null) {
+        commit.error(e);
+      }
       fail(e instanceof IOException io ? new UncheckedIOException("cannot store " + description, io) : e);
       return;
+    } finally {
+      if (commit != null) {
+        commit.end();
+      }
     }
     synchronized (lock) {
       if (state != State.VERIFIED) {
@@ -573,6 +611,10 @@ public final class BlobDownload {
       }
       failure = error;
       state = State.FAILED;
+      PullSpan bs = bodySpan;
+      if (bs != null) {
+        bs.error(error).end();
+      }
       notify = new ArrayList<>(live);
       notify.addAll(waiting);
       live.clear();

@@ -20,6 +20,7 @@ import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamException;
 import io.registrycache.upstream.UpstreamManifest;
+import io.registrycache.tracing.PullSpan;
 import jakarta.annotation.PreDestroy;
 import java.net.ConnectException;
 import java.net.URI;
@@ -162,11 +163,21 @@ public class PeerSource {
     URI uri = URI.create("http://" + owner.id() + PeerProtocol.BLOBS
         + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8) + "/" + name.value() + "/" + digest);
     String what = upstream.key() + "/" + name + "@" + digest + " from owner " + owner;
+    return PullSpan.aroundWith("peer fetch", hop -> fetch(uri, what, owner, hop, fromUpstream),
+        "registry.peer.owner", owner.id(), "registry.digest", digest.toString());
+  }
+
+  private Mono<UpstreamBlob> fetch(
+      URI uri, String what, Member owner, PullSpan hop, Supplier<Mono<UpstreamBlob>> fromUpstream) {
     AtomicBoolean answered = new AtomicBoolean();
-    return client
+    WebClient.RequestHeadersSpec<?> request = client
         .get()
         .uri(uri)
-        .header(HttpHeaders.AUTHORIZATION, token.authorization())
+        .header(HttpHeaders.AUTHORIZATION, token.authorization());
+    if (hop != null) {
+      hop.inject((header, value) -> request.header(header, value));
+    }
+    return request
         .retrieve()
         .onStatus(status -> true, response -> Mono.empty()) // every status is handled below
         .toEntityFlux(DataBuffer.class)
@@ -202,11 +213,22 @@ public class PeerSource {
     URI uri = URI.create("http://" + owner.id() + PeerProtocol.MANIFESTS
         + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8) + "/" + name.value() + "/" + reference);
     String what = "manifest " + upstream.key() + "/" + name + ":" + reference + " from owner " + owner;
+    return PullSpan.aroundWith("peer fetch", hop -> fetchManifest(uri, what, owner, hop, maxBytes, fromUpstream, upstream),
+        "registry.peer.owner", owner.id(), "registry.reference", reference.toString());
+  }
+
+  private Mono<UpstreamManifest> fetchManifest(
+      URI uri, String what, Member owner, PullSpan hop, int maxBytes, Supplier<Mono<UpstreamManifest>> fromUpstream,
+      Upstream upstream) {
     AtomicBoolean answered = new AtomicBoolean();
-    return client
+    WebClient.RequestHeadersSpec<?> request = client
         .get()
         .uri(uri)
-        .header(HttpHeaders.AUTHORIZATION, token.authorization())
+        .header(HttpHeaders.AUTHORIZATION, token.authorization());
+    if (hop != null) {
+      hop.inject((header, value) -> request.header(header, value));
+    }
+    return request
         .exchangeToMono(response -> {
           answered.set(true);
           int status = response.statusCode().value();

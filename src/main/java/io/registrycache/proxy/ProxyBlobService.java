@@ -14,6 +14,7 @@ import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.config.BlobsProperties;
+import io.registrycache.tracing.PullSpan;
 import java.util.function.Supplier;
 import java.util.Optional;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -147,22 +148,22 @@ public class ProxyBlobService implements SmartLifecycle {
 
   private Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker) {
     // With rate limits on, a client's request may start a fill only within its identity's limit
-    // (FillPermits in its context); with them off, no context is even looked at.
-    return fillLimits && asker == Asker.CLIENT
-        ? Mono.deferContextual(context -> get(upstream, name, digest, want, asker, FillPermits.of(context)))
-        : Mono.defer(() -> get(upstream, name, digest, want, asker, null));
+    // (FillPermits in its context). With tracing on, the request's span is in its context too: a
+    // fill this request starts is traced under it (docs/tracing.md).
+    return Mono.deferContextual(context -> get(upstream, name, digest, want, asker,
+        fillLimits && asker == Asker.CLIENT ? FillPermits.of(context) : null, PullSpan.of(context)));
   }
 
   private Mono<BlobSource> get(
-      Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker, FillPermits permits) {
-    return lookup(upstream, name, digest, asker, permits)
+      Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker, FillPermits permits, PullSpan trace) {
+    return lookup(upstream, name, digest, asker, permits, trace)
         .transform(CacheOutcome.track(
             upstream.key(), s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
         .flatMap(
             source -> {
               if (source instanceof BlobSource.Downloading d
                   && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
-                return d.stored().then(Mono.defer(() -> lookup(upstream, name, digest, asker, permits)))
+                return d.stored().then(Mono.defer(() -> lookup(upstream, name, digest, asker, permits, trace)))
                     .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
               }
               return Mono.just(source);
@@ -182,7 +183,7 @@ public class ProxyBlobService implements SmartLifecycle {
     if (offline || store.size(digest).isPresent()) {
       return Mono.empty();
     }
-    return Mono.defer(() -> lookup(upstream, name, digest, Asker.PREFETCH, null))
+    return Mono.defer(() -> lookup(upstream, name, digest, Asker.PREFETCH, null, null))
         .flatMap(source -> source instanceof BlobSource.Downloading d ? d.stored() : Mono.<Long>empty());
   }
 
@@ -193,12 +194,12 @@ public class ProxyBlobService implements SmartLifecycle {
 
   /** @param permits the requesting identity's fill permits, or {@code null} for no limit */
   private Mono<BlobSource> lookup(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
-    return lookup(upstream, name, digest, asker, permits, false);
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {
+    return lookup(upstream, name, digest, asker, permits, trace, false);
   }
 
   private Mono<BlobSource> lookup(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits,
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace,
       boolean storeRechecked) {
     Optional<StoredContent> stored = store.open(digest);
     if (stored.isPresent()) {
@@ -210,7 +211,7 @@ public class ProxyBlobService implements SmartLifecycle {
         }
         return Mono.just(new BlobSource.Stored(stored.get()));
       }
-      return confirm(upstream, name, digest, asker, permits);
+      return confirm(upstream, name, digest, asker, permits, trace);
     }
     if (offline) {
       return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
@@ -224,7 +225,7 @@ public class ProxyBlobService implements SmartLifecycle {
       // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
       return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
           .publishOn(storage)
-          .flatMap(found -> lookup(upstream, name, digest, asker, permits, true));
+          .flatMap(found -> lookup(upstream, name, digest, asker, permits, trace, true));
     }
     String fromUpstream = digest + "|" + scopeKey(upstream, name);
     String key = fromUpstream + owner.map(m -> "|from " + m.id()).orElse("");
@@ -249,7 +250,7 @@ public class ProxyBlobService implements SmartLifecycle {
               return null;
             }
             try {
-              return newFill(upstream, name, digest, k, owner, asker, permits);
+              return newFill(upstream, name, digest, k, owner, asker, permits, trace);
             } catch (RuntimeException e) {
               if (permits != null) {
                 permits.release();
@@ -263,7 +264,7 @@ public class ProxyBlobService implements SmartLifecycle {
       return Mono.error(permits.refused());
     }
     if (fill == null) {
-      return lookup(upstream, name, digest, asker, permits, storeRechecked);
+      return lookup(upstream, name, digest, asker, permits, trace, storeRechecked);
     }
     if (asker != Asker.PREFETCH && !fill.requested) {
       fill.requested = true;
@@ -272,8 +273,21 @@ public class ProxyBlobService implements SmartLifecycle {
       }
     }
     Fill joined = fill;
+    if (trace != null && joined.download.trace() != trace) {
+      waiting(trace, joined);
+    }
     return joined.download.announcedSize()
         .map(announced -> new BlobSource.Downloading(digest, joined.download, announced, joined.stored));
+  }
+
+  /**
+   * A span {@code blob wait} under {@code trace}, for a request that joined a fill another request
+   * (or prefetch) started: from the join until that fill stored its blob or failed.
+   */
+  private static void waiting(PullSpan trace, Fill joined) {
+    PullSpan wait = trace.child("blob wait").tag("registry.fill.started_by",
+        joined.byPrefetch ? "prefetch" : joined.download.trace() == null ? "untraced request" : "another request");
+    joined.stored.doOnError(wait::error).doFinally(signal -> wait.end()).subscribe(null, e -> {});
   }
 
   /**
@@ -304,25 +318,25 @@ public class ProxyBlobService implements SmartLifecycle {
    * this upstream confirms it has it there. Offline, it is not there.
    */
   private Mono<BlobSource> confirm(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {
     return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), name.value(), upstream.passthrough()))
         .subscribeOn(storage)
         .flatMap(linked -> linked
-            ? lookupLinked(upstream, name, digest, asker, permits)
-            : confirmUpstream(upstream, name, digest, asker, permits));
+            ? lookupLinked(upstream, name, digest, asker, permits, trace)
+            : confirmUpstream(upstream, name, digest, asker, permits, trace));
   }
 
   /** After a link was found: the stored blob, or (evicted meanwhile) a miss. */
   private Mono<BlobSource> lookupLinked(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {
     Optional<StoredContent> stored = store.open(digest);
     return stored.isPresent()
         ? Mono.just(new BlobSource.Stored(stored.get()))
-        : lookup(upstream, name, digest, asker, permits);
+        : lookup(upstream, name, digest, asker, permits, trace);
   }
 
   private Mono<BlobSource> confirmUpstream(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits) {
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {
     if (offline) {
       return Mono.error(OciException.blobUnknown(
           digest + " is not cached for " + upstream.key() + "/" + name + " and the cache is offline"));
@@ -333,7 +347,7 @@ public class ProxyBlobService implements SmartLifecycle {
         .flatMap(
             confirmed -> {
               store.links().link(digest, upstream.key(), name.value());
-              return lookup(upstream, name, digest, asker, permits); // evicted meanwhile: fetched as a miss
+              return lookup(upstream, name, digest, asker, permits, trace); // evicted meanwhile: fetched as a miss
             });
   }
 
@@ -348,10 +362,14 @@ public class ProxyBlobService implements SmartLifecycle {
     };
   }
 
-  /** @param permits whose permit the fill gives back when it ends, or {@code null} */
+  /**
+   * @param permits whose permit the fill gives back when it ends, or {@code null}
+   * @param trace the span of the request that starts the fill, or {@code null}: the fill's upstream
+   *     or owner requests, its body and its commit are traced under it
+   */
   private Fill newFill(
       Upstream upstream, RepositoryName name, Digest digest, String key, Optional<Member> owner, Asker asker,
-      FillPermits permits) {
+      FillPermits permits, PullSpan trace) {
     BlobDownload.Source source = owner.isEmpty()
         ? (offset, ownerGaveUp) -> upstreams.getBlob(upstream, name, digest, offset)
         // When the owner gives up, the bytes come from the upstream here, and no owner stores
@@ -376,6 +394,7 @@ public class ProxyBlobService implements SmartLifecycle {
         source,
         storage,
         blobSettings);
+    download.traced(trace);
     Fill fill = new Fill(key, download, size -> {
       store.links().link(digest, upstream.key(), name.value());
     }, asker == Asker.PREFETCH, permits);

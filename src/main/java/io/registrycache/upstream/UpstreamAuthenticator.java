@@ -3,6 +3,7 @@ package io.registrycache.upstream;
 import com.github.benmanes.caffeine.cache.AsyncCache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
+import io.registrycache.tracing.PullSpan;
 import com.google.cloud.tools.jib.api.Credential;
 import io.registrycache.oci.RepositoryName;
 import java.time.Duration;
@@ -135,7 +136,8 @@ final class UpstreamAuthenticator {
             authorizations.asMap().remove(key, future); // the next request tries again
           }
         });
-    return unwrap(future);
+    // The wait for a token: its own request, or one another request started (Caffeine's single-flight).
+    return PullSpan.around("upstream token", "registry.upstream", upstream.key(), unwrap(future));
   }
 
   private static Mono<UpstreamAuthorization> unwrap(CompletableFuture<Outcome> future) {

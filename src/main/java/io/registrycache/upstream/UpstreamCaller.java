@@ -1,6 +1,7 @@
 package io.registrycache.upstream;
 
 import io.micrometer.core.instrument.MeterRegistry;
+import io.registrycache.tracing.PullSpan;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
@@ -153,7 +154,8 @@ final class UpstreamCaller {
                 .onErrorMap(
                     e -> !(e instanceof OciException),
                     e -> UpstreamErrors.fromTransport(upstream, what, e)));
-    return resilience.protect(upstream, what, attempt);
+    // One span per attempt (docs/tracing.md): a blob's ends with the response headers, its first byte.
+    return resilience.protect(upstream, what, PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt));
   }
 
   /**

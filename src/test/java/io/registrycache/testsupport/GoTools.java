@@ -9,7 +9,7 @@ import java.util.Optional;
 import org.junit.jupiter.api.Assumptions;
 
 /**
- * Finds Go-built tools ({@code go}, {@code oras}, {@code crane}, {@code helm}) for ITs: on PATH, in {@code ~/go/bin}, {@code
+ * Finds Go-built tools ({@code go}, {@code oras}, {@code crane}, {@code helm}, {@code jaeger}) for ITs: on PATH, in {@code ~/go/bin}, {@code
  * /usr/local/bin} or {@code /usr/local/go/bin}. A missing tool skips the test locally but fails
  * it when the environment variable {@code CI} is set (CI installs them).
  */
@@ -33,7 +33,7 @@ public final class GoTools {
   /** One line naming how to install {@code name}: {@code .ci/go-tools.sh} for the tools it pins. */
   static String howToInstall(String name) {
     return switch (name) {
-      case "crane", "oras", "cosign", "helm" -> "bash .ci/go-tools.sh " + name + " installs the pinned version";
+      case "crane", "oras", "cosign", "helm", "jaeger" -> "bash .ci/go-tools.sh " + name + " installs the pinned version";
       case "go" -> "install Go: /usr/local/go/bin or Debian's golang-go";
       default -> "go install it";
     };
