@@ -388,6 +388,10 @@ public class ClassDataArchive {
       } catch (AtomicMoveNotSupportedException e) {
         Files.move(partial, archive, StandardCopyOption.REPLACE_EXISTING);
       }
+      // Cleaned up before the line that says it is done: whoever waits for that line (an operator,
+      // ClassDataArchiveIT on a loaded machine) finds only the archive beside it.
+      FileSystemUtils.deleteRecursively(work);
+      work = null;
       log.info("class data archive {} written ({} MiB, {} ms); the next start maps it",
           archive, bytes >> 20, (System.nanoTime() - start) / 1_000_000);
     } catch (IOException e) {

@@ -15,11 +15,13 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * Base of the service-level ITs that can share one world: the real service in-process on a random
  * port, and one real {@code registry:2} upstream per JVM. Subclasses in one JVM get the same
- * Spring context (same properties, so Spring's test context cache reuses it) and the same storage
- * directory; failsafe runs each IT class in a JVM of its own ({@code reuseForks=false}), so in
- * practice that is one upstream container and one context per class. Every test pushes content
- * unique to itself ({@code TestImages.uniqueRepository}), so tests cannot see each other's cache
- * entries or upstream requests.
+ * Spring context (same properties, so Spring's test context cache reuses it); failsafe runs IT
+ * classes one after another in each of its reused JVMs (docs/testing.md), so subclasses that add
+ * no properties of their own share one upstream container and one context. Each context gets a
+ * storage directory of its own ({@link #storage}): a subclass with properties of its own (say
+ * S3 storage) has another context, alive in the same JVM, and must not see the other's files.
+ * Every test pushes content unique to itself ({@code TestImages.uniqueRepository}), so tests
+ * cannot see each other's cache entries or upstream requests.
  *
  * <p>The upstream is configured as host {@value #UPSTREAM_HOST} (a valid path component, so the
  * in-path form {@code /v2/upstream.test/<name>/...} works with clients like skopeo) and is the
@@ -35,8 +37,11 @@ public abstract class AbstractCacheIT {
   /** One registry:2 for every subclass; removed by Testcontainers' JVM shutdown hook. */
   public static final UpstreamRegistryContainer upstream = Shared.UPSTREAM;
 
-  /** The cache's storage root, shared by every subclass (one Spring context). */
-  public static final Path storage = Shared.STORAGE;
+  /**
+   * The storage root of this test's context: a new directory for each context, shared by the
+   * subclasses that share the context. Set before each test.
+   */
+  protected Path storage;
 
   @LocalServerPort protected int port;
 
@@ -47,7 +52,8 @@ public abstract class AbstractCacheIT {
 
   @DynamicPropertySource
   static void cacheProperties(DynamicPropertyRegistry registry) {
-    CacheProperties.cache(storage)
+    // called once for each context Spring builds
+    CacheProperties.cache(TestFiles.tempDirectory("registry-cache-it-"))
         .localUpstream(UPSTREAM_HOST, upstream::baseUrl)
         .set("registry-cache.allow-any-upstream", "false")
         .set("registry-cache.manifests.tag-ttl", "1h")
@@ -57,6 +63,7 @@ public abstract class AbstractCacheIT {
   @BeforeEach
   protected void cacheClient() {
     cache = CacheClient.onPort(port);
+    storage = Path.of(context.getEnvironment().getRequiredProperty("registry-cache.storage.path"));
   }
 
   /** Waits until the blobs just pulled are committed to the store (clients finish before that). */
@@ -72,6 +79,5 @@ public abstract class AbstractCacheIT {
 
   private static final class Shared {
     static final UpstreamRegistryContainer UPSTREAM = UpstreamRegistryContainer.started();
-    static final Path STORAGE = TestFiles.tempDirectory("registry-cache-it-");
   }
 }

@@ -3,14 +3,13 @@ package io.registrycache.testsupport;
 import io.registrycache.RegistryCacheApplication;
 import java.util.ArrayList;
 import java.util.List;
-import org.springframework.beans.factory.config.BeanPostProcessor;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.http.client.ReactorResourceFactory;
 
 /**
  * The service started and stopped by the test itself (a restart is a new context on the same
- * storage), on random ports.
+ * storage), on random ports. Closing it leaves other contexts in the JVM running: each context's
+ * servers have event loops of their own (config.RuntimeConfiguration).
  */
 public final class ManualCache implements AutoCloseable {
 
@@ -26,7 +25,6 @@ public final class ManualCache implements AutoCloseable {
     args.addAll(properties.asArguments());
     return new ManualCache(
         new SpringApplicationBuilder(RegistryCacheApplication.class)
-            .initializers(ManualCache::keepGlobalReactorResources)
             .run(args.toArray(String[]::new)));
   }
 
@@ -39,8 +37,7 @@ public final class ManualCache implements AutoCloseable {
     args.addAll(properties.asArguments());
     return new ManualCache(
         new SpringApplicationBuilder(RegistryCacheApplication.class)
-            .initializers(ManualCache::keepGlobalReactorResources,
-                context -> context.getBeanFactory().registerSingleton("testClock", clock))
+            .initializers(context -> context.getBeanFactory().registerSingleton("testClock", clock))
             .run(args.toArray(String[]::new)));
   }
 
@@ -73,26 +70,5 @@ public final class ManualCache implements AutoCloseable {
   @Override
   public void close() {
     context.close();
-  }
-
-  /**
-   * Reactor Netty's global event loops are shared by every Spring context in this JVM (the shared
-   * {@code @SpringBootTest} context of the other ITs included). Closing a context whose
-   * {@link ReactorResourceFactory} owns the global resources would dispose them under the other
-   * contexts; {@code @SpringBootTest} prevents that for its contexts, this does it for ours.
-   */
-  static void keepGlobalReactorResources(ConfigurableApplicationContext context) {
-    context
-        .getBeanFactory()
-        .addBeanPostProcessor(
-            new BeanPostProcessor() {
-              @Override
-              public Object postProcessBeforeInitialization(Object bean, String name) {
-                if (bean instanceof ReactorResourceFactory factory) {
-                  factory.setUseGlobalResources(false);
-                }
-                return bean;
-              }
-            });
   }
 }

@@ -139,7 +139,7 @@ class S3StoragePullIT extends AbstractCacheIT {
           .withCredentials(AuthenticationType.AWS_V2_OR_V4, "it-access", "it-secret")
           .build();
       try {
-        s3.beforeEach(null); // starts the server; it lives as long as the JVM (one IT class per JVM)
+        s3.beforeEach(null); // starts the server; it lives as long as the JVM
       } catch (Exception e) {
         throw new IllegalStateException("cannot start s3proxy", e);
       }
