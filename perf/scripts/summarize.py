@@ -23,6 +23,7 @@ import collections
 import csv
 import json
 import os
+import re
 import sys
 
 TRANSACTION_MARK = "Number of samples in transaction"
@@ -291,11 +292,30 @@ def read_engines(run_dir):
     return out
 
 
+def engine_counts(results_csv, transaction_label="pull image"):
+    """{engine "host:port": {"requests": n, "images": n, "images_failed": n}} from results.csv's thread
+    names: JMeter's remote engines prefix them with their own host:port ("127.0.0.1:1099-pullers 1-1")."""
+    out = collections.defaultdict(lambda: {"requests": 0, "images": 0, "images_failed": 0})
+    with open(results_csv, newline="", encoding="utf-8", errors="replace") as f:
+        for row in csv.DictReader(f):
+            m = re.match(r"^(\S+:\d+)-", row.get("threadName") or "")
+            if not m:
+                continue
+            c = out[m.group(1)]
+            if row.get("label") == transaction_label or (row.get("responseMessage") or "").startswith(TRANSACTION_MARK):
+                c["images"] += 1
+                c["images_failed"] += (row.get("success") or "").lower() != "true"
+            else:
+                c["requests"] += 1
+    return dict(out)
+
+
 def engines_text(engines):
     def f(v, unit=""):
         return "n/a" if v is None else f"{v:.1f}{unit}"
-    parts = [f"{e['engine']} ({'this machine' if e['local'] else 'another machine'}): CPU {f(e['cpu_s'])} core-s "
-             f"({f(e['cpu_pct'], '%')}), RSS max {f(e['rss_max_mib'])} MiB" for e in engines]
+    parts = [f"{e['engine']} ({'this machine' if e['local'] else 'another machine'}): "
+             + (f"{e['images']} images ({e['images_failed']} failed), {e['requests']} requests; " if "images" in e else "")
+             + f"CPU {f(e['cpu_s'])} core-s ({f(e['cpu_pct'], '%')}), RSS max {f(e['rss_max_mib'])} MiB" for e in engines]
     return (f"JMeter remote engines ({len(engines)}; the samples above are theirs, sent back to this controller): "
             + "; ".join(parts) + ". Logs and samples in engines/.")
 
@@ -343,6 +363,10 @@ def main():
     s["cache"] = cache_delta(a.run_dir)
     s["cpu"] = read_cpu(a.cpu) if a.cpu else None
     s["engines"] = read_engines(a.run_dir)
+    if s["engines"]:
+        counts = engine_counts(path, a.transaction_label)
+        for e in s["engines"]:
+            e.update(counts.get(e["engine"], {"requests": 0, "images": 0, "images_failed": 0}))
     kind, why = verdict(s["cpu"], s["engines"], s)
     s["verdict"] = {"kind": kind, "text": why}
     with open(os.path.join(a.run_dir, "summary.json"), "w") as f:

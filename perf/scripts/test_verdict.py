@@ -71,7 +71,7 @@ def test_network_disk_from_iowait_or_cut_connections():
 def test_summary_md_ends_with_the_verdict(tmp_path):
     (tmp_path / "results.csv").write_text(
         "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes\n"
-        "1000,50,manifest,200,OK,t1,text,true,,100\n")
+        "1000,50,manifest,200,OK,127.0.0.1:1099-pullers 1-1,text,true,,100\n")
     (tmp_path / "cpu.env").write_text("wall_s=10\ncores=2\nmachine_busy_s=19.5\njmeter_s=4\nengines_s=6\ncache_s=3\n")
     (tmp_path / "engines").mkdir()
     (tmp_path / "engines" / "engines.tsv").write_text(
@@ -80,7 +80,9 @@ def test_summary_md_ends_with_the_verdict(tmp_path):
                     "--cpu", str(tmp_path / "cpu.env")], check=True, capture_output=True)
     md = (tmp_path / "summary.md").read_text().rstrip("\n").splitlines()
     assert md[-1].startswith("Verdict: load generator saturated - ")
-    assert any(line.startswith("JMeter remote engines (1;") for line in md)
+    engines = next(line for line in md if line.startswith("JMeter remote engines (1;"))
+    # the engine's share of the samples, from the host:port JMeter puts before its thread names
+    assert "127.0.0.1:1099 (this machine): 0 images (0 failed), 1 requests; CPU 6.0 core-s (30.0%)" in engines
     # the engines' CPU (run.sh writes engines_s) is theirs, not "everything else": 19.5 - 4 - 3 - 6
     assert "everything else 6.5" in "\n".join(md)
 
