@@ -34,7 +34,8 @@
 #   HEAP            JMeter heap, as for the stock launcher (default "-Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m")
 #   JVM_ARGS        more JVM options
 #   JAVA            java command for the provisioned JMeter (default: $JAVA_HOME/bin/java, else java)
-#   PERF_RMI_KEYSTORE  the RMI keystore of --server and run.sh --engines (default perf/.jmeter/rmi_keystore.jks)
+#   PERF_RMI_KEYSTORE  the RMI keystore of --server and run.sh --engines, used as it is (default
+#                   perf/.jmeter/rmi_keystore.jks, made and renewed after 6 days by --server/--keystore)
 #   PERF_JMETER_INSTALL_HOME  where --install copies the JMeter home, so the link outlives this
 #                   checkout (default /opt/registry-cache-perf as root, else
 #                   ${XDG_DATA_HOME:-~/.local/share}/registry-cache-perf; the home goes into
@@ -246,6 +247,8 @@ keystore() {
   local kt
   fresh() { [[ -f "$RMI_KEYSTORE" ]] && find "$RMI_KEYSTORE" -mtime -6 | grep -q .; }
   fresh && return 0
+  # a keystore you gave (PERF_RMI_KEYSTORE, e.g. a Kubernetes Secret) is used as it is, never replaced
+  if [[ -n "${PERF_RMI_KEYSTORE:-}" ]]; then [[ -r "$RMI_KEYSTORE" ]] && return 0; log "PERF_RMI_KEYSTORE=$RMI_KEYSTORE is not readable"; return 2; fi
   mkdir -p "$(dirname "$RMI_KEYSTORE")"
   # one maker at a time (two engines started together would each write one, and disagree)
   exec 7>"$RMI_KEYSTORE.lock"
