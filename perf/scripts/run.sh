@@ -109,6 +109,35 @@ plan="$(cd "$(dirname "$plan")" && pwd)/$(basename "$plan")"
 [[ -z "$images" || -f "$images" ]] || die 2 "images file $images not found"
 [[ -n "$images" ]] && images="$(cd "$(dirname "$images")" && pwd)/$(basename "$images")"
 
+is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
+# ------------------------------------------------------------ JMeter remote engines
+engine_list=()
+if [[ -n "$engines" ]]; then
+  IFS=, read -r -a engine_list <<<"$engines"
+  for e in "${engine_list[@]}"; do
+    [[ "$e" =~ ^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):([0-9]+)$ ]] && ((BASH_REMATCH[2] >= 1 && BASH_REMATCH[2] <= 65535)) \
+      || die 2 "--engines: '$e' is not host:port"
+    is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] \
+      || die 2 "refusing engine $e on another machine (--allow-non-loopback for your own infrastructure)"
+  done
+  [[ $mode == cached ]] || die 2 "--engines runs cached mode only: every engine reads the whole images file, so a pull-through batch would be pulled once per engine"
+  (( threads % ${#engine_list[@]} == 0 )) || die 2 "-c $threads is not a multiple of the ${#engine_list[@]} engines (each runs -c / engines threads)"
+  if [[ $rmi_nossl == 1 ]]; then
+    rmi_props=(-Jserver.rmi.ssl.disable=true)
+  else
+    keystore="${PERF_RMI_KEYSTORE:-$PERF_DIR/.jmeter/rmi_keystore.jks}"
+    [[ -f "$keystore" ]] || die 2 "no RMI keystore $keystore: copy the engines' one here (jmeter.sh --server made it), or --rmi-no-ssl when they run without SSL"
+    rmi_props=(-Jserver.rmi.ssl.keystore.file="$keystore" -Jserver.rmi.ssl.truststore.file="$keystore")
+  fi
+  # the address the engines send their samples back to (JMeter refuses a loopback one unless told):
+  # PERF_RMI_HOST, else 127.0.0.1 when every engine is on this machine, else JMeter's own choice
+  rmi_host="${PERF_RMI_HOST:-}"
+  if [[ -z "$rmi_host" ]]; then
+    rmi_host=127.0.0.1
+    for e in "${engine_list[@]}"; do is_loopback "${e%:*}" || rmi_host=""; done
+  fi
+fi
+
 # ------------------------------------------------------------ load-generator hygiene
 soft="$(ulimit -n)" hard="$(ulimit -Hn)"
 if [[ "$soft" != unlimited ]] && (( soft < 65536 )); then
@@ -134,7 +163,6 @@ export JMETER="$jmeter_cmd"
 jmeter_desc="JMeter $([[ $(readlink -f "$jmeter_cmd") == "$PERF_DIR"/.jmeter/* ]] && echo "5.6.3 (provisioned, perf/.jmeter)" || echo "from $jmeter_cmd")"
 
 # ------------------------------------------------------------ target
-is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
 if [[ -n "$url" ]]; then
   [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]] || die 2 "--url must look like http://host:port"
   protocol="${BASH_REMATCH[1]}" host="${BASH_REMATCH[2]}" port="${BASH_REMATCH[4]:-}"
@@ -184,34 +212,6 @@ esac
 base="$protocol://$host:$port"
 code="$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$base/v2/" || true)"
 [[ "$code" =~ ^(200|401)$ ]] || die 3 "target $base/v2/ is down (answered '${code:-nothing}')"
-
-# ------------------------------------------------------------ JMeter remote engines
-engine_list=()
-if [[ -n "$engines" ]]; then
-  IFS=, read -r -a engine_list <<<"$engines"
-  for e in "${engine_list[@]}"; do
-    [[ "$e" =~ ^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):([0-9]+)$ ]] && ((BASH_REMATCH[2] >= 1 && BASH_REMATCH[2] <= 65535)) \
-      || die 2 "--engines: '$e' is not host:port"
-    is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] \
-      || die 2 "refusing engine $e on another machine (--allow-non-loopback for your own infrastructure)"
-  done
-  [[ $mode == cached ]] || die 2 "--engines runs cached mode only: every engine reads the whole images file, so a pull-through batch would be pulled once per engine"
-  (( threads % ${#engine_list[@]} == 0 )) || die 2 "-c $threads is not a multiple of the ${#engine_list[@]} engines (each runs -c / engines threads)"
-  if [[ $rmi_nossl == 1 ]]; then
-    rmi_props=(-Jserver.rmi.ssl.disable=true)
-  else
-    keystore="${PERF_RMI_KEYSTORE:-$PERF_DIR/.jmeter/rmi_keystore.jks}"
-    [[ -f "$keystore" ]] || die 2 "no RMI keystore $keystore: copy the engines' one here (jmeter.sh --server made it), or --rmi-no-ssl when they run without SSL"
-    rmi_props=(-Jserver.rmi.ssl.keystore.file="$keystore" -Jserver.rmi.ssl.truststore.file="$keystore")
-  fi
-  # the address the engines send their samples back to (JMeter refuses a loopback one unless told):
-  # PERF_RMI_HOST, else 127.0.0.1 when every engine is on this machine, else JMeter's own choice
-  rmi_host="${PERF_RMI_HOST:-}"
-  if [[ -z "$rmi_host" ]]; then
-    rmi_host=127.0.0.1
-    for e in "${engine_list[@]}"; do is_loopback "${e%:*}" || rmi_host=""; done
-  fi
-fi
 
 # ------------------------------------------------------------ images
 check_csv() { # csv -> 0 when its first and last images exist on the upstream registry
