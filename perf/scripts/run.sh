@@ -427,7 +427,7 @@ engines_start() {
 }
 engines_stop() {
   [[ -n "$esampler_pid" ]] || return 0
-  kill "$esampler_pid" 2>/dev/null; wait "$esampler_pid" 2>/dev/null || true
+  kill "$esampler_pid" 2>/dev/null || true; wait "$esampler_pid" 2>/dev/null || true
   local i pid t1 rss lf total=0
   engine_t1=()
   for i in "${!engine_list[@]}"; do engine_t1+=("$(proc_ticks "${engine_pids[$i]}")"); done
@@ -477,7 +477,7 @@ if [[ -n "$mgmt_url" && $target != registry ]]; then
   if [[ -s "$run/cache-before.json" ]]; then
     (
       printf 'utc\tstored_bytes\tblobs\tmanifests\tdownloads_in_flight\tmax_bytes\n'
-      end=$((SECONDS + duration + 60))
+      end=$((SECONDS + duration + 630))   # as long as JMeter may run (timeout below)
       while (( SECONDS < end )); do
         curl -sf -m 5 "${ADMIN_AUTH[@]}" "$mgmt_url/actuator/cache" | python3 -c 'import json, sys, time
 d = json.load(sys.stdin); b = d.get("budget") or {}
@@ -503,7 +503,7 @@ set -e
 engines_stop
 
 wall1=$(date +%s.%N)
-if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; fi
+if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
 times >"$run/.times1"
 cpu1_cache=$(proc_ticks "$cache_pid") cpu1_reg=$(proc_ticks "$registry_pid") cpu1_all=$(machine_ticks) cpu1_jm=$(child_secs "$run/.times1")
 cpu1_px=$(proc_ticks "$proxy_pids") cpu1_dd=$(proc_ticks "$dockerd_pid") io1=$(iowait_ticks)
