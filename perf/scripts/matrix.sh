@@ -22,6 +22,9 @@
 # --engines H:P,... with -m cached: the runs on JMeter remote engines, see run.sh).
 # matrix.md has each run's verdict (what limited it, summary.md's last line); matrix.png marks the
 # points of runs whose load generator was saturated.
+# Scenarios: --scenario rollout|large|mix (and --layer-size, --mix-images, --new-share, --zipf) go
+# on to every run.sh; the run names start with the scenario (e.g. large-cache-cached-c=10-...);
+# rollout runs are loop-bounded (-l 1 by default, any -l given is taken).
 # Every option is checked before the first run: a bad value or an unknown option exits 2 with the
 # reason and this usage, and nothing is started.
 # Pull-through runs reuse the same seeded batch and evict it through the admin API first (run.sh
@@ -44,7 +47,8 @@ pass=()
 parse_options "-c:threads_list -t:timeouts -l:loops_list -r:ramps -m:modes --out:out --pause:pause
   --warmup:warmup --steady:steady  --max-runs:max_runs -p:pass++ --target:pass++ --form:pass++ --upstream-host:pass++ --url:pass++
   --metrics-url:pass++ --mgmt-url:pass++ --evict-pattern:pass++ --registry-url:pass++ --images:pass++
-  --set-size:pass++ --os:pass++ --arch:pass++ --heap:pass++ --duration:pass++ -J:pass++ --engines:pass++ *:pass+" "$@"
+  --set-size:pass++ --os:pass++ --arch:pass++ --heap:pass++ --duration:pass++ -J:pass++ --engines:pass++
+  --scenario:scenario --layer-size:pass++ --mix-images:pass++ --new-share:pass++ --zipf:pass++ *:pass+" "$@"
 target="cache"
 for ((i = 0; i < ${#pass[@]}; i++)); do [[ "${pass[$i]}" == --target ]] && target="${pass[$((i + 1))]}"; done
 [[ " ${pass[*]-} " == *" --url "* ]] && target="url"
@@ -58,10 +62,19 @@ check_list() { # option description min list: every word an integer >= min, at l
     [[ $w =~ ^[0-9]+$ ]] && ((10#$w >= min)) || bad "$opt: '$w' is not $what"
   done
 }
+case "${scenario:=pull}" in pull|rollout|large|mix) ;; *) bad "--scenario: '$scenario' is not pull, rollout, large or mix" ;; esac
+pass+=(--scenario "$scenario")
 check_list -c "a whole number of threads >= 1" 1 "$threads_list"
 check_list -t "a timeout >= 1 ms" 1 "$timeouts"
 # cached runs are timed (warmed, like run.sh's) unless -l is given; pull-through runs are loop-bounded
 cached_timed=0
+# rollout (one image, every thread released at once) and mix (each draw pulled once) have one mode
+# and are loop-bounded
+case "$scenario" in
+  rollout) modes=cached loops_list=${loops_list:-1} ramps=0 ;;   # all threads start at once
+  mix) modes=pull-through loops_list=${loops_list:-20} ;;
+esac
+scen_prefix=""; [[ $scenario != pull ]] && scen_prefix="$scenario-"
 if [[ -z $loops_list ]]; then cached_timed=1 loops_list=20; fi
 check_list -l "a whole number of loops >= 1" 1 "$loops_list"
 check_list --warmup "a whole number of seconds >= 0" 0 "$warmup"
@@ -83,6 +96,7 @@ for ((i = 0; i < ${#pass[@]}; i++)); do
     -p?*) [[ -f "${o:2}" ]] || bad "-p: plan ${o:2} not found"; continue ;;
     --runs-dir|--name) bad "$o cannot be passed on: the matrix names its runs and keeps them in its folder" ;;
     -p|--target|--form|--upstream-host|--url|--metrics-url|--mgmt-url|--evict-pattern|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J|--engines) i=$((i + 1)) ;;
+    --scenario|--layer-size|--mix-images|--new-share|--zipf) i=$((i + 1)) ;;
     *) bad "unknown option $o (--help lists them)" ;;
   esac
   case "$o" in
@@ -92,6 +106,10 @@ for ((i = 0; i < ${#pass[@]}; i++)); do
     --images) [[ -f "$v" ]] || bad "--images: $v not found" ;;
     --engines) [[ " $modes " != *" pull-through "* ]] || bad "--engines runs cached mode only (every engine would pull the whole pull-through batch): give -m cached"
       for _c in $threads_list; do (( _c % $(tr , '\n' <<<"$v" | grep -c .) == 0 )) || bad "--engines: -c $_c is not a multiple of the engines' count"; done ;;
+    --layer-size) [[ $v =~ ^[1-9][0-9]*[kmgKMG]?$ ]] || bad "--layer-size: '$v' is not a size like 256m" ;;
+    --mix-images) [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || bad "--mix-images: '$v' is not a whole number >= 1" ;;
+    --new-share) [[ $v =~ ^[0-9]+([.][0-9]+)?$ ]] && python3 -c "import sys; sys.exit(float('$v') > 100)" || bad "--new-share: '$v' is not a percentage" ;;
+    --zipf) [[ $v =~ ^[0-9]+([.][0-9]+)?$ ]] || bad "--zipf: '$v' is not a number >= 0" ;;
   esac
 done
 
@@ -119,9 +137,9 @@ n=0 failed=0 header_shown=0
 for m in $modes; do for t in $timeouts; do for l in $(lengths "$m"); do for r in $ramps; do for c in $threads_list; do
   n=$((n + 1))
   if [[ $l == *s ]]; then
-    name="$target-$m-c=$c-t=$t-r=$r-w=$warmup-s=$steady" len=(--warmup "$warmup" --steady "$steady")
+    name="$scen_prefix$target-$m-c=$c-t=$t-r=$r-w=$warmup-s=$steady" len=(--warmup "$warmup" --steady "$steady")
   else
-    name="$target-$m-c=$c-t=$t-r=$r-l=$l" len=(-l "$l")
+    name="$scen_prefix$target-$m-c=$c-t=$t-r=$r-l=$l" len=(-l "$l")
   fi
   log "[$n/$total] $name"
   "$SCRIPTS/run.sh" -c "$c" -t "$t" -r "$r" "${len[@]}" -m "$m" --runs-dir "$out" --name "$name" ${pass[@]+"${pass[@]}"} \

@@ -90,6 +90,33 @@ expect 0 "" "$S/jmeter.sh" --check -n -t "$PERF_DIR/jmeter/pull.jmx" -q "$PERF_D
   -j j.log -Jthreads=180 -Jloops=-1 -Jrampup=0 -Jtimeout=1000 -Jduration=45 -Jsummariser.interval=10 -Jmode=cached \
   --jmeterproperty=port=8080 -e -o report -f
 
+# ---- scenarios (issue 27): run.sh, matrix.sh and compare.sh refuse bad ones before anything starts
+r="$tmp/runs"
+expect 2 "^run.sh: --scenario must be pull, rollout"  "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 --scenario bogus
+expect 2 "^run.sh: --layer-size must look like"      "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 --scenario large --layer-size 1q
+expect 2 "^run.sh: --new-share must be a percentage" "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 --scenario mix --new-share 101
+expect 2 "^run.sh: --mix-images must be a positive"  "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 --scenario mix --mix-images 0
+expect 2 "^run.sh: --zipf must be a number"          "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 --scenario mix --zipf -1
+expect 2 "^run.sh: --scenario rollout is loop-bounded" "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 --scenario rollout --steady 5
+expect 2 "^run.sh: --images is for the pull and rollout" "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 --scenario mix --images "$S/run.sh"
+expect 2 "^matrix.sh: --scenario: 'bogus' is not"    "$S/matrix.sh" --out "$m" --scenario bogus
+expect 2 "^matrix.sh: --layer-size: '12x' is not"    "$S/matrix.sh" --out "$m" --scenario large --layer-size 12x
+expect 2 "^matrix.sh: --new-share: '150' is not"     "$S/matrix.sh" --out "$m" --scenario mix --new-share 150
+# rollout: one mode (cached), -l 1: threads x timeouts runs
+expect 2 "^matrix.sh: 2 runs is more than --max-runs 1" "$S/matrix.sh" --out "$m" --scenario rollout -c "5 10" -t 1000 --max-runs 1
+if [[ -e "$r" || -e "$m" ]]; then failed=$((failed + 1)); echo "FAIL a refused scenario run made a folder"; fi
+if [[ -x "$S/compare.sh" ]]; then
+  c="$tmp/compare"
+  expect 2 "^compare.sh: --targets needs"              "$S/compare.sh" --out "$c" --targets ""
+  expect 2 "^compare.sh: --targets: 'foo' is not"      "$S/compare.sh" --out "$c" --targets direct,foo
+  expect 2 "^compare.sh: --targets: .* twice"          "$S/compare.sh" --out "$c" --targets cache,cache
+  expect 2 "^compare.sh: refusing non-loopback"        "$S/compare.sh" --out "$c" --targets direct,http://192.0.2.1:5000
+  expect 2 "^compare.sh: --scenario: 'x' is not"       "$S/compare.sh" --out "$c" --scenario x
+  expect 2 "^compare.sh: -c: '0' is not"               "$S/compare.sh" --out "$c" -c 0
+  expect 2 "^compare.sh: unknown option --bogus"       "$S/compare.sh" --out "$c" --bogus
+  if [[ -e "$c" ]]; then failed=$((failed + 1)); echo "FAIL compare.sh made $c although every invocation was refused"; fi
+fi
+
 # ---- monitor.sh, stack.sh, seed.sh
 expect 2 "^monitor.sh: --minutes must be a number" "$S/monitor.sh" render --out "$tmp/dash" --minutes abc
 if grep -q "no panel has data\|usage: dashboard.py" "$tmp/err"; then

@@ -57,6 +57,26 @@
 #   --name NAME               run folder name (default c=..-t=..-r=..-l=..-<UTC timestamp>)
 #   -J key=value              extra JMeter property (repeatable)
 #   --allow-non-loopback      allow a --url that is not on this machine (your own infrastructure only)
+# Scenarios (issue 27; default pull: the runs above):
+#   --scenario rollout        every thread pulls one image that is not cached, all released at once by
+#                             the plan's synchronizing timer (-Jscenario=rollout): -l 1, ramp-up 0, no
+#                             warm-up; the image is seeded fresh (4 layers of --layer-size), or the
+#                             first row of --images, evicted first through the admin API. summary.md:
+#                             time until the last thread had it, spread, upstream requests per blob
+#                             (from the upstream's log)
+#   --scenario large          images of one --layer-size layer (set large-<size>, seeded once):
+#                             -m pull-through = cold (evicted first, one image per thread and loop,
+#                             -l default 1), -m cached = warm; summary.md: MB/s per thread and aggregate
+#   --scenario mix            -l draws per thread over a set of --mix-images images (Zipf law of
+#                             exponent --zipf over them, warmed into the cache first unless --no-warm)
+#                             and --new-share % never-seen images (seeded fresh); each draw pulled
+#                             once; summary.md: the cache's hit ratio from its metrics
+#   --layer-size SIZE         rollout / large layer size, k/m/g suffix     default 4m / 256m
+#   --mix-images N            mix: the known set                           default 1000
+#   --new-share PCT           mix: share of never-seen images, %           default 10
+#   --zipf S                  mix: Zipf exponent (0 = uniform)             default 1
+#   --upstream-logs           with --url: collect the perf stack's registry:2 log anyway (the target
+#                             is a cache in front of it, e.g. compare.sh's distribution proxy)
 #
 # Exit status: 0 the test ran (whatever its error rate); 1 --fail-on-errors and some request failed;
 # 2 bad usage or JMeter unavailable; 3 target down, seeding or the eviction failed; 4 the plan did not run.
@@ -68,6 +88,11 @@ source "$SCRIPTS/lib.sh"
 DATA_DIR="${PERF_DATA_DIR:-$PERF_DIR/data}"
 
 orig_args="$*"
+# scenario options (issue 27), taken out before the common ones
+scenario=pull layer_size="" mix_images=1000 new_share=10 zipf=1 upstream_logs=0 rest=()
+parse_options "--scenario:scenario --layer-size:layer_size --mix-images:mix_images --new-share:new_share
+  --zipf:zipf --upstream-logs:upstream_logs=1 *:rest+" "$@"
+set -- ${rest[@]+"${rest[@]}"}
 threads="" timeout_ms="" rampup=2 loops="" steady="" warmup=15 plan="$PERF_DIR/jmeter/pull.jmx" mode=cached
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
 images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
@@ -85,6 +110,23 @@ mgmt_url=${mgmt_url%/}
 for j in "${jprops[@]}"; do extra+=("-J$j"); done
 
 int() { [[ "$1" =~ ^[0-9]+$ ]]; }
+case "$scenario" in
+  pull) ;;
+  rollout) loops=${loops:-1} rampup=0 warm=0 mode=cached layer_size=${layer_size:-4m}
+           [[ -z "$steady" ]] || die 2 "--scenario rollout is loop-bounded: no --steady" ;;
+  large) layer_size=${layer_size:-256m}
+         [[ $mode == pull-through || $mode == pullthrough ]] && loops=${loops:-1} ;;
+  mix) mode=pull-through
+       int "$mix_images" && (( mix_images > 0 )) || die 2 "--mix-images must be a positive integer"
+       [[ "$new_share" =~ ^[0-9]+([.][0-9]+)?$ ]] && python3 -c "import sys; sys.exit(float('$new_share') > 100)" \
+         || die 2 "--new-share must be a percentage, 0 to 100"
+       [[ "$zipf" =~ ^[0-9]+([.][0-9]+)?$ ]] || die 2 "--zipf must be a number >= 0" ;;
+  *) die 2 "--scenario must be pull, rollout, large or mix" ;;
+esac
+# large through another cache (--url, e.g. compare.sh's distribution proxy): warm it like ours
+warm_url=0; [[ $scenario == large && -n "$url" ]] && warm_url=1
+[[ -z "$layer_size" || "$layer_size" =~ ^[1-9][0-9]*[kmgKMG]?$ ]] || die 2 "--layer-size must look like 256m (k/m/g suffix)"
+[[ $scenario == pull || -z "$images" || $scenario == rollout ]] || die 2 "--images is for the pull and rollout scenarios"
 [[ -n "$threads" && -n "$timeout_ms" ]] || { usage >&2; die 2 "-c <threads> and -t <timeout-ms> are required"; }
 int "$threads" && (( threads > 0 )) || die 2 "-c must be a positive integer"
 int "$timeout_ms" && (( timeout_ms > 0 )) || die 2 "-t must be a positive integer (ms)"
@@ -175,6 +217,7 @@ if [[ -n "$url" ]]; then
   stack_logs=0
   [[ -z "$form" ]] && form=bare
   [[ -z "$upstream_host" ]] && upstream_host=localhost:5000
+  [[ $upstream_logs == 1 ]] && stack_logs=1   # the perf stack's registry:2 behind the --url cache
   if [[ -n "$mgmt_url" ]]; then
     [[ "$mgmt_url" =~ ^https?://(\[[^]]+\]|[^/:]+)(:[0-9]+)?$ ]] || die 2 "--mgmt-url must look like http://host:port"
     is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] || die 2 "refusing non-loopback --mgmt-url"
@@ -229,8 +272,64 @@ check_csv() { # csv -> 0 when its first and last images exist on the upstream re
 }
 seed() { "$SCRIPTS/seed.sh" --registry "$registry_url" --out "$DATA_DIR" "$@"; }
 
+# the scenarios' images (issue 27): sets evict/need/picked like the pull-through branch below
+scenario_images() {
+  local stamp_s csv rows n
+  stamp_s="$(date -u +%Y%m%d%H%M%S)-$$"
+  case "$scenario" in
+    rollout)
+      if [[ -z "$images" ]]; then
+        [[ -n "$registry_url" ]] || die 2 "--scenario rollout seeds its image: needs the upstream (--registry-url)"
+        log "seeding one fresh image (4 layers of $layer_size) for the rollout"
+        images="$(seed --set "rollout-$stamp_s" --images 1 --layers 4 --layer-size "$layer_size" --quiet | awk "NR == 1")" \
+          || die 3 "seeding failed"
+      elif [[ $fresh_batch == 0 && -n "$mgmt_url" && $target == cache ]]; then
+        evict=1   # the given image may be cached: out with it
+      fi ;;
+    large)
+      n=$threads; [[ $mode == pull-through ]] && n=$((threads * loops))
+      csv="$DATA_DIR/large-$layer_size-large.csv"
+      rows=0; [[ -f "$csv" ]] && rows=$(( $(wc -l <"$csv") - 1 ))
+      if (( rows < n )) || ! check_csv "$csv"; then
+        [[ -n "$registry_url" ]] || die 2 "--scenario large seeds its images: needs the upstream (--registry-url)"
+        log "seeding $n images of one $layer_size layer into $registry_url (set large-$layer_size)"
+        seed --set "large-$layer_size" --images 0 --large "$n" --large-size "$layer_size" --workers 2 --quiet >/dev/null \
+          || die 3 "seeding failed"
+      fi
+      images="$csv"
+      if [[ $mode == pull-through ]]; then
+        need=$((threads * loops)) picked=("$csv") evict=0
+        if [[ $target == registry ]]; then evict=2
+        elif [[ $fresh_batch == 0 && -n "$mgmt_url" ]]; then evict=1
+        else log "warning: no admin API to evict through: the large images are cold only the first time"; fi
+      fi ;;
+    mix)
+      [[ -n "$registry_url" ]] || die 2 "--scenario mix seeds its images: needs the upstream (--registry-url)"
+      need=$((threads * loops)) evict=0
+      mix_known="$DATA_DIR/mix-$mix_images.csv"
+      if ! { [[ -f "$mix_known" ]] && (( $(wc -l <"$mix_known") - 1 == mix_images )) && check_csv "$mix_known"; }; then
+        log "seeding the mix's known set: $mix_images images (2 layers of 16k)"
+        seed --set "mix-$mix_images" --images "$mix_images" --layers 2 --layer-size 16k --quiet >/dev/null || die 3 "seeding failed"
+      fi
+      n=$(python3 -c "import math; print(math.ceil($need * $new_share / 100 * 1.5) + 5 if $new_share > 0 else 0)")
+      local new="$DATA_DIR/mix-new-$stamp_s.csv"
+      if (( n > 0 )); then
+        log "seeding $n never-seen images for the mix"
+        seed --set "mix-new-$stamp_s" --images "$n" --layers 2 --layer-size 16k --quiet >/dev/null || die 3 "seeding failed"
+      else
+        echo "name,tag,kind" >"$new"
+      fi
+      csv="$DATA_DIR/mix-draws-$stamp_s.csv"
+      log "mix: $(python3 "$SCRIPTS/scenario.py" mix --known "$mix_known" --new "$new" --draws "$need" \
+        --share "$new_share" --zipf "$zipf" --seed "$$" --out "$csv")" || die 3 "could not draw the mix"
+      images="$csv" picked=("$csv") ;;
+  esac
+}
+
 mkdir -p "$DATA_DIR"
-if [[ $mode == cached ]]; then
+if [[ $scenario != pull ]]; then
+  scenario_images
+elif [[ $mode == cached ]]; then
   if [[ -z "$images" ]]; then
     images="$DATA_DIR/cached.csv"
     if ! check_csv "$images"; then
@@ -290,10 +389,13 @@ if [[ $mode == pull-through ]]; then
   images="$run/images.csv"
 fi
 log "run folder ${run#"$PWD"/}"
+if [[ $scenario == rollout ]]; then   # one image, the same for every thread
+  awk 'NR <= 2' "$images" >"$run/images.csv"; images="$run/images.csv"
+fi
 
 # pull-through: evict the batch from the cache, so every pull of this pass goes to the upstream
 evicted_desc=""
-if [[ $mode == pull-through && $evict == 1 ]]; then
+if [[ ${evict:-0} == 1 ]]; then
   if [[ -z "$evict_pattern" ]]; then
     # the batch's repository folders (perf/<prefix>-<bbbb>), regex-quoted, under any upstream key
     evict_pattern="[^/]+/($(tail -n +2 "$images" | cut -d, -f1 | cut -d/ -f1-2 | sort -u \
@@ -347,14 +449,23 @@ evict_pattern=$([[ $mode == pull-through && ${evict:-0} == 1 ]] && echo "$evict_
 evicted=$evicted_desc
 command=$0 $orig_args
 EOF
+extra+=(-Jscenario="$scenario")
+echo "scenario=$scenario$([[ $scenario != pull ]] && echo " (layer size ${layer_size:-n/a}$([[ $scenario == mix ]] && echo ", known set $mix_images, never-seen $new_share %, Zipf $zipf"))")" >>"$run/params.env"
 
 # cached mode: one quiet pass over the set first, so the measured run really is served from the cache
-if [[ $mode == cached && $warm == 1 && $target == cache ]]; then
+if [[ $mode == cached && $warm == 1 && ( $target == cache || $warm_url == 1 ) ]]; then
   rows=$(( $(wc -l <"$images") - 1 ))
   log "warming the cache: one pass over $rows images"
   HEAP="-Xms256m -Xmx512m" "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" -j "$run/warmup.log" \
     "${jprops[@]}" -Jthreads=4 -Jloops=$(( (rows + 3) / 4 )) -Jrampup=0 -Jtimeout=30000 -Jmode=pull-through -Jduration=600 \
     -Jsummariser.interval=600 "${extra[@]}" >"$run/warmup.output" 2>&1 || log "warning: the warm-up pass failed (see warmup.output)"
+fi
+# mix: the known set is seen before the run (cache or --url cache); the never-seen images are not
+if [[ $scenario == mix && $warm == 1 && $target != registry ]]; then
+  log "warming the cache: one pass over the mix's $mix_images known images"
+  HEAP="-Xms256m -Xmx512m" "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" -j "$run/warmup.log" \
+    "${jprops[@]}" -Jimages="$mix_known" -Jthreads=4 -Jloops=$(( (mix_images + 3) / 4 )) -Jrampup=0 -Jtimeout=30000 -Jmode=pull-through \
+    -Jduration=600 -Jsummariser.interval=600 "${extra[@]}" >"$run/warmup.output" 2>&1 || log "warning: the warm-up pass failed (see warmup.output)"
 fi
 
 scrape() { # dest
@@ -464,6 +575,7 @@ if [[ $stack_logs == 1 ]]; then
   eval "$("$SCRIPTS/stack.sh" pids | sed 's/^registry-cache=/cache_pid=/; s/^registry=/registry_pid=/; s/^docker-proxy=/proxy_pids=/; s/^dockerd=/dockerd_pid=/')"
 fi
 [[ $target == registry ]] && cache_pid=""   # only the registry is under load
+[[ $target == url ]] && cache_pid=""        # --upstream-logs: the stack's own cache is not the target
 times >"$run/.times0"
 cpu0_cache=$(proc_ticks "$cache_pid") cpu0_reg=$(proc_ticks "$registry_pid") cpu0_all=$(machine_ticks) cpu0_jm=$(child_secs "$run/.times0")
 cpu0_px=$(proc_ticks "$proxy_pids") cpu0_dd=$(proc_ticks "$dockerd_pid") io0=$(iowait_ticks)
@@ -570,8 +682,8 @@ PY
   (( $(wc -l <"$run/results.csv") > 1 )) || die 4 "no samples after the ${warmup}s warm-up: see $run/output"
 fi
 if [[ -n "$steady" ]]; then
-  warm_text="warm: yes - $([[ $mode == cached && $warm == 1 && $target == cache ]] && echo "a cache warm-up pass over the image set, then " || true)the first ${warmup} s at full concurrency (JVMs of the service and JMeter) discarded ($discarded samples, warmup-results.csv); ${steady} s measured"
-elif [[ $mode == cached && $warm == 1 && $target == cache ]]; then
+  warm_text="warm: yes - $([[ $mode == cached && $warm == 1 && ( $target == cache || $warm_url == 1 ) ]] && echo "a cache warm-up pass over the image set, then " || true)the first ${warmup} s at full concurrency (JVMs of the service and JMeter) discarded ($discarded samples, warmup-results.csv); ${steady} s measured"
+elif [[ $mode == cached && $warm == 1 && ( $target == cache || $warm_url == 1 ) ]]; then
   warm_text="warm: cache only - a warm-up pass filled the cache, but the JVMs were not warmed up: a loop-bounded run includes the service's JIT warm-up (a timed run, without -l, discards it)"
 else
   warm_text="warm: no - the JVMs were not warmed up$([[ $mode == cached ]] && echo " and the cache warm-up pass was skipped" || true)"
@@ -585,7 +697,7 @@ HEAP="-Xms$heap -Xmx$heap" timeout 600 "$JM" -g "$run/results.csv" -o "$run/repo
 py="$(perf_python prometheus_client)" || die 4 "no python3 with prometheus_client for summarize.py"
 "$py" "$SCRIPTS/summarize.py" "$run" --name "$name" --threads "$threads" --loops "$([[ -n "$steady" ]] && echo "${steady}s" || echo "$loops")" --rampup "$rampup" \
   --timeout "$timeout_ms" --mode "$mode" --target "$target_desc" --form "$form" --images "$images" \
-  --plan "${plan#"$PERF_DIR"/}" --jmeter "$jmeter_desc" --cpu "$run/cpu.env" --warm "$warm_text" >/dev/null || die 4 "could not summarise $run/results.csv"
+  --plan "${plan#"$PERF_DIR"/}" --jmeter "$jmeter_desc" --cpu "$run/cpu.env" --warm "$warm_text" --scenario "$scenario" >/dev/null || die 4 "could not summarise $run/results.csv"
 sed -n 5,9p "$run/summary.md"
 errors="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["errors"])' "$run/summary.json")"
 log "done: $run"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CI smoke of the perf pack: a few threads, a few loops, against registry-cache with registry:2
 # behind it (both modes and two request forms), once straight against registry:2, and once through
-# a bearer-token front (token-proxy.py) to keep the plan's auth flow honest, and once on two JMeter
-# remote engines on loopback (jmeter.sh --server, RMI over SSL with the generated keystore).
+# a bearer-token front (token-proxy.py) to keep the plan's auth flow honest; then the scenarios
+# (rollout through compare.sh against registry-cache and a distribution proxy, large, mix) tiny;
+# and once on two JMeter remote engines on loopback (jmeter.sh --server, RMI over SSL with the generated keystore).
 #
 #   perf/scripts/smoke.sh [--no-build] [--keep-stack]
 #
@@ -204,6 +205,38 @@ two_engines() {
     && ok "two-engines: both engines' samples, CPU, RSS and logs in the run folder and summary.md"
 }
 two_engines
+
+# 6. the scenarios of issue 27 at a tiny size: rollout through compare.sh (registry-cache and a
+#    distribution proxy, the same image), a cold large-layer pass, a Zipf mix with never-seen images
+jfig() { python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))["summary"]
+for k in sys.argv[2].split("."): v = (v or {}).get(k)
+print("" if v is None else v)' "$1" "$2" 2>/dev/null; }
+cmp="$runs/compare-rollout"
+if "$SCRIPTS/compare.sh" --targets cache,distribution --scenario rollout -c 3 -t 10000 --layer-size 64k --no-stack \
+     --out "$cmp" --pause 0 --heap 512m --duration 120 >"$runs/compare-rollout.console" 2>&1; then
+  [[ -s "$cmp/compare.md" ]] && grep -q '^| last thread done (s) | lower |' "$cmp/compare.md" \
+    && ok "compare.sh rollout: compare.md over registry-cache and the distribution proxy" \
+    || fail "compare.sh rollout: compare.md missing or without the rollout figures"
+  for d in "$cmp"/[0-9]-*/; do check_run "rollout ($(basename "$d"))" "${d%/}" ''; done
+  s1="$cmp/1-registry-cache/summary.json"
+  if [[ "$(jfig "$s1" rollout.threads)" == 3 && "$(jfig "$s1" rollout.upstream.blobs)" == 5 \
+        && "$(jfig "$s1" rollout.upstream.max_gets_per_blob)" == 1 ]]; then
+    ok "rollout: 3 threads released at once, the upstream saw one GET for each of the image's 5 blobs"
+  else
+    fail "rollout: want 3 threads and 5 blobs fetched once each from the upstream, summary.json has $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["summary"].get("rollout"))' "$s1" 2>&1)"
+  fi
+else
+  fail "compare.sh rollout exited non-zero; last lines of $runs/compare-rollout.console:"; tail -15 "$runs/compare-rollout.console" >&2
+fi
+run large-cold '' --scenario large --layer-size 1m -c 2 -t 10000 -m pull-through --no-stack
+[[ -f "$runs/large-cold/summary.json" ]] && { [[ "$(jfig "$runs/large-cold/summary.json" large.layer_requests)" == 2 ]] \
+  && ok "large-cold: 2 layers of 1 MiB, $(jfig "$runs/large-cold/summary.json" large.mb_per_s_aggregate) MB/s aggregate" \
+  || fail "large-cold: summary.json has no figures for 2 layer blobs"; }
+run mix 'registry_cache_requests_total' --scenario mix --mix-images 10 --new-share 20 -c 2 -t 10000 -l 4 --no-stack
+[[ -f "$runs/mix/summary.json" ]] && { [[ -n "$(jfig "$runs/mix/summary.json" mix.hit_ratio_pct)" ]] \
+  && ok "mix: hit ratio $(jfig "$runs/mix/summary.json" mix.hit_ratio_pct) % from the cache's metrics" \
+  || fail "mix: summary.json has no hit ratio"; }
 
 log "runs in ${runs#"$PWD"/} ($((SECONDS - t0)) s)"
 echo "smoke: $passed passed, $failures failed"

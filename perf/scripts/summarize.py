@@ -318,6 +318,52 @@ def engines_text(engines):
              + f"CPU {f(e['cpu_s'])} core-s ({f(e['cpu_pct'], '%')}), RSS max {f(e['rss_max_mib'])} MiB" for e in engines]
     return (f"JMeter remote engines ({len(engines)}; the samples above are theirs, sent back to this controller): "
             + "; ".join(parts) + ". Logs and samples in engines/.")
+def scenario_section(run_dir, scenario, cache):
+    """The figures of a rollout, large or mix run (scenario.py) and their lines for summary.md; ({}, [])
+    for the plain pull scenario."""
+    if scenario in (None, "", "?", "pull"):
+        return {}, []
+    import scenario as sc  # beside this file
+    results = os.path.join(run_dir, "results.csv")
+    if scenario == "rollout":
+        fig = sc.rollout_figures(results) or {}
+        up_path = os.path.join(run_dir, "registry.logs")
+        up = None
+        if os.path.isfile(up_path):
+            with open(up_path, errors="replace") as f:
+                lines = [line for line in f if not line.startswith("#")]
+            # only comments: the log was not collected (a --url target without --upstream-logs)
+            up = sc.upstream_requests(lines) if lines else None
+        fig["upstream"] = up
+        text = (f"Rollout: {fig.get('threads', 0)} threads released at once pulled one image; the last had it "
+                f"{na(fig.get('last_done_s'))} s after the release (first {na(fig.get('first_done_s'))} s, median "
+                f"{na(fig.get('median_done_s'))} s, p90 {na(fig.get('p90_done_s'))} s; spread "
+                f"{na(fig.get('spread_s'))} s); {fig.get('threads_failed', 0)} threads saw a failed request.")
+        if up is not None:
+            text += (f" Upstream requests (its log, this run's window): {up['blob_gets_total']} blob GETs over "
+                     f"{up['blobs']} blobs (at most {up['max_gets_per_blob']} per blob), {up['blob_heads']} blob HEADs, "
+                     f"{up['manifest_requests']} manifest requests.")
+        else:
+            text += " No upstream log lines (registry.logs): upstream requests not counted."
+        return {"rollout": fig}, [text, ""]
+    if scenario == "large":
+        fig = sc.large_figures(results) or {}
+        text = (f"Large layers: {fig.get('layer_requests', 0)} layer blobs, {fig.get('layer_bytes', 0) / 1e6:.0f} MB; "
+                f"MB/s (10^6 bytes/s) per thread {na(fig.get('mb_per_s_per_thread_avg'))} (average over threads, "
+                f"bytes over busy time), per request median {na(fig.get('mb_per_s_per_request_median'))} and minimum "
+                f"{na(fig.get('mb_per_s_per_request_min'))}, aggregate {na(fig.get('mb_per_s_aggregate'))} "
+                "(all layer bytes, first layer request start to last end).")
+        return {"large": fig}, [text, ""]
+    if scenario == "mix":
+        c = cache or {}
+        hits = sum(v for k, v in c.items() if k.endswith(" hit"))
+        total = sum(v for k, v in c.items() if k.split(" ")[-1] in ("hit", "miss", "stale", "error"))
+        fig = {"hit_ratio_pct": round(100.0 * hits / total, 1) if total else None, "hits": hits, "lookups": total}
+        return {"mix": fig}, [f"Mix: the cache's hit ratio over the run {na(fig['hit_ratio_pct'])} % ({hits:g} hits "
+                              f"of {total:g} lookups, registry_cache_requests_total after - before)" +
+                              ("; the known set was pulled through once before the run (warmup.output)"
+                               if os.path.isfile(os.path.join(run_dir, "warmup.output")) else "") + ".", ""]
+    return {}, [f"Scenario {scenario}: no figures of its own.", ""]
 
 
 def na(v):
@@ -349,6 +395,7 @@ def main():
     ap.add_argument("--transaction-label", default="pull image")
     ap.add_argument("--warm", default="warm: unknown", help="whether the run was warm, one line")
     ap.add_argument("--cpu", help="cpu.env of run.sh: CPU seconds used during the JMeter run")
+    ap.add_argument("--scenario", default="pull", help="pull (default), rollout, large or mix: adds its figures")
     a = ap.parse_args()
     path = os.path.join(a.run_dir, a.results)
     if not os.path.isfile(path):
@@ -369,6 +416,9 @@ def main():
             e.update(counts.get(e["engine"], {"requests": 0, "images": 0, "images_failed": 0}))
     kind, why = verdict(s["cpu"], s["engines"], s)
     s["verdict"] = {"kind": kind, "text": why}
+    s["scenario"] = a.scenario
+    scen, scen_lines = scenario_section(a.run_dir, a.scenario, s["cache"])
+    s.update(scen)
     with open(os.path.join(a.run_dir, "summary.json"), "w") as f:
         json.dump({"params": params, "summary": s}, f, indent=2)
         f.write("\n")
@@ -396,6 +446,7 @@ def main():
         lines += [cpu_text(s["cpu"]), ""]
     if s["engines"]:
         lines += [engines_text(s["engines"]), ""]
+    lines += scen_lines
     lines += [
         "Per request kind:",
         "",

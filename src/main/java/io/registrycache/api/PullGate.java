@@ -66,7 +66,7 @@ public class PullGate {
     if (!authentication.enabled()) {
       return limits.enabled() && !base ? Mono.fromCallable(() -> admit(Identity.ANONYMOUS, clientAddress)) : OPEN;
     }
-    return authentication.authenticate(authorization, requestUri.get(), clientAddress)
+    return authentication.authenticateRequest(authorization, requestUri, clientAddress)
         .doOnError(
             e -> e instanceof OciException oci && oci.code() == OciErrorCode.TOOMANYREQUESTS && !(e instanceof RateLimited),
             e -> limits.failedChecksRefused())

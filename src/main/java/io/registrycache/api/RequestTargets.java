@@ -62,8 +62,8 @@ public class RequestTargets {
       RegistryPath path, String ns, Identity identity, List<String> clientAuthorization,
       Supplier<URI> requestUri, Function<RequestTarget, Mono<T>> serve) {
     RequestTarget target = RequestTarget.resolve(path.rawName(), ns, upstreams);
-    authorization.check(identity, path.rawName(), target.upstream().key(), target.name().value(),
-        authentication.enabled() ? requestUri.get() : null, target.upstream().passthrough());
+    authorization.checkRequest(identity, path.rawName(), target.upstream().key(), target.name().value(),
+        authentication.enabled() ? requestUri : null, target.upstream().passthrough());
     target.requirePullThrough();
     if (!target.upstream().passthrough()) {
       return serve.apply(target);

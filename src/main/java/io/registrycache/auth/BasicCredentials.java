@@ -60,8 +60,11 @@ public record BasicCredentials(String user, String password) {
       throw new InvalidCredentials("the Basic credentials must be user:password with a non-empty user");
     }
     String user = pair.substring(0, colon);
-    if (user.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
-      throw new InvalidCredentials("the Basic user-id holds control characters");
+    for (int i = 0; i < user.length(); i++) {
+      char c = user.charAt(i);
+      if (c < 0x20 || c == 0x7f) {
+        throw new InvalidCredentials("the Basic user-id holds control characters");
+      }
     }
     return new BasicCredentials(user, pair.substring(colon + 1));
   }

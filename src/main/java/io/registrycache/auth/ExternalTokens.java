@@ -107,6 +107,9 @@ public final class ExternalTokens {
    * verifying anything, is one. Cheap, never blocks.
    */
   public boolean claimsTrustedIssuer(String token) {
+    if (issuers.isEmpty()) {
+      return false; // no parse: with the token flow on, every request's bearer token comes here first
+    }
     return unverifiedIssuer(token).map(iss -> issuers.stream().anyMatch(t -> t.settings().issuer().equals(iss)))
         .orElse(false);
   }

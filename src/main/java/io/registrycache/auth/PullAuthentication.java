@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.slf4j.Logger;
@@ -36,11 +37,13 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p>bcrypt is slow by design (tens of milliseconds a check), so it runs on Reactor's
  * bounded-elastic threads, never on an event loop, and a successful check is remembered for {@link
- * #REMEMBER} under an HMAC of user and password with a key made at start-up (the password itself
- * is never kept); both files changing forgets everything remembered. Failed checks are not
- * remembered (each costs a bcrypt): with {@code registry-cache.rate-limit.enabled}, each client
- * address may fail at most {@code rate-limit.failed-checks.per-minute} checks a minute ({@link
- * FailedChecks}), then gets 429 {@code TOOMANYREQUESTS} without a check (docs/security.md).
+ * #REMEMBER} under an HMAC, with a key made at start-up, of the whole {@code Authorization} value
+ * (so a client's later requests with the same header are known without parsing it) or, for the
+ * token endpoint, of user and password (the password itself is never kept); both files changing
+ * forgets everything remembered. Failed checks are not remembered (each costs a bcrypt): with
+ * {@code registry-cache.rate-limit.enabled}, each client address may fail at most {@code
+ * rate-limit.failed-checks.per-minute} checks a minute ({@link FailedChecks}), then gets 429
+ * {@code TOOMANYREQUESTS} without a check (docs/security.md).
  */
 @Component
 public class PullAuthentication {
@@ -165,12 +168,21 @@ public class PullAuthentication {
    *     when {@code client} has failed too many checks lately: the credentials are then not checked
    */
   public Mono<Identity> authenticate(List<String> authorization, URI requestUri, String client) {
-    String challenge = requestUri == null ? this.challenge : challenge(requestUri, null);
+    return authenticateRequest(authorization, requestUri == null ? null : () -> requestUri, client);
+  }
+
+  /**
+   * As {@link #authenticate(List, URI, String)}, the request's URI given as a supplier: it is made
+   * only for a challenge or a bearer token, not for Basic credentials checked lately (a warm pull
+   * sends the same header with every request).
+   */
+  public Mono<Identity> authenticateRequest(List<String> authorization, Supplier<URI> requestUri, String client) {
+    Supplier<String> challenge = requestUri == null ? () -> this.challenge : () -> challenge(requestUri.get(), null);
     if (authorization == null || authorization.isEmpty()) {
       return Mono.just(Identity.ANONYMOUS);
     }
     if (authorization.size() > 1) {
-      return Mono.error(new AuthenticationRequired(challenge, "more than one Authorization header"));
+      return Mono.error(new AuthenticationRequired(challenge.get(), "more than one Authorization header"));
     }
     String header = authorization.get(0);
     if (requestUri != null && (tokens.enabled() || external.enabled())
@@ -180,22 +192,29 @@ public class PullAuthentication {
         return Mono.fromCallable(() -> external.verify(token))
             .subscribeOn(Schedulers.boundedElastic())
             .flatMap(found -> found.map(Mono::just).orElseGet(() -> Mono.error(
-                new AuthenticationRequired(challenge, "invalid or expired bearer token"))));
+                new AuthenticationRequired(challenge.get(), "invalid or expired bearer token"))));
       }
       if (!tokens.enabled()) {
-        return Mono.error(new AuthenticationRequired(challenge, "bearer token of an issuer that is not trusted"));
+        return Mono.error(new AuthenticationRequired(challenge.get(), "bearer token of an issuer that is not trusted"));
       }
       return tokens.verify(token)
           .map(Mono::just)
-          .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge, "invalid or expired bearer token")));
+          .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge.get(), "invalid or expired bearer token")));
+    }
+    if (header.length() <= BasicCredentials.MAX_HEADER_LENGTH) {
+      lookAtFiles();
+      Identity known = verified.getIfPresent(rememberedHeader(header));
+      if (known != null) {
+        return Mono.just(known); // this very header passed a check lately: no parsing, no HMAC of its parts
+      }
     }
     BasicCredentials credentials;
     try {
       credentials = BasicCredentials.parse(header);
     } catch (BasicCredentials.InvalidCredentials e) {
-      return Mono.error(new AuthenticationRequired(challenge, e.getMessage()));
+      return Mono.error(new AuthenticationRequired(challenge.get(), e.getMessage()));
     }
-    return basic(credentials, challenge, client);
+    return basic(credentials, challenge, client, rememberedHeader(header));
   }
 
   /**
@@ -217,7 +236,8 @@ public class PullAuthentication {
         || user.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
       return Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"));
     }
-    return basic(new BasicCredentials(user, password), challenge, client);
+    BasicCredentials credentials = new BasicCredentials(user, password);
+    return basic(credentials, () -> challenge, client, remembered(credentials));
   }
 
   /**
@@ -239,19 +259,16 @@ public class PullAuthentication {
         + (repository == null ? "" : ",scope=\"repository:" + repository + ":pull\"");
   }
 
-  private Mono<Identity> basic(BasicCredentials credentials, String challenge, String client) {
+  /**
+   * Checks Basic credentials, remembering a success under {@code rememberedAs} (an HMAC of the
+   * header, or of user and password).
+   */
+  private Mono<Identity> basic(
+      BasicCredentials credentials, Supplier<String> challenge, String client, String rememberedAs) {
     if (credentials.user().isEmpty() && credentials.password().isEmpty()) {
       return Mono.just(Identity.ANONYMOUS); // "Basic Og==": what containers/image sends without credentials
     }
-    // Look at the files first (at most once a second): a change forgets what was remembered, so a
-    // removed user or robot is refused from the next check on, not after REMEMBER.
-    if (users != null) {
-      users.get();
-    }
-    if (robots != null) {
-      robots.get();
-    }
-    String rememberedAs = remembered(credentials);
+    lookAtFiles();
     Identity known = verified.getIfPresent(rememberedAs);
     if (known != null) {
       return Mono.just(known);
@@ -280,7 +297,20 @@ public class PullAuthentication {
               }
               return Mono.just(identity);
             })
-            .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"))));
+            .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge.get(), "invalid user name or password"))));
+  }
+
+  /**
+   * Looks at the files (at most once a second): a change forgets what was remembered, so a removed
+   * user or robot is refused from the next check on, not after {@link #REMEMBER}.
+   */
+  private void lookAtFiles() {
+    if (users != null) {
+      users.get();
+    }
+    if (robots != null) {
+      robots.get();
+    }
   }
 
   /**
@@ -362,6 +392,13 @@ public class PullAuthentication {
         throw new IllegalStateException(e);
       }
     });
+  }
+
+  /** The HMAC of a whole {@code Authorization} value; its first byte (1) is no user name's (no control characters). */
+  private String rememberedHeader(String header) {
+    Mac mac = rememberMac.get();
+    mac.update((byte) 1);
+    return HexFormat.of().formatHex(mac.doFinal(header.getBytes(StandardCharsets.UTF_8)));
   }
 
   private String remembered(BasicCredentials credentials) {

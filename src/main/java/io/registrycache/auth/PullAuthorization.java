@@ -5,6 +5,7 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import java.net.URI;
+import java.util.function.Supplier;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Component;
 
@@ -66,11 +67,21 @@ public class PullAuthorization {
   public void check(
       Identity identity, String requestedName, String upstreamKey, String repository, URI requestUri,
       boolean passthrough) {
+    checkRequest(identity, requestedName, upstreamKey, repository, requestUri == null ? null : () -> requestUri, passthrough);
+  }
+
+  /**
+   * As {@link #check(Identity, String, String, String, URI, boolean)}, the request's URI made only
+   * for a challenge ({@code null}: the Basic challenge).
+   */
+  public void checkRequest(
+      Identity identity, String requestedName, String upstreamKey, String repository,
+      Supplier<URI> requestUri, boolean passthrough) {
     if (!enabled) {
       return;
     }
     if (identity.pullable() != null && !identity.pullable().contains(requestedName)) {
-      throw new AuthenticationRequired(authentication.challenge(requestUri, requestedName),
+      throw new AuthenticationRequired(authentication.challenge(requestUri == null ? null : requestUri.get(), requestedName),
           "the bearer token does not grant pull of '" + requestedName + "'");
     }
     if (allows(identity, upstreamKey, repository, passthrough)) {
@@ -78,12 +89,12 @@ public class PullAuthorization {
     }
     if (identity.kind() == Identity.Kind.PASSTHROUGH) {
       throw new AuthenticationRequired(
-          requestUri == null ? authentication.challenge() : authentication.challenge(requestUri, requestedName),
+          requestUri == null ? authentication.challenge() : authentication.challenge(requestUri.get(), requestedName),
           "invalid user name or password");
     }
     if (identity.anonymous()) {
       throw new AuthenticationRequired(
-          requestUri == null ? authentication.challenge() : authentication.challenge(requestUri, requestedName),
+          requestUri == null ? authentication.challenge() : authentication.challenge(requestUri.get(), requestedName),
           "authentication required to pull '" + repository + "' of upstream '" + upstreamKey + "'");
     }
     throw new OciException(OciErrorCode.DENIED, HttpStatus.FORBIDDEN,

@@ -59,6 +59,13 @@ public record RepositoryGlob(String pattern) {
 
   /** Whether {@code repository} (a canonical, valid repository name) matches this pattern. */
   public boolean matches(String repository) {
+    // the common rules without the matcher's tokenizing (checked on every request with auth on)
+    if (pattern.equals("**")) {
+      return true;
+    }
+    if (pattern.indexOf('*') < 0) {
+      return pattern.equals(repository);
+    }
     return MATCHER.match(pattern, repository);
   }
 

@@ -87,6 +87,27 @@ class TokenServiceTest {
     assertThat(withClock(signing, NOW.plus(Duration.ofMinutes(4))).verify(token)).isPresent();
   }
 
+  @Test
+  void aTokenVerifiedBeforeIsStillRefusedOnceExpiredOrBeforeItsStart() {
+    Instant[] now = {NOW};
+    Clock moving = new Clock() {
+      @Override public Instant instant() { return now[0]; }
+      @Override public java.time.ZoneId getZone() { return ZoneOffset.UTC; }
+      @Override public Clock withZone(java.time.ZoneId zone) { return this; }
+    };
+    TokenService tokens = new TokenService(RegistryCacheProperties.bind(settings()), moving);
+    String token = tokens.issue(ALICE, Set.of("team/a")).token();
+    assertThat(tokens.verify(token)).isPresent(); // remembered from here on
+    now[0] = NOW.plus(Duration.ofMinutes(5)).plusSeconds(59);
+    assertThat(tokens.verify(token)).as("within the 60 s skew after exp").isPresent();
+    now[0] = NOW.plus(Duration.ofMinutes(6));
+    assertThat(tokens.verify(token)).as("exp + skew").isEmpty();
+    now[0] = NOW.minusSeconds(60);
+    assertThat(tokens.verify(token)).as("nbf - skew").isEmpty();
+    now[0] = NOW.minusSeconds(59);
+    assertThat(tokens.verify(token)).isPresent();
+  }
+
   /** The same key file, another clock. */
   private static TokenService withClock(TokenService ignored, Instant now) {
     return new TokenService(RegistryCacheProperties.bind(settings("registry-cache.auth.token.key-file", KEY.toString())),
