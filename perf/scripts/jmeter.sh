@@ -9,6 +9,19 @@
 #                                        # PERF_JMETER_INSTALL_HOME), link its bin/jmeter as DIR/jmeter
 #                                        # (default /usr/local/bin as root, else ~/.local/bin)
 #   perf/scripts/jmeter.sh --check ARGS...   # only check ARGS as below (exit 0 or 2), start nothing
+#   perf/scripts/jmeter.sh --server [--port P] [--local-port L] [--host H] [--no-ssl]
+#                                        # a JMeter remote engine (jmeter-server, RMI) in the foreground
+#                                        # for run.sh/matrix.sh --engines: RMI registry on P (server_port,
+#                                        # default 1099), engine object on L (server.rmi.localport, default
+#                                        # P+1), advertised and bound as H (java.rmi.server.hostname,
+#                                        # default 127.0.0.1; the address run.sh's controller dials). Log:
+#                                        # perf/.engines/<P>/jmeter-server.log, pid in perf/.engines/<P>/pid.
+#                                        # RMI over SSL with perf/.jmeter/rmi_keystore.jks (made here on
+#                                        # first use, like JMeter's create-rmi-keystore.sh; copy that one
+#                                        # file to every engine machine and the controller) unless --no-ssl
+#                                        # (server.rmi.ssl.disable=true: loopback or a trusted network only,
+#                                        # anyone who reaches the port can run code in the engine)
+#   perf/scripts/jmeter.sh --keystore    # only make perf/.jmeter/rmi_keystore.jks (when missing or expired)
 #
 # Before JMeter starts, an option JMeter does not know (JMeter itself would print "Unknown option"
 # and exit 0) and a bad value of the plan's properties (-Jthreads=abc, -Jloops=0, -Jduration=x,
@@ -21,6 +34,8 @@
 #   HEAP            JMeter heap, as for the stock launcher (default "-Xms1g -Xmx1g -XX:MaxMetaspaceSize=256m")
 #   JVM_ARGS        more JVM options
 #   JAVA            java command for the provisioned JMeter (default: $JAVA_HOME/bin/java, else java)
+#   PERF_RMI_KEYSTORE  the RMI keystore of --server and run.sh --engines, used as it is (default
+#                   perf/.jmeter/rmi_keystore.jks, made and renewed after 6 days by --server/--keystore)
 #   PERF_JMETER_INSTALL_HOME  where --install copies the JMeter home, so the link outlives this
 #                   checkout (default /opt/registry-cache-perf as root, else
 #                   ${XDG_DATA_HOME:-~/.local/share}/registry-cache-perf; the home goes into
@@ -224,7 +239,57 @@ check_args() {
   done
 }
 
+# The keystore of RMI over SSL, as JMeter's bin/create-rmi-keystore.sh makes it (alias rmi, RSA 2048,
+# password changeit, valid 7 days), without its questions. Engines and controller must hold the same
+# file: it is both their key and their trust store, so only holders of the file can drive an engine.
+RMI_KEYSTORE="${PERF_RMI_KEYSTORE:-$PERF_DIR/.jmeter/rmi_keystore.jks}"
+keystore() {
+  local kt
+  fresh() { [[ -f "$RMI_KEYSTORE" ]] && find "$RMI_KEYSTORE" -mtime -6 | grep -q .; }
+  fresh && return 0
+  # a keystore you gave (PERF_RMI_KEYSTORE, e.g. a Kubernetes Secret) is used as it is, never replaced
+  if [[ -n "${PERF_RMI_KEYSTORE:-}" ]]; then [[ -r "$RMI_KEYSTORE" ]] && return 0; log "PERF_RMI_KEYSTORE=$RMI_KEYSTORE is not readable"; return 2; fi
+  mkdir -p "$(dirname "$RMI_KEYSTORE")"
+  # one maker at a time (two engines started together would each write one, and disagree)
+  exec 7>"$RMI_KEYSTORE.lock"
+  flock -w 60 7 || { log "timed out waiting for $RMI_KEYSTORE.lock"; return 2; }
+  fresh && { flock -u 7; return 0; }
+  kt="$(dirname "$(java_cmd)")/keytool"; [[ -x "$kt" ]] || kt="$(command -v keytool)" || { log "no keytool to make $RMI_KEYSTORE"; return 2; }
+  mkdir -p "$(dirname "$RMI_KEYSTORE")"
+  rm -f "$RMI_KEYSTORE"
+  "$kt" -genkeypair -keyalg RSA -keysize 2048 -alias rmi -validity 7 -keystore "$RMI_KEYSTORE" -storetype JKS \
+    -storepass changeit -keypass changeit -dname "CN=registry-cache-perf rmi, O=registry-cache perf" >/dev/null 2>&1 \
+    || { log "keytool could not make $RMI_KEYSTORE"; return 2; }
+  chmod 600 "$RMI_KEYSTORE"
+  flock -u 7
+  log "made $RMI_KEYSTORE (valid 7 days; copy it to every engine and the controller)"
+}
+
+server() {
+  local port=1099 lport="" host=127.0.0.1 nossl=0 dir
+  parse_options "--port:port --local-port:lport --host:host --no-ssl:nossl=1" "$@"
+  [[ $port =~ ^[0-9]+$ ]] && ((port >= 1 && port <= 65534)) || die 2 "--port must be 1-65534"
+  lport=${lport:-$((port + 1))}
+  [[ $lport =~ ^[0-9]+$ ]] && ((lport >= 1 && lport <= 65535 && lport != port)) || die 2 "--local-port must be 1-65535 and differ from --port"
+  local props=(-Jserver_port="$port" -Jserver.rmi.localport="$lport")
+  if [[ $nossl == 1 ]]; then
+    props+=(-Jserver.rmi.ssl.disable=true)
+  else
+    keystore || exit $?
+    props+=(-Jserver.rmi.ssl.keystore.file="$RMI_KEYSTORE" -Jserver.rmi.ssl.truststore.file="$RMI_KEYSTORE")
+  fi
+  dir="$PERF_DIR/.engines/$port"
+  mkdir -p "$dir"
+  echo $$ >"$dir/pid"   # exec below: this pid becomes JMeter's
+  printf 'host=%s\nport=%s\nlocal_port=%s\nssl=%s\n' "$host" "$port" "$lport" "$([[ $nossl == 1 ]] && echo off || echo on)" >"$dir/engine.env"
+  log "JMeter engine on $host:$port (engine object on $lport, RMI SSL $([[ $nossl == 1 ]] && echo off || echo "on, $RMI_KEYSTORE")), log $dir/jmeter-server.log"
+  cd "$dir"   # JMeter writes files of its own (e.g. a default results file) into its working directory
+  JVM_ARGS="-Djava.rmi.server.hostname=$host ${JVM_ARGS:-}" exec "$PERF_DIR/scripts/jmeter.sh" -s -j "$dir/jmeter-server.log" "${props[@]}"
+}
+
 case "${1:-}" in
+  --server) shift; server "$@"; exit $? ;;
+  --keystore) keystore; exit $? ;;
   --provision) provision; exit $? ;;
   --which) resolve; exit $? ;;
   --install) install_link "${2:-}"; exit $? ;;

@@ -18,7 +18,10 @@
 #               (an existing one gets the new runs added: one matrix.md over several invocations)
 #   --pause S   pause between runs (TIME_WAIT, GC) default 5
 #   --max-runs N  refuse to start more than N runs  default 64
-# run.sh's other options are passed to every run.sh (e.g. --target registry, --form ns, --heap 2g).
+# run.sh's other options are passed to every run.sh (e.g. --target registry, --form ns, --heap 2g,
+# --engines H:P,... with -m cached: the runs on JMeter remote engines, see run.sh).
+# matrix.md has each run's verdict (what limited it, summary.md's last line); matrix.png marks the
+# points of runs whose load generator was saturated.
 # Scenarios: --scenario rollout|large|mix (and --layer-size, --mix-images, --new-share, --zipf) go
 # on to every run.sh; the run names start with the scenario (e.g. large-cache-cached-c=10-...);
 # rollout runs are loop-bounded (-l 1 by default, any -l given is taken).
@@ -44,7 +47,7 @@ pass=()
 parse_options "-c:threads_list -t:timeouts -l:loops_list -r:ramps -m:modes --out:out --pause:pause
   --warmup:warmup --steady:steady  --max-runs:max_runs -p:pass++ --target:pass++ --form:pass++ --upstream-host:pass++ --url:pass++
   --metrics-url:pass++ --mgmt-url:pass++ --evict-pattern:pass++ --registry-url:pass++ --images:pass++
-  --set-size:pass++ --os:pass++ --arch:pass++ --heap:pass++ --duration:pass++ -J:pass++
+  --set-size:pass++ --os:pass++ --arch:pass++ --heap:pass++ --duration:pass++ -J:pass++ --engines:pass++
   --scenario:scenario --layer-size:pass++ --mix-images:pass++ --new-share:pass++ --zipf:pass++ *:pass+" "$@"
 target="cache"
 for ((i = 0; i < ${#pass[@]}; i++)); do [[ "${pass[$i]}" == --target ]] && target="${pass[$((i + 1))]}"; done
@@ -89,10 +92,10 @@ case "$target" in cache|registry|url) ;; *) bad "--target: '$target' is not cach
 for ((i = 0; i < ${#pass[@]}; i++)); do
   o="${pass[$i]}" v="${pass[$((i + 1))]-}"
   case "$o" in
-    --no-stack|--no-warm|--fresh-batch|--fail-on-errors|--allow-non-loopback|-J?*) continue ;;
+    --no-stack|--no-warm|--fresh-batch|--fail-on-errors|--allow-non-loopback|--rmi-no-ssl|-J?*) continue ;;
     -p?*) [[ -f "${o:2}" ]] || bad "-p: plan ${o:2} not found"; continue ;;
     --runs-dir|--name) bad "$o cannot be passed on: the matrix names its runs and keeps them in its folder" ;;
-    -p|--target|--form|--upstream-host|--url|--metrics-url|--mgmt-url|--evict-pattern|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J) i=$((i + 1)) ;;
+    -p|--target|--form|--upstream-host|--url|--metrics-url|--mgmt-url|--evict-pattern|--registry-url|--images|--set-size|--os|--arch|--heap|--duration|-J|--engines) i=$((i + 1)) ;;
     --scenario|--layer-size|--mix-images|--new-share|--zipf) i=$((i + 1)) ;;
     *) bad "unknown option $o (--help lists them)" ;;
   esac
@@ -101,6 +104,8 @@ for ((i = 0; i < ${#pass[@]}; i++)); do
     --duration|--set-size) [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || bad "$o: '$v' is not a whole number >= 1" ;;
     -p) [[ -f "$v" ]] || bad "-p: plan $v not found" ;;
     --images) [[ -f "$v" ]] || bad "--images: $v not found" ;;
+    --engines) [[ " $modes " != *" pull-through "* ]] || bad "--engines runs cached mode only (every engine would pull the whole pull-through batch): give -m cached"
+      for _c in $threads_list; do (( _c % $(tr , '\n' <<<"$v" | grep -c .) == 0 )) || bad "--engines: -c $_c is not a multiple of the engines' count"; done ;;
     --layer-size) [[ $v =~ ^[1-9][0-9]*[kmgKMG]?$ ]] || bad "--layer-size: '$v' is not a size like 256m" ;;
     --mix-images) [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || bad "--mix-images: '$v' is not a whole number >= 1" ;;
     --new-share) [[ $v =~ ^[0-9]+([.][0-9]+)?$ ]] && python3 -c "import sys; sys.exit(float('$v') > 100)" || bad "--new-share: '$v' is not a percentage" ;;

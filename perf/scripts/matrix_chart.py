@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Draws matrix.png from matrix.csv: images/s (left) and request p90 (right) against threads,
-one line per target / mode / timeout.   matrix_chart.py MATRIX_DIR   (needs matplotlib)"""
+one line per target / mode / timeout; a point of a run whose load generator was saturated (its
+verdict, matrix.csv's "verdict") is circled in red.   matrix_chart.py MATRIX_DIR   (needs matplotlib)"""
 import collections
 import csv
 import os
@@ -15,6 +16,11 @@ def thread_axis(threads):
     lo, hi = ticks[0], ticks[-1]
     pad = max(1, (hi - lo) * 0.05) if hi > lo else max(1, lo // 2)
     return ticks, (max(0, lo - pad), hi + pad)
+
+
+def saturated(row):
+    """True when the run's verdict (matrix.csv) is that the load generator was saturated."""
+    return (row.get("verdict") or "") == "load generator saturated"
 
 
 def main():
@@ -34,16 +40,24 @@ def main():
             key = (f"{r['target']} {r['mode']} t={r['timeout']}ms"
                    + (f" {loops} timed" if loops.endswith("s") else f" l={loops}" if loops else "")
                    + (f" (warm: {r['warm']})" if r.get("warm") not in (None, "", "yes") else ""))
-            series[key].append((int(r["threads"]), float(r["images_per_s"]), float(r["p90_ms"])))
+            series[key].append((int(r["threads"]), float(r["images_per_s"]), float(r["p90_ms"]),
+                                saturated(r)))
     if not series:
         print("matrix_chart: no finished runs to draw", file=sys.stderr)
         return 1
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5))
+    marked = False
     for key, pts in sorted(series.items()):
         pts.sort()
         xs = [p[0] for p in pts]
         ax1.plot(xs, [p[1] for p in pts], marker="o", label=key)
         ax2.plot(xs, [p[2] for p in pts], marker="o", label=key)
+        hot = [p for p in pts if p[3]]
+        if hot:
+            for ax, i in ((ax1, 1), (ax2, 2)):
+                ax.scatter([p[0] for p in hot], [p[i] for p in hot], s=160, facecolors="none", edgecolors="red",
+                           linewidths=2, zorder=5, label="load generator saturated" if not marked else None)
+            marked = True
     ax1.set(title="Throughput", xlabel="threads", ylabel="images/s")
     ax2.set(title="Request latency p90", xlabel="threads", ylabel="ms")
     ticks, xlim = thread_axis([p[0] for pts in series.values() for p in pts])
@@ -56,6 +70,8 @@ def main():
         else:
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax2.legend(fontsize=8)
+    if marked:
+        ax1.legend(fontsize=8, loc="lower right")
     fig.suptitle("registry-cache pull matrix: " + os.path.basename(os.path.abspath(mdir)))
     fig.tight_layout()
     fig.savefig(os.path.join(mdir, "matrix.png"), dpi=100)

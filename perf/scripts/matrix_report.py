@@ -32,6 +32,11 @@ def warm(s):
     return text.split(" - ", 1)[0].strip() if text else ""
 
 
+def verdict(s):
+    """What limited the run (summary.json's verdict kind, summarize.verdict), "" when unknown."""
+    return ((s or {}).get("verdict") or {}).get("kind", "")
+
+
 def reasons(s):
     if not s or not s["error_reasons"]:
         return ""
@@ -63,10 +68,15 @@ def main():
     lines += [
         "## All runs", "",
         "| target | mode | threads | loops / duration | warm | ramp-up (s) | timeout (ms) | outcome | images/s "
-        "| requests/s | p90 (ms) | p99 (ms) | error reasons | run |",
-        "|---|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---|---|",
+        "| requests/s | p90 (ms) | p99 (ms) | error reasons | limited by | run |",
+        "|---|---|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---|---|---|",
     ]
     unwarmed = 0
+
+    def limited(s):
+        v = verdict(s)
+        return f"**{v}**" if v == "load generator saturated" else v
+
     for r in rows:
         s = r["s"]
         w = warm(s)
@@ -76,13 +86,16 @@ def main():
         lines.append(
             f"| {r['target']} | {r['mode']} | {r['threads']} | {r['loops']} | {w} | {r['rampup']} | {r['timeout']} "
             f"| {outcome(r['rc'], s)} | {s['images_per_s'] if s else ''} | {s['requests_per_s'] if s else ''} "
-            f"| {s['p90_ms'] if s else ''} | {s['p99_ms'] if s else ''} | {reasons(s)} "
+            f"| {s['p90_ms'] if s else ''} | {s['p99_ms'] if s else ''} | {reasons(s)} | {limited(s)} "
             f"| {'[' + r['folder'] + '](' + r['folder'].replace(' ', '%20') + '/summary.md)' if r['folder'] else ''} |")
     lines += ["", "loops / duration: images per thread (loop-bounded), or the measured seconds of a timed run "
               "(after a discarded warm-up at full concurrency). warm: run.sh's verdict (each run's summary.md, first "
               "line); **no** or **cache only** marks a run whose figures include the JVMs' warm-up (the service's JIT, "
               "JMeter's): not comparable with warm rows."
-              + (f" {unwarmed} of {sum(1 for r in rows if r['s'])} runs here were not warm." if unwarmed else "")]
+              + (f" {unwarmed} of {sum(1 for r in rows if r['s'])} runs here were not warm." if unwarmed else "")
+              + " limited by: the run's verdict (the last line of its summary.md; the rule and its thresholds in "
+              "perf/README.md, \"What limited the run\"); **load generator saturated** marks a run that measured "
+              "JMeter more than the target (marked in the chart too)."]
     lines += [
         "", "## Request latency per concurrency (ms)", "",
         "| target | mode | timeout (ms) | threads | min | avg | p90 | max | image avg | image p90 |",
@@ -122,13 +135,13 @@ def main():
     with open(os.path.join(mdir, "matrix.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["target", "mode", "timeout", "loops", "warm", "rampup", "threads", "exit", "images_per_s",
-                    "requests_per_s", "avg_ms", "min_ms", "max_ms", "p90_ms", "p99_ms", "errors", "error_pct"])
+                    "requests_per_s", "avg_ms", "min_ms", "max_ms", "p90_ms", "p99_ms", "errors", "error_pct", "verdict"])
         for r in rows:
             s = r["s"] or {}
             w.writerow([r["target"], r["mode"], r["timeout"], r["loops"], warm(r["s"]), r["rampup"], r["threads"], r["rc"],
                         s.get("images_per_s", ""), s.get("requests_per_s", ""), s.get("avg_ms", ""),
                         s.get("min_ms", ""), s.get("max_ms", ""), s.get("p90_ms", ""), s.get("p99_ms", ""),
-                        s.get("errors", ""), s.get("error_pct", "")])
+                        s.get("errors", ""), s.get("error_pct", ""), verdict(r["s"])])
     with open(os.path.join(mdir, "matrix.json"), "w") as f:
         json.dump([{k: v for k, v in r.items()} for r in rows], f, indent=1)
         f.write("\n")

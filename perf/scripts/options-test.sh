@@ -62,6 +62,15 @@ expect 2 "^matrix.sh: 4 runs is more than --max-runs 3" "$S/matrix.sh" --out "$m
   --warmup 5 --steady 10 --max-runs 3
 if [[ -e "$m" ]]; then failed=$((failed + 1)); echo "FAIL matrix.sh made $m although every invocation was refused"; fi
 
+# ---- JMeter remote engines (--engines, jmeter.sh --server): refused before anything starts
+expect 2 "^run.sh: --engines: 'foo' is not host:port"  "$S/run.sh" -c 2 -t 1000 --engines foo
+expect 2 "^run.sh: refusing engine 10.0.0.5:1099"       "$S/run.sh" -c 2 -t 1000 --engines 10.0.0.5:1099
+expect 2 "^run.sh: --engines runs cached mode only"     "$S/run.sh" -c 2 -t 1000 -l 1 -m pull-through --engines 127.0.0.1:1099
+expect 2 "^run.sh: -c 3 is not a multiple of the 2"     "$S/run.sh" -c 3 -t 1000 --engines 127.0.0.1:1099,127.0.0.1:1101
+expect 2 "^matrix.sh: --engines runs cached mode only"  "$S/matrix.sh" --out "$m" --engines 127.0.0.1:1099
+expect 2 "^matrix.sh: --engines: -c 5 is not a multiple" "$S/matrix.sh" --out "$m" -m cached -c "4 5" --engines 127.0.0.1:1,127.0.0.1:3
+expect 2 "^jmeter.sh: --port must be 1-65534"           "$S/jmeter.sh" --server --port 0
+expect 2 "^jmeter.sh: --local-port must be"             "$S/jmeter.sh" --server --port 1099 --local-port 1099
 # ---- jmeter.sh: unknown options and bad plan properties refused before JMeter starts
 expect 2 "^jmeter.sh: unknown option --bogus"       "$S/jmeter.sh" --bogus
 expect 2 "^jmeter.sh: unknown option -x"            "$S/jmeter.sh" -n -x -t "$PERF_DIR/jmeter/pull.jmx"

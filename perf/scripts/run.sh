@@ -40,6 +40,15 @@
 #   --images FILE             CSV (name,tag[,kind]) instead of the seeded set (cached mode)
 #   --set-size N              cached set: single-platform images to seed  default 200 (+20 multi-platform)
 #   --os OS --arch ARCH       platform picked from image indexes          default linux/amd64
+# JMeter remote engines (perf/README.md, "Remote engines"):
+#   --engines H:P,...         run the plan on these JMeter engines (jmeter.sh --server, RMI registry port
+#                             P) instead of in this script's JMeter, which only controls them and
+#                             collects their samples; -c is the total, split evenly (a multiple of
+#                             the engines' count). Cached mode only. Engines on this machine (loopback)
+#                             get their CPU and memory sampled from /proc and their log copied into
+#                             engines/; others need --allow-non-loopback and have no such figures
+#   --rmi-no-ssl              the engines were started with --no-ssl (server.rmi.ssl.disable=true);
+#                             default: RMI over SSL with perf/.jmeter/rmi_keystore.jks (PERF_RMI_KEYSTORE)
 # Other:
 #   --fail-on-errors          exit 1 when any request failed (CI smoke); default: report only
 #   --heap SIZE               JMeter heap, e.g. 2g                         default 1g
@@ -88,6 +97,7 @@ threads="" timeout_ms="" rampup=2 loops="" steady="" warmup=15 plan="$PERF_DIR/j
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
 images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
 runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
+engines="" rmi_nossl=0 rmi_host=""
 extra=() jprops=()
 
 parse_options "-c:threads -t:timeout_ms -r:rampup -l:loops --steady:steady --warmup:warmup -p:plan -m:mode
@@ -95,7 +105,7 @@ parse_options "-c:threads -t:timeout_ms -r:rampup -l:loops --steady:steady --war
   --registry-url:registry_url --no-stack:no_stack=1 --no-warm:warm=0 --mgmt-url:mgmt_url
   --evict-pattern:evict_pattern --fresh-batch:fresh_batch=1 --images:images --set-size:set_size --os:os
   --arch:arch --fail-on-errors:fail_on_errors=1 --heap:heap --duration:duration --runs-dir:runs_dir
-  --name:name -J:jprops+ --allow-non-loopback:allow_remote=1" "$@"
+  --name:name -J:jprops+ --allow-non-loopback:allow_remote=1 --engines:engines --rmi-no-ssl:rmi_nossl=1" "$@"
 mgmt_url=${mgmt_url%/}
 for j in "${jprops[@]}"; do extra+=("-J$j"); done
 
@@ -141,6 +151,35 @@ plan="$(cd "$(dirname "$plan")" && pwd)/$(basename "$plan")"
 [[ -z "$images" || -f "$images" ]] || die 2 "images file $images not found"
 [[ -n "$images" ]] && images="$(cd "$(dirname "$images")" && pwd)/$(basename "$images")"
 
+is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
+# ------------------------------------------------------------ JMeter remote engines
+engine_list=()
+if [[ -n "$engines" ]]; then
+  IFS=, read -r -a engine_list <<<"$engines"
+  for e in "${engine_list[@]}"; do
+    [[ "$e" =~ ^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):([0-9]+)$ ]] && ((BASH_REMATCH[2] >= 1 && BASH_REMATCH[2] <= 65535)) \
+      || die 2 "--engines: '$e' is not host:port"
+    is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] \
+      || die 2 "refusing engine $e on another machine (--allow-non-loopback for your own infrastructure)"
+  done
+  [[ $mode == cached ]] || die 2 "--engines runs cached mode only: every engine reads the whole images file, so a pull-through batch would be pulled once per engine"
+  (( threads % ${#engine_list[@]} == 0 )) || die 2 "-c $threads is not a multiple of the ${#engine_list[@]} engines (each runs -c / engines threads)"
+  if [[ $rmi_nossl == 1 ]]; then
+    rmi_props=(-Jserver.rmi.ssl.disable=true)
+  else
+    keystore="${PERF_RMI_KEYSTORE:-$PERF_DIR/.jmeter/rmi_keystore.jks}"
+    [[ -f "$keystore" ]] || die 2 "no RMI keystore $keystore: copy the engines' one here (jmeter.sh --server made it), or --rmi-no-ssl when they run without SSL"
+    rmi_props=(-Jserver.rmi.ssl.keystore.file="$keystore" -Jserver.rmi.ssl.truststore.file="$keystore")
+  fi
+  # the address the engines send their samples back to (JMeter refuses a loopback one unless told):
+  # PERF_RMI_HOST, else 127.0.0.1 when every engine is on this machine, else JMeter's own choice
+  rmi_host="${PERF_RMI_HOST:-}"
+  if [[ -z "$rmi_host" ]]; then
+    rmi_host=127.0.0.1
+    for e in "${engine_list[@]}"; do is_loopback "${e%:*}" || rmi_host=""; done
+  fi
+fi
+
 # ------------------------------------------------------------ load-generator hygiene
 soft="$(ulimit -n)" hard="$(ulimit -Hn)"
 if [[ "$soft" != unlimited ]] && (( soft < 65536 )); then
@@ -166,7 +205,6 @@ export JMETER="$jmeter_cmd"
 jmeter_desc="JMeter $([[ $(readlink -f "$jmeter_cmd") == "$PERF_DIR"/.jmeter/* ]] && echo "5.6.3 (provisioned, perf/.jmeter)" || echo "from $jmeter_cmd")"
 
 # ------------------------------------------------------------ target
-is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
 if [[ -n "$url" ]]; then
   [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]] || die 2 "--url must look like http://host:port"
   protocol="${BASH_REMATCH[1]}" host="${BASH_REMATCH[2]}" port="${BASH_REMATCH[4]:-}"
@@ -406,6 +444,7 @@ jmeter=$jmeter_desc
 heap=$heap
 started_utc=$stamp
 mgmt_url=$mgmt_url
+engines=$engines
 evict_pattern=$([[ $mode == pull-through && ${evict:-0} == 1 ]] && echo "$evict_pattern")
 evicted=$evicted_desc
 command=$0 $orig_args
@@ -454,6 +493,81 @@ proc_ticks() { # comma-separated pids -> their user+system ticks
   echo "$t"
 }
 machine_ticks() { awk '/^cpu /{print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+iowait_ticks() { awk '/^cpu /{print $6}' /proc/stat; }
+
+# The engines' side of a run with --engines: the JMeter arguments (the plan's properties as -G, sent to
+# every engine; -R the engines), and for engines on this machine their pid (whoever listens on the
+# RMI port), CPU ticks and RSS every 2 s (engines/samples.tsv) and the slice of their log written
+# during the run (jmeter.sh --server's perf/.engines/<port>/jmeter-server.log).
+jm_args=("${jprops[@]}" "${extra[@]}")
+engine_pids=() engine_logs=() engine_offsets=() engine_t0=() esampler_pid=""
+engines_start() {
+  [[ -n "$engines" ]] || return 0
+  local e h p pid a n=${#engine_list[@]}
+  jm_args=(-R "$engines" "${rmi_props[@]}" -G"$PERF_DIR/jmeter/run.properties")
+  for a in "${jprops[@]}" "${extra[@]}"; do jm_args+=("-G${a#-J}"); done
+  jm_args+=(-Gthreads=$((threads / n)))
+  mkdir -p "$run/engines"
+  for e in "${engine_list[@]}"; do
+    h=${e%:*} p=${e##*:} pid=""
+    if is_loopback "${h//[\[\]]/}"; then
+      pid="$(ss -Hltnp "sport = :$p" 2>/dev/null | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2 || true)"
+      [[ -n "$pid" ]] || log "warning: nothing listens on $e on this machine: is the engine up (jmeter.sh --server --port $p)?"
+    fi
+    engine_pids+=("$pid")
+    engine_t0+=("$(proc_ticks "$pid")")
+    local lf="$PERF_DIR/.engines/$p/jmeter-server.log"
+    [[ -n "$pid" && -f "$lf" ]] || lf=""
+    engine_logs+=("$lf")
+    engine_offsets+=("$([[ -n "$lf" ]] && stat -c %s "$lf" || echo 0)")
+  done
+  (
+    printf 'utc\tengine\tcpu_ticks\trss_kib\n'
+    end=$((SECONDS + duration + 660))
+    while (( SECONDS < end )); do
+      for i in "${!engine_list[@]}"; do
+        pid=${engine_pids[$i]}
+        [[ -n "$pid" && -r "/proc/$pid/status" ]] || continue
+        printf '%s\t%s\t%s\t%s\n' "$(date -u +%H:%M:%S)" "${engine_list[$i]}" "$(proc_ticks "$pid")" \
+          "$(awk '/^VmRSS:/{print $2}' "/proc/$pid/status")"
+      done
+      sleep 2
+    done
+  ) >"$run/engines/samples.tsv" &
+  esampler_pid=$!
+}
+engines_stop() {
+  [[ -n "$esampler_pid" ]] || return 0
+  kill "$esampler_pid" 2>/dev/null || true; wait "$esampler_pid" 2>/dev/null || true
+  local i pid t1 rss lf total=0
+  engine_t1=()
+  for i in "${!engine_list[@]}"; do engine_t1+=("$(proc_ticks "${engine_pids[$i]}")"); done
+}
+# after cpu.env: engines/engines.tsv (one row an engine), engines_s (this machine's engines) in cpu.env
+engines_report() {
+  local i pid e wall lf safe total=0
+  wall="$(awk -F= '/^wall_s=/{print $2}' "$run/cpu.env")"
+  printf 'engine\tlocal\tpid\tcpu_s\tcpu_pct\trss_max_mib\trss_end_mib\tlog\n' >"$run/engines/engines.tsv"
+  for i in "${!engine_list[@]}"; do
+    e=${engine_list[$i]} pid=${engine_pids[$i]} safe=${e//[:\[\]]/_}
+    lf=""
+    if [[ -n "${engine_logs[$i]}" ]]; then
+      tail -c +$((engine_offsets[$i] + 1)) "${engine_logs[$i]}" >"$run/engines/$safe.log" && lf="$safe.log"
+    fi
+    if [[ -n "$pid" ]]; then
+      awk -F'\t' -v e="$e" -v t0="${engine_t0[$i]}" -v t1="${engine_t1[$i]}" -v tck="$tck" -v wall="$wall" \
+          -v cores="$(nproc)" -v pid="$pid" -v lf="$lf" '
+        $2 == e { if ($4 > m) m = $4; last = $4 }
+        END { s = (t1 - t0) / tck
+              printf "%s\tyes\t%s\t%.2f\t%.1f\t%.1f\t%.1f\t%s\n", e, pid, s, 100 * s / (wall * cores), m / 1024, last / 1024, lf }' \
+        "$run/engines/samples.tsv" >>"$run/engines/engines.tsv"
+      total=$(( total + engine_t1[$i] - engine_t0[$i] ))
+    else  # another machine's (or nothing listened here): no figures
+      printf '%s\t%s\t\t\t\t\t\t\n' "$e" "$(is_loopback "${e%:*}" && echo yes || echo no)" >>"$run/engines/engines.tsv"
+    fi
+  done
+  awk -v t="$total" -v tck="$tck" 'BEGIN { printf "engines_s=%.2f\n", t / tck }' >>"$run/cpu.env"
+}
 # `times` must run in this shell (not in a $(...) subshell) to see this shell's children
 child_secs() { tail -1 "$1" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); s += a[1] * 60 + a[2] } print s }'; }
 cache_pid="" registry_pid="" proxy_pids="" dockerd_pid=""
@@ -464,7 +578,7 @@ fi
 [[ $target == url ]] && cache_pid=""        # --upstream-logs: the stack's own cache is not the target
 times >"$run/.times0"
 cpu0_cache=$(proc_ticks "$cache_pid") cpu0_reg=$(proc_ticks "$registry_pid") cpu0_all=$(machine_ticks) cpu0_jm=$(child_secs "$run/.times0")
-cpu0_px=$(proc_ticks "$proxy_pids") cpu0_dd=$(proc_ticks "$dockerd_pid")
+cpu0_px=$(proc_ticks "$proxy_pids") cpu0_dd=$(proc_ticks "$dockerd_pid") io0=$(iowait_ticks)
 wall0=$(date +%s.%N)
 
 # the cache's totals before, during (every 2 s, cache-samples.tsv) and after the run: stored bytes
@@ -475,7 +589,7 @@ if [[ -n "$mgmt_url" && $target != registry ]]; then
   if [[ -s "$run/cache-before.json" ]]; then
     (
       printf 'utc\tstored_bytes\tblobs\tmanifests\tdownloads_in_flight\tmax_bytes\n'
-      end=$((SECONDS + duration + 60))
+      end=$((SECONDS + duration + 630))   # as long as JMeter may run (timeout below)
       while (( SECONDS < end )); do
         curl -sf -m 5 "${ADMIN_AUTH[@]}" "$mgmt_url/actuator/cache" | python3 -c 'import json, sys, time
 d = json.load(sys.stdin); b = d.get("budget") or {}
@@ -488,32 +602,37 @@ print("\t".join(str(x) for x in (time.strftime("%H:%M:%S", time.gmtime()), d.get
   fi
 fi
 
-log "JMeter: $threads threads, $([[ -n "$steady" ]] && echo "${warmup}s warm-up (discarded) + ${steady}s measured" || echo "$loops loops"), ramp-up ${rampup}s, timeout ${timeout_ms}ms, $mode, $target_desc ($form)"
+engines_start
+log "JMeter: $threads threads$([[ -n $engines ]] && echo " on ${#engine_list[@]} engines ($engines)"), $([[ -n "$steady" ]] && echo "${warmup}s warm-up (discarded) + ${steady}s measured" || echo "$loops loops"), ramp-up ${rampup}s, timeout ${timeout_ms}ms, $mode, $target_desc ($form)"
 set +e
+JVM_ARGS="${rmi_host:+-Djava.rmi.server.hostname=$rmi_host }${JVM_ARGS:-}" \
 HEAP="-Xms$heap -Xmx$heap -XX:MaxMetaspaceSize=256m" timeout --kill-after=30 $((duration + 600)) \
   "$JM" -n -t "$plan" -q "$PERF_DIR/jmeter/run.properties" \
   -l "$run/results.csv" -j "$run/jmeter.log" \
-  "${jprops[@]}" "${extra[@]}" 2>&1 | grep --line-buffered -v 'StatusConsoleListener' | tee "$run/output"
+  "${jm_args[@]}" 2>&1 | grep --line-buffered -v 'StatusConsoleListener' | tee "$run/output"
 jm_rc=${PIPESTATUS[0]}
 set -e
+engines_stop
 
 wall1=$(date +%s.%N)
-if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null; wait "$sampler_pid" 2>/dev/null || true; fi
+if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
 times >"$run/.times1"
 cpu1_cache=$(proc_ticks "$cache_pid") cpu1_reg=$(proc_ticks "$registry_pid") cpu1_all=$(machine_ticks) cpu1_jm=$(child_secs "$run/.times1")
-cpu1_px=$(proc_ticks "$proxy_pids") cpu1_dd=$(proc_ticks "$dockerd_pid")
+cpu1_px=$(proc_ticks "$proxy_pids") cpu1_dd=$(proc_ticks "$dockerd_pid") io1=$(iowait_ticks)
 rm -f "$run/.times0" "$run/.times1"
 awk -v w0="$wall0" -v w1="$wall1" -v tck="$tck" -v cores="$(nproc)" \
     -v c0="$cpu0_cache" -v c1="$cpu1_cache" -v r0="$cpu0_reg" -v r1="$cpu1_reg" \
     -v a0="$cpu0_all" -v a1="$cpu1_all" -v j0="$cpu0_jm" -v j1="$cpu1_jm" \
     -v p0="$cpu0_px" -v p1="$cpu1_px" -v d0="$cpu0_dd" -v d1="$cpu1_dd" \
-    -v hc="${cache_pid:+1}" -v hr="${registry_pid:+1}" -v hp="${proxy_pids:+1}" -v hd="${dockerd_pid:+1}" 'BEGIN {
+    -v io0="$io0" -v io1="$io1" -v hc="${cache_pid:+1}" -v hr="${registry_pid:+1}" -v hp="${proxy_pids:+1}" -v hd="${dockerd_pid:+1}" 'BEGIN {
   printf "wall_s=%.2f\ncores=%d\nmachine_busy_s=%.2f\njmeter_s=%.2f\n", w1 - w0, cores, (a1 - a0) / tck, j1 - j0
   if (hc) printf "cache_s=%.2f\n", (c1 - c0) / tck
   if (hr) printf "registry_s=%.2f\n", (r1 - r0) / tck
   if (hp) printf "docker_proxy_s=%.2f\n", (p1 - p0) / tck
   if (hd) printf "dockerd_s=%.2f\n", (d1 - d0) / tck
+  printf "iowait_s=%.2f\n", (io1 - io0) / tck
 }' >"$run/cpu.env"
+if [[ -n "$engines" ]]; then engines_report; fi
 printf 'loadavg_before=%s\nloadavg_after=%s\n' "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" >>"$run/cpu.env"
 
 sleep 1

@@ -2,7 +2,8 @@
 # CI smoke of the perf pack: a few threads, a few loops, against registry-cache with registry:2
 # behind it (both modes and two request forms), once straight against registry:2, and once through
 # a bearer-token front (token-proxy.py) to keep the plan's auth flow honest; then the scenarios
-# (rollout through compare.sh against registry-cache and a distribution proxy, large, mix) tiny.
+# (rollout through compare.sh against registry-cache and a distribution proxy, large, mix) tiny;
+# and once on two JMeter remote engines on loopback (jmeter.sh --server, RMI over SSL with the generated keystore).
 #
 #   perf/scripts/smoke.sh [--no-build] [--keep-stack]
 #
@@ -26,7 +27,7 @@ parse_options "--no-build:build=0 --keep-stack:keep=1" "$@"
 t0=$SECONDS
 runs="$PERF_DIR/runs/smoke-$(date -u +%Y%m%dT%H%M%SZ)"
 failures=0 passed=0
-tp_pid=""
+tp_pid="" engine_pids=()
 fail() { log "FAIL: $*"; failures=$((failures + 1)); }
 ok() { log "ok: $*"; passed=$((passed + 1)); }
 
@@ -44,6 +45,7 @@ tp_port="${PERF_TOKEN_PROXY_PORT:-$p5}"
 
 cleanup() {
   [[ -n "$tp_pid" ]] && kill "$tp_pid" 2>/dev/null
+  for p in "${engine_pids[@]}"; do kill "$p" 2>/dev/null; done
   if [[ $keep == 0 ]]; then "$SCRIPTS/stack.sh" down --purge >/dev/null 2>&1; rm -rf "$PERF_DATA_DIR"; fi
 }
 trap cleanup EXIT
@@ -76,6 +78,15 @@ if ! "$SCRIPTS/stack.sh" up "${up_args[@]}"; then
 fi
 ok "stack up ($STACK_MODE, $((SECONDS - t0)) s)"
 
+# two JMeter remote engines on loopback for step 6, started now so their start-up overlaps the runs
+read -r e1 e1l e2 e2l _ <<<"$(free_ports)"
+for ep in "$e1:$e1l" "$e2:$e2l"; do
+  mkdir -p "$PERF_DIR/.engines/${ep%:*}"
+  HEAP="-Xms128m -Xmx256m" "$SCRIPTS/jmeter.sh" --server --port "${ep%:*}" --local-port "${ep#*:}" \
+    >"$PERF_DIR/.engines/${ep%:*}/console.out" 2>&1 &
+  engine_pids+=($!)
+done
+
 expected=(output results.csv report/index.html registry-cache.logs registry.logs metrics-before.prom metrics-after.prom summary.md)
 check_run() { # what dir metrics-pattern
   local what=$1 dir=$2 pattern=$3 missing=()
@@ -98,6 +109,8 @@ check_run() { # what dir metrics-pattern
     grep -qF -e "\`$f\`" -e "\`${f%%.*}.*\`" "$PERF_DIR/README.md" || undocumented+=("$f")
   done
   if ((${#undocumented[@]})); then fail "$what: not in perf/README.md's run-folder table: ${undocumented[*]}"; return; fi
+  tail -1 "$dir/summary.md" | grep -qE '^Verdict: (load generator saturated|target saturated|upstream saturated|network/disk|none) - ' \
+    || { fail "$what: summary.md does not end with a verdict line: $(tail -1 "$dir/summary.md")"; return; }
   ok "$what: $rows samples, 0 errors ($(basename "$dir"))"
 }
 
@@ -170,6 +183,28 @@ if [[ -f "$runs/registry-bearer/results.csv" ]] && ! grep -q ',token,200,' "$run
   fail "registry-bearer: no successful token request in results.csv"
 fi
 kill "$tp_pid" 2>/dev/null; tp_pid=""
+# 6. the plan on two JMeter remote engines (RMI over SSL, loopback): samples of both back in
+#    results.csv, each engine's CPU, RSS and log in engines/
+two_engines() {
+  local ep i n=0
+  for ep in "$e1" "$e2"; do
+    for ((i = 0; i < 240; i++)); do ss -Hltn "sport = :$ep" | grep -q . && break; sleep 0.5; done
+  done
+  run two-engines 'registry_cache_requests_total' -c 4 -t 5000 -r 0 -l 2 -m cached --no-stack --no-warm \
+    --engines "127.0.0.1:$e1,127.0.0.1:$e2"
+  local dir="$runs/two-engines"
+  [[ -f "$dir/summary.json" ]] || return
+  for ep in "$e1" "$e2"; do
+    grep -q ",127.0.0.1:$ep-" "$dir/results.csv" || { fail "two-engines: no sample of engine 127.0.0.1:$ep in results.csv"; continue; }
+    [[ -s "$dir/engines/127.0.0.1_$ep.log" ]] || { fail "two-engines: no log of engine $ep in engines/"; continue; }
+    awk -F'\t' -v e="127.0.0.1:$ep" '$1 == e && $2 == "yes" && $4 > 0 && $6 > 0 { f = 1 } END { exit !f }' "$dir/engines/engines.tsv" \
+      || { fail "two-engines: engines.tsv has no CPU and RSS of 127.0.0.1:$ep"; continue; }
+    n=$((n + 1))
+  done
+  (( n == 2 )) && grep -q '^JMeter remote engines (2;' "$dir/summary.md" \
+    && ok "two-engines: both engines' samples, CPU, RSS and logs in the run folder and summary.md"
+}
+two_engines
 
 # 6. the scenarios of issue 27 at a tiny size: rollout through compare.sh (registry-cache and a
 #    distribution proxy, the same image), a cold large-layer pass, a Zipf mix with never-seen images

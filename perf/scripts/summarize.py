@@ -23,6 +23,7 @@ import collections
 import csv
 import json
 import os
+import re
 import sys
 
 TRANSACTION_MARK = "Number of samples in transaction"
@@ -185,9 +186,10 @@ def read_cpu(path):
         except ValueError:
             c[k] = v
     cap = max(0.001, c.get("wall_s", 0) * c.get("cores", 1))
-    known = sum(c.get(k, 0) for k in ("jmeter_s", "cache_s", "registry_s", "docker_proxy_s", "dockerd_s"))
+    known = sum(c.get(k, 0) for k in ("jmeter_s", "engines_s", "cache_s", "registry_s", "docker_proxy_s", "dockerd_s"))
     c["other_s"] = round(max(0.0, c.get("machine_busy_s", 0) - known), 2)
-    for k in ("machine_busy_s", "jmeter_s", "cache_s", "registry_s", "docker_proxy_s", "dockerd_s", "other_s"):
+    for k in ("machine_busy_s", "iowait_s", "jmeter_s", "engines_s", "cache_s", "registry_s", "docker_proxy_s",
+              "dockerd_s", "other_s"):
         if k in c:
             c[k.replace("_s", "_pct")] = round(100.0 * c[k] / cap, 1)
     return c
@@ -196,6 +198,7 @@ def read_cpu(path):
 def cpu_text(c):
     parts = [f"{name} {c[k + '_s']:.1f} ({c[k + '_pct']:.0f}%)" for k, name in
              (("cache", "registry-cache"), ("registry", "registry:2"), ("jmeter", "JMeter"),
+              ("engines", "JMeter engines on this machine"),
               ("docker_proxy", "docker-proxy"), ("dockerd", "dockerd"), ("other", "everything else"))
              if k + "_s" in c]
     return (f"CPU during the JMeter run, in core-seconds of {c['wall_s'] * c['cores']:.1f} available "
@@ -204,6 +207,117 @@ def cpu_text(c):
             f". Load average before {c.get('loadavg_before', '?')}, after {c.get('loadavg_after', '?')}.")
 
 
+# What limited a run (verdict()): thresholds in % of the cores the process could use over the run's
+# wall time. perf/README.md ("What limited the run") documents them; test_verdict.py pins them.
+LOADGEN_PCT = 90      # JMeter (the local one plus the engines on this machine, or one remote engine)
+MACHINE_BUSY_PCT = 95  # the load machine as a whole (user+system+irq+steal), when JMeter runs on it
+TARGET_PCT = 85       # the target (registry-cache, or registry:2 when it is the target)
+UPSTREAM_PCT = 85     # registry:2 behind the cache
+IOWAIT_PCT = 20       # cores idle waiting for disk I/O
+NETWORK_ERROR_PCT = 1  # failed requests refused, reset or broken while no process was near its capacity
+NETWORK_REASONS = ("connection refused", "connection reset", "broken pipe", "no response (connection closed)")
+
+
+def verdict(cpu, engines=None, errors=None):
+    """What limited the run, from the CPU split of run.sh (cpu.env, read_cpu) and the engines' figures.
+
+    cpu: read_cpu()'s dict (``*_pct`` are % of the machine's cores over the run) or None;
+    engines: [{"engine": "host:port", "local": bool, "cpu_pct": % of the engine machine's cores or
+    None when not recorded}], the JMeter remote engines (empty or None: JMeter ran in run.sh itself);
+    errors: {"error_pct": % of requests failed, "error_reasons": {reason: count}} or None.
+    Returns (kind, text): kind is one of "load generator saturated", "target saturated",
+    "upstream saturated", "network/disk", "none", "unknown" (no CPU figures); text says why, with the
+    figures. The first rule that holds wins, in this order: load generator (its figures would
+    otherwise be a measure of JMeter), target, upstream, network/disk, none."""
+    engines = engines or []
+    if not cpu:
+        return "unknown", "no CPU figures (cpu.env) for this run"
+    g = lambda k: cpu.get(k + "_pct")  # noqa: E731
+    local_engines = [e for e in engines if e.get("local")]
+    jm_here = (g("jmeter") or 0.0) + sum(e.get("cpu_pct") or 0.0 for e in local_engines)
+    loadgen_here = not engines or bool(local_engines)
+    busy = g("machine_busy") or 0.0
+    figures = f"machine busy {busy:.0f}%, JMeter {jm_here:.0f}% here"
+    hot_engine = [e for e in engines if not e.get("local") and (e.get("cpu_pct") or 0.0) >= LOADGEN_PCT]
+    if jm_here >= LOADGEN_PCT:
+        return "load generator saturated", f"JMeter used {jm_here:.0f}% of this machine's cores (>= {LOADGEN_PCT}%)"
+    if hot_engine:
+        e = hot_engine[0]
+        return "load generator saturated", f"engine {e['engine']} used {e['cpu_pct']:.0f}% of its cores (>= {LOADGEN_PCT}%)"
+    if loadgen_here and busy >= MACHINE_BUSY_PCT:
+        return "load generator saturated", (f"the machine JMeter runs on was {busy:.0f}% busy (>= {MACHINE_BUSY_PCT}%): "
+                                            f"JMeter could not get more CPU ({figures})")
+    target_key = "cache" if "cache_pct" in cpu else "registry"
+    target_name = "registry-cache" if target_key == "cache" else "registry:2"
+    if g(target_key) is not None and g(target_key) >= TARGET_PCT:
+        return "target saturated", f"{target_name} used {g(target_key):.0f}% of the cores (>= {TARGET_PCT}%; {figures})"
+    if target_key == "cache" and g("registry") is not None and g("registry") >= UPSTREAM_PCT:
+        return "upstream saturated", f"registry:2 (upstream) used {g('registry'):.0f}% of the cores (>= {UPSTREAM_PCT}%; {figures})"
+    if (g("iowait") or 0.0) >= IOWAIT_PCT:
+        return "network/disk", f"{g('iowait'):.0f}% of the cores waited for disk I/O (>= {IOWAIT_PCT}%; {figures})"
+    if errors:
+        net = sum(v for k, v in (errors.get("error_reasons") or {}).items() if k in NETWORK_REASONS)
+        total = sum((errors.get("error_reasons") or {}).values())
+        pct = (errors.get("error_pct") or 0.0) * (net / total if total else 0.0)
+        if pct >= NETWORK_ERROR_PCT:
+            return "network/disk", (f"{pct:.1f}% of requests were refused, reset or cut off while no process was near "
+                                    f"its capacity (>= {NETWORK_ERROR_PCT}%; {figures})")
+    unrec = [e["engine"] for e in engines if e.get("cpu_pct") is None]
+    return "none", ("nothing near its capacity (" + figures
+                    + (f", {target_name} {g(target_key):.0f}%" if g(target_key) is not None else "")
+                    + (f"; CPU of engine(s) {', '.join(unrec)} not recorded" if unrec else "")
+                    + "): the figures are the target's at this concurrency")
+
+
+def verdict_line(kind, text):
+    return f"Verdict: {kind} - {text}."
+
+
+def read_engines(run_dir):
+    """engines/engines.tsv of run.sh --engines: [{engine, local, pid, cpu_s, cpu_pct, rss_max_mib,
+    rss_end_mib}] (numbers None when not recorded); [] without engines."""
+    path = os.path.join(run_dir, "engines", "engines.tsv")
+    if not os.path.isfile(path):
+        return []
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            e = {"engine": r.get("engine", "?"), "local": r.get("local") == "yes", "pid": r.get("pid") or None}
+            for k in ("cpu_s", "cpu_pct", "rss_max_mib", "rss_end_mib"):
+                try:
+                    e[k] = float(r.get(k) or "")
+                except ValueError:
+                    e[k] = None
+            out.append(e)
+    return out
+
+
+def engine_counts(results_csv, transaction_label="pull image"):
+    """{engine "host:port": {"requests": n, "images": n, "images_failed": n}} from results.csv's thread
+    names: JMeter's remote engines prefix them with their own host:port ("127.0.0.1:1099-pullers 1-1")."""
+    out = collections.defaultdict(lambda: {"requests": 0, "images": 0, "images_failed": 0})
+    with open(results_csv, newline="", encoding="utf-8", errors="replace") as f:
+        for row in csv.DictReader(f):
+            m = re.match(r"^(\S+:\d+)-", row.get("threadName") or "")
+            if not m:
+                continue
+            c = out[m.group(1)]
+            if row.get("label") == transaction_label or (row.get("responseMessage") or "").startswith(TRANSACTION_MARK):
+                c["images"] += 1
+                c["images_failed"] += (row.get("success") or "").lower() != "true"
+            else:
+                c["requests"] += 1
+    return dict(out)
+
+
+def engines_text(engines):
+    def f(v, unit=""):
+        return "n/a" if v is None else f"{v:.1f}{unit}"
+    parts = [f"{e['engine']} ({'this machine' if e['local'] else 'another machine'}): "
+             + (f"{e['images']} images ({e['images_failed']} failed), {e['requests']} requests; " if "images" in e else "")
+             + f"CPU {f(e['cpu_s'])} core-s ({f(e['cpu_pct'], '%')}), RSS max {f(e['rss_max_mib'])} MiB" for e in engines]
+    return (f"JMeter remote engines ({len(engines)}; the samples above are theirs, sent back to this controller): "
+            + "; ".join(parts) + ". Logs and samples in engines/.")
 def scenario_section(run_dir, scenario, cache):
     """The figures of a rollout, large or mix run (scenario.py) and their lines for summary.md; ({}, [])
     for the plain pull scenario."""
@@ -295,6 +409,13 @@ def main():
                                           "images", "plan", "jmeter", "name")}
     s["cache"] = cache_delta(a.run_dir)
     s["cpu"] = read_cpu(a.cpu) if a.cpu else None
+    s["engines"] = read_engines(a.run_dir)
+    if s["engines"]:
+        counts = engine_counts(path, a.transaction_label)
+        for e in s["engines"]:
+            e.update(counts.get(e["engine"], {"requests": 0, "images": 0, "images_failed": 0}))
+    kind, why = verdict(s["cpu"], s["engines"], s)
+    s["verdict"] = {"kind": kind, "text": why}
     s["scenario"] = a.scenario
     scen, scen_lines = scenario_section(a.run_dir, a.scenario, s["cache"])
     s.update(scen)
@@ -323,6 +444,8 @@ def main():
                   ("; ".join(f"{k} {v:g}" for k, v in c.items()) or "no registry_cache_ counters moved") + ".", ""]
     if s.get("cpu"):
         lines += [cpu_text(s["cpu"]), ""]
+    if s["engines"]:
+        lines += [engines_text(s["engines"]), ""]
     lines += scen_lines
     lines += [
         "Per request kind:",
@@ -343,7 +466,7 @@ def main():
               "the measured seconds (\"30s\") for a timed one. requests/s counts every HTTP request; latencies "
               "are per HTTP request, in ms; errors are failed HTTP requests. The HTML report's `pull image` "
               "throughput is JMeter's own figure (every transaction, failed ones too, over JMeter's time window "
-              "for that label): it is not images/s.", ""]
+              "for that label): it is not images/s.", "", verdict_line(kind, why), ""]
     with open(os.path.join(a.run_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines))
     print(table_row(params, s))

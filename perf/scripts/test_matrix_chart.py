@@ -41,3 +41,24 @@ def test_chart_of_one_point_has_integer_ticks(tmp_path, monkeypatch):
     for ax in figs[0].axes:
         assert list(ax.get_xticks()) == [1]
         assert ax.get_xlim() == (0, 2)
+
+
+def test_points_of_a_saturated_load_generator_are_circled(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    cols = COLUMNS + ["verdict"]
+    with open(tmp_path / "matrix.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, cols)
+        w.writeheader()
+        for threads, ips, verdict in (("10", "50", "none"), ("180", "60", "load generator saturated")):
+            w.writerow({c: "" for c in cols} | {"target": "cache", "mode": "cached", "timeout": "1000", "loops": "30s",
+                                                "threads": threads, "images_per_s": ips, "p90_ms": "40",
+                                                "verdict": verdict})
+    figs = []
+    monkeypatch.setattr(plt.Figure, "savefig", lambda self, *a, **k: figs.append(self))
+    monkeypatch.setattr(sys, "argv", ["matrix_chart.py", str(tmp_path)])
+    assert main() == 0
+    ax1 = figs[0].axes[0]
+    circled = [c for c in ax1.collections if c.get_label() == "load generator saturated"]
+    assert len(circled) == 1 and circled[0].get_offsets().tolist() == [[180.0, 60.0]]

@@ -47,3 +47,29 @@ def test_unwarmed_rows_are_marked(tmp_path):
     with open(tmp_path / "matrix.csv") as f:
         warm = {(r["mode"], r["loops"]): r["warm"] for r in csv.DictReader(f)}
     assert warm == {("cached", "30s"): "yes", ("cached", "20"): "cache only", ("pull-through", "20"): "no"}
+
+
+def test_each_row_carries_its_verdict_and_a_saturated_load_generator_is_marked(tmp_path):
+    tsv = []
+    for name, kind in (("a", "load generator saturated"), ("b", "none"), ("c", None)):
+        (tmp_path / name).mkdir()
+        s = summary("warm: yes - measured", 100.0)
+        if kind:
+            s["summary"]["verdict"] = {"kind": kind, "text": "why"}
+        (tmp_path / name / "summary.json").write_text(json.dumps(s))
+        tsv.append("\t".join(["cache", "cached", {"a": "180", "b": "10", "c": "50"}[name], "1000", "30s", "2", "0", name]))
+    (tmp_path / "runs.tsv").write_text("\n".join(tsv) + "\n")
+    subprocess.run([sys.executable, os.path.join(HERE, "matrix_report.py"), str(tmp_path), str(tmp_path / "runs.tsv")],
+                   check=True)
+    md = (tmp_path / "matrix.md").read_text().splitlines()
+    cols = [c.strip() for c in next(line for line in md if line.startswith("| target | mode | threads")).strip("|").split("|")]
+    i = cols.index("limited by")
+    got = {}
+    for line in md:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| cache |") and len(cells) == len(cols):
+            got[cells[2]] = cells[i]
+    assert got == {"180": "**load generator saturated**", "10": "none", "50": ""}
+    with open(tmp_path / "matrix.csv") as f:
+        assert {r["threads"]: r["verdict"] for r in csv.DictReader(f)} == \
+            {"180": "load generator saturated", "10": "none", "50": ""}
