@@ -39,8 +39,22 @@ public final class GoTools {
     };
   }
 
+  /**
+   * Where {@code .ci/go-tools.sh} marks a tool it is building ({@code <dir>/<name>}, removed when
+   * the build ends): CI builds jaeger while the tests run.
+   */
+  static final Path BUILDING = Path.of(System.getenv().getOrDefault("GO_TOOLS_BUILDING", "/tmp/go-tools-building"));
+
   /** The tool, or a skipped test (locally) / a failed one (under CI). */
   public static Path require(String name) {
+    Path building = BUILDING.resolve(name);
+    if (Files.exists(building)) {
+      System.out.println(name + " is being built (" + building + "); waiting for it, 45 min at most");
+      org.awaitility.Awaitility.await(name + "'s build (.ci/go-tools.sh) to end")
+          .atMost(java.time.Duration.ofMinutes(45))
+          .pollInterval(java.time.Duration.ofSeconds(5))
+          .until(() -> !Files.exists(building));
+    }
     Optional<Path> tool = find(name);
     if (tool.isEmpty() && System.getenv("CI") != null) {
       throw new AssertionError(name + " is not installed, and CI is set: .ci/run must install it");
