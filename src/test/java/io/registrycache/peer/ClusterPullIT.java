@@ -10,6 +10,7 @@ import io.registrycache.cluster.PeerMetrics.FallbackReason;
 import io.registrycache.cluster.PeerMetrics.Outcome;
 import io.registrycache.cluster.PeerMetrics.SuspicionReason;
 import io.registrycache.cluster.RendezvousHashing;
+import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
@@ -60,7 +61,7 @@ class ClusterPullIT {
 
   @BeforeAll
   static void startReplicas() throws IOException {
-    List<Integer> ports = freePorts(REPLICAS);
+    List<Integer> ports = FreePorts.take(REPLICAS);
     ports.forEach(p -> members.add(new Member("127.0.0.1", p)));
     String peers = members.stream().map(Member::id).collect(Collectors.joining(","));
     for (int i = 0; i < REPLICAS; i++) {
@@ -330,19 +331,6 @@ class ClusterPullIT {
     return HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
   }
 
-  static List<Integer> freePorts(int n) throws IOException {
-    List<ServerSocket> sockets = new ArrayList<>();
-    try {
-      for (int i = 0; i < n; i++) {
-        sockets.add(new ServerSocket(0));
-      }
-      return sockets.stream().map(ServerSocket::getLocalPort).toList();
-    } finally {
-      for (ServerSocket s : sockets) {
-        s.close();
-      }
-    }
-  }
 
   static void await(CountDownLatch latch) {
     try {

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.registrycache.cluster.Member;
 import io.registrycache.cluster.RendezvousHashing;
+import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.ManualCache;
@@ -64,7 +65,7 @@ class TracingIT {
   @BeforeAll
   static void start() throws Exception {
     Path binary = GoTools.require("jaeger");
-    List<Integer> ports = freePorts(5);
+    List<Integer> ports = FreePorts.take(5);
     int otlp = ports.get(0);
     query = "http://127.0.0.1:" + ports.get(1);
     // Jaeger v2 (an OpenTelemetry Collector): OTLP/HTTP in, memory storage, the query API; every port free.
@@ -303,17 +304,4 @@ class TracingIT {
     return TestImages.withLayers(repository, "v1", layers.toArray(byte[][]::new));
   }
 
-  static List<Integer> freePorts(int n) throws IOException {
-    List<ServerSocket> sockets = new ArrayList<>();
-    try {
-      for (int i = 0; i < n; i++) {
-        sockets.add(new ServerSocket(0));
-      }
-      return sockets.stream().map(ServerSocket::getLocalPort).toList();
-    } finally {
-      for (ServerSocket s : sockets) {
-        s.close();
-      }
-    }
-  }
 }

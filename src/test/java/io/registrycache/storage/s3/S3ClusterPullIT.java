@@ -6,6 +6,7 @@ import io.registrycache.cluster.ClusterMembership;
 import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestFiles;
@@ -59,7 +60,7 @@ class S3ClusterPullIT {
         .build()) {
       admin.createBucket(b -> b.bucket(BUCKET)).join();
     }
-    List<Integer> ports = freePorts(REPLICAS);
+    List<Integer> ports = FreePorts.take(REPLICAS);
     String peers = ports.stream().map(p -> "127.0.0.1:" + p).collect(Collectors.joining(","));
     for (int i = 0; i < REPLICAS; i++) {
       replicas.add(ManualCache.start(
@@ -216,17 +217,4 @@ class S3ClusterPullIT {
         .sum();
   }
 
-  static List<Integer> freePorts(int n) throws IOException {
-    List<ServerSocket> sockets = new ArrayList<>();
-    try {
-      for (int i = 0; i < n; i++) {
-        sockets.add(new ServerSocket(0));
-      }
-      return sockets.stream().map(ServerSocket::getLocalPort).toList();
-    } finally {
-      for (ServerSocket s : sockets) {
-        s.close();
-      }
-    }
-  }
 }
