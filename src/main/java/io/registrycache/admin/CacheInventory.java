@@ -3,6 +3,7 @@ package io.registrycache.admin;
 import com.google.re2j.Pattern;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.ManifestContent;
+import io.registrycache.storage.BlobIndex;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.TagRef;
@@ -152,7 +153,7 @@ public class CacheInventory {
       manifests.content(m).ifPresent(c -> c.referencedDigests().forEach(r -> refCount.merge(r, 1, Integer::sum)));
     }
     List<BlobView> out = new ArrayList<>();
-    for (BlobStore.BlobInfo b : blobs.list()) {
+    for (BlobIndex.BlobInfo b : blobs.list()) {
       if (filter == null || filter.matcher(b.digest().toString()).find()) {
         out.add(new BlobView(b.digest(), b.size(), refCount.getOrDefault(b.digest(), 0), b.lastPulled(), b.created()));
       }

@@ -7,6 +7,7 @@ import io.registrycache.config.BlobsProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentVerificationException;
+import io.registrycache.storage.ContentWriter;
 import io.registrycache.tracing.PullSpan;
 import io.registrycache.upstream.UpstreamBlob;
 import java.io.IOException;
@@ -92,7 +93,7 @@ public final class BlobDownload {
      *
      * @param offset the first byte wanted: 0, or where a transfer that broke off resumes
      * @param ownerGaveUp to call when bytes meant to come from the owner replica come from the
-     *     upstream instead ({@link BlobStore.Writer#ownerGaveUp})
+     *     upstream instead ({@link ContentWriter#ownerGaveUp})
      * @return the whole blob's size (-1 when unknown) and the body from {@code offset}, unverified
      */
     Mono<UpstreamBlob> open(long offset, Runnable ownerGaveUp);
@@ -109,7 +110,7 @@ public final class BlobDownload {
 
   private final Digest digest;
   private final String description;
-  private final Callable<BlobStore.Writer> newWriter;
+  private final Callable<ContentWriter> newWriter;
   private final Source source;
   private final Scheduler scheduler;
   private final Duration orphanTimeout;
@@ -140,7 +141,7 @@ public final class BlobDownload {
   private volatile long written;
   private volatile long expectedSize = -1;
   private volatile Throwable failure;
-  private volatile BlobStore.Writer writer;
+  private volatile ContentWriter writer;
 
   private final Sinks.One<Long> sizeSink = Sinks.one();
   private final Sinks.One<Long> completion = Sinks.one();
@@ -164,7 +165,7 @@ public final class BlobDownload {
   BlobDownload(
       Digest digest,
       String description,
-      Callable<BlobStore.Writer> newWriter,
+      Callable<ContentWriter> newWriter,
       Source source,
       Scheduler scheduler,
       BlobsProperties settings) {
@@ -262,7 +263,7 @@ public final class BlobDownload {
   }
 
   private void ownerGaveUp() {
-    BlobStore.Writer w = writer;
+    ContentWriter w = writer;
     if (w != null) {
       w.ownerGaveUp();
     }
@@ -547,7 +548,7 @@ public final class BlobDownload {
     if (state == State.FAILED) {
       return;
     }
-    BlobStore.Writer w = writer;
+    ContentWriter w = writer;
     long size;
     List<Reader> notify;
     List<ByteBuf> held = new ArrayList<>();
@@ -627,7 +628,7 @@ public final class BlobDownload {
     // The bytes go before any reader hears of the failure (a writer's append racing with this
     // fails on the closed file); the buffers are released on the worker, after its last task,
     // which may still be reading them.
-    BlobStore.Writer w = writer;
+    ContentWriter w = writer;
     if (w != null) {
       w.abort();
     }

@@ -9,6 +9,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.config.ContentScope;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentLinks;
+import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.StoredContent;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
@@ -385,7 +386,7 @@ public class ProxyBlobService implements SmartLifecycle {
         digest,
         upstream.key() + "/" + name + "@" + digest,
         () -> {
-          BlobStore.Writer writer = owner.isPresent() ? store.newWriterBehindOwner(digest) : store.newWriter(digest);
+          ContentWriter writer = owner.isPresent() ? store.newWriterBehindOwner(digest) : store.newWriter(digest);
           // Linked before the blob becomes visible: a replica on a shared store that finds the
           // object finds the link too, and serves it without an upstream HEAD (issue 24).
           writer.beforeVisible(() -> store.links().link(digest, upstream.key(), name.value()));

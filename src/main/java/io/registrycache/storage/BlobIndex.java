@@ -11,25 +11,43 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 
 /**
- * The in-memory index of stored blobs, the same for every store: digest → {@link BlobStore.Entry}
+ * The in-memory index of stored blobs, the same for every store: digest → {@link Entry}
  * (size, when stored, when last pulled) and the total of their sizes. A hit reads it without a
  * lock; every change of one digest runs under the map's lock for that digest, so a store can do
- * its file-system or bucket step for a digest atomically with the index change ({@link #stored},
+ * its file-system or bucket step for a digest atomically with the index change ({@link #locked},
  * {@link #ifAbsent}).
  */
 public final class BlobIndex {
 
-  private final Map<Digest, BlobStore.Entry> entries = new ConcurrentHashMap<>();
+  /** One stored blob, as the index knows it. */
+  public static final class Entry extends StoredItem {
+    /** An entry; {@code lastPulledMillis} is also taken as already persisted. */
+    public Entry(long size, long createdMillis, long lastPulledMillis) {
+      super(size, createdMillis, lastPulledMillis);
+    }
+  }
+
+  /**
+   * A stored blob as reported to operators.
+   *
+   * @param digest the blob's digest
+   * @param size bytes
+   * @param created when it was stored
+   * @param lastPulled when a client last pulled it or a manifest referencing it
+   */
+  public record BlobInfo(Digest digest, long size, Instant created, Instant lastPulled) {}
+
+  private final Map<Digest, Entry> entries = new ConcurrentHashMap<>();
   private final AtomicLong bytes = new AtomicLong();
 
   /** The entry of a stored blob. */
-  public Optional<BlobStore.Entry> entry(Digest digest) {
+  public Optional<Entry> entry(Digest digest) {
     return Optional.ofNullable(entries.get(digest));
   }
 
   /** Size in bytes of a stored blob. */
   public Optional<Long> size(Digest digest) {
-    BlobStore.Entry e = entries.get(digest);
+    Entry e = entries.get(digest);
     return e == null ? Optional.empty() : Optional.of(e.size());
   }
 
@@ -39,8 +57,8 @@ public final class BlobIndex {
   }
 
   /** The entry of a stored blob with a pull recorded at {@code nowMillis}, or null. Lock-free. */
-  public BlobStore.Entry pulled(Digest digest, long nowMillis) {
-    BlobStore.Entry e = entries.get(digest);
+  public Entry pulled(Digest digest, long nowMillis) {
+    Entry e = entries.get(digest);
     if (e != null) {
       e.touch(nowMillis);
     }
@@ -53,22 +71,26 @@ public final class BlobIndex {
     entries.computeIfAbsent(digest, d -> {
       bytes.addAndGet(size);
       added[0] = true;
-      return new BlobStore.Entry(size, createdMillis, lastPulledMillis);
+      return new Entry(size, createdMillis, lastPulledMillis);
     });
     return added[0];
   }
 
-  /**
-   * A blob was stored now: {@code underLock} (the store's own step: a rename into place) runs under
-   * the index's lock for the digest, then the entry is (re)made, created and pulled now.
-   */
-  public void stored(Digest digest, long size, long nowMillis, Runnable underLock) {
+  /** A blob was stored now: the entry is (re)made, created and pulled now. */
+  public void stored(Digest digest, long size, long nowMillis) {
     entries.compute(digest, (d, existing) -> {
-      underLock.run();
       if (existing == null) {
         bytes.addAndGet(size);
       }
-      return new BlobStore.Entry(size, nowMillis, nowMillis);
+      return new Entry(size, nowMillis, nowMillis);
+    });
+  }
+
+  /** Runs {@code underLock} under the index's lock for the digest, whether it is indexed or not. */
+  public void locked(Digest digest, Runnable underLock) {
+    entries.compute(digest, (d, e) -> {
+      underLock.run();
+      return e;
     });
   }
 
@@ -91,7 +113,7 @@ public final class BlobIndex {
   }
 
   /** Takes a blob out of the index when {@code which} accepts its entry; whether it did. */
-  public boolean removeIf(Digest digest, java.util.function.Predicate<BlobStore.Entry> which) {
+  public boolean removeIf(Digest digest, java.util.function.Predicate<Entry> which) {
     boolean[] removed = {false};
     entries.computeIfPresent(digest, (d, e) -> {
       if (!which.test(e)) {
@@ -115,14 +137,14 @@ public final class BlobIndex {
   }
 
   /** Visits every entry (a snapshot per entry; changes meanwhile may or may not be seen). */
-  public void forEach(BiConsumer<Digest, BlobStore.Entry> visitor) {
+  public void forEach(BiConsumer<Digest, Entry> visitor) {
     entries.forEach(visitor);
   }
 
   /** Every stored blob, unordered. */
-  public List<BlobStore.BlobInfo> list() {
-    List<BlobStore.BlobInfo> out = new ArrayList<>(entries.size());
-    entries.forEach((d, e) -> out.add(new BlobStore.BlobInfo(
+  public List<BlobInfo> list() {
+    List<BlobInfo> out = new ArrayList<>(entries.size());
+    entries.forEach((d, e) -> out.add(new BlobInfo(
         d, e.size(), Instant.ofEpochMilli(e.createdMillis()), Instant.ofEpochMilli(e.lastPulledMillis()))));
     return out;
   }

@@ -1,178 +1,380 @@
 package io.registrycache.storage;
 
+import io.registrycache.config.ContentScope;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.nio.channels.SeekableByteChannel;
+import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
 
 /**
- * Blobs, content-addressed: the seam a second store (an S3-API object store) plugs into; {@link
- * FileBlobStore} is the file-system one. Reading: {@link #lookup} / {@link #open} (the hit path,
- * recording a pull), {@link #size} (no pull recorded). Writing: {@link #newWriter} → {@link
- * Writer#append} → {@link Writer#commit}(expected size), which verifies size and digest, or
- * {@link Writer#abort}. Where a stored blob may be served: {@link #links}.
+ * Blobs, content-addressed, over one {@link BlobBackend} (the file system: {@link FileBlobStore};
+ * an S3-API bucket: {@code s3.S3BlobStore}): the in-memory index (digest → size, when stored,
+ * when last pulled: {@link BlobIndex}), writers, eviction and deferred deletes are here, the same
+ * for every backend; the backend keeps the bytes.
+ *
+ * <p>Reading: {@link #lookup} / {@link #open} (the hit path: memory only, recording a pull with a
+ * lock-free volatile store), {@link #size} (no pull recorded). Writing: {@link #newWriter} →
+ * {@link ContentWriter#append} → {@link ContentWriter#commit}(expected size), which verifies size and digest
+ * before the backend makes the bytes visible, or {@link ContentWriter#abort}. Where a stored blob may be
+ * served: {@link #links}.
+ *
+ * <p>Removing a blob ({@link #evict}) takes it out of the index at once — later requests are
+ * misses and fetch it again — but deletes its bytes only after {@code storage.delete-grace}, so a
+ * request that looked the blob up just before can still read it; a delete waits while a writer of
+ * the same digest is open, and runs under the index's lock for the digest.
  */
-public interface BlobStore extends AutoCloseable {
+public class BlobStore implements AutoCloseable {
 
-  /** One stored blob, as the index knows it. */
-  final class Entry extends StoredItem {
-    /** An entry; {@code lastPulledMillis} is also taken as already persisted. */
-    public Entry(long size, long createdMillis, long lastPulledMillis) {
-      super(size, createdMillis, lastPulledMillis);
-    }
+  private static final Logger log = LoggerFactory.getLogger(BlobStore.class);
+
+  private final BlobBackend backend;
+  private final StorageLayout layout;
+  private final Clock clock;
+  private final Duration deleteGrace;
+  private final BlobIndex index = new BlobIndex();
+  /** Open writers per digest: a pending delete waits for them. Registered under the index's lock. */
+  private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
+  private final ScheduledExecutorService executor;
+  private final ScheduledFuture<?> rescans;
+  private final ContentLinks links;
+  private volatile Runnable onStored = () -> {};
+
+  /**
+   * Loads the index from {@code backend} ({@link BlobBackend#scan}) and the links. Blocking
+   * (start-up).
+   *
+   * @param backend where the bytes are
+   * @param layout local folders: the temporary files of fills
+   * @param clock source of created and last-pulled times
+   * @param deleteGrace how long an evicted blob's bytes stay after it left the index
+   * @param scope where a stored blob may be served ({@link ContentLinks})
+   */
+  public BlobStore(BlobBackend backend, StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope) {
+    this.backend = backend;
+    this.layout = layout;
+    this.clock = clock;
+    this.deleteGrace = deleteGrace;
+    this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "blob-deleter");
+      t.setDaemon(true);
+      return t;
+    });
+    long started = System.nanoTime();
+    backend.scan(index::found);
+    log.info("blob index: {} blobs, {} bytes, loaded in {} ms",
+        index.count(), index.bytes(), (System.nanoTime() - started) / 1_000_000);
+    backend.started(new BlobBackend.Index() {
+      @Override
+      public Optional<Long> size(Digest digest) {
+        return index.size(digest);
+      }
+
+      @Override
+      public void gone(Digest digest) {
+        if (index.removeIf(digest, e -> true)) {
+          log.warn("blob {} is gone from the store (removed by another replica?); dropped from the index", digest);
+        }
+        backend.dropped(digest);
+      }
+    });
+    long every = backend.rescanEvery().toMillis();
+    this.rescans = every <= 0 ? null
+        : executor.scheduleWithFixedDelay(this::rescanSafely, every, every, TimeUnit.MILLISECONDS);
+    this.links = new ContentLinks(backend.links(), "blobs", scope, index::contains);
+  }
+
+  /** The backend (tests and backend-specific metrics). */
+  protected BlobBackend backend() {
+    return backend;
   }
 
   /**
-   * A stored blob as reported to operators.
+   * Brings the index up to date with a backend that other processes write too ({@link
+   * BlobBackend#rescanEvery}): blobs they stored are added (created and last pulled: as the scan
+   * reports), blobs whose bytes are gone are dropped — only those indexed before the scan started
+   * and not being written here, so a commit racing the scan is kept. Blocking.
    *
-   * @param digest the blob's digest
-   * @param size bytes
-   * @param created when it was stored
-   * @param lastPulled when a client last pulled it or a manifest referencing it
+   * @return blobs added plus blobs dropped
    */
-  record BlobInfo(Digest digest, long size, Instant created, Instant lastPulled) {}
-
-  /**
-   * A writer of one blob ({@link ContentWriter}) that readers can tail while it is written: the
-   * bytes so far, and the same bytes once committed.
-   */
-  interface Writer extends ContentWriter {
-    /**
-     * Appends all remaining bytes of {@code bytes}, in order: one gathering write where the
-     * writer has a file. Blocking.
-     */
-    default void append(java.nio.ByteBuffer[] bytes) throws IOException {
-      for (java.nio.ByteBuffer b : bytes) {
-        append(b);
+  public int rescan() {
+    long started = clock.millis();
+    Set<Digest> seen = new HashSet<>();
+    int[] changed = {0};
+    backend.scan((d, size, created, pulled) -> {
+      seen.add(d);
+      if (index.found(d, size, created, pulled)) {
+        changed[0]++;
       }
+    });
+    index.forEach((d, listed) -> {
+      if (!seen.contains(d) && listed.createdMillis() < started && !writing.containsKey(d)) {
+        if (index.removeIf(d, e -> e == listed)) { // not if stored again meanwhile
+          changed[0]++;
+          backend.dropped(d);
+        }
+      }
+    });
+    if (changed[0] > 0) {
+      log.info("blob index rescanned: {} changes, {} blobs, {} bytes", changed[0], index.count(), index.bytes());
     }
+    return changed[0];
+  }
 
-    /**
-     * Makes sure {@code size} more bytes fit where this writer writes, before any of them is
-     * handed to a reader: a blob that cannot be stored fails at once, with a clean error to its
-     * clients, rather than part-way. A store with no such limit does nothing.
-     *
-     * @throws IOException "No space left on device" when they do not fit
-     */
-    default void reserve(long size) throws IOException {}
+  private void rescanSafely() {
+    try {
+      rescan();
+    } catch (RuntimeException e) {
+      log.warn("cannot rescan the blob store, will try again: {}", e.toString());
+    }
+  }
 
-    /**
-     * A channel reading the bytes written so far and those written later.
-     *
-     * @throws java.nio.file.NoSuchFileException when the writer was aborted
-     */
-    SeekableByteChannel openReader() throws IOException;
-
-    /**
-     * Checks the size and digest of the bytes appended so far, once all are in, without storing
-     * them: readers may be given the last byte from here on, before the (slower) {@link #commit}
-     * forces and stores them. {@link #commit} verifies by itself when this was not called.
-     * Blocking (hashing is done while appending; this compares).
-     *
-     * @param expectedSize the size the bytes must have, or -1 when unknown
-     * @return the verified size in bytes
-     * @throws ContentVerificationException when the size or digest does not match; the bytes
-     *     are dropped (as by {@link #abort})
-     */
-    long verify(long expectedSize);
-
-    /**
-     * For a writer made by {@link #newWriterBehindOwner}: the owner gave up (unreachable, an error,
-     * its body broke off, so the bytes come from the upstream here): store them as a plain writer
-     * does, without waiting for an owner's copy. No-op for other writers.
-     */
-    default void ownerGaveUp() {}
-
-    /**
-     * Runs {@code action} in {@link #commit} once the bytes are verified and before the blob
-     * becomes visible in the store (before the object store's upload completes, before the file
-     * is moved into place), on the committing thread; blocking work is allowed. The pull path
-     * links the blob to its repository there, so a replica sharing the store that sees the blob
-     * sees its link too ({@link ContentLinks}). An exception from {@code action} is logged and the
-     * commit goes on. Call before {@link #commit}; the last call wins. No-op by default.
-     */
-    default void beforeVisible(Runnable action) {}
+  /** Where stored blobs may be served; an evicted blob loses its links. */
+  public ContentLinks links() {
+    return links;
   }
 
   /** Size in bytes of a stored (verified, complete) blob, if it is stored. Records no access. */
-  Optional<Long> size(Digest digest);
-
-  /**
-   * Whether blob {@code digest} is stored, asking the store itself rather than this replica's
-   * index: a store shared by replicas (the S3-API store) may hold a blob another replica stored
-   * since the index was last brought up to date, and then adds it to the index. A store of this
-   * replica alone answers from its index ({@link #size}).
-   *
-   * @return {@code true} when stored (and now indexed); {@code false} when not, or when the store
-   *     cannot be asked (the caller fills the blob as a miss)
-   */
-  default reactor.core.publisher.Mono<Boolean> recheck(Digest digest) {
-    return reactor.core.publisher.Mono.fromSupplier(() -> size(digest).isPresent());
+  public Optional<Long> size(Digest digest) {
+    return index.size(digest);
   }
 
-  /** Size in bytes of a stored blob, recording a pull of it now. Memory only. */
-  Optional<Long> lookup(Digest digest);
+  /**
+   * Whether blob {@code digest} is stored, asking the backend when the index does not know it: a
+   * backend shared by replicas may hold a blob another replica stored since the last scan
+   * ({@link BlobBackend#stat}); it is indexed then, as created now (so a rescan that listed the
+   * backend before it appeared does not drop it).
+   *
+   * @return {@code true} when stored (and now indexed); {@code false} when not, or when the
+   *     backend cannot be asked (the caller fills the blob as a miss)
+   */
+  public Mono<Boolean> recheck(Digest digest) {
+    if (index.contains(digest)) {
+      return Mono.just(true);
+    }
+    return backend.stat(digest)
+        .map(size -> {
+          size.ifPresent(s -> {
+            long now = clock.millis();
+            if (index.found(digest, s, now, now)) {
+              log.debug("{} found in the store, stored by another replica", digest);
+            }
+          });
+          return size.isPresent();
+        })
+        .onErrorResume(e -> {
+          log.warn("cannot look for {} in the store, filling it as a miss: {}", digest, e.toString());
+          return Mono.just(false);
+        });
+  }
+
+  /** Size in bytes of a stored blob, recording a pull of it now. Memory only; empty: a miss. */
+  public Optional<Long> lookup(Digest digest) {
+    BlobIndex.Entry e = index.pulled(digest, clock.millis());
+    return e == null ? Optional.empty() : Optional.of(e.size());
+  }
 
   /** A stored blob to read, recording a pull of it now: the hit path. Memory only. */
-  Optional<StoredContent> open(Digest digest);
+  public Optional<StoredContent> open(Digest digest) {
+    BlobIndex.Entry e = index.pulled(digest, clock.millis());
+    return e == null ? Optional.empty() : Optional.of(backend.open(digest, e.size()));
+  }
 
   /** Records a pull of a stored blob now (a manifest referencing it was pulled); no-op if absent. */
-  void touch(Digest digest);
+  public void touch(Digest digest) {
+    index.pulled(digest, clock.millis());
+  }
 
   /** The index entry of a stored blob. */
-  Optional<Entry> entry(Digest digest);
+  public Optional<BlobIndex.Entry> entry(Digest digest) {
+    return index.entry(digest);
+  }
 
   /** A snapshot of every stored blob, unordered. */
-  List<BlobInfo> list();
+  public List<BlobIndex.BlobInfo> list() {
+    return index.list();
+  }
 
   /**
-   * A writer for blob {@code digest}; several writers of one digest may exist at once (the last
-   * commit wins; the bytes are the same). Blocking.
+   * A writer for blob {@code digest}, over a new temporary file; several writers of one digest
+   * may exist at once (the last commit wins; the bytes are the same). Blocking.
    */
-  Writer newWriter(Digest digest) throws IOException;
+  public ContentWriter newWriter(Digest digest) throws IOException {
+    return newWriter(digest, false);
+  }
 
   /**
    * A writer for blob {@code digest} whose bytes another replica (the blob's owner) is storing in
-   * the same shared store at the same time: such a store keeps them local until the commit and
-   * stores them only if the owner's object is not there by then (waiting a few seconds for it),
-   * so a cold rollout over N replicas writes each blob to the bucket once rather than N times. A
-   * store of this replica alone makes a plain {@link #newWriter}. Blocking.
+   * the same shared backend at the same time: such a backend keeps them local until the commit
+   * and stores them only if the owner's object is not there by then, so a cold rollout over N
+   * replicas writes each blob to the bucket once rather than N times. A backend of this replica
+   * alone makes a plain writer. Blocking.
    */
-  default Writer newWriterBehindOwner(Digest digest) throws IOException {
-    return newWriter(digest);
+  public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
+    return newWriter(digest, true);
+  }
+
+  private BlobWriter newWriter(Digest digest, boolean behindOwner) throws IOException {
+    index.locked(digest, () -> writing.merge(digest, 1, Integer::sum));
+    try {
+      BlobSink sink = backend.sink(digest, behindOwner);
+      return new BlobWriter(digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)), new BlobSink() {
+        @Override
+        public void appended(java.nio.file.Path temp, long written) throws IOException {
+          sink.appended(temp, written);
+        }
+
+        @Override
+        public java.nio.file.Path store(java.nio.file.Path temp, long size) throws IOException {
+          java.nio.file.Path stored = sink.store(temp, size);
+          index.stored(digest, size, clock.millis());
+          return stored;
+        }
+
+        @Override
+        public void closed(boolean stored) {
+          writerClosed(digest);
+          sink.closed(stored);
+          if (stored) {
+            onStored.run();
+          }
+        }
+
+        @Override
+        public void ownerGaveUp() {
+          sink.ownerGaveUp();
+        }
+      });
+    } catch (IOException | RuntimeException e) {
+      writerClosed(digest);
+      throw e;
+    }
+  }
+
+  private void writerClosed(Digest digest) {
+    writing.computeIfPresent(digest, (d, n) -> n > 1 ? n - 1 : null);
   }
 
   /** Runs {@code listener} after each blob stored (on the storing thread; must not block). */
-  void onStored(Runnable listener);
+  public void onStored(Runnable listener) {
+    this.onStored = listener;
+  }
 
   /**
-   * Takes a stored blob out of the store (and its links) now; its bytes go after the delete grace.
+   * Takes a stored blob out of the index (and its links) now; its bytes go after the delete grace.
    *
-   * @param ifNotPulledSince epoch milliseconds: the blob is kept when it was pulled after this;
-   *     {@code Long.MAX_VALUE} to evict regardless
+   * @param ifNotPulledSince epoch milliseconds: the blob is kept when it was pulled after this (it
+   *     became hot after it was selected); {@code Long.MAX_VALUE} to evict regardless
    * @return bytes freed, or -1 when the blob was not stored or was kept
    */
-  long evict(Digest digest, long ifNotPulledSince);
+  public long evict(Digest digest, long ifNotPulledSince) {
+    long freed = index.evict(digest, ifNotPulledSince);
+    if (freed >= 0) {
+      backend.dropped(digest);
+      links.unlinkAll(digest);
+      schedule(() -> deleteIfUnused(digest), deleteGrace);
+    }
+    return freed;
+  }
 
-  /** Removes a stored blob (after the delete grace). */
-  default boolean delete(Digest digest) {
+  /** Removes a stored blob (its bytes after the delete grace). */
+  public boolean delete(Digest digest) {
     return evict(digest, Long.MAX_VALUE) >= 0;
   }
 
-  /** Records changed last-pulled times durably. @return how many were updated */
-  int persistAccessTimes();
+  private void schedule(Runnable task, Duration delay) {
+    if (delay.isZero() || delay.isNegative()) {
+      task.run();
+      return;
+    }
+    try {
+      executor.schedule(task, delay.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException e) {
+      task.run(); // shutting down
+    }
+  }
 
-  /** Where stored blobs may be served. */
-  ContentLinks links();
+  /**
+   * Deletes the bytes of an evicted blob unless it was stored again meanwhile or a writer of it
+   * is open (then later). Under the index's lock for the digest, where writers register, so a
+   * writer either registered before (and the delete waits) or starts after the delete.
+   */
+  private void deleteIfUnused(Digest digest) {
+    boolean[] busy = {false};
+    index.ifAbsent(digest, () -> {
+      if (writing.containsKey(digest)) {
+        busy[0] = true;
+      } else {
+        backend.delete(digest);
+      }
+    });
+    if (busy[0]) {
+      schedule(() -> deleteIfUnused(digest), deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
+    }
+  }
+
+  /**
+   * Records the last-pulled times that changed since the last call durably, where the backend can
+   * ({@link BlobBackend#recordPull}: the file system writes them as the files' access times, read
+   * back at start-up, so the order of eviction survives a restart).
+   *
+   * @return how many were updated
+   */
+  public int persistAccessTimes() {
+    if (!backend.recordsPulls()) {
+      return 0;
+    }
+    int[] n = {0};
+    index.forEach((digest, e) -> {
+      long pulled = e.lastPulledMillis;
+      if (pulled > e.persistedMillis) {
+        try {
+          backend.recordPull(digest, pulled);
+          e.persistedMillis = pulled;
+          n[0]++;
+        } catch (IOException ex) {
+          log.debug("cannot record the last pull of {}: {}", digest, ex.toString());
+        }
+      }
+    });
+    return n[0];
+  }
 
   /** Number of stored blobs. */
-  int count();
+  public int count() {
+    return index.count();
+  }
 
   /** Total bytes of stored blobs. */
-  long bytes();
+  public long bytes() {
+    return index.bytes();
+  }
 
+  /** Runs the deletes that wait out their grace now, stops the rescans and closes the backend. */
   @Override
-  void close();
+  public void close() {
+    if (rescans != null) {
+      rescans.cancel(false);
+    }
+    for (Runnable pending : executor.shutdownNow()) {
+      pending.run();
+    }
+    links.close();
+    backend.close();
+  }
 }

@@ -15,39 +15,11 @@ import java.security.MessageDigest;
  * caller can store unverified content — or {@link #abort}. Until the commit the blob is not in the
  * store; readers may tail the bytes written so far ({@link #openReader}), and keep reading a file
  * with the same bytes once it is committed. What the store does with the verified file is its
- * {@link Sink}: {@link FileBlobStore} renames it into place, the S3-API store uploads it.
+ * {@link BlobSink}: {@link FileBlobStore} renames it into place, the S3-API store uploads it.
  *
  * <p>One thread appends and commits; {@link #openReader} and {@link #abort} may come from others.
  */
-public final class BlobWriter implements BlobStore.Writer {
-
-  /** A store's side of a {@link BlobWriter}: what happens to the bytes. */
-  public interface Sink {
-    /**
-     * Bytes {@code [0, written)} are in {@code temp} now (called after each append, on the
-     * appending thread; blocking allowed). The S3-API store uploads full parts from here.
-     */
-    default void appended(Path temp, long written) throws IOException {}
-
-    /**
-     * Makes the verified bytes of {@code temp} ({@code size} bytes, forced to disk) visible under
-     * the digest, atomically; called once, only after the size and digest checked out.
-     *
-     * @return the file readers open from now on (the stored file, or {@code temp} itself when
-     *     the store keeps it for a while)
-     * @throws IOException when the bytes cannot be stored; the writer then aborts
-     */
-    Path store(Path temp, long size) throws IOException;
-
-    /**
-     * The write ended: stored, or not (aborted, failed verification, failed store): then
-     * anything started for it must be dropped. Called once; must not throw.
-     */
-    void closed(boolean stored);
-
-    /** {@link BlobStore.Writer#ownerGaveUp}; may come from any thread. */
-    default void ownerGaveUp() {}
-  }
+public final class BlobWriter implements ContentWriter {
 
   /** STORING: the sink's {@code store} runs, without the lock (readers keep opening meanwhile). */
   private enum State { OPEN, STORING, COMMITTED, ABORTED }
@@ -124,7 +96,7 @@ public final class BlobWriter implements BlobStore.Writer {
     }
   }
 
-  private final Sink sink;
+  private final BlobSink sink;
   private final Digest digest;
   private final Path temp;
   private final FileChannel out;
@@ -144,7 +116,7 @@ public final class BlobWriter implements BlobStore.Writer {
    *
    * @throws IOException when {@code temp} cannot be created (or exists)
    */
-  public BlobWriter(Digest digest, Path temp, Sink sink) throws IOException {
+  public BlobWriter(Digest digest, Path temp, BlobSink sink) throws IOException {
     this.sink = sink;
     this.digest = digest;
     this.temp = temp;

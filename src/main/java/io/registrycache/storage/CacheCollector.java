@@ -157,7 +157,7 @@ public class CacheCollector {
   /** The {@code n} least recently pulled blobs and manifests. */
   private List<Candidate> lruBatch(int n) {
     List<Candidate> all = new ArrayList<>();
-    for (BlobStore.BlobInfo b : blobs.list()) {
+    for (BlobIndex.BlobInfo b : blobs.list()) {
       all.add(new Candidate(b.digest(), false, b.lastPulled().toEpochMilli()));
     }
     for (Digest d : manifests.digests()) {
@@ -283,7 +283,7 @@ public class CacheCollector {
         }
       }
       if (orphanBlobsPulledBefore != null) {
-        for (BlobStore.BlobInfo b : blobs.list()) {
+        for (BlobIndex.BlobInfo b : blobs.list()) {
           if (!reachable.contains(b.digest()) && graph.referrers(b.digest()).isEmpty()
               && b.lastPulled().isBefore(orphanBlobsPulledBefore)) {
             deadBlobs.add(b.digest());

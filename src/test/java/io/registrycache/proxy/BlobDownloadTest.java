@@ -1,5 +1,7 @@
 package io.registrycache.proxy;
 
+import io.registrycache.storage.BlobSink;
+import io.registrycache.storage.ContentWriter;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 import static org.awaitility.Awaitility.await;
@@ -60,7 +62,7 @@ class BlobDownloadTest {
       io.registrycache.config.BlobsProperties.of(Duration.ofMinutes(1), 0);
 
   /** A store step that keeps the verified file where it was written. */
-  private static final BlobWriter.Sink KEEP_IN_PLACE = new BlobWriter.Sink() {
+  private static final BlobSink KEEP_IN_PLACE = new BlobSink() {
     @Override
     public Path store(Path temp, long size) {
       return temp;
@@ -168,7 +170,7 @@ class BlobDownloadTest {
   }
 
   /** A real {@link BlobWriter} into {@code root/tmp} whose store step is {@code storing}. */
-  private java.util.concurrent.Callable<BlobStore.Writer> writerWith(Digest d, BlobWriter.Sink storing) {
+  private java.util.concurrent.Callable<ContentWriter> writerWith(Digest d, BlobSink storing) {
     return () -> new BlobWriter(d, root.resolve("tmp").resolve(d.hex() + ".part"), storing);
   }
 
@@ -178,7 +180,7 @@ class BlobDownloadTest {
     Digest digest = Digest.sha256(content);
     java.util.concurrent.CountDownLatch storing = new java.util.concurrent.CountDownLatch(1);
     java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
-    var slow = writerWith(digest, new BlobWriter.Sink() {
+    var slow = writerWith(digest, new BlobSink() {
       @Override
       public Path store(Path temp, long size) throws IOException {
         storing.countDown();
@@ -227,7 +229,7 @@ class BlobDownloadTest {
   void aStoreThatFailsAfterTheCheckKeepsNothingAndFailsTheCompletion() throws IOException {
     byte[] content = random(300_000);
     Digest digest = Digest.sha256(content);
-    var failing = writerWith(digest, new BlobWriter.Sink() {
+    var failing = writerWith(digest, new BlobSink() {
       @Override
       public Path store(Path temp, long size) throws IOException {
         throw new IOException("No space left on device");
@@ -472,10 +474,10 @@ class BlobDownloadTest {
   }
 
   /** A store writer with hooks before each step (on the thread that takes it). */
-  private static class Wrapped implements BlobStore.Writer {
-    private final BlobStore.Writer w;
+  private static class Wrapped implements ContentWriter {
+    private final ContentWriter w;
 
-    Wrapped(BlobStore.Writer w) {
+    Wrapped(ContentWriter w) {
       this.w = w;
     }
 
@@ -552,7 +554,7 @@ class BlobDownloadTest {
     private final int heldAppend;
     private final AtomicInteger appends = new AtomicInteger();
 
-    HeldWriter(BlobStore.Writer w, int heldAppend) {
+    HeldWriter(ContentWriter w, int heldAppend) {
       super(w);
       this.heldAppend = heldAppend;
     }
@@ -759,7 +761,7 @@ class BlobDownloadTest {
   }
 
   /** A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in the last). */
-  private static BlobDownload cold(Digest digest, byte[] content, BlobStore.Writer writer, Scheduler storage, int... buffers) {
+  private static BlobDownload cold(Digest digest, byte[] content, ContentWriter writer, Scheduler storage, int... buffers) {
     List<DataBuffer> parts = new ArrayList<>();
     int at = 0;
     for (int i = 0; i < buffers.length && at < content.length; i++) {
@@ -1004,7 +1006,7 @@ class BlobDownloadTest {
       Digest digest = Digest.sha256(content);
       Path temp = tmp.resolve("poll-" + i + ".part");
       BlobWriter file = new BlobWriter(digest, temp, KEEP_IN_PLACE);
-      BlobStore.Writer writer = new Wrapped(file) {
+      ContentWriter writer = new Wrapped(file) {
         @Override
         public long commit(long expectedSize) {
           return verify(expectedSize); // no force, no rename: the race is before it
@@ -1037,7 +1039,7 @@ class BlobDownloadTest {
 
   /** A store writer that pauses a little, at random, before each step. */
   private static final class Jittery extends Wrapped {
-    Jittery(BlobStore.Writer w) {
+    Jittery(ContentWriter w) {
       super(w);
     }
 
@@ -1193,7 +1195,7 @@ class BlobDownloadTest {
           at = to;
         }
         Path temp = tmp.resolve("stress-" + i + ".part");
-        BlobStore.Writer writer = new Jittery(new BlobWriter(digest, temp, KEEP_IN_PLACE));
+        ContentWriter writer = new Jittery(new BlobWriter(digest, temp, KEEP_IN_PLACE));
         Sinks.Many<DataBuffer> upstream = Sinks.many().unicast().onBackpressureBuffer();
         BlobDownload d = new BlobDownload(digest, "stress " + i, () -> writer,
             (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, upstream.asFlux())), scheduler, NO_RESUME);

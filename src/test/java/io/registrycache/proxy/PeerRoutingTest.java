@@ -1,5 +1,6 @@
 package io.registrycache.proxy;
 
+import io.registrycache.storage.ContentWriter;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -110,7 +111,7 @@ class PeerRoutingTest {
     properties = RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     blobs = new FileBlobStore(new StorageLayout(properties)) {
       @Override
-      public BlobStore.Writer newWriterBehindOwner(Digest digest) throws java.io.IOException {
+      public ContentWriter newWriterBehindOwner(Digest digest) throws java.io.IOException {
         writersBehindOwner.incrementAndGet();
         return new RecordingWriter(newWriter(digest));
       }
@@ -157,11 +158,11 @@ class PeerRoutingTest {
         assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length));
   }
 
-  /** A writer behind an owner that records {@link BlobStore.Writer#ownerGaveUp}. */
-  final class RecordingWriter implements BlobStore.Writer {
-    private final BlobStore.Writer delegate;
+  /** A writer behind an owner that records {@link ContentWriter#ownerGaveUp}. */
+  final class RecordingWriter implements ContentWriter {
+    private final ContentWriter delegate;
 
-    RecordingWriter(BlobStore.Writer delegate) {
+    RecordingWriter(ContentWriter delegate) {
       this.delegate = delegate;
     }
 

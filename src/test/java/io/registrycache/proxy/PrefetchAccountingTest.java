@@ -1,5 +1,6 @@
 package io.registrycache.proxy;
 
+import io.registrycache.storage.ContentWriter;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -67,9 +68,9 @@ class PrefetchAccountingTest {
     new Random(11).nextBytes(blob);
     RegistryCacheProperties properties =
         RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
-    files = new FileBlobStore(new StorageLayout(properties));
+    files = heldCommits(new StorageLayout(properties));
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
-    service = new ProxyBlobService(upstreams, heldCommits(files), scheduler, new CacheMetrics(meters, properties), properties);
+    service = new ProxyBlobService(upstreams, files, scheduler, new CacheMetrics(meters, properties), properties);
   }
 
   @AfterEach
@@ -103,16 +104,20 @@ class PrefetchAccountingTest {
     return counter == null ? 0 : counter.count();
   }
 
-  /** {@code store}, whose writers' {@code commit} returns only when the test lets it (after the rename). */
-  private BlobStore heldCommits(BlobStore store) {
-    return proxy(BlobStore.class, store, (method, args, result) ->
-        method.getName().equals("newWriter") ? proxy(BlobStore.Writer.class, result, (m, a, r) -> {
+  /** A store whose writers' {@code commit} returns only when the test lets it (after the rename). */
+  private FileBlobStore heldCommits(StorageLayout layout) {
+    return new FileBlobStore(layout) {
+      @Override
+      public ContentWriter newWriter(Digest digest) throws java.io.IOException {
+        return proxy(ContentWriter.class, super.newWriter(digest), (m, a, r) -> {
           if (m.getName().equals("commit")) {
             commitHeld.countDown();
             releaseCommit.await(10, TimeUnit.SECONDS);
           }
           return r;
-        }) : result);
+        });
+      }
+    };
   }
 
   /** What a call's result becomes, after the real call returned it. */

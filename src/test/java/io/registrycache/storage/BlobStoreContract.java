@@ -78,7 +78,7 @@ public abstract class BlobStoreContract {
   }
 
   /** Appends {@code content} in 1 MiB writes, as a fill does, and commits with its size. */
-  protected static long write(BlobStore.Writer w, byte[] content) throws IOException {
+  protected static long write(ContentWriter w, byte[] content) throws IOException {
     for (int off = 0; off < content.length; off += 1 << 20) {
       w.append(ByteBuffer.wrap(content, off, Math.min(1 << 20, content.length - off)));
     }
@@ -123,7 +123,7 @@ public abstract class BlobStoreContract {
     for (int size : new int[] {100_000, 2 * PART + 3}) {
       byte[] content = random(size, 50 + size);
       Digest digest = Digest.sha256(content);
-      BlobStore.Writer w = store().newWriter(digest);
+      ContentWriter w = store().newWriter(digest);
       w.append(ByteBuffer.wrap(content));
       java.util.List<Boolean> visibleThen = new java.util.ArrayList<>();
       w.beforeVisible(() -> {
@@ -138,7 +138,7 @@ public abstract class BlobStoreContract {
       assertThat(presentAtFinalLocation(digest)).isTrue();
     }
     byte[] content = random(1_000, 59);
-    BlobStore.Writer wrong = store().newWriter(Digest.sha256(random(1_000, 60)));
+    ContentWriter wrong = store().newWriter(Digest.sha256(random(1_000, 60)));
     wrong.append(ByteBuffer.wrap(content));
     boolean[] ran = {false};
     wrong.beforeVisible(() -> ran[0] = true);
@@ -151,7 +151,7 @@ public abstract class BlobStoreContract {
     for (int size : new int[] {0, 1, 100_000, 2 * PART + 12_345}) {
       byte[] content = random(size, size);
       Digest digest = Digest.sha256(content);
-      BlobStore.Writer w = store().newWriter(digest);
+      ContentWriter w = store().newWriter(digest);
       assertThat(write(w, content)).isEqualTo(size);
       assertThat(store().lookup(digest)).contains((long) size);
       assertThat(presentAtFinalLocation(digest)).isTrue();
@@ -174,7 +174,7 @@ public abstract class BlobStoreContract {
     BlobStore restarted = reopen();
     assertThat(restarted.count()).isEqualTo(4);
     assertThat(restarted.bytes()).isEqualTo(1 + 100_000 + 2L * PART + 12_345);
-    assertThat(restarted.list()).extracting(BlobStore.BlobInfo::digest).contains(bigDigest);
+    assertThat(restarted.list()).extracting(BlobIndex.BlobInfo::digest).contains(bigDigest);
     assertThat(read(restarted.open(bigDigest).orElseThrow(), PART - 10, 20))
         .isEqualTo(Arrays.copyOfRange(big, PART - 10, PART + 10));
   }
@@ -183,7 +183,7 @@ public abstract class BlobStoreContract {
   void aReaderOpenedDuringTheWriteReadsEveryByteAfterTheCommit() throws Exception {
     byte[] content = random(PART + 1_000, 7);
     Digest digest = Digest.sha256(content);
-    BlobStore.Writer w = store().newWriter(digest);
+    ContentWriter w = store().newWriter(digest);
     w.append(ByteBuffer.wrap(content, 0, 40_000));
     try (SeekableByteChannel early = w.openReader()) {
       w.append(ByteBuffer.wrap(content, 40_000, content.length - 40_000));
@@ -206,14 +206,14 @@ public abstract class BlobStoreContract {
     for (int size : new int[] {10_000, 2 * PART + 1}) {
       byte[] content = random(size, 100 + size);
       Digest claimed = Digest.sha256(random(size, 200 + size));
-      BlobStore.Writer lying = store().newWriter(claimed);
+      ContentWriter lying = store().newWriter(claimed);
       assertThatThrownBy(() -> write(lying, content)).isInstanceOf(ContentVerificationException.class);
       assertThat(store().size(claimed)).isEmpty();
       assertThat(presentAtFinalLocation(claimed)).isFalse();
       assertThatThrownBy(lying::openReader).isInstanceOf(IOException.class);
 
       Digest real = Digest.sha256(content);
-      BlobStore.Writer shortened = store().newWriter(real);
+      ContentWriter shortened = store().newWriter(real);
       for (int off = 0; off < size; off += 1 << 20) {
         shortened.append(ByteBuffer.wrap(content, off, Math.min(1 << 20, size - off)));
       }
@@ -230,7 +230,7 @@ public abstract class BlobStoreContract {
   void anAbortedWriteLeavesNothing() throws Exception {
     byte[] content = random(2 * PART + 3, 9);
     Digest digest = Digest.sha256(content);
-    BlobStore.Writer w = store().newWriter(digest);
+    ContentWriter w = store().newWriter(digest);
     w.append(ByteBuffer.wrap(content));
     w.abort();
     w.abort(); // idempotent
@@ -252,7 +252,7 @@ public abstract class BlobStoreContract {
     try {
       List<Future<Long>> results = new ArrayList<>();
       for (int i = 0; i < writers; i++) {
-        BlobStore.Writer w = s.newWriter(digest);
+        ContentWriter w = s.newWriter(digest);
         Callable<Long> job = () -> {
           start.await();
           return write(w, content);

@@ -56,7 +56,7 @@ class BlobWriterTest {
     FileBlobStore blobs = cache().blobs;
     byte[] content = random(100_000, 1);
     Digest digest = Digest.sha256(content);
-    BlobWriter writer = blobs.newWriter(digest);
+    BlobWriter writer = (BlobWriter) blobs.newWriter(digest); // a file-system writer reads its file
     writer.append(ByteBuffer.wrap(content, 0, 40_000));
     try (FileChannel early = writer.openReader()) {
       writer.append(ByteBuffer.wrap(content, 40_000, content.length - 40_000));
@@ -74,7 +74,7 @@ class BlobWriterTest {
   }
 
   /** A sink whose store step renames the file (as the file system store does), then waits to be released. */
-  private static final class HeldStore implements BlobWriter.Sink {
+  private static final class HeldStore implements BlobSink {
     final java.util.concurrent.CountDownLatch renamed = new java.util.concurrent.CountDownLatch(1);
     final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
     final boolean renameFirst;
@@ -178,7 +178,7 @@ class BlobWriterTest {
     FileBlobStore blobs = cache().blobs;
     byte[] content = random(10_000, 2);
     Digest claimed = Digest.sha256(random(10_000, 3));
-    BlobWriter lying = blobs.newWriter(claimed);
+    ContentWriter lying = blobs.newWriter(claimed);
     lying.append(ByteBuffer.wrap(content));
     assertThatThrownBy(() -> lying.commit(content.length))
         .isInstanceOfSatisfying(ContentVerificationException.class,
@@ -188,7 +188,7 @@ class BlobWriterTest {
     assertThatThrownBy(lying::openReader).isInstanceOf(IOException.class);
 
     Digest real = Digest.sha256(content);
-    BlobWriter shortened = blobs.newWriter(real);
+    ContentWriter shortened = blobs.newWriter(real);
     shortened.append(ByteBuffer.wrap(content));
     assertThatThrownBy(() -> shortened.commit(content.length + 1)).isInstanceOf(ContentVerificationException.class);
     assertThat(blobs.size(real)).isEmpty();
@@ -200,7 +200,7 @@ class BlobWriterTest {
     FileBlobStore blobs = cache().blobs;
     byte[] content = random(5_000, 4);
     Digest digest = Digest.sha256(content);
-    BlobWriter writer = blobs.newWriter(digest);
+    ContentWriter writer = blobs.newWriter(digest);
     writer.append(ByteBuffer.wrap(content));
     writer.abort();
     writer.abort(); // idempotent
@@ -241,7 +241,7 @@ class BlobWriterTest {
     byte[] content = new byte[200_000];
     new Random(11).nextBytes(content);
     Digest digest = Digest.sha256(content);
-    BlobWriter writer = blobs.newWriter(digest);
+    ContentWriter writer = blobs.newWriter(digest);
     writer.append(ByteBuffer.wrap(content));
     writer.commit(content.length);
 
@@ -268,7 +268,7 @@ class BlobWriterTest {
 
   @Test
   void aReservationThatDoesNotFitTheVolumeIsRefusedAsNoSpaceLeftAndOneThatFitsIsTaken() throws IOException {
-    BlobWriter writer = cache().blobs.newWriter(Digest.sha256(new byte[] {1}));
+    ContentWriter writer = cache().blobs.newWriter(Digest.sha256(new byte[] {1}));
     writer.reserve(1);
     writer.reserve(-1); // size unknown
     assertThatThrownBy(() -> writer.reserve(Long.MAX_VALUE))

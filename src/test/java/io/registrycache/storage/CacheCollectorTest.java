@@ -141,9 +141,9 @@ class CacheCollectorTest {
     assertThat(cache.blobs.lookup(a)).isEmpty();
     assertThat(Files.exists(cache.layout.blob(a))).isTrue();
     // b is stored again within the grace.
-    Path tmp = cache.layout.newTempFile("again");
-    Files.copy(cache.layout.blob(b), tmp);
-    cache.blobs.commitFile(b, tmp, 100);
+    ContentWriter again = cache.blobs.newWriter(b);
+    again.append(java.nio.ByteBuffer.wrap(Files.readAllBytes(cache.layout.blob(b))));
+    again.commit(100);
 
     // a's file goes once the grace is over; b's, fetched again meanwhile, never does
     await().atMost(Duration.ofSeconds(10)).until(() -> !Files.exists(cache.layout.blob(a)));

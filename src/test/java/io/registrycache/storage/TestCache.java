@@ -8,7 +8,6 @@ import io.registrycache.oci.Reference;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -83,9 +82,9 @@ public final class TestCache implements AutoCloseable {
     new Random(++seed).nextBytes(content);
     Digest d = Digest.sha256(content);
     try {
-      Path tmp = layout.newTempFile("test");
-      Files.write(tmp, content);
-      blobs.commitFile(d, tmp, size);
+      ContentWriter writer = blobs.newWriter(d);
+      writer.append(java.nio.ByteBuffer.wrap(content));
+      writer.commit(size);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

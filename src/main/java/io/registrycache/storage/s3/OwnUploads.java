@@ -17,7 +17,7 @@ import org.slf4j.LoggerFactory;
  * one small file per upload under {@code <storage.path>/s3-uploads/} holding the key and the
  * upload id, written right after the upload is started and deleted once it is completed or
  * aborted. What is left at start-up are the uploads of a fill this replica did not finish (it was
- * killed, or its abort failed): the store aborts them then ({@link S3BlobStore}), without waiting
+ * killed, or its abort failed): the store aborts them then ({@link S3BlobBackend}), without waiting
  * for {@code abandoned-upload-age}. The store's own listing of uploads cannot tell replicas
  * apart (every replica signs with the same credentials, and an upload's metadata is not listed),
  * so this record is how a replica knows which uploads are its own. A replica that starts on an

@@ -66,7 +66,7 @@ final class S3Links implements LinkPersistence {
           }
           visitor.accept(Digest.parse(parts[0] + ":" + parts[1]), link);
         })
-        .blockLast(S3BlobStore.REQUEST_TIMEOUT);
+        .blockLast(S3BlobBackend.REQUEST_TIMEOUT);
   }
 
   @Override

@@ -183,7 +183,7 @@ final class S3LocalTier {
   private void download(Digest digest, long size) {
     Path temp = layout.newTempFile("tier-" + digest.hex().substring(0, 12));
     try {
-      objects.download(S3BlobStore.key(digest), temp).block(DOWNLOAD_TIMEOUT);
+      objects.download(S3BlobBackend.key(digest), temp).block(DOWNLOAD_TIMEOUT);
       long actual = Files.size(temp);
       if (actual != size || !digest.matches(hash(digest, temp))) {
         rejected.incrementAndGet();

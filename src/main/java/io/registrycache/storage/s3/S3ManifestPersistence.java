@@ -75,7 +75,7 @@ public final class S3ManifestPersistence implements ManifestPersistence {
           long created = o.lastModified().toEpochMilli();
           visitor.accept(new Found(Digest.parse(value), o.size(), created, created));
         })
-        .blockLast(S3BlobStore.REQUEST_TIMEOUT);
+        .blockLast(S3BlobBackend.REQUEST_TIMEOUT);
   }
 
   @Override

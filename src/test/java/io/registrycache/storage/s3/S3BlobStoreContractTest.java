@@ -1,5 +1,6 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.storage.ContentWriter;
 import io.registrycache.testsupport.S3Settings;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -100,7 +101,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   void partsGoUpWhileTheFillRunsAndTheObjectAppearsOnlyAtTheCommit() throws Exception {
     byte[] content = random(2 * PART + 1, 21);
     Digest digest = Digest.sha256(content);
-    BlobStore.Writer w = store().newWriter(digest);
+    ContentWriter w = store().newWriter(digest);
     w.append(ByteBuffer.wrap(content, 0, 2 * PART));
     assertThat(writesInProgress()).as("a multipart upload is open during the fill").isEqualTo(1);
     assertThat(presentAtFinalLocation(digest)).isFalse();
@@ -116,7 +117,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     byte[] content = random(2 * PART + 1, 31);
     Digest digest = Digest.sha256(content);
     S3BlobStore s3Store = (S3BlobStore) store();
-    BlobStore.Writer w = s3Store.newWriterBehindOwner(digest);
+    ContentWriter w = s3Store.newWriterBehindOwner(digest);
     w.append(ByteBuffer.wrap(content, 0, 2 * PART));
     assertThat(writesInProgress()).as("no upload while the owner stores the same bytes").isZero();
     // The owner's upload completes (as another replica's commit would).
@@ -138,7 +139,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     S3BlobStore s3Store = (S3BlobStore) store();
     // four looks 100 ms apart instead of the production waits (about 4 s): the same path, sooner
     s3Store.ownerCopyWaits(List.of(Duration.ZERO, Duration.ofMillis(100), Duration.ofMillis(100), Duration.ofMillis(100)));
-    BlobStore.Writer w = s3Store.newWriterBehindOwner(digest);
+    ContentWriter w = s3Store.newWriterBehindOwner(digest);
     w.append(ByteBuffer.wrap(content, 0, 2 * PART));
     assertThat(writesInProgress()).isZero();
     w.append(ByteBuffer.wrap(content, 2 * PART, 1));
@@ -154,7 +155,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     byte[] content = random(2 * PART + 1, 37);
     Digest digest = Digest.sha256(content);
     S3BlobStore s3Store = (S3BlobStore) store();
-    BlobStore.Writer w = s3Store.newWriterBehindOwner(digest);
+    ContentWriter w = s3Store.newWriterBehindOwner(digest);
     w.append(ByteBuffer.wrap(content, 0, PART + 10));
     assertThat(writesInProgress()).isZero();
     w.ownerGaveUp(); // e.g. the owner's body broke off: the rest comes from the upstream here
@@ -172,7 +173,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   void aFillBehindAnOwnerWithTheWrongBytesLeavesNothing() throws Exception {
     byte[] content = random(PART + 7, 35);
     Digest claimed = Digest.sha256(random(PART + 7, 36));
-    BlobStore.Writer w = store().newWriterBehindOwner(claimed);
+    ContentWriter w = store().newWriterBehindOwner(claimed);
     w.append(ByteBuffer.wrap(content));
     assertThatThrownBy(() -> w.commit(content.length)).isInstanceOf(io.registrycache.storage.ContentVerificationException.class);
     assertThat(presentAtFinalLocation(claimed)).isFalse();
@@ -261,7 +262,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   @Test
   void aReplicaKilledMidFillAbortsItsOwnUploadsAtItsRestartWhateverTheirAge() throws Exception {
     byte[] content = random(2 * PART + 1, 41);
-    BlobStore.Writer killed = store().newWriter(Digest.sha256(content));
+    ContentWriter killed = store().newWriter(Digest.sha256(content));
     killed.append(ByteBuffer.wrap(content, 0, 2 * PART));
     // Another replica's fill in progress on the same bucket: not this replica's to abort.
     S3Objects.Upload othersFill = objects.startUpload("blobs/sha256/" + "cd".repeat(32)).block();
@@ -304,7 +305,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
         RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
     try (S3BlobStore slow = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
         io.registrycache.config.ContentScope.REPOSITORY, properties)) {
-      BlobStore.Writer slowWriter = slow.newWriter(digest);
+      ContentWriter slowWriter = slow.newWriter(digest);
       slowWriter.append(ByteBuffer.wrap(content, 0, PART + 1));
       assertThat(writesInProgress()).isEqualTo(1);
 
