@@ -5,40 +5,32 @@ import io.registrycache.config.StorageProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaType;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributeView;
 import java.nio.file.attribute.FileTime;
-import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.function.Consumer;
-import java.util.stream.Stream;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * Manifests and tag links on the file system under {@code storage.path}: {@code
+ * Manifests on the file system under {@code storage.path}: {@code
  * manifests/<algorithm>/<xx>/<hex>} with a {@code .type} file beside it; the last pull is the
- * file's access time; {@code tags/<upstream>/<repository>/_tags/<tag>} holding the digest, its
- * modification time the last confirmation by the upstream. Every write is atomic (temporary file,
- * rename).
+ * file's access time; tag links beside them ({@link FileTagPersistence}). Every write is atomic
+ * (temporary file, rename).
  */
 @Component
 @ConditionalOnStorageType(StorageProperties.Type.FILESYSTEM)
 public final class FileManifestPersistence implements ManifestPersistence {
 
-  private static final Logger log = LoggerFactory.getLogger(FileManifestPersistence.class);
-
   private final StorageLayout layout;
+  private final FileTagPersistence tags;
 
   public FileManifestPersistence(StorageLayout layout) {
     this.layout = layout;
+    this.tags = new FileTagPersistence(layout);
   }
 
   @Override
@@ -57,27 +49,23 @@ public final class FileManifestPersistence implements ManifestPersistence {
         });
   }
 
+  /**
+   * The manifest and its {@code .type} file. A missing manifest (every cold pull by digest) is
+   * found by {@link Files#exists}, without the exception opening a missing file throws; one
+   * deleted between that check and the read is a miss as well.
+   */
   @Override
-  public Optional<byte[]> body(Digest digest) throws IOException {
+  public Optional<Stored> read(Digest digest) throws IOException {
     Path p = layout.manifest(digest);
-    if (!Files.exists(p)) {
-      return Optional.empty(); // the common miss, without an exception (see findTag)
-    }
-    try {
-      return Optional.of(Files.readAllBytes(p));
-    } catch (NoSuchFileException e) {
-      return Optional.empty(); // deleted since the check
-    }
-  }
-
-  @Override
-  public Optional<String> mediaType(Digest digest) throws IOException {
-    Path p = layout.manifestType(digest);
     if (!Files.exists(p)) {
       return Optional.empty();
     }
     try {
-      return Optional.of(Files.readString(p, StandardCharsets.UTF_8).trim());
+      byte[] body = Files.readAllBytes(p);
+      String type = Files.exists(layout.manifestType(digest))
+          ? Files.readString(layout.manifestType(digest), StandardCharsets.UTF_8).trim()
+          : "";
+      return Optional.of(new Stored(type, body));
     } catch (NoSuchFileException e) {
       return Optional.empty(); // deleted since the check
     }
@@ -110,97 +98,7 @@ public final class FileManifestPersistence implements ManifestPersistence {
   }
 
   @Override
-  public List<TagRef> allTags() {
-    Path root = layout.tagsRoot();
-    List<TagRef> out = new ArrayList<>();
-    try (Stream<Path> files = Files.walk(root)) {
-      for (Path p : (Iterable<Path>) files::iterator) {
-        Path parent = p.getParent();
-        if (parent == null || !parent.getFileName().toString().equals("_tags") || !Files.isRegularFile(p)) {
-          continue;
-        }
-        Path rel = root.relativize(parent.getParent());
-        if (rel.getNameCount() < 2) {
-          continue;
-        }
-        String upstream = rel.getName(0).toString();
-        String repository = rel.subpath(1, rel.getNameCount()).toString().replace('\\', '/');
-        try {
-          String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-          out.add(new TagRef(upstream, repository, p.getFileName().toString(), Digest.parse(value),
-              Files.getLastModifiedTime(p).toInstant()));
-        } catch (NoSuchFileException e) {
-          // removed meanwhile
-        } catch (IOException | RuntimeException e) {
-          log.warn("ignoring unreadable tag link {}: {}", p, e.toString());
-        }
-      }
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot list tag links", e);
-    }
-    return out;
-  }
-
-  /**
-   * The tag link, read from disk. A missing link (every cold tag) is found by {@link Files#exists},
-   * which answers with a boolean: opening a missing file throws {@link NoSuchFileException}, whose
-   * stack trace cost 0.8 % of a cold pull's CPU. A link deleted between that check and the read
-   * is a miss as well.
-   *
-   * @throws UncheckedIOException when the link exists but cannot be read
-   */
-  @Override
-  public Optional<TagRef> findTag(String upstreamKey, String name, String tag) {
-    Path p = layout.tag(upstreamKey, name, tag);
-    if (!Files.exists(p)) {
-      return Optional.empty();
-    }
-    try {
-      String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-      Instant validatedAt = Files.getLastModifiedTime(p).toInstant();
-      return Optional.of(new TagRef(upstreamKey, name, tag, Digest.parse(value), validatedAt));
-    } catch (NoSuchFileException e) {
-      return Optional.empty(); // deleted since the check
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read tag link " + p, e);
-    }
-  }
-
-  @Override
-  public void putTag(String upstreamKey, String name, String tag, Digest digest, Instant validatedAt) {
-    Path p = layout.tag(upstreamKey, name, tag);
-    layout.writeAtomically(p, (digest + "\n").getBytes(StandardCharsets.UTF_8));
-    touchTag(upstreamKey, name, tag, validatedAt);
-  }
-
-  @Override
-  public void touchTag(String upstreamKey, String name, String tag, Instant validatedAt) {
-    try {
-      Files.setLastModifiedTime(layout.tag(upstreamKey, name, tag), FileTime.from(validatedAt));
-    } catch (NoSuchFileException e) {
-      // deleted meanwhile
-    } catch (IOException e) {
-      log.warn("cannot touch tag link {}:{}: {}", name, tag, e.toString());
-    }
-  }
-
-  @Override
-  public void deleteTag(String upstreamKey, String name, String tag) {
-    StorageLayout.deleteQuietly(layout.tag(upstreamKey, name, tag));
-  }
-
-  @Override
-  public List<String> tags(String upstreamKey, String name) {
-    Path dir = layout.tagsDir(upstreamKey, name);
-    if (!Files.isDirectory(dir)) {
-      return List.of();
-    }
-    try (Stream<Path> s = Files.list(dir)) {
-      List<String> tags = new ArrayList<>(s.map(p -> p.getFileName().toString()).toList());
-      tags.sort(null);
-      return tags;
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot list " + dir, e);
-    }
+  public TagPersistence tags() {
+    return tags;
   }
 }

@@ -62,6 +62,7 @@ public class ManifestStore {
   }
 
   private final ManifestPersistence persistence;
+  private final TagPersistence tags;
   private final BlobStore blobs;
   private final Clock clock;
   private final Cache<Digest, StoredManifest> memory;
@@ -91,6 +92,7 @@ public class ManifestStore {
   public ManifestStore(ManifestPersistence persistence, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
       throws IOException {
     this.persistence = persistence;
+    this.tags = persistence.tags();
     this.blobs = blobs;
     this.clock = clock;
     this.tagLinks = Caffeine.newBuilder().maximumSize(TAG_LINKS_IN_MEMORY).build();
@@ -142,14 +144,14 @@ public class ManifestStore {
       return Optional.of(inMemory);
     }
     try {
-      Optional<byte[]> stored = persistence.body(digest);
+      Optional<ManifestPersistence.Stored> stored = persistence.read(digest);
       if (stored.isEmpty()) {
         return Optional.empty();
       }
-      byte[] body = stored.get();
+      byte[] body = stored.get().body();
       MediaType mediaType;
       try {
-        mediaType = MediaType.parse(persistence.mediaType(digest).orElse(""));
+        mediaType = MediaType.parse(stored.get().mediaType());
       } catch (IllegalArgumentException e) {
         log.error("stored manifest {} has an unreadable media type; removing it", digest);
         delete(digest);
@@ -303,17 +305,17 @@ public class ManifestStore {
 
   /** Every tag link, all upstreams and repositories. Blocking. */
   public List<TagRef> allTags() {
-    return persistence.allTags();
+    return tags.all();
   }
 
   /** Removes the tag link of {@code ref} if it still points at the same digest. Blocking. */
   public boolean deleteTag(TagRef ref) {
-    Optional<TagRef> now = persistence.findTag(ref.upstream(), ref.repository(), ref.tag());
+    Optional<TagRef> now = tags.find(ref.upstream(), ref.repository(), ref.tag());
     if (now.isEmpty() || !now.get().digest().equals(ref.digest())) {
       return false; // moved by a pull meanwhile (or gone): it is not what was selected
     }
     tagLinks.invalidate(new TagKey(ref.upstream(), ref.repository(), ref.tag()));
-    persistence.deleteTag(ref.upstream(), ref.repository(), ref.tag());
+    tags.delete(ref.upstream(), ref.repository(), ref.tag());
     return true;
   }
 
@@ -324,7 +326,7 @@ public class ManifestStore {
     if (inMemory != null) {
       return Optional.of(inMemory);
     }
-    Optional<TagRef> stored = persistence.findTag(upstreamKey, name, tag.name());
+    Optional<TagRef> stored = tags.find(upstreamKey, name, tag.name());
     stored.ifPresent(ref -> tagLinks.put(key, ref));
     return stored;
   }
@@ -339,13 +341,13 @@ public class ManifestStore {
 
   /** Points a tag at a digest, confirmed by the upstream at {@code validatedAt}. Blocking. */
   public void putTag(String upstreamKey, String name, Reference.Tag tag, Digest digest, Instant validatedAt) {
-    persistence.putTag(upstreamKey, name, tag.name(), digest, validatedAt);
+    tags.put(upstreamKey, name, tag.name(), digest, validatedAt);
     tagLinks.put(new TagKey(upstreamKey, name, tag.name()), new TagRef(upstreamKey, name, tag.name(), digest, validatedAt));
   }
 
   /** Records that the upstream confirmed a tag link at {@code validatedAt}. Blocking. */
   public void touchTag(String upstreamKey, String name, Reference.Tag tag, Instant validatedAt) {
-    persistence.touchTag(upstreamKey, name, tag.name(), validatedAt);
+    tags.touch(upstreamKey, name, tag.name(), validatedAt);
     TagKey key = new TagKey(upstreamKey, name, tag.name());
     TagRef known = tagLinks.getIfPresent(key);
     if (known != null) {
@@ -356,12 +358,12 @@ public class ManifestStore {
   /** Removes a tag link. Blocking. */
   public void deleteTag(String upstreamKey, String name, Reference.Tag tag) {
     tagLinks.invalidate(new TagKey(upstreamKey, name, tag.name()));
-    persistence.deleteTag(upstreamKey, name, tag.name());
+    tags.delete(upstreamKey, name, tag.name());
   }
 
   /** The cached tags of a repository, in lexical order. Blocking. */
   public List<String> tags(String upstreamKey, String name) {
-    return persistence.tags(upstreamKey, name);
+    return tags.list(upstreamKey, name);
   }
 
   /** Number of manifests on disk. */

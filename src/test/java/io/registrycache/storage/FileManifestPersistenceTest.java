@@ -29,38 +29,37 @@ class FileManifestPersistenceTest {
   @Test
   void aMissingTagIsEmptyAndAStoredOneReadsBackWithItsValidationTime() throws IOException {
     FileManifestPersistence p = persistence();
-    assertThat(p.findTag("local", "team/app", "v1")).isEmpty();
+    assertThat(p.tags().find("local", "team/app", "v1")).isEmpty();
     Digest digest = Digest.sha256("m".getBytes(StandardCharsets.UTF_8));
     Instant validated = Instant.parse("2026-01-02T03:04:05.123Z");
-    p.putTag("local", "team/app", "v1", digest, validated);
-    TagRef ref = p.findTag("local", "team/app", "v1").orElseThrow();
+    p.tags().put("local", "team/app", "v1", digest, validated);
+    TagRef ref = p.tags().find("local", "team/app", "v1").orElseThrow();
     assertThat(ref.digest()).isEqualTo(digest);
     assertThat(ref.validatedAt()).isEqualTo(validated);
-    assertThat(p.findTag("local", "team/app", "v2")).isEmpty();
-    assertThat(p.findTag("local", "team/other", "v1")).isEmpty();
-    p.deleteTag("local", "team/app", "v1");
-    assertThat(p.findTag("local", "team/app", "v1")).isEmpty();
+    assertThat(p.tags().find("local", "team/app", "v2")).isEmpty();
+    assertThat(p.tags().find("local", "team/other", "v1")).isEmpty();
+    p.tags().delete("local", "team/app", "v1");
+    assertThat(p.tags().find("local", "team/app", "v1")).isEmpty();
   }
 
   @Test
   void aTagLinkThatExistsButCannotBeReadIsAnErrorNotAMiss() throws IOException {
     FileManifestPersistence p = persistence();
     Files.createDirectories(root.resolve("tags/local/team/app/_tags/v1")); // a folder where the file belongs
-    assertThatThrownBy(() -> p.findTag("local", "team/app", "v1")).isInstanceOf(UncheckedIOException.class);
+    assertThatThrownBy(() -> p.tags().find("local", "team/app", "v1")).isInstanceOf(UncheckedIOException.class);
   }
 
   @Test
-  void aMissingManifestHasNoBodyNorTypeAndAStoredOneReadsBack() throws IOException {
+  void aMissingManifestIsEmptyAndAStoredOneReadsBackWithItsType() throws IOException {
     FileManifestPersistence p = persistence();
     byte[] body = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
     Digest digest = Digest.sha256(body);
-    assertThat(p.body(digest)).isEmpty();
-    assertThat(p.mediaType(digest)).isEmpty();
+    assertThat(p.read(digest)).isEmpty();
     p.write(digest, MediaType.parse("application/vnd.oci.image.manifest.v1+json"), body);
-    assertThat(p.body(digest)).hasValueSatisfying(b -> assertThat(b).isEqualTo(body));
-    assertThat(p.mediaType(digest)).hasValue("application/vnd.oci.image.manifest.v1+json");
+    ManifestPersistence.Stored stored = p.read(digest).orElseThrow();
+    assertThat(stored.body()).isEqualTo(body);
+    assertThat(stored.mediaType()).isEqualTo("application/vnd.oci.image.manifest.v1+json");
     p.delete(digest);
-    assertThat(p.body(digest)).isEmpty();
-    assertThat(p.mediaType(digest)).isEmpty();
+    assertThat(p.read(digest)).isEmpty();
   }
 }
