@@ -68,11 +68,6 @@ public final class S3BlobStore extends BlobStore {
     return backend.localTier();
   }
 
-  /** {@link #rescan} (tests). */
-  int refreshIndex() {
-    return rescan();
-  }
-
   /** {@link S3BlobBackend#ownerCopyWaits} (tests). */
   void ownerCopyWaits(List<Duration> waits) {
     backend.ownerCopyWaits(waits);

@@ -216,13 +216,13 @@ class S3BlobStoreContractTest extends BlobStoreContract {
       write(store().newWriter(digest), content);
       assertThat(other.lookup(digest)).as("stored by another replica after this one started").isEmpty();
 
-      assertThat(other.refreshIndex()).isEqualTo(1);
+      assertThat(other.rescan()).isEqualTo(1);
       assertThat(other.lookup(digest)).contains((long) content.length);
       assertThat(other.bytes()).isEqualTo(content.length);
-      assertThat(other.refreshIndex()).as("nothing new").isZero();
+      assertThat(other.rescan()).as("nothing new").isZero();
 
       store().evict(digest, Long.MAX_VALUE); // no delete grace: the object goes now
-      assertThat(other.refreshIndex()).isEqualTo(1);
+      assertThat(other.rescan()).isEqualTo(1);
       assertThat(other.lookup(digest)).isEmpty();
       assertThat(other.bytes()).isZero();
     }

@@ -169,7 +169,7 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
     objects.delete(S3BlobStore.key(digest)).block(); // another replica evicted it
     assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).as("the verified copy").isEqualTo(content);
 
-    ((S3BlobStore) store()).refreshIndex();
+    store().rescan();
     assertThat(store().open(digest)).isEmpty();
     await().atMost(WAIT).until(() -> !Files.exists(layout.blob(digest)));
   }
