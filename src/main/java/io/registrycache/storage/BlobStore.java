@@ -177,6 +177,8 @@ public class BlobStore implements AutoCloseable {
           size.ifPresent(s -> {
             long now = clock.millis();
             if (index.found(digest, s, now, now)) {
+              // Found because a client asks for it: a pull here, to be recorded.
+              index.entry(digest).ifPresent(e -> e.persistedMillis = 0);
               log.debug("{} found in the store, stored by another replica", digest);
             }
           });

@@ -166,9 +166,16 @@ public class ManifestStore {
         delete(digest);
         return Optional.empty();
       }
-      if (index.containsKey(digest)) {
-        memory.put(digest, manifest);
+      if (!index.containsKey(digest)) {
+        // Stored by another replica on a shared store since the last scan: indexed now, so its
+        // pulls here are recorded (taken as not persisted) and the budget counts it.
+        long now = clock.millis();
+        if (index.putIfAbsent(digest, new Entry(body.length, now, now)) == null) {
+          bytes.addAndGet(body.length);
+          index.get(digest).persistedMillis = 0;
+        }
       }
+      memory.put(digest, manifest);
       return Optional.of(manifest);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read manifest " + digest, e);
