@@ -166,7 +166,7 @@ public class ManifestStore {
         delete(digest);
         return Optional.empty();
       }
-      if (!index.containsKey(digest)) {
+      if (!index.containsKey(digest) && blobs.shared()) {
         // Stored by another replica on a shared store since the last scan: indexed now, so its
         // pulls here are recorded (taken as not persisted) and the budget counts it.
         long now = clock.millis();

@@ -173,11 +173,16 @@ public final class S3LastPulls implements AutoCloseable {
   public synchronized int refresh() {
     lastRefreshNanos = System.nanoTime();
     Optional<S3Objects.ObjectInfo> base = unchecked(objects.stat(BASE));
+    // A new base (the evictor folded deltas): read it and every delta still there again, and
+    // forget digests in none of them (evicted since), so memory follows what the bucket holds.
+    Map<Digest, Long> inBucket = null;
     if (base.isPresent() && !base.get().eTag().equals(baseTag)) {
       Optional<byte[]> bytes = unchecked(objects.readAll(BASE));
       if (bytes.isPresent()) {
-        mergeKnown(decode(bytes.get()));
+        inBucket = decode(bytes.get());
+        mergeKnown(inBucket);
         baseTag = base.get().eTag();
+        deltasRead.clear();
       }
     }
     List<String> keys = unchecked(objects.list(PREFIX).filter(k -> !k.equals(BASE)).collectList());
@@ -187,11 +192,21 @@ public final class S3LastPulls implements AutoCloseable {
         continue;
       }
       Optional<byte[]> bytes = unchecked(objects.readAll(key));
-      bytes.ifPresent(b -> mergeKnown(decode(b)));
+      if (bytes.isPresent()) {
+        Map<Digest, Long> delta = decode(bytes.get());
+        mergeKnown(delta);
+        if (inBucket != null) {
+          inBucket.putAll(delta);
+        }
+      }
       deltasRead.add(key);
       read++;
     }
     deltasRead.retainAll(new HashSet<>(keys));
+    if (inBucket != null) {
+      Map<Digest, Long> still = inBucket;
+      known.keySet().removeIf(d -> !still.containsKey(d));
+    }
     return read;
   }
 
@@ -243,6 +258,7 @@ public final class S3LastPulls implements AutoCloseable {
         all.put(d, t);
       }
     });
+    known.keySet().removeIf(d -> !all.containsKey(d)); // evicted: nothing to compare with any more
     await(objects.putBytes(BASE, encode(all)));
     baseTag = await(objects.stat(BASE)).map(S3Objects.ObjectInfo::eTag).orElse("");
     for (String key : folded) {

@@ -188,6 +188,10 @@ class S3LastPullsTest {
     assertThat(restarted.lastPull(digest(2))).hasValue(7_000);
     assertThat(restarted.lastPull(digest(3))).isEmpty();
     assertThat(deltas()).hasSize(1);
+    assertThat(a.lastPull(digest(3))).as("a's own record, before it sees the new base").hasValue(3_000);
+    a.refresh();
+    assertThat(a.lastPull(digest(3))).as("folded away as no longer stored: forgotten by every replica").isEmpty();
+    assertThat(a.lastPull(digest(2))).hasValue(7_000);
   }
 
   S3BlobStore store(S3LastPulls pulls) throws IOException {
