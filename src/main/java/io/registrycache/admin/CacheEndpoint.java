@@ -8,6 +8,7 @@ import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.EvictionTurn;
 import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.CacheCollector.Removal;
 import io.registrycache.storage.ManifestStore;
@@ -43,6 +44,10 @@ import org.springframework.stereotype.Component;
  *   <li>{@code POST /actuator/cache/evict} with JSON {@code {"upstream":"local",
  *       "repository":"library/alpine", "tag":"3.20"}} or {@code {"digest":"sha256:..."}}
  *   <li>{@code POST /actuator/cache/janitor} — run the budget check now
+ *   <li>on a bucket shared by replicas, listings cover the whole bucket (a rescan first) with every
+ *       replica's last pulls; {@code prune}, {@code evict} (not as dry runs) and {@code janitor}
+ *       are answered 409 with {@code evictor} on every replica but the evicting one ({@link
+ *       EvictionTurn})
  *   <li>{@code POST /actuator/cache/preload} with JSON {@code {"references":
  *       "registry.example.com/team/app:v1 team/x@sha256:...", "platforms":"linux/amd64"}} — queue
  *       a preload job ({@link Preloader}); answers 202 at once with the job's id. Both are strings
@@ -124,8 +129,14 @@ public class CacheEndpoint {
       return badRequest(e.getMessage());
     }
     return switch (what) {
-      case "images" -> ok(Map.of("images", inventory.images(p).stream().map(Views::image).toList()));
-      case "blobs" -> ok(Map.of("blobs", inventory.blobs(p).stream().map(Views::blob).toList()));
+      case "images" -> {
+        freshen();
+        yield ok(Map.of("images", inventory.images(p).stream().map(Views::image).toList()));
+      }
+      case "blobs" -> {
+        freshen();
+        yield ok(Map.of("blobs", inventory.blobs(p).stream().map(Views::blob).toList()));
+      }
       case "preload" -> ok(Map.of("jobs", preloader.jobs().stream().map(PreloadJob::view).toList()));
       default -> new WebEndpointResponse<>(
           Map.of("error", "unknown list '" + what + "'; use images, blobs or preload"), 404);
@@ -159,6 +170,13 @@ public class CacheEndpoint {
       @Nullable String references,
       @Nullable String platforms) {
     boolean dry = Boolean.TRUE.equals(dryRun);
+    java.util.Optional<String> evictor = janitor.evictorElsewhere();
+    if (evictor.isPresent() && (action.equals("janitor") || !dry && (action.equals("prune") || action.equals("evict")))) {
+      return new WebEndpointResponse<>(Map.of(
+          "error", "this replica does not evict or prune the shared store; send the request to " + evictor.get()
+              + "'s management port (the owner of the key '" + EvictionTurn.KEY + "')",
+          "evictor", evictor.get()), 409);
+    }
     try {
       return switch (action) {
         case "prune" -> {
@@ -186,6 +204,14 @@ public class CacheEndpoint {
     } catch (IllegalArgumentException | OciException e) {
       return badRequest(e.getMessage());
     }
+  }
+
+  /**
+   * On a store shared by replicas, brings this replica's index up to date with the bucket first
+   * ({@link CacheCollector#rescanShared}), so the listing is the cluster's. Blocking.
+   */
+  private void freshen() {
+    collector.rescanShared();
   }
 
   /**

@@ -39,6 +39,7 @@ public class Pruner {
 
   /** Removes (or, in a dry run, lists) what {@code request} selects. */
   public Removal prune(PruneRequest request) {
+    collector.rescanShared(); // a shared store: every replica's content and last pulls
     Instant now = clock.instant();
     Instant cutoff = request.olderThan() == null ? null : now.minus(request.olderThan());
     List<TagRef> tags = manifests.allTags();
@@ -100,6 +101,7 @@ public class Pruner {
    * @return what went; empty lists when nothing matched
    */
   public Removal evict(String upstream, String repository, String tag, Digest digest, boolean dryRun) {
+    collector.rescanShared();
     if (digest != null) {
       return collector.remove(List.of(), List.of(digest), null, Reason.EVICT, dryRun);
     }

@@ -3,6 +3,7 @@ package io.registrycache.admin;
 import io.registrycache.config.PruneProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.storage.CacheCollector.Removal;
+import io.registrycache.storage.EvictionTurn;
 import java.time.Duration;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -26,8 +27,20 @@ public class ScheduledPruner implements SmartLifecycle {
   private final Duration schedule;
   private final PruneRequest request;
   private volatile ScheduledExecutorService executor;
+  private final EvictionTurn turn;
 
   public ScheduledPruner(Pruner pruner, RegistryCacheProperties properties) {
+    this(pruner, properties, EvictionTurn.HERE);
+  }
+
+  /** @param turn which replica prunes a shared store ({@link EvictionTurn}); without a bean, this one */
+  @org.springframework.beans.factory.annotation.Autowired
+  public ScheduledPruner(Pruner pruner, RegistryCacheProperties properties, org.springframework.beans.factory.ObjectProvider<EvictionTurn> turn) {
+    this(pruner, properties, turn.getIfAvailable(() -> EvictionTurn.HERE));
+  }
+
+  private ScheduledPruner(Pruner pruner, RegistryCacheProperties properties, EvictionTurn turn) {
+    this.turn = turn;
     this.pruner = pruner;
     PruneProperties p = properties.prune();
     this.schedule = p.schedule();
@@ -58,6 +71,11 @@ public class ScheduledPruner implements SmartLifecycle {
 
   /** One scheduled prune; failures are logged, the schedule goes on. */
   void runOnce() {
+    java.util.Optional<String> elsewhere = turn.elsewhere();
+    if (elsewhere.isPresent()) {
+      log.debug("scheduled prune: skipped, {} prunes the shared store", elsewhere.get());
+      return;
+    }
     try {
       Removal r = pruner.prune(request);
       log.info("scheduled prune: {} tag links, {} manifests, {} blobs, {} bytes",

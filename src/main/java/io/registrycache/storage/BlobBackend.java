@@ -3,7 +3,9 @@ package io.registrycache.storage;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
+import java.util.function.Predicate;
 import reactor.core.publisher.Mono;
 
 /**
@@ -92,13 +94,43 @@ public interface BlobBackend extends AutoCloseable {
    */
   default void dropped(Digest digest) {}
 
-  /** Records the last pull of a stored blob durably, if the backend can (epoch milliseconds). */
-  default void recordPull(Digest digest, long millis) throws IOException {}
+  /**
+   * Records the last pulls of stored blobs durably, if the backend can: digest → epoch
+   * milliseconds, the blobs whose last pull moved since the previous call. A backend may write
+   * them later in one batch (S3: one object per {@code storage.s3.access-flush}). Blocking.
+   *
+   * @throws IOException when nothing could be recorded (the store calls again with them later)
+   */
+  default void recordPulls(Map<Digest, Long> pulls) throws IOException {}
 
-  /** Whether {@link #recordPull} keeps anything: when not, last-pulled times live in memory only. */
+  /** Whether {@link #recordPulls} keeps anything: when not, last-pulled times live in memory only. */
   default boolean recordsPulls() {
     return false;
   }
+
+  /**
+   * Whether other processes store and evict in this backend too (a bucket shared by replicas):
+   * then the index is brought up to date ({@link BlobStore#rescan}) before a listing or an
+   * eviction pass covers the whole store.
+   */
+  default boolean shared() {
+    return false;
+  }
+
+  /**
+   * Whether another process recorded a pull of {@code digest} later than {@code millis} (read
+   * afresh from the backend): an evicted blob's delete is then cancelled. Blocking; {@code false}
+   * for a backend only this process pulls from, or when the records cannot be read.
+   */
+  default boolean pulledAfter(Digest digest, long millis) {
+    return false;
+  }
+
+  /**
+   * Folds the durable pull records of every process into one, keeping the digests {@code keep}
+   * accepts; run by the one process that evicts from a shared backend. Blocking; no-op by default.
+   */
+  default void compactPulls(Predicate<Digest> keep) throws IOException {}
 
   /** Stops what the backend runs in the background. */
   @Override

@@ -65,14 +65,26 @@ public final class BlobIndex {
     return e;
   }
 
-  /** Indexes a blob found in the store (start-up, a refresh), unless it is indexed already. */
+  /**
+   * Indexes a blob found in the store (start-up, a refresh); when it is indexed already, its
+   * last pull moves to {@code lastPulledMillis} if that is later (a pull another replica recorded
+   * in a shared store), taken as persisted.
+   *
+   * @return whether the blob was added
+   */
   public boolean found(Digest digest, long size, long createdMillis, long lastPulledMillis) {
     boolean[] added = {false};
-    entries.computeIfAbsent(digest, d -> {
+    Entry e = entries.computeIfAbsent(digest, d -> {
       bytes.addAndGet(size);
       added[0] = true;
       return new Entry(size, createdMillis, lastPulledMillis);
     });
+    if (!added[0] && lastPulledMillis > e.lastPulledMillis) {
+      e.lastPulledMillis = lastPulledMillis; // a racing hit stores nearly the same value
+      if (lastPulledMillis > e.persistedMillis) {
+        e.persistedMillis = lastPulledMillis;
+      }
+    }
     return added[0];
   }
 

@@ -7,6 +7,7 @@ import java.nio.channels.SeekableByteChannel;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -50,6 +51,10 @@ public class BlobStore implements AutoCloseable {
   private final BlobIndex index = new BlobIndex();
   /** Open writers per digest: a pending delete waits for them. Registered under the index's lock. */
   private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
+  /** Tasks waiting for their delay (deletes), run at {@link #close} instead. */
+  private final Set<Runnable> waiting = ConcurrentHashMap.newKeySet();
+  /** Evicted blobs whose bytes wait for their delete. */
+  private final Set<Digest> deleting = ConcurrentHashMap.newKeySet();
   private final ScheduledExecutorService executor;
   private final ScheduledFuture<?> rescans;
   private final ContentLinks links;
@@ -172,6 +177,8 @@ public class BlobStore implements AutoCloseable {
           size.ifPresent(s -> {
             long now = clock.millis();
             if (index.found(digest, s, now, now)) {
+              // Found because a client asks for it: a pull here, to be recorded.
+              index.entry(digest).ifPresent(e -> e.persistedMillis = 0);
               log.debug("{} found in the store, stored by another replica", digest);
             }
           });
@@ -283,11 +290,14 @@ public class BlobStore implements AutoCloseable {
    * @return bytes freed, or -1 when the blob was not stored or was kept
    */
   public long evict(Digest digest, long ifNotPulledSince) {
+    long lastPulled = index.entry(digest).map(BlobIndex.Entry::lastPulledMillis).orElse(ifNotPulledSince);
     long freed = index.evict(digest, ifNotPulledSince);
     if (freed >= 0) {
       backend.dropped(digest);
       links.unlinkAll(digest);
-      schedule(() -> deleteIfUnused(digest), deleteGrace);
+      deleting.add(digest);
+      long known = Math.min(lastPulled, ifNotPulledSince);
+      schedule(() -> deleteIfUnused(digest, known), deleteGrace);
     }
     return freed;
   }
@@ -302,19 +312,32 @@ public class BlobStore implements AutoCloseable {
       task.run();
       return;
     }
+    waiting.add(task);
     try {
-      executor.schedule(task, delay.toMillis(), TimeUnit.MILLISECONDS);
+      executor.schedule(() -> {
+        if (waiting.remove(task)) {
+          task.run();
+        }
+      }, delay.toMillis(), TimeUnit.MILLISECONDS);
     } catch (RejectedExecutionException e) {
-      task.run(); // shutting down
+      if (waiting.remove(task)) {
+        task.run(); // shutting down
+      }
     }
   }
 
   /**
-   * Deletes the bytes of an evicted blob unless it was stored again meanwhile or a writer of it
-   * is open (then later). Under the index's lock for the digest, where writers register, so a
+   * Deletes the bytes of an evicted blob unless it was stored again meanwhile, another process
+   * recorded a pull of it after {@code lastPulled} (the time its eviction went by; {@link
+   * BlobBackend#pulledAfter}: then it stays), or a writer of it is open (then later). Under the index's lock for the digest, where writers register, so a
    * writer either registered before (and the delete waits) or starts after the delete.
    */
-  private void deleteIfUnused(Digest digest) {
+  private void deleteIfUnused(Digest digest, long lastPulled) {
+    if (backend.pulledAfter(digest, lastPulled)) {
+      deleting.remove(digest);
+      log.info("evicted blob {} kept in the store: another replica pulled it since it was selected", digest);
+      return;
+    }
     boolean[] busy = {false};
     index.ifAbsent(digest, () -> {
       if (writing.containsKey(digest)) {
@@ -324,13 +347,15 @@ public class BlobStore implements AutoCloseable {
       }
     });
     if (busy[0]) {
-      schedule(() -> deleteIfUnused(digest), deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
+      schedule(() -> deleteIfUnused(digest, lastPulled), deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
+    } else {
+      deleting.remove(digest);
     }
   }
 
   /**
    * Records the last-pulled times that changed since the last call durably, where the backend can
-   * ({@link BlobBackend#recordPull}: the file system writes them as the files' access times, read
+   * ({@link BlobBackend#recordPulls}: the file system writes them as the files' access times, read
    * back at start-up, so the order of eviction survives a restart).
    *
    * @return how many were updated
@@ -339,20 +364,49 @@ public class BlobStore implements AutoCloseable {
     if (!backend.recordsPulls()) {
       return 0;
     }
-    int[] n = {0};
+    Map<Digest, Long> changed = new HashMap<>();
+    Map<Digest, BlobIndex.Entry> entries = new HashMap<>();
     index.forEach((digest, e) -> {
       long pulled = e.lastPulledMillis;
       if (pulled > e.persistedMillis) {
-        try {
-          backend.recordPull(digest, pulled);
-          e.persistedMillis = pulled;
-          n[0]++;
-        } catch (IOException ex) {
-          log.debug("cannot record the last pull of {}: {}", digest, ex.toString());
-        }
+        changed.put(digest, pulled);
+        entries.put(digest, e);
       }
     });
-    return n[0];
+    if (changed.isEmpty()) {
+      return 0;
+    }
+    try {
+      backend.recordPulls(changed);
+    } catch (IOException ex) {
+      log.warn("cannot record the last pulls of {} blobs, will try again: {}", changed.size(), ex.toString());
+      return 0;
+    }
+    changed.forEach((digest, pulled) -> {
+      BlobIndex.Entry e = entries.get(digest);
+      if (pulled > e.persistedMillis) {
+        e.persistedMillis = pulled;
+      }
+    });
+    return changed.size();
+  }
+
+  /** Whether other processes store and evict in the same backend ({@link BlobBackend#shared}). */
+  public boolean shared() {
+    return backend.shared();
+  }
+
+  /**
+   * Folds the backend's pull records into one ({@link BlobBackend#compactPulls}), keeping those of
+   * the blobs stored or awaiting their delete and of whatever {@code alsoKeep} accepts (stored
+   * manifests). Blocking; failures are logged.
+   */
+  public void compactPulls(java.util.function.Predicate<Digest> alsoKeep) {
+    try {
+      backend.compactPulls(d -> index.contains(d) || deleting.contains(d) || alsoKeep.test(d));
+    } catch (IOException | RuntimeException e) {
+      log.warn("cannot fold the pull records, will try again: {}", e.toString());
+    }
   }
 
   /** Number of stored blobs. */
@@ -371,8 +425,11 @@ public class BlobStore implements AutoCloseable {
     if (rescans != null) {
       rescans.cancel(false);
     }
-    for (Runnable pending : executor.shutdownNow()) {
-      pending.run();
+    executor.shutdownNow(); // a delayed task the executor hands back would not run after shutdown
+    for (Runnable pending : List.copyOf(waiting)) {
+      if (waiting.remove(pending)) {
+        pending.run();
+      }
     }
     links.close();
     backend.close();

@@ -97,6 +97,18 @@ public class CacheCollector {
     this.batchSize = Math.max(1, s.evictionBatchSize());
   }
 
+  /**
+   * On a store shared by replicas ({@link BlobStore#shared}), brings the blob and manifest indexes
+   * up to date with it: what every replica stored or removed, the last pulls every replica
+   * recorded. One listing of the store; a no-op on a store of this process alone. Blocking.
+   */
+  public void rescanShared() {
+    if (blobs.shared()) {
+      blobs.rescan();
+      manifests.rescan();
+    }
+  }
+
   /** Bytes of stored blobs and manifests. */
   public long storedBytes() {
     return blobs.bytes() + manifests.bytes();

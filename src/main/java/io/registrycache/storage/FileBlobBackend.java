@@ -6,6 +6,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributeView;
 import java.nio.file.attribute.FileTime;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Blobs as files under {@code <storage.path>/blobs/<algorithm>/<2 hex>/<hex>} ({@link
@@ -15,6 +17,8 @@ import java.nio.file.attribute.FileTime;
  * a reader has open may be unlinked at any time: on Linux the reader keeps the inode.
  */
 public final class FileBlobBackend implements BlobBackend {
+
+  private static final Logger log = LoggerFactory.getLogger(FileBlobBackend.class);
 
   private final StorageLayout layout;
 
@@ -63,11 +67,20 @@ public final class FileBlobBackend implements BlobBackend {
     return ContentLinks.files(layout, "blobs");
   }
 
-  /** One {@code utimes}: the access time, which {@link #scan} reads back at start-up. */
+  /**
+   * One {@code utimes} per blob: the access time, which {@link #scan} reads back at start-up. A
+   * file that cannot be touched (evicted meanwhile) is skipped.
+   */
   @Override
-  public void recordPull(Digest digest, long millis) throws IOException {
-    Files.getFileAttributeView(layout.blob(digest), BasicFileAttributeView.class)
-        .setTimes(null, FileTime.fromMillis(millis), null);
+  public void recordPulls(java.util.Map<Digest, Long> pulls) {
+    pulls.forEach((digest, millis) -> {
+      try {
+        Files.getFileAttributeView(layout.blob(digest), BasicFileAttributeView.class)
+            .setTimes(null, FileTime.fromMillis(millis), null);
+      } catch (IOException e) {
+        log.debug("cannot record the last pull of {}: {}", digest, e.toString());
+      }
+    });
   }
 
   @Override

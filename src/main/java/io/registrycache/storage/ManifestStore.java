@@ -166,9 +166,16 @@ public class ManifestStore {
         delete(digest);
         return Optional.empty();
       }
-      if (index.containsKey(digest)) {
-        memory.put(digest, manifest);
+      if (!index.containsKey(digest) && blobs.shared()) {
+        // Stored by another replica on a shared store since the last scan: indexed now, so its
+        // pulls here are recorded (taken as not persisted) and the budget counts it.
+        long now = clock.millis();
+        if (index.putIfAbsent(digest, new Entry(body.length, now, now)) == null) {
+          bytes.addAndGet(body.length);
+          index.get(digest).persistedMillis = 0;
+        }
       }
+      memory.put(digest, manifest);
       return Optional.of(manifest);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read manifest " + digest, e);
@@ -364,6 +371,43 @@ public class ManifestStore {
   /** The cached tags of a repository, in lexical order. Blocking. */
   public List<String> tags(String upstreamKey, String name) {
     return tags.list(upstreamKey, name);
+  }
+
+  /**
+   * Brings the index up to date with a store other replicas write too (a shared bucket): manifests
+   * they stored are added, manifests whose objects are gone are dropped (only those indexed before
+   * the listing began), and a later last pull the store reports is taken. Blocking.
+   *
+   * @return manifests added plus manifests dropped
+   */
+  public int rescan() {
+    long started = clock.millis();
+    java.util.Set<Digest> seen = new java.util.HashSet<>();
+    int[] changed = {0};
+    persistence.scan(found -> {
+      seen.add(found.digest());
+      Entry e = index.computeIfAbsent(found.digest(), d -> {
+        bytes.addAndGet(found.size());
+        changed[0]++;
+        return new Entry(found.size(), found.createdMillis(), found.lastPulledMillis());
+      });
+      if (found.lastPulledMillis() > e.lastPulledMillis) {
+        e.lastPulledMillis = found.lastPulledMillis();
+        e.persistedMillis = Math.max(e.persistedMillis, found.lastPulledMillis());
+      }
+    });
+    for (Map.Entry<Digest, Entry> me : index.entrySet()) {
+      Entry e = me.getValue();
+      if (!seen.contains(me.getKey()) && e.createdMillis() < started && index.remove(me.getKey(), e)) {
+        bytes.addAndGet(-e.size);
+        memory.invalidate(me.getKey());
+        changed[0]++;
+      }
+    }
+    if (changed[0] > 0) {
+      log.info("manifest index rescanned: {} changes, {} manifests, {} bytes", changed[0], index.size(), bytes.get());
+    }
+    return changed[0];
   }
 
   /** Number of manifests on disk. */

@@ -28,10 +28,30 @@ public class StorageJanitor implements SmartLifecycle {
   private final ManifestStore manifests;
   private final Duration interval;
   private final AtomicBoolean queued = new AtomicBoolean();
+  private final EvictionTurn turn;
+  /** The evicting replica last logged, so a non-owner says why it skips once per change. */
+  private final java.util.concurrent.atomic.AtomicReference<String> evictorLogged = new java.util.concurrent.atomic.AtomicReference<>("");
   private volatile ScheduledExecutorService executor;
 
   public StorageJanitor(
       CacheCollector collector, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties) {
+    this(collector, blobs, manifests, properties, EvictionTurn.HERE);
+  }
+
+  /**
+   * @param turn which replica evicts ({@link EvictionTurn}); without a bean of it, this one
+   */
+  @org.springframework.beans.factory.annotation.Autowired
+  public StorageJanitor(
+      CacheCollector collector, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties,
+      org.springframework.beans.factory.ObjectProvider<EvictionTurn> turn) {
+    this(collector, blobs, manifests, properties, turn.getIfAvailable(() -> EvictionTurn.HERE));
+  }
+
+  private StorageJanitor(
+      CacheCollector collector, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties,
+      EvictionTurn turn) {
+    this.turn = turn;
     this.collector = collector;
     this.blobs = blobs;
     this.manifests = manifests;
@@ -73,12 +93,38 @@ public class StorageJanitor implements SmartLifecycle {
     }
   }
 
-  /** One pass: enforce the budget, then record access times. Blocking. */
+  /**
+   * One pass: enforce the budget, then record access times. On a store shared by replicas only
+   * the evicting replica ({@link EvictionTurn}) enforces the budget, over the whole store: it
+   * rescans blobs and manifests first (every replica's content, every replica's recorded pulls),
+   * and folds the pull records afterwards; the others only record their pulls. Blocking.
+   */
   public void runOnce() {
     queued.set(false);
-    collector.enforceBudget();
+    java.util.Optional<String> elsewhere = turn.elsewhere();
+    String evictor = elsewhere.orElse("this replica");
+    if (!evictor.equals(evictorLogged.getAndSet(evictor)) && blobs.shared()) {
+      if (elsewhere.isPresent()) {
+        log.info("storage janitor: eviction and pruning of the shared store run on {} (owner of the key '{}'); not here",
+            evictor, EvictionTurn.KEY);
+      } else {
+        log.info("storage janitor: this replica evicts and prunes for the shared store (owner of the key '{}')", EvictionTurn.KEY);
+      }
+    }
+    if (elsewhere.isEmpty()) {
+      collector.rescanShared();
+      collector.enforceBudget();
+    }
     blobs.persistAccessTimes();
     manifests.persistAccessTimes();
+    if (elsewhere.isEmpty() && blobs.shared()) {
+      blobs.compactPulls(d -> manifests.entry(d).isPresent());
+    }
+  }
+
+  /** Whether this replica evicts and prunes ({@link EvictionTurn}); else the replica that does. */
+  public java.util.Optional<String> evictorElsewhere() {
+    return turn.elsewhere();
   }
 
   private void runSafely() {

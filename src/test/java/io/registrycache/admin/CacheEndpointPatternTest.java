@@ -41,7 +41,8 @@ class CacheEndpointPatternTest {
     CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs);
     Pruner pruner = new Pruner(cache.manifests, inventory, cache.collector, cache.clock);
     return new CacheEndpoint(
-        inventory, pruner, cache.collector, null, cache.blobs, cache.manifests, properties, null, null, null);
+        inventory, pruner, cache.collector,
+        new io.registrycache.storage.StorageJanitor(cache.collector, cache.blobs, cache.manifests, properties), cache.blobs, cache.manifests, properties, null, null, null);
   }
 
   @AfterEach

@@ -30,6 +30,7 @@ public final class S3Settings {
   private Duration connectTimeout = Duration.ofSeconds(5);
   private Duration stallTimeout = Duration.ofSeconds(30);
   private DataSize localTierSize = DataSize.ofBytes(0);
+  private Duration accessFlush = Duration.ofMinutes(1);
 
   private S3Settings() {}
 
@@ -58,6 +59,7 @@ public final class S3Settings {
     s.connectTimeout = p.connectTimeout();
     s.stallTimeout = p.stallTimeout();
     s.localTierSize = p.localTierSize();
+    s.accessFlush = p.accessFlush();
     return s;
   }
 
@@ -91,10 +93,15 @@ public final class S3Settings {
     return this;
   }
 
+  public S3Settings accessFlush(Duration every) {
+    this.accessFlush = every;
+    return this;
+  }
+
   /** @throws IllegalArgumentException as {@link S3StorageProperties} does for a bad value */
   public S3StorageProperties build() {
     return new S3StorageProperties(endpoint, region, bucket, prefix, pathStyle, partSize, accessKeyId,
         secretAccessKey, secretAccessKeyFile, presignTtl, redirect, abandonedUploadAge, indexRefresh,
-        connectTimeout, stallTimeout, localTierSize);
+        connectTimeout, stallTimeout, localTierSize, accessFlush);
   }
 }

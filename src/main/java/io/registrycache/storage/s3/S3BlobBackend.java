@@ -16,6 +16,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -23,6 +24,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.core.io.buffer.DataBuffer;
@@ -59,8 +61,9 @@ import reactor.core.scheduler.Schedulers;
  * blob. Not a bounded cache with HEAD on a miss: a HEAD per miss would cost a round trip on every
  * cold pull, and the budget and LRU eviction need the full picture. The store lists again every
  * {@code storage.s3.index-refresh} (default 5 min, {@link #rescanEvery}); in between, a blob
- * another replica stored is found by one HEAD when a request finds it missing ({@link #stat}). Last-pulled times are kept in memory only (after a restart a blob's
- * last pull is its last write). A blob whose object another
+ * another replica stored is found by one HEAD when a request finds it missing ({@link #stat}). Last-pulled
+ * times are kept in the bucket when an {@link S3LastPulls} is given (batched, one object per
+ * replica and {@code storage.s3.access-flush}; read back by the listing), else in memory only. A blob whose object another
  * replica removed fails the one read that finds it gone and leaves the index then (the next
  * request refills it).
  *
@@ -114,6 +117,10 @@ public final class S3BlobBackend implements BlobBackend {
   /** This replica's record of the uploads it started and has not finished. */
   private final OwnUploads ownUploads;
   private final AtomicLong othersUploadsAborted = new AtomicLong();
+  /** Last pulls kept in the bucket; null when they live in memory only. */
+  private final S3LastPulls lastPulls;
+  /** {@link System#nanoTime} of the latest {@link #dropped}: a delete's re-check reads records newer than it. */
+  private volatile long lastDropNanos = System.nanoTime();
 
   /**
    * A backend over {@code objects}; the listing is {@link #scan}'s, the clean-up of uploads and the
@@ -127,6 +134,20 @@ public final class S3BlobBackend implements BlobBackend {
    */
   public S3BlobBackend(
       S3Objects objects, StorageLayout layout, Clock clock, Duration deleteGrace, S3StorageProperties properties) {
+    this(objects, layout, clock, deleteGrace, properties, null);
+  }
+
+  /**
+   * A backend that also keeps last pulls in the bucket ({@code lastPulls}, shared with the
+   * manifests): recorded pulls are written every {@code storage.s3.access-flush}, read back by
+   * {@link #scan}.
+   *
+   * @param lastPulls the bucket's pull records; {@code null}: last pulls in memory only
+   */
+  public S3BlobBackend(
+      S3Objects objects, StorageLayout layout, Clock clock, Duration deleteGrace, S3StorageProperties properties,
+      S3LastPulls lastPulls) {
+    this.lastPulls = lastPulls;
     this.objects = objects;
     this.layout = layout;
     this.clock = clock;
@@ -157,6 +178,9 @@ public final class S3BlobBackend implements BlobBackend {
   @Override
   public void started(Index index) {
     this.index = index;
+    if (lastPulls != null) {
+      lastPulls.start();
+    }
     this.tier = tierBytes > 0 ? new S3LocalTier(objects, layout, tierBytes, deleteGrace, index::size) : null;
     abortOwnLeftUploads();
     abortAbandonedUploads();
@@ -165,11 +189,15 @@ public final class S3BlobBackend implements BlobBackend {
   }
 
   /**
-   * Lists {@code blobs/}: one request per 1,000 blobs, 32 prefixes at once; created and last
-   * pulled = the object's last write (last pulls are not kept in the bucket).
+   * Lists {@code blobs/}: one request per 1,000 blobs, 32 prefixes at once; created = the
+   * object's last write, last pulled = the latest of that and the pulls recorded in the bucket by
+   * every replica ({@link S3LastPulls}, read first), or the last write when they are not kept.
    */
   @Override
   public void scan(Found visitor) {
+    if (lastPulls != null) {
+      lastPulls.refresh();
+    }
     objects.listContentWithSizes(BLOBS)
         .doOnNext(o -> {
           Optional<Digest> digest = digestOf(o.key());
@@ -178,9 +206,61 @@ public final class S3BlobBackend implements BlobBackend {
             return;
           }
           long created = o.lastModified().toEpochMilli();
-          visitor.found(digest.get(), o.size(), created, created);
+          long pulled = created;
+          if (lastPulls != null) {
+            lastPulls.noteKnown(digest.get(), created);
+            pulled = Math.max(created, lastPulls.lastPull(digest.get()).orElse(created));
+          }
+          visitor.found(digest.get(), o.size(), created, pulled);
         })
         .blockLast(REQUEST_TIMEOUT);
+  }
+
+  /** Recorded for the next delta ({@link S3LastPulls#record}), written every {@code access-flush}. */
+  @Override
+  public void recordPulls(Map<Digest, Long> pulls) {
+    if (lastPulls != null) {
+      pulls.forEach(lastPulls::record);
+    }
+  }
+
+  /** Whether last pulls are kept in the bucket ({@code S3LastPulls} given). */
+  @Override
+  public boolean recordsPulls() {
+    return lastPulls != null;
+  }
+
+  /** A bucket is shared by the replicas. */
+  @Override
+  public boolean shared() {
+    return true;
+  }
+
+  /**
+   * Whether a pull of {@code digest} later than {@code millis} is recorded in the bucket: the
+   * records are read again first unless they were read after the latest eviction (so the deletes
+   * of one pass, which come at least two {@code access-flush} intervals after it, read them once). {@code false} when the records cannot
+   * be read (logged): the delete then goes ahead, as it did before they existed.
+   */
+  @Override
+  public boolean pulledAfter(Digest digest, long millis) {
+    if (lastPulls == null) {
+      return false;
+    }
+    try {
+      lastPulls.refreshUnlessSince(lastDropNanos); // once per eviction pass's deletes
+    } catch (RuntimeException e) {
+      log.warn("object store: cannot read the pull records before deleting {}: {}", digest, e.toString());
+    }
+    return lastPulls.lastPull(digest).orElse(Long.MIN_VALUE) > millis;
+  }
+
+  /** {@link S3LastPulls#compact}. */
+  @Override
+  public void compactPulls(Predicate<Digest> keep) throws IOException {
+    if (lastPulls != null) {
+      lastPulls.compact(keep);
+    }
   }
 
   /** {@code storage.s3.index-refresh}: other replicas store and evict in the same bucket. */
@@ -532,6 +612,7 @@ public final class S3BlobBackend implements BlobBackend {
   /** The local copy goes with the blob's entry. */
   @Override
   public void dropped(Digest digest) {
+    lastDropNanos = System.nanoTime();
     S3LocalTier t = tier;
     if (t != null) {
       t.remove(digest);

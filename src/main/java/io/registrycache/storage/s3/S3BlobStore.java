@@ -38,6 +38,25 @@ public final class S3BlobStore extends BlobStore {
     this(new S3BlobBackend(objects, layout, clock, deleteGrace, properties), layout, clock, deleteGrace, scope);
   }
 
+  /**
+   * A store whose last pulls are kept in the bucket ({@code lastPulls}): an evicted blob's
+   * object goes only after the longer of {@code deleteGrace} and two {@code access-flush}
+   * intervals, and not at all when another replica recorded a pull of it meanwhile. Blocking
+   * (start-up).
+   *
+   * @param lastPulls the bucket's pull records, shared with the manifests
+   */
+  public S3BlobStore(
+      S3Objects objects, StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope,
+      S3StorageProperties properties, S3LastPulls lastPulls) {
+    this(new S3BlobBackend(objects, layout, clock, deleteGrace, properties, lastPulls), layout, clock,
+        longer(deleteGrace, lastPulls.flushEvery().multipliedBy(2)), scope);
+  }
+
+  private static Duration longer(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
+  }
+
   private S3BlobStore(S3BlobBackend backend, StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope) {
     super(backend, layout, clock, deleteGrace, scope);
     this.backend = backend;

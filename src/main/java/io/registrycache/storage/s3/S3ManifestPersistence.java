@@ -21,7 +21,7 @@ import reactor.core.publisher.Mono;
  * the store's prefix: {@code manifests/<algorithm>/<hex>} (the bytes as the upstream sent them)
  * with {@code manifests/<algorithm>/<hex>.type} (the media type); tag links beside them ({@link
  * S3TagPersistence}). Every object is written whole by one PUT, so readers never see half of one.
- * The last pull of a manifest is not recorded here (memory only, as for blobs on S3).
+ * Last pulls go to the bucket's pull records ({@link S3LastPulls}) when given, with the blobs'.
  */
 public final class S3ManifestPersistence implements ManifestPersistence {
 
@@ -32,10 +32,26 @@ public final class S3ManifestPersistence implements ManifestPersistence {
 
   private final S3Objects objects;
   private final S3TagPersistence tags;
+  private final S3LastPulls lastPulls;
 
+  /** Last pulls of manifests in memory only. */
   public S3ManifestPersistence(S3Objects objects) {
+    this(objects, null);
+  }
+
+  /** @param lastPulls the bucket's pull records (shared with the blobs); {@code null}: memory only */
+  public S3ManifestPersistence(S3Objects objects, S3LastPulls lastPulls) {
     this.objects = objects;
     this.tags = new S3TagPersistence(objects);
+    this.lastPulls = lastPulls;
+  }
+
+  /** Recorded for the next delta of {@link S3LastPulls}. */
+  @Override
+  public void recordPull(Digest digest, long millis) {
+    if (lastPulls != null) {
+      lastPulls.record(digest, millis);
+    }
   }
 
   static String key(Digest digest) {
@@ -48,8 +64,12 @@ public final class S3ManifestPersistence implements ManifestPersistence {
     return new S3Links(objects, "manifests", true);
   }
 
+  /** Lists {@code manifests/}; last pulled: the latest of the last write and the bucket's pull records. */
   @Override
   public void scan(Consumer<Found> visitor) {
+    if (lastPulls != null) {
+      lastPulls.refreshIfOlder(Duration.ofSeconds(5));
+    }
     objects.listContentWithSizes(MANIFESTS)
         .filter(o -> !o.key().endsWith(TYPE))
         .doOnNext(o -> {
@@ -59,8 +79,14 @@ public final class S3ManifestPersistence implements ManifestPersistence {
             log.warn("object store: skipping {}, not a manifest key", o.key());
             return;
           }
+          Digest digest = Digest.parse(value);
           long created = o.lastModified().toEpochMilli();
-          visitor.accept(new Found(Digest.parse(value), o.size(), created, created));
+          long pulled = created;
+          if (lastPulls != null) {
+            lastPulls.noteKnown(digest, created);
+            pulled = Math.max(created, lastPulls.lastPull(digest).orElse(created));
+          }
+          visitor.accept(new Found(digest, o.size(), created, pulled));
         })
         .blockLast(S3BlobBackend.REQUEST_TIMEOUT);
   }

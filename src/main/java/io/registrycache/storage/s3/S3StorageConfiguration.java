@@ -33,15 +33,22 @@ public class S3StorageConfiguration {
 
   /** Manifests and tag links in the bucket, under the {@code ManifestStore}'s index and memory cache. */
   @Bean
-  S3ManifestPersistence s3ManifestPersistence(S3Objects objects) {
-    return new S3ManifestPersistence(objects);
+  S3ManifestPersistence s3ManifestPersistence(S3Objects objects, S3LastPulls lastPulls) {
+    return new S3ManifestPersistence(objects, lastPulls);
+  }
+
+  /** Last pulls of blobs and manifests in the bucket, written every {@code storage.s3.access-flush}. */
+  @Bean(destroyMethod = "close")
+  S3LastPulls s3LastPulls(S3Objects objects, Clock clock, S3StorageProperties properties) {
+    return new S3LastPulls(objects, clock, properties.accessFlush());
   }
 
   /** The blob store: index listed from the bucket at start-up, abandoned uploads aborted. */
   @Bean(destroyMethod = "close")
   S3BlobStore s3BlobStore(
-      S3Objects objects, StorageLayout layout, RegistryCacheProperties cache, Clock clock, S3StorageProperties properties) {
+      S3Objects objects, StorageLayout layout, RegistryCacheProperties cache, Clock clock, S3StorageProperties properties,
+      S3LastPulls lastPulls) {
     return new S3BlobStore(
-        objects, layout, clock, cache.storage().deleteGrace(), cache.storage().contentScope(), properties);
+        objects, layout, clock, cache.storage().deleteGrace(), cache.storage().contentScope(), properties, lastPulls);
   }
 }

@@ -43,6 +43,10 @@ import org.springframework.util.unit.DataSize;
  * @param localTierSize bytes of local disk (under {@code storage.path}) for verified copies of
  *     blobs, served zero-copy instead of from the bucket ({@link S3LocalTier}); {@code 0} (the
  *     default) turns the tier off. Not used with {@code redirect}, where the bytes bypass the replica.
+ * @param accessFlush how often a replica writes the last pulls recorded since its previous write
+ *     to the bucket, as one object {@code access/<epoch millis>-<replica id>} (nothing when none
+ *     moved), so the evicting replica sees every replica's pulls and they survive restarts; an
+ *     evicted blob's object waits at least twice this before its delete (docs/scale-out.md)
  */
 @ConfigurationProperties("registry-cache.storage.s3")
 public record S3StorageProperties(
@@ -61,7 +65,8 @@ public record S3StorageProperties(
     @DefaultValue("5m") Duration indexRefresh,
     @DefaultValue("5s") Duration connectTimeout,
     @DefaultValue("30s") Duration stallTimeout,
-    @DefaultValue("0") DataSize localTierSize) {
+    @DefaultValue("0") DataSize localTierSize,
+    @DefaultValue("1m") Duration accessFlush) {
 
   /** S3's smallest part size for every part of a multipart upload but the last. */
   public static final long MIN_PART_BYTES = 5L * 1024 * 1024;
@@ -83,6 +88,9 @@ public record S3StorageProperties(
       throw new IllegalArgumentException(
           "registry-cache.storage.s3.connect-timeout and stall-timeout must be positive: " + connectTimeout + ", " + stallTimeout);
     }
+    if (accessFlush.isNegative() || accessFlush.isZero()) {
+      throw new IllegalArgumentException("registry-cache.storage.s3.access-flush must be positive: " + accessFlush);
+    }
     if (localTierSize.isNegative()) {
       throw new IllegalArgumentException("registry-cache.storage.s3.local-tier-size must not be negative: " + localTierSize);
     }
@@ -100,6 +108,6 @@ public record S3StorageProperties(
         + ", secretAccessKeyFile=" + secretAccessKeyFile + ", presignTtl=" + presignTtl
         + ", redirect=" + redirect + ", abandonedUploadAge=" + abandonedUploadAge
         + ", indexRefresh=" + indexRefresh + ", connectTimeout=" + connectTimeout + ", stallTimeout=" + stallTimeout
-        + ", localTierSize=" + localTierSize + "]";
+        + ", localTierSize=" + localTierSize + ", accessFlush=" + accessFlush + "]";
   }
 }
