@@ -43,6 +43,8 @@ import reactor.core.publisher.Mono;
 public class BlobStore implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(BlobStore.class);
+  /** Longest wait at {@link #close} for the deletes that were waiting out their grace. */
+  private static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
 
   private final BlobBackend backend;
   private final StorageLayout layout;
@@ -426,10 +428,24 @@ public class BlobStore implements AutoCloseable {
       rescans.cancel(false);
     }
     executor.shutdownNow(); // a delayed task the executor hands back would not run after shutdown
-    for (Runnable pending : List.copyOf(waiting)) {
-      if (waiting.remove(pending)) {
-        pending.run();
+    // On a daemon thread, waited for at most CLOSE_WAIT: a store that is gone (a bucket no
+    // longer answering) must not hold the process; the deletes left are then the store's to redo.
+    Thread deletes = new Thread(() -> {
+      for (Runnable pending : List.copyOf(waiting)) {
+        if (waiting.remove(pending)) {
+          pending.run();
+        }
       }
+    }, "blob-deleter-close");
+    deletes.setDaemon(true);
+    deletes.start();
+    try {
+      deletes.join(CLOSE_WAIT.toMillis());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (deletes.isAlive()) {
+      log.warn("closing: deletes of evicted blobs still running after {}; left to the store", CLOSE_WAIT);
     }
     links.close();
     backend.close();

@@ -427,13 +427,13 @@ public final class S3BlobBackend implements BlobBackend {
       // Keep at least one byte back: the last part must not be empty.
       while (written - sent > partSize) {
         if (upload == null) {
-          S3Objects.Upload started = await(objects.startUpload(key(digest)));
+          S3Objects.Upload started = S3Calls.await(objects.startUpload(key(digest)), REQUEST_TIMEOUT);
           record = ownUploads.record(started.key(), started.uploadId());
           upload = started;
         }
         // Backpressure: a fill outrunning the store waits here (and so reads its upstream slower).
         try {
-          await(upload.partsInFlightAtMost(MAX_PARTS_IN_FLIGHT - 1));
+          S3Calls.await(upload.partsInFlightAtMost(MAX_PARTS_IN_FLIGHT - 1), REQUEST_TIMEOUT);
         } catch (IOException e) {
           if (uploadTakenOver(e)) {
             return;
@@ -480,13 +480,13 @@ public final class S3BlobBackend implements BlobBackend {
         }
         S3Objects.Upload u = upload;
         if (u == null) {
-          await(objects.putFile(key(digest), temp, 0, size));
+          S3Calls.await(objects.putFile(key(digest), temp, 0, size), REQUEST_TIMEOUT);
         } else {
           if (size > sent) {
             u.addPart(temp, sent, size - sent);
           }
           try {
-            await(u.complete());
+            S3Calls.await(u.complete(), REQUEST_TIMEOUT);
           } catch (IOException e) {
             if (!uploadTakenOver(e)) {
               throw e;
@@ -557,7 +557,7 @@ public final class S3BlobBackend implements BlobBackend {
           throw new InterruptedIOException("interrupted waiting for the owner's copy of " + digest);
         }
       }
-      Optional<S3Objects.ObjectInfo> info = await(objects.stat(key(digest)));
+      Optional<S3Objects.ObjectInfo> info = S3Calls.await(objects.stat(key(digest)), REQUEST_TIMEOUT);
       if (info.isPresent() && info.get().size() == size) {
         return true;
       }
@@ -575,18 +575,6 @@ public final class S3BlobBackend implements BlobBackend {
     return uploadsBehindOwner.get();
   }
 
-  private static <T> T await(Mono<T> operation) throws IOException {
-    try {
-      return operation.block(REQUEST_TIMEOUT);
-    } catch (RuntimeException e) {
-      Throwable cause = reactor.core.Exceptions.unwrap(e);
-      if (cause instanceof InterruptedException) {
-        Thread.currentThread().interrupt();
-        throw new InterruptedIOException("interrupted waiting for the object store");
-      }
-      throw new IOException("object store: " + cause, cause);
-    }
-  }
 
   /**
    * Replaces the waits before each look for an owner's object ({@link #OWNER_COPY_WAITS}, about 4 s
@@ -637,7 +625,10 @@ public final class S3BlobBackend implements BlobBackend {
     }
   }
 
-  /** Runs what waits (temporary files' deletes) now, and stops the sweeper. Does not close {@link S3Objects}. */
+  /**
+   * Stops the sweeper and the local tier. Finished fills' temporary files still waiting out their
+   * grace stay; {@code tmp/} is emptied at the next start. Does not close {@link S3Objects}.
+   */
   @Override
   public void close() {
     ScheduledFuture<?> s = sweeper;
@@ -648,9 +639,7 @@ public final class S3BlobBackend implements BlobBackend {
     if (t != null) {
       t.close();
     }
-    for (Runnable pending : executor.shutdownNow()) {
-      pending.run();
-    }
+    executor.shutdownNow();
   }
 
   /** A stored object, read by whole or ranged GETs. */

@@ -54,6 +54,8 @@ public final class S3LastPulls implements AutoCloseable {
   public static final String BASE = PREFIX + "base";
   private static final int MAGIC = 0x52434131; // "RCA1"
   private static final Duration TIMEOUT = Duration.ofMinutes(2);
+  /** Longest wait for the last flush at shutdown. */
+  static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
 
   private final S3Objects objects;
   private final Clock clock;
@@ -138,13 +140,17 @@ public final class S3LastPulls implements AutoCloseable {
    * @return digests written
    */
   public int flush() throws IOException {
+    return flush(TIMEOUT);
+  }
+
+  private int flush(Duration timeout) throws IOException {
     Map<Digest, Long> batch = new TreeMap<>(java.util.Comparator.comparing(Digest::toString));
     batch.putAll(pending);
     if (batch.isEmpty()) {
       return 0;
     }
     String key = String.format("%s%013d-%s", PREFIX, clock.millis(), replicaId);
-    await(objects.putBytes(key, encode(batch)));
+    S3Calls.await(objects.putBytes(key, encode(batch)), timeout);
     batch.forEach((d, t) -> {
       pending.remove(d, t); // a later pull recorded meanwhile stays for the next delta
       known.merge(d, t, Math::max);
@@ -157,8 +163,12 @@ public final class S3LastPulls implements AutoCloseable {
   }
 
   private void flushSafely() {
+    flushSafely(TIMEOUT);
+  }
+
+  private void flushSafely(Duration timeout) {
     try {
-      flush();
+      flush(timeout);
     } catch (IOException | RuntimeException e) {
       log.warn("object store: cannot write this replica's last pulls, will try again: {}", e.toString());
     }
@@ -172,12 +182,12 @@ public final class S3LastPulls implements AutoCloseable {
    */
   public synchronized int refresh() {
     lastRefreshNanos = System.nanoTime();
-    Optional<S3Objects.ObjectInfo> base = unchecked(objects.stat(BASE));
+    Optional<S3Objects.ObjectInfo> base = S3Calls.unchecked(objects.stat(BASE), TIMEOUT);
     // A new base (the evictor folded deltas): read it and every delta still there again, and
     // forget digests in none of them (evicted since), so memory follows what the bucket holds.
     Map<Digest, Long> inBucket = null;
     if (base.isPresent() && !base.get().eTag().equals(baseTag)) {
-      Optional<byte[]> bytes = unchecked(objects.readAll(BASE));
+      Optional<byte[]> bytes = S3Calls.unchecked(objects.readAll(BASE), TIMEOUT);
       if (bytes.isPresent()) {
         inBucket = decode(bytes.get());
         mergeKnown(inBucket);
@@ -185,13 +195,13 @@ public final class S3LastPulls implements AutoCloseable {
         deltasRead.clear();
       }
     }
-    List<String> keys = unchecked(objects.list(PREFIX).filter(k -> !k.equals(BASE)).collectList());
+    List<String> keys = S3Calls.unchecked(objects.list(PREFIX).filter(k -> !k.equals(BASE)).collectList(), TIMEOUT);
     int read = 0;
     for (String key : keys) {
       if (deltasRead.contains(key)) {
         continue;
       }
-      Optional<byte[]> bytes = unchecked(objects.readAll(key));
+      Optional<byte[]> bytes = S3Calls.unchecked(objects.readAll(key), TIMEOUT);
       if (bytes.isPresent()) {
         Map<Digest, Long> delta = decode(bytes.get());
         mergeKnown(delta);
@@ -259,10 +269,10 @@ public final class S3LastPulls implements AutoCloseable {
       }
     });
     known.keySet().removeIf(d -> !all.containsKey(d)); // evicted: nothing to compare with any more
-    await(objects.putBytes(BASE, encode(all)));
-    baseTag = await(objects.stat(BASE)).map(S3Objects.ObjectInfo::eTag).orElse("");
+    S3Calls.await(objects.putBytes(BASE, encode(all)), TIMEOUT);
+    baseTag = S3Calls.await(objects.stat(BASE), TIMEOUT).map(S3Objects.ObjectInfo::eTag).orElse("");
     for (String key : folded) {
-      await(objects.delete(key));
+      S3Calls.await(objects.delete(key), TIMEOUT);
       deltasRead.remove(key);
     }
     lastCompactMillis = clock.millis();
@@ -270,7 +280,10 @@ public final class S3LastPulls implements AutoCloseable {
     return new Compaction(all.size(), folded.size());
   }
 
-  /** Writes what is recorded (shutdown) and stops the periodic flush. */
+  /**
+   * Writes what is recorded (shutdown; waiting at most {@link #CLOSE_TIMEOUT}, so a store that is
+   * gone does not hold the process) and stops the periodic flush.
+   */
   @Override
   public void close() {
     ScheduledExecutorService f = flusher;
@@ -278,7 +291,7 @@ public final class S3LastPulls implements AutoCloseable {
       f.shutdownNow();
       flusher = null;
     }
-    flushSafely();
+    flushSafely(CLOSE_TIMEOUT);
   }
 
   /**
@@ -356,24 +369,5 @@ public final class S3LastPulls implements AutoCloseable {
     return HexFormat.of().parseHex(hex);
   }
 
-  private static <T> T await(Mono<T> operation) throws IOException {
-    try {
-      return operation.block(TIMEOUT);
-    } catch (RuntimeException e) {
-      Throwable cause = reactor.core.Exceptions.unwrap(e);
-      if (cause instanceof InterruptedException) {
-        Thread.currentThread().interrupt();
-        throw new InterruptedIOException("interrupted waiting for the object store");
-      }
-      throw new IOException("object store: " + cause, cause);
-    }
-  }
 
-  private static <T> T unchecked(Mono<T> operation) {
-    try {
-      return await(operation);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
 }

@@ -28,7 +28,7 @@ public final class S3ManifestPersistence implements ManifestPersistence {
   private static final Logger log = LoggerFactory.getLogger(S3ManifestPersistence.class);
   private static final String MANIFESTS = "manifests/";
   private static final String TYPE = ".type";
-  private static final Duration TIMEOUT = Duration.ofMinutes(1);
+  static final Duration TIMEOUT = Duration.ofMinutes(1);
 
   private final S3Objects objects;
   private final S3TagPersistence tags;
@@ -94,25 +94,25 @@ public final class S3ManifestPersistence implements ManifestPersistence {
   /** Two GETs: the bytes, then the type. */
   @Override
   public Optional<Stored> read(Digest digest) throws IOException {
-    Optional<byte[]> body = await(objects.readAll(key(digest)));
+    Optional<byte[]> body = S3Calls.await(objects.readAll(key(digest)), TIMEOUT);
     if (body.isEmpty()) {
       return Optional.empty();
     }
-    String type = await(objects.readAll(key(digest) + TYPE)).map(b -> new String(b, StandardCharsets.UTF_8).trim()).orElse("");
+    String type = S3Calls.await(objects.readAll(key(digest) + TYPE), TIMEOUT).map(b -> new String(b, StandardCharsets.UTF_8).trim()).orElse("");
     return Optional.of(new Stored(type, body.get()));
   }
 
   /** The type first, then the bytes: a manifest whose bytes are there always has its type. */
   @Override
   public void write(Digest digest, MediaType mediaType, byte[] body) throws IOException {
-    await(objects.putBytes(key(digest) + TYPE, (mediaType + "\n").getBytes(StandardCharsets.UTF_8)));
-    await(objects.putBytes(key(digest), body));
+    S3Calls.await(objects.putBytes(key(digest) + TYPE, (mediaType + "\n").getBytes(StandardCharsets.UTF_8)), TIMEOUT);
+    S3Calls.await(objects.putBytes(key(digest), body), TIMEOUT);
   }
 
   @Override
   public void delete(Digest digest) throws IOException {
-    await(objects.delete(key(digest)));
-    await(objects.delete(key(digest) + TYPE));
+    S3Calls.await(objects.delete(key(digest)), TIMEOUT);
+    S3Calls.await(objects.delete(key(digest) + TYPE), TIMEOUT);
   }
 
   /** Tag links in the bucket, beside the manifests ({@link S3TagPersistence}). */
@@ -121,24 +121,5 @@ public final class S3ManifestPersistence implements ManifestPersistence {
     return tags;
   }
 
-  static <T> T await(Mono<T> operation) throws IOException {
-    try {
-      return operation.block(TIMEOUT);
-    } catch (RuntimeException e) {
-      Throwable cause = reactor.core.Exceptions.unwrap(e);
-      if (cause instanceof InterruptedException) {
-        Thread.currentThread().interrupt();
-        throw new InterruptedIOException("interrupted waiting for the object store");
-      }
-      throw new IOException("object store: " + cause, cause);
-    }
-  }
 
-  static <T> T unchecked(Mono<T> operation) {
-    try {
-      return await(operation);
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
 }

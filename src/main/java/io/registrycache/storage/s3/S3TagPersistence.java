@@ -40,7 +40,7 @@ public final class S3TagPersistence implements TagPersistence {
   @Override
   public List<TagRef> all() {
     List<TagRef> out = new ArrayList<>();
-    for (String key : S3ManifestPersistence.unchecked(objects.list(TAGS).collectList())) {
+    for (String key : S3Calls.unchecked(objects.list(TAGS).collectList(), S3ManifestPersistence.TIMEOUT)) {
       int folder = key.lastIndexOf(TAG_FOLDER);
       if (folder < 0) {
         continue;
@@ -64,7 +64,7 @@ public final class S3TagPersistence implements TagPersistence {
 
   @Override
   public Optional<TagRef> find(String upstreamKey, String name, String tag) {
-    return S3ManifestPersistence.unchecked(objects.readAll(tagKey(upstreamKey, name, tag)))
+    return S3Calls.unchecked(objects.readAll(tagKey(upstreamKey, name, tag)), S3ManifestPersistence.TIMEOUT)
         .map(b -> {
           String[] lines = new String(b, StandardCharsets.UTF_8).trim().split("\n");
           Instant validatedAt = lines.length > 1 ? Instant.ofEpochMilli(Long.parseLong(lines[1].trim())) : Instant.EPOCH;
@@ -75,7 +75,7 @@ public final class S3TagPersistence implements TagPersistence {
   @Override
   public void put(String upstreamKey, String name, String tag, Digest digest, Instant validatedAt) {
     byte[] body = (digest + "\n" + validatedAt.toEpochMilli() + "\n").getBytes(StandardCharsets.UTF_8);
-    S3ManifestPersistence.unchecked(objects.putBytes(tagKey(upstreamKey, name, tag), body));
+    S3Calls.unchecked(objects.putBytes(tagKey(upstreamKey, name, tag), body), S3ManifestPersistence.TIMEOUT);
   }
 
   /** Rewrites the link with the new time (an object's time cannot be set). */
@@ -86,16 +86,16 @@ public final class S3TagPersistence implements TagPersistence {
 
   @Override
   public void delete(String upstreamKey, String name, String tag) {
-    S3ManifestPersistence.unchecked(objects.delete(tagKey(upstreamKey, name, tag)));
+    S3Calls.unchecked(objects.delete(tagKey(upstreamKey, name, tag)), S3ManifestPersistence.TIMEOUT);
   }
 
   @Override
   public List<String> list(String upstreamKey, String name) {
     String prefix = tagsPrefix(upstreamKey, name);
-    List<String> tags = new ArrayList<>(S3ManifestPersistence.unchecked(objects.list(prefix)
+    List<String> tags = new ArrayList<>(S3Calls.unchecked(objects.list(prefix)
         .map(k -> k.substring(prefix.length()))
         .filter(t -> !t.isEmpty() && t.indexOf('/') < 0)
-        .collectList()));
+        .collectList(), S3ManifestPersistence.TIMEOUT));
     tags.sort(null);
     return tags;
   }
