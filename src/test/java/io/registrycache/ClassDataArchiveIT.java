@@ -1,6 +1,7 @@
 package io.registrycache;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.registrycache.testsupport.TestFiles;
 import java.io.IOException;
@@ -37,11 +38,9 @@ class ClassDataArchiveIT {
     String firstLogs;
     try (GenericContainer<?> first = service(volume)) {
       first.start();
-      long deadline = System.nanoTime() + Duration.ofMinutes(3).toNanos();
-      while (!first.getLogs().contains("written (") && !first.getLogs().contains("training start failed")
-          && System.nanoTime() < deadline) {
-        sleep(Duration.ofMillis(250));
-      }
+      await("the archive written, or its training start failed").atMost(Duration.ofMinutes(3))
+          .pollInterval(Duration.ofMillis(250))
+          .untilAsserted(() -> assertThat(first.getLogs()).containsAnyOf("written (", "training start failed"));
       firstLogs = first.getLogs();
     }
     assertThat(firstLogs).contains("class data archive /var/lib/registry-cache/.jvm/registry-cache.jsa is not in use")
@@ -73,10 +72,9 @@ class ClassDataArchiveIT {
     try (GenericContainer<?> limited = service(volume)
         .withCreateContainerCmdModifier(cmd -> cmd.getHostConfig().withMemory(512L << 20).withMemorySwap(512L << 20))) {
       limited.start();
-      long deadline = System.nanoTime() + Duration.ofMinutes(1).toNanos();
-      while (!limited.getLogs().contains("not made: the container's memory limit") && System.nanoTime() < deadline) {
-        sleep(Duration.ofMillis(250));
-      }
+      await("the archive refused for the memory limit").atMost(Duration.ofMinutes(1))
+          .pollInterval(Duration.ofMillis(250))
+          .untilAsserted(() -> assertThat(limited.getLogs()).contains("not made: the container's memory limit"));
       logs = limited.getLogs();
     }
     assertThat(logs).contains("not made: the container's memory limit leaves")
@@ -95,15 +93,6 @@ class ClassDataArchiveIT {
                 .forPort(8081)
                 .forStatusCode(200)
                 .withStartupTimeout(Duration.ofSeconds(90)));
-  }
-
-  private static void sleep(Duration duration) {
-    try {
-      Thread.sleep(duration.toMillis());
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
   }
 
   private static String started(String logs) {

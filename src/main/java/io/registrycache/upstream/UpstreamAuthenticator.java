@@ -3,6 +3,7 @@ package io.registrycache.upstream;
 import com.github.benmanes.caffeine.cache.AsyncCache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
+import com.github.benmanes.caffeine.cache.Ticker;
 import io.registrycache.tracing.PullSpan;
 import com.google.cloud.tools.jib.api.Credential;
 import io.registrycache.oci.RepositoryName;
@@ -57,7 +58,8 @@ final class UpstreamAuthenticator {
   private final TokenProvider tokens;
   private final UpstreamMetrics metrics;
 
-  UpstreamAuthenticator(Scheduler blocking, TokenProvider tokens, UpstreamMetrics metrics) {
+  /** @param ticker the time source of {@link UpstreamAuthorization#reuseFor()} */
+  UpstreamAuthenticator(Scheduler blocking, TokenProvider tokens, UpstreamMetrics metrics, Ticker ticker) {
     this.blocking = blocking;
     this.tokens = tokens;
     this.metrics = metrics;
@@ -68,6 +70,7 @@ final class UpstreamAuthenticator {
                     (key, outcome) ->
                         outcome.failure() != null ? Duration.ZERO : outcome.authorization().reuseFor()))
             .maximumSize(10_000)
+            .ticker(ticker)
             .buildAsync();
   }
 

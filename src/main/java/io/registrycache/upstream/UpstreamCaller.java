@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import com.github.benmanes.caffeine.cache.Ticker;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.tracing.PullSpan;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -97,6 +98,11 @@ final class UpstreamCaller {
   private final UpstreamAddressPolicy policy = new UpstreamAddressPolicy(() -> ownPorts.get());
 
   UpstreamCaller(MeterRegistry meterRegistry, UpstreamResilience resilience, String userAgent) {
+    this(meterRegistry, resilience, userAgent, Ticker.systemTicker());
+  }
+
+  /** @param tokenTicker the time source of token reuse ({@link UpstreamAuthenticator}) */
+  UpstreamCaller(MeterRegistry meterRegistry, UpstreamResilience resilience, String userAgent, Ticker tokenTicker) {
     this.userAgent = userAgent;
     this.metrics = new UpstreamMetrics(meterRegistry);
     this.resilience = resilience;
@@ -106,7 +112,8 @@ final class UpstreamCaller {
         new UpstreamAuthenticator(
             authScheduler,
             new WebClientTokenProvider(upstream -> connection(upstream).webClient(), policy, userAgent),
-            metrics);
+            metrics,
+            tokenTicker);
   }
 
   UpstreamMetrics metrics() {

@@ -62,13 +62,19 @@ public class UpstreamResilience {
   private final Clock clock;
   private final Map<String, Guard> guards = new ConcurrentHashMap<>();
 
-  /** Creates the guards of all configured upstreams now, so health and metrics list them. */
-  @Autowired
+  /** On the system clock; for tests that build one alone. */
   public UpstreamResilience(Upstreams upstreams, MeterRegistry meters) {
     this(upstreams, meters, Clock.systemUTC());
   }
 
-  UpstreamResilience(Upstreams upstreams, MeterRegistry meters, Clock clock) {
+  /**
+   * Creates the guards of all configured upstreams now, so health and metrics list them.
+   *
+   * @param clock the service's clock: when an open breaker lets trial requests through, and the
+   *     times health shows
+   */
+  @Autowired
+  public UpstreamResilience(Upstreams upstreams, MeterRegistry meters, Clock clock) {
     this.meters = meters;
     this.clock = clock;
     if (upstreams != null) {
@@ -231,6 +237,7 @@ public class UpstreamResilience {
               .recordException(e -> UpstreamFailures.classify(e, maxBackoff).breakerFailure)
               .ignoreException(e -> UpstreamFailures.classify(e, maxBackoff).breakerIgnores)
               .writableStackTraceEnabled(false)
+              .clock(clock) // the wait in open is measured on the service's clock
               .build();
       CircuitBreaker created = CircuitBreaker.of("upstream-" + upstream.key(), config);
       created

@@ -1,5 +1,6 @@
 package io.registrycache.upstream;
 
+import com.github.benmanes.caffeine.cache.Ticker;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
@@ -54,7 +55,13 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
    */
   @Autowired
   public WebClientUpstreamClient(Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
-    this.caller = new UpstreamCaller(meterRegistry, resilience, USER_AGENT);
+    this(upstreams, meterRegistry, resilience, Ticker.systemTicker());
+  }
+
+  /** As the public constructor, with {@code tokenTicker} timing token reuse (tests move it). */
+  WebClientUpstreamClient(
+      Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience, Ticker tokenTicker) {
+    this.caller = new UpstreamCaller(meterRegistry, resilience, USER_AGENT, tokenTicker);
     this.manifests = new ManifestPuller(caller);
     this.blobs = new BlobPuller(caller);
     this.tags = new TagLister(caller);

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.oci.Digest;
+import io.registrycache.testsupport.AdvancingClock;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.TestImages;
@@ -14,6 +15,8 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -21,6 +24,10 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.Primary;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalManagementPort;
@@ -36,10 +43,23 @@ import tools.jackson.databind.json.JsonMapper;
  * and that the endpoint is not on the registry port.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@Import(AdminEndpointIT.TestClock.class)
 @ExtendWith(OutputCaptureExtension.class)
 class AdminEndpointIT {
 
   @TempDir static Path storage;
+
+  /** The service's clock: the system's, moved ahead where a test needs pulls to be apart in time. */
+  static final AdvancingClock clock = new AdvancingClock();
+
+  @TestConfiguration(proxyBeanMethods = false)
+  static class TestClock {
+    @Bean
+    @Primary
+    Clock testClock() {
+      return clock;
+    }
+  }
 
   static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
 
@@ -157,9 +177,9 @@ class AdminEndpointIT {
     Image v2 = push("cnt/app", "v2", base, TestImages.randomBytes(1_000, 22));
     Image v3 = push("cnt/app", "v3", base, TestImages.randomBytes(1_000, 23));
     pull(v1);
-    Thread.sleep(1100);
+    clock.advance(Duration.ofMillis(1100));
     pull(v2);
-    Thread.sleep(1100);
+    clock.advance(Duration.ofMillis(1100));
     pull(v3);
 
     JsonNode byCount = postJson(admin() + "/prune", "{\"keep\":1,\"pattern\":\"local/cnt/.*\"}");
@@ -169,7 +189,7 @@ class AdminEndpointIT {
 
     Image fresh = push("cnt/other", "v1", TestImages.randomBytes(1_000, 24));
     // v3 is over 6 s old, fresh a pull's time: "older than 5 s" tells them apart even on a busy machine.
-    Thread.sleep(6100);
+    clock.advance(Duration.ofMillis(6100));
     pull(fresh);
     JsonNode byAge = postJson(admin() + "/prune", "{\"olderThan\":\"5s\",\"pattern\":\"local/cnt/.*\"}");
     assertThat(field(byAge.path("tags"), "image")).containsExactly("local/cnt/app:v3");

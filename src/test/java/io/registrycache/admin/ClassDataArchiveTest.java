@@ -1,6 +1,7 @@
 package io.registrycache.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import io.registrycache.metrics.PullActivity;
 import java.nio.file.Path;
@@ -99,8 +100,11 @@ class ClassDataArchiveTest {
       }
     });
 
-    Thread.sleep(600); // three quiet periods: the transfer in flight holds the training back
-    assertThat(waited).isNotDone();
+    await("the transfer in flight holds the training back for three quiet periods")
+        .during(Duration.ofMillis(600))
+        .atMost(Duration.ofSeconds(10))
+        .pollInterval(Duration.ofMillis(20))
+        .until(() -> !waited.isDone());
     activity.ended();
     for (int i = 0; i < 10; i++) { // pulls that keep arriving hold it back too
       activity.started();

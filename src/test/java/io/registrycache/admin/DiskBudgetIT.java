@@ -20,8 +20,8 @@ import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -71,19 +71,11 @@ class DiskBudgetIT {
           TestImages.withLayers("budget/app" + i, "v1", TestImages.randomBytes(LAYER, 100 + i))));
     }
     CacheClient cache = CacheClient.onPort(port);
-    AtomicBoolean pulling = new AtomicBoolean(true);
     AtomicLong maxStored = new AtomicLong();
-    Thread sampler = new Thread(() -> {
-      while (pulling.get()) {
-        maxStored.accumulateAndGet(collector.storedBytes(), Math::max);
-        try {
-          Thread.sleep(20);
-        } catch (InterruptedException e) {
-          return;
-        }
-      }
-    });
-    sampler.start();
+    // the stored bytes sampled every 20 ms while the clients pull
+    ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor();
+    sampler.scheduleAtFixedRate(
+        () -> maxStored.accumulateAndGet(collector.storedBytes(), Math::max), 0, 20, TimeUnit.MILLISECONDS);
     ExecutorService clients = Executors.newFixedThreadPool(3);
     List<Future<?>> done = new ArrayList<>();
     for (int c = 0; c < 3; c++) {
@@ -104,8 +96,8 @@ class DiskBudgetIT {
       f.get(120, TimeUnit.SECONDS);
     }
     clients.shutdown();
-    pulling.set(false);
-    sampler.join();
+    sampler.shutdown();
+    assertThat(sampler.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
     io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
 
     var janitor = CacheClient.onPort(managementPort).postJson("/actuator/cache/janitor", "{}");

@@ -779,10 +779,14 @@ class BlobDownloadTest {
   }
 
   /** No reader reads the file for {@code millis} (one read that was under way may end meanwhile). */
-  private static void assertNoFileReadsFor(FileReads reads, long millis) throws InterruptedException {
+  private static void assertNoFileReadsFor(FileReads reads, long millis) {
     int before = reads.count();
-    Thread.sleep(millis);
-    assertThat(reads.count() - before).as("file reads while there was nothing new to read").isLessThanOrEqualTo(1);
+    await("no file reads while there is nothing new to read")
+        .during(Duration.ofMillis(millis))
+        .atMost(Duration.ofMillis(millis).plusSeconds(5))
+        .pollInterval(Duration.ofMillis(10))
+        .untilAsserted(() -> assertThat(reads.count() - before)
+            .as("file reads while there was nothing new to read").isLessThanOrEqualTo(1));
   }
 
   private static void assertNoneEnded(Probe... probes) {

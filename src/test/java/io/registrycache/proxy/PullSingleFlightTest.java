@@ -130,7 +130,9 @@ class PullSingleFlightTest {
   /** Opens the gate once the first upstream request was made and the others had time to join. */
   private void openGateAfter(AtomicInteger upstreamRequests) throws InterruptedException {
     await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(10)).until(() -> upstreamRequests.get() > 0);
-    Thread.sleep(300); // the other pulls join meanwhile; nothing to observe, a join leaves no trace
+    // The other pulls join meanwhile. Nothing to await: a manifest pull's join of the shared fetch
+    // leaves no trace until the gate opens (blobs show theirs, see the blob test).
+    Thread.sleep(300);
     gate.tryEmitValue(true);
   }
 
@@ -155,11 +157,19 @@ class PullSingleFlightTest {
   void twentyConcurrentColdBlobPullsMakeOneUpstreamRequest() throws Exception {
     ProxyBlobService service = new ProxyBlobService(upstreams, blobs, scheduler, metrics, properties);
     Digest digest = Digest.sha256(blob);
+    List<BlobSource> sources = new java.util.concurrent.CopyOnWriteArrayList<>();
     List<CompletableFuture<byte[]>> pulls = new ArrayList<>();
     for (int i = 0; i < CLIENTS; i++) {
-      pulls.add(service.get(upstream, name, digest).flatMap(this::readAll).subscribeOn(Schedulers.parallel()).toFuture());
+      pulls.add(service.get(upstream, name, digest).doOnNext(sources::add).flatMap(this::readAll)
+          .subscribeOn(Schedulers.parallel()).toFuture());
     }
-    openGateAfter(blobGets);
+    // A pull has its source once it started or joined the download; the gate holds the body, so
+    // nothing is stored meanwhile and every source is that one download.
+    await("every pull has joined the download").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+        .until(() -> sources.size() == CLIENTS);
+    assertThat(sources).allSatisfy(s -> assertThat(s).isInstanceOf(BlobSource.Downloading.class));
+    assertThat(sources.stream().map(s -> ((BlobSource.Downloading) s).download()).distinct()).hasSize(1);
+    gate.tryEmitValue(true);
     for (CompletableFuture<byte[]> pull : pulls) {
       assertThat(pull.get()).isEqualTo(blob);
     }

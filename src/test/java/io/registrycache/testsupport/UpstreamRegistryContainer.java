@@ -255,13 +255,4 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
       throw new IllegalStateException(e);
     }
   }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
-  }
 }

@@ -27,6 +27,11 @@ class UpstreamClientWiringTest {
     MeterRegistry meterRegistry() {
       return new SimpleMeterRegistry();
     }
+
+    @Bean
+    java.time.Clock clock() { // as RuntimeConfiguration provides it
+      return java.time.Clock.systemUTC();
+    }
   }
 
   private final ApplicationContextRunner runner =

@@ -7,6 +7,7 @@ import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.CacheProperties;
 import com.jayway.jsonpath.JsonPath;
 import io.registrycache.RegistryCacheApplication;
+import io.registrycache.storage.TestCache;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
@@ -16,12 +17,16 @@ import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.context.TestConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Primary;
 import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -31,10 +36,11 @@ import org.springframework.test.context.DynamicPropertySource;
  * The service in-process in front of a real {@code registry:2}: when the registry stops, the
  * breaker of the upstream opens after its window, and a tag past its TTL is then served stale at
  * once instead of after retries; health and metrics show the open breaker, readiness stays UP;
- * when the registry is back, the breaker closes after {@code wait-in-open}.
+ * when the registry is back, the breaker closes after {@code wait-in-open}. The service's clock is
+ * the test's, moved by hand past the tag TTL and the wait in open.
  */
 @SpringBootTest(
-    classes = RegistryCacheApplication.class,
+    classes = {RegistryCacheApplication.class, UpstreamResilienceIT.TestClock.class},
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class UpstreamResilienceIT {
 
@@ -43,6 +49,18 @@ class UpstreamResilienceIT {
 
   static final Duration WAIT_IN_OPEN = Duration.ofSeconds(4);
   static final Duration READ_TIMEOUT = Duration.ofSeconds(10);
+
+  /** The service's clock (tag TTL, the breaker's wait in open): moves only when the test says. */
+  static final TestCache.MutableClock clock = new TestCache.MutableClock();
+
+  @TestConfiguration(proxyBeanMethods = false)
+  static class TestClock {
+    @Bean
+    @Primary
+    Clock testClock() {
+      return clock;
+    }
+  }
 
   @LocalServerPort int port;
   @LocalManagementPort int managementPort;
@@ -85,7 +103,7 @@ class UpstreamResilienceIT {
 
     // 2. the upstream goes away; the tag's TTL passes
     upstream.stopUpstream();
-    Thread.sleep(1200);
+    clock.advance(Duration.ofMillis(1200));
 
     // 3. pulls by tag: stale every time; slow (retries) until the breaker opens, then at once
     List<Long> millis = new ArrayList<>();
@@ -146,7 +164,7 @@ class UpstreamResilienceIT {
 
     // 6. the upstream is back: after wait-in-open one trial request closes the breaker
     upstream.startUpstream();
-    Thread.sleep(WAIT_IN_OPEN.toMillis() + 200);
+    clock.advance(WAIT_IN_OPEN.plusMillis(200));
     assertManifest(cache.getManifest(tagPath), image);
     assertThat(circuit(management)).isEqualTo("CLOSED");
     HttpResponse<byte[]> healthy = management.get("/actuator/health");

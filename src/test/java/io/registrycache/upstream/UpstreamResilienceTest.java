@@ -1,12 +1,12 @@
 package io.registrycache.upstream;
 
+import io.registrycache.storage.TestCache;
 import io.registrycache.testsupport.TestUpstreams;
 import io.registrycache.testsupport.ScriptedHttp;
 import static io.registrycache.testsupport.ScriptedHttp.base;
 import static io.registrycache.testsupport.ScriptedHttp.respond;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpExchange;
@@ -54,13 +54,15 @@ class UpstreamResilienceTest {
 
   private final List<AutoCloseable> closeables = new ArrayList<>();
   private SimpleMeterRegistry meters;
+  /** The breakers' clock: the wait in open passes only when a test moves it. */
+  private final TestCache.MutableClock clock = new TestCache.MutableClock();
   private UpstreamResilience resilience;
   private WebClientUpstreamClient client;
 
   @BeforeEach
   void setUp() {
     meters = new SimpleMeterRegistry();
-    resilience = new UpstreamResilience(null, meters);
+    resilience = new UpstreamResilience(null, meters, clock);
     client = new WebClientUpstreamClient(null, meters, resilience);
   }
 
@@ -274,7 +276,7 @@ class UpstreamResilienceTest {
 
     // the upstream heals; after wait-in-open two trial requests close the breaker
     down.set(false);
-    Thread.sleep(1100);
+    clock.advance(Duration.ofMillis(1100));
     for (int i = 0; i < 2; i++) {
       assertThat(client.getManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT).body())
           .isEqualTo(MANIFEST);
@@ -296,7 +298,7 @@ class UpstreamResilienceTest {
       assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isInstanceOf(UpstreamException.class);
     }
     assertThat(resilience.state(upstream)).isEqualTo(CircuitBreaker.State.OPEN);
-    Thread.sleep(400);
+    clock.advance(Duration.ofMillis(400));
     for (int i = 0; i < 2; i++) { // the two trial requests fail
       assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
           .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.getMessage()).doesNotContain("circuit open"));
@@ -321,7 +323,7 @@ class UpstreamResilienceTest {
       assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isInstanceOf(UpstreamException.class);
     }
     assertThat(resilience.state(upstream)).isEqualTo(CircuitBreaker.State.OPEN);
-    Thread.sleep(400); // past the first wait (300 ms): one trial, which fails
+    clock.advance(Duration.ofMillis(400)); // past the first wait (300 ms): one trial, which fails
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.getMessage()).doesNotContain("circuit open"));
     assertThat(fake.requests).hasValue(5);
@@ -330,7 +332,7 @@ class UpstreamResilienceTest {
     assertThat(Duration.between(reopened.since(), reopened.retryAt())).as("second wait: 5 x 300 ms")
         .isEqualTo(Duration.ofMillis(1500));
 
-    Thread.sleep(400); // the first wait would be over, the second is not
+    clock.advance(Duration.ofMillis(400)); // the first wait would be over, the second is not
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> {
           assertThat(e.getMessage()).contains("circuit open");
@@ -359,13 +361,13 @@ class UpstreamResilienceTest {
     assertThat(resilience.state(upstream)).isEqualTo(CircuitBreaker.State.OPEN);
 
     down.set(false);
-    // polled until the breaker lets a trial through (at most 8 s); then pulls are served again
-    await("a pull served after the upstream recovered").atMost(Duration.ofSeconds(8))
-        .pollDelay(Duration.ZERO).pollInterval(Duration.ofMillis(200))
-        .ignoreExceptionsMatching(stillOpen -> stillOpen instanceof UpstreamException
-            && stillOpen.getMessage().contains("circuit open"))
-        .until(() -> client.getManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT) != null);
-    for (int i = 0; i < 2; i++) {
+    // just before the default wait in open is over the breaker still refuses; once over, it lets
+    // a trial through and pulls are served again
+    clock.advance(defaults.waitInOpen().minusMillis(1));
+    assertThatThrownBy(() -> client.getManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT))
+        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.getMessage()).contains("circuit open"));
+    clock.advance(Duration.ofMillis(2));
+    for (int i = 0; i < 3; i++) {
       assertThat(client.getManifest(upstream, NAME, TAG, MediaTypes.ALL_MANIFESTS, 1 << 20).block(WAIT)).isNotNull();
     }
     assertThat(resilience.state(upstream)).isEqualTo(CircuitBreaker.State.CLOSED);

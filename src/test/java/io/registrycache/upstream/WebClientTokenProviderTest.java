@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -142,7 +143,8 @@ class WebClientTokenProviderTest {
 
   @Test
   void aTokenIsReusedForItsOwnExpiresInAndNoLonger() throws Exception {
-    // A registry whose tokens live 2 s (reused 1 s): a request 1.5 s later needs a new token.
+    // A registry whose tokens live 2 s (reused 1 s): a request 1.5 s later (on the token cache's
+    // ticker, moved by the test) needs a new token.
     AtomicInteger issued = new AtomicInteger();
     HttpServer registry = ScriptedHttp.server(closeables);
     registry.createContext("/token", ex -> {
@@ -157,14 +159,20 @@ class WebClientTokenProviderTest {
       }
     });
     Upstream upstream = TestUpstreams.upstream("short-tokens", base(registry), s -> {});
-    WebClientUpstreamClient client = new WebClientUpstreamClient(null, new SimpleMeterRegistry());
+    AtomicLong nanos = new AtomicLong(System.nanoTime());
+    SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    WebClientUpstreamClient client =
+        new WebClientUpstreamClient(null, meters, new UpstreamResilience(null, meters), nanos::get);
     closeables.add(client::destroy);
     Digest digest = Digest.sha256(new byte[7]);
 
     assertThat(client.headBlob(upstream, NAME, digest).block(WAIT)).isEqualTo(7);
     assertThat(client.headBlob(upstream, NAME, digest).block(WAIT)).isEqualTo(7);
     assertThat(issued).as("reused within its lifetime").hasValue(1);
-    Thread.sleep(1_500);
+    nanos.addAndGet(Duration.ofMillis(999).toNanos());
+    assertThat(client.headBlob(upstream, NAME, digest).block(WAIT)).isEqualTo(7);
+    assertThat(issued).as("still reused just before its reuse time (1 s) is over").hasValue(1);
+    nanos.addAndGet(Duration.ofMillis(501).toNanos());
     assertThat(client.headBlob(upstream, NAME, digest).block(WAIT)).isEqualTo(7);
     assertThat(issued).as("a new token once the old one's expires_in (less a margin) has passed").hasValue(2);
   }

@@ -64,6 +64,9 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     objects = S3Objects.create(properties);
   }
 
+  /** The clock of the store under test. */
+  private Clock clock = Clock.systemUTC();
+
   /** {@code storage.s3.local-tier-size} of the store under test: off here. */
   protected DataSize localTierSize() {
     return DataSize.ofBytes(0);
@@ -83,7 +86,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     RegistryCacheProperties cache =
         RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
     layout = new StorageLayout(cache);
-    return new S3BlobStore(objects, layout, Clock.systemUTC(), Duration.ZERO,
+    return new S3BlobStore(objects, layout, clock, Duration.ZERO,
         io.registrycache.config.ContentScope.REPOSITORY, properties);
   }
 
@@ -252,8 +255,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);
     properties = S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey())
-        .partSize(DataSize.ofBytes(PART)).abandonedUploadAge(Duration.ofMillis(1)).build();
-    Thread.sleep(5);
+        .partSize(DataSize.ofBytes(PART)).abandonedUploadAge(Duration.ofMinutes(1)).build();
+    clock = Clock.offset(Clock.systemUTC(), Duration.ofMinutes(2)); // the replica restarts 2 minutes later
     store();
     assertThat(writesInProgress()).isZero();
     assertThat(abandoned.key()).startsWith("blobs/");
