@@ -113,4 +113,7 @@ case $rc in
   1) log "correctness: FAILED (see report.md in $out)" ;;
   *) log "the soak could not run to its end (exit $rc); logs in $out" ;;
 esac
+if [[ $rc != 0 ]]; then # CI keeps nothing else: the last lines of every log go with the failure
+  for f in "$work"/*.log; do echo "---- $(basename "$f") (last 25 lines)" >&2; tail -n 25 "$f" | cut -c1-400 >&2; done
+fi
 exit "$rc"

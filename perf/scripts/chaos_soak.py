@@ -24,7 +24,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -372,7 +371,7 @@ class Soak:
             try:
                 nbytes = pull_once(port, image, exp, self.a.request_timeout)
                 break
-            except Unreachable as e:
+            except Unreachable:
                 errors.append(f"r{order[k]}: refused")
                 continue
             except Wrong as e:
@@ -383,8 +382,6 @@ class Soak:
                 attempts += 1
             if attempts >= 2:
                 break
-        else:
-            pass
         ok = nbytes > 0
         first_ok = ok and attempts == 0
         self.record({"image": image, "large": exp["large"], "cold": cold, "replica": replica, "start": start,
