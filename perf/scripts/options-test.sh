@@ -129,5 +129,11 @@ expect 2 "^usage: seed.sh " "$S/seed.sh" --registry http://127.0.0.1:9 --bogus
 expect 2 "^seed.sh: error: argument --images" "$S/seed.sh" --registry http://127.0.0.1:9 --images x
 if grep -q "seed.py" "$tmp/err"; then failed=$((failed + 1)); echo "FAIL seed.sh's error names seed.py"; fi
 
+# ---- chaos-soak.sh: refused before s3proxy, Toxiproxy or a replica starts
+expect 2 "^chaos-soak.sh: unknown option --bogus"         "$S/chaos-soak.sh" --bogus
+expect 2 "^chaos-soak.sh: --duration, --pullers"          "$S/chaos-soak.sh" --pullers many
+expect 2 "^chaos-soak.sh: --gap takes LO-HI"              "$S/chaos-soak.sh" --ci --gap 20
+expect 2 "^chaos-soak.sh: --seed takes a whole number"    "$S/chaos-soak.sh" --seed x
+
 echo "options-test: $passed passed, $failed failed"
 ((failed == 0))

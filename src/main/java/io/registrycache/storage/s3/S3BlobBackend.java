@@ -9,6 +9,7 @@ import io.registrycache.storage.StorageLayout;
 import io.registrycache.storage.StoredContent;
 import java.io.IOException;
 import java.io.InterruptedIOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -29,6 +30,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferFactory;
+import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpRange;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -690,11 +692,19 @@ public final class S3BlobBackend implements BlobBackend {
 
   private static List<DataBuffer> copy(ByteBuffer b, DataBufferFactory factory) {
     List<DataBuffer> out = new ArrayList<>((b.remaining() + CHUNK - 1) / CHUNK);
-    while (b.hasRemaining()) {
-      int n = Math.min(CHUNK, b.remaining());
-      ByteBuffer slice = b.slice(b.position(), n);
-      out.add(factory.allocateBuffer(n).write(slice));
-      b.position(b.position() + n);
+    try {
+      while (b.hasRemaining()) {
+        int n = Math.min(CHUNK, b.remaining());
+        ByteBuffer slice = b.slice(b.position(), n);
+        out.add(factory.allocateBuffer(n).write(slice));
+        b.position(b.position() + n);
+      }
+    } catch (OutOfMemoryError e) {
+      // Netty's direct-memory limit (OutOfDirectMemoryError). Reactor treats an Error as fatal and
+      // rethrows it on the SDK's thread, so the response would hang until the client gives up
+      // (seen in the chaos soak); an exception fails this one response instead.
+      out.forEach(DataBufferUtils::release);
+      throw new UncheckedIOException(new IOException("no memory for the response's buffers: " + e.getMessage(), e));
     }
     return out;
   }

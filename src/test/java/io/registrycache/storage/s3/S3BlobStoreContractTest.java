@@ -23,6 +23,9 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
+import org.springframework.core.io.buffer.DataBufferFactory;
+import org.springframework.core.io.buffer.DefaultDataBuffer;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
 import org.springframework.util.unit.DataSize;
 import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
 import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
@@ -191,6 +194,27 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     assertThat(write(store().newWriter(digest), content)).isEqualTo(size);
     assertThat(writesInProgress()).isZero();
     assertThat(read(store().open(digest).orElseThrow(), 0, size)).isEqualTo(content);
+  }
+
+  @Test
+  void aReadThatCannotGetBuffersFailsInsteadOfHanging() throws Exception {
+    byte[] content = random(200_000, 26);
+    Digest digest = Digest.sha256(content);
+    write(store().newWriter(digest), content);
+    // a factory past Netty's direct-memory limit, as in the chaos soak: every allocation fails
+    DataBufferFactory exhausted = new DefaultDataBufferFactory() {
+      @Override
+      public DefaultDataBuffer allocateBuffer(int initialCapacity) {
+        throw new OutOfMemoryError("failed to allocate " + initialCapacity + " byte(s) of direct memory");
+      }
+    };
+    StoredContent stored = store().open(digest).orElseThrow();
+
+    assertThatThrownBy(() -> stored.read(0, content.length, exhausted).blockLast(Duration.ofSeconds(20)))
+        .as("the response fails with the cause, not a blocking-read timeout")
+        .hasRootCauseInstanceOf(OutOfMemoryError.class)
+        .hasMessageContaining("no memory for the response's buffers");
+    assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
   }
 
   @Test
