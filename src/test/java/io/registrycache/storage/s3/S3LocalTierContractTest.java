@@ -61,6 +61,30 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
     }
   }
 
+  /**
+   * With the tier the blob is read from its local file, not the object: an allocation failure
+   * reaches the reader as itself, synchronously, and the blob still reads whole afterwards.
+   */
+  @Override
+  @Test
+  void aReadThatCannotGetBuffersFailsInsteadOfHanging() throws Exception {
+    byte[] content = random(200_000, 26);
+    Digest digest = Digest.sha256(content);
+    write(store().newWriter(digest), content);
+    org.springframework.core.io.buffer.DataBufferFactory exhausted = new org.springframework.core.io.buffer.DefaultDataBufferFactory() {
+      @Override
+      public org.springframework.core.io.buffer.DefaultDataBuffer allocateBuffer(int initialCapacity) {
+        throw new OutOfMemoryError("failed to allocate " + initialCapacity + " byte(s) of direct memory");
+      }
+    };
+    StoredContent stored = store().open(digest).orElseThrow();
+    assertThat(stored.file()).as("served from the local tier").isPresent();
+    org.assertj.core.api.Assertions.assertThatThrownBy(() -> stored.read(0, content.length, exhausted).blockLast(Duration.ofSeconds(20)))
+        .as("the allocation failure itself, not a blocking-read timeout")
+        .isInstanceOf(OutOfMemoryError.class);
+    assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
+  }
+
   @Test
   void aFilledBlobIsServedAsALocalFileOnceCommitted() throws Exception {
     byte[] content = random(2 * PART + 7, 31);
