@@ -49,7 +49,7 @@ install_from_module() {
   # marked while it builds: GoTools.require (the ITs) waits for the mark to go
   local mark=${GO_TOOLS_BUILDING:-/tmp/go-tools-building}/$name
   mkdir -p "$(dirname "$mark")" && touch "$mark"
-  trap 'rm -f "$mark"' EXIT
+  trap "rm -f -- '$mark'" EXIT # expanded now: at exit the function's locals are gone (set -u)
   dir=$(go mod download -json "$module@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
   [ -d "$dir" ] || { echo "go-tools: $module@$version not downloaded" >&2; exit 1; }
   (cd "$dir" && go build -ldflags="$5" -o "$GOBIN/$name" "$pkg")
