@@ -1,5 +1,7 @@
 package io.registrycache.storage;
 
+import io.registrycache.testsupport.AdvancingClock;
+
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
@@ -9,43 +11,20 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.Random;
-import java.util.concurrent.atomic.AtomicLong;
 
 /** A real cache over a temporary folder, with a clock the test moves. For unit tests. */
 public final class TestCache implements AutoCloseable {
 
-  /** A clock that only moves when told. */
-  public static final class MutableClock extends Clock {
-    private final AtomicLong millis = new AtomicLong(System.currentTimeMillis());
-
-    public void advance(Duration d) {
-      millis.addAndGet(d.toMillis());
+  /** A clock that only moves when told: {@link AdvancingClock} over the time it was made. */
+  public static final class MutableClock extends AdvancingClock {
+    public MutableClock() {
+      this(System.currentTimeMillis());
     }
 
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
-    }
-
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
-    }
-
-    @Override
-    public long millis() {
-      return millis.get();
-    }
-
-    @Override
-    public Instant instant() {
-      return Instant.ofEpochMilli(millis.get());
+    private MutableClock(long start) {
+      super(() -> start);
     }
   }
 

@@ -10,12 +10,23 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The system clock (UTC) plus an offset the test moves forward: time runs as usual for the rest
  * of the service (grace periods, timeouts), and a test that needs time to have passed says how
- * much with {@link #advance(Duration)} instead of sleeping. For a clock that moves only when told,
- * see {@code TestCache.MutableClock}.
+ * much with {@link #advance(Duration)} instead of sleeping. {@code TestCache.MutableClock} is the
+ * same over a fixed start: a clock that moves only when told.
  */
-public final class AdvancingClock extends Clock {
+public class AdvancingClock extends Clock {
 
+  private final java.util.function.LongSupplier baseMillis;
   private final AtomicLong offsetMillis = new AtomicLong();
+
+  /** The system clock plus the offset. */
+  public AdvancingClock() {
+    this(System::currentTimeMillis);
+  }
+
+  /** {@code baseMillis} (epoch milliseconds) plus the offset. */
+  protected AdvancingClock(java.util.function.LongSupplier baseMillis) {
+    this.baseMillis = baseMillis;
+  }
 
   /** Moves this clock {@code by} ahead of the system clock (adds to earlier advances). */
   public void advance(Duration by) {
@@ -34,11 +45,11 @@ public final class AdvancingClock extends Clock {
 
   @Override
   public long millis() {
-    return System.currentTimeMillis() + offsetMillis.get();
+    return baseMillis.getAsLong() + offsetMillis.get();
   }
 
   @Override
   public Instant instant() {
-    return Instant.now().plusMillis(offsetMillis.get());
+    return Instant.ofEpochMilli(millis());
   }
 }
