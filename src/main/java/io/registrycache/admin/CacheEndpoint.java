@@ -1,19 +1,15 @@
 package io.registrycache.admin;
 
-import io.registrycache.config.StorageProperties;
 import com.google.re2j.Pattern;
 import com.google.re2j.PatternSyntaxException;
-import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.config.AdminProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.proxy.ProxyBlobService;
-import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.EvictionTurn;
 import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.CacheCollector.Removal;
-import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageJanitor;
-import io.registrycache.upstream.Upstreams;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -70,53 +66,31 @@ public class CacheEndpoint {
 
   private final CacheInventory inventory;
   private final Pruner pruner;
-  private final CacheCollector collector;
   private final StorageJanitor janitor;
-  private final BlobStore blobs;
-  private final ManifestStore manifests;
-  private final RegistryCacheProperties properties;
   private final Preloader preloader;
   private final ProxyBlobService blobDownloads;
-  private final Upstreams upstreams;
+  private final AdminProperties admin;
 
+  /** @param blobDownloads whose downloads in flight the summary counts */
   public CacheEndpoint(
       CacheInventory inventory,
       Pruner pruner,
-      CacheCollector collector,
       StorageJanitor janitor,
-      BlobStore blobs,
-      ManifestStore manifests,
-      RegistryCacheProperties properties,
       Preloader preloader,
       ProxyBlobService blobDownloads,
-      Upstreams upstreams) {
+      AdminProperties admin) {
     this.inventory = inventory;
     this.pruner = pruner;
-    this.collector = collector;
     this.janitor = janitor;
-    this.blobs = blobs;
-    this.manifests = manifests;
-    this.properties = properties;
     this.preloader = preloader;
     this.blobDownloads = blobDownloads;
-    this.upstreams = upstreams;
+    this.admin = admin;
   }
 
   /** Totals: stored bytes and items, downloads in flight, the budget and its watermarks in bytes. */
   @ReadOperation
   public Map<String, Object> summary() {
-    StorageProperties s = properties.storage();
-    Map<String, Object> out = new LinkedHashMap<>();
-    out.put("storedBytes", collector.storedBytes());
-    out.put("blobs", Map.of("count", blobs.count(), "bytes", blobs.bytes()));
-    out.put("manifests", Map.of("count", manifests.count(), "bytes", manifests.bytes()));
-    out.put("downloadsInFlight", blobDownloads.downloadsInFlight());
-    Map<String, Object> budget = new LinkedHashMap<>();
-    budget.put("maxBytes", s.maxBytes());
-    budget.put("highWatermarkBytes", (long) (s.maxBytes() * s.highWatermark()));
-    budget.put("lowWatermarkBytes", (long) (s.maxBytes() * s.lowWatermark()));
-    out.put("budget", budget);
-    return out;
+    return Views.summary(inventory.totals(), blobDownloads.downloadsInFlight());
   }
 
   /** {@code images} or {@code blobs}, optionally filtered by a regular expression; or the {@code preload} jobs. */
@@ -130,11 +104,11 @@ public class CacheEndpoint {
     }
     return switch (what) {
       case "images" -> {
-        freshen();
+        inventory.freshen();
         yield ok(Map.of("images", inventory.images(p).stream().map(Views::image).toList()));
       }
       case "blobs" -> {
-        freshen();
+        inventory.freshen();
         yield ok(Map.of("blobs", inventory.blobs(p).stream().map(Views::blob).toList()));
       }
       case "preload" -> ok(Map.of("jobs", preloader.jobs().stream().map(PreloadJob::view).toList()));
@@ -189,9 +163,7 @@ public class CacheEndpoint {
           if (d == null && (repository == null || tag == null)) {
             yield badRequest("give digest, or repository and tag (and upstream, default: the default upstream)");
           }
-          // The effective default (the built-in upstream or the operator's), not the raw setting.
-          String key = upstream == null || upstream.isBlank() ? upstreams.defaultUpstream().key() : upstream;
-          yield ok(Views.removal(pruner.evict(key, repository, tag, d, dry)));
+          yield ok(Views.removal(pruner.evict(upstream, repository, tag, d, dry)));
         }
         case "janitor" -> {
           janitor.runOnce();
@@ -207,14 +179,6 @@ public class CacheEndpoint {
   }
 
   /**
-   * On a store shared by replicas, brings this replica's index up to date with the bucket first
-   * ({@link CacheCollector#rescanShared}), so the listing is the cluster's. Blocking.
-   */
-  private void freshen() {
-    collector.rescanShared();
-  }
-
-  /**
    * A client's regular expression, compiled by RE2/J: matching takes time linear in the input (no
    * backtracking), so a pathological pattern cannot tie up a thread; backreferences and lookaround
    * are refused. {@code null} for none.
@@ -225,7 +189,7 @@ public class CacheEndpoint {
     if (regex == null || regex.isBlank()) {
       return null;
     }
-    int max = properties.admin().maxPatternLength();
+    int max = admin.maxPatternLength();
     if (regex.length() > max) {
       throw new IllegalArgumentException(what + " is longer than " + max + " characters");
     }
@@ -269,6 +233,20 @@ public class CacheEndpoint {
   /** JSON shapes: plain maps of strings and numbers, independent of the mapper's settings. */
   static final class Views {
     private Views() {}
+
+    static Map<String, Object> summary(CacheInventory.Totals t, long downloadsInFlight) {
+      Map<String, Object> out = new LinkedHashMap<>();
+      out.put("storedBytes", t.storedBytes());
+      out.put("blobs", Map.of("count", t.blobs(), "bytes", t.blobBytes()));
+      out.put("manifests", Map.of("count", t.manifests(), "bytes", t.manifestBytes()));
+      out.put("downloadsInFlight", downloadsInFlight);
+      Map<String, Object> budget = new LinkedHashMap<>();
+      budget.put("maxBytes", t.budget().maxBytes());
+      budget.put("highWatermarkBytes", t.budget().highWatermarkBytes());
+      budget.put("lowWatermarkBytes", t.budget().lowWatermarkBytes());
+      out.put("budget", budget);
+      return out;
+    }
 
     static Map<String, Object> image(CacheInventory.Image i) {
       Map<String, Object> m = new LinkedHashMap<>();

@@ -5,6 +5,7 @@ import io.registrycache.oci.Digest;
 import io.registrycache.oci.ManifestContent;
 import io.registrycache.storage.BlobIndex;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.TagRef;
 import java.time.Instant;
@@ -62,12 +63,42 @@ public class CacheInventory {
     }
   }
 
+  /**
+   * What is stored, in items and bytes, and the budget it is held to.
+   *
+   * @param storedBytes bytes of blobs and manifests
+   * @param blobs stored blobs
+   * @param blobBytes their bytes
+   * @param manifests stored manifests
+   * @param manifestBytes their bytes
+   * @param budget {@code storage.max-bytes} and its watermarks, bytes
+   */
+  public record Totals(
+      long storedBytes, long blobs, long blobBytes, long manifests, long manifestBytes, CacheCollector.Budget budget) {}
+
   private final ManifestStore manifests;
   private final BlobStore blobs;
+  private final CacheCollector collector;
 
-  public CacheInventory(ManifestStore manifests, BlobStore blobs) {
+  public CacheInventory(ManifestStore manifests, BlobStore blobs, CacheCollector collector) {
     this.manifests = manifests;
     this.blobs = blobs;
+    this.collector = collector;
+  }
+
+  /** Stored items and bytes, and the budget, as this replica's index has them. */
+  public Totals totals() {
+    return new Totals(
+        collector.storedBytes(), blobs.count(), blobs.bytes(), manifests.count(), manifests.bytes(), collector.budget());
+  }
+
+  /**
+   * On a store shared by replicas, brings this replica's index up to date with the bucket first
+   * ({@link CacheCollector#rescanShared}), so that the listings after it are the cluster's.
+   * Blocking; a no-op on a store of this process alone.
+   */
+  public void freshen() {
+    collector.rescanShared();
   }
 
   /**

@@ -6,6 +6,7 @@ import io.registrycache.storage.CacheCollector.Reason;
 import io.registrycache.storage.CacheCollector.Removal;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.TagRef;
+import io.registrycache.upstream.Upstreams;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -29,12 +30,16 @@ public class Pruner {
   private final CacheInventory inventory;
   private final CacheCollector collector;
   private final Clock clock;
+  private final Upstreams upstreams;
 
-  public Pruner(ManifestStore manifests, CacheInventory inventory, CacheCollector collector, Clock clock) {
+  /** @param upstreams whose default names the upstream of an eviction by tag that names none */
+  public Pruner(
+      ManifestStore manifests, CacheInventory inventory, CacheCollector collector, Clock clock, Upstreams upstreams) {
     this.manifests = manifests;
     this.inventory = inventory;
     this.collector = collector;
     this.clock = clock;
+    this.upstreams = upstreams;
   }
 
   /** Removes (or, in a dry run, lists) what {@code request} selects. */
@@ -93,7 +98,8 @@ public class Pruner {
    * Evicts one image: by tag, that tag link (and the manifest with the content only it used, if
    * no other tag link points at it); by digest, the manifest and every tag link pointing at it.
    *
-   * @param upstream upstream key
+   * @param upstream upstream key; {@code null} or blank for the default upstream (the built-in
+   *     one or the operator's {@code default-upstream}, the effective default, not the raw setting)
    * @param repository repository name; required with {@code tag}
    * @param tag the tag, or {@code null} when {@code digest} is given
    * @param digest the manifest digest, or {@code null} when {@code tag} is given
@@ -105,9 +111,10 @@ public class Pruner {
     if (digest != null) {
       return collector.remove(List.of(), List.of(digest), null, Reason.EVICT, dryRun);
     }
+    String key = upstream == null || upstream.isBlank() ? upstreams.defaultUpstream().key() : upstream;
     Optional<TagRef> ref =
         manifests.allTags().stream()
-            .filter(t -> t.upstream().equals(upstream) && t.repository().equals(repository) && t.tag().equals(tag))
+            .filter(t -> t.upstream().equals(key) && t.repository().equals(repository) && t.tag().equals(tag))
             .findFirst();
     return collector.remove(ref.map(List::of).orElse(List.of()), List.of(), null, Reason.EVICT, dryRun);
   }

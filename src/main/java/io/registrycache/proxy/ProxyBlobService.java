@@ -18,8 +18,6 @@ import io.registrycache.config.BlobsProperties;
 import io.registrycache.tracing.PullSpan;
 import java.util.function.Supplier;
 import java.util.Optional;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Service;
 import reactor.core.publisher.Flux;
@@ -66,30 +64,15 @@ public class ProxyBlobService implements SmartLifecycle {
   /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
   private final boolean fillLimits;
 
-  /** A single replica's service: every miss is filled from the upstream. */
-  public ProxyBlobService(
-      UpstreamClient upstreams,
-      BlobStore store,
-      @Qualifier("storageScheduler") Scheduler storage,
-      CacheMetrics metrics,
-      RegistryCacheProperties properties) {
-    this(upstreams, store, storage, metrics, properties, PeerSource.none());
-  }
-
-  /** @param peers where misses of blobs owned by another replica are filled from */
-  @Autowired
-  public ProxyBlobService(
-      UpstreamClient upstreams,
-      BlobStore store,
-      @Qualifier("storageScheduler") Scheduler storage,
-      CacheMetrics metrics,
-      RegistryCacheProperties properties,
-      PeerSource peers) {
-    this.peers = peers;
-    this.upstreams = upstreams;
+  /** @param context the upstream client, storage pool, metrics, settings and peers every service shares */
+  public ProxyBlobService(PullThroughContext context, BlobStore store) {
+    RegistryCacheProperties properties = context.properties();
+    CacheMetrics metrics = context.metrics();
+    this.peers = context.peers();
+    this.upstreams = context.upstreams();
     this.store = store;
     this.metrics = metrics;
-    this.storage = storage;
+    this.storage = context.storage();
     this.blobSettings = properties.blobs();
     this.unrequested = com.github.benmanes.caffeine.cache.Caffeine.newBuilder()
         .maximumSize(100_000)

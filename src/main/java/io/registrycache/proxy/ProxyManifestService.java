@@ -27,7 +27,6 @@ import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.InvalidMediaTypeException;
 import org.springframework.http.MediaType;
@@ -79,37 +78,26 @@ public class ProxyManifestService {
   private final SingleFlight<String, Mono<StoredManifest>> fetches = new SingleFlight<>();
   private final SingleFlight<String, Mono<ManifestResult>> revalidations = new SingleFlight<>();
 
-  /** A single replica's service: every miss is fetched from the upstream. */
-  public ProxyManifestService(
-      UpstreamClient upstreams,
-      ManifestStore store,
-      @Qualifier("storageScheduler") Scheduler storage,
-      CacheMetrics metrics,
-      RegistryCacheProperties properties,
-      Clock clock) {
-    this(upstreams, store, storage, metrics, properties, clock, PeerSource.none(), Prefetcher.none());
+  /** A single replica's service that prefetches nothing (for services built without Spring). */
+  public ProxyManifestService(PullThroughContext context, ManifestStore store) {
+    this(context, store, Prefetcher.none());
   }
 
   /**
-   * @param peers where misses and revalidations of manifests owned by another replica go
+   * @param context the upstream client, storage pool, metrics, settings, clock and peers (where
+   *     misses and revalidations of manifests owned by another replica go)
    * @param prefetcher where manifests fetched from the upstream send their blobs ahead of the client
    */
   @Autowired
-  public ProxyManifestService(
-      UpstreamClient upstreams,
-      ManifestStore store,
-      @Qualifier("storageScheduler") Scheduler storage,
-      CacheMetrics metrics,
-      RegistryCacheProperties properties,
-      Clock clock,
-      PeerSource peers,
-      Prefetcher prefetcher) {
-    this.peers = peers;
+  public ProxyManifestService(PullThroughContext context, ManifestStore store, Prefetcher prefetcher) {
+    RegistryCacheProperties properties = context.properties();
+    Clock clock = context.clock();
+    this.peers = context.peers();
     this.prefetcher = prefetcher;
-    this.upstreams = upstreams;
+    this.upstreams = context.upstreams();
     this.store = store;
-    this.storage = storage;
-    this.metrics = metrics;
+    this.storage = context.storage();
+    this.metrics = context.metrics();
     this.freshness = new TagFreshness(properties.manifests().tagTtl(), clock, properties.upstreams().offline());
     this.maxBytes = properties.manifests().maxSizeBytes();
     this.clock = clock;

@@ -21,7 +21,6 @@ import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Service;
 import reactor.core.publisher.Mono;
@@ -69,22 +68,17 @@ public class ProxyReferrersService {
   private final Clock clock;
   private final SingleFlight<String, Mono<Referrers>> fetches = new SingleFlight<>();
 
-  public ProxyReferrersService(
-      UpstreamClient upstreams,
-      ProxyManifestService manifests,
-      ReferrersStore store,
-      @Qualifier("storageScheduler") Scheduler storage,
-      CacheMetrics metrics,
-      RegistryCacheProperties properties,
-      Clock clock) {
-    this.upstreams = upstreams;
+  /** @param manifests where the referrers tag schema's index is pulled through, when the upstream has no referrers API */
+  public ProxyReferrersService(PullThroughContext context, ProxyManifestService manifests, ReferrersStore store) {
+    RegistryCacheProperties properties = context.properties();
+    this.upstreams = context.upstreams();
     this.manifests = manifests;
     this.store = store;
-    this.storage = storage;
-    this.metrics = metrics;
+    this.storage = context.storage();
+    this.metrics = context.metrics();
     this.ttl = properties.referrers().ttl();
     this.offline = properties.upstreams().offline();
-    this.clock = clock;
+    this.clock = context.clock();
   }
 
   /**

@@ -19,7 +19,6 @@ import java.util.SortedSet;
 import java.util.TreeSet;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import org.springframework.beans.factory.annotation.Qualifier;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Service;
 import org.springframework.util.LinkedMultiValueMap;
@@ -53,16 +52,12 @@ public class ProxyTagService {
   private final boolean offline;
   private final int maxTags;
 
-  public ProxyTagService(
-      UpstreamClient upstreams,
-      ManifestStore store,
-      @Qualifier("storageScheduler") Scheduler storage,
-      CacheMetrics metrics,
-      io.registrycache.config.RegistryCacheProperties properties) {
-    this.upstreams = upstreams;
+  public ProxyTagService(PullThroughContext context, ManifestStore store) {
+    io.registrycache.config.RegistryCacheProperties properties = context.properties();
+    this.upstreams = context.upstreams();
     this.store = store;
-    this.storage = storage;
-    this.metrics = metrics;
+    this.storage = context.storage();
+    this.metrics = context.metrics();
     this.offline = properties.upstreams().offline();
     this.maxTags = properties.manifests().tagListMaxTags();
   }

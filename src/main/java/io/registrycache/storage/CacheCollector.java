@@ -119,6 +119,18 @@ public class CacheCollector {
     return maxBytes;
   }
 
+  /**
+   * The disk budget and its watermarks ({@code storage.max-bytes}, {@code high-watermark}, {@code
+   * low-watermark}), in bytes: eviction starts above the high one and stops at the low one; all 0
+   * when unlimited.
+   */
+  public record Budget(long maxBytes, long highWatermarkBytes, long lowWatermarkBytes) {}
+
+  /** The budget as set, in bytes. */
+  public Budget budget() {
+    return new Budget(maxBytes, (long) (maxBytes * high), (long) (maxBytes * low));
+  }
+
   /** Whether the stored bytes exceed the high watermark. */
   public boolean overHighWatermark() {
     return maxBytes > 0 && storedBytes() > (long) (maxBytes * high);

@@ -38,11 +38,13 @@ class CacheEndpointPatternTest {
   }
 
   private CacheEndpoint endpoint(RegistryCacheProperties properties) {
-    CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs);
-    Pruner pruner = new Pruner(cache.manifests, inventory, cache.collector, cache.clock);
+    CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs, cache.collector);
+    Pruner pruner = new Pruner(
+        cache.manifests, inventory, cache.collector, cache.clock, new io.registrycache.upstream.Upstreams(properties));
     return new CacheEndpoint(
-        inventory, pruner, cache.collector,
-        new io.registrycache.storage.StorageJanitor(cache.collector, cache.blobs, cache.manifests, properties), cache.blobs, cache.manifests, properties, null, null, null);
+        inventory, pruner,
+        new io.registrycache.storage.StorageJanitor(cache.collector, cache.blobs, cache.manifests, properties), null, null,
+        properties.admin());
   }
 
   @AfterEach

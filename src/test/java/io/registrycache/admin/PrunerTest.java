@@ -26,8 +26,9 @@ class PrunerTest {
   @BeforeEach
   void setUp() {
     cache = new TestCache(root, 0, Duration.ZERO);
-    inventory = new CacheInventory(cache.manifests, cache.blobs);
-    pruner = new Pruner(cache.manifests, inventory, cache.collector, cache.clock);
+    inventory = new CacheInventory(cache.manifests, cache.blobs, cache.collector);
+    pruner = new Pruner(
+        cache.manifests, inventory, cache.collector, cache.clock, new io.registrycache.upstream.Upstreams(cache.properties));
     shared = cache.blob(1000); // a base layer every image uses
   }
 

@@ -97,8 +97,8 @@ class ContentScopeTest {
     blobs = new FileBlobStore(layout, Clock.systemUTC(), Duration.ZERO, scope);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
     CacheMetrics metrics = new CacheMetrics(new SimpleMeterRegistry(), properties);
-    blobService = new ProxyBlobService(upstreams, blobs, scheduler, metrics, properties);
-    manifestService = new ProxyManifestService(upstreams, manifests, scheduler, metrics, properties, Clock.systemUTC());
+    blobService = new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), blobs);
+    manifestService = new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests);
   }
 
   @AfterEach

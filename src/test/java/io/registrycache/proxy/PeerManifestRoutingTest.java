@@ -117,8 +117,9 @@ class PeerManifestRoutingTest {
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
     service = new ProxyManifestService(
-        upstreamClient(), manifests, scheduler, new CacheMetrics(new SimpleMeterRegistry(), properties), properties,
-        clock, peers, Prefetcher.none());
+        new PullThroughContext(upstreamClient(), scheduler, new CacheMetrics(new SimpleMeterRegistry(), properties),
+            properties, clock, peers),
+        manifests, Prefetcher.none());
   }
 
   @AfterEach

@@ -117,8 +117,9 @@ class PeerRoutingTest {
       }
     };
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
-    service = new ProxyBlobService(
-        upstreamClient(), blobs, scheduler, new CacheMetrics(new SimpleMeterRegistry(), properties), properties, peers);
+    service = new ProxyBlobService(new PullThroughContext(
+        upstreamClient(), scheduler, new CacheMetrics(new SimpleMeterRegistry(), properties), properties, Clock.systemUTC(),
+        peers), blobs);
   }
 
   @AfterEach

@@ -70,7 +70,8 @@ class PrefetchAccountingTest {
         RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     files = heldCommits(new StorageLayout(properties));
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
-    service = new ProxyBlobService(upstreams, files, scheduler, new CacheMetrics(meters, properties), properties);
+    service = new ProxyBlobService(PullThroughContext.single(
+        upstreams, scheduler, new CacheMetrics(meters, properties), properties, java.time.Clock.systemUTC()), files);
   }
 
   @AfterEach

@@ -109,10 +109,8 @@ class ProxyReferrersServiceTest {
             : new UpstreamReferrers(index("sha256:b"), null));
       }
     };
-    ProxyManifestService manifestService =
-        new ProxyManifestService(client, manifests, scheduler, metrics, properties, Clock.systemUTC());
-    return new ProxyReferrersService(client, manifestService, new ReferrersStore(layout), scheduler, metrics,
-        properties, Clock.systemUTC());
+    PullThroughContext context = PullThroughContext.single(client, scheduler, metrics, properties, Clock.systemUTC());
+    return new ProxyReferrersService(context, new ProxyManifestService(context, manifests), new ReferrersStore(layout));
   }
 
   private static List<String> digests(ProxyReferrersService.Referrers referrers) {

@@ -44,9 +44,9 @@ class ProxyTagServiceTest {
   private final RepositoryName name = RepositoryName.parse("team/app");
 
   private ProxyTagService service() {
-    return new ProxyTagService(
-        client, mock(ManifestStore.class), Schedulers.immediate(),
-        new CacheMetrics(new SimpleMeterRegistry(), properties), properties);
+    return new ProxyTagService(PullThroughContext.single(
+        client, Schedulers.immediate(), new CacheMetrics(new SimpleMeterRegistry(), properties), properties,
+        java.time.Clock.systemUTC()), mock(ManifestStore.class));
   }
 
   private static Mono<UpstreamTags> page(String tagsJson, String link) {

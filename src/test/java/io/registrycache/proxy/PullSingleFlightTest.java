@@ -139,7 +139,7 @@ class PullSingleFlightTest {
   @Test
   void twentyConcurrentColdManifestPullsMakeOneUpstreamRequest() throws Exception {
     ProxyManifestService service =
-        new ProxyManifestService(upstreams, manifests, scheduler, metrics, properties, Clock.systemUTC());
+        new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests);
     List<CompletableFuture<ManifestResult>> pulls = new ArrayList<>();
     for (int i = 0; i < CLIENTS; i++) {
       pulls.add(service.get(upstream, name, Reference.parse("v1"), List.of()).subscribeOn(Schedulers.parallel()).toFuture());
@@ -155,7 +155,7 @@ class PullSingleFlightTest {
 
   @Test
   void twentyConcurrentColdBlobPullsMakeOneUpstreamRequest() throws Exception {
-    ProxyBlobService service = new ProxyBlobService(upstreams, blobs, scheduler, metrics, properties);
+    ProxyBlobService service = new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), blobs);
     Digest digest = Digest.sha256(blob);
     List<BlobSource> sources = new java.util.concurrent.CopyOnWriteArrayList<>();
     List<CompletableFuture<byte[]>> pulls = new ArrayList<>();
@@ -185,14 +185,14 @@ class PullSingleFlightTest {
   void aPullThatMissedAFillWhichThenEndedServesTheStoredBlobWithoutASecondUpstreamRequest() throws Exception {
     gate.tryEmitValue(true);
     Digest digest = Digest.sha256(blob);
-    assertThat(readAll(new ProxyBlobService(upstreams, blobs, scheduler, metrics, properties)
+    assertThat(readAll(new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), blobs)
         .get(upstream, name, digest).block(Duration.ofSeconds(30))).block()).isEqualTo(blob);
     await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(blobs.size(digest)).isPresent());
     // The next pull looks while that fill is still running (the store has nothing yet), and the
     // fill stores its blob and leaves the single-flight before the pull joins it.
     BlobStore lateLook = org.mockito.Mockito.spy(blobs);
     org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod().when(lateLook).open(digest);
-    ProxyBlobService service = new ProxyBlobService(upstreams, lateLook, scheduler, metrics, properties);
+    ProxyBlobService service = new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
 
     BlobSource source = service.get(upstream, name, digest).block(Duration.ofSeconds(30));
     assertThat(source).isInstanceOf(BlobSource.Stored.class);
@@ -205,7 +205,7 @@ class PullSingleFlightTest {
   void aManifestPullThatMissedAFetchWhichThenEndedServesTheStoredManifestWithoutASecondUpstreamRequest() {
     gate.tryEmitValue(true);
     Reference.Tag tag = (Reference.Tag) Reference.parse("v1");
-    new ProxyManifestService(upstreams, manifests, scheduler, metrics, properties, Clock.systemUTC())
+    new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests)
         .get(upstream, name, tag, List.of()).block(Duration.ofSeconds(30));
     assertThat(manifestGets).hasValue(1);
     // The next pull looks (in memory, then on disk) while that fetch is still running, and the
@@ -216,7 +216,7 @@ class PullSingleFlightTest {
     org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod()
         .when(lateLook).findTag(upstream.key(), name.value(), tag);
     ProxyManifestService service =
-        new ProxyManifestService(upstreams, lateLook, scheduler, metrics, properties, Clock.systemUTC());
+        new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
 
     ManifestResult result = service.get(upstream, name, tag, List.of()).block(Duration.ofSeconds(30));
     assertThat(result.manifest().body()).isEqualTo(manifest);
@@ -228,14 +228,14 @@ class PullSingleFlightTest {
     gate.tryEmitValue(true);
     Digest digest = Digest.sha256(manifest);
     Reference byDigest = Reference.parse(digest.toString());
-    new ProxyManifestService(upstreams, manifests, scheduler, metrics, properties, Clock.systemUTC())
+    new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests)
         .get(upstream, name, byDigest, List.of()).block(Duration.ofSeconds(30));
     assertThat(manifestGets).hasValue(1);
     ManifestStore lateLook = org.mockito.Mockito.spy(manifests);
     org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod().when(lateLook).cached(digest);
     org.mockito.Mockito.doReturn(java.util.Optional.empty()).when(lateLook).find(digest);
     ProxyManifestService service =
-        new ProxyManifestService(upstreams, lateLook, scheduler, metrics, properties, Clock.systemUTC());
+        new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
 
     ManifestResult result = service.get(upstream, name, byDigest, List.of()).block(Duration.ofSeconds(30));
     assertThat(result.manifest().digest()).isEqualTo(digest);

@@ -116,8 +116,8 @@ class WarmTagTest {
     }
     blobs = new FileBlobStore(layout);
     ManifestStore manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
-    return new ProxyManifestService(
-        upstreams, manifests, storage, new CacheMetrics(new SimpleMeterRegistry(), properties), properties, Clock.systemUTC());
+    return new ProxyManifestService(PullThroughContext.single(
+        upstreams, storage, new CacheMetrics(new SimpleMeterRegistry(), properties), properties, Clock.systemUTC()), manifests);
   }
 
   @AfterEach
