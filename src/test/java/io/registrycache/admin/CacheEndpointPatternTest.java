@@ -4,7 +4,7 @@ import io.registrycache.config.RegistryCacheProperties;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.oci.Digest;
-import io.registrycache.storage.TestCache;
+import io.registrycache.testsupport.TestCache;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.google.re2j.Pattern;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.CacheCollector;
-import io.registrycache.storage.TestCache;
+import io.registrycache.testsupport.TestCache;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;

@@ -111,7 +111,7 @@ class ClusterMembershipTest {
 
   @Test
   void aSuspectMemberLeavesOwnershipForSuspectForThenComesBack() {
-    io.registrycache.storage.TestCache.MutableClock clock = new io.registrycache.storage.TestCache.MutableClock();
+    io.registrycache.testsupport.TestCache.MutableClock clock = new io.registrycache.testsupport.TestCache.MutableClock();
     List<String> peers = List.of("a.test:8082", "b.test:8082", "c.test:8082");
     ClusterMembership asA = new ClusterMembership(
         new ClusterProperties(peers, null, 8082, Duration.ofSeconds(10), "a.test:8082"), clock);

@@ -25,7 +25,7 @@ import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
-import io.registrycache.storage.TestCache.MutableClock;
+import io.registrycache.testsupport.TestCache.MutableClock;
 import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;

@@ -222,7 +222,7 @@ class PeerSourceTest {
         out.write(BLOB);
       }
     });
-    io.registrycache.storage.TestCache.MutableClock clock = new io.registrycache.storage.TestCache.MutableClock();
+    io.registrycache.testsupport.TestCache.MutableClock clock = new io.registrycache.testsupport.TestCache.MutableClock();
     PeerSource hung = sourceOfTheOnlyOwner(member, clock);
     assertThat(hung.ownerElsewhere(DIGEST)).contains(member);
 

@@ -11,7 +11,7 @@ import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.net.http.HttpResponse;
-import io.registrycache.storage.TestCache;
+import io.registrycache.testsupport.TestCache;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaType;
 import io.registrycache.oci.OciErrorCode;
+import io.registrycache.testsupport.TestCache;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
+import io.registrycache.testsupport.TestCache;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The system clock (UTC) plus an offset the test moves forward: time runs as usual for the rest
  * of the service (grace periods, timeouts), and a test that needs time to have passed says how
- * much with {@link #advance(Duration)} instead of sleeping. {@code TestCache.MutableClock} is the
+ * much with {@link #advance(Duration)} instead of sleeping. {@link TestCache.MutableClock} is the
  * same over a fixed start: a clock that moves only when told.
  */
 public class AdvancingClock extends Clock {

@@ -7,7 +7,7 @@ import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.CacheProperties;
 import com.jayway.jsonpath.JsonPath;
 import io.registrycache.RegistryCacheApplication;
-import io.registrycache.storage.TestCache;
+import io.registrycache.testsupport.TestCache;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;

@@ -1,6 +1,6 @@
 package io.registrycache.upstream;
 
-import io.registrycache.storage.TestCache;
+import io.registrycache.testsupport.TestCache;
 import io.registrycache.testsupport.TestUpstreams;
 import io.registrycache.testsupport.ScriptedHttp;
 import static io.registrycache.testsupport.ScriptedHttp.base;

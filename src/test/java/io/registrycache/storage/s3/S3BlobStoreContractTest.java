@@ -1,7 +1,7 @@
 package io.registrycache.storage.s3;
 
 import io.registrycache.storage.ContentWriter;
-import io.registrycache.testsupport.S3Settings;
+import io.registrycache.testsupport.S3TestServer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -16,8 +16,6 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
-import org.gaul.s3proxy.auth.AuthenticationType;
-import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -27,11 +25,6 @@ import org.springframework.core.io.buffer.DataBufferFactory;
 import org.springframework.core.io.buffer.DefaultDataBuffer;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
 import org.springframework.util.unit.DataSize;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * The {@link BlobStoreContract} on an S3-API object store: {@link S3BlobStore} against s3proxy in
@@ -42,9 +35,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   static final String BUCKET = "registry-cache-contract";
 
   @RegisterExtension
-  final S3ProxyExtension s3 = S3ProxyExtension.builder()
-      .withCredentials(AuthenticationType.AWS_V2_OR_V4, "test-access", "test-secret")
-      .build();
+  final S3TestServer s3 = S3TestServer.eachTest(BUCKET);
 
   @TempDir Path root;
   protected S3Objects objects;
@@ -52,18 +43,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   protected StorageLayout layout;
 
   @BeforeEach
-  void bucket() {
-    try (S3AsyncClient admin = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
-        .region(Region.US_EAST_1)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
-        .endpointOverride(s3.getUri())
-        .forcePathStyle(true)
-        .build()) {
-      admin.createBucket(b -> b.bucket(BUCKET)).join();
-    }
-    properties = S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey())
-        .partSize(DataSize.ofBytes(PART)).localTierSize(localTierSize()).build();
+  void openObjects() {
+    properties = s3.settings().partSize(DataSize.ofBytes(PART)).localTierSize(localTierSize()).build();
     objects = S3Objects.create(properties);
   }
 
@@ -278,8 +259,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   void uploadsOfAKilledReplicaAreAbortedAtStartUp() throws Exception {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);
-    properties = S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey())
-        .partSize(DataSize.ofBytes(PART)).abandonedUploadAge(Duration.ofMinutes(1)).build();
+    properties = s3.settings().partSize(DataSize.ofBytes(PART)).abandonedUploadAge(Duration.ofMinutes(1)).build();
     clock = Clock.offset(Clock.systemUTC(), Duration.ofMinutes(2)); // the replica restarts 2 minutes later
     store();
     assertThat(writesInProgress()).isZero();

@@ -8,10 +8,8 @@ import io.registrycache.oci.Digest;
 import io.registrycache.storage.EvictionTurn;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageJanitor;
-import io.registrycache.testsupport.CacheProperties;
-import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.ManualCache;
-import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.S3TestServer;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
 import io.registrycache.testsupport.TestImages.Image;
@@ -23,17 +21,9 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Collectors;
-import org.gaul.s3proxy.auth.AuthenticationType;
-import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * Issue 24, item 1, "done when": three replicas on one bucket (s3proxy in this JVM) in front of
@@ -53,50 +43,24 @@ class S3BucketBudgetIT {
   static final long BUDGET = 9L * LAYER / 2;
   static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
   static final List<ManualCache> replicas = new ArrayList<>();
-  static S3ProxyExtension s3;
+  static S3TestServer s3;
   static S3Objects objects;
 
   @BeforeAll
   static void start() throws Exception {
-    s3 = S3ProxyExtension.builder().withCredentials(AuthenticationType.AWS_V2_OR_V4, "it-access", "it-secret").build();
-    s3.beforeEach(null);
-    try (S3AsyncClient admin = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
-        .region(Region.US_EAST_1)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
-        .endpointOverride(s3.getUri())
-        .forcePathStyle(true)
-        .build()) {
-      admin.createBucket(b -> b.bucket(BUCKET)).join();
-    }
-    List<Integer> ports = FreePorts.take(REPLICAS);
-    String peers = ports.stream().map(p -> "127.0.0.1:" + p).collect(Collectors.joining(","));
-    for (int i = 0; i < REPLICAS; i++) {
-      replicas.add(ManualCache.start(
-          CacheProperties.cache(TestFiles.tempDirectory("registry-cache-s3-budget-" + i + "-"))
-              .localUpstream(upstream::baseUrl)
-              .set("registry-cache.cluster.peers", peers)
-              .set("registry-cache.cluster.peer-port", ports.get(i))
-              .set("registry-cache.cluster.self", "127.0.0.1:" + ports.get(i))
-              .set("registry-cache.cluster.token", TOKEN)
-              .set("registry-cache.storage.type", "s3")
-              .set("registry-cache.storage.max-bytes", BUDGET)
-              .set("registry-cache.storage.janitor-interval", "1h") // passes run when the test asks, or over the watermark
-              .set("registry-cache.storage.delete-grace", "1s")
-              .set("registry-cache.storage.s3.access-flush", "1s")
-              .set("registry-cache.storage.s3.endpoint", s3.getUri().toString())
-              .set("registry-cache.storage.s3.bucket", BUCKET)
-              .set("registry-cache.storage.s3.part-size", "5MB")
-              .set("registry-cache.storage.s3.access-key-id", s3.getAccessKey())
-              .set("registry-cache.storage.s3.secret-access-key", s3.getSecretKey())));
-    }
+    s3 = S3TestServer.started(BUCKET);
+    replicas.addAll(s3.startCluster(REPLICAS, "s3-budget", TOKEN, upstream::baseUrl, replica -> replica
+        .set("registry-cache.storage.max-bytes", BUDGET)
+        .set("registry-cache.storage.janitor-interval", "1h") // passes run when the test asks, or over the watermark
+        .set("registry-cache.storage.delete-grace", "1s")
+        .set("registry-cache.storage.s3.access-flush", "1s")));
     objects = replicas.get(0).context().getBean(S3Objects.class);
   }
 
   @AfterAll
   static void stop() {
     replicas.forEach(ManualCache::close);
-    s3.afterEach(null);
+    s3.close();
   }
 
   static int evictor() {

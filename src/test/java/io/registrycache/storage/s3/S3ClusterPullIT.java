@@ -6,30 +6,18 @@ import io.registrycache.cluster.ClusterMembership;
 import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
-import io.registrycache.testsupport.FreePorts;
-import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
-import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.S3TestServer;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Collectors;
-import org.gaul.s3proxy.auth.AuthenticationType;
-import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * Issue 11's two halves together: three replicas of the real service in this JVM, a cluster (a
@@ -45,44 +33,18 @@ class S3ClusterPullIT {
   static final int REPLICAS = 3;
   static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
   static final List<ManualCache> replicas = new ArrayList<>();
-  static S3ProxyExtension s3;
+  static S3TestServer s3;
 
   @BeforeAll
   static void start() throws Exception {
-    s3 = S3ProxyExtension.builder().withCredentials(AuthenticationType.AWS_V2_OR_V4, "it-access", "it-secret").build();
-    s3.beforeEach(null);
-    try (S3AsyncClient admin = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
-        .region(Region.US_EAST_1)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
-        .endpointOverride(s3.getUri())
-        .forcePathStyle(true)
-        .build()) {
-      admin.createBucket(b -> b.bucket(BUCKET)).join();
-    }
-    List<Integer> ports = FreePorts.take(REPLICAS);
-    String peers = ports.stream().map(p -> "127.0.0.1:" + p).collect(Collectors.joining(","));
-    for (int i = 0; i < REPLICAS; i++) {
-      replicas.add(ManualCache.start(
-          CacheProperties.cache(TestFiles.tempDirectory("registry-cache-s3-cluster-" + i + "-"))
-              .localUpstream(upstream::baseUrl)
-              .set("registry-cache.cluster.peers", peers)
-              .set("registry-cache.cluster.peer-port", ports.get(i))
-              .set("registry-cache.cluster.self", "127.0.0.1:" + ports.get(i))
-              .set("registry-cache.cluster.token", TOKEN)
-              .set("registry-cache.storage.type", "s3")
-              .set("registry-cache.storage.s3.endpoint", s3.getUri().toString())
-              .set("registry-cache.storage.s3.bucket", BUCKET)
-              .set("registry-cache.storage.s3.part-size", "5MB")
-              .set("registry-cache.storage.s3.access-key-id", s3.getAccessKey())
-              .set("registry-cache.storage.s3.secret-access-key", s3.getSecretKey())));
-    }
+    s3 = S3TestServer.started(BUCKET);
+    replicas.addAll(s3.startCluster(REPLICAS, "s3-cluster", TOKEN, upstream::baseUrl));
   }
 
   @AfterAll
   static void stop() {
     replicas.forEach(ManualCache::close);
-    s3.afterEach(null);
+    s3.close();
   }
 
   @Test

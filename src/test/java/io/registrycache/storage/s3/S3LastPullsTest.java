@@ -7,7 +7,7 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.StorageLayout;
-import io.registrycache.testsupport.S3Settings;
+import io.registrycache.testsupport.S3TestServer;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -21,18 +21,11 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
-import org.gaul.s3proxy.auth.AuthenticationType;
-import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * {@link S3LastPulls} against s3proxy in this JVM (no mock of S3): the record's encoding, one
@@ -45,9 +38,7 @@ class S3LastPullsTest {
   static final String BUCKET = "registry-cache-last-pulls";
 
   @RegisterExtension
-  final S3ProxyExtension s3 = S3ProxyExtension.builder()
-      .withCredentials(AuthenticationType.AWS_V2_OR_V4, "test-access", "test-secret")
-      .build();
+  final S3TestServer s3 = S3TestServer.eachTest(BUCKET);
 
   @TempDir Path root;
   S3Objects objects;
@@ -73,17 +64,8 @@ class S3LastPullsTest {
   final List<AutoCloseable> toClose = new ArrayList<>();
 
   @BeforeEach
-  void bucket() {
-    try (S3AsyncClient admin = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
-        .region(Region.US_EAST_1)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
-        .endpointOverride(s3.getUri())
-        .forcePathStyle(true)
-        .build()) {
-      admin.createBucket(b -> b.bucket(BUCKET)).join();
-    }
-    properties = S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey()).build();
+  void openObjects() {
+    properties = s3.settings().build();
     objects = S3Objects.create(properties);
   }
 

@@ -40,14 +40,9 @@ class S3LocalTierPullIT extends AbstractCacheIT {
   /** The s3proxy and bucket of {@link S3StoragePullIT} (one per JVM), under another key prefix. */
   @DynamicPropertySource
   static void s3Properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.type", () -> "s3");
-    registry.add("registry-cache.storage.s3.endpoint", () -> S3StoragePullIT.S3.getUri().toString());
-    registry.add("registry-cache.storage.s3.bucket", () -> S3StoragePullIT.BUCKET);
+    S3StoragePullIT.S3.addStorageTo(registry);
     registry.add("registry-cache.storage.s3.prefix", () -> "it-tier");
-    registry.add("registry-cache.storage.s3.part-size", () -> "5MB");
     registry.add("registry-cache.storage.s3.local-tier-size", () -> "64MB");
-    registry.add("registry-cache.storage.s3.access-key-id", S3StoragePullIT.S3::getAccessKey);
-    registry.add("registry-cache.storage.s3.secret-access-key", S3StoragePullIT.S3::getSecretKey);
   }
 
   @BeforeAll

@@ -1,6 +1,7 @@
 package io.registrycache.storage.s3;
 
 import io.registrycache.testsupport.S3Settings;
+import io.registrycache.testsupport.S3TestServer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -15,8 +16,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
 import java.util.Random;
-import org.gaul.s3proxy.auth.AuthenticationType;
-import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -24,11 +23,6 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.http.HttpRange;
 import org.springframework.util.unit.DataSize;
 import reactor.core.publisher.Flux;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 
 /**
@@ -41,25 +35,14 @@ class S3ObjectsTest {
   static final String BUCKET = "registry-cache-test";
 
   @RegisterExtension
-  final S3ProxyExtension s3 = S3ProxyExtension.builder()
-      .withCredentials(AuthenticationType.AWS_V2_OR_V4, "test-access", "test-secret")
-      .build();
+  final S3TestServer s3 = S3TestServer.eachTest(BUCKET);
 
   @TempDir Path dir;
   S3Objects objects;
 
   @BeforeEach
-  void bucket() {
-    try (S3AsyncClient admin = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
-        .region(Region.US_EAST_1)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
-        .endpointOverride(s3.getUri())
-        .forcePathStyle(true)
-        .build()) {
-      admin.createBucket(b -> b.bucket(BUCKET)).join();
-    }
-    objects = S3Objects.create(S3Settings.s3(s3.getUri(), BUCKET, s3.getAccessKey(), s3.getSecretKey()).build());
+  void openObjects() {
+    objects = S3Objects.create(s3.settings().build());
   }
 
   Path file(int bytes, long seed) throws Exception {

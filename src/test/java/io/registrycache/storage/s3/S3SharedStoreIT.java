@@ -7,6 +7,7 @@ import io.registrycache.storage.BlobStore;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.S3TestServer;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
@@ -15,17 +16,10 @@ import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import org.gaul.s3proxy.auth.AuthenticationType;
-import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * Two replicas on one bucket, one after the other, each with its own empty {@code storage.path}:
@@ -36,41 +30,25 @@ class S3SharedStoreIT {
 
   static final String BUCKET = "registry-cache-shared";
   static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
-  static S3ProxyExtension s3;
+  static S3TestServer s3;
 
   @TempDir Path first;
   @TempDir Path second;
 
   @BeforeAll
-  static void startS3() throws Exception {
-    s3 = S3ProxyExtension.builder().withCredentials(AuthenticationType.AWS_V2_OR_V4, "it-access", "it-secret").build();
-    s3.beforeEach(null);
-    try (S3AsyncClient admin = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
-        .region(Region.US_EAST_1)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
-        .endpointOverride(s3.getUri())
-        .forcePathStyle(true)
-        .build()) {
-      admin.createBucket(b -> b.bucket(BUCKET)).join();
-    }
+  static void startS3() {
+    s3 = S3TestServer.started(BUCKET);
   }
 
   @AfterAll
   static void stopS3() {
-    s3.afterEach(null);
+    s3.close();
   }
 
   static ManualCache replica(Path storage, boolean offline) {
-    return ManualCache.start(CacheProperties.cache(storage)
+    return ManualCache.start(s3.storeIn(CacheProperties.cache(storage)
         .localUpstream(upstream::baseUrl)
-        .set("registry-cache.offline", String.valueOf(offline))
-        .set("registry-cache.storage.type", "s3")
-        .set("registry-cache.storage.s3.endpoint", s3.getUri().toString())
-        .set("registry-cache.storage.s3.bucket", BUCKET)
-        .set("registry-cache.storage.s3.part-size", "5MB")
-        .set("registry-cache.storage.s3.access-key-id", s3.getAccessKey())
-        .set("registry-cache.storage.s3.secret-access-key", s3.getSecretKey()));
+        .set("registry-cache.offline", String.valueOf(offline))));
   }
 
   @Test

@@ -6,6 +6,7 @@ import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.S3TestServer;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
@@ -17,8 +18,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import org.gaul.s3proxy.auth.AuthenticationType;
-import org.gaul.s3proxy.junit.S3ProxyExtension;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -28,11 +27,6 @@ import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
-import software.amazon.awssdk.auth.credentials.AwsBasicCredentials;
-import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
-import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
-import software.amazon.awssdk.regions.Region;
-import software.amazon.awssdk.services.s3.S3AsyncClient;
 
 /**
  * The whole service on {@code registry-cache.storage.type=s3}: a real {@code registry:2} upstream
@@ -45,7 +39,8 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
 class S3StoragePullIT extends AbstractCacheIT {
 
   static final String BUCKET = "registry-cache-it";
-  static final S3ProxyExtension S3 = Shared.S3;
+  /** Started when this class, {@link S3StorageRedirectIT} or {@link S3LocalTierPullIT} is first used; it lives as long as the JVM. */
+  static final S3TestServer S3 = S3TestServer.started(BUCKET);
 
   @TempDir Path work;
   @Autowired BlobStore blobs;
@@ -53,13 +48,8 @@ class S3StoragePullIT extends AbstractCacheIT {
 
   @DynamicPropertySource
   static void s3Properties(DynamicPropertyRegistry registry) {
-    registry.add("registry-cache.storage.type", () -> "s3");
-    registry.add("registry-cache.storage.s3.endpoint", () -> S3.getUri().toString());
-    registry.add("registry-cache.storage.s3.bucket", () -> BUCKET);
+    S3.addStorageTo(registry);
     registry.add("registry-cache.storage.s3.prefix", () -> "it-cache");
-    registry.add("registry-cache.storage.s3.part-size", () -> "5MB");
-    registry.add("registry-cache.storage.s3.access-key-id", S3::getAccessKey);
-    registry.add("registry-cache.storage.s3.secret-access-key", S3::getSecretKey);
   }
 
   @BeforeAll
@@ -121,7 +111,7 @@ class S3StoragePullIT extends AbstractCacheIT {
     assertThat(output.getAll())
         .as("the store's settings are logged at start-up, the secret never")
         .contains("secretAccessKey=(set)")
-        .doesNotContain(S3.getSecretKey());
+        .doesNotContain(S3.secretKey());
   }
 
   /** GET with a Range header, straight from the cache (the default: streamed through the replica). */
@@ -129,30 +119,5 @@ class S3StoragePullIT extends AbstractCacheIT {
     HttpResponse<byte[]> response = cache.get(path, "Range", range);
     assertThat(response.statusCode()).as("no redirect by default").isNotEqualTo(307);
     return response;
-  }
-
-  private static final class Shared {
-    static final S3ProxyExtension S3 = start();
-
-    private static S3ProxyExtension start() {
-      S3ProxyExtension s3 = S3ProxyExtension.builder()
-          .withCredentials(AuthenticationType.AWS_V2_OR_V4, "it-access", "it-secret")
-          .build();
-      try {
-        s3.beforeEach(null); // starts the server; it lives as long as the JVM
-      } catch (Exception e) {
-        throw new IllegalStateException("cannot start s3proxy", e);
-      }
-      try (S3AsyncClient admin = S3AsyncClient.builder()
-          .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
-          .region(Region.US_EAST_1)
-          .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(s3.getAccessKey(), s3.getSecretKey())))
-          .endpointOverride(s3.getUri())
-          .forcePathStyle(true)
-          .build()) {
-        admin.createBucket(b -> b.bucket(BUCKET)).join();
-      }
-      return s3;
-    }
   }
 }

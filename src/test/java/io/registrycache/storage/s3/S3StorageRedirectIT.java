@@ -33,7 +33,7 @@ class S3StorageRedirectIT extends S3StoragePullIT {
     assertThat(redirect.statusCode()).isEqualTo(307);
     assertThat(redirect.headers().firstValue("Docker-Content-Digest")).isPresent();
     URI location = URI.create(redirect.headers().firstValue("Location").orElseThrow());
-    assertThat(location.getPort()).as("the object store").isEqualTo(S3.getUri().getPort());
+    assertThat(location.getPort()).as("the object store").isEqualTo(S3.uri().getPort());
     return cache.http().send(
         HttpRequest.newBuilder(location).header("Range", range).build(),
         HttpResponse.BodyHandlers.ofByteArray());

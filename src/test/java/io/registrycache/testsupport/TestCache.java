@@ -1,12 +1,17 @@
-package io.registrycache.storage;
-
-import io.registrycache.testsupport.AdvancingClock;
+package io.registrycache.testsupport;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaType;
 import io.registrycache.oci.Reference;
+import io.registrycache.storage.CacheCollector;
+import io.registrycache.storage.ContentWriter;
+import io.registrycache.storage.FileBlobStore;
+import io.registrycache.storage.ManifestStore;
+import io.registrycache.storage.StorageLayout;
+import io.registrycache.storage.StorageMetrics;
+import io.registrycache.storage.StoredManifest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
