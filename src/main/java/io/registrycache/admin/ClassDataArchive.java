@@ -22,6 +22,8 @@ import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.SpringApplication;
+import org.springframework.boot.availability.AvailabilityChangeEvent;
+import org.springframework.boot.availability.ReadinessState;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
@@ -105,10 +107,20 @@ public class ClassDataArchive {
 
   @EventListener(ApplicationReadyEvent.class)
   public void onReady(ApplicationReadyEvent event) {
-    if (Boolean.getBoolean(TRAINING_PROPERTY)) {
-      endTrainingStart(event.getApplicationContext());
-    } else {
+    if (!Boolean.getBoolean(TRAINING_PROPERTY)) {
       trainIfNotMapped();
+    }
+  }
+
+  /**
+   * In a training start, once the application takes traffic (Spring Boot publishes readiness just
+   * after {@link ApplicationReadyEvent}; {@code /v2/} answers 503 until then): the training pulls.
+   */
+  @EventListener
+  public void onReadiness(AvailabilityChangeEvent<ReadinessState> event) {
+    if (Boolean.getBoolean(TRAINING_PROPERTY) && event.getState() == ReadinessState.ACCEPTING_TRAFFIC
+        && event.getSource() instanceof ConfigurableApplicationContext context) {
+      endTrainingStart(context);
     }
   }
 

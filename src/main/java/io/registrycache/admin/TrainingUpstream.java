@@ -3,6 +3,8 @@ package io.registrycache.admin;
 import io.netty.buffer.Unpooled;
 import io.registrycache.oci.Digest;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -12,59 +14,71 @@ import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
 
 /**
- * The upstream a class-data training start pulls one synthetic image through, so that the
+ * The synthetic upstream a class-data training start pulls one image through, so that the
  * archive holds the classes of a cold pull (the upstream client, the download, the store's
  * writes, the manifest parse), not only those of the router and the 404 path: a first cold
- * request after a start then loads them from the archive instead of from the jar.
+ * request after a start then loads them from the archive instead of from the jar. The start-up
+ * warm-up ({@link StartupWarmUp}) pulls many small images through it.
  *
  * <p>A Reactor Netty server on {@code 127.0.0.1:<port>} (the library the service serves with, so
  * it adds no classes of its own), answering {@code GET}/{@code HEAD} of {@code /v2/}, of {@link
- * #REPOSITORY}'s manifest {@code latest} (an OCI image manifest) and of its config and layer
- * blobs: one small layer, and one of {@value #LARGE_LAYER_BYTES} bytes that takes a fill through
- * more than one write batch. Everything else: 404.
+ * #REPOSITORY}'s manifests ({@link #tag}{@code (i)}, OCI image manifests) and of their config and
+ * layer blobs, every blob different. Everything else: 404.
  */
 final class TrainingUpstream implements AutoCloseable {
 
-  /** The repository of the synthetic image. */
+  /** The repository of the synthetic images. */
   static final String REPOSITORY = "training/app";
-  /** The tag of the synthetic image. */
+  /** The tag of the first synthetic image (the training start's one). */
   static final String TAG = "latest";
-  /** Size of the larger layer, bytes: over one write batch of a fill (1 MiB). */
+  /** Size of the training start's larger layer, bytes: over one write batch of a fill (1 MiB). */
   static final int LARGE_LAYER_BYTES = 3 << 20;
 
   private static final String MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json";
 
   private final Map<String, byte[]> blobs = new LinkedHashMap<>();
-  private final byte[] manifest;
+  private final List<List<String>> imageBlobs = new ArrayList<>();
+  private final Map<String, byte[]> manifests = new HashMap<>();
   private final DisposableServer server;
 
-  private TrainingUpstream(int port) {
+  private TrainingUpstream(int port, int images, int[] layerBytes) {
     Random random = new Random(port);
-    byte[] small = new byte[4096];
-    byte[] large = new byte[LARGE_LAYER_BYTES];
-    random.nextBytes(small);
-    random.nextBytes(large);
-    byte[] config = "{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}"
-        .getBytes(StandardCharsets.UTF_8);
-    String configDigest = put(config);
-    StringBuilder layers = new StringBuilder();
-    for (byte[] layer : List.of(small, large)) {
-      layers.append(layers.isEmpty() ? "" : ",")
-          .append(descriptor("application/vnd.oci.image.layer.v1.tar+gzip", put(layer), layer.length));
+    for (int i = 0; i < images; i++) {
+      byte[] config = ("{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]},"
+          + "\"config\":{\"Labels\":{\"image\":\"" + i + "\"}}}").getBytes(StandardCharsets.UTF_8);
+      List<String> digests = new ArrayList<>();
+      String configDigest = put(config);
+      digests.add(configDigest);
+      StringBuilder layers = new StringBuilder();
+      for (int size : layerBytes) {
+        byte[] layer = new byte[size];
+        random.nextBytes(layer);
+        String digest = put(layer);
+        digests.add(digest);
+        layers.append(layers.isEmpty() ? "" : ",")
+            .append(descriptor("application/vnd.oci.image.layer.v1.tar+gzip", digest, layer.length));
+      }
+      imageBlobs.add(List.copyOf(digests));
+      manifests.put(tag(i), ("{\"schemaVersion\":2,\"mediaType\":\"" + MANIFEST_TYPE + "\",\"config\":"
+          + descriptor("application/vnd.oci.image.config.v1+json", configDigest, config.length)
+          + ",\"layers\":[" + layers + "]}").getBytes(StandardCharsets.UTF_8));
     }
-    manifest = ("{\"schemaVersion\":2,\"mediaType\":\"" + MANIFEST_TYPE + "\",\"config\":"
-        + descriptor("application/vnd.oci.image.config.v1+json", configDigest, config.length)
-        + ",\"layers\":[" + layers + "]}").getBytes(StandardCharsets.UTF_8);
+    String manifestPrefix = "/v2/" + REPOSITORY + "/manifests/";
+    String blobPrefix = "/v2/" + REPOSITORY + "/blobs/";
     server = HttpServer.create()
         .host("127.0.0.1")
         .port(port)
         .route(routes -> routes
             .route(r -> r.uri().equals("/v2/") || r.uri().equals("/v2"), (req, res) -> res.status(200).send())
-            .route(r -> r.uri().equals("/v2/" + REPOSITORY + "/manifests/" + TAG),
-                (req, res) -> body(res.header("Content-Type", MANIFEST_TYPE)
-                    .header("Docker-Content-Digest", Digest.sha256(manifest).toString()), req.method().name(), manifest))
-            .route(r -> r.uri().startsWith("/v2/" + REPOSITORY + "/blobs/"), (req, res) -> {
-              byte[] blob = blobs.get(req.uri().substring(("/v2/" + REPOSITORY + "/blobs/").length()));
+            .route(r -> r.uri().startsWith(manifestPrefix), (req, res) -> {
+              byte[] manifest = manifests.get(req.uri().substring(manifestPrefix.length()));
+              return manifest == null
+                  ? res.status(404).send()
+                  : body(res.header("Content-Type", MANIFEST_TYPE)
+                      .header("Docker-Content-Digest", Digest.sha256(manifest).toString()), req.method().name(), manifest);
+            })
+            .route(r -> r.uri().startsWith(blobPrefix), (req, res) -> {
+              byte[] blob = blobs.get(req.uri().substring(blobPrefix.length()));
               return blob == null
                   ? res.status(404).send()
                   : body(res.header("Content-Type", "application/octet-stream"), req.method().name(), blob);
@@ -73,17 +87,44 @@ final class TrainingUpstream implements AutoCloseable {
   }
 
   /**
-   * Starts the upstream on {@code 127.0.0.1:port}.
+   * Starts the training start's upstream on {@code 127.0.0.1:port}: one image ({@link #TAG}) of a
+   * config, a 4 KiB layer and one of {@value #LARGE_LAYER_BYTES} bytes that takes a fill through
+   * more than one write batch.
    *
    * @throws RuntimeException when the port cannot be bound
    */
   static TrainingUpstream start(int port) {
-    return new TrainingUpstream(port);
+    return new TrainingUpstream(port, 1, new int[] {4096, LARGE_LAYER_BYTES});
   }
 
-  /** The digests of the image's blobs (config first, then the layers), as {@code sha256:<hex>}. */
+  /**
+   * Starts an upstream of {@code images} images on {@code 127.0.0.1:port} (0: a free port), each a
+   * config and one layer of each of {@code layerBytes} bytes, every blob different.
+   *
+   * @throws RuntimeException when the port cannot be bound
+   */
+  static TrainingUpstream start(int port, int images, int... layerBytes) {
+    return new TrainingUpstream(port, images, layerBytes);
+  }
+
+  /** The tag of image {@code i}: {@link #TAG} for the first, {@code latest-<i>} for the others. */
+  static String tag(int i) {
+    return i == 0 ? TAG : TAG + "-" + i;
+  }
+
+  /** The port it listens on. */
+  int port() {
+    return server.port();
+  }
+
+  /** The digests of image {@code i}'s blobs (config first, then the layers), as {@code sha256:<hex>}. */
+  List<String> blobDigests(int i) {
+    return imageBlobs.get(i);
+  }
+
+  /** The digests of the first image's blobs (config first, then the layers), as {@code sha256:<hex>}. */
   List<String> blobDigests() {
-    return List.copyOf(blobs.keySet());
+    return blobDigests(0);
   }
 
   private String put(byte[] blob) {

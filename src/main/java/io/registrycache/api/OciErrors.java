@@ -62,7 +62,7 @@ final class OciErrors {
       log.error("{} {} failed unexpectedly", method, path, error);
       oci = new OciException(OciErrorCode.UNKNOWN, "internal error: " + error.getClass().getSimpleName());
     }
-    if (oci.status().is5xxServerError()) {
+    if (oci.status().is5xxServerError() && oci.code() != OciErrorCode.UNAVAILABLE) {
       log.warn("{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());
     } else if (log.isInfoEnabled()) {
       log.info("{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());

@@ -13,6 +13,8 @@ import io.registrycache.proxy.ProxyTagService;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 
+import org.springframework.boot.availability.ApplicationAvailability;
+import org.springframework.boot.availability.ReadinessState;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.MediaType;
@@ -40,12 +42,17 @@ public class RegistryHandler {
   private final PullAuthentication authentication;
   private final RequestTargets targets;
 
+  private final ApplicationAvailability availability;
+
+  /** @param availability the application's readiness, which {@code /v2/} answers by */
   public RegistryHandler(
       ProxyTagService tags,
       CacheMetrics metrics,
       ReferrersResponder referrers,
       PullAuthentication authentication,
-      RequestTargets targets) {
+      RequestTargets targets,
+      ApplicationAvailability availability) {
+    this.availability = availability;
     this.tags = tags;
     this.metrics = metrics;
     this.referrers = referrers;
@@ -57,11 +64,20 @@ public class RegistryHandler {
    * {@code GET|HEAD /v2/}: the API version check. With an upstream that takes each client's own
    * credentials ({@code credentials: passthrough}), a request without credentials is 401 with the
    * Basic challenge even while the cache's own authentication is off, as Docker clients send
-   * credentials only to a registry that challenged them here.
+   * credentials only to a registry that challenged them here. Until the application is ready
+   * (Spring Boot's {@link ReadinessState#ACCEPTING_TRAFFIC}: started in full, the management port
+   * too), and again while it shuts down, 503 {@code UNAVAILABLE} with {@code Retry-After: 1}: a
+   * client's first pulls then do not run while the start-up still takes the CPU (docs/performance.md,
+   * issue 28), and clients see at once that a stopping replica takes no new pulls.
    */
   public Mono<ServerResponse> base(ServerRequest request) {
     if (!isRead(request)) {
       return OciErrors.toResponse(request, unsupported(request));
+    }
+    if (availability.getReadinessState() != ReadinessState.ACCEPTING_TRAFFIC) {
+      return OciErrors.toResponse(request, new OciException(OciErrorCode.UNAVAILABLE,
+          OciErrorCode.UNAVAILABLE.defaultStatus(), "the cache is starting or stopping; retry in a second", null,
+          java.time.Duration.ofSeconds(1), null));
     }
     if (authentication.passthrough() && !authentication.enabled()
         && request.headers().header(HttpHeaders.AUTHORIZATION).isEmpty()) {

@@ -39,7 +39,9 @@ public record BlobsProperties(
    * @param maxBytesPerManifest blobs of one manifest are prefetched, in order, until their
    *     announced sizes add up to this; default 2GB
    * @param maxInFlight prefetch fills in flight per upstream (the rest wait their turn; clients'
-   *     own requests are not counted); default 8
+   *     own requests are not counted), and never more than half the upstream's {@code
+   *     max-concurrent-requests}, so its other half stays free for clients; default 32 (at 50 ms
+   *     from the upstream, 8 capped a cold rollout at about 160 blobs/s: docs/performance.md)
    * @param platforms {@code os/architecture[/variant]} of an image index whose layers are
    *     prefetched too (a platform matches entries that start with it: {@code linux/arm64} takes
    *     {@code linux/arm64/v8}); an index's child manifests are always prefetched (they are small);
@@ -54,14 +56,14 @@ public record BlobsProperties(
   public record Prefetch(
       @DefaultValue("true") boolean enabled,
       @DefaultValue("2GB") DataSize maxBytesPerManifest,
-      @DefaultValue("8") int maxInFlight,
+      @DefaultValue("32") int maxInFlight,
       @DefaultValue List<String> platforms,
       @DefaultValue("10m") Duration unrequestedAfter,
       @DefaultValue("10ms") Duration minUpstreamLatency) {
 
     /** Every default. */
     public static final Prefetch DEFAULTS =
-        new Prefetch(true, DataSize.ofGigabytes(2), 8, List.of(), Duration.ofMinutes(10), Duration.ofMillis(10));
+        new Prefetch(true, DataSize.ofGigabytes(2), 32, List.of(), Duration.ofMinutes(10), Duration.ofMillis(10));
 
     public Prefetch {
       platforms = List.copyOf(platforms);

@@ -21,6 +21,11 @@ public enum OciErrorCode {
   TOOMANYREQUESTS(HttpStatus.TOO_MANY_REQUESTS),
   /** Not in the spec's table: the upstream could not be reached or answered nonsense (502/503/504). */
   UPSTREAM_UNAVAILABLE(HttpStatus.BAD_GATEWAY),
+  /**
+   * Not in the spec's table (distribution's {@code errcode.ErrorCodeUnavailable}): the service is
+   * starting or stopping and takes no pulls now; retry (503 with {@code Retry-After}).
+   */
+  UNAVAILABLE(HttpStatus.SERVICE_UNAVAILABLE),
   /** Not in the spec's table: an unexpected failure inside the cache. */
   UNKNOWN(HttpStatus.INTERNAL_SERVER_ERROR),
   /** Not in the spec's table: a Range the blob cannot satisfy (RFC 9110 section 15.5.17). */

@@ -118,7 +118,7 @@ public class Prefetcher {
     }
     long budget = settings.maxBytesPerManifest().toBytes();
     long planned = 0;
-    Lane lane = lanes.computeIfAbsent(upstream.key(), k -> new Lane());
+    Lane lane = lanes.computeIfAbsent(upstream.key(), k -> new Lane(slots(upstream)));
     for (Descriptor d : manifest.references()) {
       if (!d.distributable()) {
         continue;
@@ -132,14 +132,28 @@ public class Prefetcher {
     }
   }
 
-  /** The prefetch fills of one upstream: at most {@code max-in-flight} at once, the rest queued. */
+  /**
+   * Prefetch fills of {@code upstream} at once: {@code max-in-flight}, at most half its {@code
+   * max-concurrent-requests} (its connection pool), at least 1.
+   */
+  int slots(Upstream upstream) {
+    int pool = upstream.settings() == null ? Integer.MAX_VALUE : upstream.settings().maxConcurrentRequests();
+    return Math.max(1, Math.min(settings.maxInFlight(), pool / 2));
+  }
+
+  /** The prefetch fills of one upstream: at most {@link #slots} at once, the rest queued. */
   private final class Lane {
     private final ArrayDeque<Supplier<Mono<Long>>> queue = new ArrayDeque<>();
+    private final int slots;
     private int inFlight;
+
+    Lane(int slots) {
+      this.slots = slots;
+    }
 
     void submit(Supplier<Mono<Long>> fill) {
       synchronized (this) {
-        if (inFlight >= Math.max(1, settings.maxInFlight())) {
+        if (inFlight >= slots) {
           if (queue.size() < MAX_QUEUED) {
             queue.add(fill);
           }

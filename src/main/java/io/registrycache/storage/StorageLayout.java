@@ -76,7 +76,8 @@ public class StorageLayout {
     int removed = 0;
     try (Stream<Path> leftovers = Files.list(tmp)) {
       for (Path p : (Iterable<Path>) leftovers::iterator) {
-        Files.deleteIfExists(p);
+        // a folder too: the throw-away store of a start-up warm-up cut off by a crash
+        org.springframework.util.FileSystemUtils.deleteRecursively(p);
         removed++;
       }
     }
