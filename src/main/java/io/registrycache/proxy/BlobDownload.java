@@ -981,7 +981,9 @@ public final class BlobDownload {
           if (file == null) {
             file = writer.openReader();
           }
-          b = ByteBufAllocator.DEFAULT.directBuffer(n);
+          // the response's own allocator where it has one (the server's pool), so its limits apply
+          b = (factory instanceof NettyDataBufferFactory netty ? netty.getByteBufAllocator() : ByteBufAllocator.DEFAULT)
+              .directBuffer(n);
           int got = 0;
           while (got < n) {
             int r = b.writeBytes((FileChannel) file, from + got, n - got);
@@ -1014,6 +1016,11 @@ public final class BlobDownload {
         readError = failed(failure != null ? failure : e);
       } catch (IOException | RuntimeException e) {
         readError = e;
+      } catch (OutOfMemoryError e) {
+        // Netty's direct-memory limit (OutOfDirectMemoryError): fail this reader at once instead of
+        // letting the Error escape the storage thread, which left the client waiting for its
+        // timeout (seen in the chaos soak); the download and its other readers go on.
+        readError = new IOException("no memory for the response's buffers: " + e.getMessage(), e);
       } finally {
         if (b != null) {
           b.release();

@@ -972,6 +972,49 @@ class BlobDownloadTest {
   }
 
   /**
+   * A reader that cannot get buffers for the written file (Netty's direct-memory limit, an Error)
+   * fails at once with an {@link java.io.IOException} instead of waiting for nothing (seen in the
+   * chaos soak: the client waited for its timeout); the download and another reader go on.
+   */
+  @Test
+  void aReaderThatCannotGetBuffersForTheFileFailsInsteadOfHanging() throws Exception {
+    byte[] content = random(SMALL);
+    Digest digest = Digest.sha256(content);
+    HeldWriter held = new HeldWriter(store.newWriter(digest), 0);
+    held.commit.hold();
+    BlobDownload d = cold(digest, content, held, new FileReads(scheduler, readScheduler), SMALL);
+    held.commit.awaitArrivals(1);
+    io.netty.buffer.ByteBufAllocator exhausted = new io.netty.buffer.AbstractByteBufAllocator(true) {
+      @Override
+      protected io.netty.buffer.ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
+        throw new OutOfMemoryError("failed to allocate " + initialCapacity + " byte(s) of direct memory (test)");
+      }
+
+      @Override
+      protected io.netty.buffer.ByteBuf newHeapBuffer(int initialCapacity, int maxCapacity) {
+        return io.netty.buffer.Unpooled.buffer(initialCapacity, maxCapacity);
+      }
+
+      @Override
+      public boolean isDirectBufferPooled() {
+        return false;
+      }
+    };
+
+    reactor.test.StepVerifier.create(d.read(0, -1, new NettyDataBufferFactory(exhausted)))
+        .expectErrorSatisfies(e -> assertThat(e)
+            .isInstanceOf(java.io.IOException.class)
+            .hasMessageContaining("no memory for the response's buffers"))
+        .verify(Duration.ofSeconds(5));
+
+    Probe other = Probe.of("another reader", Demand.ALL, null);
+    d.read(0, -1).subscribe(other);
+    assertThat(other.result()).as(other.describe()).isEqualTo(content);
+    held.commit.open();
+    assertThat(d.completion().block(Duration.ofSeconds(5))).isEqualTo(SMALL);
+  }
+
+  /**
    * A range read from the file before the verify: the reader has its bytes and waits for the verify
    * (which ends it) without reading the file again meanwhile.
    */
