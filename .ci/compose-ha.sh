@@ -40,17 +40,24 @@ if docker image inspect registry-cache:ha >/dev/null 2>&1; then export REGISTRY_
 dc down -v >/dev/null 2>&1 || true
 dc up -d >/dev/null 2>&1
 
-wait_ready() { # every replica answers through nginx: three /v2/ in a row
+replica_ready() { # replica_ready N: cache-N answers /v2/ 200 itself (only once fully started, peer port
+  # included), at its address on the stack's network; nginx alone would route around one still starting
+  local ip
+  ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "${project}_cache-$1_1" 2>/dev/null) || return 1
+  [ -n "$ip" ] && [ "$(curl -s -m 2 -o /dev/null -w '%{http_code}' "http://$ip:8080/v2/")" = 200 ]
+}
+wait_ready() { # every replica answers /v2/ itself, then nginx three times in a row
   local ok=0
-  for _ in $(seq 1 90); do
-    if [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/v2/)" = 200 ]; then
+  for _ in $(seq 1 120); do
+    if replica_ready 1 && replica_ready 2 && replica_ready 3 \
+        && [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8080/v2/)" = 200 ]; then
       ok=$((ok + 1)); [ $ok -ge 3 ] && return 0
     else ok=0; fi
     sleep 1
   done
   return 1
 }
-wait_ready || fail "the stack did not answer on 127.0.0.1:8080 within 90 s"
+wait_ready || fail "the stack did not answer on 127.0.0.1:8080 within 120 s"
 echo "compose-ha: stack up in $(( $(date +%s) - t0 )) s"
 
 python3 perf/scripts/seed.py --registry http://127.0.0.1:5000 --set ha --prefix ha --images 2 --layers 4 \
