@@ -94,10 +94,14 @@ public class StartupWarmUp implements SmartLifecycle {
     return running;
   }
 
-  /** Before the web server (Spring Boot's {@code DEFAULT_PHASE - 2048}) opens the pull port. */
+  /**
+   * Before the web server (Spring Boot's {@code DEFAULT_PHASE - 2048}) opens the pull port; after
+   * the peer port ({@code peer.PeerServer}, {@code DEFAULT_PHASE - 3584}) has opened, so the other
+   * replicas can reach this one meanwhile.
+   */
   @Override
   public int getPhase() {
-    return SmartLifecycle.DEFAULT_PHASE - 8192;
+    return SmartLifecycle.DEFAULT_PHASE - 3072;
   }
 
   /**
