@@ -5,13 +5,13 @@ import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpResponseStatus;
-import io.netty.handler.codec.http.QueryStringDecoder;
 import io.registrycache.auth.Identity;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Kind;
 import io.registrycache.metrics.CacheMetrics.Result;
 import io.registrycache.metrics.PullActivity;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.CacheOutcome;
@@ -22,11 +22,10 @@ import io.registrycache.tracing.PullSpan;
 import io.registrycache.tracing.PullTracing;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.net.URISyntaxException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Supplier;
 import org.springframework.boot.reactor.netty.NettyReactiveWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
 import org.springframework.beans.factory.annotation.Value;
@@ -39,7 +38,6 @@ import org.springframework.http.InvalidMediaTypeException;
 import org.springframework.http.MediaType;
 import org.springframework.stereotype.Component;
 import org.springframework.util.MimeTypeUtils;
-import org.springframework.web.util.UriUtils;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
@@ -59,10 +57,13 @@ import reactor.netty.http.server.HttpServerRoutes;
  * registry_cache_responses_total}, pull activity, the {@link AccessLog} and, with tracing on, the
  * request's span ({@link PullTracing}, docs/tracing.md).
  *
- * <p>Errors before the response starts are OCI error answers ({@link OciErrors#answer}); an error
- * after it started (a blob whose download failed mid-body) aborts the connection, so a client
- * never sees a clean end of bad content. Requests this route does not take — other paths and
- * methods, a path whose percent-escapes are malformed — go on to WebFlux ({@link RegistryRoutes}).
+ * <p>Every request on the pull port passes {@link HttpTarget} here first, whatever its path or
+ * method: a {@code /v2} target it refuses is answered 400 {@code NAME_INVALID} by this route, so
+ * WebFlux, authentication and the access log only ever see targets it accepted, and see them as it
+ * parsed them. Errors before the response starts are OCI error answers ({@link OciErrors#answer});
+ * an error after it started (a blob whose download failed mid-body) aborts the connection, so a
+ * client never sees a clean end of bad content. Requests this route does not take — other paths
+ * and methods, {@code /v2/}, tags and referrers — go on to WebFlux ({@link RegistryRoutes}).
  */
 @Component
 public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebServerFactory> {
@@ -118,77 +119,84 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   }
 
   HttpServerRoutes routes(HttpServerRoutes routes) {
-    return routes.route(request -> target(request) != null, this::handle);
+    return routes.route(PullRoute::takes, this::handle);
   }
 
-  /** A request this route takes: its method, raw path and parsed path; {@code null} for any other. */
-  private record Pull(boolean head, String rawPath, RegistryPath path) {}
+  /**
+   * A request this route takes: its method, its path as sent (for logs), the parsed target and
+   * path, or, for a target {@link HttpTarget} refused, why ({@code refused}; then {@code rawPath}
+   * is the whole target as sent).
+   */
+  private record Pull(boolean head, String rawPath, HttpTarget target, RegistryPath path, OciException refused) {}
 
-  private static Pull target(HttpServerRequest request) {
-    HttpMethod method = request.method();
-    boolean head = HttpMethod.HEAD.equals(method);
-    if (!head && !HttpMethod.GET.equals(method)) {
-      return null;
-    }
-    String uri = request.uri();
-    if (!uri.startsWith("/v2/")) {
-      return null;
-    }
-    if (!plainTarget(uri)) {
-      try {
-        new URI(uri); // what WebFlux's adapter builds: a target it refuses is answered by RegistryRoutes
-      } catch (URISyntaxException e) {
-        return null;
-      }
-    }
-    int query = uri.indexOf('?');
-    String raw = query < 0 ? uri : uri.substring(0, query);
-    if (raw.indexOf("/manifests/") < 0 && raw.indexOf("/blobs/") < 0) {
-      return null;
-    }
-    RegistryPath path;
+  /**
+   * Whether this route answers: a {@code /v2} target that {@link HttpTarget} refuses (400, any
+   * method), and GET and HEAD of manifests and blobs. Everything else goes on to WebFlux.
+   */
+  private static boolean takes(HttpServerRequest request) {
+    HttpTarget target;
     try {
-      path = RegistryPath.parse(UriUtils.decode(raw.substring("/v2/".length()), StandardCharsets.UTF_8));
-    } catch (RuntimeException e) {
-      return null; // malformed escapes, or no endpoint: WebFlux answers those as before
+      target = HttpTarget.parse(request.uri(), request.requestHeaders().getAll(HttpHeaderNames.HOST));
+    } catch (OciException refused) {
+      return true;
     }
-    return path.endpoint() == RegistryPath.Endpoint.MANIFEST || path.endpoint() == RegistryPath.Endpoint.BLOB
-        ? new Pull(head, raw, path) : null;
+    if (!target.registry() || target.base()) {
+      return false;
+    }
+    HttpMethod method = request.method();
+    if (!HttpMethod.GET.equals(method) && !HttpMethod.HEAD.equals(method)) {
+      return false;
+    }
+    String below = target.path();
+    if (below.indexOf("/manifests/") < 0 && below.indexOf("/blobs/") < 0) {
+      return false;
+    }
+    RegistryPath.Endpoint kind;
+    try {
+      kind = RegistryPath.parse(below).endpoint();
+    } catch (OciException e) {
+      return false; // no endpoint: WebFlux answers 404 NAME_UNKNOWN
+    }
+    return kind == RegistryPath.Endpoint.MANIFEST || kind == RegistryPath.Endpoint.BLOB;
   }
 
-  /** Whether {@code uri} has only characters a URI takes as they are (no escapes to check). */
-  private static boolean plainTarget(String uri) {
-    for (int i = 0; i < uri.length(); i++) {
-      char c = uri.charAt(i);
-      if (c == '%' || c <= ' ' || c >= 0x7f || "\"<>\\^`{|}".indexOf(c) >= 0) {
-        return false;
-      }
+  private static Pull pull(HttpServerRequest request) {
+    boolean head = HttpMethod.HEAD.equals(request.method());
+    try {
+      HttpTarget target = HttpTarget.parse(request.uri(), request.requestHeaders().getAll(HttpHeaderNames.HOST));
+      return new Pull(head, target.rawPath(), target, RegistryPath.parse(target.path()), null);
+    } catch (OciException refused) {
+      return new Pull(head, request.uri(), null, null, refused);
     }
-    return true;
   }
 
   private Mono<Void> handle(HttpServerRequest request, HttpServerResponse response) {
-    Pull pull = target(request);
+    Pull pull = pull(request);
+    response.header(API_VERSION, "registry/2.0");
+    if (pull.refused() != null) {
+      metrics.response(pull.refused().status().value());
+      return error(response, request.method().name(), pull, pull.refused());
+    }
     long started = System.nanoTime();
     activity.started();
-    response.header(API_VERSION, "registry/2.0");
     CacheOutcome outcome = accessLog.enabled() ? new CacheOutcome() : null;
     PullSpan span = tracing.enabled() ? started(pull) : null;
     Identity[] who = {null};
-    String client = clientAddress(request);
+    String client = clientAddress(request, pull.target());
+    Supplier<URI> requestUri = () -> pull.target().absoluteUri(request.scheme());
     Mono<Void> answer = gate.enter(request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
-            () -> absoluteUri(request), client, false)
+            requestUri, client, false)
         .flatMap(entry -> {
           who[0] = entry.identity();
           Mono<Void> served = Mono.defer(() -> targets.serve(
-              pull.path(), ns(request), entry.identity(), request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
-              () -> absoluteUri(request),
+              pull.path(), pull.target().queryParam("ns"), entry.identity(),
+              request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION), requestUri,
               target -> pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST
                   ? manifest(request, response, pull, target, span)
                   : blob(request, response, pull, target, span)));
           return entry.permits() == null ? served : served.contextWrite(c -> c.put(FillPermits.CONTEXT_KEY, entry.permits()));
         })
-        .onErrorResume(e -> !response.hasSentHeaders(), e -> error(response, pull, e));
+        .onErrorResume(e -> !response.hasSentHeaders(), e -> error(response, pull.head() ? "HEAD" : "GET", pull, e));
     if (outcome != null) {
       answer = answer.contextWrite(c -> c.put(CacheOutcome.CONTEXT_KEY, outcome));
     }
@@ -365,8 +373,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     return body.switchOnFirst((first, all) -> first.isOnError() ? all.then() : response.send(all).then()).then();
   }
 
-  private static Mono<Void> error(HttpServerResponse response, Pull pull, Throwable error) {
-    OciErrors.Answer answer = OciErrors.answer(pull.head() ? "HEAD" : "GET", pull.rawPath(), error);
+  private static Mono<Void> error(HttpServerResponse response, String method, Pull pull, Throwable error) {
+    OciErrors.Answer answer = OciErrors.answer(method, pull.rawPath(), error);
     response.status(answer.status().value());
     // Headers of the success answer being prepared must not describe the error.
     for (CharSequence name : List.of(HttpHeaderNames.CONTENT_TYPE, HttpHeaderNames.CONTENT_LENGTH,
@@ -404,16 +412,6 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     }
   }
 
-  /** The {@code ns} query parameter (containerd's mirror form), decoded, or {@code null}. */
-  private static String ns(HttpServerRequest request) {
-    String uri = request.uri();
-    if (uri.indexOf('?') < 0) {
-      return null;
-    }
-    List<String> values = new QueryStringDecoder(uri).parameters().get("ns");
-    return values == null || values.isEmpty() ? null : values.get(0);
-  }
-
   /**
    * The media ranges of the client's {@code Accept} headers, parsed with Spring's {@link
    * MediaType}, without parameters ({@code q} included); malformed ranges are skipped. Empty when
@@ -435,28 +433,18 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   }
 
   /** The client's IP address as text: the TCP peer's, or the forwarded one ({@code server.forward-headers-strategy}). */
-  private String clientAddress(HttpServerRequest request) {
+  private String clientAddress(HttpServerRequest request, HttpTarget target) {
     InetSocketAddress address = request.remoteAddress();
     if (forwardedByFramework) {
+      // The URI only gives the default port of a forwarded address without one.
+      URI uri = URI.create(request.scheme() + "://" + (target.authority() != null ? target.authority() : "localhost") + "/");
       InetSocketAddress forwarded = ForwardedHeaderUtils.parseForwardedFor(
-          absoluteUri(request), new HttpHeaders(new Netty4HeadersAdapter(request.requestHeaders())), address);
+          uri, new HttpHeaders(new Netty4HeadersAdapter(request.requestHeaders())), address);
       address = forwarded != null ? forwarded : address;
     }
     if (address == null) {
       return null;
     }
     return address.getAddress() != null ? address.getAddress().getHostAddress() : address.getHostString();
-  }
-
-  /** The request's absolute URI, as the client addressed it (for a challenge's realm). */
-  static URI absoluteUri(HttpServerRequest request) {
-    String scheme = request.scheme();
-    String host = request.hostName();
-    if (host.indexOf(':') >= 0 && !host.startsWith("[")) {
-      host = "[" + host + "]";
-    }
-    int port = request.hostPort();
-    boolean defaultPort = port < 0 || ("http".equals(scheme) && port == 80) || ("https".equals(scheme) && port == 443);
-    return URI.create(scheme + "://" + host + (defaultPort ? "" : ":" + port) + request.uri());
   }
 }

@@ -10,7 +10,7 @@ import io.registrycache.oci.LinkHeader;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.proxy.ProxyTagService;
-import java.nio.charset.StandardCharsets;
+import java.net.URI;
 import java.util.List;
 
 import org.springframework.boot.availability.ApplicationAvailability;
@@ -21,7 +21,8 @@ import org.springframework.http.MediaType;
 import org.springframework.stereotype.Component;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
-import org.springframework.web.util.UriUtils;
+import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
+import reactor.netty.http.server.HttpServerRequest;
 import reactor.core.publisher.Mono;
 
 /**
@@ -94,23 +95,42 @@ public class RegistryHandler {
   }
 
   private Mono<ServerResponse> route(ServerRequest request) {
-    String raw = request.requestPath().pathWithinApplication().value();
-    String rest = UriUtils.decode(raw.substring("/v2/".length()), StandardCharsets.UTF_8);
-    RegistryPath path = RegistryPath.parse(rest);
-    if (!isRead(request) || path.endpoint() == RegistryPath.Endpoint.BLOB_UPLOAD) {
+    HttpTarget target = target(request);
+    RegistryPath path = RegistryPath.parse(target.path());
+    // GET and HEAD of manifests and blobs never get here: the pull route (PullRoute) takes them
+    // by the same parse of the same target, ahead of WebFlux.
+    boolean listing = path.endpoint() == RegistryPath.Endpoint.TAGS
+        || path.endpoint() == RegistryPath.Endpoint.REFERRERS;
+    if (!isRead(request) || !listing) {
       throw unsupported(request);
     }
     return targets.serve(
-        path, request.queryParam("ns").orElse(null),
+        path, target.queryParam("ns"),
         request.attribute(Identity.ATTRIBUTE).map(Identity.class::cast).orElse(Identity.ANONYMOUS),
-        request.headers().header(HttpHeaders.AUTHORIZATION), request::uri,
-        target -> switch (path.endpoint()) {
-          case TAGS -> tagList(request, target, path);
-          case REFERRERS -> referrers.respond(request, target, path);
-          // GET and HEAD of manifests and blobs are the pull route's (PullRoute), before WebFlux.
-          case MANIFEST, BLOB, BLOB_UPLOAD -> Mono.error(new IllegalStateException(
-              "a pull the pull route did not take: " + request.method() + " " + raw));
-        });
+        request.headers().header(HttpHeaders.AUTHORIZATION), () -> target.absoluteUri(request.uri().getScheme()),
+        resolved -> path.endpoint() == RegistryPath.Endpoint.TAGS
+            ? tagList(request, resolved, path)
+            : referrers.respond(request, resolved, path));
+  }
+
+  /**
+   * The request's target as {@link HttpTarget} parses it: from the raw request line Reactor Netty
+   * received when there is one (WebFlux's own URI may carry forwarded headers' values), else from
+   * the request's URI and {@code Host}.
+   */
+  static HttpTarget target(ServerRequest request) {
+    Object nativeRequest;
+    try {
+      nativeRequest = ServerHttpRequestDecorator.getNativeRequest(request.exchange().getRequest());
+    } catch (IllegalArgumentException e) {
+      nativeRequest = null; // a request WebFlux did not get from a server (tests)
+    }
+    if (nativeRequest instanceof HttpServerRequest netty) {
+      return HttpTarget.parse(netty.uri(), netty.requestHeaders().getAll(HttpHeaders.HOST));
+    }
+    URI uri = request.uri();
+    return HttpTarget.parse(uri.getRawPath() + (uri.getRawQuery() != null ? "?" + uri.getRawQuery() : ""),
+        request.headers().header(HttpHeaders.HOST));
   }
 
   private Mono<ServerResponse> tagList(ServerRequest request, RequestTarget target, RegistryPath path) {

@@ -6,34 +6,21 @@ import io.registrycache.auth.Identity;
 import io.registrycache.auth.PullAuthentication;
 import io.registrycache.proxy.FillPermits;
 import io.registrycache.ratelimit.RateLimits;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.springframework.boot.reactor.netty.NettyServerCustomizer;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
 import org.springframework.http.HttpHeaders;
-import org.springframework.http.MediaType;
 import org.springframework.web.reactive.function.server.RouterFunction;
 import org.springframework.web.reactive.function.server.RouterFunctions;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
 import org.springframework.web.server.WebFilter;
 import reactor.core.publisher.Mono;
-import reactor.netty.Connection;
-import reactor.netty.http.server.HttpServerRequest;
-import reactor.netty.http.server.HttpServerResponse;
 
 /** Routes of the registry API, and the headers every {@code /v2} response carries. */
 @Configuration(proxyBeanMethods = false)
 public class RegistryRoutes {
-
-  private static final Logger log = LoggerFactory.getLogger(RegistryRoutes.class);
-
-  private static final byte[] MALFORMED_TARGET = io.registrycache.oci.Json.MAPPER.writeValueAsBytes(OciErrors.body(
-      io.registrycache.oci.OciErrorCode.NAME_INVALID,
-      "malformed request target: an invalid percent-escape or a character not allowed in a URI", null));
 
   /**
    * The {@code /v2} routes WebFlux serves: {@code /v2/}, tags, referrers, the token endpoint and
@@ -67,7 +54,8 @@ public class RegistryRoutes {
     }
     RouterFunction<ServerResponse> checked = routes.filter((request, next) -> {
       String p = request.path();
-      return gate.enter(request.headers().header(HttpHeaders.AUTHORIZATION), request::uri, clientAddress(request),
+      return gate.enter(request.headers().header(HttpHeaders.AUTHORIZATION),
+              () -> RegistryHandler.target(request).absoluteUri(request.uri().getScheme()), clientAddress(request),
               p.equals("/v2") || p.equals("/v2/"))
           .flatMap(entry -> {
             if (authentication.enabled()) {
@@ -108,36 +96,5 @@ public class RegistryRoutes {
       }
       return chain.filter(exchange);
     };
-  }
-
-  /**
-   * An OCI error body for requests whose target is not a valid URI ({@code %zz}, a bare {@code %},
-   * a space), in the path or the query. Spring's Reactor Netty adapter answers those with an empty
-   * 400 before any filter or handler runs (it cannot build the request); this adds the body the
-   * spec asks for to such a {@code /v2} answer.
-   */
-  @Bean
-  public NettyServerCustomizer ociErrorForMalformedRequestTarget() {
-    return server -> server.mapHandle((handled, connection) -> handled.then(Mono.defer(() -> malformedTarget(connection))));
-  }
-
-  private static Mono<Void> malformedTarget(Connection connection) {
-    if (!(connection instanceof HttpServerResponse response)
-        || !(connection instanceof HttpServerRequest request)
-        || response.hasSentHeaders()
-        || response.status().code() != 400
-        || !request.uri().startsWith("/v2")) {
-      return Mono.empty();
-    }
-    log.info("{} {} -> 400 NAME_INVALID: malformed request target", request.method(), request.uri());
-    response.header("Docker-Distribution-API-Version", "registry/2.0");
-    if ("HEAD".equals(request.method().name())) {
-      return response.header(HttpHeaders.CONTENT_LENGTH, Integer.toString(MALFORMED_TARGET.length)).send();
-    }
-    return response
-        .header(HttpHeaders.CONTENT_TYPE, MediaType.APPLICATION_JSON_VALUE)
-        .header(HttpHeaders.CONTENT_LENGTH, Integer.toString(MALFORMED_TARGET.length))
-        .sendByteArray(Mono.just(MALFORMED_TARGET))
-        .then();
   }
 }
