@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.Socket;
+import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -41,17 +42,27 @@ public final class RawHttp {
    * given; no {@code Host} is added) to loopback {@code port}.
    */
   public static Answer send(int port, String method, String target, String... headers) {
+    return sendWithBody(port, method, target, "", headers);
+  }
+
+  /**
+   * As {@link #send(int, String, String, String...)}, then {@code body} (ISO-8859-1, one byte a
+   * character; give the {@code Content-Length} among {@code headers} yourself).
+   */
+  public static Answer sendWithBody(int port, String method, String target, String body, String... headers) {
     StringBuilder request = new StringBuilder(method).append(' ').append(target).append(" HTTP/1.1\r\n");
     for (String header : headers) {
       request.append(header).append("\r\n");
     }
-    request.append("Connection: close\r\n\r\n");
+    request.append("Connection: close\r\n\r\n").append(body);
     try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), port)) {
       socket.setSoTimeout(10_000);
       socket.getOutputStream().write(request.toString().getBytes(StandardCharsets.ISO_8859_1));
       String text = new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
       int status = text.startsWith("HTTP/1.1 ") && text.length() >= 12 ? Integer.parseInt(text.substring(9, 12)) : -1;
       return new Answer(status, text);
+    } catch (SocketException e) {
+      return new Answer(-1, "connection closed: " + e.getMessage()); // a server may reset a request it refused
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
