@@ -158,7 +158,7 @@ public class TokenEndpoint {
     if (request.headers().contentLength().orElse(0) > MAX_FORM_BYTES) {
       return tooLarge();
     }
-    return forms.readMono(FORM, request.exchange().getRequest(), Map.of())
+    return Mono.defer(() -> forms.readMono(FORM, request.exchange().getRequest(), Map.of()))
         .defaultIfEmpty(new org.springframework.util.LinkedMultiValueMap<>())
         .flatMap(form -> grant(request, form))
         .onErrorResume(DataBufferLimitException.class, e -> tooLarge())
@@ -275,7 +275,7 @@ public class TokenEndpoint {
   }
 
   private static Mono<ServerResponse> tooLarge() {
-    return oauthError(HttpStatus.PAYLOAD_TOO_LARGE, "invalid_request", OciErrorCode.SIZE_INVALID,
+    return oauthError(HttpStatus.CONTENT_TOO_LARGE, "invalid_request", OciErrorCode.SIZE_INVALID,
         "the form is larger than " + MAX_FORM_BYTES + " bytes");
   }
 
