@@ -77,7 +77,7 @@ final class OciErrors {
       headers.set(HttpHeaders.WWW_AUTHENTICATE, required.challenge());
     } else if (oci.code() == OciErrorCode.UNAUTHORIZED) {
       // The upstream refused the cache's credentials.
-      headers.set(HttpHeaders.WWW_AUTHENTICATE, "Basic realm=\"registry-cache upstream\"");
+      headers.set(HttpHeaders.WWW_AUTHENTICATE, io.registrycache.auth.Challenges.basic("registry-cache upstream"));
     }
     byte[] body = "HEAD".equals(method)
         ? null

@@ -4,7 +4,8 @@ import io.registrycache.auth.AuthenticationRequired;
 import io.registrycache.auth.BasicCredentials;
 import io.registrycache.auth.Identity;
 import io.registrycache.auth.PullAuthentication;
-import io.registrycache.auth.PullAuthorization;
+import io.registrycache.auth.Credentials;
+import io.registrycache.auth.PullAccess;
 import io.registrycache.auth.TokenService;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
@@ -14,7 +15,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import org.springframework.core.ResolvableType;
+import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.http.CacheControl;
+import org.springframework.http.InvalidMediaTypeException;
+import org.springframework.http.codec.FormHttpMessageReader;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatus;
@@ -36,8 +41,23 @@ import reactor.core.publisher.Mono;
  *       one is 400 {@code UNSUPPORTED}
  *   <li>{@code POST /v2/token}, {@code application/x-www-form-urlencoded}, {@code
  *       grant_type=password&username=...&password=...&service=...&scope=...} (RFC 6749 section
- *       4.3); errors as RFC 6749 section 5.2: 400 {@code invalid_request}, {@code
- *       unsupported_grant_type}, {@code invalid_grant} (wrong credentials)
+ *       4.3), at most {@value #MAX_FORM_BYTES} bytes
+ * </ul>
+ *
+ * <p>Errors of the request itself are RFC 6749 section 5.2's, with {@code Cache-Control:
+ * no-store}: {@code {"error", "error_description", "errors": [{"code", "message"}]}} (the OAuth2
+ * error and the OCI error body in one JSON object):
+ * <ul>
+ *   <li>400 {@code invalid_request}: a query or form that cannot be read (a malformed
+ *       percent-escape, a charset Java does not know), a {@code POST} that is not {@code
+ *       application/x-www-form-urlencoded}, a parameter given twice (RFC 6749 section 3.1), a
+ *       missing {@code grant_type}, {@code username} or {@code password}, an unknown {@code
+ *       service}; OCI code {@code UNSUPPORTED}
+ *   <li>413 {@code invalid_request}: a form over {@value #MAX_FORM_BYTES} bytes; OCI code {@code
+ *       SIZE_INVALID}
+ *   <li>400 {@code unsupported_grant_type}: a {@code grant_type} other than {@code password}; OCI
+ *       code {@code UNSUPPORTED}
+ *   <li>400 {@code invalid_grant}: wrong user name or password; OCI code {@code UNAUTHORIZED}
  * </ul>
  *
  * Either answers 200 {@code {"token", "access_token", "expires_in" (seconds), "issued_at" (RFC
@@ -57,17 +77,27 @@ public class TokenEndpoint {
 
   static final int MAX_SCOPES = 100;
 
+  /** The largest form body read, in bytes; a larger one is 413. */
+  public static final int MAX_FORM_BYTES = 8192;
+
+  private static final ResolvableType FORM =
+      ResolvableType.forClassWithGenerics(MultiValueMap.class, String.class, String.class);
+
+  /** Parameters that may be given once only (RFC 6749 section 3.1). */
+  private static final List<String> SINGLE = List.of("grant_type", "username", "password", "service", "scope");
+
   private final TokenService tokens;
   private final PullAuthentication authentication;
-  private final PullAuthorization authorization;
+  private final PullAccess access;
   private final Upstreams upstreams;
+  private final FormHttpMessageReader forms = new FormHttpMessageReader();
 
-  public TokenEndpoint(
-      TokenService tokens, PullAuthentication authentication, PullAuthorization authorization, Upstreams upstreams) {
+  public TokenEndpoint(TokenService tokens, PullAuthentication authentication, PullAccess access, Upstreams upstreams) {
     this.tokens = tokens;
     this.authentication = authentication;
-    this.authorization = authorization;
+    this.access = access;
     this.upstreams = upstreams;
+    forms.setMaxInMemorySize(MAX_FORM_BYTES);
   }
 
   /** Whether the token flow is on. */
@@ -88,7 +118,16 @@ public class TokenEndpoint {
   }
 
   private Mono<ServerResponse> get(ServerRequest request) {
-    MultiValueMap<String, String> query = request.queryParams();
+    MultiValueMap<String, String> query;
+    try {
+      query = request.queryParams();
+    } catch (IllegalArgumentException e) {
+      return invalidRequest("the query cannot be read: " + e.getMessage());
+    }
+    String repeated = repeated(query, List.of("service", "account"));
+    if (repeated != null) {
+      return invalidRequest(repeated + " is given more than once");
+    }
     String service = query.getFirst("service");
     if (service != null && !service.equals(tokens.service())) {
       return OciErrors.toResponse(request, new OciException(OciErrorCode.UNSUPPORTED, HttpStatus.BAD_REQUEST,
@@ -107,38 +146,83 @@ public class TokenEndpoint {
   }
 
   private Mono<ServerResponse> post(ServerRequest request) {
-    return request.formData().flatMap(form -> {
-      String grant = form.getFirst("grant_type");
-      if (grant == null) {
-        return oauthError(HttpStatus.BAD_REQUEST, "invalid_request", "grant_type is required");
+    MediaType type;
+    try {
+      type = request.headers().contentType().orElse(null);
+    } catch (InvalidMediaTypeException e) {
+      return invalidRequest("the Content-Type cannot be read");
+    }
+    if (type == null || !MediaType.APPLICATION_FORM_URLENCODED.equalsTypeAndSubtype(type)) {
+      return invalidRequest("the body must be application/x-www-form-urlencoded (RFC 6749 section 4.3.2)");
+    }
+    if (request.headers().contentLength().orElse(0) > MAX_FORM_BYTES) {
+      return tooLarge();
+    }
+    return Mono.defer(() -> forms.readMono(FORM, request.exchange().getRequest(), Map.of()))
+        .defaultIfEmpty(new org.springframework.util.LinkedMultiValueMap<>())
+        .flatMap(form -> grant(request, form))
+        .onErrorResume(DataBufferLimitException.class, e -> tooLarge())
+        .onErrorResume(TokenEndpoint::unreadable, e -> invalidRequest("the form cannot be read"));
+  }
+
+  /** A form Spring's reader could not decode: a malformed percent-escape, an unknown charset. */
+  private static boolean unreadable(Throwable e) {
+    return e instanceof IllegalArgumentException || e instanceof org.springframework.core.codec.DecodingException;
+  }
+
+  private Mono<ServerResponse> grant(ServerRequest request, MultiValueMap<String, String> form) {
+    String repeated = repeated(form, SINGLE);
+    if (repeated != null) {
+      return invalidRequest(repeated + " is given more than once");
+    }
+    String grant = value(form, "grant_type");
+    if (grant == null) {
+      return invalidRequest("grant_type is required");
+    }
+    if (!grant.equals("password")) {
+      return oauthError(HttpStatus.BAD_REQUEST, "unsupported_grant_type", OciErrorCode.UNSUPPORTED,
+          "only grant_type=password is supported");
+    }
+    String service = value(form, "service");
+    if (service != null && !service.equals(tokens.service())) {
+      return invalidRequest("unknown service");
+    }
+    String username = value(form, "username");
+    String password = value(form, "password");
+    if (username == null || password == null) {
+      return invalidRequest("username and password are required");
+    }
+    String scope = value(form, "scope");
+    return authentication.authenticate(username, password, RegistryRoutes.clientAddress(request))
+        .flatMap(identity -> answer(identity, scope == null ? List.of() : List.of(scope),
+            new BasicCredentials(username, password)))
+        .onErrorResume(AuthenticationRequired.class, e -> oauthError(HttpStatus.BAD_REQUEST, "invalid_grant",
+            OciErrorCode.UNAUTHORIZED, "invalid user name or password"))
+        .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
+  }
+
+  /** A parameter's value; one without a value counts as omitted (RFC 6749 section 3.1). */
+  private static String value(MultiValueMap<String, String> parameters, String name) {
+    String value = parameters.getFirst(name);
+    return value == null || value.isEmpty() ? null : value;
+  }
+
+  /** The first of {@code names} given more than once, or {@code null}. */
+  private static String repeated(MultiValueMap<String, String> parameters, List<String> names) {
+    for (String name : names) {
+      List<String> values = parameters.get(name);
+      if (values != null && values.size() > 1) {
+        return name;
       }
-      if (!grant.equals("password")) {
-        return oauthError(HttpStatus.BAD_REQUEST, "unsupported_grant_type", "only grant_type=password is supported");
-      }
-      String service = form.getFirst("service");
-      if (service != null && !service.equals(tokens.service())) {
-        return oauthError(HttpStatus.BAD_REQUEST, "invalid_request", "unknown service");
-      }
-      String scope = form.getFirst("scope");
-      String username = form.getFirst("username");
-      String password = form.getFirst("password");
-      return authentication.authenticate(username, password, RegistryRoutes.clientAddress(request))
-          .flatMap(identity -> answer(identity, scope == null ? List.of() : List.of(scope),
-              new BasicCredentials(username, password)))
-          .onErrorResume(AuthenticationRequired.class,
-              e -> oauthError(HttpStatus.BAD_REQUEST, "invalid_grant", "invalid user name or password"))
-          .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
-    });
+    }
+    return null;
   }
 
   /** The Basic credentials of an already authenticated token request, for pass-through upstreams; null without. */
   private static BasicCredentials given(List<String> authorization) {
-    if (authorization.size() != 1) {
-      return null;
-    }
     try {
-      return BasicCredentials.parse(authorization.get(0));
-    } catch (BasicCredentials.InvalidCredentials e) {
+      return Credentials.parse(authorization) instanceof BasicCredentials basic ? basic : null;
+    } catch (Credentials.Invalid e) {
       return null;
     }
   }
@@ -156,7 +240,7 @@ public class TokenEndpoint {
         .bodyValue(body);
   }
 
-  /** The repository names of {@code scopes} whose pull the rules allow {@code identity}. */
+  /** The repository names of {@code scopes} whose pull {@link PullAccess#grants} {@code identity}. */
   Set<String> granted(Identity identity, List<String> scopes) {
     Set<String> granted = new TreeSet<>();
     int looked = 0;
@@ -175,8 +259,7 @@ public class TokenEndpoint {
         }
         try {
           RequestTarget target = RequestTarget.resolve(name, null, upstreams);
-          if (authorization.allows(
-              identity, target.upstream().key(), target.name().value(), target.upstream().passthrough())) {
+          if (access.grants(identity, target.upstream(), target.name())) {
             granted.add(name);
           }
         } catch (OciException e) {
@@ -187,10 +270,24 @@ public class TokenEndpoint {
     return granted;
   }
 
-  private static Mono<ServerResponse> oauthError(HttpStatus status, String error, String description) {
+  private static Mono<ServerResponse> invalidRequest(String description) {
+    return oauthError(HttpStatus.BAD_REQUEST, "invalid_request", OciErrorCode.UNSUPPORTED, description);
+  }
+
+  private static Mono<ServerResponse> tooLarge() {
+    return oauthError(HttpStatus.CONTENT_TOO_LARGE, "invalid_request", OciErrorCode.SIZE_INVALID,
+        "the form is larger than " + MAX_FORM_BYTES + " bytes");
+  }
+
+  /** RFC 6749 section 5.2's error, with the OCI error body's {@code errors} beside it. */
+  private static Mono<ServerResponse> oauthError(HttpStatus status, String error, OciErrorCode code, String description) {
+    Map<String, Object> body = new LinkedHashMap<>();
+    body.put("error", error);
+    body.put("error_description", description);
+    body.putAll(OciErrors.body(code, description, null));
     return ServerResponse.status(status)
         .contentType(MediaType.APPLICATION_JSON)
         .cacheControl(CacheControl.noStore())
-        .bodyValue(Map.of("error", error, "error_description", description));
+        .bodyValue(body);
   }
 }

@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Bearer JWTs (RFC 7519) of the external issuers the operator trusts ({@code
- * registry-cache.auth.trusted-issuers}), verified by nimbus-jose-jwt's {@link DefaultJWTProcessor}:
+ * registry-cache.auth.trusted-issuers}), their subjects named {@code jwt:<issuer-key>/<subject>},
+ * verified by nimbus-jose-jwt's {@link DefaultJWTProcessor}:
  * a token is tried against each trusted issuer whose {@code issuer} equals its (yet unverified)
  * {@code iss}; it must be signed with {@link #ALGORITHMS} by the key of its header's {@code kid} in
  * that issuer's JWK set, carry exactly that {@code iss}, name the issuer's {@code audience} in
@@ -67,6 +68,7 @@ public final class ExternalTokens {
   private record Trusted(AuthProperties.TrustedIssuer settings, DefaultJWTProcessor<SecurityContext> processor) {}
 
   private final List<Trusted> issuers;
+  private final TokenVerdicts verdicts;
 
   /**
    * Sets up the trusted issuers; with {@code registry-cache.auth.enabled} off, none.
@@ -77,11 +79,22 @@ public final class ExternalTokens {
     this(properties, Clock.systemUTC(), System::nanoTime);
   }
 
+  /** As {@link #ExternalTokens(RegistryCacheProperties)}, remembering verdicts in {@code verdicts} (shared with {@link TokenService}). */
+  ExternalTokens(RegistryCacheProperties properties, TokenVerdicts verdicts) {
+    this(properties, Clock.systemUTC(), System::nanoTime, verdicts);
+  }
+
   /**
    * @param clock the time {@code exp} and {@code nbf} are judged at
    * @param nanoTime when a {@code jwks-file} is looked at again ({@link WatchedFile})
    */
   ExternalTokens(RegistryCacheProperties properties, Clock clock, java.util.function.LongSupplier nanoTime) {
+    this(properties, clock, nanoTime, new TokenVerdicts(clock));
+  }
+
+  private ExternalTokens(
+      RegistryCacheProperties properties, Clock clock, java.util.function.LongSupplier nanoTime, TokenVerdicts verdicts) {
+    this.verdicts = verdicts;
     List<AuthProperties.TrustedIssuer> configured = properties.auth().trustedIssuers();
     if (!properties.auth().enabled()) {
       if (!configured.isEmpty()) {
@@ -92,7 +105,8 @@ public final class ExternalTokens {
     }
     this.issuers = configured.stream().map(settings -> new Trusted(settings, processor(settings, clock, nanoTime))).toList();
     for (AuthProperties.TrustedIssuer settings : configured) {
-      log.info("Trusted token issuer '{}' (audience '{}', keys from {})", settings.issuer(), settings.audience(),
+      log.info("Trusted token issuer '{}' as jwt:{}/<subject> (audience '{}', keys from {})", settings.issuer(),
+          settings.key(), settings.audience(),
           settings.jwksFile() != null ? settings.jwksFile() : settings.jwksUrl());
     }
   }
@@ -118,15 +132,20 @@ public final class ExternalTokens {
    * The user a bearer token of a trusted issuer stands for. May block: a {@code jwks-url} is
    * fetched when its cached set is stale or lacks the token's {@code kid}.
    *
-   * @return a {@link Identity.Kind#USER} identity named by the issuer's identity claim, with the
-   *     groups of its groups claim and the issuer; empty when no trusted issuer has the token's
+   * @return a {@link Identity.Kind#ISSUER} identity named by the issuer's key and identity claim
+   *     ({@code jwt:<key>/<subject>}), with the groups of its groups claim; remembered in {@link
+   *     TokenVerdicts} while valid; empty when no trusted issuer has the token's
    *     {@code iss}, or the token is malformed, signed otherwise (another key, an unknown {@code
    *     kid}, another algorithm, {@code alg: none}), of another audience, expired, not yet valid,
    *     or lacks the identity claim; also when the JWK set cannot be fetched
    */
   public Optional<Identity> verify(String token) {
-    if (issuers.isEmpty() || token.length() > BasicCredentials.MAX_HEADER_LENGTH) {
+    if (issuers.isEmpty() || token.length() > Credentials.MAX_HEADER_LENGTH) {
       return Optional.empty();
+    }
+    TokenVerdicts.Verdict known = verdicts.remembered(token);
+    if (known != null) {
+      return known.identity().kind() == Identity.Kind.ISSUER ? Optional.of(known.identity()) : Optional.empty();
     }
     Optional<String> iss = unverifiedIssuer(token);
     if (iss.isEmpty()) {
@@ -140,6 +159,10 @@ public final class ExternalTokens {
         JWTClaimsSet claims = trusted.processor().process(token, null);
         Optional<Identity> identity = identity(trusted.settings(), claims);
         if (identity.isPresent()) {
+          verdicts.remember(token, new TokenVerdicts.Verdict(identity.get(), claims.getJWTID(),
+              claims.getNotBeforeTime() == null ? java.time.Instant.MIN
+                  : claims.getNotBeforeTime().toInstant().minusSeconds(CLOCK_SKEW_SECONDS),
+              claims.getExpirationTime().toInstant().plusSeconds(CLOCK_SKEW_SECONDS)));
           return identity;
         }
       } catch (com.nimbusds.jose.jwk.source.RateLimitReachedException e) {
@@ -172,7 +195,7 @@ public final class ExternalTokens {
         }
       }
     }
-    return Optional.of(Identity.external(settings.issuer(), name, groups));
+    return Optional.of(Identity.external(settings.key(), name, groups));
   }
 
   /** A name fit for rules and logs: non-empty, bounded, printable. */

@@ -1,22 +1,28 @@
 package io.registrycache.auth;
 
+import java.util.Locale;
+import java.util.Set;
+
 /**
- * Who a pull request is from, once its credentials are checked.
+ * Who a pull request is from, once its credentials are checked. Every identity is named with its
+ * kind ({@link #subject()}), in rules, groups and logs alike, so names of different kinds never
+ * match one another: {@code user:alice} (htpasswd), {@code robot:alice} (tokens file) and {@code
+ * jwt:idp/alice} (subject {@code alice} of the trusted issuer keyed {@code idp}) are three
+ * identities.
  *
- * @param kind user (htpasswd), robot (tokens file), anonymous (no credentials), or pass-through
- *     (credentials the cache does not know, for a pass-through upstream to judge)
- * @param name the user or robot name; {@code anonymous} for anonymous requests
- * @param pullable for a request with a bearer token: the repository names (as the client named
- *     them in the token request's scopes) the token grants {@code pull} of; {@code null} for Basic
- *     credentials and anonymous requests (then only the rules limit)
- * @param groups for a user of a trusted external issuer's token: the groups its groups claim
- *     lists ({@code group:<group>} in the rules, besides {@code registry-cache.auth.groups}); empty
- *     otherwise
- * @param issuer for a user of a trusted external issuer's token ({@code
- *     registry-cache.auth.trusted-issuers}): that issuer's {@code iss}; {@code null} otherwise
+ * @param kind user (htpasswd), robot (tokens file), issuer (a trusted external issuer's subject),
+ *     anonymous (no credentials), or pass-through (credentials the cache does not know, for a
+ *     pass-through upstream to judge)
+ * @param name the user or robot name, or the subject of an issuer's token; {@code anonymous} for
+ *     anonymous requests
+ * @param pullable for a request with a bearer token of the cache's token endpoint: the repository
+ *     names (as the client named them in the token request's scopes) the token grants {@code pull}
+ *     of; {@code null} otherwise (then only the rules limit)
+ * @param groups for an issuer's subject: the groups its groups claim lists; empty otherwise
+ * @param issuer for an issuer's subject: the issuer's key ({@code
+ *     registry-cache.auth.trusted-issuers[].key}); {@code null} otherwise
  */
-public record Identity(
-    Kind kind, String name, java.util.Set<String> pullable, java.util.Set<String> groups, String issuer) {
+public record Identity(Kind kind, String name, Set<String> pullable, Set<String> groups, String issuer) {
 
   /** An identity proven by Basic credentials (or none): limited by the rules only. */
   public Identity(Kind kind, String name) {
@@ -24,18 +30,21 @@ public record Identity(
   }
 
   /** An identity of the cache's own credentials or tokens. */
-  public Identity(Kind kind, String name, java.util.Set<String> pullable) {
+  public Identity(Kind kind, String name, Set<String> pullable) {
     this(kind, name, pullable, null, null);
   }
 
   public Identity {
-    pullable = pullable == null ? null : java.util.Set.copyOf(pullable);
-    groups = groups == null ? java.util.Set.of() : java.util.Set.copyOf(groups);
+    pullable = pullable == null ? null : Set.copyOf(pullable);
+    groups = groups == null ? Set.of() : Set.copyOf(groups);
+    if (kind == Kind.ISSUER && issuer == null) {
+      throw new IllegalArgumentException("an issuer's subject needs the issuer's key");
+    }
   }
 
-  /** A user proven by a bearer token of the trusted external issuer {@code issuer}. */
-  public static Identity external(String issuer, String name, java.util.Set<String> groups) {
-    return new Identity(Kind.USER, name, null, groups, issuer);
+  /** Subject {@code name} of the trusted issuer keyed {@code issuerKey}, in the {@code groups} of its token. */
+  public static Identity external(String issuerKey, String name, Set<String> groups) {
+    return new Identity(Kind.ISSUER, name, null, groups, issuerKey);
   }
 
   /** The request attribute holding the identity of an authenticated request. */
@@ -48,6 +57,8 @@ public record Identity(
   public enum Kind {
     USER,
     ROBOT,
+    /** The subject of a bearer token of a trusted external issuer ({@code registry-cache.auth.trusted-issuers}). */
+    ISSUER,
     ANONYMOUS,
     /**
      * Basic credentials neither the htpasswd nor the tokens file knows, accepted because an
@@ -63,31 +74,41 @@ public record Identity(
   }
 
   /**
+   * The identity as rules and groups name it: {@code user:<name>}, {@code robot:<name>}, {@code
+   * jwt:<issuer-key>/<subject>}, {@code passthrough:<name>} or {@code anonymous}.
+   */
+  public String subject() {
+    return switch (kind) {
+      case ISSUER -> "jwt:" + issuer + "/" + name;
+      case ANONYMOUS -> "anonymous";
+      default -> kind.name().toLowerCase(Locale.ROOT) + ":" + name;
+    };
+  }
+
+  /**
    * The identity as a metric label value, of bounded cardinality: {@code robot:<name>} for a
    * robot (the operator's tokens file bounds them), {@code user} for every user (one series per
-   * person would grow without bound), {@code passthrough} for every pass-through identity (any
-   * name a client gives), {@code anonymous}. Never a secret.
+   * person would grow without bound), {@code jwt:<issuer-key>} for every subject of an issuer,
+   * {@code passthrough} for every pass-through identity (any name a client gives), {@code
+   * anonymous}. Never a secret.
    */
   public String metricLabel() {
     return switch (kind) {
       case ROBOT -> "robot:" + name;
       case USER -> "user";
+      case ISSUER -> "jwt:" + issuer;
       case PASSTHROUGH -> "passthrough";
       case ANONYMOUS -> "anonymous";
     };
   }
 
-  /**
-   * The identity as the access log names it: {@code user:<name>}, {@code robot:<name>}, {@code
-   * passthrough:<name>} (the user name a client gave for a pass-through upstream) or {@code
-   * anonymous}. Never a secret (a bearer token's subject, not the token).
-   */
+  /** The identity as the access log names it: {@link #subject()}. Never a secret (a token's subject, not the token). */
   public String logName() {
-    return kind == Kind.ANONYMOUS ? "anonymous" : toString();
+    return subject();
   }
 
   @Override
   public String toString() {
-    return kind.name().toLowerCase(java.util.Locale.ROOT) + ":" + name;
+    return subject();
   }
 }

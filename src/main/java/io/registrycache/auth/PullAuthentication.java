@@ -12,36 +12,56 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.security.crypto.bcrypt.BCrypt;
 import org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder;
+import org.springframework.security.crypto.password.PasswordEncoder;
 import org.springframework.stereotype.Component;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * Checks the credentials of a pull request when {@code registry-cache.auth.enabled} is on: HTTP
- * Basic (RFC 7617) against the users of {@code htpasswd-file} (bcrypt, Spring Security's {@link
- * BCryptPasswordEncoder}) and the robots of {@code tokens-file} (SHA-256, constant-time). A name
- * in both files is a user. Basic is accepted on every request, as containerd sends a mirror only a
- * fixed header. When some upstream takes each client's own credentials ({@code
- * registry-cache.upstreams.<key>.credentials: passthrough}), Basic credentials neither file knows
- * are not refused but become a {@link Identity.Kind#PASSTHROUGH} identity, which may pull from
- * such upstreams only ({@link PullAuthorization}), once the upstream confirms. Bearer JWTs of the
- * external issuers in {@code registry-cache.auth.trusted-issuers} are users too ({@link
- * ExternalTokens}).
+ * Who a pull request is from, when {@code registry-cache.auth.enabled} is on. The request's {@code
+ * Authorization} header is read by {@link Credentials#parse}; then:
+ *
+ * <ul>
+ *   <li>HTTP Basic (RFC 7617): the users of {@code htpasswd-file} (bcrypt, Spring Security's
+ *       {@link BCryptPasswordEncoder}) and the robots of {@code tokens-file} (SHA-256,
+ *       constant-time). A name in both files is a user. Basic is accepted on every request, as
+ *       containerd sends a mirror only a fixed header. When some upstream takes each client's own
+ *       credentials ({@code credentials: passthrough}), Basic credentials neither file knows become
+ *       a {@link Identity.Kind#PASSTHROUGH} identity, which may pull from such upstreams only
+ *       ({@link PullAccess}), once the upstream confirms.
+ *   <li>Bearer (RFC 6750): tokens of the cache's token endpoint ({@link TokenService}) and of the
+ *       external issuers in {@code registry-cache.auth.trusted-issuers} ({@link ExternalTokens}),
+ *       both verified by nimbus-jose-jwt's {@code DefaultJWTProcessor}, their verdicts kept in one
+ *       cache ({@link TokenVerdicts}).
+ * </ul>
+ *
+ * <p><b>Equal work for every failed check.</b> Each Basic check that is not remembered runs exactly
+ * one bcrypt: a user's against their hash; everything else (a robot, an unknown name) the same
+ * path, a SHA-256 compare of the robot tokens and then, unless a robot's token matched, one bcrypt
+ * against a dummy hash at the highest cost of the htpasswd file. A password over bcrypt's 72 bytes
+ * (bcrypt ignores the bytes after the 72nd) never matches, costs the same one bcrypt, and is
+ * logged once per user and file version, naming the user. An empty password is refused without a
+ * bcrypt ({@code BCryptPasswordEncoder} does not check it), whatever the name.
  *
  * <p>bcrypt is slow by design (tens of milliseconds a check), so it runs on Reactor's
  * bounded-elastic threads, never on an event loop, and a successful check is remembered for {@link
  * #REMEMBER} under an HMAC, with a key made at start-up, of the whole {@code Authorization} value
  * (so a client's later requests with the same header are known without parsing it) or, for the
  * token endpoint, of user and password (the password itself is never kept); both files changing
- * forgets everything remembered. Failed checks are not remembered (each costs a bcrypt): with
- * {@code registry-cache.rate-limit.enabled}, each client address may fail at most {@code
+ * forgets everything remembered. Failed checks are not remembered: with {@code
+ * registry-cache.rate-limit.enabled}, each client address may fail at most {@code
  * rate-limit.failed-checks.per-minute} checks a minute ({@link FailedChecks}), then gets 429
  * {@code TOOMANYREQUESTS} without a check (docs/security.md).
  */
@@ -51,8 +71,16 @@ public class PullAuthentication {
   /** How long a successful credential check is remembered. */
   static final Duration REMEMBER = Duration.ofMinutes(5);
 
+  /** The most bytes of a password bcrypt reads; longer passwords are refused. */
+  public static final int MAX_PASSWORD_BYTES = 72;
+
   private static final Logger log = LoggerFactory.getLogger(PullAuthentication.class);
 
+  /** Checked instead of a password over {@link #MAX_PASSWORD_BYTES}, so that refusing it costs a bcrypt too. */
+  private static final String STAND_IN = "registry-cache: a password over 72 bytes";
+
+  /** The htpasswd file's users, and the dummy hash at its highest cost. */
+  private record Users(Htpasswd file, String dummyHash, Set<String> warnedLong) {}
 
   private final boolean enabled;
   /** Whether some upstream takes each client's own credentials ({@code credentials: passthrough}). */
@@ -60,17 +88,17 @@ public class PullAuthentication {
   private final TokenService tokens;
   /** Bearer tokens of the external issuers the operator trusts ({@code auth.trusted-issuers}). */
   private final ExternalTokens external;
+  private final TokenVerdicts verdicts;
   /** The Basic challenge. */
   private final String challenge;
-  private final WatchedFile<Htpasswd> users;
+  private final WatchedFile<Users> users;
   private final WatchedFile<RobotTokens> robots;
-  private final BCryptPasswordEncoder bcrypt = new BCryptPasswordEncoder();
+  private final PasswordEncoder encoder;
   private final Cache<String, Identity> verified =
       Caffeine.newBuilder().expireAfterWrite(REMEMBER).maximumSize(10_000).build();
-  private final SecretKeySpec rememberKey;
   private final ThreadLocal<Mac> rememberMac;
-  /** Compared against for unknown names, so that they cost a bcrypt like known users. */
-  private final String dummyHash;
+  /** The dummy hash when there is no htpasswd file (robots only). */
+  private final String defaultDummyHash;
   /** The limit on failed checks per client address, or {@code null}. */
   private final FailedChecks failedChecks;
 
@@ -80,43 +108,77 @@ public class PullAuthentication {
 
   @org.springframework.beans.factory.annotation.Autowired
   public PullAuthentication(RegistryCacheProperties properties, TokenService tokens) {
-    this(properties, tokens, io.github.bucket4j.TimeMeter.SYSTEM_NANOTIME);
+    this(properties, tokens, io.github.bucket4j.TimeMeter.SYSTEM_NANOTIME, new BCryptPasswordEncoder());
   }
 
   /** @param clock the time of the failed-check limit, in nanoseconds from any origin */
   PullAuthentication(RegistryCacheProperties properties, TokenService tokens, io.github.bucket4j.TimeMeter clock) {
+    this(properties, tokens, clock, new BCryptPasswordEncoder());
+  }
+
+  /**
+   * @param encoder checks passwords against the htpasswd file's bcrypt hashes (tests count its
+   *     calls)
+   */
+  PullAuthentication(
+      RegistryCacheProperties properties, TokenService tokens, io.github.bucket4j.TimeMeter clock, PasswordEncoder encoder) {
     this.tokens = tokens;
-    this.external = new ExternalTokens(properties);
+    this.verdicts = tokens.verdicts();
+    this.external = new ExternalTokens(properties, verdicts);
+    this.encoder = encoder;
     AuthProperties auth = properties.auth();
     this.enabled = auth.enabled();
     this.passthrough = properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough());
-    this.challenge = "Basic realm=\"" + auth.realm() + "\", charset=\"UTF-8\"";
+    this.challenge = Challenges.basic(auth.realm());
     byte[] key = new byte[32];
     new SecureRandom().nextBytes(key);
-    this.rememberKey = new SecretKeySpec(key, "HmacSHA256");
-    this.rememberMac = keyedMacs(rememberKey);
+    this.rememberMac = keyedMacs(new SecretKeySpec(key, "HmacSHA256"));
+    this.defaultDummyHash = dummyHash(Htpasswd.DEFAULT_COST);
     if (!enabled) {
       this.failedChecks = null;
-      this.dummyHash = null;
       this.users = null;
       this.robots = null;
       return;
     }
-    this.dummyHash = bcrypt.encode(HexFormat.of().formatHex(key));
     this.failedChecks = FailedChecks.of(properties.rateLimit(), clock).orElse(null);
     this.users = auth.htpasswdFile() == null ? null
-        : new WatchedFile<>(auth.htpasswdFile(), "registry-cache.auth.htpasswd-file", Htpasswd::parse,
+        : new WatchedFile<>(auth.htpasswdFile(), "registry-cache.auth.htpasswd-file", text -> users(Htpasswd.parse(text)),
             System::nanoTime, verified::invalidateAll);
     this.robots = auth.tokensFile() == null ? null
         : new WatchedFile<>(auth.tokensFile(), "registry-cache.auth.tokens-file", RobotTokens::parse,
             System::nanoTime, verified::invalidateAll);
     log.info("Pull port authentication on: {} users, {} robots, {} trusted token issuers, {} access rules",
-        users == null ? 0 : users.get().hashes().size(), robots == null ? 0 : robots.get().hashes().size(),
+        users == null ? 0 : users.get().file().hashes().size(), robots == null ? 0 : robots.get().hashes().size(),
         auth.trustedIssuers().size(), auth.rules().size());
     if (users == null && robots == null && !external.enabled()) {
       log.warn("registry-cache.auth.enabled is on without htpasswd-file, tokens-file or trusted-issuers: "
           + "only rules for anonymous apply");
     }
+  }
+
+  /** A version of the htpasswd file, with the dummy hash at its highest cost; users of lower costs are logged. */
+  private static Users users(Htpasswd file) {
+    int highest = file.highestCost();
+    Map<Integer, List<String>> lower = new TreeMap<>();
+    file.hashes().forEach((name, hash) -> {
+      if (Htpasswd.cost(hash) < highest) {
+        lower.computeIfAbsent(Htpasswd.cost(hash), c -> new java.util.ArrayList<>()).add(name);
+      }
+    });
+    if (!lower.isEmpty()) {
+      log.warn("registry-cache.auth.htpasswd-file: users of a bcrypt cost below the file's highest ({}) answer a wrong"
+          + " password faster than an unknown name does, so they can be told apart: {}; hash them again at cost {}",
+          highest, lower, highest);
+    }
+    return new Users(file, dummyHash(highest), ConcurrentHashMap.newKeySet());
+  }
+
+  /**
+   * A well-formed bcrypt hash at {@code cost} that no password matches: checking a password
+   * against it costs what checking a real one of that cost does, without making one at start-up.
+   */
+  private static String dummyHash(int cost) {
+    return BCrypt.gensalt("$2a", cost, new SecureRandom()) + ".".repeat(31);
   }
 
   /** Whether the pull port authenticates at all ({@code registry-cache.auth.enabled}). */
@@ -136,24 +198,21 @@ public class PullAuthentication {
    * @return {@link Identity#ANONYMOUS} without a header or with empty Basic credentials ({@code
    *     Basic Og==}, base64 of {@code ":"}), else the user or robot the Basic credentials name
    * @throws AuthenticationRequired (as the Mono's error; 401 {@code UNAUTHORIZED} with the
-   *     challenge) for more than one header, an unreadable one ({@link BasicCredentials#parse}),
-   *     or wrong credentials: the message never says whether the name or the password was wrong
+   *     challenge) for an unreadable header ({@link Credentials#parse}), a bearer token, or wrong
+   *     credentials: the message never says whether the name or the password was wrong
    */
   public Mono<Identity> authenticate(List<String> authorization) {
     return authenticate(authorization, null, null);
   }
 
   /**
-   * As {@link #authenticate(List)}, and with the token flow on ({@code registry-cache.auth.token})
-   * also {@code Authorization: Bearer <token>} of {@link TokenService} (RFC 6750): the identity
-   * then carries the repositories the token grants; challenges are then {@code Bearer}
-   * ({@link #challenge(URI, String)}). A bearer token whose {@code iss} is one of {@code
-   * registry-cache.auth.trusted-issuers} is verified by {@link ExternalTokens} instead (on a
-   * bounded-elastic thread, as its JWK set may be fetched), with or without the token flow: the
-   * identity is then that issuer's user, limited by the rules only.
+   * As {@link #authenticate(List)}, and also {@code Authorization: Bearer <token>} of {@link
+   * TokenService} (with the token flow on) or of a trusted issuer ({@link ExternalTokens}): the
+   * identity then carries the repositories the cache's token grants, or is the issuer's subject.
+   * Challenges are {@code Bearer} with the token flow on ({@link #challenge(URI, String)}).
    *
    * @param requestUri the request's URI, for the realm of a {@code Bearer} challenge; {@code null}
-   *     for a Basic challenge
+   *     for a Basic challenge (and no bearer token accepted)
    */
   public Mono<Identity> authenticate(List<String> authorization, URI requestUri) {
     return authenticate(authorization, requestUri, null);
@@ -174,47 +233,58 @@ public class PullAuthentication {
   /**
    * As {@link #authenticate(List, URI, String)}, the request's URI given as a supplier: it is made
    * only for a challenge or a bearer token, not for Basic credentials checked lately (a warm pull
-   * sends the same header with every request).
+   * sends the same header with every request). A bearer token verified lately is known from
+   * {@link TokenVerdicts} without parsing it again.
    */
   public Mono<Identity> authenticateRequest(List<String> authorization, Supplier<URI> requestUri, String client) {
-    Supplier<String> challenge = requestUri == null ? () -> this.challenge : () -> challenge(requestUri.get(), null);
     if (authorization == null || authorization.isEmpty()) {
       return Mono.just(Identity.ANONYMOUS);
     }
-    if (authorization.size() > 1) {
-      return Mono.error(new AuthenticationRequired(challenge.get(), "more than one Authorization header"));
-    }
-    String header = authorization.get(0);
-    if (requestUri != null && (tokens.enabled() || external.enabled())
-        && header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      String token = header.substring(7).strip();
-      if (external.claimsTrustedIssuer(token)) {
-        return Mono.fromCallable(() -> external.verify(token))
-            .subscribeOn(Schedulers.boundedElastic())
-            .flatMap(found -> found.map(Mono::just).orElseGet(() -> Mono.error(
-                new AuthenticationRequired(challenge.get(), "invalid or expired bearer token"))));
-      }
-      if (!tokens.enabled()) {
-        return Mono.error(new AuthenticationRequired(challenge.get(), "bearer token of an issuer that is not trusted"));
-      }
-      return tokens.verify(token)
-          .map(Mono::just)
-          .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge.get(), "invalid or expired bearer token")));
-    }
-    if (header.length() <= BasicCredentials.MAX_HEADER_LENGTH) {
+    Supplier<String> challenge = () -> challenge(requestUri, null);
+    if (authorization.size() == 1 && authorization.get(0).length() <= Credentials.MAX_HEADER_LENGTH
+        && !authorization.get(0).regionMatches(true, 0, "Bearer", 0, 6)) {
       lookAtFiles();
-      Identity known = verified.getIfPresent(rememberedHeader(header));
+      Identity known = verified.getIfPresent(rememberedHeader(authorization.get(0)));
       if (known != null) {
         return Mono.just(known); // this very header passed a check lately: no parsing, no HMAC of its parts
       }
     }
-    BasicCredentials credentials;
+    Credentials credentials;
     try {
-      credentials = BasicCredentials.parse(header);
-    } catch (BasicCredentials.InvalidCredentials e) {
+      credentials = Credentials.parse(authorization);
+    } catch (Credentials.Invalid e) {
       return Mono.error(new AuthenticationRequired(challenge.get(), e.getMessage()));
     }
-    return basic(credentials, challenge, client, rememberedHeader(header));
+    if (credentials instanceof BasicCredentials basic) {
+      return basic(basic, challenge, client, rememberedHeader(authorization.get(0)));
+    }
+    if (credentials instanceof Credentials.Bearer bearer) {
+      return bearer(bearer.token(), requestUri != null, challenge);
+    }
+    return Mono.just(Identity.ANONYMOUS);
+  }
+
+  private Mono<Identity> bearer(String token, boolean accepted, Supplier<String> challenge) {
+    if (!accepted || !tokens.enabled() && !external.enabled()) {
+      return Mono.error(new AuthenticationRequired(challenge.get(),
+          "only Basic credentials are accepted here (Authorization: Basic <base64 of user:password>)"));
+    }
+    TokenVerdicts.Verdict known = verdicts.remembered(token);
+    if (known != null && (tokens.enabled() || known.identity().kind() == Identity.Kind.ISSUER)) {
+      return Mono.just(known.identity()); // no parse, no signature check, no thread hop
+    }
+    if (external.claimsTrustedIssuer(token)) {
+      return Mono.fromCallable(() -> external.verify(token))
+          .subscribeOn(Schedulers.boundedElastic()) // a jwks-url may be fetched
+          .flatMap(found -> found.map(Mono::just).orElseGet(() -> Mono.error(
+              new AuthenticationRequired(challenge.get(), "invalid or expired bearer token"))));
+    }
+    if (!tokens.enabled()) {
+      return Mono.error(new AuthenticationRequired(challenge.get(), "bearer token of an issuer that is not trusted"));
+    }
+    return tokens.verify(token)
+        .map(Mono::just)
+        .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge.get(), "invalid or expired bearer token")));
   }
 
   /**
@@ -241,9 +311,9 @@ public class PullAuthentication {
   }
 
   /**
-   * The {@code WWW-Authenticate} value for a 401 of the pull API: with the token flow on,
-   * {@code Bearer realm="<realm>",service="<service>"} and, for a repository, {@code
-   * ,scope="repository:<name>:pull"} (distribution's token specification); else {@link
+   * The {@code WWW-Authenticate} value for a 401 of the pull API ({@link Challenges}): with the
+   * token flow on, {@code Bearer realm="<realm>",service="<service>"} and, for a repository,
+   * {@code ,scope="repository:<name>:pull"} (distribution's token specification); else {@link
    * #challenge()}.
    *
    * @param requestUri the request's URI: its scheme and authority make the realm unless {@code
@@ -251,12 +321,22 @@ public class PullAuthentication {
    * @param repository the repository the client asked for, as named in its path, or {@code null}
    */
   public String challenge(URI requestUri, String repository) {
-    if (!tokens.enabled()) {
+    return challenge(requestUri == null ? null : () -> requestUri, repository);
+  }
+
+  /**
+   * As {@link #challenge(URI, String)}, the URI made only when the realm needs it; {@code null}:
+   * the Basic challenge.
+   */
+  public String challenge(Supplier<URI> requestUri, String repository) {
+    if (!tokens.enabled() || requestUri == null) {
       return challenge;
     }
-    String realm = tokens.realm().orElseGet(() -> requestUri.getScheme() + "://" + requestUri.getRawAuthority() + "/v2/token");
-    return "Bearer realm=\"" + realm + "\",service=\"" + tokens.service() + "\""
-        + (repository == null ? "" : ",scope=\"repository:" + repository + ":pull\"");
+    String realm = tokens.realm().orElseGet(() -> {
+      URI uri = requestUri.get();
+      return uri.getScheme() + "://" + uri.getRawAuthority() + "/v2/token";
+    });
+    return Challenges.bearer(realm, tokens.service(), repository == null ? null : Challenges.pullScope(repository));
   }
 
   /**
@@ -265,9 +345,6 @@ public class PullAuthentication {
    */
   private Mono<Identity> basic(
       BasicCredentials credentials, Supplier<String> challenge, String client, String rememberedAs) {
-    if (credentials.user().isEmpty() && credentials.password().isEmpty()) {
-      return Mono.just(Identity.ANONYMOUS); // "Basic Og==": what containers/image sends without credentials
-    }
     lookAtFiles();
     Identity known = verified.getIfPresent(rememberedAs);
     if (known != null) {
@@ -322,31 +399,27 @@ public class PullAuthentication {
    *
    * @param authorization the request's {@code Authorization} values (empty when none was sent)
    * @return empty without credentials ({@code Basic Og==} included, or a token given without any)
-   * @throws AuthenticationRequired 401 with the Basic challenge for more than one header, an
-   *     unreadable one, or a bearer token this cache did not issue or that expired
+   * @throws AuthenticationRequired 401 with the Basic challenge for an unreadable header ({@link
+   *     Credentials#parse}), or a bearer token this cache did not issue or that expired
    */
   public Optional<BasicCredentials> passthroughCredentials(List<String> authorization) {
-    if (authorization == null || authorization.isEmpty()) {
-      return Optional.empty();
+    Credentials credentials;
+    try {
+      credentials = Credentials.parse(authorization);
+    } catch (Credentials.Invalid e) {
+      throw new AuthenticationRequired(challenge, e.getMessage());
     }
-    if (authorization.size() > 1) {
-      throw new AuthenticationRequired(challenge, "more than one Authorization header");
+    if (credentials instanceof BasicCredentials basic) {
+      return Optional.of(basic);
     }
-    String header = authorization.get(0);
-    if (header.regionMatches(true, 0, "Bearer ", 0, 7)) {
+    if (credentials instanceof Credentials.Bearer bearer) {
       if (!tokens.enabled()) {
         throw new AuthenticationRequired(challenge, "only Basic credentials are passed through to the upstream");
       }
-      return tokens.passedCredentials(header.substring(7).strip())
+      return tokens.passedCredentials(bearer.token())
           .orElseThrow(() -> new AuthenticationRequired(challenge, "invalid or expired bearer token"));
     }
-    try {
-      BasicCredentials credentials = BasicCredentials.parse(header);
-      return credentials.user().isEmpty() && credentials.password().isEmpty()
-          ? Optional.empty() : Optional.of(credentials);
-    } catch (BasicCredentials.InvalidCredentials e) {
-      throw new AuthenticationRequired(challenge, e.getMessage());
-    }
+    return Optional.empty();
   }
 
   /** Whether some upstream takes each client's own credentials ({@code credentials: passthrough}). */
@@ -354,31 +427,38 @@ public class PullAuthentication {
     return passthrough;
   }
 
-  /** The user or robot these credentials prove, if any. Blocking: bcrypt. */
+  /**
+   * The user or robot these credentials prove, if any. Blocking: exactly one bcrypt, unless a
+   * robot's token matched (then none).
+   */
   Optional<Identity> verify(BasicCredentials credentials) {
-    Htpasswd htpasswd = users == null ? null : users.get();
-    String hash = htpasswd == null ? null : htpasswd.hashes().get(credentials.user());
+    Users known = users == null ? null : users.get();
+    String dummy = known == null ? defaultDummyHash : known.dummyHash();
+    String password = credentials.password();
+    boolean tooLong = password.getBytes(StandardCharsets.UTF_8).length > MAX_PASSWORD_BYTES;
+    String hash = known == null ? null : known.file().hashes().get(credentials.user());
     if (hash != null) {
-      return matches(credentials.password(), hash)
+      if (tooLong) {
+        if (known.warnedLong().add(credentials.user())) {
+          log.warn("user '{}' gave a password of more than {} bytes: bcrypt reads only the first {}, so such passwords"
+              + " are refused; set one of at most {} bytes (docs/security.md)", credentials.user(), MAX_PASSWORD_BYTES,
+              MAX_PASSWORD_BYTES, MAX_PASSWORD_BYTES);
+        }
+        encoder.matches(STAND_IN, hash); // the same work as a wrong password of this user
+        return Optional.empty();
+      }
+      return encoder.matches(password, hash)
           ? Optional.of(new Identity(Identity.Kind.USER, credentials.user()))
           : Optional.empty();
     }
+    // A robot or an unknown name: one path, so that neither can be told from the other.
     RobotTokens tokens = robots == null ? null : robots.get();
-    if (tokens != null && tokens.contains(credentials.user())) {
-      return tokens.verify(credentials.user(), credentials.password())
-          ? Optional.of(new Identity(Identity.Kind.ROBOT, credentials.user()))
-          : Optional.empty();
+    boolean robot = tokens != null && tokens.verify(credentials.user(), password);
+    if (robot) {
+      return Optional.of(new Identity(Identity.Kind.ROBOT, credentials.user()));
     }
-    matches(credentials.password(), dummyHash);
+    encoder.matches(tooLong ? STAND_IN : password, dummy);
     return Optional.empty();
-  }
-
-  private boolean matches(String password, String hash) {
-    try {
-      return bcrypt.matches(password, hash);
-    } catch (IllegalArgumentException e) {
-      return false; // e.g. a password over bcrypt's 72 bytes: never equal
-    }
   }
 
   /** One keyed HMAC per thread: a provider lookup and key set-up per request cost more than the HMAC. */

@@ -3,15 +3,13 @@ package io.registrycache.auth;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
- * Robot (service) accounts: {@code name:token} per line; blank lines and lines starting with
- * {@code #} are skipped, white space around the token is ignored. Only each token's SHA-256 is
- * kept; a presented token is hashed and compared with {@link MessageDigest#isEqual} (constant time
- * in the hash's length, whatever the token's). Tokens must be at least {@value #MIN_TOKEN_LENGTH}
- * characters (e.g. {@code openssl rand -hex 32}).
+ * Robot (service) accounts: {@code name:token} per line, read by {@link NameValueFile}. Only each
+ * token's SHA-256 is kept; a presented token is hashed and compared with {@link
+ * MessageDigest#isEqual} (constant time in the hash's length, whatever the token's). Tokens must be
+ * at least {@value #MIN_TOKEN_LENGTH} characters (e.g. {@code openssl rand -hex 32}).
  *
  * @param hashes SHA-256 of the token by robot name
  */
@@ -34,28 +32,13 @@ public record RobotTokens(Map<String, byte[]> hashes) {
    *     {@value #MIN_TOKEN_LENGTH} characters
    */
   public static RobotTokens parse(String text) {
-    Map<String, byte[]> hashes = new LinkedHashMap<>();
-    String[] lines = text.split("\r?\n", -1);
-    for (int i = 0; i < lines.length; i++) {
-      String line = lines[i].strip();
-      if (line.isEmpty() || line.startsWith("#")) {
-        continue;
-      }
-      int colon = line.indexOf(':');
-      if (colon <= 0) {
-        throw new IllegalArgumentException("line " + (i + 1) + ": expected name:token");
-      }
-      String name = line.substring(0, colon).strip();
-      String token = line.substring(colon + 1).strip();
+    return new RobotTokens(NameValueFile.parse(text, "robot", "name:token", (name, token) -> {
       if (token.length() < MIN_TOKEN_LENGTH) {
-        throw new IllegalArgumentException("line " + (i + 1) + ", robot '" + name + "': the token must be at least "
-            + MIN_TOKEN_LENGTH + " characters (e.g. openssl rand -hex 32)");
+        throw new IllegalArgumentException("the token must be at least " + MIN_TOKEN_LENGTH
+            + " characters (e.g. openssl rand -hex 32)");
       }
-      if (hashes.putIfAbsent(name, sha256(token)) != null) {
-        throw new IllegalArgumentException("line " + (i + 1) + ": robot '" + name + "' is given twice");
-      }
-    }
-    return new RobotTokens(hashes);
+      return sha256(token);
+    }));
   }
 
   /** Whether {@code name} is a robot of this file. */

@@ -4,11 +4,14 @@ import com.nimbusds.jose.JOSEException;
 import com.nimbusds.jose.JWSAlgorithm;
 import com.nimbusds.jose.JWSHeader;
 import com.nimbusds.jose.JWSSigner;
-import com.nimbusds.jose.JWSVerifier;
 import com.nimbusds.jose.crypto.ECDSASigner;
-import com.nimbusds.jose.crypto.ECDSAVerifier;
 import com.nimbusds.jose.crypto.RSASSASigner;
-import com.nimbusds.jose.crypto.RSASSAVerifier;
+import com.nimbusds.jose.jwk.JWKSet;
+import com.nimbusds.jose.jwk.source.ImmutableJWKSet;
+import com.nimbusds.jose.proc.BadJOSEException;
+import com.nimbusds.jose.proc.JWSVerificationKeySelector;
+import com.nimbusds.jose.proc.SecurityContext;
+import com.nimbusds.jwt.proc.DefaultJWTProcessor;
 import com.nimbusds.jose.jwk.Curve;
 import com.nimbusds.jose.jwk.ECKey;
 import com.nimbusds.jose.jwk.JWK;
@@ -16,7 +19,6 @@ import com.nimbusds.jose.jwk.RSAKey;
 import com.nimbusds.jose.jwk.gen.ECKeyGenerator;
 import com.nimbusds.jwt.JWTClaimsSet;
 import com.nimbusds.jwt.SignedJWT;
-import com.nimbusds.jwt.proc.BadJWTException;
 import com.nimbusds.jwt.proc.DefaultJWTClaimsVerifier;
 import io.registrycache.config.AuthProperties;
 import io.registrycache.config.RegistryCacheProperties;
@@ -53,9 +55,10 @@ import org.springframework.stereotype.Component;
  * Implementation": {@code iss} and {@code aud} the service, {@code sub} the user or robot, {@code
  * iat}, {@code nbf}, {@code exp}, {@code jti}, and {@code access: [{"type": "repository", "name":
  * <name>, "actions": ["pull"]}]} for each repository granted; plus {@code kind} (user, robot or
- * anonymous). Verification accepts only the configured algorithm and key (so {@code alg: none},
- * HMAC with the public key and other keys are refused), this issuer and audience, and times within
- * 60 s of clock skew.
+ * anonymous). Verification ({@link #verify}) is nimbus-jose-jwt's {@link DefaultJWTProcessor}, as
+ * for trusted issuers' tokens: only the configured algorithm and key (so {@code alg: none}, HMAC
+ * with the public key and other keys are refused), this issuer and audience, and times within 60
+ * s of clock skew.
  */
 @Component
 public class TokenService {
@@ -67,22 +70,16 @@ public class TokenService {
   private final Clock clock;
   private final JWSAlgorithm algorithm;
   private final JWSSigner signer;
-  private final JWSVerifier verifier;
+  /** Verifies this service's tokens: signature by {@code key}, algorithm, claims. */
+  private final DefaultJWTProcessor<SecurityContext> processor;
   private final String keyId;
   /**
    * With a pass-through upstream: the credentials given for each token still valid, by its {@code
    * jti}, in memory only, so that requests with the token can pass them to the upstream.
    */
   private final com.github.benmanes.caffeine.cache.Cache<String, BasicCredentials> passed;
-  /**
-   * Tokens verified lately, by the token: a client sends the same token with every request, and a
-   * signature check (ES256 about 0.1 ms, RS256 less) per request cost more than the whole warm pull.
-   * An entry keeps the token's validity, checked against the clock on each use.
-   */
-  private final com.github.benmanes.caffeine.cache.Cache<String, Verified> verified;
-
-  /** A token that verified: who it stands for, and when it is valid (skew included). */
-  private record Verified(Identity identity, Instant validFrom, Instant validUntil) {}
+  /** Tokens verified lately (ES256 about 0.1 ms a check), shared with {@link ExternalTokens}. */
+  private final TokenVerdicts verdicts;
 
   /** The clock skew {@link DefaultJWTClaimsVerifier} allows on {@code nbf} and {@code exp}. */
   private static final Duration SKEW = Duration.ofSeconds(DefaultJWTClaimsVerifier.DEFAULT_MAX_CLOCK_SKEW_SECONDS);
@@ -110,17 +107,14 @@ public class TokenService {
             .maximumSize(100_000)
             .<String, BasicCredentials>build()
         : null;
-    this.verified = com.github.benmanes.caffeine.cache.Caffeine.newBuilder()
-        .expireAfterWrite(settings.ttl().plus(SKEW))
-        .maximumSize(10_000)
-        .build();
+    this.verdicts = new TokenVerdicts(clock);
     if (settings.enabled() && !properties.auth().enabled()) {
       log.warn("registry-cache.auth.token.enabled is set but registry-cache.auth.enabled is not: no token flow");
     }
     if (!enabled) {
       this.algorithm = null;
       this.signer = null;
-      this.verifier = null;
+      this.processor = null;
       this.keyId = null;
       return;
     }
@@ -133,20 +127,19 @@ public class TokenService {
         }
         this.algorithm = JWSAlgorithm.ES256;
         this.signer = new ECDSASigner(ec);
-        this.verifier = new ECDSAVerifier(ec.toPublicJWK());
       } else if (key instanceof RSAKey rsa) {
         if (rsa.size() < 2048) {
           throw new IllegalStateException("registry-cache.auth.token.key-file: an RSA key must have 2048 bits or more");
         }
         this.algorithm = JWSAlgorithm.RS256;
         this.signer = new RSASSASigner(rsa);
-        this.verifier = new RSASSAVerifier(rsa.toPublicJWK());
       } else {
         throw new IllegalStateException("registry-cache.auth.token.key-file: an EC P-256 or RSA private key is needed");
       }
     } catch (JOSEException e) {
       throw new IllegalStateException("registry-cache.auth.token.key-file cannot be used: " + e.getMessage(), e);
     }
+    this.processor = processor(key.toPublicJWK(), algorithm, settings.service(), clock);
     log.info("Token server on: {} tokens of service '{}', valid {}", algorithm, settings.service(), settings.ttl());
   }
 
@@ -188,6 +181,23 @@ public class TokenService {
       throw new IllegalStateException("registry-cache.auth.token.key-file " + settings.keyFile()
           + " cannot be used: " + e.getMessage(), e);
     }
+  }
+
+  private static DefaultJWTProcessor<SecurityContext> processor(
+      JWK publicKey, JWSAlgorithm algorithm, String service, Clock clock) {
+    DefaultJWTProcessor<SecurityContext> processor = new DefaultJWTProcessor<>();
+    processor.setJWSKeySelector(new JWSVerificationKeySelector<>(algorithm, new ImmutableJWKSet<>(new JWKSet(publicKey))));
+    DefaultJWTClaimsVerifier<SecurityContext> claims = new DefaultJWTClaimsVerifier<>(
+        service,
+        new JWTClaimsSet.Builder().issuer(service).build(),
+        new HashSet<>(List.of("sub", "exp", "iat", "kind"))) {
+      @Override
+      protected Date currentTime() {
+        return Date.from(clock.instant());
+      }
+    };
+    processor.setJWTClaimsSetVerifier(claims);
+    return processor;
   }
 
   private static JWK withThumbprintId(JWK key) throws JOSEException {
@@ -269,51 +279,43 @@ public class TokenService {
    *     restarted, or no upstream is pass-through)
    */
   public Optional<Optional<BasicCredentials>> passedCredentials(String token) {
-    if (verify(token).isEmpty()) {
+    Optional<TokenVerdicts.Verdict> verdict = verdict(token);
+    if (verdict.isEmpty()) {
       return Optional.empty();
     }
-    try {
-      String id = SignedJWT.parse(token).getJWTClaimsSet().getJWTID();
-      return Optional.of(Optional.ofNullable(passed == null || id == null ? null : passed.getIfPresent(id)));
-    } catch (ParseException e) {
-      return Optional.empty();
-    }
+    String id = verdict.get().jwtId();
+    return Optional.of(Optional.ofNullable(passed == null || id == null ? null : passed.getIfPresent(id)));
   }
 
   /**
-   * The identity a bearer token stands for, with the repositories it grants {@code pull} of.
+   * The identity a bearer token stands for, with the repositories it grants {@code pull} of:
+   * verified by nimbus-jose-jwt's {@link DefaultJWTProcessor} (the configured algorithm and key,
+   * this service as {@code iss} and {@code aud}, {@code sub}, {@code exp}, {@code iat} and {@code
+   * kind} present, {@code exp} and {@code nbf} within {@link #SKEW}), then remembered in {@link
+   * TokenVerdicts} while it is valid.
    *
    * @return empty when the token is malformed, not signed with this service's algorithm and key,
    *     of another issuer or audience, expired or not yet valid
    */
   public Optional<Identity> verify(String token) {
-    if (!enabled || token.length() > BasicCredentials.MAX_HEADER_LENGTH) {
+    return verdict(token).map(TokenVerdicts.Verdict::identity);
+  }
+
+  private Optional<TokenVerdicts.Verdict> verdict(String token) {
+    if (!enabled || token.length() > Credentials.MAX_HEADER_LENGTH) {
       return Optional.empty();
     }
-    Instant now = clock.instant();
-    Verified known = verified.getIfPresent(token);
+    TokenVerdicts.Verdict known = verdicts.remembered(token);
     if (known != null) {
-      // as the claims verifier: valid while nbf - skew < now < exp + skew
-      return now.isAfter(known.validFrom()) && now.isBefore(known.validUntil())
-          ? Optional.of(known.identity()) : Optional.empty();
+      // the cache is shared with trusted issuers' tokens: theirs are not this service's
+      return known.identity().kind() == Identity.Kind.ISSUER ? Optional.empty() : Optional.of(known);
     }
     try {
-      SignedJWT jwt = SignedJWT.parse(token);
-      if (!algorithm.equals(jwt.getHeader().getAlgorithm()) || !jwt.verify(verifier)) {
-        return Optional.empty();
-      }
-      JWTClaimsSet claims = jwt.getJWTClaimsSet();
-      DefaultJWTClaimsVerifier<?> claimsVerifier = new DefaultJWTClaimsVerifier<>(
-          settings.service(),
-          new JWTClaimsSet.Builder().issuer(settings.service()).build(),
-          new HashSet<>(List.of("sub", "exp", "iat", "kind"))) {
-        @Override
-        protected Date currentTime() {
-          return Date.from(now);
-        }
-      };
-      claimsVerifier.verify(claims, null);
+      JWTClaimsSet claims = processor.process(token, null);
       Identity.Kind kind = Identity.Kind.valueOf(claims.getStringClaim("kind").toUpperCase(java.util.Locale.ROOT));
+      if (kind == Identity.Kind.ISSUER) {
+        return Optional.empty(); // never issued: an issuer's subject gets no token of this service
+      }
       Set<String> pullable = new LinkedHashSet<>();
       List<Object> access = claims.getListClaim("access");
       if (access != null) {
@@ -325,14 +327,19 @@ public class TokenService {
           }
         }
       }
-      Identity identity = new Identity(kind, claims.getSubject(), pullable);
-      verified.put(token, new Verified(identity,
+      TokenVerdicts.Verdict verdict = new TokenVerdicts.Verdict(new Identity(kind, claims.getSubject(), pullable),
+          claims.getJWTID(),
           claims.getNotBeforeTime() == null ? Instant.MIN : claims.getNotBeforeTime().toInstant().minus(SKEW),
-          claims.getExpirationTime().toInstant().plus(SKEW)));
-      return Optional.of(identity);
-    } catch (ParseException | JOSEException | BadJWTException | IllegalArgumentException | ClassCastException e) {
+          claims.getExpirationTime().toInstant().plus(SKEW));
+      verdicts.remember(token, verdict);
+      return Optional.of(verdict);
+    } catch (ParseException | BadJOSEException | JOSEException | IllegalArgumentException | ClassCastException e) {
       return Optional.empty();
     }
   }
 
+  /** The cache of token verdicts, shared with the trusted issuers' tokens ({@link ExternalTokens}). */
+  TokenVerdicts verdicts() {
+    return verdicts;
+  }
 }

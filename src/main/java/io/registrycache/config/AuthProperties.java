@@ -25,14 +25,21 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     reloaded like {@code htpasswd-file}; unset by default; never logged
  * @param realm the {@code realm} of the {@code WWW-Authenticate} challenge; default {@code
  *     registry-cache}
- * @param groups named groups of users and robots, {@code groups.<group>=alice,bob,ci-bot}; default
- *     none
+ * @param groups named groups of identities, each named with its kind: {@code
+ *     groups.<group>=user:alice,robot:ci,jwt:idp/bob} (an htpasswd user, a robot, subject {@code bob}
+ *     of the trusted issuer keyed {@code idp}); a group admits exactly the identities it lists.
+ *     Default none
  * @param rules what may be pulled by whom: each rule allows its {@code subjects} to pull the
  *     {@code repositories} of its {@code upstreams}; default none (with auth on, nothing may be
  *     pulled)
  * @param token the cache as its own token server (Docker's token flow); off by default
  * @param trustedIssuers external token issuers whose bearer JWTs the pull port accepts, as the
  *     distribution project's {@code auth.token} does for its token server; default none
+ * @param legacyIdentityNames the meaning names had before identities carried their kind, kept for
+ *     one release (a warning is logged at start): {@code user:<name>} also names the subject
+ *     {@code <name>} of every trusted issuer, a bare name in a group names a user, robot or issuer
+ *     subject of that name, and {@code group:<group>} also takes an issuer's groups claim naming
+ *     {@code <group>}; default false (docs/security.md, "Identities and their kinds")
  */
 @ConfigurationProperties("registry-cache.auth")
 public record AuthProperties(
@@ -43,10 +50,30 @@ public record AuthProperties(
     Map<String, List<String>> groups,
     @DefaultValue List<Rule> rules,
     @DefaultValue Token token,
-    @DefaultValue List<TrustedIssuer> trustedIssuers) {
+    @DefaultValue List<TrustedIssuer> trustedIssuers,
+    @DefaultValue("false") boolean legacyIdentityNames) {
+
+  /** A group member or rule subject naming one identity: {@code user:<name>}, {@code robot:<name>}, {@code jwt:<issuer-key>/<subject>}. */
+  public static boolean namesOneIdentity(String subject) {
+    if (subject.startsWith("user:") || subject.startsWith("robot:")) {
+      return !subject.endsWith(":");
+    }
+    if (subject.startsWith("jwt:")) {
+      int slash = subject.indexOf('/');
+      return slash > "jwt:".length() && slash < subject.length() - 1;
+    }
+    return false;
+  }
 
   public AuthProperties {
     trustedIssuers = List.copyOf(trustedIssuers);
+    java.util.Set<String> keys = new java.util.HashSet<>();
+    for (TrustedIssuer trusted : trustedIssuers) {
+      if (!keys.add(trusted.key())) {
+        throw new IllegalArgumentException("registry-cache.auth.trusted-issuers: two issuers have the key '" + trusted.key()
+            + "': set a distinct key for each (it names their subjects, jwt:<key>/<subject>)");
+      }
+    }
     if (token.enabled()) {
       for (TrustedIssuer trusted : trustedIssuers) {
         if (trusted.issuer().equals(token.service())) {
@@ -56,6 +83,19 @@ public record AuthProperties(
       }
     }
     groups = groups == null ? Map.of() : Map.copyOf(new LinkedHashMap<>(groups));
+    for (Map.Entry<String, List<String>> group : groups.entrySet()) {
+      if (group.getKey().startsWith("jwt:")) {
+        throw new IllegalArgumentException("registry-cache.auth.groups." + group.getKey()
+            + ": a group name may not start with jwt: (group:jwt:<issuer-key>/<group> names an issuer's group)");
+      }
+      for (String member : group.getValue()) {
+        if (!namesOneIdentity(member.strip()) && !legacyIdentityNames) {
+          throw new IllegalArgumentException("registry-cache.auth.groups." + group.getKey() + ": member '" + member
+              + "' must name its kind: user:" + member + ", robot:" + member + " or jwt:<issuer-key>/" + member
+              + " (registry-cache.auth.legacy-identity-names=true keeps the old meaning for one release)");
+        }
+      }
+    }
     rules = List.copyOf(rules);
     if (realm == null || realm.isBlank() || realm.contains("\"") || realm.contains("\\")
         || realm.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
@@ -68,9 +108,12 @@ public record AuthProperties(
    * One access rule.
    *
    * @param subjects whom the rule is for: {@code user:<name>} (htpasswd), {@code robot:<name>}
-   *     (tokens file), {@code group:<group>}, {@code authenticated} (any user or robot), {@code
-   *     anonymous} (requests without credentials), or {@code *} (everyone, anonymous included);
-   *     at least one
+   *     (tokens file), {@code jwt:<issuer-key>/<subject>} (a trusted issuer's subject), {@code
+   *     group:<group>} (the members of {@code registry-cache.auth.groups.<group>}), {@code
+   *     group:jwt:<issuer-key>/<group>} (subjects whose token's groups claim lists {@code <group>}),
+   *     {@code authenticated} (any user, robot or issuer subject), {@code anonymous} (requests
+   *     without credentials), or {@code *} (everyone, anonymous and pass-through included); at least
+   *     one
    * @param upstreams upstream keys ({@code registry-cache.upstreams.<key>}; with {@code
    *     allow-any-upstream} an unconfigured upstream's key is its host) or {@code *}; default
    *     {@code *}
@@ -92,10 +135,9 @@ public record AuthProperties(
       }
       for (String subject : subjects) {
         if (!(subject.equals("anonymous") || subject.equals("authenticated") || subject.equals("*")
-            || subject.startsWith("user:") || subject.startsWith("robot:") || subject.startsWith("group:"))
-            || subject.endsWith(":")) {
-          throw new IllegalArgumentException("access rule subject '" + subject
-              + "' must be user:<name>, robot:<name>, group:<group>, authenticated, anonymous or *");
+            || namesOneIdentity(subject) || subject.startsWith("group:") && subject.length() > "group:".length())) {
+          throw new IllegalArgumentException("access rule subject '" + subject + "' must be user:<name>, robot:<name>,"
+              + " jwt:<issuer-key>/<subject>, group:<group>, authenticated, anonymous or *");
         }
       }
       if (repositories.isEmpty()) {
@@ -150,9 +192,9 @@ public record AuthProperties(
    * that is not the cache's own is accepted when its {@code iss} is {@code issuer}, its {@code aud}
    * names {@code audience}, it is signed (RS256 or ES256) by a key of the issuer's JWK set (RFC
    * 7517) with the {@code kid} of its header, and it is within {@code exp} and {@code nbf} (60 s of
-   * clock skew). Its {@code identity-claim} names a user ({@code user:<name>} in the rules) and its
-   * {@code groups-claim} the groups it is in ({@code group:<group>} in the rules), besides those of
-   * {@code registry-cache.auth.groups}.
+   * clock skew). Its {@code identity-claim} names a subject ({@code jwt:<key>/<subject>} in rules and
+   * groups) and its {@code groups-claim} the groups it is in ({@code group:jwt:<key>/<group>} in
+   * the rules).
    *
    * @param issuer the exact {@code iss} the tokens carry, e.g. {@code https://idp.example.com};
    *     required
@@ -168,8 +210,12 @@ public record AuthProperties(
    * @param identityClaim the claim naming the user, a string; default {@code sub}
    * @param groupsClaim the claim listing the user's groups (an array of strings, or one string);
    *     default {@code groups}; a token without it is in no group of its own
+   * @param key the issuer's short name in rules and groups ({@code jwt:<key>/<subject>}): lower-case
+   *     letters, digits, {@code .}, {@code -}, {@code _}; default the host of {@code issuer} when it
+   *     is a URL, else {@code issuer} itself when that fits; distinct per issuer
    */
   public record TrustedIssuer(
+      String key,
       String issuer,
       String audience,
       Path jwksFile,
@@ -212,6 +258,19 @@ public record AuthProperties(
       }
       if (groupsClaim != null && groupsClaim.isBlank()) {
         groupsClaim = null;
+      }
+      if (key == null || key.isBlank()) {
+        String host = null;
+        try {
+          host = java.net.URI.create(issuer).getHost();
+        } catch (IllegalArgumentException e) {
+          // not a URI: the issuer itself, if it fits
+        }
+        key = (host != null ? host : issuer).toLowerCase(java.util.Locale.ROOT);
+      }
+      if (!key.matches("[a-z0-9][a-z0-9._-]{0,62}")) {
+        throw new IllegalArgumentException(where + ": key '" + key + "' must be lower-case letters, digits, '.', '-' or '_'"
+            + " (it names the issuer's subjects in rules: jwt:<key>/<subject>); set registry-cache.auth.trusted-issuers[].key");
       }
     }
 

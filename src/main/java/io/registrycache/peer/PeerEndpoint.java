@@ -85,7 +85,7 @@ public class PeerEndpoint {
       log.info("peer request {} {} from {}: missing or wrong token", request.method(), request.path(),
           request.remoteAddress().map(Object::toString).orElse("?"));
       return ServerResponse.status(HttpStatus.UNAUTHORIZED)
-          .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"registry-cache peers\"")
+          .header(HttpHeaders.WWW_AUTHENTICATE, io.registrycache.auth.Challenges.bearer("registry-cache peers"))
           .contentType(MediaType.APPLICATION_JSON)
           .bodyValue(error(OciErrorCode.UNAUTHORIZED, "a peer request needs the cluster token"));
     }

@@ -90,14 +90,18 @@ class ExternalIssuerIT extends AbstractCacheIT {
   static void auth(DynamicPropertyRegistry registry) {
     registry.add("registry-cache.auth.enabled", () -> "true");
     registry.add("registry-cache.auth.token.enabled", () -> "true");
+    registry.add("registry-cache.auth.trusted-issuers[0].key", () -> "idp");
     registry.add("registry-cache.auth.trusted-issuers[0].issuer", () -> ISSUER);
     registry.add("registry-cache.auth.trusted-issuers[0].audience", () -> AUDIENCE);
     registry.add("registry-cache.auth.trusted-issuers[0].jwks-url",
         () -> "http://127.0.0.1:" + JWKS.getAddress().getPort() + "/jwks.json");
-    registry.add("registry-cache.auth.rules[0].subjects", () -> "user:alice");
+    registry.add("registry-cache.auth.rules[0].subjects", () -> "jwt:idp/alice");
     registry.add("registry-cache.auth.rules[0].repositories", () -> "it/allowed-*");
-    registry.add("registry-cache.auth.rules[1].subjects", () -> "group:builders");
+    registry.add("registry-cache.auth.rules[1].subjects", () -> "group:jwt:idp/builders");
     registry.add("registry-cache.auth.rules[1].repositories", () -> "it/team-*");
+    // An htpasswd user's name: never the issuer's subject of the same name.
+    registry.add("registry-cache.auth.rules[2].subjects", () -> "user:carol");
+    registry.add("registry-cache.auth.rules[2].repositories", () -> "it/allowed-*");
     // The same registry:2 again, as an upstream that takes each client's own credentials.
     registry.add("registry-cache.upstreams.open.host", () -> PASSTHROUGH_HOST);
     registry.add("registry-cache.upstreams.open.url", upstream::baseUrl);
@@ -186,6 +190,8 @@ class ExternalIssuerIT extends AbstractCacheIT {
     assertThat(errorCode(denied)).isEqualTo("DENIED");
     HttpResponse<byte[]> noGroup = get("/v2/" + team.repository() + "/manifests/v1", token(KEY, "alice", c -> { }));
     assertThat(noGroup.statusCode()).as(describe(noGroup)).isEqualTo(403);
+    HttpResponse<byte[]> userName = get("/v2/" + allowed.repository() + "/manifests/v1", token(KEY, "carol", c -> { }));
+    assertThat(userName.statusCode()).as("user:carol does not name jwt:idp/carol: " + describe(userName)).isEqualTo(403);
   }
 
   /**

@@ -72,7 +72,7 @@ class ExternalTokensJwksUrlTest {
     ExternalTokens tokens = tokens();
     assertThat(fetches).as("nothing fetched before the first token").hasValue(0);
 
-    assertThat(tokens.verify(token(first))).hasValue(Identity.external(ISSUER, "alice", java.util.Set.of("platform", "ci")));
+    assertThat(tokens.verify(token(first))).hasValue(Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", java.util.Set.of("platform", "ci")));
     assertThat(tokens.verify(token(first, c -> c.subject("bob")))).isPresent();
     assertThat(fetches).as("the set is cached").hasValue(1);
 

@@ -42,6 +42,8 @@ import org.junit.jupiter.api.Test;
 class ExternalTokensTest {
 
   static final String ISSUER = "https://idp.test";
+  /** The issuer's key in rules by default: its host. */
+  static final String ISSUER_KEY = "idp.test";
   static final String AUDIENCE = "registry-cache.test";
   static final Instant NOW = Instant.parse("2026-11-26T03:00:00Z");
 
@@ -120,12 +122,12 @@ class ExternalTokensTest {
   void aGoodTokenIsTheIssuersUserWithItsGroups() throws Exception {
     ExternalTokens tokens = tokens(NOW, jwksFile(RSA.toPublicJWK(), EC.toPublicJWK()));
     Identity rsa = tokens.verify(token(RSA)).orElseThrow();
-    assertThat(rsa).isEqualTo(new Identity(Identity.Kind.USER, "alice", null, Set.of("platform", "ci"), ISSUER));
-    assertThat(rsa.logName()).isEqualTo("user:alice");
-    assertThat(rsa.metricLabel()).isEqualTo("user");
+    assertThat(rsa).isEqualTo(new Identity(Identity.Kind.ISSUER, "alice", null, Set.of("platform", "ci"), ISSUER_KEY));
+    assertThat(rsa.logName()).as("named with its issuer").isEqualTo("jwt:idp.test/alice");
+    assertThat(rsa.metricLabel()).as("bounded by the issuers configured").isEqualTo("jwt:idp.test");
     assertThat(tokens.verify(token(EC, c -> c.subject("bob").claim("groups", "ops"))).orElseThrow())
         .as("ES256, groups as one string")
-        .isEqualTo(Identity.external(ISSUER, "bob", Set.of("ops")));
+        .isEqualTo(Identity.external(ISSUER_KEY, "bob", Set.of("ops")));
     assertThat(tokens.verify(token(RSA, c -> c.claim("groups", null))).orElseThrow().groups()).isEmpty();
     assertThat(tokens.verify(token(RSA, c -> c.audience(List.of("other", AUDIENCE))))).as("aud naming it among others")
         .isPresent();
@@ -139,7 +141,7 @@ class ExternalTokensTest {
         "registry-cache.auth.trusted-issuers[0].identity-claim", "preferred_username",
         "registry-cache.auth.trusted-issuers[0].groups-claim", "roles");
     assertThat(tokens.verify(token(RSA, c -> c.claim("preferred_username", "carol").claim("roles", List.of("dev", 7)))))
-        .hasValue(Identity.external(ISSUER, "carol", Set.of("dev")));
+        .hasValue(Identity.external(ISSUER_KEY, "carol", Set.of("dev")));
     assertThat(tokens.verify(token(RSA))).as("without the identity claim").isEmpty();
     assertThat(tokens.verify(token(RSA, c -> c.claim("preferred_username", 42)))).as("not a string").isEmpty();
     assertThat(tokens.verify(token(RSA, c -> c.claim("preferred_username", "a\nb")))).as("control character").isEmpty();

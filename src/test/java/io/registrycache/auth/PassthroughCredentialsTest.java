@@ -31,6 +31,12 @@ import org.junit.jupiter.api.Test;
  */
 class PassthroughCredentialsTest {
 
+  static final io.registrycache.upstream.Upstream PUBLIC =
+      io.registrycache.testsupport.TestUpstreams.upstream("public", "http://public.invalid", s -> { });
+  static final io.registrycache.upstream.Upstream PRIVATE =
+      io.registrycache.testsupport.TestUpstreams.upstream("private", "http://private.invalid",
+          s -> s.put("credentials", "passthrough"));
+
   private static String basic(String user, String password) {
     return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
   }
@@ -68,21 +74,22 @@ class PassthroughCredentialsTest {
   void unknownCredentialsMayPullFromPassthroughUpstreamsOnly() throws Exception {
     RegistryCacheProperties properties = RegistryCacheProperties.bind(settings(true));
     PullAuthentication auth = new PullAuthentication(properties);
-    PullAuthorization authorization = new PullAuthorization(properties, auth);
+    PullAccess access = new PullAccess(properties, auth, null);
     assertThat(auth.passthrough()).isTrue();
     Identity dana = auth.authenticate(List.of(basic("dana", "upstream-pw"))).block();
     assertThat(dana).isEqualTo(new Identity(Identity.Kind.PASSTHROUGH, "dana"));
     assertThat(auth.authenticate(List.of(basic("alice", "s3cret"))).block())
         .as("the cache's own users stay users").isEqualTo(new Identity(Identity.Kind.USER, "alice"));
 
-    authorization.check(dana, "team/app", "private", "team/app", null, true);
-    assertThatThrownBy(() -> authorization.check(dana, "team/app", "public", "team/app", null, false))
+    io.registrycache.oci.RepositoryName app = io.registrycache.oci.RepositoryName.parse("team/app");
+    assertThat(access.grants(dana, PRIVATE, app)).as("the upstream decides").isTrue();
+    assertThat(access.grants(dana, PUBLIC, app))
+        .as("'authenticated' names the cache's users, robots and issuer subjects, not pass-through identities").isFalse();
+    assertThatThrownBy(() -> access.decide(dana, "team/app", PUBLIC, app, () -> null, List.of(), null,
+            u -> reactor.core.publisher.Mono.just(u)).block())
         .as("an upstream with the cache's credentials: not the cache's credentials")
         .isInstanceOfSatisfying(AuthenticationRequired.class, e -> assertThat(e.getMessage()).contains("invalid"));
-    assertThat(authorization.allows(dana, "private", "team/app", true)).isTrue();
-    assertThat(authorization.allows(dana, "public", "team/app", false)).isFalse();
-    assertThat(new AccessRules(properties.auth().rules(), Map.of()).allows(dana, "private", "team/app"))
-        .as("'authenticated' names the cache's users and robots, not pass-through identities").isFalse();
+
   }
 
   @Test
@@ -174,13 +181,10 @@ class PassthroughCredentialsTest {
   @Test
   void aDeniedPassthroughIdentityIsNeverA403() throws Exception {
     RegistryCacheProperties properties = RegistryCacheProperties.bind(settings(true));
-    PullAuthorization authorization = new PullAuthorization(properties, new PullAuthentication(properties));
-    try {
-      authorization.check(new Identity(Identity.Kind.PASSTHROUGH, "dana"), "x", "public", "x", null, false);
-    } catch (OciException e) {
-      assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
-      return;
-    }
-    throw new AssertionError("not refused");
+    PullAccess access = new PullAccess(properties, new PullAuthentication(properties), null);
+    assertThatThrownBy(() -> access.decide(new Identity(Identity.Kind.PASSTHROUGH, "dana"), "x", PUBLIC,
+            io.registrycache.oci.RepositoryName.parse("x"), () -> null, List.of(), null,
+            u -> reactor.core.publisher.Mono.just(u)).block())
+        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED));
   }
 }

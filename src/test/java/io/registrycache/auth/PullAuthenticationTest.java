@@ -107,7 +107,7 @@ class PullAuthenticationTest {
           "registry-cache.auth.token.enabled", flow);
       PullAuthentication auth = new PullAuthentication(RegistryCacheProperties.bind(settings));
       assertThat(auth.authenticate(List.of(good), uri).block()).as("token flow " + flow)
-          .isEqualTo(Identity.external(ExternalTokensTest.ISSUER, "alice", java.util.Set.of("platform", "ci")));
+          .isEqualTo(Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", java.util.Set.of("platform", "ci")));
       String expectedChallenge = flow.equals("true")
           ? "Bearer realm=\"http://cache.test/v2/token\",service=\"registry-cache\""
           : "Basic realm=\"registry-cache\", charset=\"UTF-8\"";
