@@ -21,8 +21,9 @@ import org.springframework.stereotype.Service;
 import reactor.core.publisher.Mono;
 
 /**
- * The gate in front of everything a pass-through upstream ({@code
- * registry-cache.upstreams.<key>.credentials: passthrough}) serves: before a client's request is
+ * A pass-through upstream's own word on a client ({@code
+ * registry-cache.upstreams.<key>.credentials: passthrough}), asked by the pull port's one decision
+ * ({@link io.registrycache.auth.PullAccess#decide}) and nothing else: before a client's request is
  * answered from the cache or joins a fill in flight (which another client's credentials may have
  * started), the upstream confirms, with this client's own credentials, that they may pull the
  * repository: a {@code HEAD} of the manifest (by the tag or digest asked for), of the blob (by

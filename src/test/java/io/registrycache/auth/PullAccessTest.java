@@ -103,6 +103,28 @@ class PullAccessTest {
   }
 
   @Test
+  void theLegacySettingWarnsAtStart() {
+    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(PullAccess.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logged =
+        new ch.qos.logback.core.read.ListAppender<>();
+    logged.start();
+    logger.addAppender(logged);
+    try {
+      access(SETTINGS);
+      assertThat(logged.list).as("off: no warning").isEmpty();
+      Map<String, String> legacy = new HashMap<>(SETTINGS);
+      legacy.put("registry-cache.auth.legacy-identity-names", "true");
+      access(legacy);
+    } finally {
+      logger.detachAppender(logged);
+    }
+    assertThat(logged.list).singleElement().satisfies(e -> {
+      assertThat(e.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
+      assertThat(e.getFormattedMessage()).contains("legacy-identity-names").contains("next release");
+    });
+  }
+
+  @Test
   void bareGroupMembersStopStartUpWithoutTheLegacySetting() {
     Map<String, String> bare = new HashMap<>(SETTINGS);
     bare.put("registry-cache.auth.groups.devs", "bob,robot:ci");

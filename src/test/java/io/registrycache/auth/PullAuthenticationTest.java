@@ -106,8 +106,14 @@ class PullAuthenticationTest {
           "registry-cache.auth.trusted-issuers[0].jwks-file", jwks.toString(),
           "registry-cache.auth.token.enabled", flow);
       PullAuthentication auth = new PullAuthentication(RegistryCacheProperties.bind(settings));
-      assertThat(auth.authenticate(List.of(good), uri).block()).as("token flow " + flow)
+      Mono<Identity> first = auth.authenticate(List.of(good), uri);
+      assertThat(first).as("first use: verified off the event loop").isNotInstanceOf(reactor.core.Fuseable.ScalarCallable.class);
+      assertThat(first.block()).as("token flow " + flow)
           .isEqualTo(Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", java.util.Set.of("platform", "ci")));
+      Mono<Identity> again = auth.authenticate(List.of(good), uri);
+      assertThat(again).as("a remembered verdict: an answer at hand, no parse, no thread hop")
+          .isInstanceOf(reactor.core.Fuseable.ScalarCallable.class);
+      assertThat(again.block()).isEqualTo(first.block());
       String expectedChallenge = flow.equals("true")
           ? "Bearer realm=\"http://cache.test/v2/token\",service=\"registry-cache\""
           : "Basic realm=\"registry-cache\", charset=\"UTF-8\"";
