@@ -134,7 +134,8 @@ public class Preloader implements DisposableBean {
     for (String r : references) {
       try {
         PreloadReference ref = PreloadReference.parse(r);
-        RequestTarget.resolve(ref.rawName(), null, upstreams).requirePullThrough();
+        RequestTarget checked = RequestTarget.resolve(ref.rawName(), null, upstreams);
+        checked.upstream().requirePullThrough(checked.name());
       } catch (OciException e) {
         errors.add(r + ": " + e.getMessage());
       }
@@ -251,7 +252,8 @@ public class Preloader implements DisposableBean {
             () -> {
               item.running();
               PreloadReference ref = PreloadReference.parse(item.reference());
-              RequestTarget target = RequestTarget.resolve(ref.rawName(), null, upstreams).requirePullThrough();
+              RequestTarget target = RequestTarget.resolve(ref.rawName(), null, upstreams);
+              target.upstream().requirePullThrough(target.name());
               return manifest(target, ref.reference(), job.platforms(), item, ConcurrentHashMap.newKeySet(), true);
             })
         .then(

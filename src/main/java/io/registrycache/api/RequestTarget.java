@@ -54,17 +54,6 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
   }
 
   /**
-   * This target, once its upstream's pull-through lists permit its repository ({@code
-   * registry-cache.upstreams.<key>.pull-through}).
-   *
-   * @throws OciException 404 {@code NAME_UNKNOWN} when they do not
-   */
-  public RequestTarget requirePullThrough() {
-    upstream.requirePullThrough(name);
-    return this;
-  }
-
-  /**
    * This target, fetched with {@code credential} when its upstream takes each client's own
    * credentials ({@link Upstream#forClient}); else this target.
    */
