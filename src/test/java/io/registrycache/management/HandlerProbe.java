@@ -49,7 +49,7 @@ class HandlerProbe {
 
   @Bean
   @Order(Ordered.HIGHEST_PRECEDENCE)
-  WebFilter handlerProbe() {
+  WebFilter handlerProbeFilter() {
     return (exchange, chain) -> {
       String id = exchange.getRequest().getHeaders().getFirst(HEADER);
       if (id == null) {

@@ -43,14 +43,15 @@ final class RawHttp {
   private RawHttp() {}
 
   /**
-   * Sends {@code method target HTTP/1.1} with {@code Host}, {@code headers} (name and value pairs,
+   * Sends {@code method target HTTP/1.1} with {@code Host} (unless a header sets its own), {@code headers} (name and value pairs,
    * written as given) and {@code body} (with its {@code Content-Length} when not empty); the target
    * and header bytes as ISO-8859-1. A connection closed before any answer is status 0.
    */
   static Response send(int port, String method, String target, List<String[]> headers, byte[] body) throws IOException {
-    StringBuilder head = new StringBuilder()
-        .append(method).append(' ').append(target).append(" HTTP/1.1\r\n")
-        .append("Host: 127.0.0.1:").append(port).append("\r\n");
+    StringBuilder head = new StringBuilder().append(method).append(' ').append(target).append(" HTTP/1.1\r\n");
+    if (headers.stream().noneMatch(h -> h[0].equalsIgnoreCase("Host"))) {
+      head.append("Host: 127.0.0.1:").append(port).append("\r\n");
+    }
     for (String[] header : headers) {
       head.append(header[0]).append(": ").append(header[1]).append("\r\n");
     }
