@@ -24,6 +24,7 @@ import java.util.List;
  * ratelimit ──► auth, proxy (its FillPermits)
  * proxy ──► storage, upstream, metrics, cluster
  * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config)   metrics ──► config
+ * management ──► config
  * cluster, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
  * </pre>
  */
@@ -31,7 +32,7 @@ import java.util.List;
 class PackageDependencyTest {
 
   private static final List<String> ALL = List.of(
-      "oci", "config", "cluster", "metrics", "tracing", "storage", "upstream", "auth", "proxy", "ratelimit", "api", "peer", "admin");
+      "oci", "config", "cluster", "metrics", "tracing", "storage", "upstream", "auth", "proxy", "ratelimit", "api", "peer", "admin", "management");
 
   /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
   private static ArchRule only(String pkg, String... allowed) {
@@ -66,6 +67,8 @@ class PackageDependencyTest {
   /** The HTTP API sees blobs and manifests through the proxy's types, never a store's. */
   @ArchTest static final ArchRule api = only("api", "auth", "ratelimit", "proxy", "upstream", "metrics", "tracing", "oci", "config");
   @ArchTest static final ArchRule peer = only("peer", "proxy", "upstream", "cluster", "metrics", "tracing", "oci", "config");
+  /** Who may use the management port: Spring Security in the management server's context, nothing of the pull path. */
+  @ArchTest static final ArchRule management = only("management", "config");
   /** Spans of pulls: Micrometer Tracing only, knowing nothing of the cache's other packages. */
   @ArchTest static final ArchRule tracing = only("tracing");
 

@@ -7,71 +7,79 @@ import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import java.nio.charset.StandardCharsets;
+import io.registrycache.testsupport.Generated;
+import java.util.ArrayList;
 import java.util.List;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.Combinators;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
-import net.jqwik.api.constraints.LongRange;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 import org.springframework.http.HttpRange;
 import org.springframework.web.util.UriUtils;
 
 /**
- * Property-based tests (jqwik) of what the registry port parses from clients: request paths,
- * repository names, references, digests and {@code Range} headers. Arbitrary input fails only
- * with the documented exception ({@link OciException}, or {@link IllegalArgumentException} for
- * percent-decoding and Spring's {@link HttpRange}), never with anything else; valid input
- * round-trips.
+ * Properties of what the registry port parses from clients, each over 1,000 generated values
+ * (the same on every run): request paths, repository names, references, digests and {@code Range}
+ * headers. Arbitrary input fails only with the documented exception ({@link OciException}, or
+ * {@link IllegalArgumentException} for percent-decoding and Spring's {@link HttpRange}), never
+ * with anything else; valid input round-trips.
  */
 class ParsingPropertiesTest {
 
+  private static final int TRIES = 1000;
+
+  private static final List<String> HOSTILE_TOKENS = List.of(
+      "/", "//", ":", "@", ".", "..", "-", "_", "__", "%", "%0d%0a", "%00", "%zz", "%2F", "\r", "\n", "\0", " ",
+      "sha256", "sha512", "sha256:", "manifests", "blobs", "uploads", "tags", "list", "referrers", "v2",
+      "a", "Z", "0", "9", "abc", "latest", "é", "\u2028", "e3b0c44298fc1c149afbf4c8996fb924");
+
   /** Strings over the characters that matter to the grammars, plus controls and non-ASCII. */
-  @Provide
-  Arbitrary<String> hostile() {
-    Arbitrary<String> tokens = Arbitraries.of(
-        "/", "//", ":", "@", ".", "..", "-", "_", "__", "%", "%0d%0a", "%00", "%zz", "%2F", "\r", "\n", "\0", " ",
-        "sha256", "sha512", "sha256:", "manifests", "blobs", "uploads", "tags", "list", "referrers", "v2",
-        "a", "Z", "0", "9", "abc", "latest", "é", "\u2028", "e3b0c44298fc1c149afbf4c8996fb924");
-    return Arbitraries.oneOf(
-        tokens.list().ofMaxSize(40).map(l -> String.join("", l)),
-        Arbitraries.strings().ofMaxLength(300));
+  static Stream<String> hostile() {
+    return Generated.values(20_251, TRIES, r -> r.nextBoolean()
+        ? Generated.tokens(r, HOSTILE_TOKENS, 40)
+        : Generated.any(r, 300));
   }
 
-  @Provide
-  Arbitrary<String> validNames() {
-    Arbitrary<String> alnum = Arbitraries.strings().withChars("abcdefghijklmnopqrstuvwxyz0123456789").ofMinLength(1).ofMaxLength(8);
-    Arbitrary<String> separator = Arbitraries.of(".", "_", "__", "-", "--");
-    Arbitrary<String> component = Combinators.combine(alnum, separator, alnum, Arbitraries.integers().between(0, 1))
-        .as((a, s, b, two) -> two == 1 ? a + s + b : a);
-    return component.list().ofMinSize(1).ofMaxSize(5).map(l -> String.join("/", l));
+  private static String component(Random r) {
+    String alnum = "abcdefghijklmnopqrstuvwxyz0123456789";
+    String a = Generated.of(r, alnum, 1, 8);
+    return r.nextBoolean() ? a : a + Generated.oneOf(r, ".", "_", "__", "-", "--") + Generated.of(r, alnum, 1, 8);
   }
 
-  @Provide
-  Arbitrary<String> validTags() {
-    return Combinators.combine(
-            Arbitraries.strings().withChars("abcXYZ019_").ofLength(1),
-            Arbitraries.strings().withChars("abcXYZ019_.-").ofMaxLength(127))
-        .as(String::concat);
+  static Stream<String> validNames() {
+    return Generated.values(20_252, TRIES, r -> {
+      List<String> components = new ArrayList<>();
+      for (int i = 1 + r.nextInt(5); i > 0; i--) {
+        components.add(component(r));
+      }
+      return String.join("/", components);
+    });
   }
 
-  @Property
-  void registryPathsFailOnlyWithOciExceptions(@ForAll("hostile") String path) {
+  static Stream<Arguments> validTagsAndContent() {
+    return Generated.values(20_253, TRIES, r -> Arguments.of(
+        Generated.of(r, "abcXYZ019_", 1, 1) + Generated.of(r, "abcXYZ019_.-", 0, 127), Generated.bytes(r, 0, 64)));
+  }
+
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("hostile")
+  void registryPathsFailOnlyWithOciExceptions(String path) {
     try {
       RegistryPath p = RegistryPath.parse(path);
-      assertThat(p.rawName()).isNotEmpty();
+      assertThat(p.rawName()).as(path).isNotEmpty();
       assertThat(path).startsWith(p.rawName() + "/");
       if (p.reference() != null) {
         assertThat(path).endsWith("/" + p.reference());
       }
     } catch (OciException expected) {
-      assertThat(expected.status().is4xxClientError()).isTrue();
+      assertThat(expected.status().is4xxClientError()).as(path).isTrue();
     }
   }
 
-  @Property
-  void percentDecodingFailsOnlyWithIllegalArgument(@ForAll("hostile") String raw) {
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("hostile")
+  void percentDecodingFailsOnlyWithIllegalArgument(String raw) {
     try {
       String decoded = UriUtils.decode(raw, StandardCharsets.UTF_8);
       RegistryPath.parse(decoded);
@@ -80,34 +88,38 @@ class ParsingPropertiesTest {
     }
   }
 
-  @Property
-  void repositoryNamesFailOnlyWithNameInvalid(@ForAll("hostile") String name) {
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("hostile")
+  void repositoryNamesFailOnlyWithNameInvalid(String name) {
     try {
       assertThat(RepositoryName.parse(name).value()).isEqualTo(name);
     } catch (OciException expected) {
-      assertThat(expected.code().name()).isEqualTo("NAME_INVALID");
+      assertThat(expected.code().name()).as(name).isEqualTo("NAME_INVALID");
     }
   }
 
-  @Property
-  void validRepositoryNamesRoundTrip(@ForAll("validNames") String name) {
+  @ParameterizedTest(name = "[{index}] {0}")
+  @MethodSource("validNames")
+  void validRepositoryNamesRoundTrip(String name) {
     assertThat(RepositoryName.parse(name).value()).isEqualTo(name);
     RegistryPath p = RegistryPath.parse(name + "/manifests/latest");
     assertThat(p.rawName()).isEqualTo(name);
     assertThat(p.endpoint()).isEqualTo(RegistryPath.Endpoint.MANIFEST);
   }
 
-  @Property
-  void referencesFailOnlyWithTagOrDigestInvalid(@ForAll("hostile") String value) {
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("hostile")
+  void referencesFailOnlyWithTagOrDigestInvalid(String value) {
     try {
       assertThat(Reference.parse(value).toString()).isEqualTo(value);
     } catch (OciException expected) {
-      assertThat(expected.code().name()).isIn("TAG_INVALID", "DIGEST_INVALID");
+      assertThat(expected.code().name()).as(value).isIn("TAG_INVALID", "DIGEST_INVALID");
     }
   }
 
-  @Property
-  void validTagsAndDigestsRoundTrip(@ForAll("validTags") String tag, @ForAll byte[] content) {
+  @ParameterizedTest(name = "[{index}] {0}")
+  @MethodSource("validTagsAndContent")
+  void validTagsAndDigestsRoundTrip(String tag, byte[] content) {
     assertThat(Reference.parse(tag)).isEqualTo(new Reference.Tag(tag));
     Digest digest = Digest.sha256(content);
     assertThat(Digest.parse(digest.toString())).isEqualTo(digest);
@@ -117,31 +129,43 @@ class ParsingPropertiesTest {
     assertThat(Digest.parse(blob.reference())).isEqualTo(digest);
   }
 
-  @Property
-  void digestsFailOnlyWithDigestInvalid(@ForAll("hostile") String value) {
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("hostile")
+  void digestsFailOnlyWithDigestInvalid(String value) {
     try {
       assertThat(Digest.parse(value).toString()).isEqualTo(value);
     } catch (OciException expected) {
-      assertThat(expected.code().name()).isEqualTo("DIGEST_INVALID");
+      assertThat(expected.code().name()).as(value).isEqualTo("DIGEST_INVALID");
     }
   }
 
-  @Provide
-  Arbitrary<String> rangeHeaders() {
-    Arbitrary<String> number = Arbitraries.oneOf(
-        Arbitraries.longs().between(0, 5000).map(String::valueOf),
-        Arbitraries.of("", "-1", "99999999999999999999", "x", " 1"));
-    Arbitrary<String> spec = Combinators.combine(number, number).as((a, b) -> a + "-" + b);
-    return Arbitraries.oneOf(
-        Combinators.combine(Arbitraries.of("bytes=", "Bytes=", "bytes =", "items=", ""), spec.list().ofMinSize(1).ofMaxSize(3))
-            .as((unit, specs) -> unit + String.join(",", specs)),
-        Arbitraries.strings().ofMaxLength(60));
+  private static String rangeNumber(Random r) {
+    return r.nextBoolean()
+        ? String.valueOf(Generated.between(r, 0, 5000))
+        : Generated.oneOf(r, "", "-1", "99999999999999999999", "x", " 1");
+  }
+
+  /** {@code Range} header values (well-formed units and specs, and anything) with a blob size of 1 to 4096. */
+  static Stream<Arguments> rangeHeadersAndSizes() {
+    return Generated.values(20_254, TRIES, r -> {
+      String header;
+      if (r.nextBoolean()) {
+        List<String> specs = new ArrayList<>();
+        for (int i = 1 + r.nextInt(3); i > 0; i--) {
+          specs.add(rangeNumber(r) + "-" + rangeNumber(r));
+        }
+        header = Generated.oneOf(r, "bytes=", "Bytes=", "bytes =", "items=", "") + String.join(",", specs);
+      } else {
+        header = Generated.any(r, 60);
+      }
+      return Arguments.of(header, Generated.between(r, 1, 4096));
+    });
   }
 
   /** What the handler relies on: parse, then start/end for the blob's size, or IllegalArgumentException. */
-  @Property
-  void rangesFailOnlyWithIllegalArgumentAndStayWithinTheBlob(
-      @ForAll("rangeHeaders") String header, @ForAll @LongRange(min = 1, max = 4096) long size) {
+  @ParameterizedTest(name = "[{index}] {1} bytes")
+  @MethodSource("rangeHeadersAndSizes")
+  void rangesFailOnlyWithIllegalArgumentAndStayWithinTheBlob(String header, long size) {
     List<HttpRange> ranges;
     try {
       ranges = HttpRange.parseRanges(header);
@@ -152,18 +176,22 @@ class ParsingPropertiesTest {
       try {
         long start = range.getRangeStart(size);
         long end = range.getRangeEnd(size);
-        assertThat(start).isNotNegative();
-        assertThat(end).isLessThan(size);
+        assertThat(start).as(header).isNotNegative();
+        assertThat(end).as(header).isLessThan(size);
       } catch (IllegalArgumentException expected) {
         // unsatisfiable for this size: the handler answers 416
       }
     }
   }
 
-  @Property
-  void satisfiableRangesGiveTheRequestedBytes(
-      @ForAll @LongRange(min = 0, max = 1000) long first, @ForAll @LongRange(min = 0, max = 1000) long length,
-      @ForAll @LongRange(min = 1, max = 3000) long size) {
+  static Stream<Arguments> firstLengthAndSize() {
+    return Generated.values(20_255, TRIES, r -> Arguments.of(
+        Generated.between(r, 0, 1000), Generated.between(r, 0, 1000), Generated.between(r, 1, 3000)));
+  }
+
+  @ParameterizedTest(name = "[{index}] bytes={0}+{1} of {2}")
+  @MethodSource("firstLengthAndSize")
+  void satisfiableRangesGiveTheRequestedBytes(long first, long length, long size) {
     HttpRange range = HttpRange.parseRanges("bytes=" + first + "-" + (first + length)).get(0);
     if (first < size) {
       assertThat(range.getRangeStart(size)).isEqualTo(first);

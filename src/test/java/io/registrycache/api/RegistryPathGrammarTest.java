@@ -5,13 +5,13 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 
 import io.registrycache.api.RegistryPath.Endpoint;
 import io.registrycache.oci.OciException;
+import io.registrycache.testsupport.Generated;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * {@link RegistryPath#parse} matches paths by hand exactly as the regular expressions it replaced
@@ -46,22 +46,32 @@ class RegistryPathGrammarTest {
     return null;
   }
 
-  @Provide
-  Arbitrary<String> paths() {
-    Arbitrary<String> tokens = Arbitraries.of(
-        "/", "//", "a", "b/c", "manifests", "blobs", "uploads", "tags", "list", "referrers", "/manifests/",
-        "/blobs/", "/blobs/uploads", "/blobs/uploads/", "/tags/list", "/referrers/", "sha256:ab", "v1", "\n", "\r",
-        ":", ".");
-    return tokens.list().ofMaxSize(10).map(l -> String.join("", l));
+  private static final List<String> TOKENS = List.of(
+      "/", "//", "a", "b/c", "manifests", "blobs", "uploads", "tags", "list", "referrers", "/manifests/",
+      "/blobs/", "/blobs/uploads", "/blobs/uploads/", "/tags/list", "/referrers/", "sha256:ab", "v1", "\n", "\r",
+      ":", ".");
+
+  static Stream<String> paths() {
+    return Generated.values(20_243, 5000, r -> Generated.tokens(r, TOKENS, 10));
   }
 
-  @Property(tries = 5000)
-  void sameAnswerAsTheRegularExpressions(@ForAll("paths") String path) {
+  @org.junit.jupiter.api.Test
+  void theGeneratedPathsReachEveryEndpointAndNone() {
+    List<RegistryPath> parsed = paths().map(RegistryPathGrammarTest::oracle).toList();
+    assertThat(parsed).contains((RegistryPath) null);
+    for (Endpoint endpoint : Endpoint.values()) {
+      assertThat(parsed).as(endpoint.name()).anyMatch(p -> p != null && p.endpoint() == endpoint);
+    }
+  }
+
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("paths")
+  void sameAnswerAsTheRegularExpressions(String path) {
     RegistryPath expected = oracle(path);
     if (expected == null) {
-      assertThat(catchThrowable(() -> RegistryPath.parse(path))).isInstanceOf(OciException.class);
+      assertThat(catchThrowable(() -> RegistryPath.parse(path))).as(path).isInstanceOf(OciException.class);
     } else {
-      assertThat(RegistryPath.parse(path)).isEqualTo(expected);
+      assertThat(RegistryPath.parse(path)).as(path).isEqualTo(expected);
     }
   }
 }

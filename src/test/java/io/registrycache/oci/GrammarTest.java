@@ -2,12 +2,13 @@ package io.registrycache.oci;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.Generated;
+import java.util.List;
+import java.util.Random;
 import java.util.regex.Pattern;
-import net.jqwik.api.Arbitraries;
-import net.jqwik.api.Arbitrary;
-import net.jqwik.api.ForAll;
-import net.jqwik.api.Property;
-import net.jqwik.api.Provide;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The hand-written grammars accept exactly what the specs' regular expressions accept (the
@@ -21,49 +22,70 @@ class GrammarTest {
   private static final Pattern DIGEST = Pattern.compile("[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+");
   private static final Pattern HEX = Pattern.compile("[a-f0-9]+");
 
-  @Provide
-  Arbitrary<String> nearValid() {
-    Arbitrary<String> tokens = Arbitraries.of(
-        "a", "z", "0", "9", "ab", "Q", "F", "f", "e3", ".", "..", "_", "__", "___", "-", "--", "+", ":", "=", "/",
-        " ", "\n", "é", "sha256", "sha512");
-    return Arbitraries.oneOf(
-        tokens.list().ofMaxSize(12).map(l -> String.join("", l)),
-        Arbitraries.strings().withChars("az09AZ._-+:=/").ofMaxLength(140));
+  private static final List<String> TOKENS = List.of(
+      "a", "z", "0", "9", "ab", "Q", "F", "f", "e3", ".", "..", "_", "__", "___", "-", "--", "+", ":", "=", "/",
+      " ", "\n", "é", "sha256", "sha512");
+
+  /** Tokens joined; characters of the grammars; or {@code <tokens>:<tokens>}, a digest's shape. */
+  private static String nearValid(Random random) {
+    return switch (random.nextInt(3)) {
+      case 0 -> Generated.tokens(random, TOKENS, 12);
+      case 1 -> Generated.of(random, "az09AZ._-+:=/", 0, 140);
+      default -> Generated.tokens(random, TOKENS, 4) + ":" + Generated.tokens(random, TOKENS, 4);
+    };
   }
 
-  @Property(tries = 3000)
-  void nameComponentsAsTheSpecExpression(@ForAll("nearValid") String value) {
-    assertThat(Grammar.nameComponent(value, 0, value.length())).isEqualTo(COMPONENT.matcher(value).matches());
+  static Stream<String> nearValid() {
+    return Generated.values(20_241, 3000, GrammarTest::nearValid);
   }
 
-  @Property(tries = 3000)
-  void tagsAsTheSpecExpression(@ForAll("nearValid") String value) {
-    assertThat(Grammar.tag(value)).isEqualTo(TAG.matcher(value).matches());
+  static Stream<String> longTags() {
+    return Generated.values(20_242, 500, r -> Generated.of(r, "aZ0_.-", 125, 131));
   }
 
-  @Property(tries = 500)
-  void tagsAroundTheLengthLimit(@ForAll("longTags") String value) {
-    assertThat(Grammar.tag(value)).isEqualTo(TAG.matcher(value).matches());
+  @org.junit.jupiter.api.Test
+  void theGeneratedValuesHoldBothAnswersOfEveryExpression() {
+    List<String> values = nearValid().toList();
+    for (Pattern oracle : List.of(COMPONENT, TAG, DIGEST, HEX)) {
+      long accepted = values.stream().filter(v -> oracle.matcher(v).matches()).count();
+      assertThat(accepted).as(oracle.pattern()).isBetween(10L, values.size() - 10L);
+    }
   }
 
-  @Provide
-  Arbitrary<String> longTags() {
-    return Arbitraries.strings().withChars("aZ0_.-").ofMinLength(125).ofMaxLength(131);
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("nearValid")
+  void nameComponentsAsTheSpecExpression(String value) {
+    assertThat(Grammar.nameComponent(value, 0, value.length())).as(value).isEqualTo(COMPONENT.matcher(value).matches());
   }
 
-  @Property(tries = 3000)
-  void digestsAsTheSpecExpression(@ForAll("nearValid") String value) {
-    assertThat(Grammar.digest(value)).isEqualTo(DIGEST.matcher(value).matches());
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("nearValid")
+  void tagsAsTheSpecExpression(String value) {
+    assertThat(Grammar.tag(value)).as(value).isEqualTo(TAG.matcher(value).matches());
   }
 
-  @Property(tries = 1000)
-  void lowerHexAsTheExpression(@ForAll("nearValid") String value) {
-    assertThat(Grammar.lowerHex(value)).isEqualTo(HEX.matcher(value).matches());
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("longTags")
+  void tagsAroundTheLengthLimit(String value) {
+    assertThat(Grammar.tag(value)).as(value).isEqualTo(TAG.matcher(value).matches());
   }
 
-  @Property(tries = 1000)
-  void componentsInsideALongerString(@ForAll("nearValid") String value) {
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("nearValid")
+  void digestsAsTheSpecExpression(String value) {
+    assertThat(Grammar.digest(value)).as(value).isEqualTo(DIGEST.matcher(value).matches());
+  }
+
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("nearValid")
+  void lowerHexAsTheExpression(String value) {
+    assertThat(Grammar.lowerHex(value)).as(value).isEqualTo(HEX.matcher(value).matches());
+  }
+
+  @ParameterizedTest(name = "[{index}]")
+  @MethodSource("nearValid")
+  void componentsInsideALongerString(String value) {
     String framed = "x/" + value + "/y";
-    assertThat(Grammar.nameComponent(framed, 2, 2 + value.length())).isEqualTo(COMPONENT.matcher(value).matches());
+    assertThat(Grammar.nameComponent(framed, 2, 2 + value.length())).as(value).isEqualTo(COMPONENT.matcher(value).matches());
   }
 }

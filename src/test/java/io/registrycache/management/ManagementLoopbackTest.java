@@ -1,6 +1,6 @@
-package io.registrycache.admin;
+package io.registrycache.management;
 
-import static io.registrycache.admin.AdminAccessTokenTest.send;
+import static io.registrycache.management.ManagementTokenTest.send;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.testsupport.TestFiles;
@@ -21,13 +21,15 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
- * Issue 7 point 5, the default: without a token the admin operations answer loopback clients
- * only (so {@code ./mvnw spring-boot:run} works as is), other clients get 403; health stays open.
+ * The default, without a token: the admin operations answer loopback clients only (so {@code
+ * ./mvnw spring-boot:run} works as is), other clients get 403; health and prometheus stay open.
+ * Skipped where the machine has no address but loopback; {@link LoopbackClientsTest} covers the
+ * decision itself.
  */
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
-class AdminAccessLoopbackTest {
+class ManagementLoopbackTest {
 
   static final Path storage = TestFiles.tempDirectory("registry-cache-admin-loopback-");
 
