@@ -185,23 +185,13 @@ long_to_short() {
     forceDeleteResultFile) echo f ;; *) return 1 ;;
   esac
 }
-# The plan's properties (perf/jmeter/pull.jmx, ${__P(...)}) that must be numbers: a bad one makes
-# JMeter run zero threads or loop forever and still exit 0.
-check_property() { # key=value, from -J/--jmeterproperty or -G/--globalproperty
-  local k=${1%%=*} v=${1#*=}
+# A plan property (-J/--jmeterproperty, -G/--globalproperty key=value) with a value the plan cannot
+# use (lib.sh's plan_property_error: the rules the plan's setUp check applies too).
+check_property() {
+  local why
   [[ $1 == *=* ]] || return 0
-  case "$k" in
-    threads|duration)
-      [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || die 2 "property $k=$v: must be a whole number >= 1" ;;
-    loops)
-      [[ $v == -1 ]] || { [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)); } || die 2 "property loops=$v: must be a whole number >= 1 (or -1: until duration)" ;;
-    rampup|timeout|connect_timeout|response_timeout)
-      [[ $v =~ ^[0-9]+$ ]] || die 2 "property $k=$v: must be a whole number >= 0" ;;
-    port)
-      [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1 && 10#$v <= 65535)) || die 2 "property port=$v: must be 1-65535" ;;
-    protocol)
-      [[ $v == http || $v == https ]] || die 2 "property protocol=$v: must be http or https" ;;
-  esac
+  why=$(plan_property_error "${1%%=*}" "${1#*=}")
+  [[ -z $why ]] || bad "property $1: $why"
 }
 # Refuses, before JMeter starts, an option JMeter does not know and a bad value of the plan's
 # properties: exit 2 with the reason.
@@ -214,9 +204,9 @@ check_args() {
       --*)
         name=${a#--} rest=""
         [[ $name == *=* ]] && { rest=${name#*=}; name=${name%%=*}; }
-        c=$(long_to_short "$name") || die 2 "unknown option $a (JMeter's options: jmeter.sh --help)"
+        c=$(long_to_short "$name") || bad "unknown option $a"
         if [[ " $JM_VALUED " == *" $c "* && -z $rest ]]; then
-          (($#)) || die 2 "option $a needs a value"
+          (($#)) || bad "option $a needs a value"
           rest=$1; shift
         fi
         [[ $c == J || $c == G ]] && check_property "$rest"
@@ -226,9 +216,9 @@ check_args() {
         while [[ -n $rest ]]; do
           c=${rest:0:1} rest=${rest:1}
           if [[ " $JM_FLAGS " == *" $c "* ]]; then continue; fi
-          [[ " $JM_VALUED " == *" $c "* ]] || die 2 "unknown option -$c in $a (JMeter's options: jmeter.sh --help)"
+          [[ " $JM_VALUED " == *" $c "* ]] || bad "unknown option -$c in $a"
           if [[ -z $rest ]]; then
-            (($#)) || die 2 "option -$c needs a value"
+            (($#)) || bad "option -$c needs a value"
             rest=$1; shift
           fi
           [[ $c == J || $c == G ]] && check_property "$rest"
@@ -268,9 +258,9 @@ keystore() {
 server() {
   local port=1099 lport="" host=127.0.0.1 nossl=0 dir
   parse_options "--port:port --local-port:lport --host:host --no-ssl:nossl=1" "$@"
-  [[ $port =~ ^[0-9]+$ ]] && ((port >= 1 && port <= 65534)) || die 2 "--port must be 1-65534"
+  [[ $port =~ ^[0-9]+$ ]] && ((port >= 1 && port <= 65534)) || bad "--port must be 1-65534"
   lport=${lport:-$((port + 1))}
-  [[ $lport =~ ^[0-9]+$ ]] && ((lport >= 1 && lport <= 65535 && lport != port)) || die 2 "--local-port must be 1-65535 and differ from --port"
+  [[ $lport =~ ^[0-9]+$ ]] && ((lport >= 1 && lport <= 65535 && lport != port)) || bad "--local-port must be 1-65535 and differ from --port"
   local props=(-Jserver_port="$port" -Jserver.rmi.localport="$lport")
   if [[ $nossl == 1 ]]; then
     props+=(-Jserver.rmi.ssl.disable=true)

@@ -55,7 +55,9 @@
 #   --duration S              hard stop of the JMeter test, seconds        default 1800
 #   --runs-dir DIR            where run folders go                         default perf/runs
 #   --name NAME               run folder name (default c=..-t=..-r=..-l=..-<UTC timestamp>)
-#   -J key=value              extra JMeter property (repeatable)
+#   -J key=value              extra JMeter property (repeatable), e.g. auth=bearer, sync_timeout=5000; not
+#                             one run.sh sets from its own options (threads: -c, timeout: -t, ...)
+#   --check                   only check the options: exit 0 when run.sh would start, 2 with the reason
 #   --allow-non-loopback      allow a --url that is not on this machine (your own infrastructure only)
 # Scenarios (issue 27; default pull: the runs above):
 #   --scenario rollout        every thread pulls one image that is not cached, all released at once by
@@ -78,6 +80,8 @@
 #   --upstream-logs           with --url: collect the perf stack's registry:2 log anyway (the target
 #                             is a cache in front of it, e.g. compare.sh's distribution proxy)
 #
+# Every option is checked before anything starts (stack, seeding, JMeter, a run folder): a bad one
+# exits 2 with one line saying why.
 # Exit status: 0 the test ran (whatever its error rate); 1 --fail-on-errors and some request failed;
 # 2 bad usage or JMeter unavailable; 3 target down, seeding or the eviction failed; 4 the plan did not run.
 set -euo pipefail
@@ -97,7 +101,7 @@ threads="" timeout_ms="" rampup=2 loops="" steady="" warmup=15 plan="$PERF_DIR/j
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
 images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
 runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
-engines="" rmi_nossl=0 rmi_host=""
+engines="" rmi_nossl=0 rmi_host="" check_only=0
 extra=() jprops=()
 
 parse_options "-c:threads -t:timeout_ms -r:rampup -l:loops --steady:steady --warmup:warmup -p:plan -m:mode
@@ -105,7 +109,8 @@ parse_options "-c:threads -t:timeout_ms -r:rampup -l:loops --steady:steady --war
   --registry-url:registry_url --no-stack:no_stack=1 --no-warm:warm=0 --mgmt-url:mgmt_url
   --evict-pattern:evict_pattern --fresh-batch:fresh_batch=1 --images:images --set-size:set_size --os:os
   --arch:arch --fail-on-errors:fail_on_errors=1 --heap:heap --duration:duration --runs-dir:runs_dir
-  --name:name -J:jprops+ --allow-non-loopback:allow_remote=1 --engines:engines --rmi-no-ssl:rmi_nossl=1" "$@"
+  --name:name -J:jprops+ --allow-non-loopback:allow_remote=1 --engines:engines --rmi-no-ssl:rmi_nossl=1
+  --check:check_only=1" "$@"
 mgmt_url=${mgmt_url%/}
 for j in "${jprops[@]}"; do extra+=("-J$j"); done
 
@@ -113,62 +118,113 @@ int() { [[ "$1" =~ ^[0-9]+$ ]]; }
 case "$scenario" in
   pull) ;;
   rollout) loops=${loops:-1} rampup=0 warm=0 mode=cached layer_size=${layer_size:-4m}
-           [[ -z "$steady" ]] || die 2 "--scenario rollout is loop-bounded: no --steady" ;;
+           [[ -z "$steady" ]] || bad "--scenario rollout is loop-bounded: no --steady" ;;
   large) layer_size=${layer_size:-256m}
          [[ $mode == pull-through || $mode == pullthrough ]] && loops=${loops:-1} ;;
   mix) mode=pull-through
-       int "$mix_images" && (( mix_images > 0 )) || die 2 "--mix-images must be a positive integer"
+       int "$mix_images" && (( mix_images > 0 )) || bad "--mix-images must be a positive integer"
        [[ "$new_share" =~ ^[0-9]+([.][0-9]+)?$ ]] && python3 -c "import sys; sys.exit(float('$new_share') > 100)" \
-         || die 2 "--new-share must be a percentage, 0 to 100"
-       [[ "$zipf" =~ ^[0-9]+([.][0-9]+)?$ ]] || die 2 "--zipf must be a number >= 0" ;;
-  *) die 2 "--scenario must be pull, rollout, large or mix" ;;
+         || bad "--new-share must be a percentage, 0 to 100"
+       [[ "$zipf" =~ ^[0-9]+([.][0-9]+)?$ ]] || bad "--zipf must be a number >= 0" ;;
+  *) bad "--scenario must be pull, rollout, large or mix" ;;
 esac
 # large through another cache (--url, e.g. compare.sh's distribution proxy): warm it like ours
 warm_url=0; [[ $scenario == large && -n "$url" ]] && warm_url=1
-[[ -z "$layer_size" || "$layer_size" =~ ^[1-9][0-9]*[kmgKMG]?$ ]] || die 2 "--layer-size must look like 256m (k/m/g suffix)"
-[[ $scenario == pull || -z "$images" || $scenario == rollout ]] || die 2 "--images is for the pull and rollout scenarios"
-[[ -n "$threads" && -n "$timeout_ms" ]] || { usage >&2; die 2 "-c <threads> and -t <timeout-ms> are required"; }
-int "$threads" && (( threads > 0 )) || die 2 "-c must be a positive integer"
-int "$timeout_ms" && (( timeout_ms > 0 )) || die 2 "-t must be a positive integer (ms)"
-int "$rampup" || die 2 "-r must be an integer (s)"
+[[ -z "$layer_size" || "$layer_size" =~ ^[1-9][0-9]*[kmgKMG]?$ ]] || bad "--layer-size must look like 256m (k/m/g suffix)"
+[[ $scenario == pull || -z "$images" || $scenario == rollout ]] || bad "--images is for the pull and rollout scenarios"
+[[ -n "$threads" && -n "$timeout_ms" ]] || bad "-c <threads> and -t <timeout-ms> are required"
+int "$threads" && (( threads > 0 )) || bad "-c must be a positive integer"
+int "$timeout_ms" && (( timeout_ms > 0 )) || bad "-t must be a positive integer (ms)"
+int "$rampup" || bad "-r must be an integer (s)"
 # a timed run (steady state, warm-up discarded) unless loops are given; pull-through is loop-bounded
-[[ -n "$loops" && -n "$steady" ]] && die 2 "-l (loops) and --steady (seconds) exclude each other"
+[[ -n "$loops" && -n "$steady" ]] && bad "-l (loops) and --steady (seconds) exclude each other"
 if [[ -z "$loops" && ( -n "$steady" || $mode == cached ) ]]; then
   steady=${steady:-30}
-  int "$steady" && (( steady > 0 )) || die 2 "--steady must be a positive integer (s)"
-  int "$warmup" || die 2 "--warmup must be an integer (s)"
+  int "$steady" && (( steady > 0 )) || bad "--steady must be a positive integer (s)"
+  int "$warmup" || bad "--warmup must be an integer (s)"
   (( rampup <= warmup )) || log "warning: ramp-up ${rampup}s is longer than the ${warmup}s warm-up: the measured part ramps up too"
   loops=-1 duration=$((warmup + steady))
 else
   loops=${loops:-20} steady="" warmup=0
-  int "$loops" && (( loops > 0 )) || die 2 "-l must be a positive integer"
+  int "$loops" && (( loops > 0 )) || bad "-l must be a positive integer"
 fi
-int "$duration" && (( duration > 0 )) || die 2 "--duration must be a positive integer (s)"
-case "$mode" in cached|pull-through) ;; pullthrough) mode=pull-through ;; *) die 2 "-m must be cached or pull-through" ;; esac
-case "$target" in cache|registry) ;; *) die 2 "--target must be cache or registry" ;; esac
-[[ -f "$plan" ]] || die 2 "plan $plan not found"
+int "$duration" && (( duration > 0 )) || bad "--duration must be a positive integer (s)"
+case "$mode" in cached|pull-through) ;; pullthrough) mode=pull-through ;; *) bad "-m must be cached or pull-through" ;; esac
+case "$target" in cache|registry) ;; *) bad "--target must be cache or registry" ;; esac
+[[ -f "$plan" ]] || bad "plan $plan not found"
 plan="$(cd "$(dirname "$plan")" && pwd)/$(basename "$plan")"
-[[ -z "$images" || -f "$images" ]] || die 2 "images file $images not found"
+[[ -z "$images" || -f "$images" ]] || bad "images file $images not found"
 [[ -n "$images" ]] && images="$(cd "$(dirname "$images")" && pwd)/$(basename "$images")"
 
 is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
+# every other option, before anything starts (stack, seeding, JMeter, a run folder)
+case "$form" in ""|inpath|ns|bare) ;; *) bad "--form must be inpath, ns or bare" ;; esac
+[[ $heap =~ ^[1-9][0-9]*[kKmMgG]?$ ]] || bad "--heap must be a size like 1g or 512m"
+int "$set_size" && (( set_size > 0 )) || bad "--set-size must be a positive integer"
+for _p in os arch; do
+  _why=$(plan_property_error "$_p" "${!_p}"); [[ -z $_why ]] || bad "--$_p ${!_p}: $_why"
+done
+[[ -z "$upstream_host" || "$upstream_host" =~ ^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\])(:[0-9]{1,5})?$ ]] \
+  || bad "--upstream-host must be host[:port], e.g. localhost:5000"
+[[ -z "$name" || ( "$name" != */* && "$name" != . && "$name" != .. ) ]] || bad "--name must be a folder name, without /"
+if [[ -n "$url" ]]; then
+  [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]] || bad "--url must look like http://host:port"
+  _h=${BASH_REMATCH[2]}
+  is_loopback "$_h" || [[ $allow_remote == 1 ]] \
+    || bad "refusing non-loopback target $_h (load tests here target this machine only; --allow-non-loopback for your own infrastructure)"
+  # the scenarios and pull-through seed or take batches from the upstream: where is it?
+  if [[ -z "$registry_url" ]] && { [[ $scenario == mix || $scenario == large || $mode == pull-through ]] \
+       || [[ $scenario == rollout && -z "$images" ]]; }; then
+    bad "with --url, $([[ $scenario == pull ]] && echo "pull-through mode" || echo "--scenario $scenario") needs the upstream to seed or take images from: --registry-url"
+  fi
+fi
+for _o in metrics_url registry_url mgmt_url; do
+  _v=${!_o}
+  [[ -z "$_v" || "$_v" =~ ^https?://(\[[^]]+\]|[^/:]+)(:[0-9]{1,5})?(/[^[:space:]]*)?$ ]] || bad "--${_o//_/-} must look like http://host:port"
+done
+if [[ -n "$mgmt_url" ]]; then
+  [[ "$mgmt_url" =~ ^https?://(\[[^]]+\]|[^/:]+) ]]
+  _h=${BASH_REMATCH[1]}
+  is_loopback "$_h" || [[ $allow_remote == 1 ]] || bad "refusing non-loopback --mgmt-url"
+fi
+[[ -z "$evict_pattern" ]] || python3 -c 'import re, sys; re.compile(sys.argv[1])' "$evict_pattern" 2>/dev/null \
+  || bad "--evict-pattern is not a regular expression: $evict_pattern"
+[[ $mode == pull-through && $scenario == pull && -n "$images" ]] && bad "--images is for cached mode; pull-through takes seeded batches"
+# -J: properties of the plan run.sh does not set itself, with values the plan can use
+for _j in ${jprops[@]+"${jprops[@]}"}; do
+  [[ $_j =~ ^[A-Za-z_][A-Za-z0-9_.-]*= ]] || bad "-J $_j: must be key=value"
+  _k=${_j%%=*}
+  case "$_k" in
+    threads) bad "-J $_j: give the threads with -c" ;;
+    loops) bad "-J $_j: give the loops with -l" ;;
+    rampup) bad "-J $_j: give the ramp-up with -r" ;;
+    timeout) bad "-J $_j: give the timeout with -t" ;;
+    duration) bad "-J $_j: give the hard stop with --duration" ;;
+    mode) bad "-J $_j: give the mode with -m" ;;
+    images) bad "-J $_j: give the images with --images" ;;
+    os|arch) bad "-J $_j: give it with --$_k" ;;
+    scenario) bad "-J $_j: give the scenario with --scenario" ;;
+    protocol|host|port|prefix|ns|results) bad "-J $_j: run.sh sets $_k from the target (--url, --form, --upstream-host)" ;;
+  esac
+  _why=$(plan_property_error "$_k" "${_j#*=}"); [[ -z $_why ]] || bad "-J $_j: $_why"
+done
 # ------------------------------------------------------------ JMeter remote engines
 engine_list=()
 if [[ -n "$engines" ]]; then
   IFS=, read -r -a engine_list <<<"$engines"
   for e in "${engine_list[@]}"; do
     [[ "$e" =~ ^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):([0-9]+)$ ]] && ((BASH_REMATCH[2] >= 1 && BASH_REMATCH[2] <= 65535)) \
-      || die 2 "--engines: '$e' is not host:port"
+      || bad "--engines: '$e' is not host:port"
     is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] \
-      || die 2 "refusing engine $e on another machine (--allow-non-loopback for your own infrastructure)"
+      || bad "refusing engine $e on another machine (--allow-non-loopback for your own infrastructure)"
   done
-  [[ $mode == cached ]] || die 2 "--engines runs cached mode only: every engine reads the whole images file, so a pull-through batch would be pulled once per engine"
-  (( threads % ${#engine_list[@]} == 0 )) || die 2 "-c $threads is not a multiple of the ${#engine_list[@]} engines (each runs -c / engines threads)"
+  [[ $mode == cached ]] || bad "--engines runs cached mode only: every engine reads the whole images file, so a pull-through batch would be pulled once per engine"
+  (( threads % ${#engine_list[@]} == 0 )) || bad "-c $threads is not a multiple of the ${#engine_list[@]} engines (each runs -c / engines threads)"
   if [[ $rmi_nossl == 1 ]]; then
     rmi_props=(-Jserver.rmi.ssl.disable=true)
   else
     keystore="${PERF_RMI_KEYSTORE:-$PERF_DIR/.jmeter/rmi_keystore.jks}"
-    [[ -f "$keystore" ]] || die 2 "no RMI keystore $keystore: copy the engines' one here (jmeter.sh --server made it), or --rmi-no-ssl when they run without SSL"
+    [[ -f "$keystore" ]] || bad "no RMI keystore $keystore: copy the engines' one here (jmeter.sh --server made it), or --rmi-no-ssl when they run without SSL"
     rmi_props=(-Jserver.rmi.ssl.keystore.file="$keystore" -Jserver.rmi.ssl.truststore.file="$keystore")
   fi
   # the address the engines send their samples back to (JMeter refuses a loopback one unless told):
@@ -179,6 +235,8 @@ if [[ -n "$engines" ]]; then
     for e in "${engine_list[@]}"; do is_loopback "${e%:*}" || rmi_host=""; done
   fi
 fi
+# --check: the options are good (exit 0) or refused above (exit 2); nothing was started
+[[ $check_only == 1 ]] && exit 0
 
 # ------------------------------------------------------------ load-generator hygiene
 soft="$(ulimit -n)" hard="$(ulimit -Hn)"
@@ -206,22 +264,15 @@ jmeter_desc="JMeter $([[ $(readlink -f "$jmeter_cmd") == "$PERF_DIR"/.jmeter/* ]
 
 # ------------------------------------------------------------ target
 if [[ -n "$url" ]]; then
-  [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]] || die 2 "--url must look like http://host:port"
+  [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]]   # checked above
   protocol="${BASH_REMATCH[1]}" host="${BASH_REMATCH[2]}" port="${BASH_REMATCH[4]:-}"
   [[ -z "$port" ]] && port=$([[ $protocol == https ]] && echo 443 || echo 80)
-  if ! is_loopback "$host" && [[ $allow_remote != 1 ]]; then
-    die 2 "refusing non-loopback target $host (load tests here target this machine only; --allow-non-loopback for your own infrastructure)"
-  fi
   target_desc="$url"
   target=url
   stack_logs=0
   [[ -z "$form" ]] && form=bare
   [[ -z "$upstream_host" ]] && upstream_host=localhost:5000
   [[ $upstream_logs == 1 ]] && stack_logs=1   # the perf stack's registry:2 behind the --url cache
-  if [[ -n "$mgmt_url" ]]; then
-    [[ "$mgmt_url" =~ ^https?://(\[[^]]+\]|[^/:]+)(:[0-9]+)?$ ]] || die 2 "--mgmt-url must look like http://host:port"
-    is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] || die 2 "refusing non-loopback --mgmt-url"
-  fi
 else
   [[ $no_stack == 1 ]] || {
     if [[ $target == registry ]]; then "$SCRIPTS/stack.sh" up --registry-only || die 3 "the stack did not come up"
@@ -250,7 +301,6 @@ case "$form" in
   inpath) prefix="$upstream_host" ;;
   ns) ns="$upstream_host" ;;
   bare) ;;
-  *) die 2 "--form must be inpath, ns or bare" ;;
 esac
 base="$protocol://$host:$port"
 code="$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$base/v2/" || true)"
@@ -279,7 +329,7 @@ scenario_images() {
   case "$scenario" in
     rollout)
       if [[ -z "$images" ]]; then
-        [[ -n "$registry_url" ]] || die 2 "--scenario rollout seeds its image: needs the upstream (--registry-url)"
+        [[ -n "$registry_url" ]] || bad "--scenario rollout seeds its image: needs the upstream (--registry-url)"
         log "seeding one fresh image (4 layers of $layer_size) for the rollout"
         images="$(seed --set "rollout-$stamp_s" --images 1 --layers 4 --layer-size "$layer_size" --quiet | awk "NR == 1")" \
           || die 3 "seeding failed"
@@ -291,7 +341,7 @@ scenario_images() {
       csv="$DATA_DIR/large-$layer_size-large.csv"
       rows=0; [[ -f "$csv" ]] && rows=$(( $(wc -l <"$csv") - 1 ))
       if (( rows < n )) || ! check_csv "$csv"; then
-        [[ -n "$registry_url" ]] || die 2 "--scenario large seeds its images: needs the upstream (--registry-url)"
+        [[ -n "$registry_url" ]] || bad "--scenario large seeds its images: needs the upstream (--registry-url)"
         log "seeding $n images of one $layer_size layer into $registry_url (set large-$layer_size)"
         seed --set "large-$layer_size" --images 0 --large "$n" --large-size "$layer_size" --workers 2 --quiet >/dev/null \
           || die 3 "seeding failed"
@@ -304,7 +354,7 @@ scenario_images() {
         else log "warning: no admin API to evict through: the large images are cold only the first time"; fi
       fi ;;
     mix)
-      [[ -n "$registry_url" ]] || die 2 "--scenario mix seeds its images: needs the upstream (--registry-url)"
+      [[ -n "$registry_url" ]] || bad "--scenario mix seeds its images: needs the upstream (--registry-url)"
       need=$((threads * loops)) evict=0
       mix_known="$DATA_DIR/mix-$mix_images.csv"
       if ! { [[ -f "$mix_known" ]] && (( $(wc -l <"$mix_known") - 1 == mix_images )) && check_csv "$mix_known"; }; then
@@ -343,10 +393,9 @@ else
   # pull-through: threads x loops images that are not in the cache when the run starts. Evicting
   # (default, needs the admin API): the first seeded batches, pulled before or not, pruned from the
   # cache just before the run. --fresh-batch (or no admin API): batches never pulled before.
-  (( loops > 0 )) || die 2 "pull-through runs are loop-bounded: give -l (images per thread)"
+  (( loops > 0 )) || bad "pull-through runs are loop-bounded: give -l (images per thread)"
   need=$((threads * loops))
-  [[ -n "$images" ]] && die 2 "--images is for cached mode; pull-through takes seeded batches"
-  [[ -n "$registry_url" ]] || die 2 "pull-through mode needs the upstream (--registry-url) to take batches from"
+  [[ -n "$registry_url" ]] || bad "pull-through mode needs the upstream (--registry-url) to take batches from"
   evict=0
   if [[ $fresh_batch == 0 && $target == registry ]]; then
     evict=2   # nothing caches in front of registry:2: any batch is a pull-through for it
@@ -380,7 +429,7 @@ stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 if [[ -n "$steady" ]]; then len="w=$warmup-s=$steady"; else len="l=$loops"; fi
 name="${name:-c=$threads-t=$timeout_ms-r=$rampup-$len-$stamp}"
 run="$runs_dir/$name"
-[[ -e "$run" ]] && die 2 "$run already exists"
+[[ -e "$run" ]] && bad "$run already exists"
 mkdir -p "$run"
 run="$(cd "$run" && pwd)"
 if [[ $mode == pull-through ]]; then
