@@ -26,6 +26,8 @@ import time
 import urllib.parse
 import urllib.request
 
+import cli  # noqa: E402 - beside this script
+
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
@@ -131,11 +133,11 @@ def svg_chart(series, unit, start, end, width=540, height=200):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prometheus", default="http://127.0.0.1:9090")
     ap.add_argument("--dashboard", default=os.path.join(here, "..", "..", "docker", "grafana", "dashboards", "registry-cache.json"))
-    ap.add_argument("--minutes", type=float, help="time range, ending now (default: fitted to the last burst of pulls)")
-    ap.add_argument("--step", type=int, help="seconds between points (default: about 120 points in the window)")
+    ap.add_argument("--minutes", type=cli.number(0, float, above=True), help="time range, ending now (default: fitted to the last burst of pulls)")
+    ap.add_argument("--step", type=cli.number(1), help="seconds between points (default: about 120 points in the window)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     dash = json.load(open(a.dashboard))

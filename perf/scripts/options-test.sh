@@ -171,6 +171,16 @@ expect 2 "^seed.sh: argument --registry: 'x' is not a URL" "$S/seed.sh" --regist
 expect 2 "^seed.sh: nothing to seed" "$S/seed.sh" --registry http://127.0.0.1:9 --images 0
 if grep -q "seed.py" "$tmp/err"; then failed=$((failed + 1)); echo "FAIL seed.sh's error names seed.py"; fi
 
+# ---- the other scripts with arguments
+expect 2 "^startup.sh: rounds must be a whole number" "$S/startup.sh" x
+expect 2 "^jvm-options.sh: 'foo' is not a variant"    "$S/jvm-options.sh" 2 foo
+expect 2 "^ha-bench.sh: images must be a whole number" "$S/ha-bench.sh" -5
+expect 2 "^bucket-startup.sh: images must be a whole" "$S/bucket-startup.sh" abc
+expect 2 "^churn.py: argument --clients: '-1' must be >= 1" python3 "$S/churn.py" --clients -1
+expect 2 "^token-proxy.py: argument --max-seconds"    python3 "$S/token-proxy.py" --max-seconds 0
+expect 2 "^summarize.py: unrecognized arguments"      python3 "$S/summarize.py" "$tmp" --bogus
+expect 2 "^scenario.py mix: argument --draws"         python3 "$S/scenario.py" mix --known a --new b --out c --draws 0
+
 # ---- chaos-soak.sh: refused before s3proxy, Toxiproxy or a replica starts
 expect 2 "^chaos-soak.sh: unknown option --bogus"         "$S/chaos-soak.sh" --bogus
 expect 2 "^chaos-soak.sh: --duration, --pullers"          "$S/chaos-soak.sh" --pullers many

@@ -26,6 +26,8 @@ import re
 import sys
 
 
+import cli  # noqa: E402 - beside this script
+
 def zipf_weights(n, s):
     """Weights 1/rank^s for ranks 1..n (s >= 0; s = 0 is uniform)."""
     return [1.0 / (k ** s) for k in range(1, n + 1)]
@@ -152,12 +154,12 @@ def large_figures(results_csv, label="layer blob"):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("mix")
     m.add_argument("--known", required=True)
     m.add_argument("--new", required=True)
-    m.add_argument("--draws", type=int, required=True)
+    m.add_argument("--draws", type=cli.number(1), required=True)
     m.add_argument("--share", type=float, default=10.0, help="never-seen share, percent (default %(default)s)")
     m.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent (default %(default)s)")
     m.add_argument("--seed", type=int, default=None)

@@ -43,6 +43,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import cli  # noqa: E402 - beside this script
+
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
@@ -165,13 +167,6 @@ def write_csv(path, rows):
     os.replace(tmp, path)
 
 
-class OneLineErrors(argparse.ArgumentParser):
-    """A usage error is one line that points to --help, not the usage followed by the error."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-
 def positive_int(minimum):
     def parse(text):
         try:
@@ -214,7 +209,7 @@ def checked(pattern, what):
 
 def main(argv=None):
     # seed.sh sets PERF_SEED_PROG=seed.sh: usage and errors name the script the user ran
-    ap = OneLineErrors(prog=os.environ.get("PERF_SEED_PROG") or None, description=__doc__,
+    ap = cli.ArgumentParser(prog=os.environ.get("PERF_SEED_PROG") or None, description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--registry", default=os.environ.get("PERF_REGISTRY_URL", "http://127.0.0.1:5000"),
                     type=checked(r"https?://[^/\s]+/?", "a URL like http://127.0.0.1:5000"),

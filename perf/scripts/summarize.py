@@ -26,6 +26,8 @@ import os
 import re
 import sys
 
+import cli  # noqa: E402 - beside this script
+
 TRANSACTION_MARK = "Number of samples in transaction"
 
 
@@ -387,7 +389,7 @@ def table_row(p, s):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir")
     ap.add_argument("--results", default="results.csv")
     for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form", "images", "plan", "jmeter", "name"):
