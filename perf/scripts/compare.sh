@@ -164,6 +164,7 @@ for t in "${tlist[@]}"; do
       label=distribution
       if [[ -z "$dist_pid" || $cold == 1 ]]; then dist_start || { failed=$((failed + 1)); printf '%s\t%s\t%s\t\t3\n' "$label" "$t" "distribution proxy did not start" >>"$out/targets.tsv"; continue; }; fi
       args=(--url "http://127.0.0.1:$dist_port" --registry-url "$REGISTRY_URL" --upstream-logs)
+      [[ $cold == 1 ]] && args+=(--target-cold)   # fresh storage
       desc="distribution $(docker-registry --version 2>/dev/null | awk '{print $NF}') (Debian's docker-registry) as a proxy of registry:2, http://127.0.0.1:$dist_port, fresh storage (distribution/config.yml)" ;;
     *)
       label="$t" args=(--url "$t" --registry-url "$REGISTRY_URL" --upstream-logs) desc="$t (bare names; not reset by compare.sh)"

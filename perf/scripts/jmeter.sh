@@ -36,6 +36,8 @@
 #   JAVA            java command for the provisioned JMeter (default: $JAVA_HOME/bin/java, else java)
 #   PERF_RMI_KEYSTORE  the RMI keystore of --server and run.sh --engines, used as it is (default
 #                   perf/.jmeter/rmi_keystore.jks, made and renewed after 6 days by --server/--keystore)
+#   PERF_JMETER_LOG JMeter's log when no -j is given (default
+#                   ${XDG_STATE_HOME:-~/.local/state}/registry-cache-perf/jmeter.log, not ./jmeter.log)
 #   PERF_JMETER_INSTALL_HOME  where --install copies the JMeter home, so the link outlives this
 #                   checkout (default /opt/registry-cache-perf as root, else
 #                   ${XDG_DATA_HOME:-~/.local/share}/registry-cache-perf; the home goes into
@@ -95,7 +97,8 @@ maven_cmd() {
 # The provisioned home's layout: a home of an older layout (PROVISIONED without this mark) is
 # assembled again. 2: log4j's status messages at ERROR (no StatusConsoleListener lines). 3: the
 # HTML report's template without the "Customs Graphs" menu (an empty page: no custom graph here).
-LAYOUT="(layout 3)"
+# 4: the launcher's log without -j goes to ~/.local/state/registry-cache-perf/, not ./jmeter.log.
+LAYOUT="(layout 4)"
 provisioned() { grep -qF "$LAYOUT" "$HOME_DIR/PROVISIONED" 2>/dev/null && [[ -f "$HOME_DIR/bin/ApacheJMeter.jar" && -x "$HOME_DIR/bin/jmeter" ]]; }
 
 provision() {
@@ -195,6 +198,7 @@ check_property() {
 }
 # Refuses, before JMeter starts, an option JMeter does not know and a bad value of the plan's
 # properties: exit 2 with the reason.
+has_logfile=0
 check_args() {
   local a c name rest
   while (($#)); do
@@ -210,6 +214,7 @@ check_args() {
           rest=$1; shift
         fi
         [[ $c == J || $c == G ]] && check_property "$rest"
+        [[ $c == j ]] && has_logfile=1
         ;;
       -?*)
         rest=${a:1}
@@ -222,6 +227,7 @@ check_args() {
             rest=$1; shift
           fi
           [[ $c == J || $c == G ]] && check_property "$rest"
+          [[ $c == j ]] && has_logfile=1
           break
         done
         ;;
@@ -289,6 +295,12 @@ esac
 check_args "$@"
 
 cmd="$(resolve)" || exit $?
+# JMeter's log without -j: not ./jmeter.log in whatever folder this was started from (a clone's root)
+if [[ $has_logfile == 0 && " ${JVM_ARGS:-} " != *" -Djmeter.logfile="* ]]; then
+  jlog=${PERF_JMETER_LOG:-${XDG_STATE_HOME:-${HOME:-/tmp}/.local/state}/registry-cache-perf/jmeter.log}
+  mkdir -p "$(dirname "$jlog")" 2>/dev/null || jlog=${TMPDIR:-/tmp}/jmeter-$(id -u).log
+  set -- -j "$jlog" "$@"
+fi
 if [[ "$cmd" == *.jar ]]; then
   java="$(java_cmd)"
   [[ -n "$java" ]] || { log "no java found"; exit 2; }

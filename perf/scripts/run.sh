@@ -77,6 +77,8 @@
 #   --mix-images N            mix: the known set                           default 1000
 #   --new-share PCT           mix: share of never-seen images, %           default 10
 #   --zipf S                  mix: Zipf exponent (0 = uniform)             default 1
+#   --target-cold             with --url: the target holds none of the images (compare.sh's distribution
+#                             proxy, started on empty storage): summary.md names the mode cold
 #   --upstream-logs           with --url: collect the perf stack's registry:2 log anyway (the target
 #                             is a cache in front of it, e.g. compare.sh's distribution proxy)
 #
@@ -93,9 +95,9 @@ DATA_DIR="${PERF_DATA_DIR:-$PERF_DIR/data}"
 
 orig_args="$*"
 # scenario options (issue 27), taken out before the common ones
-scenario=pull layer_size="" mix_images=1000 new_share=10 zipf=1 upstream_logs=0 rest=()
+scenario=pull layer_size="" mix_images=1000 new_share=10 zipf=1 upstream_logs=0 rest=() rollout_fresh=0 target_cold=0
 parse_options "--scenario:scenario --layer-size:layer_size --mix-images:mix_images --new-share:new_share
-  --zipf:zipf --upstream-logs:upstream_logs=1 *:rest+" "$@"
+  --zipf:zipf --upstream-logs:upstream_logs=1 --target-cold:target_cold=1 *:rest+" "$@"
 set -- ${rest[@]+"${rest[@]}"}
 threads="" timeout_ms="" rampup=2 loops="" steady="" warmup=15 plan="$PERF_DIR/jmeter/pull.jmx" mode=cached
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
@@ -331,6 +333,7 @@ scenario_images() {
       if [[ -z "$images" ]]; then
         [[ -n "$registry_url" ]] || bad "--scenario rollout seeds its image: needs the upstream (--registry-url)"
         log "seeding one fresh image (4 layers of $layer_size) for the rollout"
+        rollout_fresh=1
         images="$(seed --set "rollout-$stamp_s" --images 1 --layers 4 --layer-size "$layer_size" --quiet | awk "NR == 1")" \
           || die 3 "seeding failed"
       elif [[ $fresh_batch == 0 && -n "$mgmt_url" && $target == cache ]]; then
@@ -470,6 +473,16 @@ elif [[ $mode == pull-through ]]; then
   echo "{\"skipped\": \"$why\"}" >"$run/evicted.json"
 fi
 
+# the mode as the run had it (the plan's -Jmode says only how threads share the images file): a rollout
+# pulls an image no cache in front of the upstream holds, a cold large pass its evicted images
+case "$scenario:$mode" in
+  rollout:*) if [[ $rollout_fresh == 1 || $target_cold == 1 || ${evict:-0} == 1 || $target == registry ]]; then mode_name="cold (rollout)"
+             else mode_name="rollout, not evicted (cold only if the target never saw the image)"; fi ;;
+  large:pull-through) mode_name="cold (large, pull-through)" ;;
+  large:cached) mode_name="warm (large, cached)" ;;
+  mix:*) mode_name="mix (pull-through draws: known images warmed, never-seen ones cold)" ;;
+  *) mode_name=$mode ;;
+esac
 jprops=(-Jthreads="$threads" -Jloops="$loops" -Jrampup="$rampup" -Jtimeout="$timeout_ms"
         -Jprotocol="$protocol" -Jhost="$host" -Jport="$port" -Jimages="$images" -Jmode="$mode"
         -Jprefix="$prefix" -Jns="$ns" -Jos="$os" -Jarch="$arch" -Jduration="$duration" -Jresults=none)
@@ -481,6 +494,7 @@ loops=$loops
 steady_s=$steady
 warmup_s=$warmup
 mode=$mode
+mode_name=$mode_name
 target=$target_desc
 form=$form
 upstream_host=$upstream_host
@@ -745,7 +759,7 @@ HEAP="-Xms$heap -Xmx$heap" timeout 600 "$JM" -g "$run/results.csv" -o "$run/repo
 
 py="$(perf_python prometheus_client)" || die 4 "no python3 with prometheus_client for summarize.py"
 "$py" "$SCRIPTS/summarize.py" "$run" --name "$name" --threads "$threads" --loops "$([[ -n "$steady" ]] && echo "${steady}s" || echo "$loops")" --rampup "$rampup" \
-  --timeout "$timeout_ms" --mode "$mode" --target "$target_desc" --form "$form" --images "$images" \
+  --timeout "$timeout_ms" --mode "$mode_name" --target "$target_desc" --form "$form" --images "$images" \
   --plan "${plan#"$PERF_DIR"/}" --jmeter "$jmeter_desc" --cpu "$run/cpu.env" --warm "$warm_text" --scenario "$scenario" >/dev/null || die 4 "could not summarise $run/results.csv"
 sed -n 5,9p "$run/summary.md"
 errors="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["errors"])' "$run/summary.json")"

@@ -10,9 +10,9 @@
           fewer rows than the draws may need (the share's expected count plus a margin is seeded).
 
 Figures (functions, used by summarize.py --scenario):
-  rollout_figures(results.csv)        the release (first request start), each thread's completion
-                                      (its last request's end), time until the last thread had the
-                                      image, spread of completion times (s)
+  rollout_figures(results.csv)        the threads' time to image (summarize.py's definition), the
+                                      release (first request start), each image's end after it, time
+                                      until the last thread had the image, spread of completion times (s)
   upstream_requests(log lines)        the upstream's requests during the run, from its access log:
                                       blob GETs per digest, manifest requests
   large_figures(results.csv)          MB/s (10^6 bytes/s) of each layer blob request, per thread
@@ -89,15 +89,27 @@ def percentile(values, p):
 
 
 def rollout_figures(results_csv):
-    """Completion of a rollout: every thread pulled the same image once, released together."""
+    """A rollout (every thread pulled the same image once, released together), with the time to image
+    of summarize.py (TIME_TO_IMAGE: an image's first request start to its last request end):
+    time_to_image_s {min, median, p90, max} over the threads' images; *_done_s: from the release (the
+    first request of any thread) to the end of each image (first, median, p90, last); start_spread_s:
+    how long after the release the last thread's first request started; spread_s: last - first done."""
+    import summarize  # beside this file (summarize imports this module only inside a function)
     by = rows_by_thread(results_csv)
     if not by:
         return None
+    with open(results_csv, newline="", encoding="utf-8", errors="replace") as f:
+        spans = [(st, en) for st, en, _ in summarize.time_to_image(list(csv.DictReader(f)))]
+    if not spans:  # no transaction rows: each thread's requests are its image
+        spans = [(min(r[0] for r in rows), max(r[1] for r in rows)) for rows in by.values()]
     release = min(r[0] for rows in by.values() for r in rows)
-    done = {t: max(r[1] for r in rows) for t, rows in by.items()}
     failed = sorted(t for t, rows in by.items() if not all(r[4] for r in rows))
-    ends = sorted((e - release) / 1000.0 for e in done.values())
-    return {"threads": len(done), "threads_failed": len(failed),
+    ends = sorted((e - release) / 1000.0 for _, e in spans)
+    tti = sorted((e - st) / 1000.0 for st, e in spans)
+    return {"threads": len(by), "threads_failed": len(failed), "images": len(spans),
+            "time_to_image_s": {"min": round(tti[0], 3), "median": round(percentile(tti, 50), 3),
+                                "p90": round(percentile(tti, 90), 3), "max": round(tti[-1], 3)},
+            "start_spread_s": round((max(st for st, _ in spans) - release) / 1000.0, 3),
             "first_done_s": round(ends[0], 3), "median_done_s": round(percentile(ends, 50), 3),
             "p90_done_s": round(percentile(ends, 90), 3), "last_done_s": round(ends[-1], 3),
             "spread_s": round(ends[-1] - ends[0], 3)}

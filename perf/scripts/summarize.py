@@ -3,9 +3,13 @@
 
     summarize.py RUN_DIR [--threads N --loops N --rampup S --timeout MS --mode M --target T ...]
 
-Percentiles, averages, minimum and maximum come from JMeter's own dashboard (report/statistics.json,
-computed over every sample: run.properties sets jmeter.reportgenerator.statistic_window=-1), so
-summary.md and the HTML report never disagree; counts, errors and their reasons come from results.csv.
+Request percentiles, averages, minimum and maximum come from JMeter's own dashboard
+(report/statistics.json, computed over every sample: run.properties sets
+jmeter.reportgenerator.statistic_window=-1), so summary.md and the HTML report never disagree; without
+it (a run of the plan alone) they are computed from results.csv the same way. Counts, errors, their
+reasons and the time to image come from results.csv. A run of the plan alone has its settings in
+plan.env (pull.jmx writes it beside its results file): threads, loops, timeout, mode and the target
+come from there when not given.
 The service's counters are read from the Prometheus scrapes with prometheus_client's parser.
 
 Definitions (also written under the table):
@@ -15,10 +19,13 @@ Definitions (also written under the table):
   loops / duration  images per thread for a loop-bounded run, the measured seconds ("30s") for a timed one
   requests    every HTTP sample (manifests, blobs, token, auth challenge); requests/s counts all
   latency     elapsed time of one HTTP request, first byte sent to last byte read (ms)
+  time to image  one image: its first request's start to its last request's end (ms), the load
+              generator's time between the requests included (TIME_TO_IMAGE; image avg/p90/p99)
   errors      failed HTTP requests (any reason: status, timeout, assertion), % of all requests
   duration    first request start to last request end
 """
 import argparse
+import bisect
 import collections
 import csv
 import json
@@ -81,9 +88,81 @@ def classify(row):
     return "error: " + ((fail or msg or code)[:90] or "unknown")
 
 
+def jmeter_percentile(values, p):
+    """The p-th percentile (0..100) as JMeter's HTML report computes it (Apache Commons Math's
+    Percentile, legacy estimation: position p * (n + 1) / 100, interpolated); None for no values."""
+    v = sorted(values)
+    n = len(v)
+    if not n:
+        return None
+    pos = p * (n + 1) / 100.0
+    if pos < 1:
+        return float(v[0])
+    if pos >= n:
+        return float(v[-1])
+    lower = int(pos)
+    return v[lower - 1] + (pos - lower) * (v[lower] - v[lower - 1])
+
+
+def latency(values):
+    """avg/min/max/p50/p90/p99 (ms, rounded to 0.1) of elapsed times; None values without any."""
+    if not values:
+        return {k: None for k in ("avg_ms", "min_ms", "max_ms", "p50_ms", "p90_ms", "p99_ms")}
+    r = lambda x: round(float(x), 1)  # noqa: E731
+    return {"avg_ms": r(sum(values) / len(values)), "min_ms": r(min(values)), "max_ms": r(max(values)),
+            "p50_ms": r(jmeter_percentile(values, 50)), "p90_ms": r(jmeter_percentile(values, 90)),
+            "p99_ms": r(jmeter_percentile(values, 99))}
+
+
+TIME_TO_IMAGE = ("time to image: for one image (one \"pull image\" transaction), from the start of its first "
+                 "request (the manifest) to the end of its last (the last layer blob), the load generator's "
+                 "time between those requests included; the wait before the first request (ramp-up, a "
+                 "rollout's release) is not. Its figures are over the images pulled (successful transactions).")
+
+
+def time_to_image(rows, transaction_label="pull image"):
+    """Time to image of every image pulled, as TIME_TO_IMAGE defines it, from results.csv rows.
+
+    rows: dicts of results.csv (timeStamp = start in ms, elapsed, IdleTime, label, threadName, success).
+    A request belongs to the transaction of its thread whose span (start to start + elapsed + idle,
+    JMeter leaving the time between requests out of the transaction's elapsed) holds its start.
+    Returns [(start ms, end ms, ok)] one per transaction that has requests, in start order."""
+    tx_by_thread, req_by_thread = collections.defaultdict(list), collections.defaultdict(list)
+    for row in rows:
+        try:
+            ts, el = int(row["timeStamp"]), int(row["elapsed"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        t = row.get("threadName", "?")
+        if row.get("label") == transaction_label or (row.get("responseMessage") or "").startswith(TRANSACTION_MARK):
+            try:
+                idle = int(row.get("IdleTime") or 0)
+            except ValueError:
+                idle = 0
+            tx_by_thread[t].append([ts, ts + el + idle, (row.get("success") or "").lower() == "true", None, None])
+        else:
+            req_by_thread[t].append((ts, ts + el))
+    out = []
+    for t, txs in tx_by_thread.items():
+        txs.sort()
+        starts = [x[0] for x in txs]
+        for s, e in req_by_thread.get(t, []):
+            i = bisect.bisect_right(starts, s) - 1
+            if i < 0 or s > txs[i][1] + 1:
+                continue  # not inside a transaction (auth challenge, or its transaction was cut off)
+            x = txs[i]
+            x[3] = s if x[3] is None else min(x[3], s)
+            x[4] = e if x[4] is None else max(x[4], e)
+        out += [(x[3], x[4], x[2]) for x in txs if x[3] is not None]
+    return sorted(out)
+
+
 def summarise(results_csv, transaction_label="pull image", dash=None):
+    """Counts, rates, latencies and errors of one results.csv. Request latencies are JMeter's (the
+    dashboard's statistics.json) when given, else computed from results.csv the same way; image
+    latencies are time to image (TIME_TO_IMAGE)."""
     dash = dash or {}
-    requests, images = [], []
+    requests, images, rows = [], [], []
     by_label = collections.defaultdict(list)
     reasons = collections.Counter()
     reasons_by_label = collections.defaultdict(collections.Counter)
@@ -95,6 +174,7 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
                 ts, el = int(row["timeStamp"]), int(row["elapsed"])
             except (KeyError, TypeError, ValueError):
                 continue
+            rows.append(row)
             ok = (row.get("success") or "").lower() == "true"
             is_tx = row.get("label") == transaction_label or (row.get("responseMessage") or "").startswith(TRANSACTION_MARK)
             if is_tx:
@@ -117,17 +197,21 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
     def stats(samples, key):
         n = len(samples)
         errs = sum(1 for _, ok in samples if not ok)
+        lat = jm(dash, key) if dash.get(key) else latency([el for el, _ in samples])
         return dict({"count": n, "errors": errs, "error_pct": round(100.0 * errs / n, 2) if n else 0.0,
-                     "per_s": round(n / duration, 2)}, **jm(dash, key))
+                     "per_s": round(n / duration, 2)}, **lat)
 
     req = stats(requests, "Total")
     img = stats(images, transaction_label)
     img_ok = sum(1 for _, ok in images if ok)
+    tti = latency([e - s for s, e, ok in time_to_image(rows, transaction_label) if ok])
     return {
         "duration_s": round(duration, 2),
         "images": img["count"], "images_ok": img_ok, "images_failed": img["count"] - img_ok,
         "images_per_s": round(img_ok / duration, 2),
-        "image_avg_ms": img["avg_ms"], "image_p90_ms": img["p90_ms"], "image_p99_ms": img["p99_ms"],
+        "image_avg_ms": tti["avg_ms"], "image_min_ms": tti["min_ms"], "image_p50_ms": tti["p50_ms"],
+        "image_p90_ms": tti["p90_ms"], "image_p99_ms": tti["p99_ms"], "image_max_ms": tti["max_ms"],
+        "time_to_image": dict(tti, definition=TIME_TO_IMAGE),
         "requests": req["count"], "requests_per_s": req["per_s"],
         "avg_ms": req["avg_ms"], "min_ms": req["min_ms"], "max_ms": req["max_ms"],
         "p50_ms": req["p50_ms"], "p90_ms": req["p90_ms"], "p99_ms": req["p99_ms"],
@@ -136,6 +220,33 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
         "mib_per_s": round(bytes_total / duration / 1048576, 2),
         "labels": {k: dict(stats(v, k), reasons=dict(reasons_by_label[k].most_common())) for k, v in sorted(by_label.items())},
     }
+
+
+def read_plan_env(run_dir):
+    """plan.env, which pull.jmx writes beside its own results file (the settings it ran with): {} without."""
+    path = os.path.join(run_dir, "plan.env")
+    out = {}
+    if os.path.isfile(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                k, sep, v = line.rstrip("\n").partition("=")
+                if sep:
+                    out[k] = v
+    return out
+
+
+def plan_params(plan):
+    """summarize.py's parameters of a run of the plan alone, from its plan.env."""
+    if not plan:
+        return {}
+    form = "inpath" if plan.get("prefix") else "ns" if plan.get("ns") else "bare"
+    loops = plan.get("loops", "?")
+    return {"threads": plan.get("threads", "?"), "loops": f"{plan.get('duration', '?')}s" if loops == "-1" else loops,
+            "rampup": plan.get("rampup", "?"), "timeout": plan.get("timeout", "?"), "mode": plan.get("mode", "?"),
+            "target": f"{plan.get('protocol', 'http')}://{plan.get('host', '?')}:{plan.get('port', '?')}",
+            "form": form, "images": plan.get("images", "?"), "plan": plan.get("plan", "?"),
+            "jmeter": "JMeter run by hand (plan.env" + (f"; its log {plan['jmeter_log']}" if plan.get("jmeter_log") else "") + ")",
+            "scenario": plan.get("scenario")}
 
 
 def read_prom(path):
@@ -337,10 +448,14 @@ def scenario_section(run_dir, scenario, cache):
             # only comments: the log was not collected (a --url target without --upstream-logs)
             up = sc.upstream_requests(lines) if lines else None
         fig["upstream"] = up
-        text = (f"Rollout: {fig.get('threads', 0)} threads released at once pulled one image; the last had it "
-                f"{na(fig.get('last_done_s'))} s after the release (first {na(fig.get('first_done_s'))} s, median "
-                f"{na(fig.get('median_done_s'))} s, p90 {na(fig.get('p90_done_s'))} s; spread "
-                f"{na(fig.get('spread_s'))} s); {fig.get('threads_failed', 0)} threads saw a failed request.")
+        t = fig.get("time_to_image_s") or {}
+        text = (f"Rollout: {fig.get('threads', 0)} threads released at once pulled one image. Time to image (as above: "
+                f"first request start to last request end, s): min {na(t.get('min'))}, median {na(t.get('median'))}, "
+                f"p90 {na(t.get('p90'))}, max {na(t.get('max'))}. From the release (the first request of any thread) "
+                f"the last thread had the image after {na(fig.get('last_done_s'))} s (the first after "
+                f"{na(fig.get('first_done_s'))} s, median {na(fig.get('median_done_s'))} s, p90 {na(fig.get('p90_done_s'))} s; "
+                f"spread {na(fig.get('spread_s'))} s); the last first request started {na(fig.get('start_spread_s'))} s "
+                f"after the release. {fig.get('threads_failed', 0)} threads saw a failed request.")
         if up is not None:
             text += (f" Upstream requests (its log, this run's window): {up['blob_gets_total']} blob GETs over "
                      f"{up['blobs']} blobs (at most {up['max_gets_per_blob']} per blob), {up['blob_heads']} blob HEADs, "
@@ -397,8 +512,18 @@ def main():
     ap.add_argument("--transaction-label", default="pull image")
     ap.add_argument("--warm", default="warm: unknown", help="whether the run was warm, one line")
     ap.add_argument("--cpu", help="cpu.env of run.sh: CPU seconds used during the JMeter run")
-    ap.add_argument("--scenario", default="pull", help="pull (default), rollout, large or mix: adds its figures")
+    ap.add_argument("--scenario", help="pull (default), rollout, large or mix: adds its figures")
     a = ap.parse_args()
+    # a run of the plan alone (jmeter -n -t pull.jmx): its settings are in plan.env beside results.csv
+    plan = plan_params(read_plan_env(a.run_dir))
+    for k, v in plan.items():
+        if getattr(a, k, None) in (None, "?") and v is not None:
+            setattr(a, k, v)
+    if plan and a.warm == "warm: unknown":
+        a.warm = "warm: unknown - a run of the plan alone, which does not record whether the cache or the JVMs were warm"
+    if a.name == "?":
+        a.name = os.path.basename(os.path.abspath(a.run_dir))
+    a.scenario = a.scenario or "pull"
     path = os.path.join(a.run_dir, a.results)
     if not os.path.isfile(path):
         print(f"summarize: {path} is missing", file=sys.stderr)
@@ -406,7 +531,7 @@ def main():
     dash = dashboard_stats(a.run_dir)
     s = summarise(path, a.transaction_label, dash)
     s["warm"] = a.warm
-    s["percentiles_from"] = "report/statistics.json" if dash else None
+    s["percentiles_from"] = "report/statistics.json" if dash else "results.csv"
     params = {k: getattr(a, k) for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form",
                                           "images", "plan", "jmeter", "name")}
     s["cache"] = cache_delta(a.run_dir)
@@ -433,8 +558,10 @@ def main():
         "",
         HEADER, RULE, table_row(params, s), "",
         f"Duration {s['duration_s']} s; {s['images_ok']} images pulled, {s['images_failed']} failed; "
-        f"{s['requests']} requests; {s['mib_per_s']} MiB/s received; request p50 {na(s['p50_ms'])} ms; "
-        f"image avg {na(s['image_avg_ms'])} ms, p99 {na(s['image_p99_ms'])} ms.",
+        f"{s['requests']} requests; {s['mib_per_s']} MiB/s received; request p50 {na(s['p50_ms'])} ms.",
+        "",
+        f"Time to image (ms): avg {na(s['image_avg_ms'])}, min {na(s['image_min_ms'])}, median {na(s['image_p50_ms'])}, "
+        f"p90 {na(s['image_p90_ms'])}, p99 {na(s['image_p99_ms'])}, max {na(s['image_max_ms'])} - " + TIME_TO_IMAGE,
         "",
     ]
     if s["cache"] is not None:
@@ -458,17 +585,19 @@ def main():
     for label, st in s["labels"].items():
         lines.append(f"| {label} | {st['count']} | {st['per_s']} | {na(st['avg_ms'])} | {na(st['min_ms'])} | {na(st['max_ms'])} "
                      f"| {na(st['p90_ms'])} | {na(st['p99_ms'])} | {st['errors']} | {reasons_text(st['reasons'])} |")
-    lines += ["", ("Percentiles (90th, 99th, median), average, min and max are JMeter's, from the HTML report's "
-                   "statistics.json over every sample." if s.get("percentiles_from") else
-                   "No HTML report (report/statistics.json): latency figures are n/a."),
+    lines += ["", ("Request percentiles (90th, 99th, median), average, min and max are JMeter's, from the HTML "
+                   "report's statistics.json over every sample." if dash else
+                   "No HTML report (report/statistics.json): request percentiles, average, min and max are computed "
+                   "from results.csv over every sample, as JMeter's report computes them."),
               "", "Definitions: an image is one `pull image` transaction (manifest(s), config and layers); "
               "\"images pulled\" and images/s count only the successful ones, over the duration above "
               f"(first request start to last request end), and {s['images_failed']} more failed "
               f"({s['images']} attempted). \"loops / duration\" is images per thread for a loop-bounded run, "
               "the measured seconds (\"30s\") for a timed one. requests/s counts every HTTP request; latencies "
-              "are per HTTP request, in ms; errors are failed HTTP requests. The HTML report's `pull image` "
-              "throughput is JMeter's own figure (every transaction, failed ones too, over JMeter's time window "
-              "for that label): it is not images/s.", "", verdict_line(kind, why), ""]
+              "are per HTTP request, in ms; errors are failed HTTP requests; image p90 is the time to image's. "
+              "The HTML report's `pull image` row is JMeter's transaction time, which leaves out the time between "
+              "a thread's requests: it is not the time to image; its throughput (every transaction, failed ones "
+              "too, over JMeter's time window for that label) is not images/s.", "", verdict_line(kind, why), ""]
     with open(os.path.join(a.run_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines))
     print(table_row(params, s))

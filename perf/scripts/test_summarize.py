@@ -31,4 +31,70 @@ def test_timed_run_summary(tmp_path):
     assert cols[5] == "images pulled" and row[5] == "1"
     assert cols[6] == "images/s" and row[6] == "4.0"
     assert "1 more failed (2 attempted)" in md
-    assert "it is not images/s" in md
+    assert "is not images/s" in md
+
+
+PLAN_ENV = """threads=5
+loops=3
+rampup=0
+duration=1800
+timeout=5000
+protocol=http
+host=127.0.0.1
+port=15500
+prefix=
+ns=localhost:5000
+mode=pull-through
+scenario=pull
+images=/tmp/cached.csv
+plan=/repo/perf/jmeter/pull.jmx
+jmeter_log=/tmp/jmeter.log
+"""
+
+
+def test_a_run_of_the_plan_alone_has_its_settings_and_latencies(tmp_path):
+    # jmeter -n -t pull.jmx: results.csv and the plan's plan.env, no report/ and no run.sh parameters
+    (tmp_path / "results.csv").write_text(RESULTS)
+    (tmp_path / "plan.env").write_text(PLAN_ENV)
+    out = subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout
+    row = [c.strip() for c in out.strip().strip("|").split("|")]
+    md = (tmp_path / "summary.md").read_text()
+    header = [c.strip() for c in next(line for line in md.splitlines() if line.startswith("| threads")).strip("|").split("|")]
+    got = dict(zip(header, row))
+    assert (got["threads"], got["loops / duration"], got["ramp-up (s)"], got["timeout (ms)"], got["mode"]) == \
+        ("5", "3", "0", "5000", "pull-through")
+    # request latencies from results.csv (3 requests: 50, 40, 50 ms), as JMeter's report computes them
+    assert (got["avg (ms)"], got["min (ms)"], got["max (ms)"]) == ("46.7", "40", "50")
+    assert "?" not in row and "n/a" not in row
+    assert md.startswith("# " + tmp_path.name)
+    assert "Target: http://127.0.0.1:15500 (ns form), mode pull-through" in md
+    assert "computed from results.csv" in md
+
+
+def test_a_timed_plan_run_shows_its_duration():
+    sys.path.insert(0, HERE)
+    import summarize
+    assert summarize.plan_params({"loops": "-1", "duration": "45"})["loops"] == "45s"
+
+
+def test_jmeter_percentile_is_the_reports():
+    sys.path.insert(0, HERE)
+    import summarize
+    # Commons Math's legacy estimate: position p (n + 1) / 100, interpolated; ends clamp
+    assert summarize.jmeter_percentile(list(range(1, 11)), 90) == 9.9
+    assert summarize.jmeter_percentile(list(range(1, 11)), 50) == 5.5
+    assert summarize.jmeter_percentile([7], 99) == 7.0 and summarize.jmeter_percentile([], 90) is None
+    assert summarize.jmeter_percentile([1, 2, 3], 1) == 1.0 and summarize.jmeter_percentile([1, 2, 3], 99) == 3.0
+
+
+def test_time_to_image_includes_the_time_between_requests():
+    sys.path.insert(0, HERE)
+    import summarize
+    rows = [{"timeStamp": "1000", "elapsed": "50", "label": "manifest", "threadName": "t1", "success": "true"},
+            {"timeStamp": "1500", "elapsed": "40", "label": "blob", "threadName": "t1", "success": "true"},
+            # JMeter's transaction time: 90 ms of requests, 450 ms between them left out (IdleTime)
+            {"timeStamp": "1000", "elapsed": "90", "IdleTime": "450", "label": "pull image", "threadName": "t1",
+             "success": "true", "responseMessage": "Number of samples in transaction : 2"},
+            {"timeStamp": "1001", "elapsed": "10", "label": "auth challenge", "threadName": "t2", "success": "true"}]
+    assert summarize.time_to_image(rows) == [(1000, 1540, True)]
