@@ -111,15 +111,22 @@ def main():
     if cpu_rows:
         lines += [
             "", "## Where the CPU went during each run (% of all cores over the JMeter run)", "",
-            "| target | mode | timeout (ms) | threads | machine busy | registry-cache | registry:2 | JMeter "
+            "| target | mode | timeout (ms) | threads | machine busy | the target | its upstream | JMeter "
             "| docker-proxy | dockerd | everything else | load avg before |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for r in cpu_rows:
             c = r["s"]["cpu"]
-            f = lambda k: f"{c[k]:.0f}%" if k in c else "-"  # noqa: E731
+            # the target and upstream by name; an older summary.json has cache_pct / registry_pct
+            if "target_pct" not in c and "cache_pct" in c:
+                c = dict(c, target="registry-cache", target_pct=c["cache_pct"], upstream="registry:2",
+                         upstream_pct=c.get("registry_pct"))
+            elif "target_pct" not in c and "registry_pct" in c:
+                c = dict(c, target="registry:2", target_pct=c["registry_pct"])
+            f = lambda k: f"{c[k]:.0f}%" if c.get(k) is not None else "-"  # noqa: E731
+            named = lambda k: f"{c.get(k, '')} {f(k + '_pct')}".strip() if c.get(k + "_pct") is not None else "-"  # noqa: E731
             lines.append(f"| {r['target']} | {r['mode']} | {r['timeout']} | {r['threads']} | {f('machine_busy_pct')} "
-                         f"| {f('cache_pct')} | {f('registry_pct')} | {f('jmeter_pct')} | {f('docker_proxy_pct')} "
+                         f"| {named('target')} | {named('upstream')} | {f('jmeter_pct')} | {f('docker_proxy_pct')} "
                          f"| {f('dockerd_pct')} | {f('other_pct')} "
                          f"| {c.get('loadavg_before', '')} |")
     lines += ["", "images/s: successful image pulls per second; latencies are per HTTP request unless "

@@ -639,8 +639,23 @@ if [[ $stack_logs == 1 ]]; then
 fi
 [[ $target == registry ]] && cache_pid=""   # only the registry is under load
 [[ $target == url ]] && cache_pid=""        # --upstream-logs: the stack's own cache is not the target
+# The verdict weighs the target, its upstream, JMeter and the rest: which process is which. A --url
+# target on this machine is whoever listens on its port (compare.sh's distribution proxy, say); its
+# upstream is the stack's registry:2 when its log is collected (--upstream-logs).
+target_pid="" target_name="" upstream_pid="" upstream_name=""
+case "$target" in
+  cache) target_pid=$cache_pid target_name=registry-cache upstream_pid=$registry_pid upstream_name="registry:2" ;;
+  registry) target_pid=$registry_pid target_name="registry:2" ;;
+  url)
+    if is_loopback "${host//[\[\]]/}"; then
+      target_pid="$(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2 || true)"
+    fi
+    target_name="$([[ -n $target_pid ]] && cat "/proc/$target_pid/comm" 2>/dev/null || echo "$url") at $url"
+    upstream_pid=$registry_pid upstream_name="registry:2" ;;
+esac
+[[ -n $target_pid ]] || log "warning: no process of the target $target_desc found on this machine: its CPU is not measured"
 times >"$run/.times0"
-cpu0_cache=$(proc_ticks "$cache_pid") cpu0_reg=$(proc_ticks "$registry_pid") cpu0_all=$(machine_ticks) cpu0_jm=$(child_secs "$run/.times0")
+cpu0_cache=$(proc_ticks "$target_pid") cpu0_reg=$(proc_ticks "$upstream_pid") cpu0_all=$(machine_ticks) cpu0_jm=$(child_secs "$run/.times0")
 cpu0_px=$(proc_ticks "$proxy_pids") cpu0_dd=$(proc_ticks "$dockerd_pid") io0=$(iowait_ticks)
 wall0=$(date +%s.%N)
 
@@ -680,17 +695,20 @@ engines_stop
 wall1=$(date +%s.%N)
 if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
 times >"$run/.times1"
-cpu1_cache=$(proc_ticks "$cache_pid") cpu1_reg=$(proc_ticks "$registry_pid") cpu1_all=$(machine_ticks) cpu1_jm=$(child_secs "$run/.times1")
+cpu1_cache=$(proc_ticks "$target_pid") cpu1_reg=$(proc_ticks "$upstream_pid") cpu1_all=$(machine_ticks) cpu1_jm=$(child_secs "$run/.times1")
 cpu1_px=$(proc_ticks "$proxy_pids") cpu1_dd=$(proc_ticks "$dockerd_pid") io1=$(iowait_ticks)
 rm -f "$run/.times0" "$run/.times1"
 awk -v w0="$wall0" -v w1="$wall1" -v tck="$tck" -v cores="$(nproc)" \
     -v c0="$cpu0_cache" -v c1="$cpu1_cache" -v r0="$cpu0_reg" -v r1="$cpu1_reg" \
     -v a0="$cpu0_all" -v a1="$cpu1_all" -v j0="$cpu0_jm" -v j1="$cpu1_jm" \
     -v p0="$cpu0_px" -v p1="$cpu1_px" -v d0="$cpu0_dd" -v d1="$cpu1_dd" \
-    -v io0="$io0" -v io1="$io1" -v hc="${cache_pid:+1}" -v hr="${registry_pid:+1}" -v hp="${proxy_pids:+1}" -v hd="${dockerd_pid:+1}" 'BEGIN {
+    -v io0="$io0" -v io1="$io1" -v hc="${target_pid:+1}" -v hr="${upstream_pid:+1}" -v hp="${proxy_pids:+1}" -v hd="${dockerd_pid:+1}" \
+    -v tn="$target_name" -v un="$upstream_name" 'BEGIN {
   printf "wall_s=%.2f\ncores=%d\nmachine_busy_s=%.2f\njmeter_s=%.2f\n", w1 - w0, cores, (a1 - a0) / tck, j1 - j0
-  if (hc) printf "cache_s=%.2f\n", (c1 - c0) / tck
-  if (hr) printf "registry_s=%.2f\n", (r1 - r0) / tck
+  printf "target=%s\n", tn
+  if (hc) printf "target_s=%.2f\n", (c1 - c0) / tck
+  if (un != "") printf "upstream=%s\n", un
+  if (hr) printf "upstream_s=%.2f\n", (r1 - r0) / tck
   if (hp) printf "docker_proxy_s=%.2f\n", (p1 - p0) / tck
   if (hd) printf "dockerd_s=%.2f\n", (d1 - d0) / tck
   printf "iowait_s=%.2f\n", (io1 - io0) / tck

@@ -363,7 +363,7 @@ logs() {
     local dest=/dev/stdout
     [[ -n "$out" ]] && dest="$out/$what.logs"
     if [[ $m == docker ]] || [[ $what == registry && -f "$STATE_DIR/registry-container" ]]; then
-      c="$(container_of "$what")"
+      c="$(container_of "$what" || true)"
       if [[ -n "$c" ]]; then
         echo "# $what: docker logs ${since:+--since $since }${until:+--until $until }$c" >"$dest"
         docker logs ${since:+--since "$since"} ${until:+--until "$until"} "$c" >>"$dest" 2>&1 || true
@@ -397,7 +397,7 @@ pids() { # main process ids of the service and the registry (for CPU accounting)
   for what in registry-cache registry; do
     p=""
     if [[ $m == docker ]] || [[ $what == registry && -f "$STATE_DIR/registry-container" ]]; then
-      c="$(container_of "$what")"
+      c="$(container_of "$what" || true)"   # none: a registry-only stack has no service
       p="$([[ -n "$c" ]] && docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)"
       [[ "$p" == 0 ]] && p=""
     elif pid_alive "$STATE_DIR/$what.pid"; then

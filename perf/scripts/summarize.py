@@ -288,7 +288,8 @@ def cache_delta(run_dir):
 
 
 def read_cpu(path):
-    """cpu.env -> {wall_s, cores, machine_busy_s, jmeter_s, cache_s?, registry_s?, other_s, *_pct of capacity}."""
+    """cpu.env -> {wall_s, cores, machine_busy_s, jmeter_s, target, target_s?, upstream, upstream_s?,
+    other_s, *_pct of capacity}. An older cpu.env (cache_s, registry_s) is read as target and upstream."""
     if not path or not os.path.isfile(path):
         return None
     c = {}
@@ -298,10 +299,17 @@ def read_cpu(path):
             c[k] = float(v)
         except ValueError:
             c[k] = v
+    if "target_s" not in c and "target" not in c:  # written before the target was named
+        if "cache_s" in c:
+            c.update(target="registry-cache", target_s=c.pop("cache_s"))
+            if "registry_s" in c:
+                c.update(upstream="registry:2", upstream_s=c.pop("registry_s"))
+        elif "registry_s" in c:
+            c.update(target="registry:2", target_s=c.pop("registry_s"))
     cap = max(0.001, c.get("wall_s", 0) * c.get("cores", 1))
-    known = sum(c.get(k, 0) for k in ("jmeter_s", "engines_s", "cache_s", "registry_s", "docker_proxy_s", "dockerd_s"))
+    known = sum(c.get(k, 0) for k in ("jmeter_s", "engines_s", "target_s", "upstream_s", "docker_proxy_s", "dockerd_s"))
     c["other_s"] = round(max(0.0, c.get("machine_busy_s", 0) - known), 2)
-    for k in ("machine_busy_s", "iowait_s", "jmeter_s", "engines_s", "cache_s", "registry_s", "docker_proxy_s",
+    for k in ("machine_busy_s", "iowait_s", "jmeter_s", "engines_s", "target_s", "upstream_s", "docker_proxy_s",
               "dockerd_s", "other_s"):
         if k in c:
             c[k.replace("_s", "_pct")] = round(100.0 * c[k] / cap, 1)
@@ -309,65 +317,74 @@ def read_cpu(path):
 
 
 def cpu_text(c):
-    parts = [f"{name} {c[k + '_s']:.1f} ({c[k + '_pct']:.0f}%)" for k, name in
-             (("cache", "registry-cache"), ("registry", "registry:2"), ("jmeter", "JMeter"),
-              ("engines", "JMeter engines on this machine"),
-              ("docker_proxy", "docker-proxy"), ("dockerd", "dockerd"), ("other", "everything else"))
-             if k + "_s" in c]
+    names = (("target", f"{c.get('target', 'the target')} (target)"), ("upstream", f"{c.get('upstream', 'upstream')} (upstream)"),
+             ("jmeter", "JMeter"), ("engines", "JMeter engines on this machine"),
+             ("docker_proxy", "docker-proxy"), ("dockerd", "dockerd"), ("other", "everything else"))
+    parts = [f"{name} {c[k + '_s']:.1f} ({c[k + '_pct']:.0f}%)" for k, name in names if k + "_s" in c]
     return (f"CPU during the JMeter run, in core-seconds of {c['wall_s'] * c['cores']:.1f} available "
             f"({c['wall_s']:.1f} s x {int(c['cores'])} cores): machine busy {c['machine_busy_s']:.1f} "
             f"({c['machine_busy_pct']:.0f}%); " + ", ".join(parts) +
             f". Load average before {c.get('loadavg_before', '?')}, after {c.get('loadavg_after', '?')}.")
 
 
-# What limited a run (verdict()): thresholds in % of the cores the process could use over the run's
-# wall time. perf/README.md ("What limited the run") documents them; test_verdict.py pins them.
-LOADGEN_PCT = 90      # JMeter (the local one plus the engines on this machine, or one remote engine)
-MACHINE_BUSY_PCT = 95  # the load machine as a whole (user+system+irq+steal), when JMeter runs on it
-TARGET_PCT = 85       # the target (registry-cache, or registry:2 when it is the target)
-UPSTREAM_PCT = 85     # registry:2 behind the cache
-IOWAIT_PCT = 20       # cores idle waiting for disk I/O
+# What limited a run (verdict()): shares of the machine, in % of the cores over the run's wall time.
+# perf/README.md ("What limited the run") documents them; test_verdict.py pins them with recorded runs.
+MACHINE_BUSY_PCT = 85  # the machine was the limit: the largest share decides who took it
+DOMINANT_PCT = 70      # one share this large decides even on a machine with some CPU left
+LOADGEN_PCT = 90       # a JMeter engine on another machine, of its own cores
+IOWAIT_PCT = 20        # cores idle waiting for disk I/O
 NETWORK_ERROR_PCT = 1  # failed requests refused, reset or broken while no process was near its capacity
 NETWORK_REASONS = ("connection refused", "connection reset", "broken pipe", "no response (connection closed)")
+KINDS = {"load generator": "load generator saturated", "target": "target saturated",
+         "upstream": "upstream saturated", "other": "other processes"}
+
+
+def shares(cpu, engines=None):
+    """The four shares the verdict weighs, % of this machine's cores: {"load generator": JMeter here plus
+    its engines on this machine, "target", "upstream", "other": everything else (docker-proxy and dockerd
+    included)}, and their names for the text."""
+    g = lambda k: cpu.get(k + "_pct") or 0.0  # noqa: E731
+    local = sum(e.get("cpu_pct") or 0.0 for e in (engines or []) if e.get("local"))
+    return ({"load generator": g("jmeter") + local, "target": g("target"), "upstream": g("upstream"),
+             "other": g("other") + g("docker_proxy") + g("dockerd")},
+            {"load generator": "JMeter" + (" and its engines here" if local else ""),
+             "target": str(cpu.get("target") or "the target"), "upstream": str(cpu.get("upstream") or "the upstream"),
+             "other": "other processes"})
 
 
 def verdict(cpu, engines=None, errors=None):
-    """What limited the run, from the CPU split of run.sh (cpu.env, read_cpu) and the engines' figures.
+    """What limited the run, from each process's share of the machine (run.sh's cpu.env, read_cpu) and
+    the engines' figures, whatever the target is.
 
-    cpu: read_cpu()'s dict (``*_pct`` are % of the machine's cores over the run) or None;
-    engines: [{"engine": "host:port", "local": bool, "cpu_pct": % of the engine machine's cores or
-    None when not recorded}], the JMeter remote engines (empty or None: JMeter ran in run.sh itself);
-    errors: {"error_pct": % of requests failed, "error_reasons": {reason: count}} or None.
-    Returns (kind, text): kind is one of "load generator saturated", "target saturated",
-    "upstream saturated", "network/disk", "none", "unknown" (no CPU figures); text says why, with the
-    figures. The first rule that holds wins, in this order: load generator (its figures would
-    otherwise be a measure of JMeter), target, upstream, network/disk, none."""
+    cpu: read_cpu()'s dict (``*_pct`` are % of the machine's cores over the run; target, upstream:
+    their names) or None; engines: [{"engine": "host:port", "local": bool, "cpu_pct": % of the engine
+    machine's cores or None when not recorded}], the JMeter remote engines (empty or None: JMeter ran
+    in run.sh itself); errors: {"error_pct": % of requests failed, "error_reasons": {reason: count}} or None.
+    Returns (kind, text): kind is one of "load generator saturated", "target saturated", "upstream
+    saturated", "other processes", "network/disk", "none", "unknown" (no CPU figures); text says why,
+    with the figures. The first rule that holds wins: an engine on another machine at >= LOADGEN_PCT
+    of its cores; the machine >= MACHINE_BUSY_PCT busy or one share >= DOMINANT_PCT: the largest
+    share of the four (JMeter here, the target, the upstream, other processes); >= IOWAIT_PCT iowait
+    or >= NETWORK_ERROR_PCT of requests refused or cut: network/disk; else none."""
     engines = engines or []
     if not cpu:
         return "unknown", "no CPU figures (cpu.env) for this run"
-    g = lambda k: cpu.get(k + "_pct")  # noqa: E731
-    local_engines = [e for e in engines if e.get("local")]
-    jm_here = (g("jmeter") or 0.0) + sum(e.get("cpu_pct") or 0.0 for e in local_engines)
-    loadgen_here = not engines or bool(local_engines)
-    busy = g("machine_busy") or 0.0
-    figures = f"machine busy {busy:.0f}%, JMeter {jm_here:.0f}% here"
+    share, name = shares(cpu, engines)
+    busy = cpu.get("machine_busy_pct") or 0.0
+    order = sorted(share, key=lambda k: -share[k])
+    figures = f"machine busy {busy:.0f}%: " + ", ".join(f"{name[k]} {share[k]:.0f}%" for k in order if k != "upstream"
+                                                         or "upstream_pct" in cpu)
     hot_engine = [e for e in engines if not e.get("local") and (e.get("cpu_pct") or 0.0) >= LOADGEN_PCT]
-    if jm_here >= LOADGEN_PCT:
-        return "load generator saturated", f"JMeter used {jm_here:.0f}% of this machine's cores (>= {LOADGEN_PCT}%)"
     if hot_engine:
         e = hot_engine[0]
-        return "load generator saturated", f"engine {e['engine']} used {e['cpu_pct']:.0f}% of its cores (>= {LOADGEN_PCT}%)"
-    if loadgen_here and busy >= MACHINE_BUSY_PCT:
-        return "load generator saturated", (f"the machine JMeter runs on was {busy:.0f}% busy (>= {MACHINE_BUSY_PCT}%): "
-                                            f"JMeter could not get more CPU ({figures})")
-    target_key = "cache" if "cache_pct" in cpu else "registry"
-    target_name = "registry-cache" if target_key == "cache" else "registry:2"
-    if g(target_key) is not None and g(target_key) >= TARGET_PCT:
-        return "target saturated", f"{target_name} used {g(target_key):.0f}% of the cores (>= {TARGET_PCT}%; {figures})"
-    if target_key == "cache" and g("registry") is not None and g("registry") >= UPSTREAM_PCT:
-        return "upstream saturated", f"registry:2 (upstream) used {g('registry'):.0f}% of the cores (>= {UPSTREAM_PCT}%; {figures})"
-    if (g("iowait") or 0.0) >= IOWAIT_PCT:
-        return "network/disk", f"{g('iowait'):.0f}% of the cores waited for disk I/O (>= {IOWAIT_PCT}%; {figures})"
+        return "load generator saturated", f"engine {e['engine']} used {e['cpu_pct']:.0f}% of its cores (>= {LOADGEN_PCT}%; {figures})"
+    top = order[0]
+    if busy >= MACHINE_BUSY_PCT or share[top] >= DOMINANT_PCT:
+        why = (f"the machine was {busy:.0f}% busy (>= {MACHINE_BUSY_PCT}%)" if busy >= MACHINE_BUSY_PCT
+               else f"{name[top]} alone took {share[top]:.0f}% (>= {DOMINANT_PCT}%)")
+        return KINDS[top], f"{why}, and the largest share went to {name[top]} ({figures})"
+    if (cpu.get("iowait_pct") or 0.0) >= IOWAIT_PCT:
+        return "network/disk", f"{cpu['iowait_pct']:.0f}% of the cores waited for disk I/O (>= {IOWAIT_PCT}%; {figures})"
     if errors:
         net = sum(v for k, v in (errors.get("error_reasons") or {}).items() if k in NETWORK_REASONS)
         total = sum((errors.get("error_reasons") or {}).values())
@@ -376,8 +393,7 @@ def verdict(cpu, engines=None, errors=None):
             return "network/disk", (f"{pct:.1f}% of requests were refused, reset or cut off while no process was near "
                                     f"its capacity (>= {NETWORK_ERROR_PCT}%; {figures})")
     unrec = [e["engine"] for e in engines if e.get("cpu_pct") is None]
-    return "none", ("nothing near its capacity (" + figures
-                    + (f", {target_name} {g(target_key):.0f}%" if g(target_key) is not None else "")
+    return "none", ("nothing near the machine's capacity (" + figures
                     + (f"; CPU of engine(s) {', '.join(unrec)} not recorded" if unrec else "")
                     + "): the figures are the target's at this concurrency")
 
