@@ -163,7 +163,7 @@ for m in $modes; do for t in $timeouts; do for l in $(lengths "$m"); do for r in
     ((header_shown)) || { grep -E '^\| threads' "$out/$name/summary.md" | head -1 >&2 && header_shown=1; }
     grep -E '^\| [0-9]' "$out/$name/summary.md" | head -1 >&2
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$c" "$t" "$l" "$r" "$rc" "$folder" >>"$out/runs.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$c" "$t" "$l" "$r" "$rc" "$folder" "$name" >>"$out/runs.tsv"
   (( n < total )) && sleep "$pause"
 done; done; done; done; done
 
@@ -237,7 +237,9 @@ EOF
 }
 
 rm -f "$out/chart.note"
-if py="$(chart_python)"; then
+if ! compgen -G "$out/*/summary.json" >/dev/null; then
+  echo "No chart: none of the runs finished, so there is nothing to draw (each run's console says why)." >"$out/chart.note"
+elif py="$(chart_python)"; then
   "$py" "$SCRIPTS/matrix_chart.py" "$out" || echo "No chart: matrix_chart.py failed." >"$out/chart.note"
 elif gnuplot_chart; then
   :
