@@ -21,7 +21,10 @@ import sys
 # (key, title, better): better is "higher" or "lower"
 COMMON = [("images_per_s", "images/s", "higher"), ("image_p90_ms", "image p90 (ms)", "lower"),
           ("p90_ms", "request p90 (ms)", "lower"), ("mib_per_s", "MiB/s received", "higher"),
-          ("errors", "failed requests", "lower")]
+          ("errors", "failed requests", "lower"),
+          ("blob_first_byte.p50_ms", "first byte of a layer blob, median (ms)", "lower"),
+          ("blob_first_byte.p90_ms", "first byte of a layer blob, p90 (ms)", "lower"),
+          ("upstream_fetches.per_blob", "upstream fetches per blob", "lower")]
 SCENARIO = {
     "rollout": [("rollout.last_done_s", "last thread done (s)", "lower"), ("rollout.spread_s", "spread (s)", "lower"),
                 ("rollout.upstream.blob_gets_total", "upstream blob GETs", "lower"),

@@ -120,6 +120,27 @@ TIME_TO_IMAGE = ("time to image: for one image (one \"pull image\" transaction),
                  "rollout's release) is not. Its figures are over the images pulled (successful transactions).")
 
 
+FIRST_BYTE = ("time to the first byte of a layer blob: JMeter's latency of a `layer blob` request, from the "
+              "request sent to the first byte of the response (ms); in a cold run (the blob not in the cache) it "
+              "includes the cache's start of the upstream fetch")
+
+
+def upstream_fetches(run_dir):
+    """The blob GETs the origin registry served during the run, from its log (registry.logs): {gets, blobs,
+    per_blob, max_per_blob}; None when the log was not collected."""
+    path = os.path.join(run_dir, "registry.logs")
+    if not os.path.isfile(path):
+        return None
+    with open(path, errors="replace") as f:
+        lines = [line for line in f if not line.startswith("#")]
+    if not lines:
+        return None
+    import scenario as sc  # beside this file
+    up = sc.upstream_requests(lines)
+    return {"gets": up["blob_gets_total"], "blobs": up["blobs"], "max_per_blob": up["max_gets_per_blob"],
+            "per_blob": round(up["blob_gets_total"] / up["blobs"], 2) if up["blobs"] else None}
+
+
 def time_to_image(rows, transaction_label="pull image"):
     """Time to image of every image pulled, as TIME_TO_IMAGE defines it, from results.csv rows.
 
@@ -201,6 +222,14 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
         return dict({"count": n, "errors": errs, "error_pct": round(100.0 * errs / n, 2) if n else 0.0,
                      "per_s": round(n / duration, 2)}, **lat)
 
+    first_byte = []   # JMeter's Latency of the layer blobs pulled: request sent to the response's first byte
+    for row in rows:
+        if row.get("label") == "layer blob" and (row.get("success") or "").lower() == "true":
+            try:
+                first_byte.append(int(row.get("Latency") or ""))
+            except ValueError:
+                pass
+    fb = latency(first_byte)
     req = stats(requests, "Total")
     img = stats(images, transaction_label)
     img_ok = sum(1 for _, ok in images if ok)
@@ -212,6 +241,8 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
         "image_avg_ms": tti["avg_ms"], "image_min_ms": tti["min_ms"], "image_p50_ms": tti["p50_ms"],
         "image_p90_ms": tti["p90_ms"], "image_p99_ms": tti["p99_ms"], "image_max_ms": tti["max_ms"],
         "time_to_image": dict(tti, definition=TIME_TO_IMAGE),
+        "blob_first_byte": {"count": len(first_byte), "p50_ms": fb["p50_ms"], "p90_ms": fb["p90_ms"], "max_ms": fb["max_ms"],
+                            "definition": FIRST_BYTE},
         "requests": req["count"], "requests_per_s": req["per_s"],
         "avg_ms": req["avg_ms"], "min_ms": req["min_ms"], "max_ms": req["max_ms"],
         "p50_ms": req["p50_ms"], "p90_ms": req["p90_ms"], "p99_ms": req["p99_ms"],
@@ -560,6 +591,9 @@ def main():
     kind, why = verdict(s["cpu"], s["engines"], s)
     s["verdict"] = {"kind": kind, "text": why}
     s["scenario"] = a.scenario
+    s["upstream_fetches"] = upstream_fetches(a.run_dir)
+    if s["upstream_fetches"] is not None:
+        s["upstream_fetches"]["clients"] = a.threads
     scen, scen_lines = scenario_section(a.run_dir, a.scenario, s["cache"])
     s.update(scen)
     with open(os.path.join(a.run_dir, "summary.json"), "w") as f:
@@ -578,6 +612,14 @@ def main():
         "",
         f"Time to image (ms): avg {na(s['image_avg_ms'])}, min {na(s['image_min_ms'])}, median {na(s['image_p50_ms'])}, "
         f"p90 {na(s['image_p90_ms'])}, p99 {na(s['image_p99_ms'])}, max {na(s['image_max_ms'])} - " + TIME_TO_IMAGE,
+        "",
+        f"First byte of a layer blob ({'cold: ' if a.mode.startswith(('cold', 'pull-through')) else ''}"
+        f"{s['blob_first_byte']['count']} requests, ms): median {na(s['blob_first_byte']['p50_ms'])}, "
+        f"p90 {na(s['blob_first_byte']['p90_ms'])}, max {na(s['blob_first_byte']['max_ms'])} - " + FIRST_BYTE + ". "
+        + (f"Upstream fetches per blob with {a.threads} clients: {na(s['upstream_fetches']['per_blob'])} "
+           f"({s['upstream_fetches']['gets']} blob GETs over {s['upstream_fetches']['blobs']} blobs, at most "
+           f"{s['upstream_fetches']['max_per_blob']} of one; the origin registry's log, registry.logs)."
+           if s["upstream_fetches"] else "Upstream fetches per blob: not counted (no origin registry log, registry.logs)."),
         "",
     ]
     if s["cache"] is not None:

@@ -1,5 +1,6 @@
 """pytest perf/scripts/test_summarize.py: summary.md names its columns for what they hold and states
 one definition of images and images/s (issue 26, point 11)."""
+import json
 import os
 import subprocess
 import sys
@@ -98,3 +99,26 @@ def test_time_to_image_includes_the_time_between_requests():
              "success": "true", "responseMessage": "Number of samples in transaction : 2"},
             {"timeStamp": "1001", "elapsed": "10", "label": "auth challenge", "threadName": "t2", "success": "true"}]
     assert summarize.time_to_image(rows) == [(1000, 1540, True)]
+
+
+def test_first_byte_of_a_cold_blob_and_upstream_fetches_per_blob(tmp_path):
+    # two clients pulled the same two layer blobs cold; the origin registry served each blob once
+    d1, d2 = "sha256:" + "a" * 64, "sha256:" + "b" * 64
+    (tmp_path / "results.csv").write_text(
+        "timeStamp,elapsed,label,responseCode,responseMessage,threadName,dataType,success,failureMessage,bytes,Latency\n"
+        "1000,300,layer blob,200,OK,t1,bin,true,,100,250\n1000,320,layer blob,200,OK,t2,bin,true,,100,260\n"
+        "1300,40,layer blob,200,OK,t1,bin,true,,100,10\n1320,50,layer blob,200,OK,t2,bin,true,,100,20\n"
+        "1400,10,layer blob,404,Not Found,t2,bin,false,,0,5\n")
+    (tmp_path / "registry.logs").write_text(
+        "# registry: docker logs\n"
+        f'1.2.3.4 - - [x] "GET /v2/p/i/blobs/{d1} HTTP/1.1" 200 100 "" "rc"\n'
+        f'1.2.3.4 - - [x] "GET /v2/p/i/blobs/{d2} HTTP/1.1" 200 100 "" "rc"\n')
+    subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path), "--threads", "2", "--mode",
+                    "cold (rollout)"], capture_output=True, text=True, check=True)
+    s = json.loads((tmp_path / "summary.json").read_text())["summary"]
+    # the failed request's latency is not a first byte of a blob
+    assert s["blob_first_byte"]["count"] == 4 and s["blob_first_byte"]["max_ms"] == 260
+    assert s["upstream_fetches"] == {"gets": 2, "blobs": 2, "max_per_blob": 1, "per_blob": 1.0, "clients": "2"}
+    md = (tmp_path / "summary.md").read_text()
+    assert "First byte of a layer blob (cold: 4 requests, ms): median 135" in md
+    assert "Upstream fetches per blob with 2 clients: 1 (2 blob GETs over 2 blobs, at most 1 of one" in md
