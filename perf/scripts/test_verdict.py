@@ -43,10 +43,12 @@ def test_recorded_run_bound_by_other_processes():
     assert kind == "other processes" and "other processes 82%" in text and "JMeter 17%" in text
 
 
-@pytest.mark.skipif(not os.path.isdir(os.path.join(FIXTURES, "target-bound")), reason="no recorded target-bound run")
-def test_recorded_target_bound_run():
-    kind, text = verdict(recorded("target-bound"))
-    assert kind == "target saturated"
+def test_recorded_url_target_is_measured_as_the_target():
+    # a --url target: run.sh found the process on its port; other processes still took the machine
+    c = recorded("url-target-other-bound")
+    assert c["target"] == "python3 at http://127.0.0.1:15503" and round(c["target_pct"]) == 14
+    kind, text = verdict(c)
+    assert kind == "other processes" and "python3 at http://127.0.0.1:15503 14%" in text
 
 
 # ---- the figures the issue reported, which the old rule got wrong
