@@ -4,10 +4,12 @@
     matrix_report.py MATRIX_DIR RUNS_TSV
 
 RUNS_TSV has one line per attempted run: target<TAB>mode<TAB>threads<TAB>timeout<TAB>loops<TAB>rampup
-<TAB>exit code<TAB>run folder (relative to MATRIX_DIR, may be empty when the run did not start); loops
+<TAB>exit code<TAB>run folder (relative to MATRIX_DIR, may be empty when the run did not start)[<TAB>run
+name: its console is <name>.console beside the folders when it failed before its folder]; loops
 is images per thread, or the measured seconds of a timed run ("30s"). Every run's "warm" column comes
 from its summary.json (run.sh's verdict): rows that are not warm are marked, as their figures include
-the JVMs' warm-up.
+the JVMs' warm-up. Each run links to a file that exists (its summary.md, else its console); a matrix
+with no finished run says so where the chart would be.
 The chart itself is drawn by matrix_chart.py (matplotlib) or gnuplot, see matrix.sh.
 """
 import csv
