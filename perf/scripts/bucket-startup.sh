@@ -13,6 +13,11 @@
 # the service jar (./mvnw package) and docker/ha/s3proxy/target/lib (docker/ha/build-images.sh
 # or `./mvnw -f docker/ha/s3proxy/pom.xml package`); the driver of ../shared/bench for the pull.
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+(( $# <= 1 )) || bad "one argument at most: the images"
+[[ ${1:-10000} =~ ^[0-9]+$ ]] && (( 10#${1:-10000} >= 1 )) || bad "images must be a whole number >= 1 (got '$1')"
 cd "$(dirname "$0")/../.."
 n=${1:-10000}
 upstream_key=bench

@@ -43,10 +43,10 @@ if [[ $ci == 1 ]]; then
     --large-size:large_size --gap:gap --seed:seed --out:out" "$@"  # explicit options still win
 fi
 [[ $duration =~ ^[0-9]+$ && $pullers =~ ^[0-9]+$ && $images =~ ^[0-9]+$ && $large =~ ^[0-9]+$ ]] \
-  || die 2 "--duration, --pullers, --images and --large take whole numbers"
-[[ $gap =~ ^[0-9]+-[0-9]+$ ]] || die 2 "--gap takes LO-HI seconds, e.g. 20-40"
-[[ -z $seed || $seed =~ ^[0-9]+$ ]] || die 2 "--seed takes a whole number"
-((images >= 3)) || die 2 "--images must be at least 3"
+  || bad "--duration, --pullers, --images and --large take whole numbers"
+[[ $gap =~ ^[0-9]+-[0-9]+$ ]] || bad "--gap takes LO-HI seconds, e.g. 20-40"
+[[ -z $seed || $seed =~ ^[0-9]+$ ]] || bad "--seed takes a whole number"
+((images >= 3)) || bad "--images must be at least 3"
 
 base=${PORT_BASE:-17000}
 s3_port=$((base + 90)) tp_port=$((base + 474))

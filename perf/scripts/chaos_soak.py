@@ -31,6 +31,8 @@ import time
 import urllib.parse
 import xml.etree.ElementTree as ET
 
+import cli  # noqa: E402 - beside this script
+
 ACCEPT = ", ".join([
     "application/vnd.oci.image.manifest.v1+json", "application/vnd.oci.image.index.v1+json",
     "application/vnd.docker.distribution.manifest.v2+json",
@@ -701,7 +703,7 @@ class Soak:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--jar", required=True)

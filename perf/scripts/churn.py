@@ -23,19 +23,21 @@ import threading
 import time
 import urllib.parse
 
+import cli  # noqa: E402 - beside this script
+
 ACCEPT = ("application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, "
           "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json")
 
 
 def main():
-    ap = argparse.ArgumentParser(prog="churn.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(prog="churn.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", default="http://127.0.0.1:8080")
     ap.add_argument("--images", default="perf/data/cached.csv")
     ap.add_argument("--prefix", default="", help="in-path form: the upstream host, e.g. localhost:5000")
-    ap.add_argument("--clients", type=int, default=120)
-    ap.add_argument("--seconds", type=float, default=30)
-    ap.add_argument("--client-timeout", type=float, default=1.0)
-    ap.add_argument("--bound", type=float, default=10.0)
+    ap.add_argument("--clients", type=cli.number(1), default=120)
+    ap.add_argument("--seconds", type=cli.number(0, float, above=True), default=30)
+    ap.add_argument("--client-timeout", type=cli.number(0, float, above=True), default=1.0)
+    ap.add_argument("--bound", type=cli.number(0, float, above=True), default=10.0)
     a = ap.parse_args()
     u = urllib.parse.urlparse(a.url)
     try:

@@ -29,7 +29,7 @@
 # registry-cache evicts the images through its admin API (run.sh), the distribution proxy gets fresh
 # storage, registry:2 caches nothing; a URL target is cold only the first time it sees the images.
 # rollout: one image is seeded here once and every target pulls that image.
-# Every option is checked before anything starts: exit 2 with the reason. Exit 0 when every target
+# Every option is checked before anything starts (run.sh's with run.sh --check): exit 2 with one line. Exit 0 when every target
 # ran; 1 when one did not (compare.md says which); 3 when the stack or the seeding failed.
 # Load goes to loopback only (a URL elsewhere needs --allow-non-loopback: your own infrastructure).
 set -uo pipefail
@@ -43,7 +43,6 @@ parse_options "--targets:targets --scenario:scenario -c:threads -t:timeout_ms -l
   --pause:pause --no-stack:no_stack=1 --layer-size:pass++ --mix-images:pass++ --new-share:pass++ --zipf:pass++
   --heap:pass++ --duration:pass++ -J:pass++ --allow-non-loopback:allow_remote=1" "$@"
 
-bad() { die 2 "$*"; }
 case "$scenario" in pull|rollout|large|mix) ;; *) bad "--scenario: '$scenario' is not pull, rollout, large or mix" ;; esac
 [[ $threads =~ ^[0-9]+$ ]] && ((10#$threads >= 1)) || bad "-c: '$threads' is not a whole number >= 1"
 [[ $timeout_ms =~ ^[0-9]+$ ]] && ((10#$timeout_ms >= 1)) || bad "-t: '$timeout_ms' is not a timeout >= 1 ms"
@@ -79,6 +78,20 @@ if [[ -n "${seen[distribution]:-}" ]] && ! command -v docker-registry >/dev/null
 fi
 cold=0
 [[ $scenario == rollout || ( $scenario != mix && $mode == pull-through ) ]] && cold=1
+# what goes on to run.sh (-J properties, --heap, ...) is checked by run.sh itself (--check starts nothing)
+for t in "${tlist[@]}"; do
+  case "$t" in
+    direct) _a=(--target registry) ;; cache) _a=() ;;
+    distribution) _a=(--url http://127.0.0.1:1 --registry-url http://127.0.0.1:1 --upstream-logs) ;;
+    *) _a=(--url "$t" --registry-url http://127.0.0.1:1 --upstream-logs) ;;
+  esac
+  _c=(-c "$threads" -t "$timeout_ms" --scenario "$scenario" ${pass[@]+"${pass[@]}"})
+  [[ -n $loops ]] && _c+=(-l "$loops")
+  [[ $scenario == pull || $scenario == large ]] && _c+=(-m "$mode")
+  [[ $allow_remote == 1 ]] && _c+=(--allow-non-loopback)
+  [[ $scenario == rollout ]] && _c+=(--images "$SCRIPTS/run.sh")   # compare.sh seeds it; any file passes the check
+  _err=$("$SCRIPTS/run.sh" --check "${_c[@]}" "${_a[@]}" 2>&1) || bad "$(sed -n '1{s/^run\.sh: //; s/ (see run\.sh --help)$//; p}' <<<"$_err")"
+done
 
 # ------------------------------------------------------------ stack, images
 [[ $no_stack == 1 ]] || "$SCRIPTS/stack.sh" up || die 3 "the stack did not come up"
@@ -151,6 +164,7 @@ for t in "${tlist[@]}"; do
       label=distribution
       if [[ -z "$dist_pid" || $cold == 1 ]]; then dist_start || { failed=$((failed + 1)); printf '%s\t%s\t%s\t\t3\n' "$label" "$t" "distribution proxy did not start" >>"$out/targets.tsv"; continue; }; fi
       args=(--url "http://127.0.0.1:$dist_port" --registry-url "$REGISTRY_URL" --upstream-logs)
+      [[ $cold == 1 ]] && args+=(--target-cold)   # fresh storage
       desc="distribution $(docker-registry --version 2>/dev/null | awk '{print $NF}') (Debian's docker-registry) as a proxy of registry:2, http://127.0.0.1:$dist_port, fresh storage (distribution/config.yml)" ;;
     *)
       label="$t" args=(--url "$t" --registry-url "$REGISTRY_URL" --upstream-logs) desc="$t (bare names; not reset by compare.sh)"

@@ -21,7 +21,10 @@ import sys
 # (key, title, better): better is "higher" or "lower"
 COMMON = [("images_per_s", "images/s", "higher"), ("image_p90_ms", "image p90 (ms)", "lower"),
           ("p90_ms", "request p90 (ms)", "lower"), ("mib_per_s", "MiB/s received", "higher"),
-          ("errors", "failed requests", "lower")]
+          ("errors", "failed requests", "lower"),
+          ("blob_first_byte.p50_ms", "first byte of a layer blob, median (ms)", "lower"),
+          ("blob_first_byte.p90_ms", "first byte of a layer blob, p90 (ms)", "lower"),
+          ("upstream_fetches.per_blob", "upstream fetches per blob", "lower")]
 SCENARIO = {
     "rollout": [("rollout.last_done_s", "last thread done (s)", "lower"), ("rollout.spread_s", "spread (s)", "lower"),
                 ("rollout.upstream.blob_gets_total", "upstream blob GETs", "lower"),
@@ -73,19 +76,47 @@ def read_targets(cdir):
     return rows
 
 
+# verdicts (summarize.verdict) under which a run's figures are not the target's: its ratios say so
+NOT_THE_TARGET = {"load generator saturated": "the load generator was the limit",
+                  "other processes": "other processes were the limit"}
+
+
+def limit(summary):
+    """Why a run's figures are not its target's (its verdict), or None."""
+    return NOT_THE_TARGET.get(((summary or {}).get("verdict") or {}).get("kind"))
+
+
 def table(rows, scenario):
+    """The figures of every target, each with its ratio to the first target's; a ratio whose run (or
+    the first target's run) was limited by the load generator or other processes says so beside it."""
     figs = COMMON + SCENARIO.get(scenario, [])
     first = rows[0]["summary"] if rows and rows[0]["summary"] else None
     head = "| figure | better | " + " | ".join(r["label"] for r in rows) + " |"
     lines = [head, "|---|---|" + "---:|" * len(rows)]
+    notes = []
+    for i, r in enumerate(rows):
+        why = [w for w in dict.fromkeys([limit(r["summary"]), limit(first) if i else None]) if w]
+        notes.append("; " + (" and ".join(why) if i == 0 else "; ".join(
+            (w if limit(r["summary"]) == w else f"{rows[0]['label']}: {w}") for w in why)) if why else "")
     for key, title, better in figs:
         cells = []
         f0 = figure(first, key) if first else None
         for i, r in enumerate(rows):
             v = figure(r["summary"], key) if r["summary"] else None
-            cells.append(fmt(v) + ("" if i == 0 else f" ({ratio(v, f0)})"))
+            cells.append(fmt(v) + (f" ({notes[0][2:]})" if i == 0 and notes[0] else "" if i == 0
+                                   else f" ({ratio(v, f0)}{notes[i]})"))
         lines.append(f"| {title} | {better} | " + " | ".join(cells) + " |")
     return lines
+
+
+def verdicts(rows):
+    """One line per target: what limited its run (the last line of its summary.md)."""
+    out = []
+    for r in rows:
+        v = (r["summary"] or {}).get("verdict") or {}
+        if v:
+            out.append(f"- {r['label']}: {v.get('kind', '?')} - {v.get('text', '')}")
+    return out
 
 
 def write_md(cdir, rows, meta):
@@ -98,6 +129,10 @@ def write_md(cdir, rows, meta):
         state = f"run folder `{r['folder']}`" if r["folder"] else "did not run"
         lines.append(f"- **{r['label']}**: {r['desc']} - {state}" + ("" if r["rc"] == "0" else f" (run.sh exit {r['rc']})"))
     lines += ["", *table(rows, scenario), ""]
+    v = verdicts(rows)
+    if v:
+        lines += ["What limited each run (its summary.md's verdict; a ratio of a run whose figures measured the load "
+                  "generator or other processes rather than its target says so beside it):", "", *v, ""]
     for note in meta.get("notes", []):
         lines.append(f"- {note}")
     chart = os.path.isfile(os.path.join(cdir, "compare.png"))

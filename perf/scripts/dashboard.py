@@ -6,8 +6,12 @@
 
 Where Grafana cannot be had (Debian does not package it), this shows the same panels, same queries,
 in any browser: every panel's PromQL is run through Prometheus's HTTP API (query_range) with the
-dashboard's variables set to "all" ($job, $upstream -> .*) and $__rate_interval to 4 x --step
-(at least 30 s); time series become inline SVG line charts, stat and gauge panels their last value.
+dashboard's variables set to "all" ($job, $upstream -> .*) and $__rate_interval as Grafana sets it,
+max(4 x the scrape interval, step + the scrape interval) with the scrape interval read from
+Prometheus's configuration (5 s in the pack's), so a run of 30 s is not averaged away; time series become inline SVG line charts, stat and gauge panels their last value. A legend
+lists every series on its own line (what does not fit is counted), and a query with no series in
+the window (a counter that never moved, say evictions) as "no series"; axis labels have the
+precision at which no two read the same.
 Panels sit where the dashboard's gridPos puts them (Grafana's 24-column grid, 30 px rows).
 
 Time window: --minutes M is the last M minutes. Without it the window is fitted to the last burst of
@@ -21,10 +25,13 @@ import argparse
 import html
 import json
 import os
+import re
 import sys
 import time
 import urllib.parse
 import urllib.request
+
+import cli  # noqa: E402 - beside this script
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
@@ -56,20 +63,56 @@ def number(v):
     return f"{v:.2g}" if a >= 0.001 else f"{v:.1e}".replace("e-0", "e-")
 
 
-def fmt(v, unit):
+def fmt(v, unit, digits=None):
+    """v in the panel's unit, short; digits: more precision (an axis whose labels would repeat)."""
     if v is None:
         return "no data"
     if unit == "percentunit":
-        return f"{100 * v:.1f}%"
+        return f"{100 * v:.{1 if digits is None else digits}f}%"
     if unit in ("bytes", "Bps"):
         for u in ("B", "KiB", "MiB", "GiB", "TiB"):
             if abs(v) < 1024 or u == "TiB":
-                return f"{v:.1f} {u}{'/s' if unit == 'Bps' else ''}"
+                return f"{v:.{1 if digits is None else digits}f} {u}{'/s' if unit == 'Bps' else ''}"
             v /= 1024
+    num = number if digits is None else (lambda x: f"{x:.{digits + 2}g}")
     if unit == "s":
-        return f"{number(v * 1000)} ms" if v < 1 else f"{number(v)} s"
+        return f"{num(v * 1000)} ms" if v < 1 else f"{num(v)} s"
     suffix = {"reqps": " req/s", "ops": " /s"}.get(unit, "")
-    return f"{number(v)}{suffix}"
+    return f"{num(v)}{suffix}"
+
+
+def axis_labels(values, unit):
+    """Labels of an axis's ticks, with the least precision at which no two read the same (a GC axis of
+    0 to 0.12 % reads 0%, 0.03%, 0.06%, ..., not 0.0%, 0.0%, 0.1%, 0.1%, 0.1%)."""
+    labels = [fmt(v, unit) for v in values]
+    for digits in range(1, 8):
+        if len(set(labels)) == len(labels):
+            break
+        labels = [fmt(v, unit, digits) for v in values]
+    return labels
+
+
+def rate_interval(step, scrape):
+    """Grafana's $__rate_interval: max(4 x the scrape interval, step + the scrape interval), in s."""
+    return max(4 * scrape, step + scrape)
+
+
+def scrape_interval(base, default=15):
+    """The global scrape interval (s) of the Prometheus at base, from its /api/v1/status/config."""
+    try:
+        with urllib.request.urlopen(f"{base}/api/v1/status/config", timeout=10) as r:
+            yaml = json.load(r)["data"]["yaml"]
+        m = re.search(r"^\s+scrape_interval:\s*(\d+)(ms|s|m)\b", yaml, re.M)
+        if m:
+            return max(1, int(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60}[m.group(2)])
+    except Exception:  # noqa: BLE001 - a stand-in without the endpoint: Prometheus's default
+        pass
+    return default
+
+
+def legend_rows(n, height, row=14, chart_min=80):
+    """How many legend lines fit under a chart in `height` px (keeping chart_min px for the chart)."""
+    return max(1, min(n, (height - chart_min) // row))
 
 
 def time_ticks(start, end, max_ticks=6):
@@ -113,10 +156,10 @@ def svg_chart(series, unit, start, end, width=540, height=200):
     y = lambda v: t + (1 - (v - lo) / (hi - lo)) * (height - t - b)
     out = [f'<svg width="{width}" height="{height}" xmlns="http://www.w3.org/2000/svg">',
            f'<rect x="{l}" y="{t}" width="{width - l - r}" height="{height - t - b}" fill="#fafafa" stroke="#ccc"/>']
-    for frac in (0, 0.25, 0.5, 0.75, 1):
-        v = lo + frac * (hi - lo)
+    ticks = [lo + frac * (hi - lo) for frac in (0, 0.25, 0.5, 0.75, 1)]
+    for v, label in zip(ticks, axis_labels(ticks, unit)):
         out.append(f'<line x1="{l}" x2="{width - r}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#eee"/>')
-        out.append(f'<text x="{l - 4}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{html.escape(fmt(v, unit))}</text>')
+        out.append(f'<text x="{l - 4}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="10">{html.escape(label)}</text>')
     for ts in time_ticks(start, end):
         out.append(f'<line x1="{x(ts):.1f}" x2="{x(ts):.1f}" y1="{t}" y2="{height - b}" stroke="#eee"/>')
         anchor = "end" if x(ts) > width - r - 25 else "start" if x(ts) < l + 25 else "middle"
@@ -131,26 +174,28 @@ def svg_chart(series, unit, start, end, width=540, height=200):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--prometheus", default="http://127.0.0.1:9090")
     ap.add_argument("--dashboard", default=os.path.join(here, "..", "..", "docker", "grafana", "dashboards", "registry-cache.json"))
-    ap.add_argument("--minutes", type=float, help="time range, ending now (default: fitted to the last burst of pulls)")
-    ap.add_argument("--step", type=int, help="seconds between points (default: about 120 points in the window)")
+    ap.add_argument("--minutes", type=cli.number(0, float, above=True), help="time range, ending now (default: fitted to the last burst of pulls)")
+    ap.add_argument("--step", type=cli.number(1), help="seconds between points (default: about 120 points in the window)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     dash = json.load(open(a.dashboard))
     now = time.time()
+    scrape = scrape_interval(a.prometheus)
     if a.minutes:
         start, end, fitted = now - a.minutes * 60, now, None
     else:
         try:
-            pulls = query_range(a.prometheus, "sum(rate(registry_cache_requests_total[30s]))", now - 3600, now, 5)
+            pulls = query_range(a.prometheus, f"sum(rate(registry_cache_requests_total[{rate_interval(5, scrape)}s]))",
+                                now - 3600, now, 5)
             points = [(float(t), float(v)) for r in pulls for t, v in r["values"] if v not in ("NaN", "+Inf", "-Inf")]
         except Exception:  # noqa: BLE001 - Prometheus down: the panels will say so
             points = []
         start, end, fitted = fit_window(points, now)
     step = a.step or max(1, round((end - start) / 120))
-    rate = f"{max(30, 4 * step)}s"
+    rate = f"{rate_interval(step, scrape):g}s"   # as Grafana sets it: a short run is not averaged away
     window = ("the last " + f"{a.minutes:g} min" if fitted is None else
               "fitted to the last burst of pulls" if fitted else "the last 10 min (no pulls in the last hour)")
     os.makedirs(a.out, exist_ok=True)
@@ -167,31 +212,43 @@ def main():
         panels += 1
         chart_w, chart_h = gw * CELL_W - 22, gh * CELL_H - 8 - 30
         unit = p.get("fieldConfig", {}).get("defaults", {}).get("unit", "")
-        series, errors = [], []
+        series, errors, empty = [], [], []
         for target in p.get("targets", []):
             expr = (target.get("expr") or "").replace("$__rate_interval", rate).replace("$job", ".*").replace("$upstream", ".*")
             if not expr:
                 continue
             try:
-                for r in query_range(a.prometheus, expr, start, end, step):
-                    series.append({"name": legend(r["metric"], target.get("legendFormat")),
-                                   "values": [(float(t), float(v)) for t, v in r["values"] if v not in ("NaN", "+Inf", "-Inf")]})
+                got = [{"name": legend(r["metric"], target.get("legendFormat")),
+                        "values": [(float(t), float(v)) for t, v in r["values"] if v not in ("NaN", "+Inf", "-Inf")]}
+                       for r in query_range(a.prometheus, expr, start, end, step)]
             except Exception as e:  # noqa: BLE001 - shown in the panel
                 errors.append(f"{expr}: {e}")
+                continue
+            series += got
+            if not any(g["values"] for g in got):
+                # a counter that never moved has no series (no eviction yet): say so in the legend,
+                # or the panel shows only its other series and reads as if that were all it has
+                empty.append(re.sub(r"\s*\(?\{\{[^}]*\}\}\)?", "", target.get("legendFormat") or expr).strip() or expr)
         series = [s for s in series if s["values"]]
         with_data += 1 if series else 0
-        data.append({"title": p.get("title"), "type": p.get("type"), "unit": unit, "series": series, "errors": errors})
+        data.append({"title": p.get("title"), "type": p.get("type"), "unit": unit, "series": series, "errors": errors,
+                     "no_series": empty})
         title = html.escape(p.get("title", ""))
         if p.get("type") in ("stat", "gauge"):
             last = series[0]["values"][-1][1] if series else None
             inner = (f'<div class="stat" style="line-height:{chart_h}px">{html.escape(fmt(last, unit))}</div>' if series else
                      f'<div class="empty" style="height:{chart_h}px;line-height:{chart_h}px">no data</div>')
         else:
-            legend_h = 14 * min(3, len(series)) + 4 if series else 0
+            items = [f'<li><span style="background:{COLOURS[i % len(COLOURS)]}"></span>{html.escape(s["name"])} '
+                     f'(last {html.escape(fmt(s["values"][-1][1], unit))})</li>' for i, s in enumerate(series)]
+            items += [f'<li class="none">{html.escape(e)}: no series in this window (nothing counted yet)</li>' for e in empty]
+            rows = legend_rows(len(items), chart_h) if items else 0
+            if rows < len(items):   # what does not fit is counted, never cut off mid-line
+                items = items[:rows - 1] + [f'<li class="none">+ {len(items) - rows + 1} more series (dashboard.json '
+                                            'has them all)</li>']
+            legend_h = 14 * rows + 4 if rows else 0
             inner = svg_chart(series, unit, start, end, width=chart_w, height=chart_h - legend_h)
-            inner += f'<ul class="legend" style="max-height:{legend_h}px">' + "".join(
-                f'<li><span style="background:{COLOURS[i % len(COLOURS)]}"></span>{html.escape(s["name"])} '
-                f'(last {html.escape(fmt(s["values"][-1][1], unit))})</li>' for i, s in enumerate(series[:10])) + "</ul>"
+            inner += f'<ul class="legend" style="height:{legend_h}px">' + "".join(items) + "</ul>"
         if errors:
             inner += "".join(f'<div class="err">{html.escape(e)}</div>' for e in errors)
         body.append(f'<div class="panel" style="{box}"><h3>{title}</h3>{inner}</div>')
@@ -204,7 +261,8 @@ h1{{font-size:20px;margin:0 0 4px}} .info{{font-size:12px;color:#444;margin:0 0 
 h2{{font-size:15px;border-bottom:1px solid #ccc;padding-top:6px}}
 .panel{{border:1px solid #ddd;padding:4px 6px}} h3{{margin:0 0 4px;font-size:13px;height:18px;overflow:hidden}}
 .stat{{font-size:40px;font-weight:bold;color:#1f77b4;text-align:center}} .empty{{color:#aaa;font-size:12px;text-align:center}}
-.legend{{list-style:none;padding:0;margin:2px 0;font-size:11px;overflow:hidden}} .legend span{{display:inline-block;width:10px;height:10px;margin-right:4px}}
+.legend{{list-style:none;padding:0;margin:2px 0;font-size:11px;overflow:hidden;line-height:14px}}
+.legend li{{white-space:nowrap;overflow:hidden;text-overflow:ellipsis;height:14px}} .legend .none{{color:#888}} .legend span{{display:inline-block;width:10px;height:10px;margin-right:4px}}
 .err{{color:#b00;font-size:11px}} footer{{color:#666;font-size:12px;padding-top:8px}}</style></head>
 <body><h1>{html.escape(dash.get('title', 'dashboard'))}</h1>
 <p class="info">The Grafana dashboard <code>{html.escape(os.path.basename(a.dashboard))}</code>, rendered from {html.escape(a.prometheus)}:

@@ -13,6 +13,11 @@
 # service jar (./mvnw package), docker/ha/s3proxy/target/lib (docker/ha/build-images.sh or
 # `./mvnw -f docker/ha/s3proxy/pom.xml package`), nginx and the upstream's access log (UPSTREAM_LOG).
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+(( $# <= 1 )) || bad "one argument at most: the images"
+[[ ${1:-200} =~ ^[0-9]+$ ]] && (( 10#${1:-200} >= 1 )) || bad "images must be a whole number >= 1 (got '$1')"
 cd "$(dirname "$0")/../.."
 n=${1:-200}
 upstream=${UPSTREAM:-127.0.0.1:15000}

@@ -36,6 +36,8 @@
 #   JAVA            java command for the provisioned JMeter (default: $JAVA_HOME/bin/java, else java)
 #   PERF_RMI_KEYSTORE  the RMI keystore of --server and run.sh --engines, used as it is (default
 #                   perf/.jmeter/rmi_keystore.jks, made and renewed after 6 days by --server/--keystore)
+#   PERF_JMETER_LOG JMeter's log when no -j is given (default
+#                   ${XDG_STATE_HOME:-~/.local/state}/registry-cache-perf/jmeter.log, not ./jmeter.log)
 #   PERF_JMETER_INSTALL_HOME  where --install copies the JMeter home, so the link outlives this
 #                   checkout (default /opt/registry-cache-perf as root, else
 #                   ${XDG_DATA_HOME:-~/.local/share}/registry-cache-perf; the home goes into
@@ -95,7 +97,8 @@ maven_cmd() {
 # The provisioned home's layout: a home of an older layout (PROVISIONED without this mark) is
 # assembled again. 2: log4j's status messages at ERROR (no StatusConsoleListener lines). 3: the
 # HTML report's template without the "Customs Graphs" menu (an empty page: no custom graph here).
-LAYOUT="(layout 3)"
+# 4: the launcher's log without -j goes to ~/.local/state/registry-cache-perf/, not ./jmeter.log.
+LAYOUT="(layout 4)"
 provisioned() { grep -qF "$LAYOUT" "$HOME_DIR/PROVISIONED" 2>/dev/null && [[ -f "$HOME_DIR/bin/ApacheJMeter.jar" && -x "$HOME_DIR/bin/jmeter" ]]; }
 
 provision() {
@@ -185,26 +188,17 @@ long_to_short() {
     forceDeleteResultFile) echo f ;; *) return 1 ;;
   esac
 }
-# The plan's properties (perf/jmeter/pull.jmx, ${__P(...)}) that must be numbers: a bad one makes
-# JMeter run zero threads or loop forever and still exit 0.
-check_property() { # key=value, from -J/--jmeterproperty or -G/--globalproperty
-  local k=${1%%=*} v=${1#*=}
+# A plan property (-J/--jmeterproperty, -G/--globalproperty key=value) with a value the plan cannot
+# use (lib.sh's plan_property_error: the rules the plan's setUp check applies too).
+check_property() {
+  local why
   [[ $1 == *=* ]] || return 0
-  case "$k" in
-    threads|duration)
-      [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || die 2 "property $k=$v: must be a whole number >= 1" ;;
-    loops)
-      [[ $v == -1 ]] || { [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)); } || die 2 "property loops=$v: must be a whole number >= 1 (or -1: until duration)" ;;
-    rampup|timeout|connect_timeout|response_timeout)
-      [[ $v =~ ^[0-9]+$ ]] || die 2 "property $k=$v: must be a whole number >= 0" ;;
-    port)
-      [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1 && 10#$v <= 65535)) || die 2 "property port=$v: must be 1-65535" ;;
-    protocol)
-      [[ $v == http || $v == https ]] || die 2 "property protocol=$v: must be http or https" ;;
-  esac
+  why=$(plan_property_error "${1%%=*}" "${1#*=}")
+  [[ -z $why ]] || bad "property $1: $why"
 }
 # Refuses, before JMeter starts, an option JMeter does not know and a bad value of the plan's
 # properties: exit 2 with the reason.
+has_logfile=0
 check_args() {
   local a c name rest
   while (($#)); do
@@ -214,24 +208,26 @@ check_args() {
       --*)
         name=${a#--} rest=""
         [[ $name == *=* ]] && { rest=${name#*=}; name=${name%%=*}; }
-        c=$(long_to_short "$name") || die 2 "unknown option $a (JMeter's options: jmeter.sh --help)"
+        c=$(long_to_short "$name") || bad "unknown option $a"
         if [[ " $JM_VALUED " == *" $c "* && -z $rest ]]; then
-          (($#)) || die 2 "option $a needs a value"
+          (($#)) || bad "option $a needs a value"
           rest=$1; shift
         fi
         [[ $c == J || $c == G ]] && check_property "$rest"
+        [[ $c == j ]] && has_logfile=1
         ;;
       -?*)
         rest=${a:1}
         while [[ -n $rest ]]; do
           c=${rest:0:1} rest=${rest:1}
           if [[ " $JM_FLAGS " == *" $c "* ]]; then continue; fi
-          [[ " $JM_VALUED " == *" $c "* ]] || die 2 "unknown option -$c in $a (JMeter's options: jmeter.sh --help)"
+          [[ " $JM_VALUED " == *" $c "* ]] || bad "unknown option -$c in $a"
           if [[ -z $rest ]]; then
-            (($#)) || die 2 "option -$c needs a value"
+            (($#)) || bad "option -$c needs a value"
             rest=$1; shift
           fi
           [[ $c == J || $c == G ]] && check_property "$rest"
+          [[ $c == j ]] && has_logfile=1
           break
         done
         ;;
@@ -268,9 +264,9 @@ keystore() {
 server() {
   local port=1099 lport="" host=127.0.0.1 nossl=0 dir
   parse_options "--port:port --local-port:lport --host:host --no-ssl:nossl=1" "$@"
-  [[ $port =~ ^[0-9]+$ ]] && ((port >= 1 && port <= 65534)) || die 2 "--port must be 1-65534"
+  [[ $port =~ ^[0-9]+$ ]] && ((port >= 1 && port <= 65534)) || bad "--port must be 1-65534"
   lport=${lport:-$((port + 1))}
-  [[ $lport =~ ^[0-9]+$ ]] && ((lport >= 1 && lport <= 65535 && lport != port)) || die 2 "--local-port must be 1-65535 and differ from --port"
+  [[ $lport =~ ^[0-9]+$ ]] && ((lport >= 1 && lport <= 65535 && lport != port)) || bad "--local-port must be 1-65535 and differ from --port"
   local props=(-Jserver_port="$port" -Jserver.rmi.localport="$lport")
   if [[ $nossl == 1 ]]; then
     props+=(-Jserver.rmi.ssl.disable=true)
@@ -299,6 +295,12 @@ esac
 check_args "$@"
 
 cmd="$(resolve)" || exit $?
+# JMeter's log without -j: not ./jmeter.log in whatever folder this was started from (a clone's root)
+if [[ $has_logfile == 0 && " ${JVM_ARGS:-} " != *" -Djmeter.logfile="* ]]; then
+  jlog=${PERF_JMETER_LOG:-${XDG_STATE_HOME:-${HOME:-/tmp}/.local/state}/registry-cache-perf/jmeter.log}
+  mkdir -p "$(dirname "$jlog")" 2>/dev/null || jlog=${TMPDIR:-/tmp}/jmeter-$(id -u).log
+  set -- -j "$jlog" "$@"
+fi
 if [[ "$cmd" == *.jar ]]; then
   java="$(java_cmd)"
   [[ -n "$java" ]] || { log "no java found"; exit 2; }

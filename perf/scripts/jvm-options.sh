@@ -16,10 +16,15 @@
 # (docker-registry on the seed's storage) on 127.0.0.1:15020, the service on 15024/15025; every wait
 # and load is bounded; cleans up on exit.
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 cd "$(dirname "$0")/../.."
 rounds=1
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then rounds=$1; shift; fi
-[ $# -gt 0 ] || { sed -n '2,9p' "$0" >&2; exit 2; }
+(( 10#$rounds >= 1 )) || bad "rounds must be a whole number >= 1"
+[ $# -gt 0 ] || bad "give at least one variant NAME='EXTRA OPTIONS'"
+for v in "$@"; do [[ $v =~ ^[A-Za-z0-9_.-]+= ]] || bad "'$v' is not a variant NAME='EXTRA OPTIONS'"; done
 bench=${BENCH_WORK:-/tmp/bench}
 driver=$bench/bin/driver
 images=$bench/seed/images.txt

@@ -2,6 +2,8 @@
 # Shared by the perf pack's bash scripts: source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   log MESSAGE           "<script>: MESSAGE" on stderr
 #   die [CODE] MESSAGE    log, then exit CODE (default 1)
+#   bad MESSAGE           a usage error: one line "<script>: MESSAGE (see <script> --help)", exit 2
+#   plan_property_error KEY VALUE   why VALUE is no good for the plan's property KEY (empty: good)
 #   usage                 prints the calling script's header comment (its --help)
 #   parse_options SPEC ARG...  the one option parser of the perf scripts (see below)
 #   perf_python MODULE... prints a python3 that imports every MODULE: python3 on PATH or /usr/bin/python3
@@ -19,6 +21,8 @@ ADMIN_AUTH=(-H "Authorization: Bearer $PERF_ADMIN_TOKEN")
 
 log() { echo "$(basename "$0"): $*" >&2; }
 die() { local code=1; [[ "${1:-}" =~ ^[0-9]+$ ]] && { code=$1; shift; }; log "$*"; exit "$code"; }
+# A usage error is one line that points to --help, never the whole usage (the reason would scroll away).
+bad() { log "$* (see $(basename "$0") --help)"; exit 2; }
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 
 # parse_options SPEC ARG...: sets the caller's variables from ARG... as SPEC says. SPEC is a list
@@ -54,7 +58,7 @@ parse_options() {
       done
     fi
     if [[ -z $_po_target ]]; then
-      [[ -n $_po_rest ]] || die 2 "unknown option $_po_arg (--help lists them)"
+      [[ -n $_po_rest ]] || bad "unknown option $_po_arg"
       eval "$_po_rest+=(\"\$_po_arg\")"
       continue
     fi
@@ -62,7 +66,7 @@ parse_options() {
       printf -v "${_po_target%%=*}" '%s' "${_po_target#*=}"
       continue
     fi
-    (($#)) || die 2 "option $_po_arg needs a value"
+    (($#)) || bad "option $_po_arg needs a value"
     case "$_po_target" in
       *++) eval "${_po_target%++}+=(\"\$_po_arg\" \"\$1\")" ;;
       *+) eval "${_po_target%+}+=(\"\$1\")" ;;
@@ -70,6 +74,35 @@ parse_options() {
     esac
     shift
   done
+}
+
+# The plan's properties (perf/jmeter/pull.jmx, ${__P(...)}) and the values it can use: a bad one makes
+# JMeter run zero threads, loop forever or fall back to a default, and still exit 0. The plan checks
+# the same rules itself in its setUp thread group ("check the properties"); jmeter.sh and run.sh
+# check them before JMeter starts.
+plan_property_error() { # KEY VALUE -> prints the reason when VALUE is no good for KEY
+  local k=$1 v=$2
+  case "$k" in
+    threads|duration)
+      [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)) || echo "must be a whole number >= 1" ;;
+    loops)
+      [[ $v == -1 ]] || { [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1)); } || echo "must be a whole number >= 1 (or -1: until duration)" ;;
+    rampup|timeout|connect_timeout|response_timeout|sync_timeout)
+      [[ $v =~ ^[0-9]+$ ]] || echo "must be a whole number >= 0" ;;
+    port)
+      [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1 && 10#$v <= 65535)) || echo "must be 1-65535" ;;
+    protocol)
+      [[ $v == http || $v == https ]] || echo "must be http or https" ;;
+    mode)
+      [[ $v == cached || $v == pull-through || $v == pullthrough ]] || echo "must be cached or pull-through" ;;
+    auth)
+      [[ $v == none || $v == bearer || -z $v ]] || echo "must be none or bearer" ;;
+    scenario)
+      [[ $v == pull || $v == rollout || $v == large || $v == mix ]] || echo "must be pull, rollout, large or mix" ;;
+    os|arch)
+      [[ $v =~ ^[a-z0-9_]+$ ]] || echo "must be a platform word such as linux or amd64" ;;
+  esac
+  return 0
 }
 
 perf_python() {

@@ -25,8 +25,8 @@
 # Scenarios: --scenario rollout|large|mix (and --layer-size, --mix-images, --new-share, --zipf) go
 # on to every run.sh; the run names start with the scenario (e.g. large-cache-cached-c=10-...);
 # rollout runs are loop-bounded (-l 1 by default, any -l given is taken).
-# Every option is checked before the first run: a bad value or an unknown option exits 2 with the
-# reason and this usage, and nothing is started.
+# Every option is checked before the first run (run.sh's own with run.sh --check): a bad value or an
+# unknown option exits 2 with one line saying why, and nothing is started.
 # Pull-through runs reuse the same seeded batch and evict it through the admin API first (run.sh
 # --mgmt-url, default the stack's management port); --fresh-batch gives every run a fresh batch instead.
 # A run that fails to run is recorded as such and the matrix goes on. Exit 0 when every run ran.
@@ -53,8 +53,7 @@ target="cache"
 for ((i = 0; i < ${#pass[@]}; i++)); do [[ "${pass[$i]}" == --target ]] && target="${pass[$((i + 1))]}"; done
 [[ " ${pass[*]-} " == *" --url "* ]] && target="url"
 
-# Every option is checked before anything starts: a bad one exits 2 with the reason and the usage.
-bad() { log "$*"; usage >&2; exit 2; }
+# Every option is checked before anything starts: a bad one exits 2 with one line (lib.sh's bad).
 check_list() { # option description min list: every word an integer >= min, at least one word
   local opt=$1 what=$2 min=$3 list=$4 w
   [[ -n "${list// /}" ]] || bad "$opt needs at least one value ($what)"
@@ -118,8 +117,17 @@ lengths() { if [[ $1 == cached && $cached_timed == 1 ]]; then echo "${steady}s";
 total=0
 for _m in $modes; do for _t in $timeouts; do for _l in $(lengths "$_m"); do for _r in $ramps; do for _c in $threads_list; do
   total=$((total + 1)); done; done; done; done; done
-(( total > 0 )) || { log "nothing to run"; exit 2; }
-(( total <= max_runs )) || { log "$total runs is more than --max-runs $max_runs"; exit 2; }
+(( total > 0 )) || bad "nothing to run"
+(( total <= max_runs )) || bad "$total runs is more than --max-runs $max_runs"
+# what goes on to run.sh (-J properties, --heap, --form, ...) is checked by run.sh itself, once per
+# mode, before the first run starts: run.sh --check starts nothing
+for _m in $modes; do
+  read -r _c _ <<<"$threads_list"; read -r _t _ <<<"$timeouts"; read -r _r _ <<<"$ramps"
+  _l=$(lengths "$_m"); read -r _l _ <<<"$_l"
+  if [[ $_l == *s ]]; then _len=(--warmup "$warmup" --steady "$steady"); else _len=(-l "$_l"); fi
+  _err=$("$SCRIPTS/run.sh" --check -c "$_c" -t "$_t" -r "$_r" "${_len[@]}" -m "$_m" ${pass[@]+"${pass[@]}"} 2>&1) \
+    || bad "$(sed -n '1{s/^run\.sh: //; s/ (see run\.sh --help)$//; p}' <<<"$_err")"
+done
 
 out="${out:-$PERF_DIR/runs/matrix-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
@@ -155,7 +163,7 @@ for m in $modes; do for t in $timeouts; do for l in $(lengths "$m"); do for r in
     ((header_shown)) || { grep -E '^\| threads' "$out/$name/summary.md" | head -1 >&2 && header_shown=1; }
     grep -E '^\| [0-9]' "$out/$name/summary.md" | head -1 >&2
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$c" "$t" "$l" "$r" "$rc" "$folder" >>"$out/runs.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$target" "$m" "$c" "$t" "$l" "$r" "$rc" "$folder" "$name" >>"$out/runs.tsv"
   (( n < total )) && sleep "$pause"
 done; done; done; done; done
 
@@ -229,7 +237,9 @@ EOF
 }
 
 rm -f "$out/chart.note"
-if py="$(chart_python)"; then
+if ! compgen -G "$out/*/summary.json" >/dev/null; then
+  echo "No chart: none of the runs finished, so there is nothing to draw (each run's console says why)." >"$out/chart.note"
+elif py="$(chart_python)"; then
   "$py" "$SCRIPTS/matrix_chart.py" "$out" || echo "No chart: matrix_chart.py failed." >"$out/chart.note"
 elif gnuplot_chart; then
   :

@@ -4,10 +4,12 @@
     matrix_report.py MATRIX_DIR RUNS_TSV
 
 RUNS_TSV has one line per attempted run: target<TAB>mode<TAB>threads<TAB>timeout<TAB>loops<TAB>rampup
-<TAB>exit code<TAB>run folder (relative to MATRIX_DIR, may be empty when the run did not start); loops
+<TAB>exit code<TAB>run folder (relative to MATRIX_DIR, may be empty when the run did not start)[<TAB>run
+name: its console is <name>.console beside the folders when it failed before its folder]; loops
 is images per thread, or the measured seconds of a timed run ("30s"). Every run's "warm" column comes
 from its summary.json (run.sh's verdict): rows that are not warm are marked, as their figures include
-the JVMs' warm-up.
+the JVMs' warm-up. Each run links to a file that exists (its summary.md, else its console); a matrix
+with no finished run says so where the chart would be.
 The chart itself is drawn by matrix_chart.py (matplotlib) or gnuplot, see matrix.sh.
 """
 import csv
@@ -43,6 +45,17 @@ def reasons(s):
     return ", ".join(f"{k}: {v}" for k, v in s["error_reasons"].items())
 
 
+def run_link(mdir, folder, name):
+    """A markdown link to what a run left, to a file that exists: its summary.md, else its console
+    (run.console in its folder, or <name>.console beside it when it failed before its folder); ""."""
+    for rel in ((folder + "/summary.md") if folder else None, (folder + "/run.console") if folder else None,
+                (name + ".console") if name else None):
+        if rel and os.path.isfile(os.path.join(mdir, rel)):
+            label = folder or name
+            return f"[{label}]({rel.replace(' ', '%20')})"
+    return folder or name or ""
+
+
 def main():
     mdir, tsv = sys.argv[1], sys.argv[2]
     rows = []
@@ -52,12 +65,14 @@ def main():
             if len(parts) < 8:
                 continue
             target, mode, threads, timeout, loops, rampup, rc, folder = parts[:8]
+            name = parts[8] if len(parts) > 8 else folder
             s = None
             if folder and os.path.isfile(os.path.join(mdir, folder, "summary.json")):
                 with open(os.path.join(mdir, folder, "summary.json")) as jf:
                     s = json.load(jf)["summary"]
             rows.append({"target": target, "mode": mode, "threads": int(threads), "timeout": int(timeout),
-                         "loops": loops, "rampup": int(rampup), "rc": int(rc), "folder": folder, "s": s})
+                         "loops": loops, "rampup": int(rampup), "rc": int(rc), "folder": folder, "s": s,
+                         "link": run_link(mdir, folder, name)})
     rows.sort(key=lambda r: (r["target"], r["mode"], r["timeout"], r["loops"].endswith("s"),
                              int(r["loops"].rstrip("s") or 0), r["rampup"], r["threads"]))
 
@@ -87,7 +102,7 @@ def main():
             f"| {r['target']} | {r['mode']} | {r['threads']} | {r['loops']} | {w} | {r['rampup']} | {r['timeout']} "
             f"| {outcome(r['rc'], s)} | {s['images_per_s'] if s else ''} | {s['requests_per_s'] if s else ''} "
             f"| {s['p90_ms'] if s else ''} | {s['p99_ms'] if s else ''} | {reasons(s)} | {limited(s)} "
-            f"| {'[' + r['folder'] + '](' + r['folder'].replace(' ', '%20') + '/summary.md)' if r['folder'] else ''} |")
+            f"| {r['link']} |")
     lines += ["", "loops / duration: images per thread (loop-bounded), or the measured seconds of a timed run "
               "(after a discarded warm-up at full concurrency). warm: run.sh's verdict (each run's summary.md, first "
               "line); **no** or **cache only** marks a run whose figures include the JVMs' warm-up (the service's JIT, "
@@ -111,24 +126,36 @@ def main():
     if cpu_rows:
         lines += [
             "", "## Where the CPU went during each run (% of all cores over the JMeter run)", "",
-            "| target | mode | timeout (ms) | threads | machine busy | registry-cache | registry:2 | JMeter "
+            "| target | mode | timeout (ms) | threads | machine busy | the target | its upstream | JMeter "
             "| docker-proxy | dockerd | everything else | load avg before |",
             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for r in cpu_rows:
             c = r["s"]["cpu"]
-            f = lambda k: f"{c[k]:.0f}%" if k in c else "-"  # noqa: E731
+            # the target and upstream by name; an older summary.json has cache_pct / registry_pct
+            if "target_pct" not in c and "cache_pct" in c:
+                c = dict(c, target="registry-cache", target_pct=c["cache_pct"], upstream="registry:2",
+                         upstream_pct=c.get("registry_pct"))
+            elif "target_pct" not in c and "registry_pct" in c:
+                c = dict(c, target="registry:2", target_pct=c["registry_pct"])
+            f = lambda k: f"{c[k]:.0f}%" if c.get(k) is not None else "-"  # noqa: E731
+            named = lambda k: f"{c.get(k, '')} {f(k + '_pct')}".strip() if c.get(k + "_pct") is not None else "-"  # noqa: E731
             lines.append(f"| {r['target']} | {r['mode']} | {r['timeout']} | {r['threads']} | {f('machine_busy_pct')} "
-                         f"| {f('cache_pct')} | {f('registry_pct')} | {f('jmeter_pct')} | {f('docker_proxy_pct')} "
+                         f"| {named('target')} | {named('upstream')} | {f('jmeter_pct')} | {f('docker_proxy_pct')} "
                          f"| {f('dockerd_pct')} | {f('other_pct')} "
                          f"| {c.get('loadavg_before', '')} |")
     lines += ["", "images/s: successful image pulls per second; latencies are per HTTP request unless "
               "marked image (one whole pull: manifest(s), config and layers).", ""]
-    if os.path.isfile(os.path.join(mdir, "matrix.png")):
-        lines += ["![throughput and p90 against threads](matrix.png)", ""]
     note = os.path.join(mdir, "chart.note")
-    if os.path.isfile(note):
+    if not any(r["s"] for r in rows):
+        lines += ["No chart: none of the runs finished, so there is nothing to draw (each run's console, linked "
+                  "above, says why).", ""]
+    elif os.path.isfile(os.path.join(mdir, "matrix.png")):
+        lines += ["![throughput and p90 against threads](matrix.png)", ""]
+    elif os.path.isfile(note):
         lines += [open(note).read().strip(), ""]
+    else:
+        lines += ["No chart yet (matrix.sh draws matrix.png after the runs; matrix_chart.py MATRIX_DIR draws it).", ""]
     with open(os.path.join(mdir, "matrix.md"), "w") as f:
         f.write("\n".join(lines))
 

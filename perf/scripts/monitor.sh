@@ -62,7 +62,7 @@ render() {
   local out="" minutes="" shot=0
   parse_options "--out:out --minutes:minutes --screenshot:shot=1" "$@"
   [[ -z $minutes ]] || [[ $minutes =~ ^[0-9]+([.][0-9]+)?$ && ! $minutes =~ ^0+([.]0+)?$ ]] \
-    || { usage >&2; die 2 "--minutes must be a number of minutes > 0 (got '$minutes')"; }
+    || bad "--minutes must be a number of minutes > 0 (got '$minutes')"
   out="${out:-$PERF_DIR/runs/dashboard-$(date -u +%Y%m%dT%H%M%SZ)}"
   mkdir -p "$out"
   local rc=0
@@ -89,5 +89,5 @@ case "$cmd" in
   down) down ;;
   render) render "$@" ;;
   ""|-h|--help|help) usage ;;
-  *) usage >&2; die 2 "unknown command $cmd (up|render|down)" ;;
+  *) bad "unknown command $cmd (up|render|down)" ;;
 esac

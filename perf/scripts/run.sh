@@ -55,7 +55,9 @@
 #   --duration S              hard stop of the JMeter test, seconds        default 1800
 #   --runs-dir DIR            where run folders go                         default perf/runs
 #   --name NAME               run folder name (default c=..-t=..-r=..-l=..-<UTC timestamp>)
-#   -J key=value              extra JMeter property (repeatable)
+#   -J key=value              extra JMeter property (repeatable), e.g. auth=bearer, sync_timeout=5000; not
+#                             one run.sh sets from its own options (threads: -c, timeout: -t, ...)
+#   --check                   only check the options: exit 0 when run.sh would start, 2 with the reason
 #   --allow-non-loopback      allow a --url that is not on this machine (your own infrastructure only)
 # Scenarios (issue 27; default pull: the runs above):
 #   --scenario rollout        every thread pulls one image that is not cached, all released at once by
@@ -75,9 +77,13 @@
 #   --mix-images N            mix: the known set                           default 1000
 #   --new-share PCT           mix: share of never-seen images, %           default 10
 #   --zipf S                  mix: Zipf exponent (0 = uniform)             default 1
+#   --target-cold             with --url: the target holds none of the images (compare.sh's distribution
+#                             proxy, started on empty storage): summary.md names the mode cold
 #   --upstream-logs           with --url: collect the perf stack's registry:2 log anyway (the target
 #                             is a cache in front of it, e.g. compare.sh's distribution proxy)
 #
+# Every option is checked before anything starts (stack, seeding, JMeter, a run folder): a bad one
+# exits 2 with one line saying why.
 # Exit status: 0 the test ran (whatever its error rate); 1 --fail-on-errors and some request failed;
 # 2 bad usage or JMeter unavailable; 3 target down, seeding or the eviction failed; 4 the plan did not run.
 set -euo pipefail
@@ -89,15 +95,15 @@ DATA_DIR="${PERF_DATA_DIR:-$PERF_DIR/data}"
 
 orig_args="$*"
 # scenario options (issue 27), taken out before the common ones
-scenario=pull layer_size="" mix_images=1000 new_share=10 zipf=1 upstream_logs=0 rest=()
+scenario=pull layer_size="" mix_images=1000 new_share=10 zipf=1 upstream_logs=0 rest=() rollout_fresh=0 target_cold=0
 parse_options "--scenario:scenario --layer-size:layer_size --mix-images:mix_images --new-share:new_share
-  --zipf:zipf --upstream-logs:upstream_logs=1 *:rest+" "$@"
+  --zipf:zipf --upstream-logs:upstream_logs=1 --target-cold:target_cold=1 *:rest+" "$@"
 set -- ${rest[@]+"${rest[@]}"}
 threads="" timeout_ms="" rampup=2 loops="" steady="" warmup=15 plan="$PERF_DIR/jmeter/pull.jmx" mode=cached
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
 images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
 runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
-engines="" rmi_nossl=0 rmi_host=""
+engines="" rmi_nossl=0 rmi_host="" check_only=0
 extra=() jprops=()
 
 parse_options "-c:threads -t:timeout_ms -r:rampup -l:loops --steady:steady --warmup:warmup -p:plan -m:mode
@@ -105,7 +111,8 @@ parse_options "-c:threads -t:timeout_ms -r:rampup -l:loops --steady:steady --war
   --registry-url:registry_url --no-stack:no_stack=1 --no-warm:warm=0 --mgmt-url:mgmt_url
   --evict-pattern:evict_pattern --fresh-batch:fresh_batch=1 --images:images --set-size:set_size --os:os
   --arch:arch --fail-on-errors:fail_on_errors=1 --heap:heap --duration:duration --runs-dir:runs_dir
-  --name:name -J:jprops+ --allow-non-loopback:allow_remote=1 --engines:engines --rmi-no-ssl:rmi_nossl=1" "$@"
+  --name:name -J:jprops+ --allow-non-loopback:allow_remote=1 --engines:engines --rmi-no-ssl:rmi_nossl=1
+  --check:check_only=1" "$@"
 mgmt_url=${mgmt_url%/}
 for j in "${jprops[@]}"; do extra+=("-J$j"); done
 
@@ -113,62 +120,113 @@ int() { [[ "$1" =~ ^[0-9]+$ ]]; }
 case "$scenario" in
   pull) ;;
   rollout) loops=${loops:-1} rampup=0 warm=0 mode=cached layer_size=${layer_size:-4m}
-           [[ -z "$steady" ]] || die 2 "--scenario rollout is loop-bounded: no --steady" ;;
+           [[ -z "$steady" ]] || bad "--scenario rollout is loop-bounded: no --steady" ;;
   large) layer_size=${layer_size:-256m}
          [[ $mode == pull-through || $mode == pullthrough ]] && loops=${loops:-1} ;;
   mix) mode=pull-through
-       int "$mix_images" && (( mix_images > 0 )) || die 2 "--mix-images must be a positive integer"
+       int "$mix_images" && (( mix_images > 0 )) || bad "--mix-images must be a positive integer"
        [[ "$new_share" =~ ^[0-9]+([.][0-9]+)?$ ]] && python3 -c "import sys; sys.exit(float('$new_share') > 100)" \
-         || die 2 "--new-share must be a percentage, 0 to 100"
-       [[ "$zipf" =~ ^[0-9]+([.][0-9]+)?$ ]] || die 2 "--zipf must be a number >= 0" ;;
-  *) die 2 "--scenario must be pull, rollout, large or mix" ;;
+         || bad "--new-share must be a percentage, 0 to 100"
+       [[ "$zipf" =~ ^[0-9]+([.][0-9]+)?$ ]] || bad "--zipf must be a number >= 0" ;;
+  *) bad "--scenario must be pull, rollout, large or mix" ;;
 esac
 # large through another cache (--url, e.g. compare.sh's distribution proxy): warm it like ours
 warm_url=0; [[ $scenario == large && -n "$url" ]] && warm_url=1
-[[ -z "$layer_size" || "$layer_size" =~ ^[1-9][0-9]*[kmgKMG]?$ ]] || die 2 "--layer-size must look like 256m (k/m/g suffix)"
-[[ $scenario == pull || -z "$images" || $scenario == rollout ]] || die 2 "--images is for the pull and rollout scenarios"
-[[ -n "$threads" && -n "$timeout_ms" ]] || { usage >&2; die 2 "-c <threads> and -t <timeout-ms> are required"; }
-int "$threads" && (( threads > 0 )) || die 2 "-c must be a positive integer"
-int "$timeout_ms" && (( timeout_ms > 0 )) || die 2 "-t must be a positive integer (ms)"
-int "$rampup" || die 2 "-r must be an integer (s)"
+[[ -z "$layer_size" || "$layer_size" =~ ^[1-9][0-9]*[kmgKMG]?$ ]] || bad "--layer-size must look like 256m (k/m/g suffix)"
+[[ $scenario == pull || -z "$images" || $scenario == rollout ]] || bad "--images is for the pull and rollout scenarios"
+[[ -n "$threads" && -n "$timeout_ms" ]] || bad "-c <threads> and -t <timeout-ms> are required"
+int "$threads" && (( threads > 0 )) || bad "-c must be a positive integer"
+int "$timeout_ms" && (( timeout_ms > 0 )) || bad "-t must be a positive integer (ms)"
+int "$rampup" || bad "-r must be an integer (s)"
 # a timed run (steady state, warm-up discarded) unless loops are given; pull-through is loop-bounded
-[[ -n "$loops" && -n "$steady" ]] && die 2 "-l (loops) and --steady (seconds) exclude each other"
+[[ -n "$loops" && -n "$steady" ]] && bad "-l (loops) and --steady (seconds) exclude each other"
 if [[ -z "$loops" && ( -n "$steady" || $mode == cached ) ]]; then
   steady=${steady:-30}
-  int "$steady" && (( steady > 0 )) || die 2 "--steady must be a positive integer (s)"
-  int "$warmup" || die 2 "--warmup must be an integer (s)"
+  int "$steady" && (( steady > 0 )) || bad "--steady must be a positive integer (s)"
+  int "$warmup" || bad "--warmup must be an integer (s)"
   (( rampup <= warmup )) || log "warning: ramp-up ${rampup}s is longer than the ${warmup}s warm-up: the measured part ramps up too"
   loops=-1 duration=$((warmup + steady))
 else
   loops=${loops:-20} steady="" warmup=0
-  int "$loops" && (( loops > 0 )) || die 2 "-l must be a positive integer"
+  int "$loops" && (( loops > 0 )) || bad "-l must be a positive integer"
 fi
-int "$duration" && (( duration > 0 )) || die 2 "--duration must be a positive integer (s)"
-case "$mode" in cached|pull-through) ;; pullthrough) mode=pull-through ;; *) die 2 "-m must be cached or pull-through" ;; esac
-case "$target" in cache|registry) ;; *) die 2 "--target must be cache or registry" ;; esac
-[[ -f "$plan" ]] || die 2 "plan $plan not found"
+int "$duration" && (( duration > 0 )) || bad "--duration must be a positive integer (s)"
+case "$mode" in cached|pull-through) ;; pullthrough) mode=pull-through ;; *) bad "-m must be cached or pull-through" ;; esac
+case "$target" in cache|registry) ;; *) bad "--target must be cache or registry" ;; esac
+[[ -f "$plan" ]] || bad "plan $plan not found"
 plan="$(cd "$(dirname "$plan")" && pwd)/$(basename "$plan")"
-[[ -z "$images" || -f "$images" ]] || die 2 "images file $images not found"
+[[ -z "$images" || -f "$images" ]] || bad "images file $images not found"
 [[ -n "$images" ]] && images="$(cd "$(dirname "$images")" && pwd)/$(basename "$images")"
 
 is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
+# every other option, before anything starts (stack, seeding, JMeter, a run folder)
+case "$form" in ""|inpath|ns|bare) ;; *) bad "--form must be inpath, ns or bare" ;; esac
+[[ $heap =~ ^[1-9][0-9]*[kKmMgG]?$ ]] || bad "--heap must be a size like 1g or 512m"
+int "$set_size" && (( set_size > 0 )) || bad "--set-size must be a positive integer"
+for _p in os arch; do
+  _why=$(plan_property_error "$_p" "${!_p}"); [[ -z $_why ]] || bad "--$_p ${!_p}: $_why"
+done
+[[ -z "$upstream_host" || "$upstream_host" =~ ^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\])(:[0-9]{1,5})?$ ]] \
+  || bad "--upstream-host must be host[:port], e.g. localhost:5000"
+[[ -z "$name" || ( "$name" != */* && "$name" != . && "$name" != .. ) ]] || bad "--name must be a folder name, without /"
+if [[ -n "$url" ]]; then
+  [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]] || bad "--url must look like http://host:port"
+  _h=${BASH_REMATCH[2]}
+  is_loopback "$_h" || [[ $allow_remote == 1 ]] \
+    || bad "refusing non-loopback target $_h (load tests here target this machine only; --allow-non-loopback for your own infrastructure)"
+  # the scenarios and pull-through seed or take batches from the upstream: where is it?
+  if [[ -z "$registry_url" ]] && { [[ $scenario == mix || $scenario == large || $mode == pull-through ]] \
+       || [[ $scenario == rollout && -z "$images" ]]; }; then
+    bad "with --url, $([[ $scenario == pull ]] && echo "pull-through mode" || echo "--scenario $scenario") needs the upstream to seed or take images from: --registry-url"
+  fi
+fi
+for _o in metrics_url registry_url mgmt_url; do
+  _v=${!_o}
+  [[ -z "$_v" || "$_v" =~ ^https?://(\[[^]]+\]|[^/:]+)(:[0-9]{1,5})?(/[^[:space:]]*)?$ ]] || bad "--${_o//_/-} must look like http://host:port"
+done
+if [[ -n "$mgmt_url" ]]; then
+  [[ "$mgmt_url" =~ ^https?://(\[[^]]+\]|[^/:]+) ]]
+  _h=${BASH_REMATCH[1]}
+  is_loopback "$_h" || [[ $allow_remote == 1 ]] || bad "refusing non-loopback --mgmt-url"
+fi
+[[ -z "$evict_pattern" ]] || python3 -c 'import re, sys; re.compile(sys.argv[1])' "$evict_pattern" 2>/dev/null \
+  || bad "--evict-pattern is not a regular expression: $evict_pattern"
+[[ $mode == pull-through && $scenario == pull && -n "$images" ]] && bad "--images is for cached mode; pull-through takes seeded batches"
+# -J: properties of the plan run.sh does not set itself, with values the plan can use
+for _j in ${jprops[@]+"${jprops[@]}"}; do
+  [[ $_j =~ ^[A-Za-z_][A-Za-z0-9_.-]*= ]] || bad "-J $_j: must be key=value"
+  _k=${_j%%=*}
+  case "$_k" in
+    threads) bad "-J $_j: give the threads with -c" ;;
+    loops) bad "-J $_j: give the loops with -l" ;;
+    rampup) bad "-J $_j: give the ramp-up with -r" ;;
+    timeout) bad "-J $_j: give the timeout with -t" ;;
+    duration) bad "-J $_j: give the hard stop with --duration" ;;
+    mode) bad "-J $_j: give the mode with -m" ;;
+    images) bad "-J $_j: give the images with --images" ;;
+    os|arch) bad "-J $_j: give it with --$_k" ;;
+    scenario) bad "-J $_j: give the scenario with --scenario" ;;
+    protocol|host|port|prefix|ns|results) bad "-J $_j: run.sh sets $_k from the target (--url, --form, --upstream-host)" ;;
+  esac
+  _why=$(plan_property_error "$_k" "${_j#*=}"); [[ -z $_why ]] || bad "-J $_j: $_why"
+done
 # ------------------------------------------------------------ JMeter remote engines
 engine_list=()
 if [[ -n "$engines" ]]; then
   IFS=, read -r -a engine_list <<<"$engines"
   for e in "${engine_list[@]}"; do
     [[ "$e" =~ ^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\]):([0-9]+)$ ]] && ((BASH_REMATCH[2] >= 1 && BASH_REMATCH[2] <= 65535)) \
-      || die 2 "--engines: '$e' is not host:port"
+      || bad "--engines: '$e' is not host:port"
     is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] \
-      || die 2 "refusing engine $e on another machine (--allow-non-loopback for your own infrastructure)"
+      || bad "refusing engine $e on another machine (--allow-non-loopback for your own infrastructure)"
   done
-  [[ $mode == cached ]] || die 2 "--engines runs cached mode only: every engine reads the whole images file, so a pull-through batch would be pulled once per engine"
-  (( threads % ${#engine_list[@]} == 0 )) || die 2 "-c $threads is not a multiple of the ${#engine_list[@]} engines (each runs -c / engines threads)"
+  [[ $mode == cached ]] || bad "--engines runs cached mode only: every engine reads the whole images file, so a pull-through batch would be pulled once per engine"
+  (( threads % ${#engine_list[@]} == 0 )) || bad "-c $threads is not a multiple of the ${#engine_list[@]} engines (each runs -c / engines threads)"
   if [[ $rmi_nossl == 1 ]]; then
     rmi_props=(-Jserver.rmi.ssl.disable=true)
   else
     keystore="${PERF_RMI_KEYSTORE:-$PERF_DIR/.jmeter/rmi_keystore.jks}"
-    [[ -f "$keystore" ]] || die 2 "no RMI keystore $keystore: copy the engines' one here (jmeter.sh --server made it), or --rmi-no-ssl when they run without SSL"
+    [[ -f "$keystore" ]] || bad "no RMI keystore $keystore: copy the engines' one here (jmeter.sh --server made it), or --rmi-no-ssl when they run without SSL"
     rmi_props=(-Jserver.rmi.ssl.keystore.file="$keystore" -Jserver.rmi.ssl.truststore.file="$keystore")
   fi
   # the address the engines send their samples back to (JMeter refuses a loopback one unless told):
@@ -179,6 +237,8 @@ if [[ -n "$engines" ]]; then
     for e in "${engine_list[@]}"; do is_loopback "${e%:*}" || rmi_host=""; done
   fi
 fi
+# --check: the options are good (exit 0) or refused above (exit 2); nothing was started
+[[ $check_only == 1 ]] && exit 0
 
 # ------------------------------------------------------------ load-generator hygiene
 soft="$(ulimit -n)" hard="$(ulimit -Hn)"
@@ -206,22 +266,15 @@ jmeter_desc="JMeter $([[ $(readlink -f "$jmeter_cmd") == "$PERF_DIR"/.jmeter/* ]
 
 # ------------------------------------------------------------ target
 if [[ -n "$url" ]]; then
-  [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]] || die 2 "--url must look like http://host:port"
+  [[ "$url" =~ ^(https?)://(\[[^]]+\]|[^/:]+)(:([0-9]+))?/?$ ]]   # checked above
   protocol="${BASH_REMATCH[1]}" host="${BASH_REMATCH[2]}" port="${BASH_REMATCH[4]:-}"
   [[ -z "$port" ]] && port=$([[ $protocol == https ]] && echo 443 || echo 80)
-  if ! is_loopback "$host" && [[ $allow_remote != 1 ]]; then
-    die 2 "refusing non-loopback target $host (load tests here target this machine only; --allow-non-loopback for your own infrastructure)"
-  fi
   target_desc="$url"
   target=url
   stack_logs=0
   [[ -z "$form" ]] && form=bare
   [[ -z "$upstream_host" ]] && upstream_host=localhost:5000
   [[ $upstream_logs == 1 ]] && stack_logs=1   # the perf stack's registry:2 behind the --url cache
-  if [[ -n "$mgmt_url" ]]; then
-    [[ "$mgmt_url" =~ ^https?://(\[[^]]+\]|[^/:]+)(:[0-9]+)?$ ]] || die 2 "--mgmt-url must look like http://host:port"
-    is_loopback "${BASH_REMATCH[1]}" || [[ $allow_remote == 1 ]] || die 2 "refusing non-loopback --mgmt-url"
-  fi
 else
   [[ $no_stack == 1 ]] || {
     if [[ $target == registry ]]; then "$SCRIPTS/stack.sh" up --registry-only || die 3 "the stack did not come up"
@@ -250,7 +303,6 @@ case "$form" in
   inpath) prefix="$upstream_host" ;;
   ns) ns="$upstream_host" ;;
   bare) ;;
-  *) die 2 "--form must be inpath, ns or bare" ;;
 esac
 base="$protocol://$host:$port"
 code="$(curl -s -o /dev/null -m 5 -w '%{http_code}' "$base/v2/" || true)"
@@ -279,8 +331,9 @@ scenario_images() {
   case "$scenario" in
     rollout)
       if [[ -z "$images" ]]; then
-        [[ -n "$registry_url" ]] || die 2 "--scenario rollout seeds its image: needs the upstream (--registry-url)"
+        [[ -n "$registry_url" ]] || bad "--scenario rollout seeds its image: needs the upstream (--registry-url)"
         log "seeding one fresh image (4 layers of $layer_size) for the rollout"
+        rollout_fresh=1
         images="$(seed --set "rollout-$stamp_s" --images 1 --layers 4 --layer-size "$layer_size" --quiet | awk "NR == 1")" \
           || die 3 "seeding failed"
       elif [[ $fresh_batch == 0 && -n "$mgmt_url" && $target == cache ]]; then
@@ -291,7 +344,7 @@ scenario_images() {
       csv="$DATA_DIR/large-$layer_size-large.csv"
       rows=0; [[ -f "$csv" ]] && rows=$(( $(wc -l <"$csv") - 1 ))
       if (( rows < n )) || ! check_csv "$csv"; then
-        [[ -n "$registry_url" ]] || die 2 "--scenario large seeds its images: needs the upstream (--registry-url)"
+        [[ -n "$registry_url" ]] || bad "--scenario large seeds its images: needs the upstream (--registry-url)"
         log "seeding $n images of one $layer_size layer into $registry_url (set large-$layer_size)"
         seed --set "large-$layer_size" --images 0 --large "$n" --large-size "$layer_size" --workers 2 --quiet >/dev/null \
           || die 3 "seeding failed"
@@ -304,7 +357,7 @@ scenario_images() {
         else log "warning: no admin API to evict through: the large images are cold only the first time"; fi
       fi ;;
     mix)
-      [[ -n "$registry_url" ]] || die 2 "--scenario mix seeds its images: needs the upstream (--registry-url)"
+      [[ -n "$registry_url" ]] || bad "--scenario mix seeds its images: needs the upstream (--registry-url)"
       need=$((threads * loops)) evict=0
       mix_known="$DATA_DIR/mix-$mix_images.csv"
       if ! { [[ -f "$mix_known" ]] && (( $(wc -l <"$mix_known") - 1 == mix_images )) && check_csv "$mix_known"; }; then
@@ -343,10 +396,9 @@ else
   # pull-through: threads x loops images that are not in the cache when the run starts. Evicting
   # (default, needs the admin API): the first seeded batches, pulled before or not, pruned from the
   # cache just before the run. --fresh-batch (or no admin API): batches never pulled before.
-  (( loops > 0 )) || die 2 "pull-through runs are loop-bounded: give -l (images per thread)"
+  (( loops > 0 )) || bad "pull-through runs are loop-bounded: give -l (images per thread)"
   need=$((threads * loops))
-  [[ -n "$images" ]] && die 2 "--images is for cached mode; pull-through takes seeded batches"
-  [[ -n "$registry_url" ]] || die 2 "pull-through mode needs the upstream (--registry-url) to take batches from"
+  [[ -n "$registry_url" ]] || bad "pull-through mode needs the upstream (--registry-url) to take batches from"
   evict=0
   if [[ $fresh_batch == 0 && $target == registry ]]; then
     evict=2   # nothing caches in front of registry:2: any batch is a pull-through for it
@@ -380,7 +432,7 @@ stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 if [[ -n "$steady" ]]; then len="w=$warmup-s=$steady"; else len="l=$loops"; fi
 name="${name:-c=$threads-t=$timeout_ms-r=$rampup-$len-$stamp}"
 run="$runs_dir/$name"
-[[ -e "$run" ]] && die 2 "$run already exists"
+[[ -e "$run" ]] && bad "$run already exists"
 mkdir -p "$run"
 run="$(cd "$run" && pwd)"
 if [[ $mode == pull-through ]]; then
@@ -421,6 +473,16 @@ elif [[ $mode == pull-through ]]; then
   echo "{\"skipped\": \"$why\"}" >"$run/evicted.json"
 fi
 
+# the mode as the run had it (the plan's -Jmode says only how threads share the images file): a rollout
+# pulls an image no cache in front of the upstream holds, a cold large pass its evicted images
+case "$scenario:$mode" in
+  rollout:*) if [[ $rollout_fresh == 1 || $target_cold == 1 || ${evict:-0} == 1 || $target == registry ]]; then mode_name="cold (rollout)"
+             else mode_name="rollout, not evicted (cold only if the target never saw the image)"; fi ;;
+  large:pull-through) mode_name="cold (large, pull-through)" ;;
+  large:cached) mode_name="warm (large, cached)" ;;
+  mix:*) mode_name="mix (pull-through draws: known images warmed, never-seen ones cold)" ;;
+  *) mode_name=$mode ;;
+esac
 jprops=(-Jthreads="$threads" -Jloops="$loops" -Jrampup="$rampup" -Jtimeout="$timeout_ms"
         -Jprotocol="$protocol" -Jhost="$host" -Jport="$port" -Jimages="$images" -Jmode="$mode"
         -Jprefix="$prefix" -Jns="$ns" -Jos="$os" -Jarch="$arch" -Jduration="$duration" -Jresults=none)
@@ -432,6 +494,7 @@ loops=$loops
 steady_s=$steady
 warmup_s=$warmup
 mode=$mode
+mode_name=$mode_name
 target=$target_desc
 form=$form
 upstream_host=$upstream_host
@@ -576,8 +639,23 @@ if [[ $stack_logs == 1 ]]; then
 fi
 [[ $target == registry ]] && cache_pid=""   # only the registry is under load
 [[ $target == url ]] && cache_pid=""        # --upstream-logs: the stack's own cache is not the target
+# The verdict weighs the target, its upstream, JMeter and the rest: which process is which. A --url
+# target on this machine is whoever listens on its port (compare.sh's distribution proxy, say); its
+# upstream is the stack's registry:2 when its log is collected (--upstream-logs).
+target_pid="" target_name="" upstream_pid="" upstream_name=""
+case "$target" in
+  cache) target_pid=$cache_pid target_name=registry-cache upstream_pid=$registry_pid upstream_name="registry:2" ;;
+  registry) target_pid=$registry_pid target_name="registry:2" ;;
+  url)
+    if is_loopback "${host//[\[\]]/}"; then
+      target_pid="$(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2 || true)"
+    fi
+    target_name="$([[ -n $target_pid ]] && cat "/proc/$target_pid/comm" 2>/dev/null || echo "$url") at $url"
+    upstream_pid=$registry_pid upstream_name="registry:2" ;;
+esac
+[[ -n $target_pid ]] || log "warning: no process of the target $target_desc found on this machine: its CPU is not measured"
 times >"$run/.times0"
-cpu0_cache=$(proc_ticks "$cache_pid") cpu0_reg=$(proc_ticks "$registry_pid") cpu0_all=$(machine_ticks) cpu0_jm=$(child_secs "$run/.times0")
+cpu0_cache=$(proc_ticks "$target_pid") cpu0_reg=$(proc_ticks "$upstream_pid") cpu0_all=$(machine_ticks) cpu0_jm=$(child_secs "$run/.times0")
 cpu0_px=$(proc_ticks "$proxy_pids") cpu0_dd=$(proc_ticks "$dockerd_pid") io0=$(iowait_ticks)
 wall0=$(date +%s.%N)
 
@@ -617,17 +695,20 @@ engines_stop
 wall1=$(date +%s.%N)
 if [[ -n "$sampler_pid" ]]; then kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
 times >"$run/.times1"
-cpu1_cache=$(proc_ticks "$cache_pid") cpu1_reg=$(proc_ticks "$registry_pid") cpu1_all=$(machine_ticks) cpu1_jm=$(child_secs "$run/.times1")
+cpu1_cache=$(proc_ticks "$target_pid") cpu1_reg=$(proc_ticks "$upstream_pid") cpu1_all=$(machine_ticks) cpu1_jm=$(child_secs "$run/.times1")
 cpu1_px=$(proc_ticks "$proxy_pids") cpu1_dd=$(proc_ticks "$dockerd_pid") io1=$(iowait_ticks)
 rm -f "$run/.times0" "$run/.times1"
 awk -v w0="$wall0" -v w1="$wall1" -v tck="$tck" -v cores="$(nproc)" \
     -v c0="$cpu0_cache" -v c1="$cpu1_cache" -v r0="$cpu0_reg" -v r1="$cpu1_reg" \
     -v a0="$cpu0_all" -v a1="$cpu1_all" -v j0="$cpu0_jm" -v j1="$cpu1_jm" \
     -v p0="$cpu0_px" -v p1="$cpu1_px" -v d0="$cpu0_dd" -v d1="$cpu1_dd" \
-    -v io0="$io0" -v io1="$io1" -v hc="${cache_pid:+1}" -v hr="${registry_pid:+1}" -v hp="${proxy_pids:+1}" -v hd="${dockerd_pid:+1}" 'BEGIN {
+    -v io0="$io0" -v io1="$io1" -v hc="${target_pid:+1}" -v hr="${upstream_pid:+1}" -v hp="${proxy_pids:+1}" -v hd="${dockerd_pid:+1}" \
+    -v tn="$target_name" -v un="$upstream_name" 'BEGIN {
   printf "wall_s=%.2f\ncores=%d\nmachine_busy_s=%.2f\njmeter_s=%.2f\n", w1 - w0, cores, (a1 - a0) / tck, j1 - j0
-  if (hc) printf "cache_s=%.2f\n", (c1 - c0) / tck
-  if (hr) printf "registry_s=%.2f\n", (r1 - r0) / tck
+  printf "target=%s\n", tn
+  if (hc) printf "target_s=%.2f\n", (c1 - c0) / tck
+  if (un != "") printf "upstream=%s\n", un
+  if (hr) printf "upstream_s=%.2f\n", (r1 - r0) / tck
   if (hp) printf "docker_proxy_s=%.2f\n", (p1 - p0) / tck
   if (hd) printf "dockerd_s=%.2f\n", (d1 - d0) / tck
   printf "iowait_s=%.2f\n", (io1 - io0) / tck
@@ -696,7 +777,7 @@ HEAP="-Xms$heap -Xmx$heap" timeout 600 "$JM" -g "$run/results.csv" -o "$run/repo
 
 py="$(perf_python prometheus_client)" || die 4 "no python3 with prometheus_client for summarize.py"
 "$py" "$SCRIPTS/summarize.py" "$run" --name "$name" --threads "$threads" --loops "$([[ -n "$steady" ]] && echo "${steady}s" || echo "$loops")" --rampup "$rampup" \
-  --timeout "$timeout_ms" --mode "$mode" --target "$target_desc" --form "$form" --images "$images" \
+  --timeout "$timeout_ms" --mode "$mode_name" --target "$target_desc" --form "$form" --images "$images" \
   --plan "${plan#"$PERF_DIR"/}" --jmeter "$jmeter_desc" --cpu "$run/cpu.env" --warm "$warm_text" --scenario "$scenario" >/dev/null || die 4 "could not summarise $run/results.csv"
 sed -n 5,9p "$run/summary.md"
 errors="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["summary"]["errors"])' "$run/summary.json")"

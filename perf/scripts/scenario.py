@@ -10,9 +10,9 @@
           fewer rows than the draws may need (the share's expected count plus a margin is seeded).
 
 Figures (functions, used by summarize.py --scenario):
-  rollout_figures(results.csv)        the release (first request start), each thread's completion
-                                      (its last request's end), time until the last thread had the
-                                      image, spread of completion times (s)
+  rollout_figures(results.csv)        the threads' time to image (summarize.py's definition), the
+                                      release (first request start), each image's end after it, time
+                                      until the last thread had the image, spread of completion times (s)
   upstream_requests(log lines)        the upstream's requests during the run, from its access log:
                                       blob GETs per digest, manifest requests
   large_figures(results.csv)          MB/s (10^6 bytes/s) of each layer blob request, per thread
@@ -25,6 +25,8 @@ import random
 import re
 import sys
 
+
+import cli  # noqa: E402 - beside this script
 
 def zipf_weights(n, s):
     """Weights 1/rank^s for ranks 1..n (s >= 0; s = 0 is uniform)."""
@@ -87,17 +89,31 @@ def percentile(values, p):
 
 
 def rollout_figures(results_csv):
-    """Completion of a rollout: every thread pulled the same image once, released together."""
+    """A rollout (every thread pulled the same image once, released together), with the time to image
+    of summarize.py (TIME_TO_IMAGE: an image's first request start to its last request end):
+    time_to_image_s {min, median, p90, max} over the threads' images; *_done_s: from the release (the
+    first request of any thread) to the end of each image (first, median, p90, last); start_spread_s:
+    how long after the release the last thread's first request started; spread_s: last - first done."""
+    import summarize  # beside this file (summarize imports this module only inside a function)
     by = rows_by_thread(results_csv)
     if not by:
         return None
+    with open(results_csv, newline="", encoding="utf-8", errors="replace") as f:
+        spans = [(st, en) for st, en, _ in summarize.time_to_image(list(csv.DictReader(f)))]
+    if not spans:  # no transaction rows: each thread's requests are its image
+        spans = [(min(r[0] for r in rows), max(r[1] for r in rows)) for rows in by.values()]
     release = min(r[0] for rows in by.values() for r in rows)
-    done = {t: max(r[1] for r in rows) for t, rows in by.items()}
     failed = sorted(t for t, rows in by.items() if not all(r[4] for r in rows))
-    ends = sorted((e - release) / 1000.0 for e in done.values())
-    return {"threads": len(done), "threads_failed": len(failed),
-            "first_done_s": round(ends[0], 3), "median_done_s": round(percentile(ends, 50), 3),
-            "p90_done_s": round(percentile(ends, 90), 3), "last_done_s": round(ends[-1], 3),
+    ends = sorted((e - release) / 1000.0 for _, e in spans)
+    tti = sorted((e - st) / 1000.0 for st, e in spans)
+    # the summary's percentiles (JMeter's method), so its time to image and these agree to the ms
+    pct = summarize.jmeter_percentile
+    return {"threads": len(by), "threads_failed": len(failed), "images": len(spans),
+            "time_to_image_s": {"min": round(tti[0], 3), "median": round(pct(tti, 50), 3),
+                                "p90": round(pct(tti, 90), 3), "max": round(tti[-1], 3)},
+            "start_spread_s": round((max(st for st, _ in spans) - release) / 1000.0, 3),
+            "first_done_s": round(ends[0], 3), "median_done_s": round(pct(ends, 50), 3),
+            "p90_done_s": round(pct(ends, 90), 3), "last_done_s": round(ends[-1], 3),
             "spread_s": round(ends[-1] - ends[0], 3)}
 
 
@@ -152,12 +168,12 @@ def large_figures(results_csv, label="layer blob"):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("mix")
     m.add_argument("--known", required=True)
     m.add_argument("--new", required=True)
-    m.add_argument("--draws", type=int, required=True)
+    m.add_argument("--draws", type=cli.number(1), required=True)
     m.add_argument("--share", type=float, default=10.0, help="never-seen share, percent (default %(default)s)")
     m.add_argument("--zipf", type=float, default=1.0, help="Zipf exponent (default %(default)s)")
     m.add_argument("--seed", type=int, default=None)

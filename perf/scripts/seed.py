@@ -31,6 +31,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import secrets
 import sys
 import shutil
@@ -41,6 +42,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+
+import cli  # noqa: E402 - beside this script
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 OCI_INDEX = "application/vnd.oci.image.index.v1+json"
@@ -164,34 +167,81 @@ def write_csv(path, rows):
     os.replace(tmp, path)
 
 
+def positive_int(minimum):
+    def parse(text):
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"'{text}' is below {minimum}")
+        return v
+    return parse
+
+
+def size(text):
+    try:
+        v = parse_size(text)
+    except ValueError:
+        v = 0
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size like 32k, 4m or 1g")
+    return text
+
+
+def seconds(text):
+    try:
+        v = float(text)
+    except ValueError:
+        v = 0
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds > 0")
+    return v
+
+
+def checked(pattern, what):
+    def parse(text):
+        if not re.fullmatch(pattern, text):
+            raise argparse.ArgumentTypeError(f"'{text}' is not {what}")
+        return text
+    return parse
+
+
 def main(argv=None):
     # seed.sh sets PERF_SEED_PROG=seed.sh: usage and errors name the script the user ran
-    ap = argparse.ArgumentParser(prog=os.environ.get("PERF_SEED_PROG") or None, description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(prog=os.environ.get("PERF_SEED_PROG") or None, description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--registry", default=os.environ.get("PERF_REGISTRY_URL", "http://127.0.0.1:5000"),
+                    type=checked(r"https?://[^/\s]+/?", "a URL like http://127.0.0.1:5000"),
                     help="upstream registry base URL (default %(default)s)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"),
                     help="where CSV files go (default perf/data)")
-    ap.add_argument("--set", dest="set_name", help="name of the set and its CSV (default seed-<prefix>)")
-    ap.add_argument("--prefix", default=None, help="name prefix (default: 6 random hex characters)")
-    ap.add_argument("--images", type=int, default=100, help="single-platform images (default %(default)s)")
-    ap.add_argument("--layers", type=int, default=5, help="layer blobs per image (default %(default)s)")
-    ap.add_argument("--layer-size", default="32k", help="bytes per layer blob, k/m/g suffixes (default %(default)s)")
-    ap.add_argument("--indexes", type=int, default=0, help="multi-platform images (default %(default)s)")
+    ap.add_argument("--set", dest="set_name", type=checked(r"[A-Za-z0-9._-]+", "a name (letters, digits, . _ -)"), help="name of the set and its CSV (default seed-<prefix>)")
+    ap.add_argument("--prefix", default=None, type=checked(r"[a-z0-9]+", "lower-case letters and digits"), help="name prefix (default: 6 random hex characters)")
+    ap.add_argument("--images", type=positive_int(0), default=100, help="single-platform images (default %(default)s)")
+    ap.add_argument("--layers", type=positive_int(1), default=5, help="layer blobs per image (default %(default)s)")
+    ap.add_argument("--layer-size", default="32k", type=size, help="bytes per layer blob, k/m/g suffixes (default %(default)s)")
+    ap.add_argument("--indexes", type=positive_int(0), default=0, help="multi-platform images (default %(default)s)")
     ap.add_argument("--platforms", default="linux/amd64,linux/arm64,linux/arm/v7",
+                    type=checked(r"[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?(,[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?)*", "os/arch[/variant],..."),
                     help="platforms of each index (default %(default)s)")
-    ap.add_argument("--large", type=int, default=0, help="large-blob images (default %(default)s)")
-    ap.add_argument("--large-size", default="64m", help="size of the large layer (default %(default)s)")
-    ap.add_argument("--batches", type=int, default=1, help="disjoint batches to split images into (default %(default)s)")
+    ap.add_argument("--large", type=positive_int(0), default=0, help="large-blob images (default %(default)s)")
+    ap.add_argument("--large-size", default="64m", type=size, help="size of the large layer (default %(default)s)")
+    ap.add_argument("--batches", type=positive_int(1), default=1, help="disjoint batches to split images into (default %(default)s)")
     ap.add_argument("--pool", action="store_true",
                     help="write batch files under batches/ even for one batch (for pull-through runs)")
     ap.add_argument("--media", choices=["oci", "docker", "mixed"], default="mixed",
                     help="manifest media types (default %(default)s: alternate OCI and Docker)")
-    ap.add_argument("--tag", default="v1", help="tag of every image (default %(default)s)")
-    ap.add_argument("--workers", type=int, default=8, help="images pushed at once, one skopeo each (default %(default)s)")
-    ap.add_argument("--timeout", type=float, default=60, help="per-request timeout in seconds")
+    ap.add_argument("--tag", default="v1", type=checked(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,127}", "a tag (OCI distribution spec)"), help="tag of every image (default %(default)s)")
+    ap.add_argument("--workers", type=positive_int(1), default=8, help="images pushed at once, one skopeo each (default %(default)s)")
+    ap.add_argument("--timeout", type=seconds, default=60, help="per-request timeout in seconds")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--check", action="store_true", help="only check the options (exit 0, or 2 with the reason)")
     a = ap.parse_args(argv)
+    if a.images + a.indexes + a.large == 0:
+        ap.error("nothing to seed: --images, --indexes and --large are all 0")
+    if a.check:
+        return 0
 
     prefix = a.prefix or secrets.token_hex(3)
     set_name = a.set_name or f"seed-{prefix}"

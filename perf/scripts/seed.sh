@@ -16,6 +16,8 @@ if [[ $has_registry == 0 ]]; then
   url="$("$SCRIPTS/stack.sh" env 2>/dev/null | sed -n 's/^REGISTRY_URL=//p')"
   args=(--registry "${url:-http://127.0.0.1:5000}" "${args[@]}")
 fi
+# the options first: a bad one is refused (one line, exit 2) before anything is installed or pushed
+PERF_SEED_PROG=seed.sh python3 "$SCRIPTS/seed.py" --check "${args[@]}" || exit $?
 # the push client is skopeo (Debian package): installed when missing and running as root
 if ! command -v skopeo >/dev/null && [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
   echo "seed.sh: installing Debian's skopeo" >&2

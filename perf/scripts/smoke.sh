@@ -109,7 +109,7 @@ check_run() { # what dir metrics-pattern
     grep -qF -e "\`$f\`" -e "\`${f%%.*}.*\`" "$PERF_DIR/README.md" || undocumented+=("$f")
   done
   if ((${#undocumented[@]})); then fail "$what: not in perf/README.md's run-folder table: ${undocumented[*]}"; return; fi
-  tail -1 "$dir/summary.md" | grep -qE '^Verdict: (load generator saturated|target saturated|upstream saturated|network/disk|none) - ' \
+  tail -1 "$dir/summary.md" | grep -qE '^Verdict: (load generator saturated|target saturated|upstream saturated|other processes|network/disk|none) - ' \
     || { fail "$what: summary.md does not end with a verdict line: $(tail -1 "$dir/summary.md")"; return; }
   ok "$what: $rows samples, 0 errors ($(basename "$dir"))"
 }
@@ -133,6 +133,35 @@ run() { # what metrics-pattern run.sh-args...
 mkdir -p "$runs"
 # 3. through the cache: cached (in-path form), pull-through (containerd ns= form) twice, bare form
 run cache-cached-inpath 'registry_cache_requests_total' -c 4 -t 5000 -r 1 -l 3 -m cached --form inpath --no-stack
+
+# 3a. the plan alone, as the README runs it (`jmeter -n -t perf/jmeter/pull.jmx`, from the clone's root):
+# a property it cannot use stops it with exit 2 and one line; a good run leaves results.csv and plan.env
+# and no jmeter.log in the root; summarize.py gives that folder the plan's settings and latencies; and the
+# summariser's last line counts the pullers, not the tearDown thread
+alone="$runs/plan-alone" root_log=0
+[[ -e "$REPO_DIR/jmeter.log" ]] && root_log=1
+(cd "$REPO_DIR" && HEAP="-Xms128m -Xmx256m" "$jm" -n -t perf/jmeter/pull.jmx -Jthreads=abc -Jresults=none) >"$runs/plan-bad.console" 2>&1
+rc=$?
+if [[ $rc == 2 ]] && [[ $(grep -c '^pull.jmx: ' "$runs/plan-bad.console") == 1 ]] && grep -q '^pull.jmx: property threads=abc: must be' "$runs/plan-bad.console"; then
+  ok "the plan alone refuses -Jthreads=abc: exit 2, one line"
+else
+  fail "the plan alone with -Jthreads=abc: exit $rc, want 2 and one 'pull.jmx: property threads=abc' line; see $runs/plan-bad.console"
+fi
+(cd "$REPO_DIR" && HEAP="-Xms128m -Xmx256m" "$jm" -n -t perf/jmeter/pull.jmx -Jport="$PERF_CACHE_PORT" -Jprefix="$UPSTREAM_HOST" \
+  -Jimages="$PERF_DATA_DIR/cached.csv" -Jthreads=3 -Jloops=-1 -Jduration=8 -Jrampup=0 -Jtimeout=10000 -Jsummariser.interval=3 \
+  -Jresults="$alone/results.csv") >"$runs/plan-alone.console" 2>&1
+rc=$?
+py="$(perf_python prometheus_client)"
+row="$("$py" "$SCRIPTS/summarize.py" "$alone" 2>&1)"
+if [[ $rc == 0 && -s "$alone/plan.env" && $row == "| 3 | 8s | 0 | 10000 | cached | "* && $row != *"?"* && $row != *n/a* ]]; then
+  ok "the plan alone: summarize.py has its settings and latencies: $row"
+else
+  fail "the plan alone: exit $rc, plan.env $([[ -s "$alone/plan.env" ]] && echo present || echo missing), summary row: $row"
+fi
+if ((provisioned && root_log == 0)) && [[ -e "$REPO_DIR/jmeter.log" ]]; then fail "the plan alone left jmeter.log in the repository root"; fi
+last="$(grep '^summary +' "$runs/plan-alone.console" | tail -1)"
+[[ $last == *"Started: 3 Finished: 3" ]] && ok "the summariser's last line counts the 3 pullers" \
+  || fail "the summariser's last line should say Started: 3 Finished: 3: $last"
 run cache-pullthrough-ns 'registry_cache_requests_total' -c 4 -t 5000 -r 1 -l 2 -m pull-through --form ns --no-stack
 # the same pull-through batch again: run.sh must evict it through the admin API first (evicted.json)
 run cache-pullthrough-evicted 'registry_cache_evictions_total' -c 4 -t 5000 -r 1 -l 2 -m pull-through --form ns --no-stack

@@ -47,7 +47,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PERF_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPO_DIR="$(cd "$PERF_DIR/.." && pwd)"
 : "${PERF_STACK_NAME:=rc-perf}"
-[[ "$PERF_STACK_NAME" =~ ^[a-z0-9][a-z0-9_.-]*$ ]] || { echo "stack.sh: bad PERF_STACK_NAME" >&2; exit 2; }
+[[ "$PERF_STACK_NAME" =~ ^[a-z0-9][a-z0-9_.-]*$ ]] || bad "PERF_STACK_NAME must be a name like rc-perf (a-z, 0-9, _ . -)"
 STATE_DIR="$PERF_DIR/.stack/$PERF_STACK_NAME"
 : "${PERF_STACK:=auto}"
 : "${PERF_REGISTRY_PORT:=5000}" "${PERF_REGISTRY_DEBUG_PORT:=5001}"
@@ -60,6 +60,12 @@ STATE_DIR="$PERF_DIR/.stack/$PERF_STACK_NAME"
 : "${PERF_CACHE_JAVA_OPTS:=-XX:+UseSerialGC -Xms16m -Xmx192m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:MaxMetaspaceSize=128m -XX:ReservedCodeCacheSize=48m -XX:MaxDirectMemorySize=32m -Xss512k -XX:CICompilerCount=2 -XX:-UsePerfData -XX:+ExitOnOutOfMemoryError -XX:TrimNativeHeapInterval=1000 -Dio.netty.allocator.numDirectArenas=2 -Dio.netty.allocator.numHeapArenas=2}"
 : "${PERF_READY_TIMEOUT:=120}"
 : "${PERF_ACCESS_LOG:=true}"
+case "$PERF_STACK" in auto|docker|process) ;; *) bad "PERF_STACK must be auto, docker or process" ;; esac
+for _v in PERF_REGISTRY_PORT PERF_REGISTRY_DEBUG_PORT PERF_CACHE_PORT PERF_MGMT_PORT; do
+  [[ ${!_v} =~ ^[0-9]+$ ]] && ((10#${!_v} >= 1 && 10#${!_v} <= 65535)) || bad "$_v must be a port, 1-65535"
+done
+[[ $PERF_READY_TIMEOUT =~ ^[0-9]+$ ]] && ((10#$PERF_READY_TIMEOUT >= 1)) || bad "PERF_READY_TIMEOUT must be a whole number of seconds >= 1"
+[[ $PERF_UPSTREAM_HOST =~ ^([A-Za-z0-9.-]+|\[[0-9a-fA-F:]+\])(:[0-9]{1,5})?$ ]] || bad "PERF_UPSTREAM_HOST must be host[:port]"
 NET="$PERF_STACK_NAME"
 C_REG="$PERF_STACK_NAME-registry"
 C_CACHE="$PERF_STACK_NAME-cache"
@@ -357,7 +363,7 @@ logs() {
     local dest=/dev/stdout
     [[ -n "$out" ]] && dest="$out/$what.logs"
     if [[ $m == docker ]] || [[ $what == registry && -f "$STATE_DIR/registry-container" ]]; then
-      c="$(container_of "$what")"
+      c="$(container_of "$what" || true)"
       if [[ -n "$c" ]]; then
         echo "# $what: docker logs ${since:+--since $since }${until:+--until $until }$c" >"$dest"
         docker logs ${since:+--since "$since"} ${until:+--until "$until"} "$c" >>"$dest" 2>&1 || true
@@ -391,7 +397,7 @@ pids() { # main process ids of the service and the registry (for CPU accounting)
   for what in registry-cache registry; do
     p=""
     if [[ $m == docker ]] || [[ $what == registry && -f "$STATE_DIR/registry-container" ]]; then
-      c="$(container_of "$what")"
+      c="$(container_of "$what" || true)"   # none: a registry-only stack has no service
       p="$([[ -n "$c" ]] && docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || true)"
       [[ "$p" == 0 ]] && p=""
     elif pid_alive "$STATE_DIR/$what.pid"; then
@@ -493,5 +499,5 @@ case "$cmd" in
   env) env_vars ;;
   build) build ;;
   ""|-h|--help|help) usage ;;
-  *) usage >&2; die 2 "unknown command $cmd (up|down|status|env|logs|log-offsets|build)" ;;
+  *) bad "unknown command $cmd (up|down|status|env|logs|log-offsets|build)" ;;
 esac

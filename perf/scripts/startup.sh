@@ -14,6 +14,11 @@
 # (./mvnw package). Each wait is bounded (JAVA_READY seconds, default 120; the archive's training
 # start: 180 s).
 set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+(( $# <= 1 )) || bad "one argument at most: the rounds"
+[[ ${1:-3} =~ ^[0-9]+$ ]] && (( 10#${1:-3} >= 1 )) || bad "rounds must be a whole number >= 1 (got '$1')"
 cd "$(dirname "$0")/../.."
 rounds=${1:-3}
 jar=${JAR:-target/registry-cache-0.1.0-SNAPSHOT.jar}

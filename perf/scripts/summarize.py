@@ -3,9 +3,13 @@
 
     summarize.py RUN_DIR [--threads N --loops N --rampup S --timeout MS --mode M --target T ...]
 
-Percentiles, averages, minimum and maximum come from JMeter's own dashboard (report/statistics.json,
-computed over every sample: run.properties sets jmeter.reportgenerator.statistic_window=-1), so
-summary.md and the HTML report never disagree; counts, errors and their reasons come from results.csv.
+Request percentiles, averages, minimum and maximum come from JMeter's own dashboard
+(report/statistics.json, computed over every sample: run.properties sets
+jmeter.reportgenerator.statistic_window=-1), so summary.md and the HTML report never disagree; without
+it (a run of the plan alone) they are computed from results.csv the same way. Counts, errors, their
+reasons and the time to image come from results.csv. A run of the plan alone has its settings in
+plan.env (pull.jmx writes it beside its results file): threads, loops, timeout, mode and the target
+come from there when not given.
 The service's counters are read from the Prometheus scrapes with prometheus_client's parser.
 
 Definitions (also written under the table):
@@ -15,16 +19,21 @@ Definitions (also written under the table):
   loops / duration  images per thread for a loop-bounded run, the measured seconds ("30s") for a timed one
   requests    every HTTP sample (manifests, blobs, token, auth challenge); requests/s counts all
   latency     elapsed time of one HTTP request, first byte sent to last byte read (ms)
+  time to image  one image: its first request's start to its last request's end (ms), the load
+              generator's time between the requests included (TIME_TO_IMAGE; image avg/p90/p99)
   errors      failed HTTP requests (any reason: status, timeout, assertion), % of all requests
   duration    first request start to last request end
 """
 import argparse
+import bisect
 import collections
 import csv
 import json
 import os
 import re
 import sys
+
+import cli  # noqa: E402 - beside this script
 
 TRANSACTION_MARK = "Number of samples in transaction"
 
@@ -79,9 +88,102 @@ def classify(row):
     return "error: " + ((fail or msg or code)[:90] or "unknown")
 
 
+def jmeter_percentile(values, p):
+    """The p-th percentile (0..100) as JMeter's HTML report computes it (Apache Commons Math's
+    Percentile, legacy estimation: position p * (n + 1) / 100, interpolated); None for no values."""
+    v = sorted(values)
+    n = len(v)
+    if not n:
+        return None
+    pos = p * (n + 1) / 100.0
+    if pos < 1:
+        return float(v[0])
+    if pos >= n:
+        return float(v[-1])
+    lower = int(pos)
+    return v[lower - 1] + (pos - lower) * (v[lower] - v[lower - 1])
+
+
+def latency(values):
+    """avg/min/max/p50/p90/p99 (ms, rounded to 0.1) of elapsed times; None values without any."""
+    if not values:
+        return {k: None for k in ("avg_ms", "min_ms", "max_ms", "p50_ms", "p90_ms", "p99_ms")}
+    r = lambda x: round(float(x), 1)  # noqa: E731
+    return {"avg_ms": r(sum(values) / len(values)), "min_ms": r(min(values)), "max_ms": r(max(values)),
+            "p50_ms": r(jmeter_percentile(values, 50)), "p90_ms": r(jmeter_percentile(values, 90)),
+            "p99_ms": r(jmeter_percentile(values, 99))}
+
+
+TIME_TO_IMAGE = ("time to image: for one image (one \"pull image\" transaction), from the start of its first "
+                 "request (the manifest) to the end of its last (the last layer blob), the load generator's "
+                 "time between those requests included; the wait before the first request (ramp-up, a "
+                 "rollout's release) is not. Its figures are over the images pulled (successful transactions).")
+
+
+FIRST_BYTE = ("time to the first byte of a layer blob: JMeter's latency of a `layer blob` request, from the "
+              "request sent to the first byte of the response (ms); in a cold run (the blob not in the cache) it "
+              "includes the cache's start of the upstream fetch")
+
+
+def upstream_fetches(run_dir):
+    """The blob GETs the origin registry served during the run, from its log (registry.logs): {gets, blobs,
+    per_blob, max_per_blob}; None when the log was not collected."""
+    path = os.path.join(run_dir, "registry.logs")
+    if not os.path.isfile(path):
+        return None
+    with open(path, errors="replace") as f:
+        lines = [line for line in f if not line.startswith("#")]
+    if not lines:
+        return None
+    import scenario as sc  # beside this file
+    up = sc.upstream_requests(lines)
+    return {"gets": up["blob_gets_total"], "blobs": up["blobs"], "max_per_blob": up["max_gets_per_blob"],
+            "per_blob": round(up["blob_gets_total"] / up["blobs"], 2) if up["blobs"] else None}
+
+
+def time_to_image(rows, transaction_label="pull image"):
+    """Time to image of every image pulled, as TIME_TO_IMAGE defines it, from results.csv rows.
+
+    rows: dicts of results.csv (timeStamp = start in ms, elapsed, IdleTime, label, threadName, success).
+    A request belongs to the transaction of its thread whose span (start to start + elapsed + idle,
+    JMeter leaving the time between requests out of the transaction's elapsed) holds its start.
+    Returns [(start ms, end ms, ok)] one per transaction that has requests, in start order."""
+    tx_by_thread, req_by_thread = collections.defaultdict(list), collections.defaultdict(list)
+    for row in rows:
+        try:
+            ts, el = int(row["timeStamp"]), int(row["elapsed"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        t = row.get("threadName", "?")
+        if row.get("label") == transaction_label or (row.get("responseMessage") or "").startswith(TRANSACTION_MARK):
+            try:
+                idle = int(row.get("IdleTime") or 0)
+            except ValueError:
+                idle = 0
+            tx_by_thread[t].append([ts, ts + el + idle, (row.get("success") or "").lower() == "true", None, None])
+        else:
+            req_by_thread[t].append((ts, ts + el))
+    out = []
+    for t, txs in tx_by_thread.items():
+        txs.sort()
+        starts = [x[0] for x in txs]
+        for s, e in req_by_thread.get(t, []):
+            i = bisect.bisect_right(starts, s) - 1
+            if i < 0 or s > txs[i][1] + 1:
+                continue  # not inside a transaction (auth challenge, or its transaction was cut off)
+            x = txs[i]
+            x[3] = s if x[3] is None else min(x[3], s)
+            x[4] = e if x[4] is None else max(x[4], e)
+        out += [(x[3], x[4], x[2]) for x in txs if x[3] is not None]
+    return sorted(out)
+
+
 def summarise(results_csv, transaction_label="pull image", dash=None):
+    """Counts, rates, latencies and errors of one results.csv. Request latencies are JMeter's (the
+    dashboard's statistics.json) when given, else computed from results.csv the same way; image
+    latencies are time to image (TIME_TO_IMAGE)."""
     dash = dash or {}
-    requests, images = [], []
+    requests, images, rows = [], [], []
     by_label = collections.defaultdict(list)
     reasons = collections.Counter()
     reasons_by_label = collections.defaultdict(collections.Counter)
@@ -93,6 +195,7 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
                 ts, el = int(row["timeStamp"]), int(row["elapsed"])
             except (KeyError, TypeError, ValueError):
                 continue
+            rows.append(row)
             ok = (row.get("success") or "").lower() == "true"
             is_tx = row.get("label") == transaction_label or (row.get("responseMessage") or "").startswith(TRANSACTION_MARK)
             if is_tx:
@@ -115,17 +218,31 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
     def stats(samples, key):
         n = len(samples)
         errs = sum(1 for _, ok in samples if not ok)
+        lat = jm(dash, key) if dash.get(key) else latency([el for el, _ in samples])
         return dict({"count": n, "errors": errs, "error_pct": round(100.0 * errs / n, 2) if n else 0.0,
-                     "per_s": round(n / duration, 2)}, **jm(dash, key))
+                     "per_s": round(n / duration, 2)}, **lat)
 
+    first_byte = []   # JMeter's Latency of the layer blobs pulled: request sent to the response's first byte
+    for row in rows:
+        if row.get("label") == "layer blob" and (row.get("success") or "").lower() == "true":
+            try:
+                first_byte.append(int(row.get("Latency") or ""))
+            except ValueError:
+                pass
+    fb = latency(first_byte)
     req = stats(requests, "Total")
     img = stats(images, transaction_label)
     img_ok = sum(1 for _, ok in images if ok)
+    tti = latency([e - s for s, e, ok in time_to_image(rows, transaction_label) if ok])
     return {
         "duration_s": round(duration, 2),
         "images": img["count"], "images_ok": img_ok, "images_failed": img["count"] - img_ok,
         "images_per_s": round(img_ok / duration, 2),
-        "image_avg_ms": img["avg_ms"], "image_p90_ms": img["p90_ms"], "image_p99_ms": img["p99_ms"],
+        "image_avg_ms": tti["avg_ms"], "image_min_ms": tti["min_ms"], "image_p50_ms": tti["p50_ms"],
+        "image_p90_ms": tti["p90_ms"], "image_p99_ms": tti["p99_ms"], "image_max_ms": tti["max_ms"],
+        "time_to_image": dict(tti, definition=TIME_TO_IMAGE),
+        "blob_first_byte": {"count": len(first_byte), "p50_ms": fb["p50_ms"], "p90_ms": fb["p90_ms"], "max_ms": fb["max_ms"],
+                            "definition": FIRST_BYTE},
         "requests": req["count"], "requests_per_s": req["per_s"],
         "avg_ms": req["avg_ms"], "min_ms": req["min_ms"], "max_ms": req["max_ms"],
         "p50_ms": req["p50_ms"], "p90_ms": req["p90_ms"], "p99_ms": req["p99_ms"],
@@ -134,6 +251,33 @@ def summarise(results_csv, transaction_label="pull image", dash=None):
         "mib_per_s": round(bytes_total / duration / 1048576, 2),
         "labels": {k: dict(stats(v, k), reasons=dict(reasons_by_label[k].most_common())) for k, v in sorted(by_label.items())},
     }
+
+
+def read_plan_env(run_dir):
+    """plan.env, which pull.jmx writes beside its own results file (the settings it ran with): {} without."""
+    path = os.path.join(run_dir, "plan.env")
+    out = {}
+    if os.path.isfile(path):
+        with open(path, errors="replace") as f:
+            for line in f:
+                k, sep, v = line.rstrip("\n").partition("=")
+                if sep:
+                    out[k] = v
+    return out
+
+
+def plan_params(plan):
+    """summarize.py's parameters of a run of the plan alone, from its plan.env."""
+    if not plan:
+        return {}
+    form = "inpath" if plan.get("prefix") else "ns" if plan.get("ns") else "bare"
+    loops = plan.get("loops", "?")
+    return {"threads": plan.get("threads", "?"), "loops": f"{plan.get('duration', '?')}s" if loops == "-1" else loops,
+            "rampup": plan.get("rampup", "?"), "timeout": plan.get("timeout", "?"), "mode": plan.get("mode", "?"),
+            "target": f"{plan.get('protocol', 'http')}://{plan.get('host', '?')}:{plan.get('port', '?')}",
+            "form": form, "images": plan.get("images", "?"), "plan": plan.get("plan", "?"),
+            "jmeter": "JMeter run by hand (plan.env" + (f"; its log {plan['jmeter_log']}" if plan.get("jmeter_log") else "") + ")",
+            "scenario": plan.get("scenario")}
 
 
 def read_prom(path):
@@ -175,7 +319,8 @@ def cache_delta(run_dir):
 
 
 def read_cpu(path):
-    """cpu.env -> {wall_s, cores, machine_busy_s, jmeter_s, cache_s?, registry_s?, other_s, *_pct of capacity}."""
+    """cpu.env -> {wall_s, cores, machine_busy_s, jmeter_s, target, target_s?, upstream, upstream_s?,
+    other_s, *_pct of capacity}. An older cpu.env (cache_s, registry_s) is read as target and upstream."""
     if not path or not os.path.isfile(path):
         return None
     c = {}
@@ -185,10 +330,17 @@ def read_cpu(path):
             c[k] = float(v)
         except ValueError:
             c[k] = v
+    if "target_s" not in c and "target" not in c:  # written before the target was named
+        if "cache_s" in c:
+            c.update(target="registry-cache", target_s=c.pop("cache_s"))
+            if "registry_s" in c:
+                c.update(upstream="registry:2", upstream_s=c.pop("registry_s"))
+        elif "registry_s" in c:
+            c.update(target="registry:2", target_s=c.pop("registry_s"))
     cap = max(0.001, c.get("wall_s", 0) * c.get("cores", 1))
-    known = sum(c.get(k, 0) for k in ("jmeter_s", "engines_s", "cache_s", "registry_s", "docker_proxy_s", "dockerd_s"))
+    known = sum(c.get(k, 0) for k in ("jmeter_s", "engines_s", "target_s", "upstream_s", "docker_proxy_s", "dockerd_s"))
     c["other_s"] = round(max(0.0, c.get("machine_busy_s", 0) - known), 2)
-    for k in ("machine_busy_s", "iowait_s", "jmeter_s", "engines_s", "cache_s", "registry_s", "docker_proxy_s",
+    for k in ("machine_busy_s", "iowait_s", "jmeter_s", "engines_s", "target_s", "upstream_s", "docker_proxy_s",
               "dockerd_s", "other_s"):
         if k in c:
             c[k.replace("_s", "_pct")] = round(100.0 * c[k] / cap, 1)
@@ -196,65 +348,74 @@ def read_cpu(path):
 
 
 def cpu_text(c):
-    parts = [f"{name} {c[k + '_s']:.1f} ({c[k + '_pct']:.0f}%)" for k, name in
-             (("cache", "registry-cache"), ("registry", "registry:2"), ("jmeter", "JMeter"),
-              ("engines", "JMeter engines on this machine"),
-              ("docker_proxy", "docker-proxy"), ("dockerd", "dockerd"), ("other", "everything else"))
-             if k + "_s" in c]
+    names = (("target", f"{c.get('target', 'the target')} (target)"), ("upstream", f"{c.get('upstream', 'upstream')} (upstream)"),
+             ("jmeter", "JMeter"), ("engines", "JMeter engines on this machine"),
+             ("docker_proxy", "docker-proxy"), ("dockerd", "dockerd"), ("other", "everything else"))
+    parts = [f"{name} {c[k + '_s']:.1f} ({c[k + '_pct']:.0f}%)" for k, name in names if k + "_s" in c]
     return (f"CPU during the JMeter run, in core-seconds of {c['wall_s'] * c['cores']:.1f} available "
             f"({c['wall_s']:.1f} s x {int(c['cores'])} cores): machine busy {c['machine_busy_s']:.1f} "
             f"({c['machine_busy_pct']:.0f}%); " + ", ".join(parts) +
             f". Load average before {c.get('loadavg_before', '?')}, after {c.get('loadavg_after', '?')}.")
 
 
-# What limited a run (verdict()): thresholds in % of the cores the process could use over the run's
-# wall time. perf/README.md ("What limited the run") documents them; test_verdict.py pins them.
-LOADGEN_PCT = 90      # JMeter (the local one plus the engines on this machine, or one remote engine)
-MACHINE_BUSY_PCT = 95  # the load machine as a whole (user+system+irq+steal), when JMeter runs on it
-TARGET_PCT = 85       # the target (registry-cache, or registry:2 when it is the target)
-UPSTREAM_PCT = 85     # registry:2 behind the cache
-IOWAIT_PCT = 20       # cores idle waiting for disk I/O
+# What limited a run (verdict()): shares of the machine, in % of the cores over the run's wall time.
+# perf/README.md ("What limited the run") documents them; test_verdict.py pins them with recorded runs.
+MACHINE_BUSY_PCT = 85  # the machine was the limit: the largest share decides who took it
+DOMINANT_PCT = 70      # one share this large decides even on a machine with some CPU left
+LOADGEN_PCT = 90       # a JMeter engine on another machine, of its own cores
+IOWAIT_PCT = 20        # cores idle waiting for disk I/O
 NETWORK_ERROR_PCT = 1  # failed requests refused, reset or broken while no process was near its capacity
 NETWORK_REASONS = ("connection refused", "connection reset", "broken pipe", "no response (connection closed)")
+KINDS = {"load generator": "load generator saturated", "target": "target saturated",
+         "upstream": "upstream saturated", "other": "other processes"}
+
+
+def shares(cpu, engines=None):
+    """The four shares the verdict weighs, % of this machine's cores: {"load generator": JMeter here plus
+    its engines on this machine, "target", "upstream", "other": everything else (docker-proxy and dockerd
+    included)}, and their names for the text."""
+    g = lambda k: cpu.get(k + "_pct") or 0.0  # noqa: E731
+    local = sum(e.get("cpu_pct") or 0.0 for e in (engines or []) if e.get("local"))
+    return ({"load generator": g("jmeter") + local, "target": g("target"), "upstream": g("upstream"),
+             "other": g("other") + g("docker_proxy") + g("dockerd")},
+            {"load generator": "JMeter" + (" and its engines here" if local else ""),
+             "target": str(cpu.get("target") or "the target"), "upstream": str(cpu.get("upstream") or "the upstream"),
+             "other": "other processes"})
 
 
 def verdict(cpu, engines=None, errors=None):
-    """What limited the run, from the CPU split of run.sh (cpu.env, read_cpu) and the engines' figures.
+    """What limited the run, from each process's share of the machine (run.sh's cpu.env, read_cpu) and
+    the engines' figures, whatever the target is.
 
-    cpu: read_cpu()'s dict (``*_pct`` are % of the machine's cores over the run) or None;
-    engines: [{"engine": "host:port", "local": bool, "cpu_pct": % of the engine machine's cores or
-    None when not recorded}], the JMeter remote engines (empty or None: JMeter ran in run.sh itself);
-    errors: {"error_pct": % of requests failed, "error_reasons": {reason: count}} or None.
-    Returns (kind, text): kind is one of "load generator saturated", "target saturated",
-    "upstream saturated", "network/disk", "none", "unknown" (no CPU figures); text says why, with the
-    figures. The first rule that holds wins, in this order: load generator (its figures would
-    otherwise be a measure of JMeter), target, upstream, network/disk, none."""
+    cpu: read_cpu()'s dict (``*_pct`` are % of the machine's cores over the run; target, upstream:
+    their names) or None; engines: [{"engine": "host:port", "local": bool, "cpu_pct": % of the engine
+    machine's cores or None when not recorded}], the JMeter remote engines (empty or None: JMeter ran
+    in run.sh itself); errors: {"error_pct": % of requests failed, "error_reasons": {reason: count}} or None.
+    Returns (kind, text): kind is one of "load generator saturated", "target saturated", "upstream
+    saturated", "other processes", "network/disk", "none", "unknown" (no CPU figures); text says why,
+    with the figures. The first rule that holds wins: an engine on another machine at >= LOADGEN_PCT
+    of its cores; the machine >= MACHINE_BUSY_PCT busy or one share >= DOMINANT_PCT: the largest
+    share of the four (JMeter here, the target, the upstream, other processes); >= IOWAIT_PCT iowait
+    or >= NETWORK_ERROR_PCT of requests refused or cut: network/disk; else none."""
     engines = engines or []
     if not cpu:
         return "unknown", "no CPU figures (cpu.env) for this run"
-    g = lambda k: cpu.get(k + "_pct")  # noqa: E731
-    local_engines = [e for e in engines if e.get("local")]
-    jm_here = (g("jmeter") or 0.0) + sum(e.get("cpu_pct") or 0.0 for e in local_engines)
-    loadgen_here = not engines or bool(local_engines)
-    busy = g("machine_busy") or 0.0
-    figures = f"machine busy {busy:.0f}%, JMeter {jm_here:.0f}% here"
+    share, name = shares(cpu, engines)
+    busy = cpu.get("machine_busy_pct") or 0.0
+    order = sorted(share, key=lambda k: -share[k])
+    figures = f"machine busy {busy:.0f}%: " + ", ".join(f"{name[k]} {share[k]:.0f}%" for k in order if k != "upstream"
+                                                         or "upstream_pct" in cpu)
     hot_engine = [e for e in engines if not e.get("local") and (e.get("cpu_pct") or 0.0) >= LOADGEN_PCT]
-    if jm_here >= LOADGEN_PCT:
-        return "load generator saturated", f"JMeter used {jm_here:.0f}% of this machine's cores (>= {LOADGEN_PCT}%)"
     if hot_engine:
         e = hot_engine[0]
-        return "load generator saturated", f"engine {e['engine']} used {e['cpu_pct']:.0f}% of its cores (>= {LOADGEN_PCT}%)"
-    if loadgen_here and busy >= MACHINE_BUSY_PCT:
-        return "load generator saturated", (f"the machine JMeter runs on was {busy:.0f}% busy (>= {MACHINE_BUSY_PCT}%): "
-                                            f"JMeter could not get more CPU ({figures})")
-    target_key = "cache" if "cache_pct" in cpu else "registry"
-    target_name = "registry-cache" if target_key == "cache" else "registry:2"
-    if g(target_key) is not None and g(target_key) >= TARGET_PCT:
-        return "target saturated", f"{target_name} used {g(target_key):.0f}% of the cores (>= {TARGET_PCT}%; {figures})"
-    if target_key == "cache" and g("registry") is not None and g("registry") >= UPSTREAM_PCT:
-        return "upstream saturated", f"registry:2 (upstream) used {g('registry'):.0f}% of the cores (>= {UPSTREAM_PCT}%; {figures})"
-    if (g("iowait") or 0.0) >= IOWAIT_PCT:
-        return "network/disk", f"{g('iowait'):.0f}% of the cores waited for disk I/O (>= {IOWAIT_PCT}%; {figures})"
+        return "load generator saturated", f"engine {e['engine']} used {e['cpu_pct']:.0f}% of its cores (>= {LOADGEN_PCT}%; {figures})"
+    top = order[0]
+    if busy >= MACHINE_BUSY_PCT or share[top] >= DOMINANT_PCT:
+        why = (f"the machine was {busy:.0f}% busy (>= {MACHINE_BUSY_PCT}%)" if busy >= MACHINE_BUSY_PCT
+               else f"{name[top]} alone took {share[top]:.0f}% (>= {DOMINANT_PCT}%)")
+        return KINDS[top], f"{why}, and the largest share went to {name[top]} ({figures})"
+    if (cpu.get("iowait_pct") or 0.0) >= IOWAIT_PCT:
+        return "network/disk", f"{cpu['iowait_pct']:.0f}% of the cores waited for disk I/O (>= {IOWAIT_PCT}%; {figures})"
     if errors:
         net = sum(v for k, v in (errors.get("error_reasons") or {}).items() if k in NETWORK_REASONS)
         total = sum((errors.get("error_reasons") or {}).values())
@@ -263,8 +424,7 @@ def verdict(cpu, engines=None, errors=None):
             return "network/disk", (f"{pct:.1f}% of requests were refused, reset or cut off while no process was near "
                                     f"its capacity (>= {NETWORK_ERROR_PCT}%; {figures})")
     unrec = [e["engine"] for e in engines if e.get("cpu_pct") is None]
-    return "none", ("nothing near its capacity (" + figures
-                    + (f", {target_name} {g(target_key):.0f}%" if g(target_key) is not None else "")
+    return "none", ("nothing near the machine's capacity (" + figures
                     + (f"; CPU of engine(s) {', '.join(unrec)} not recorded" if unrec else "")
                     + "): the figures are the target's at this concurrency")
 
@@ -335,10 +495,14 @@ def scenario_section(run_dir, scenario, cache):
             # only comments: the log was not collected (a --url target without --upstream-logs)
             up = sc.upstream_requests(lines) if lines else None
         fig["upstream"] = up
-        text = (f"Rollout: {fig.get('threads', 0)} threads released at once pulled one image; the last had it "
-                f"{na(fig.get('last_done_s'))} s after the release (first {na(fig.get('first_done_s'))} s, median "
-                f"{na(fig.get('median_done_s'))} s, p90 {na(fig.get('p90_done_s'))} s; spread "
-                f"{na(fig.get('spread_s'))} s); {fig.get('threads_failed', 0)} threads saw a failed request.")
+        t = fig.get("time_to_image_s") or {}
+        text = (f"Rollout: {fig.get('threads', 0)} threads released at once pulled one image. Time to image (as above: "
+                f"first request start to last request end, s): min {na(t.get('min'))}, median {na(t.get('median'))}, "
+                f"p90 {na(t.get('p90'))}, max {na(t.get('max'))}. From the release (the first request of any thread) "
+                f"the last thread had the image after {na(fig.get('last_done_s'))} s (the first after "
+                f"{na(fig.get('first_done_s'))} s, median {na(fig.get('median_done_s'))} s, p90 {na(fig.get('p90_done_s'))} s; "
+                f"spread {na(fig.get('spread_s'))} s); the last first request started {na(fig.get('start_spread_s'))} s "
+                f"after the release. {fig.get('threads_failed', 0)} threads saw a failed request.")
         if up is not None:
             text += (f" Upstream requests (its log, this run's window): {up['blob_gets_total']} blob GETs over "
                      f"{up['blobs']} blobs (at most {up['max_gets_per_blob']} per blob), {up['blob_heads']} blob HEADs, "
@@ -387,7 +551,7 @@ def table_row(p, s):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir")
     ap.add_argument("--results", default="results.csv")
     for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form", "images", "plan", "jmeter", "name"):
@@ -395,8 +559,18 @@ def main():
     ap.add_argument("--transaction-label", default="pull image")
     ap.add_argument("--warm", default="warm: unknown", help="whether the run was warm, one line")
     ap.add_argument("--cpu", help="cpu.env of run.sh: CPU seconds used during the JMeter run")
-    ap.add_argument("--scenario", default="pull", help="pull (default), rollout, large or mix: adds its figures")
+    ap.add_argument("--scenario", help="pull (default), rollout, large or mix: adds its figures")
     a = ap.parse_args()
+    # a run of the plan alone (jmeter -n -t pull.jmx): its settings are in plan.env beside results.csv
+    plan = plan_params(read_plan_env(a.run_dir))
+    for k, v in plan.items():
+        if getattr(a, k, None) in (None, "?") and v is not None:
+            setattr(a, k, v)
+    if plan and a.warm == "warm: unknown":
+        a.warm = "warm: unknown - a run of the plan alone, which does not record whether the cache or the JVMs were warm"
+    if a.name == "?":
+        a.name = os.path.basename(os.path.abspath(a.run_dir))
+    a.scenario = a.scenario or "pull"
     path = os.path.join(a.run_dir, a.results)
     if not os.path.isfile(path):
         print(f"summarize: {path} is missing", file=sys.stderr)
@@ -404,7 +578,7 @@ def main():
     dash = dashboard_stats(a.run_dir)
     s = summarise(path, a.transaction_label, dash)
     s["warm"] = a.warm
-    s["percentiles_from"] = "report/statistics.json" if dash else None
+    s["percentiles_from"] = "report/statistics.json" if dash else "results.csv"
     params = {k: getattr(a, k) for k in ("threads", "loops", "rampup", "timeout", "mode", "target", "form",
                                           "images", "plan", "jmeter", "name")}
     s["cache"] = cache_delta(a.run_dir)
@@ -417,6 +591,9 @@ def main():
     kind, why = verdict(s["cpu"], s["engines"], s)
     s["verdict"] = {"kind": kind, "text": why}
     s["scenario"] = a.scenario
+    s["upstream_fetches"] = upstream_fetches(a.run_dir)
+    if s["upstream_fetches"] is not None:
+        s["upstream_fetches"]["clients"] = a.threads
     scen, scen_lines = scenario_section(a.run_dir, a.scenario, s["cache"])
     s.update(scen)
     with open(os.path.join(a.run_dir, "summary.json"), "w") as f:
@@ -431,8 +608,18 @@ def main():
         "",
         HEADER, RULE, table_row(params, s), "",
         f"Duration {s['duration_s']} s; {s['images_ok']} images pulled, {s['images_failed']} failed; "
-        f"{s['requests']} requests; {s['mib_per_s']} MiB/s received; request p50 {na(s['p50_ms'])} ms; "
-        f"image avg {na(s['image_avg_ms'])} ms, p99 {na(s['image_p99_ms'])} ms.",
+        f"{s['requests']} requests; {s['mib_per_s']} MiB/s received; request p50 {na(s['p50_ms'])} ms.",
+        "",
+        f"Time to image (ms): avg {na(s['image_avg_ms'])}, min {na(s['image_min_ms'])}, median {na(s['image_p50_ms'])}, "
+        f"p90 {na(s['image_p90_ms'])}, p99 {na(s['image_p99_ms'])}, max {na(s['image_max_ms'])} - " + TIME_TO_IMAGE,
+        "",
+        f"First byte of a layer blob ({'cold: ' if a.mode.startswith(('cold', 'pull-through')) else ''}"
+        f"{s['blob_first_byte']['count']} requests, ms): median {na(s['blob_first_byte']['p50_ms'])}, "
+        f"p90 {na(s['blob_first_byte']['p90_ms'])}, max {na(s['blob_first_byte']['max_ms'])} - " + FIRST_BYTE + ". "
+        + (f"Upstream fetches per blob with {a.threads} clients: {na(s['upstream_fetches']['per_blob'])} "
+           f"({s['upstream_fetches']['gets']} blob GETs over {s['upstream_fetches']['blobs']} blobs, at most "
+           f"{s['upstream_fetches']['max_per_blob']} of one; the origin registry's log, registry.logs)."
+           if s["upstream_fetches"] else "Upstream fetches per blob: not counted (no origin registry log, registry.logs)."),
         "",
     ]
     if s["cache"] is not None:
@@ -456,17 +643,19 @@ def main():
     for label, st in s["labels"].items():
         lines.append(f"| {label} | {st['count']} | {st['per_s']} | {na(st['avg_ms'])} | {na(st['min_ms'])} | {na(st['max_ms'])} "
                      f"| {na(st['p90_ms'])} | {na(st['p99_ms'])} | {st['errors']} | {reasons_text(st['reasons'])} |")
-    lines += ["", ("Percentiles (90th, 99th, median), average, min and max are JMeter's, from the HTML report's "
-                   "statistics.json over every sample." if s.get("percentiles_from") else
-                   "No HTML report (report/statistics.json): latency figures are n/a."),
+    lines += ["", ("Request percentiles (90th, 99th, median), average, min and max are JMeter's, from the HTML "
+                   "report's statistics.json over every sample." if dash else
+                   "No HTML report (report/statistics.json): request percentiles, average, min and max are computed "
+                   "from results.csv over every sample, as JMeter's report computes them."),
               "", "Definitions: an image is one `pull image` transaction (manifest(s), config and layers); "
               "\"images pulled\" and images/s count only the successful ones, over the duration above "
               f"(first request start to last request end), and {s['images_failed']} more failed "
               f"({s['images']} attempted). \"loops / duration\" is images per thread for a loop-bounded run, "
               "the measured seconds (\"30s\") for a timed one. requests/s counts every HTTP request; latencies "
-              "are per HTTP request, in ms; errors are failed HTTP requests. The HTML report's `pull image` "
-              "throughput is JMeter's own figure (every transaction, failed ones too, over JMeter's time window "
-              "for that label): it is not images/s.", "", verdict_line(kind, why), ""]
+              "are per HTTP request, in ms; errors are failed HTTP requests; image p90 is the time to image's. "
+              "The HTML report's `pull image` row is JMeter's transaction time, which leaves out the time between "
+              "a thread's requests: it is not the time to image; its throughput (every transaction, failed ones "
+              "too, over JMeter's time window for that label) is not images/s.", "", verdict_line(kind, why), ""]
     with open(os.path.join(a.run_dir, "summary.md"), "w") as f:
         f.write("\n".join(lines))
     print(table_row(params, s))

@@ -39,3 +39,31 @@ def test_ratio_edge_cases():
     import compare_report as cr
     assert cr.ratio(1, 0) == "n/a" and cr.ratio(None, 2) == "n/a" and cr.ratio(3, 2) == "x1.50"
     assert cr.figure({"a": {"b": 2}}, "a.b") == 2 and cr.figure({"a": None}, "a.b") is None
+
+
+def test_a_load_generator_limit_is_said_next_to_every_ratio(tmp_path):
+    lg = {"kind": "load generator saturated", "text": "the machine was 95% busy, and the largest share went to JMeter"}
+    base = {"images_per_s": 2.0, "image_p90_ms": 100.0, "p90_ms": 50.0, "mib_per_s": 10.0, "errors": 0,
+            "verdict": {"kind": "none", "text": "nothing near the machine's capacity"}}
+    summary(tmp_path / "1-direct", base)
+    summary(tmp_path / "2-registry-cache", dict(base, images_per_s=0.88, verdict=lg))
+    summary(tmp_path / "3-distribution", dict(base, images_per_s=1.12))
+    (tmp_path / "targets.tsv").write_text("direct\tdirect\tregistry:2\t1-direct\t0\n"
+                                          "registry-cache\tcache\tthe cache\t2-registry-cache\t0\n"
+                                          "distribution\tdistribution\tproxy\t3-distribution\t0\n")
+    (tmp_path / "compare.json").write_text(json.dumps({"scenario": "pull", "command": "compare.sh ..."}))
+    subprocess.run([sys.executable, os.path.join(HERE, "compare_report.py"), str(tmp_path)], check=True)
+    md = (tmp_path / "compare.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| ") and not line.startswith("| figure")
+            and not line.startswith("|---")]
+    assert rows and all("x" in line.split("|")[4] and "the load generator was the limit" in line.split("|")[4]
+                        for line in rows if "n/a" not in line.split("|")[4])
+    assert "| images/s | higher | 2 | 0.88 (x0.44; the load generator was the limit) | 1.12 (x0.56) |" in md
+    assert "- registry-cache: load generator saturated - the machine was 95% busy" in md
+    # the base of the ratios limited: every other target's ratio says so
+    summary(tmp_path / "4-base", dict(base, verdict=lg))
+    (tmp_path / "targets.tsv").write_text("direct\tdirect\tregistry:2\t4-base\t0\n"
+                                          "distribution\tdistribution\tproxy\t3-distribution\t0\n")
+    subprocess.run([sys.executable, os.path.join(HERE, "compare_report.py"), str(tmp_path)], check=True)
+    md = (tmp_path / "compare.md").read_text()
+    assert "| images/s | higher | 2 (the load generator was the limit) | 1.12 (x0.56; direct: the load generator was the limit) |" in md

@@ -13,7 +13,7 @@ import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dashboard import fit_window, fmt, number, time_ticks  # noqa: E402
+from dashboard import axis_labels, fit_window, fmt, legend_rows, number, rate_interval, time_ticks  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -46,8 +46,10 @@ class Prometheus(http.server.BaseHTTPRequestHandler):
         expr, start, end, step = q["query"][0], float(q["start"][0]), float(q["end"][0]), float(q["step"][0])
         ts = [start + i * step for i in range(int((end - start) / step) + 1)]
         burst = lambda t: self.now - 600 <= t <= self.now - 300  # noqa: E731
-        if "storage_budget_bytes" in expr:          # no budget configured: no data
+        if "storage_budget_bytes" in expr or "evicted_bytes_total" in expr:   # no budget, no eviction: no series
             result = []
+        elif "jvm_gc_pause_seconds_sum" in expr:     # GC: 0 to 0.12 % of the time
+            result = [{"metric": {"gc": "G1 Young Generation"}, "values": [[t, str(0.0012 * (i % 2))] for i, t in enumerate(ts)]}]
         elif "registry_cache_requests_total" in expr:
             result = [{"metric": {"kind": "blob", "result": "hit"},
                        "values": [[t, str(2440.0 if burst(t) else 0.0)] for t in ts]}]
@@ -85,3 +87,30 @@ def test_page(tmp_path):
     assert 'style="left:0px;top:30px;width:376px;height:232px"><h3>Hit ratio</h3>' in page
     gauge = re.search(r"<h3>Disk used / budget</h3>(.*?)</div>", page).group(1)
     assert 'class="empty"' in gauge and "no data" in gauge and 'class="stat"' not in gauge
+
+    # the evicted-bytes query had no series: its legend says so beside "fetched from upstreams"
+    evicted = re.search(r"<h3>Evicted bytes</h3>(.*?)</div>", page).group(1)
+    assert "evicted: no series in this window" in evicted and "fetched from upstreams" in evicted
+    # the GC axis: 0 to 0.12 %, five labels that differ
+    gc = re.search(r"<h3>GC pause time</h3>(.*?)</svg>", page).group(1)
+    axis = re.findall(r'text-anchor="end" font-size="10">([^<]*%)</text>', gc)
+    assert len(axis) == 5 and len(set(axis)) == 5, axis
+    # $__rate_interval as Grafana sets it: a 7-minute window in ~4 s steps, scrape interval 15 s (the stand-in
+    # has no /api/v1/status/config): max(60, step + 15) s, not a fixed 30 s floor on 4 x step
+    assert f"$__rate_interval = {rate_interval(data['step'], 15):g}s" in page
+
+
+def test_axis_labels_never_repeat():
+    assert axis_labels([0, 0.0003, 0.0006, 0.0009, 0.0012], "percentunit") == ["0.00%", "0.03%", "0.06%", "0.09%", "0.12%"]
+    assert axis_labels([0, 25, 50, 75, 100], "reqps") == ["0 req/s", "25 req/s", "50 req/s", "75 req/s", "100 req/s"]
+    labels = axis_labels([1000, 1000.25, 1000.5, 1000.75, 1001], "reqps")
+    assert len(set(labels)) == 5
+
+
+def test_rate_window_suits_short_runs():
+    # the pack's Prometheus scrapes every 5 s: 1 s steps give a 20 s window, so a 30 s burst keeps its height
+    assert rate_interval(1, 5) == 20 and rate_interval(30, 5) == 35
+
+
+def test_legend_fits_its_panel():
+    assert legend_rows(2, 232) == 2 and legend_rows(30, 232) == (232 - 80) // 14 and legend_rows(5, 60) == 1

@@ -3,6 +3,7 @@ long it was, and marks the runs that were not warm (issue 26, point 14)."""
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -73,3 +74,21 @@ def test_each_row_carries_its_verdict_and_a_saturated_load_generator_is_marked(t
     with open(tmp_path / "matrix.csv") as f:
         assert {r["threads"]: r["verdict"] for r in csv.DictReader(f)} == \
             {"180": "load generator saturated", "10": "none", "50": ""}
+
+
+def test_a_matrix_whose_runs_all_failed_links_what_exists_and_says_why_there_is_no_chart(tmp_path):
+    # one run failed before its folder (its console beside it), one inside its folder (no summary)
+    (tmp_path / "cache-cached-c=10-t=1000-r=2-l=1.console").write_text("run.sh: the stack did not come up\n")
+    (tmp_path / "cache-cached-c=20-t=1000-r=2-l=1").mkdir()
+    (tmp_path / "cache-cached-c=20-t=1000-r=2-l=1" / "run.console").write_text("run.sh: JMeter produced no samples\n")
+    (tmp_path / "runs.tsv").write_text(
+        "cache\tcached\t10\t1000\t1\t2\t3\t\tcache-cached-c=10-t=1000-r=2-l=1\n"
+        "cache\tcached\t20\t1000\t1\t2\t4\tcache-cached-c=20-t=1000-r=2-l=1\tcache-cached-c=20-t=1000-r=2-l=1\n")
+    subprocess.run([sys.executable, os.path.join(HERE, "matrix_report.py"), str(tmp_path), str(tmp_path / "runs.tsv")],
+                   check=True)
+    md = (tmp_path / "matrix.md").read_text()
+    links = re.findall(r"\]\(([^)]+)\)", md)
+    assert len(links) == 2
+    for link in links:  # every link leads to a file
+        assert (tmp_path / link.replace("%20", " ")).is_file(), link
+    assert "No chart: none of the runs finished" in md

@@ -51,15 +51,24 @@ def test_mix_cli_refuses_too_few_new_images(tmp_path):
 
 
 def test_rollout_figures(tmp_path):
-    # three threads released at 1000; they finish at 1500, 1700 and 2400 (their last request's end)
-    rows = ["1000,200,manifest,200,OK,t-1,text,true,,10", "1200,300,layer blob,200,OK,t-1,bin,true,,100",
-            "1001,300,manifest,200,OK,t-2,text,true,,10", "1301,399,layer blob,200,OK,t-2,bin,true,,100",
-            "1002,100,manifest,200,OK,t-3,text,true,,10", "1102,1298,layer blob,503,Unavailable,t-3,bin,false,,0",
-            "1000,1400,pull image,200,Number of samples in transaction : 2,t-3,,true,,110"]
-    (tmp_path / "results.csv").write_text(HEAD + "\n".join(rows) + "\n")
+    # three threads released at 1000; each pulls the image (its transaction row after its requests);
+    # they finish at 1500, 1700 and 2400 (their last request's end), t-2 after 100 ms in JMeter between
+    # its requests (the transaction's IdleTime), t-3 starting 2 ms after the release
+    rows = ["1000,200,manifest,200,OK,t-1,text,true,,10,0", "1200,300,layer blob,200,OK,t-1,bin,true,,100,0",
+            "1000,500,pull image,200,Number of samples in transaction : 2,t-1,,true,,110,0",
+            "1001,300,manifest,200,OK,t-2,text,true,,10,0", "1401,299,layer blob,200,OK,t-2,bin,true,,100,0",
+            "1001,599,pull image,200,Number of samples in transaction : 2,t-2,,true,,110,100",
+            "1002,100,manifest,200,OK,t-3,text,true,,10,0", "1102,1298,layer blob,503,Unavailable,t-3,bin,false,,0,0",
+            "1002,1398,pull image,503,Number of samples in transaction : 2,t-3,,false,,110,0"]
+    (tmp_path / "results.csv").write_text(HEAD.rstrip("\n") + ",IdleTime\n" + "\n".join(rows) + "\n")
     f = scenario.rollout_figures(str(tmp_path / "results.csv"))
-    assert f["threads"] == 3 and f["threads_failed"] == 1
+    assert f["threads"] == 3 and f["threads_failed"] == 1 and f["images"] == 3
     assert f["first_done_s"] == 0.5 and f["last_done_s"] == 1.4 and f["spread_s"] == 0.9 and f["median_done_s"] == 0.7
+    # time to image: first request start to last request end, JMeter's 100 ms between t-2's requests included
+    assert f["time_to_image_s"] == {"min": 0.5, "median": 0.699, "p90": 1.398, "max": 1.398}
+    assert f["start_spread_s"] == 0.002
+    # one definition: no thread had the image sooner after the release than its own time to image
+    assert f["first_done_s"] >= f["time_to_image_s"]["min"] and f["last_done_s"] >= f["time_to_image_s"]["max"]
 
 
 def test_upstream_requests_from_registry_access_log():

@@ -22,6 +22,8 @@ import threading
 import time
 import urllib.parse
 
+import cli  # noqa: E402 - beside this script
+
 NAME_RE = re.compile(r"^/v2/(.+?)/(manifests|blobs|tags)/")
 
 
@@ -144,12 +146,12 @@ def make_handler(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = cli.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--listen", default="127.0.0.1:5002")
     ap.add_argument("--upstream", default="http://127.0.0.1:5000")
     ap.add_argument("--user", default="")
     ap.add_argument("--password", default="")
-    ap.add_argument("--max-seconds", type=float, default=1800)
+    ap.add_argument("--max-seconds", type=cli.number(0, float, above=True), default=1800)
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     host, port = args.listen.rsplit(":", 1)
