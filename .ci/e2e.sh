@@ -107,6 +107,7 @@ grep -E '^summary = +[1-9][0-9]* ' "$work/jmeter.log" >&2 || fail "the plan ran 
 grep -E '^pull\.jmx: [1-9][0-9]* images pulled .* images/s' "$work/jmeter.log" >&2 || fail "the plan printed no images/s line"
 res="$(sed -n 's/^pull\.jmx: results: \(.*\) (summary.md: .*/\1/p' "$work/jmeter.log")"
 [[ -s "$res" ]] || fail "the plan wrote no results file by default (see $work/jmeter.log)"
+[[ ! -e "$clone/jmeter.log" ]] || fail "plain jmeter left jmeter.log in the clone's root"
 
 kill -- "-$app_pid" 2>/dev/null || true
 for _ in $(seq 1 60); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.5; done
