@@ -7,6 +7,8 @@ import org.springframework.boot.context.properties.bind.BindException;
 import org.springframework.boot.context.properties.source.ConfigurationProperty;
 import org.springframework.boot.diagnostics.AbstractFailureAnalyzer;
 import org.springframework.boot.diagnostics.FailureAnalysis;
+import org.springframework.boot.origin.Origin;
+import org.springframework.boot.origin.PropertySourceOrigin;
 import org.springframework.core.Ordered;
 import org.springframework.core.annotation.Order;
 
@@ -233,7 +235,7 @@ public final class SettingFailures {
       String description = property == null
           ? sentence("Invalid settings under " + name + ": " + reason)
           : sentence(property.getName() + " is '" + shown(property.getValue()) + "'"
-              + (property.getOrigin() == null ? "" : " (" + shown(property.getOrigin()) + ")") + ": " + reason);
+              + (property.getOrigin() == null ? "" : " (" + origin(property.getName(), property.getOrigin()) + ")") + ": " + reason);
       return new FailureAnalysis(description, "Correct the setting; " + SEE_README, cause);
     }
   }
@@ -255,6 +257,21 @@ public final class SettingFailures {
       }
       return null;
     }
+  }
+
+  /**
+   * Where setting {@code name} was set, short: {@code from commandLineArgs} rather than Spring
+   * Boot's {@code "<name>" from property source "commandLineArgs"}, with the name as given when it
+   * differs (an environment variable's); any other origin as Spring Boot words it (a file's with
+   * line and column).
+   */
+  static String origin(Object name, Origin origin) {
+    if (origin instanceof PropertySourceOrigin source) {
+      String given = source.getPropertyName();
+      return shown("from " + source.getPropertySource().getName()
+          + (given == null || given.equals(String.valueOf(name)) ? "" : " as " + given));
+    }
+    return shown(origin);
   }
 
   /** {@code text} on one line, ending with a full stop. */

@@ -97,7 +97,7 @@ public class UnknownSettings implements SmartInitializingSingleton {
           .filter(name -> PREFIX.isAncestorOf(name) && !bound.contains(name) && !READ_ELSEWHERE.contains(name))
           .forEach(name -> unknown.computeIfAbsent(name, n -> {
             ConfigurationProperty property = source.getConfigurationProperty(n);
-            return property == null || property.getOrigin() == null ? null : property.getOrigin().toString();
+            return property == null || property.getOrigin() == null ? null : SettingFailures.origin(n, property.getOrigin());
           }));
     }
     return unknown;

@@ -78,7 +78,8 @@ class UnknownSettingsTest {
           assertThat(warnings()).anySatisfy(w -> assertThat(w).startsWith("Unknown setting registry-cache.auth.rules[0].upstream ("));
           assertThat(warnings()).anySatisfy(w -> assertThat(w)
               .startsWith("Unknown setting registrycache.upstreams.local.retry.maxattemps (")
-              .contains("REGISTRYCACHE_UPSTREAMS_LOCAL_RETRY_MAXATTEMPS"));
+              .contains("(from systemEnvironment as REGISTRYCACHE_UPSTREAMS_LOCAL_RETRY_MAXATTEMPS)"));
+          assertThat(warnings()).anySatisfy(w -> assertThat(w).startsWith("Unknown setting registry-cache.uptreams.x.url (from test):"));
           assertThat(warnings()).allSatisfy(w -> assertThat(w).endsWith("no setting of registry-cache has this name, so it has no effect (misspelt?)"));
         });
   }
