@@ -1,15 +1,25 @@
 package io.registrycache;
 
+import io.registrycache.admin.HtpasswdCommand;
+import java.util.Arrays;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.ConfigurationPropertiesScan;
 
-/** Entry point of registry-cache, a pull-only, pull-through caching OCI registry. */
+/**
+ * Entry point of registry-cache, a pull-only, pull-through caching OCI registry. With {@code
+ * htpasswd} as its first argument it runs that subcommand instead ({@link HtpasswdCommand}: one
+ * line of an htpasswd file) and exits, without starting the service.
+ */
 @SpringBootApplication
 @ConfigurationPropertiesScan
 public class RegistryCacheApplication {
 
   public static void main(String[] args) {
+    if (args.length > 0 && "htpasswd".equals(args[0])) {
+      HtpasswdCommand.main(Arrays.copyOfRange(args, 1, args.length));
+      return;
+    }
     SpringApplication.run(RegistryCacheApplication.class, args);
   }
 }

@@ -58,7 +58,9 @@ import org.springframework.stereotype.Component;
  *
  * Sizes are bytes, times ISO-8601 instants (UTC), durations Spring Boot style ({@code 30m},
  * {@code 14d}) or ISO-8601 ({@code PT30M}). Bad input is answered with 400 and {@code
- * {"error": "..."}}; an unknown path segment with 404.
+ * {"error": "..."}} (a body that is not a JSON object of strings too, {@link AdminRequestErrors});
+ * an unknown path segment, or an eviction from an upstream that is neither configured nor cached,
+ * with 404.
  */
 @Component
 @Endpoint(id = "cache")
@@ -135,15 +137,22 @@ public class CacheEndpoint {
       @Selector String action,
       @Nullable String olderThan,
       @Nullable String pattern,
-      @Nullable Integer keep,
-      @Nullable Boolean dryRun,
+      @Nullable String keep,
+      @Nullable String dryRun,
       @Nullable String upstream,
       @Nullable String repository,
       @Nullable String tag,
       @Nullable String digest,
       @Nullable String references,
       @Nullable String platforms) {
-    boolean dry = Boolean.TRUE.equals(dryRun);
+    boolean dry;
+    Integer keeping;
+    try {
+      dry = flag("dryRun", dryRun);
+      keeping = wholeNumber("keep", keep);
+    } catch (IllegalArgumentException e) {
+      return badRequest(e.getMessage());
+    }
     java.util.Optional<String> evictor = janitor.evictorElsewhere();
     if (evictor.isPresent() && (action.equals("janitor") || !dry && (action.equals("prune") || action.equals("evict")))) {
       return new WebEndpointResponse<>(Map.of(
@@ -156,7 +165,7 @@ public class CacheEndpoint {
         case "prune" -> {
           Duration age = olderThan == null || olderThan.isBlank() ? null : DurationStyle.detectAndParse(olderThan);
           Pattern p = compile("pattern", pattern);
-          yield ok(Views.removal(pruner.prune(new PruneRequest(age, p, keep, dry))));
+          yield ok(Views.removal(pruner.prune(new PruneRequest(age, p, keeping, dry))));
         }
         case "evict" -> {
           Digest d = digest == null || digest.isBlank() ? null : Digest.parse(digest);
@@ -173,8 +182,43 @@ public class CacheEndpoint {
         default -> new WebEndpointResponse<>(
             Map.of("error", "unknown action '" + action + "'; use prune, evict, janitor or preload"), 404);
       };
+    } catch (Pruner.UnknownUpstreamException e) {
+      return new WebEndpointResponse<>(Map.of("error", e.getMessage()), 404);
     } catch (IllegalArgumentException | OciException e) {
       return badRequest(e.getMessage());
+    }
+  }
+
+  /**
+   * A JSON boolean as the actuator hands it over (a string): {@code true} or {@code false}, any
+   * case; absent is false. (The actuator's own conversion answers a bare "Parameter mapping
+   * failure".)
+   *
+   * @throws IllegalArgumentException (answered 400) for anything else
+   */
+  static boolean flag(String what, @Nullable String value) {
+    if (value == null || value.equalsIgnoreCase("false")) {
+      return false;
+    }
+    if (value.equalsIgnoreCase("true")) {
+      return true;
+    }
+    throw new IllegalArgumentException(what + " must be true or false, not '" + value + "'");
+  }
+
+  /**
+   * A JSON number as the actuator hands it over (a string): a whole number, or {@code null} when absent.
+   *
+   * @throws IllegalArgumentException (answered 400) for anything else
+   */
+  static @Nullable Integer wholeNumber(String what, @Nullable String value) {
+    if (value == null || value.isBlank()) {
+      return null;
+    }
+    try {
+      return Integer.valueOf(value.strip());
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(what + " must be a whole number, not '" + value + "'");
     }
   }
 

@@ -2,6 +2,7 @@ package io.registrycache.admin;
 
 import ch.qos.logback.classic.pattern.MessageConverter;
 import ch.qos.logback.classic.spi.ILoggingEvent;
+import java.util.Set;
 
 /**
  * The log message ({@code %m}, {@code %msg}, {@code %message}) with control characters escaped,
@@ -13,18 +14,32 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
  */
 public class EscapedMessageConverter extends MessageConverter {
 
+  /**
+   * Loggers whose messages keep their line feeds: Spring Boot's "APPLICATION FAILED TO START"
+   * report and its pointer to the condition report, fixed text laid out on several lines and
+   * written while the service starts, before any request exists.
+   */
+  static final Set<String> MULTI_LINE_LOGGERS = Set.of(
+      "org.springframework.boot.diagnostics.LoggingFailureAnalysisReporter",
+      "org.springframework.boot.autoconfigure.logging.ConditionEvaluationReportLogger");
+
   @Override
   public String convert(ILoggingEvent event) {
-    return escape(super.convert(event));
+    return escape(super.convert(event), MULTI_LINE_LOGGERS.contains(event.getLoggerName()));
   }
 
   /** {@code text} with every control character but tab escaped; {@code null} stays {@code null}. */
   public static String escape(String text) {
+    return escape(text, false);
+  }
+
+  /** {@code text} with every control character but tab (and LF, when {@code keepLineFeeds}) escaped. */
+  static String escape(String text, boolean keepLineFeeds) {
     if (text == null) {
       return null;
     }
     int i = 0;
-    while (i < text.length() && !needsEscape(text.charAt(i))) {
+    while (i < text.length() && !needsEscape(text.charAt(i), keepLineFeeds)) {
       i++;
     }
     if (i == text.length()) {
@@ -33,7 +48,7 @@ public class EscapedMessageConverter extends MessageConverter {
     StringBuilder out = new StringBuilder(text.length() + 16).append(text, 0, i);
     for (; i < text.length(); i++) {
       char c = text.charAt(i);
-      if (!needsEscape(c)) {
+      if (!needsEscape(c, keepLineFeeds)) {
         out.append(c);
       } else if (c == '\r') {
         out.append("\\r");
@@ -48,8 +63,8 @@ public class EscapedMessageConverter extends MessageConverter {
     return out.toString();
   }
 
-  private static boolean needsEscape(char c) {
+  private static boolean needsEscape(char c, boolean keepLineFeeds) {
     // C0 controls but tab, DEL, C1 controls, and the Unicode line and paragraph separators.
-    return (c < 0x20 && c != '\t') || (c >= 0x7f && c <= 0x9f) || c == '\u2028' || c == '\u2029';
+    return (c < 0x20 && c != '\t' && !(keepLineFeeds && c == '\n')) || (c >= 0x7f && c <= 0x9f) || c == '\u2028' || c == '\u2029';
   }
 }

@@ -105,6 +105,8 @@ public class Pruner {
    * @param digest the manifest digest, or {@code null} when {@code tag} is given
    * @param dryRun report only
    * @return what went; empty lists when nothing matched
+   * @throws UnknownUpstreamException by tag, when {@code upstream} is neither configured nor the
+   *     upstream of any cached tag
    */
   public Removal evict(String upstream, String repository, String tag, Digest digest, boolean dryRun) {
     collector.rescanShared();
@@ -112,10 +114,25 @@ public class Pruner {
       return collector.remove(List.of(), List.of(digest), null, Reason.EVICT, dryRun);
     }
     String key = upstream == null || upstream.isBlank() ? upstreams.defaultUpstream().key() : upstream;
+    List<TagRef> tags = manifests.allTags();
+    if (upstreams.byKey(key).isEmpty() && tags.stream().noneMatch(t -> t.upstream().equals(key))) {
+      throw new UnknownUpstreamException(key, upstreams.all().stream().map(u -> u.key()).sorted().toList());
+    }
     Optional<TagRef> ref =
-        manifests.allTags().stream()
+        tags.stream()
             .filter(t -> t.upstream().equals(key) && t.repository().equals(repository) && t.tag().equals(tag))
             .findFirst();
     return collector.remove(ref.map(List::of).orElse(List.of()), List.of(), null, Reason.EVICT, dryRun);
+  }
+
+  /**
+   * An eviction names an upstream key that is not configured and of which nothing is cached (a
+   * typo, most likely): answered 404, not 200 with nothing evicted.
+   */
+  public static final class UnknownUpstreamException extends RuntimeException {
+    UnknownUpstreamException(String key, List<String> configured) {
+      super("unknown upstream '" + key + "': neither configured nor the upstream of any cached tag; upstream keys: "
+          + String.join(", ", configured));
+    }
   }
 }

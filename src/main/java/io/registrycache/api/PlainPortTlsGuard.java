@@ -7,12 +7,10 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
-import com.github.benmanes.caffeine.cache.Ticker;
 import io.netty.util.ReferenceCountUtil;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.reactor.netty.NettyServerCustomizer;
@@ -26,9 +24,9 @@ import org.springframework.context.annotation.Configuration;
  * <p>Clients of an "insecure" registry (skopeo, containerd, Docker) try HTTPS first and fall back
  * to HTTP when the server's first bytes are not a TLS record (Go's {@code tls.RecordHeaderError}).
  * Left to the HTTP codec, each such ClientHello is logged by Reactor Netty at WARN with a decoding
- * stack trace; here it costs one INFO line per client address per {@link #LOG_INTERVAL} (further
- * ones from that address within it at DEBUG: every pull of such a client starts with one) and the
- * same fallback for the client:
+ * stack trace; here it costs one INFO line for the first from each client address since the
+ * service started (every later one from that address at DEBUG: every pull of such a client starts
+ * with one, and the fallback is expected, not a fault) and the same fallback for the client:
  * an HTTP/1.1 400 response, then the connection is closed (as Go's own {@code net/http} server
  * does). A TLS record starts with content type 22 (handshake, RFC 8446 section 5.1), a byte no
  * HTTP request line can start with, so one byte decides.
@@ -50,13 +48,10 @@ public class PlainPortTlsGuard {
       + "Content-Length: " + BODY.length + "\r\n\r\n"
       + new String(BODY, StandardCharsets.US_ASCII)).getBytes(StandardCharsets.US_ASCII);
 
-  /** How long after its INFO line further handshakes from the same client address log at DEBUG. */
-  static final Duration LOG_INTERVAL = Duration.ofMinutes(10);
-
-  /** Client addresses remembered at most (the oldest are forgotten first: they log at INFO again). */
+  /** Client addresses remembered at most (one forgotten logs at INFO again). */
   static final long MAX_ADDRESSES = 10_000;
 
-  private final HandshakeLog handshakeLog = new HandshakeLog(Ticker.systemTicker());
+  private final HandshakeLog handshakeLog = new HandshakeLog();
 
   /** Puts {@link TlsHelloHandler} first in every accepted connection's pipeline. */
   @Bean
@@ -68,19 +63,14 @@ public class PlainPortTlsGuard {
 
   /**
    * The log line of a rejected handshake: INFO for the first from a client address (its IP, any
-   * port) in {@link #LOG_INTERVAL}, DEBUG for the rest of it.
+   * port) since the start, DEBUG for every later one.
    */
   static final class HandshakeLog {
 
     private final Cache<Object, Boolean> recent;
 
-    /** @param ticker the interval's clock (tests move it by hand) */
-    HandshakeLog(Ticker ticker) {
-      this.recent = Caffeine.newBuilder()
-          .expireAfterWrite(LOG_INTERVAL)
-          .maximumSize(MAX_ADDRESSES)
-          .ticker(ticker)
-          .build();
+    HandshakeLog() {
+      this.recent = Caffeine.newBuilder().maximumSize(MAX_ADDRESSES).build();
     }
 
     /** Logs one rejected handshake from {@code remote}; true when that line was at INFO. */
@@ -89,8 +79,9 @@ public class PlainPortTlsGuard {
           ? inet.getAddress()
           : String.valueOf(remote);
       if (recent.asMap().putIfAbsent(key, Boolean.TRUE) == null) {
-        log.info("TLS handshake from {} on the plain HTTP port: answered 400 (configure the client for plain HTTP;"
-            + " more from this address in the next {} min at DEBUG)", remote, LOG_INTERVAL.toMinutes());
+        log.info("TLS handshake from {} on the plain HTTP port: answered 400, after which a client of an insecure"
+            + " registry falls back to plain HTTP (skopeo --tls-verify=false, containerd, Docker); later ones from this"
+            + " address at DEBUG", remote);
         return true;
       }
       log.debug("TLS handshake from {} on the plain HTTP port: answered 400 (configure the client for plain HTTP)", remote);

@@ -53,7 +53,17 @@ public record RegistryCacheProperties(
    *     convert or a record refuses it
    */
   public static RegistryCacheProperties bind(Map<String, ?> properties) {
-    Binder binder = new Binder(new MapConfigurationPropertySource(properties));
+    return bind(new Binder(new MapConfigurationPropertySource(properties)));
+  }
+
+  /**
+   * The settings {@code binder} holds (e.g. {@code Binder.get(environment)}), bound as Spring Boot
+   * binds them at start-up.
+   *
+   * @throws org.springframework.boot.context.properties.bind.BindException when a value does not
+   *     convert or a record refuses it
+   */
+  public static RegistryCacheProperties bind(Binder binder) {
     return new RegistryCacheProperties(
         bind(binder, "registry-cache.storage", StorageProperties.class),
         bind(binder, "registry-cache.manifests", ManifestsProperties.class),

@@ -77,7 +77,7 @@ class CacheEndpointPatternTest {
   void backreferencesAndLookaroundAreRefusedAsNotRe2() {
     assertThat(error(endpoint.list("images", "(app)\\1"))).contains("RE2");
     assertThat(error(endpoint.list("blobs", "sha256:(?=a)"))).contains("RE2");
-    assertThat(error(endpoint.act("prune", null, "(?!x).*", null, true, null, null, null, null, null, null)))
+    assertThat(error(endpoint.act("prune", null, "(?!x).*", null, "true", null, null, null, null, null, null)))
         .startsWith("pattern is not a regular expression in RE2 syntax");
   }
 
@@ -92,7 +92,7 @@ class CacheEndpointPatternTest {
   @Test
   void pruneMatchesWithRe2Semantics() {
     WebEndpointResponse<Object> r =
-        endpoint.act("prune", null, "local/app:v\\d", null, true, null, null, null, null, null, null);
+        endpoint.act("prune", null, "local/app:v\\d", null, "true", null, null, null, null, null, null);
     assertThat(r.getStatus()).isEqualTo(200);
     assertThat((List<?>) ((Map<?, ?>) r.getBody()).get("tags")).hasSize(1);
   }

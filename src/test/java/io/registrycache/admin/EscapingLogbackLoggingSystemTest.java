@@ -62,6 +62,18 @@ class EscapingLogbackLoggingSystemTest {
   }
 
   @Test
+  void springBootsStartFailureReportKeepsItsLineFeedsButNothingElse(CapturedOutput output) {
+    system.loadDefaults(context, null);
+    LoggerFactory.getLogger("org.springframework.boot.diagnostics.LoggingFailureAnalysisReporter")
+        .error("\n\nAPPLICATION FAILED TO START\n\nDescription:\n\nPort 8080 is in use\r\nFORGED\0");
+    log.error("Description:\nsecond line");
+
+    assertThat(output.getOut())
+        .contains("\nAPPLICATION FAILED TO START\n\nDescription:\n\nPort 8080 is in use\\r\nFORGED\\0")
+        .contains("Description:\\nsecond line");
+  }
+
+  @Test
   void anOperatorsOwnConfigurationEscapesMessagesToo(CapturedOutput output) throws Exception {
     Path xml = Files.writeString(dir.resolve("logback.xml"), """
         <configuration>

@@ -86,7 +86,7 @@ class PassthroughTokenIT extends AbstractCacheIT {
     registry.add("registry-cache.auth.token.enabled", () -> "true");
     registry.add("registry-cache.auth.htpasswd-file", () -> files.resolve("htpasswd").toString());
     registry.add("registry-cache.auth.rules[0].subjects", () -> "user:ops");
-    registry.add("registry-cache.auth.rules[0].upstreams", () -> "local");
+    registry.add("registry-cache.auth.rules[0].upstreams", () -> "corp");
     registry.add("registry-cache.auth.rules[0].repositories", () -> "**");
     registry.add("registry-cache.upstreams.corp.host", () -> HOST);
     registry.add("registry-cache.upstreams.corp.url", corp::baseUrl);

@@ -73,8 +73,7 @@ class PlainPortTlsGuardTest {
     }
 
     String log = output.getAll();
-    // four handshakes from one address: one INFO line, the other three at DEBUG (issue 26 point 5;
-    // HandshakeLogTest has the interval)
+    // four handshakes from one address: one INFO line, the other three at DEBUG (HandshakeLogTest)
     assertThat(log.lines().filter(line -> line.contains("TLS handshake from")).count()).isEqualTo(1);
     assertThat(log).doesNotContain("HttpServerOperations").doesNotContain("DecoderException");
 
