@@ -247,7 +247,7 @@ public record HttpTarget(
       while (i < n && isHexOrColonOrDot(authority.charAt(i))) {
         i++;
       }
-      if (i == 1 || i == n || authority.charAt(i) != ']') {
+      if (i == 1 || i == n || authority.charAt(i) != ']' || !ipv6Literal(authority.substring(0, i + 1))) {
         return false;
       }
       i++;
@@ -272,6 +272,15 @@ public record HttpTarget(
       }
     }
     return true;
+  }
+
+  /** Whether {@code literal} ({@code [...]}) is an IPv6 address, as java.net.URI parses it (RFC 2732). */
+  private static boolean ipv6Literal(String literal) {
+    try {
+      return new URI("http://" + literal + "/").getHost() != null;
+    } catch (URISyntaxException e) {
+      return false;
+    }
   }
 
   private static boolean isUnreserved(char c) {

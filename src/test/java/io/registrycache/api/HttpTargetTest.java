@@ -88,7 +88,7 @@ class HttpTargetTest {
   @ParameterizedTest
   @ValueSource(strings = {
       "cache\"x", "cache x", "cache{x}", "cache|x", "cache\\x", "cache^x", "cache<x>", "cache`x",
-      "", ":8080", "cache:", "cache:123456", "cache:80a", "[::1", "[zz]", "user@cache", "cache/x", "cache,other"})
+      "", ":8080", "cache:", "cache:123456", "cache:80a", "[::1", "[zz]", "[E]", "[1:2]", "[::1::2]", "user@cache", "cache/x", "cache,other"})
   void hostsThatAreNotHostAndPortAreRefused(String host) {
     assertThatThrownBy(() -> HttpTarget.parse("/v2/", List.of(host)))
         .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.status().value()).isEqualTo(400));
