@@ -55,17 +55,28 @@ class ManagementPortFuzzTest {
       "X-HTTP-Method-Override", "X-Original-URL", "X-Rewrite-URL"};
 
   private static ConfigurableApplicationContext service;
+  /** Why the service did not start, so that later inputs fail at once instead of starting it again. */
+  private static Exception failedStart;
   private static int port;
   private static Set<String> protectedPatterns;
-  /** Jazzer's network sanitizer may flag connections: only loopback ones are made, and allowed. */
-  private static SilentCloseable loopbackAllowed;
 
   /** Starts the service on first use, so that its classes load after Jazzer's agent is in place. */
   private static synchronized void start() throws Exception {
     if (service != null) {
       return;
     }
-    loopbackAllowed = BugDetectors.allowNetworkConnections((host, p) -> isLoopback(host));
+    if (failedStart != null) {
+      throw new IllegalStateException("the service did not start", failedStart);
+    }
+    try {
+      startService();
+    } catch (Exception e) {
+      failedStart = e;
+      throw e;
+    }
+  }
+
+  private static void startService() throws Exception {
     List<String> args = new ArrayList<>(List.of("--server.port=0"));
     args.addAll(CacheProperties.cache(TestFiles.tempDirectory("registry-cache-management-fuzz-"))
         .set("registry-cache.admin.token", TOKEN)
@@ -73,7 +84,10 @@ class ManagementPortFuzzTest {
         .asArguments());
     service = new SpringApplicationBuilder(RegistryCacheApplication.class, HandlerProbe.class).run(args.toArray(String[]::new));
     port = Integer.parseInt(service.getEnvironment().getRequiredProperty("local.management.port"));
-    RawHttp.Response links = RawHttp.get(port, "/actuator", "Authorization", "Bearer " + TOKEN);
+    RawHttp.Response links;
+    try (SilentCloseable loopback = loopbackOnly()) {
+      links = RawHttp.get(port, "/actuator", "Authorization", "Bearer " + TOKEN);
+    }
     assertThat(links.status()).as(links.toString()).isEqualTo(200);
     Set<String> patterns = new LinkedHashSet<>();
     for (Map.Entry<String, JsonNode> link : JSON.readTree(links.bodyText()).path("_links").properties()) {
@@ -83,6 +97,11 @@ class ManagementPortFuzzTest {
     }
     assertThat(patterns).contains("/actuator", "/actuator/cache", "/actuator/cache/{what}", "/actuator/metrics");
     protectedPatterns = patterns;
+  }
+
+  /** Jazzer's network sanitizer flags connections: the ones made here go to loopback only. */
+  private static SilentCloseable loopbackOnly() {
+    return BugDetectors.allowNetworkConnections((host, p) -> isLoopback(host));
   }
 
   private static boolean isLoopback(String host) {
@@ -98,7 +117,6 @@ class ManagementPortFuzzTest {
     if (service != null) {
       service.close();
       service = null;
-      loopbackAllowed.close();
     }
   }
 
@@ -136,7 +154,10 @@ class ManagementPortFuzzTest {
       headers.add(new String[] {name, clean});
     }
     byte[] body = data.consumeRemainingAsBytes();
-    RawHttp.Response answer = RawHttp.send(port, method, target, headers, body);
+    RawHttp.Response answer;
+    try (SilentCloseable loopback = loopbackOnly()) {
+      answer = RawHttp.send(port, method, target, headers, body);
+    }
     Optional<String> reached = HandlerProbe.matchedPattern(probe);
     String what = method + " " + target + " " + headers.stream().map(h -> h[0] + ": " + h[1]).toList() + " -> " + answer;
     assertThat(answer.status()).as(what).isLessThan(500);
