@@ -20,10 +20,10 @@ import java.util.List;
  *
  * <pre>
  * admin ──► api, proxy, storage, upstream, metrics
- * api ──► auth, ratelimit, proxy, upstream, metrics          peer ──► proxy, upstream, cluster
+ * api ──► auth, ratelimit, proxy, upstream, metrics          peer ──► auth, proxy, upstream, cluster
  * ratelimit ──► auth, proxy (its FillPermits)
  * proxy ──► storage, upstream, metrics, cluster
- * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config)   metrics ──► config
+ * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config, upstream, proxy's PassthroughAccess)   metrics ──► config
  * management ──► config
  * cluster, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
  * </pre>
@@ -59,14 +59,19 @@ class PackageDependencyTest {
   /** The stores know nothing of upstreams, pull-through, metrics or HTTP: the seam a store plugs into. */
   @ArchTest static final ArchRule storage = only("storage", "oci", "config");
   @ArchTest static final ArchRule upstream = only("upstream", "tracing", "oci", "config");
-  /** Who may pull: credentials and rules, knowing nothing of HTTP routes, upstream calls or stores. */
-  @ArchTest static final ArchRule auth = only("auth", "oci", "config");
+  /**
+   * Who may pull: credentials, rules and the one decision (auth.PullAccess), which also says with
+   * whose credentials the upstream is asked and has a pass-through upstream confirm a client's
+   * (proxy.PassthroughAccess); nothing of HTTP routes or stores.
+   */
+  @ArchTest static final ArchRule auth = only("auth", "upstream", "proxy", "oci", "config");
   @ArchTest static final ArchRule proxy = only("proxy", "storage", "upstream", "metrics", "cluster", "tracing", "oci", "config");
   /** How much each identity may pull: knows who (auth) and the proxy's fill permits, not HTTP. */
   @ArchTest static final ArchRule ratelimit = only("ratelimit", "auth", "proxy", "oci", "config");
   /** The HTTP API sees blobs and manifests through the proxy's types, never a store's. */
   @ArchTest static final ArchRule api = only("api", "auth", "ratelimit", "proxy", "upstream", "metrics", "tracing", "oci", "config");
-  @ArchTest static final ArchRule peer = only("peer", "proxy", "upstream", "cluster", "metrics", "tracing", "oci", "config");
+  /** The peer port's challenge comes from auth's one builder (auth.Challenges). */
+  @ArchTest static final ArchRule peer = only("peer", "auth", "proxy", "upstream", "cluster", "metrics", "tracing", "oci", "config");
   /** Who may use the management port: Spring Security in the management server's context, nothing of the pull path. */
   @ArchTest static final ArchRule management = only("management", "config");
   /** Spans of pulls: Micrometer Tracing only, knowing nothing of the cache's other packages. */

@@ -54,7 +54,7 @@ class UnknownSettingsTest {
         .withInitializer(context -> context.getEnvironment().getPropertySources().addFirst(
             new SystemEnvironmentPropertySource(StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME, Map.of(
                 "REGISTRYCACHE_UPSTREAMS_LOCAL_ALIASES_0", "mirror.example.com",
-                "REGISTRYCACHE_AUTH_GROUPS_DEVS", "alice,ci",
+                "REGISTRYCACHE_AUTH_GROUPS_DEVS", "user:alice,robot:ci",
                 "REGISTRYCACHE_STORAGE_MAXBYTES", "10737418240",
                 "REGISTRYCACHE_UPSTREAMS_LOCAL_RETRY_MAXATTEMPS", "2"))))
         .withPropertyValues(
