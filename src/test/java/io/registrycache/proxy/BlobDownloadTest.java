@@ -356,7 +356,7 @@ class BlobDownloadTest {
     assertThat(slow.received()).isLessThan(content.length / 2); // it asked for one buffer only
     // What the download held for its readers stayed bounded although one reader took nothing.
     assertThat(most).isLessThanOrEqualTo(
-        BlobDownload.MAX_UNWRITTEN_BYTES + 2L * BlobDownload.READER_QUEUE_BYTES + 2 * 64 * 1024);
+        BlobDownload.MAX_UNWRITTEN_BYTES + 2 * 64 * 1024);
     slow.request(Long.MAX_VALUE); // the rest comes from the stored file
     assertThat(slow.done.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
   }
@@ -760,12 +760,12 @@ class BlobDownloadTest {
     }
   }
 
-  /** A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in the last). */
+  /** A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in one more). */
   private static BlobDownload cold(Digest digest, byte[] content, ContentWriter writer, Scheduler storage, int... buffers) {
     List<DataBuffer> parts = new ArrayList<>();
     int at = 0;
     for (int i = 0; i < buffers.length && at < content.length; i++) {
-      int to = i == buffers.length - 1 ? content.length : Math.min(content.length, at + buffers[i]);
+      int to = Math.min(content.length, at + buffers[i]);
       parts.add(DefaultDataBufferFactory.sharedInstance.wrap(Arrays.copyOfRange(content, at, to)));
       at = to;
     }

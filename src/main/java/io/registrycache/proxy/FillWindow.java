@@ -1,0 +1,387 @@
+package io.registrycache.proxy;
+
+import io.netty.buffer.ByteBuf;
+import io.registrycache.storage.ContentVerificationException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
+import reactor.core.publisher.Sinks;
+
+/**
+ * What one blob download has received, written and verified, the received bytes still in memory,
+ * and where each of its readers is: the state the fill and its readers share, under one lock.
+ *
+ * <p>A received buffer stays here until the store has written it; the one holding the last byte of
+ * a blob of known size stays until the blob is verified, and readers see that last byte only then. Readers take retained slices, so a buffer released here
+ * stays valid for a reader that holds a slice of it.
+ *
+ * <p>Readers wait for a change with {@link #changedSince}; the fill waits for its fastest reader
+ * with {@link #paced}. Both are {@link Mono}s completed outside the lock.
+ */
+final class FillWindow {
+
+  /** Received bytes {@code [offset, offset + buf.readableBytes())}. */
+  record Chunk(ByteBuf buf, long offset) {
+    long end() {
+      return offset + buf.readableBytes();
+    }
+  }
+
+  enum State { RUNNING, VERIFIED, COMMITTED, FAILED }
+
+  /**
+   * The window as one reader step sees it.
+   *
+   * @param memoryStart first offset still in memory ({@code received} when none is)
+   * @param readable bytes a reader may have now: all received, but the last byte of a blob of
+   *     known size only once verified
+   * @param size the announced size in bytes, or -1
+   * @param version changes whenever {@code received} or {@code state} does
+   */
+  record View(State state, Throwable failure, long received, long written, long memoryStart, long readable,
+      long size, long version) {
+    boolean verified() {
+      return state == State.VERIFIED || state == State.COMMITTED;
+    }
+  }
+
+  /** Where one reader is: its next byte, and the end of its range (exclusive; MAX_VALUE: the blob's end). */
+  static final class Position {
+    private volatile long next; // written under the window's lock
+    private final long end;
+
+    Position(long next, long end) {
+      this.next = next;
+      this.end = end;
+    }
+
+    long next() {
+      return next;
+    }
+
+    long end() {
+      return end;
+    }
+  }
+
+  private final String description;
+  private final Object lock = new Object();
+  // Guarded by lock:
+  private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
+  private final List<Position> readers = new ArrayList<>();
+  private List<MonoSink<Void>> waiters = new ArrayList<>();
+  private Sinks.Empty<Void> pause;
+  private long received;
+  private long written;
+  private long size = -1;
+  private long version;
+  private State state = State.RUNNING;
+  private Throwable failure;
+
+  /** @param description for errors, e.g. {@code local/library/alpine@sha256:...} */
+  FillWindow(String description) {
+    this.description = description;
+  }
+
+  /** Bytes received and not yet written. */
+  long unwritten() {
+    synchronized (lock) {
+      return received - written;
+    }
+  }
+
+  View view() {
+    synchronized (lock) {
+      Chunk first = chunks.peekFirst();
+      return new View(state, failure, received, written, first != null ? first.offset() : received, readable(), size,
+          version);
+    }
+  }
+
+  State state() {
+    synchronized (lock) {
+      return state;
+    }
+  }
+
+  long received() {
+    synchronized (lock) {
+      return received;
+    }
+  }
+
+  /** Readers reading now. */
+  int readers() {
+    synchronized (lock) {
+      return readers.size();
+    }
+  }
+
+  private long readable() {
+    if (state == State.VERIFIED || state == State.COMMITTED || size < 0) {
+      return received;
+    }
+    return Math.min(received, size - 1);
+  }
+
+  /** Sets the size the upstream announced (-1: unknown), before the first byte. */
+  void size(long announced) {
+    synchronized (lock) {
+      size = announced;
+    }
+  }
+
+  /**
+   * Takes over one received buffer and wakes the readers waiting for bytes.
+   *
+   * @return the buffer's chunk, or null (empty, or the download failed: the buffer is released)
+   * @throws ContentVerificationException when it goes past the announced size (the buffer is released)
+   */
+  Chunk add(ByteBuf buf) {
+    int n = buf.readableBytes();
+    List<MonoSink<Void>> wake;
+    Chunk chunk;
+    synchronized (lock) {
+      if (state != State.RUNNING || n == 0) {
+        buf.release();
+        return null;
+      }
+      if (size >= 0 && received + n > size) {
+        buf.release();
+        throw new ContentVerificationException(description + ": upstream sent more than its Content-Length of " + size + " bytes");
+      }
+      chunk = new Chunk(buf, received);
+      chunks.addLast(chunk);
+      received += n;
+      wake = changed();
+    }
+    wake.forEach(MonoSink::success);
+    return chunk;
+  }
+
+  /** A retained slice of the bytes in memory from {@code from} up to {@code limit}, or null when they are not in memory. */
+  ByteBuf slice(Position reader, long limit) {
+    ByteBuf slice = null;
+    Sinks.Empty<Void> resume;
+    synchronized (lock) {
+      long from = reader.next;
+      for (Chunk c : chunks) {
+        if (c.end() > from) {
+          if (c.offset() <= from && from < limit) {
+            int at = (int) (from - c.offset());
+            int to = (int) (Math.min(c.end(), limit) - c.offset());
+            slice = c.buf().retainedSlice(c.buf().readerIndex() + at, to - at);
+            reader.next = from + (to - at);
+          }
+          break;
+        }
+      }
+      resume = slice == null ? null : resumable();
+    }
+    if (resume != null) {
+      resume.tryEmitEmpty();
+    }
+    return slice;
+  }
+
+  /** Moves a reader on after it read {@code n} bytes from the file. */
+  void advance(Position reader, int n) {
+    Sinks.Empty<Void> resume;
+    synchronized (lock) {
+      reader.next += n;
+      resume = resumable();
+    }
+    if (resume != null) {
+      resume.tryEmitEmpty();
+    }
+  }
+
+  /** Retains {@code batch} for a write; false (nothing retained) once the download failed. */
+  boolean pin(List<Chunk> batch) {
+    synchronized (lock) {
+      if (state == State.FAILED) {
+        return false;
+      }
+      batch.forEach(c -> c.buf().retain());
+      return true;
+    }
+  }
+
+  /** The store wrote everything before {@code upTo}: those buffers leave memory, all but the last byte's. */
+  void written(long upTo) {
+    List<ByteBuf> done = new ArrayList<>();
+    synchronized (lock) {
+      if (state == State.FAILED) {
+        return;
+      }
+      written = upTo;
+      for (Chunk c = chunks.peekFirst(); c != null && c.end() <= upTo; c = chunks.peekFirst()) {
+        if (size >= 0 && c.end() == size) {
+          break; // the last byte stays in memory until the blob is stored
+        }
+        done.add(chunks.pollFirst().buf());
+      }
+    }
+    done.forEach(ByteBuf::release);
+  }
+
+  /**
+   * The size and digest checked out, every byte is written: readers may have the last byte (from
+   * the file) and end; nothing stays in memory. False once failed.
+   */
+  boolean verified() {
+    List<MonoSink<Void>> wake;
+    List<ByteBuf> done = new ArrayList<>();
+    synchronized (lock) {
+      if (state != State.RUNNING) {
+        return false;
+      }
+      state = State.VERIFIED;
+      chunks.forEach(c -> done.add(c.buf()));
+      chunks.clear();
+      wake = changed();
+    }
+    done.forEach(ByteBuf::release);
+    wake.forEach(MonoSink::success);
+    return true;
+  }
+
+  /** Stored. False when the download was failed meanwhile. */
+  boolean committed() {
+    synchronized (lock) {
+      if (state != State.VERIFIED) {
+        return false;
+      }
+      state = State.COMMITTED;
+      return true;
+    }
+  }
+
+  /**
+   * Fails the download unless it is stored or failed already: {@code first} runs under the lock
+   * (so no reader sees the failure before it), then the waiting readers and the fill are woken
+   * and the bytes in memory released.
+   *
+   * @return whether this call failed it
+   */
+  boolean fail(Throwable error, Runnable first) {
+    List<MonoSink<Void>> wake;
+    Sinks.Empty<Void> resume;
+    List<ByteBuf> drop = new ArrayList<>();
+    synchronized (lock) {
+      if (state == State.FAILED || state == State.COMMITTED) {
+        return false;
+      }
+      first.run();
+      state = State.FAILED;
+      failure = error;
+      wake = changed();
+      resume = pause;
+      pause = null;
+      chunks.forEach(c -> drop.add(c.buf()));
+      chunks.clear();
+    }
+    wake.forEach(MonoSink::success);
+    if (resume != null) {
+      resume.tryEmitEmpty();
+    }
+    drop.forEach(ByteBuf::release);
+    return true;
+  }
+
+  /** Completes once the window changed from {@code seen} (a {@link View#version}), at once if it has. */
+  Mono<Void> changedSince(long seen) {
+    return Mono.create(sink -> {
+      boolean now;
+      synchronized (lock) {
+        now = version != seen;
+        if (!now) {
+          waiters.add(sink);
+        }
+      }
+      if (now) {
+        sink.success();
+      } else {
+        sink.onCancel(() -> {
+          synchronized (lock) {
+            waiters.remove(sink);
+          }
+        });
+      }
+    });
+  }
+
+  private List<MonoSink<Void>> changed() {
+    version++;
+    List<MonoSink<Void>> wake = waiters;
+    waiters = new ArrayList<>();
+    return wake;
+  }
+
+  // ---- pacing: the fill goes no more than PACE_BYTES ahead of its fastest reader -------------------
+
+  /** A reader starts; returns its position. */
+  Position open(long start, long endExclusive) {
+    Position p = new Position(start, endExclusive < 0 ? Long.MAX_VALUE : endExclusive);
+    synchronized (lock) {
+      readers.add(p);
+    }
+    return p;
+  }
+
+  /** A reader ended; returns the number of readers left. */
+  int close(Position reader) {
+    Sinks.Empty<Void> resume;
+    int left;
+    synchronized (lock) {
+      readers.remove(reader);
+      left = readers.size();
+      resume = resumable();
+    }
+    if (resume != null) {
+      resume.tryEmitEmpty();
+    }
+    return left;
+  }
+
+  /**
+   * Completes when the fill may read on: at once, unless a reader still wants bytes and the one
+   * furthest ahead is {@code paceBytes} or more behind what was received; then once it is within
+   * half of that (or wants no more, or leaves).
+   */
+  Mono<Void> paced() {
+    synchronized (lock) {
+      if (state != State.RUNNING || behind() < BlobDownload.PACE_BYTES) {
+        return Mono.empty();
+      }
+      if (pause == null) {
+        pause = Sinks.empty();
+      }
+      return pause.asMono();
+    }
+  }
+
+  /** The pause to end now, if the fastest reader caught up; under lock. */
+  private Sinks.Empty<Void> resumable() {
+    if (pause == null || behind() >= BlobDownload.PACE_BYTES / 2) {
+      return null;
+    }
+    Sinks.Empty<Void> p = pause;
+    pause = null;
+    return p;
+  }
+
+  /** How far the fastest reader still wanting bytes is behind what was received (0 without one); under lock. */
+  private long behind() {
+    long fastest = -1;
+    for (int i = 0; i < readers.size(); i++) {
+      Position p = readers.get(i);
+      if (p.next < p.end) {
+        fastest = Math.max(fastest, p.next);
+      }
+    }
+    return fastest < 0 ? 0 : received - fastest;
+  }
+}
