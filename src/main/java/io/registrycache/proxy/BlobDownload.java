@@ -105,6 +105,8 @@ public final class BlobDownload {
 
   private volatile long expectedSize = -1;
   private volatile ContentWriter writer;
+  /** Times the body was resumed so far. */
+  private volatile int resumes;
   /** Bytes gathered into the write batch under way (the fill's thread only). */
   private long gathered;
 
@@ -169,9 +171,11 @@ public final class BlobDownload {
     fill = Flux.defer(() -> body(window.received()))
         .retryWhen(Retry.max(resumeAttempts)
             .filter(this::resumable)
-            .doBeforeRetry(s -> log.warn("blob download {} broke off after {} of {} bytes ({}); resuming from there,"
-                    + " attempt {} of {}", description, window.received(), expectedSize, s.failure().getCause(),
-                s.totalRetries() + 1, resumeAttempts))
+            .doBeforeRetry(s -> {
+              resumes = (int) s.totalRetries() + 1;
+              log.warn("blob download {} broke off after {} of {} bytes ({}); resuming from there, attempt {} of {}",
+                  description, window.received(), expectedSize, s.failure().getCause(), resumes, resumeAttempts);
+            })
             .onRetryExhaustedThrow((spec, s) -> s.failure()))
         .onErrorMap(BrokeOff.class, Throwable::getCause)
         .<FillWindow.Chunk>handle((buffer, sink) -> {
@@ -339,7 +343,7 @@ public final class BlobDownload {
     w.verify(expectedSize);
     PullSpan bs = bodySpan;
     if (bs != null) {
-      bs.end();
+      bs.tag("registry.resumes", resumes).end();
     }
     if (!window.verified()) {
       return;
