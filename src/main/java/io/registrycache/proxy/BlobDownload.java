@@ -306,9 +306,9 @@ public final class BlobDownload {
     });
   }
 
-  /** Bytes this download holds in memory now: received but not yet written (readers hold slices of the same buffers). */
+  /** Bytes this download holds in memory now (readers hold slices of the same buffers). */
   long bufferedBytes() {
-    return window.unwritten();
+    return window.buffered();
   }
 
   // ---- the store side (the fill's storage thread, one task at a time) ----------------------------

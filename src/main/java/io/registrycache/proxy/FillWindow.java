@@ -13,8 +13,9 @@ import reactor.core.publisher.Sinks;
  * What one blob download has received, written and verified, the received bytes still in memory,
  * and where each of its readers is: the state the fill and its readers share, under one lock.
  *
- * <p>A received buffer stays here until the store has written it; the one holding the last byte of
- * a blob of known size stays until the blob is verified, and readers see that last byte only then. Readers take retained slices, so a buffer released here
+ * <p>A received buffer stays here until the store has written it and the fastest reader has passed
+ * it (so a reader keeping up never reads the file back); the one holding the last byte of a blob
+ * of known size stays until the blob is verified, and readers see that last byte only then. Readers take retained slices, so a buffer released here
  * stays valid for a reader that holds a slice of it.
  *
  * <p>Readers wait for a change with {@link #changedSince}; the fill waits for its fastest reader
@@ -85,10 +86,11 @@ final class FillWindow {
     this.description = description;
   }
 
-  /** Bytes received and not yet written. */
-  long unwritten() {
+  /** Bytes held in memory: received and not yet written, or not yet passed by the fastest reader. */
+  long buffered() {
     synchronized (lock) {
-      return received - written;
+      Chunk first = chunks.peekFirst();
+      return first == null ? 0 : received - first.offset();
     }
   }
 
@@ -165,6 +167,7 @@ final class FillWindow {
   ByteBuf slice(Position reader, long limit) {
     ByteBuf slice = null;
     Sinks.Empty<Void> resume;
+    List<ByteBuf> done = new ArrayList<>(0);
     synchronized (lock) {
       long from = reader.next;
       for (Chunk c : chunks) {
@@ -179,23 +182,30 @@ final class FillWindow {
         }
       }
       resume = slice == null ? null : resumable();
+      if (slice != null) {
+        releaseBehind(done);
+      }
     }
     if (resume != null) {
       resume.tryEmitEmpty();
     }
+    done.forEach(ByteBuf::release);
     return slice;
   }
 
   /** Moves a reader on after it read {@code n} bytes from the file. */
   void advance(Position reader, int n) {
     Sinks.Empty<Void> resume;
+    List<ByteBuf> done = new ArrayList<>(0);
     synchronized (lock) {
       reader.next += n;
       resume = resumable();
+      releaseBehind(done);
     }
     if (resume != null) {
       resume.tryEmitEmpty();
     }
+    done.forEach(ByteBuf::release);
   }
 
   /** Retains {@code batch} for a write; false (nothing retained) once the download failed. */
@@ -209,7 +219,7 @@ final class FillWindow {
     }
   }
 
-  /** The store wrote everything before {@code upTo}: those buffers leave memory, all but the last byte's. */
+  /** The store wrote everything before {@code upTo}. */
   void written(long upTo) {
     List<ByteBuf> done = new ArrayList<>();
     synchronized (lock) {
@@ -217,14 +227,25 @@ final class FillWindow {
         return;
       }
       written = upTo;
-      for (Chunk c = chunks.peekFirst(); c != null && c.end() <= upTo; c = chunks.peekFirst()) {
-        if (size >= 0 && c.end() == size) {
-          break; // the last byte stays in memory until the blob is stored
-        }
-        done.add(chunks.pollFirst().buf());
-      }
+      releaseBehind(done);
     }
     done.forEach(ByteBuf::release);
+  }
+
+  /**
+   * Takes out of memory (into {@code done}, to release outside the lock) the buffers the store
+   * wrote and the fastest reader still wanting bytes has passed: a reader keeping up never reads
+   * the file back. The one with the last byte stays until the blob is verified. Under lock.
+   */
+  private void releaseBehind(List<ByteBuf> done) {
+    long fastest = fastest();
+    long keep = fastest < 0 ? written : Math.min(written, fastest);
+    for (Chunk c = chunks.peekFirst(); c != null && c.end() <= keep; c = chunks.peekFirst()) {
+      if (size >= 0 && c.end() == size) {
+        break;
+      }
+      done.add(chunks.pollFirst().buf());
+    }
   }
 
   /**
@@ -335,14 +356,19 @@ final class FillWindow {
   int close(Position reader) {
     Sinks.Empty<Void> resume;
     int left;
+    List<ByteBuf> done = new ArrayList<>(0);
     synchronized (lock) {
       readers.remove(reader);
       left = readers.size();
       resume = resumable();
+      if (state == State.RUNNING) {
+        releaseBehind(done);
+      }
     }
     if (resume != null) {
       resume.tryEmitEmpty();
     }
+    done.forEach(ByteBuf::release);
     return left;
   }
 
@@ -375,6 +401,12 @@ final class FillWindow {
 
   /** How far the fastest reader still wanting bytes is behind what was received (0 without one); under lock. */
   private long behind() {
+    long fastest = fastest();
+    return fastest < 0 ? 0 : received - fastest;
+  }
+
+  /** The next byte of the reader furthest ahead among those still wanting bytes, -1 without one; under lock. */
+  private long fastest() {
     long fastest = -1;
     for (int i = 0; i < readers.size(); i++) {
       Position p = readers.get(i);
@@ -382,6 +414,6 @@ final class FillWindow {
         fastest = Math.max(fastest, p.next);
       }
     }
-    return fastest < 0 ? 0 : received - fastest;
+    return fastest;
   }
 }
