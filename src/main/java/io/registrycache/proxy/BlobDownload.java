@@ -374,26 +374,24 @@ public final class BlobDownload {
 
   private void fail(Throwable error) {
     ContentWriter w = writer;
-    // The bytes go before any reader hears of the failure.
-    if (!window.fail(error, () -> {
+    window.fail(error, () -> {
       if (w != null) {
         w.abort();
       }
-    })) {
-      return;
-    }
-    Disposable f = fill;
-    if (f != null) {
-      f.dispose();
-    }
-    PullSpan bs = bodySpan;
-    if (bs != null) {
-      bs.error(error).end();
-    }
-    disposeOrphanTimer();
-    log.warn("blob download {} failed, nothing kept: {}", description, error.toString());
-    sizeSink.tryEmitError(error); // ignored when the size was already announced
-    completion.tryEmitError(error);
+    }, () -> {
+      Disposable f = fill;
+      if (f != null) {
+        f.dispose();
+      }
+      PullSpan bs = bodySpan;
+      if (bs != null) {
+        bs.error(error).end();
+      }
+      disposeOrphanTimer();
+      log.warn("blob download {} failed, nothing kept: {}", description, error.toString());
+      sizeSink.tryEmitError(error); // ignored when the size was already announced
+      completion.tryEmitError(error);
+    });
   }
 
   private void armOrphanTimer() {

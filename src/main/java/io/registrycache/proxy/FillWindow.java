@@ -15,7 +15,8 @@ import reactor.core.publisher.Sinks;
  *
  * <p>A received buffer stays here until the store has written it and the fastest reader has passed
  * it (so a reader keeping up never reads the file back); the one holding the last byte of a blob
- * of known size stays until the blob is verified, and readers see that last byte only then. Readers take retained slices, so a buffer released here
+ * of known size stays until the blob is verified, and readers see that last byte only then. A
+ * download that fails releases them all. Readers take retained slices, so a buffer released here
  * stays valid for a reader that holds a slice of it.
  *
  * <p>Readers wait for a change with {@link #changedSince}; the fill waits for its fastest reader
@@ -79,6 +80,8 @@ final class FillWindow {
   private long size = -1;
   private long version;
   private State state = State.RUNNING;
+  /** {@link #fail} began: nothing more is written, verified or stored. */
+  private boolean failing;
   private Throwable failure;
 
   /** @param description for errors, e.g. {@code local/library/alpine@sha256:...} */
@@ -211,7 +214,7 @@ final class FillWindow {
   /** Retains {@code batch} for a write; false (nothing retained) once the download failed. */
   boolean pin(List<Chunk> batch) {
     synchronized (lock) {
-      if (state == State.FAILED) {
+      if (failing) {
         return false;
       }
       batch.forEach(c -> c.buf().retain());
@@ -223,7 +226,7 @@ final class FillWindow {
   void written(long upTo) {
     List<ByteBuf> done = new ArrayList<>();
     synchronized (lock) {
-      if (state == State.FAILED) {
+      if (failing) {
         return;
       }
       written = upTo;
@@ -241,7 +244,7 @@ final class FillWindow {
     long fastest = fastest();
     long keep = fastest < 0 ? written : Math.min(written, fastest);
     for (Chunk c = chunks.peekFirst(); c != null && c.end() <= keep; c = chunks.peekFirst()) {
-      if (size >= 0 && c.end() == size) {
+      if (state == State.RUNNING && size >= 0 && c.end() == size) {
         break;
       }
       done.add(chunks.pollFirst().buf());
@@ -249,19 +252,18 @@ final class FillWindow {
   }
 
   /**
-   * The size and digest checked out, every byte is written: readers may have the last byte (from
-   * the file) and end; nothing stays in memory. False once failed.
+   * The size and digest checked out, every byte is written: readers may have the last byte and
+   * end; what no reader still needs leaves memory. False once failed.
    */
   boolean verified() {
     List<MonoSink<Void>> wake;
     List<ByteBuf> done = new ArrayList<>();
     synchronized (lock) {
-      if (state != State.RUNNING) {
+      if (state != State.RUNNING || failing) {
         return false;
       }
       state = State.VERIFIED;
-      chunks.forEach(c -> done.add(c.buf()));
-      chunks.clear();
+      releaseBehind(done);
       wake = changed();
     }
     done.forEach(ByteBuf::release);
@@ -272,7 +274,7 @@ final class FillWindow {
   /** Stored. False when the download was failed meanwhile. */
   boolean committed() {
     synchronized (lock) {
-      if (state != State.VERIFIED) {
+      if (state != State.VERIFIED || failing) {
         return false;
       }
       state = State.COMMITTED;
@@ -281,21 +283,27 @@ final class FillWindow {
   }
 
   /**
-   * Fails the download unless it is stored or failed already: {@code first} runs under the lock
-   * (so no reader sees the failure before it), then the waiting readers and the fill are woken
-   * and the bytes in memory released.
+   * Fails the download unless it is stored or failing already: {@code first} runs under the lock
+   * (the bytes go before any reader can hear of the failure), then {@code announce} outside it
+   * (the download's own signals: the single-flight is left before a reader retries), then the
+   * readers see the failure, the fill and the waiting readers are woken and the bytes in memory
+   * released. Meanwhile nothing more is written, verified or stored.
    *
    * @return whether this call failed it
    */
-  boolean fail(Throwable error, Runnable first) {
+  boolean fail(Throwable error, Runnable first, Runnable announce) {
+    synchronized (lock) {
+      if (failing || state == State.FAILED || state == State.COMMITTED) {
+        return false;
+      }
+      failing = true;
+      first.run();
+    }
+    announce.run();
     List<MonoSink<Void>> wake;
     Sinks.Empty<Void> resume;
     List<ByteBuf> drop = new ArrayList<>();
     synchronized (lock) {
-      if (state == State.FAILED || state == State.COMMITTED) {
-        return false;
-      }
-      first.run();
       state = State.FAILED;
       failure = error;
       wake = changed();

@@ -947,6 +947,34 @@ class BlobDownloadTest {
     assertThat(d.completion().block(Duration.ofSeconds(5))).isEqualTo(SMALL);
   }
 
+  /**
+   * A reader slower than the store but keeping up (the fill waits for it) takes every byte from
+   * memory, the last byte too: the file is never read back.
+   */
+  @Test
+  void aReaderKeepingUpSlowerThanTheStoreNeverReadsTheFileBack() throws Exception {
+    byte[] content = random(8 * 1024 * 1024 + 11);
+    Digest digest = Digest.sha256(content);
+    FileReads reads = new FileReads(scheduler, readScheduler);
+    ExecutorService clients = Executors.newSingleThreadExecutor();
+    try {
+      BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
+          (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))), reads,
+          NO_RESUME);
+      // one buffer at a time, each asked for 0.2 ms after the last arrived: slower than the store
+      Probe reader = Probe.of("one buffer at a time, slowly", Demand.ONE_ASYNC, task -> clients.execute(() -> {
+        LockSupport.parkNanos(200_000);
+        task.run();
+      }));
+      d.read(0, -1).subscribe(reader);
+      d.start();
+      assertThat(reader.done.get(30, TimeUnit.SECONDS)).isEqualTo(content);
+      assertThat(reads.count()).as("file reads").isZero();
+    } finally {
+      clients.shutdownNow();
+    }
+  }
+
   /** Readers joining after the verify read the whole blob from the file, while the commit is held and after it. */
   @Test
   void readersJoiningAfterTheVerifyGetTheBlobFromTheFileWhileTheCommitIsHeldAndAfter() throws Exception {
