@@ -1,7 +1,6 @@
 package io.registrycache.proxy;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.registrycache.config.BlobsProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.ContentVerificationException;
@@ -21,7 +20,6 @@ import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferFactory;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
-import org.springframework.core.io.buffer.NettyDataBuffer;
 import org.springframework.core.io.buffer.NettyDataBufferFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -40,10 +38,9 @@ import reactor.util.retry.Retry;
  * #MAX_UNWRITTEN_BYTES} bytes are received and not yet written.
  *
  * <p>Readers ({@link BlobReader}) take slices of the received buffers, or read the file for bytes
- * no longer in memory (a reader joining late or falling behind): a slow client never stalls the
- * fill or the other readers. The fill goes no more than {@value #PACE_BYTES} bytes ahead of its
- * fastest reader ({@link FillWindow#paced}), so a reader that keeps up takes every byte from
- * memory.
+ * no longer in memory (joined late, fell behind): a slow client stalls neither the fill nor the
+ * other readers. The fill goes at most {@value #PACE_BYTES} bytes ahead of its fastest reader
+ * ({@link FillReaders}), so a reader that keeps up takes every byte from memory.
  *
  * <p>The last byte of a blob of known size is held back until the store verified the size and
  * digest: a reader never sees a clean end of bad content — on a mismatch or a failed transfer it
@@ -63,10 +60,7 @@ public final class BlobDownload {
   static final int WRITE_BATCH_BYTES = 1 << 20;
   /** Write batches queued for the storage thread; the upstream is not read further meanwhile. */
   private static final int WRITES_QUEUED = 4;
-  /**
-   * About the most bytes received and not yet written: the batches queued, the one being gathered,
-   * and the upstream buffers prefetched.
-   */
+  /** About the most bytes received and not yet written: batches queued, one gathered, the prefetch. */
   static final int MAX_UNWRITTEN_BYTES = (WRITES_QUEUED + 2) * WRITE_BATCH_BYTES;
   /** Bytes the fill may be ahead of its fastest reader still wanting bytes. */
   static final int PACE_BYTES = 1 << 20;
@@ -180,7 +174,7 @@ public final class BlobDownload {
         .onErrorMap(BrokeOff.class, Throwable::getCause)
         .<FillWindow.Chunk>handle((buffer, sink) -> {
           try {
-            FillWindow.Chunk chunk = window.add(toByteBuf(buffer));
+            FillWindow.Chunk chunk = window.add(buffer);
             if (chunk != null) {
               sink.next(chunk);
             }
@@ -241,16 +235,6 @@ public final class BlobDownload {
     if (w != null) {
       w.ownerGaveUp();
     }
-  }
-
-  private static ByteBuf toByteBuf(DataBuffer buffer) {
-    if (buffer instanceof NettyDataBuffer netty) {
-      return netty.getNativeBuffer(); // takes over the buffer's reference
-    }
-    byte[] bytes = new byte[buffer.readableByteCount()];
-    buffer.read(bytes);
-    DataBufferUtils.release(buffer);
-    return Unpooled.wrappedBuffer(bytes);
   }
 
   private boolean batchFull(FillWindow.Chunk chunk) {

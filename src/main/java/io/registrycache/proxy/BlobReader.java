@@ -44,7 +44,7 @@ final class BlobReader {
   private final Scheduler scheduler;
   private final String description;
   private final DataBufferFactory factory;
-  private final FillWindow.Position position;
+  private final FillReaders.Position position;
   private volatile boolean done;
   private final Object fileLock = new Object();
   // Guarded by fileLock:

@@ -1,10 +1,14 @@
 package io.registrycache.proxy;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.registrycache.storage.ContentVerificationException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.NettyDataBuffer;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
 import reactor.core.publisher.Sinks;
@@ -20,7 +24,8 @@ import reactor.core.publisher.Sinks;
  * stays valid for a reader that holds a slice of it.
  *
  * <p>Readers wait for a change with {@link #changedSince}; the fill waits for its fastest reader
- * with {@link #paced}. Both are {@link Mono}s completed outside the lock.
+ * with {@link #paced} ({@link FillReaders}, guarded by the same lock). Both are {@link Mono}s
+ * completed outside the lock.
  */
 final class FillWindow {
 
@@ -49,22 +54,18 @@ final class FillWindow {
     }
   }
 
-  /** Where one reader is: its next byte, and the end of its range (exclusive; MAX_VALUE: the blob's end). */
-  static final class Position {
-    private volatile long next; // written under the window's lock
-    private final long end;
+  /** What to do once the lock is let go: buffers to release, readers to wake, the fill to resume. */
+  private static final class After {
+    final List<ByteBuf> release = new ArrayList<>(0);
+    List<MonoSink<Void>> wake = List.of();
+    Sinks.Empty<Void> resume;
 
-    Position(long next, long end) {
-      this.next = next;
-      this.end = end;
-    }
-
-    long next() {
-      return next;
-    }
-
-    long end() {
-      return end;
+    void run() {
+      wake.forEach(MonoSink::success);
+      if (resume != null) {
+        resume.tryEmitEmpty();
+      }
+      release.forEach(ByteBuf::release);
     }
   }
 
@@ -72,9 +73,8 @@ final class FillWindow {
   private final Object lock = new Object();
   // Guarded by lock:
   private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
-  private final List<Position> readers = new ArrayList<>();
+  private final FillReaders readers = new FillReaders();
   private List<MonoSink<Void>> waiters = new ArrayList<>();
-  private Sinks.Empty<Void> pause;
   private long received;
   private long written;
   private long size = -1;
@@ -120,7 +120,7 @@ final class FillWindow {
   /** Readers reading now. */
   int readers() {
     synchronized (lock) {
-      return readers.size();
+      return readers.count();
     }
   }
 
@@ -139,14 +139,24 @@ final class FillWindow {
   }
 
   /**
-   * Takes over one received buffer and wakes the readers waiting for bytes.
+   * Takes over one received buffer (a Netty buffer as it is, others copied) and wakes the readers
+   * waiting for bytes.
    *
    * @return the buffer's chunk, or null (empty, or the download failed: the buffer is released)
    * @throws ContentVerificationException when it goes past the announced size (the buffer is released)
    */
-  Chunk add(ByteBuf buf) {
+  Chunk add(DataBuffer buffer) {
+    ByteBuf buf;
+    if (buffer instanceof NettyDataBuffer netty) {
+      buf = netty.getNativeBuffer(); // takes over the buffer's reference
+    } else {
+      byte[] bytes = new byte[buffer.readableByteCount()];
+      buffer.read(bytes);
+      DataBufferUtils.release(buffer);
+      buf = Unpooled.wrappedBuffer(bytes);
+    }
     int n = buf.readableBytes();
-    List<MonoSink<Void>> wake;
+    After after = new After();
     Chunk chunk;
     synchronized (lock) {
       if (state != State.RUNNING || n == 0) {
@@ -160,55 +170,53 @@ final class FillWindow {
       chunk = new Chunk(buf, received);
       chunks.addLast(chunk);
       received += n;
-      wake = changed();
+      after.wake = changed();
     }
-    wake.forEach(MonoSink::success);
+    after.run();
     return chunk;
   }
 
   /** A retained slice of the bytes in memory from {@code from} up to {@code limit}, or null when they are not in memory. */
-  ByteBuf slice(Position reader, long limit) {
+  ByteBuf slice(FillReaders.Position reader, long limit) {
     ByteBuf slice = null;
-    Sinks.Empty<Void> resume;
-    List<ByteBuf> done = new ArrayList<>(0);
+    After after = new After();
     synchronized (lock) {
-      long from = reader.next;
+      long from = reader.next();
       for (Chunk c : chunks) {
         if (c.end() > from) {
           if (c.offset() <= from && from < limit) {
             int at = (int) (from - c.offset());
             int to = (int) (Math.min(c.end(), limit) - c.offset());
             slice = c.buf().retainedSlice(c.buf().readerIndex() + at, to - at);
-            reader.next = from + (to - at);
+            reader.moveTo(from + (to - at));
           }
           break;
         }
       }
-      resume = slice == null ? null : resumable();
       if (slice != null) {
-        releaseBehind(done);
+        moved(after);
       }
     }
-    if (resume != null) {
-      resume.tryEmitEmpty();
-    }
-    done.forEach(ByteBuf::release);
+    after.run();
     return slice;
   }
 
   /** Moves a reader on after it read {@code n} bytes from the file. */
-  void advance(Position reader, int n) {
-    Sinks.Empty<Void> resume;
-    List<ByteBuf> done = new ArrayList<>(0);
+  void advance(FillReaders.Position reader, int n) {
+    After after = new After();
     synchronized (lock) {
-      reader.next += n;
-      resume = resumable();
-      releaseBehind(done);
+      reader.moveTo(reader.next() + n);
+      moved(after);
     }
-    if (resume != null) {
-      resume.tryEmitEmpty();
+    after.run();
+  }
+
+  /** A reader moved on or left: the fill may go on, buffers it passed may go; under lock. */
+  private void moved(After after) {
+    after.resume = readers.resumable(received);
+    if (state == State.RUNNING || state == State.VERIFIED) {
+      releaseBehind(after.release);
     }
-    done.forEach(ByteBuf::release);
   }
 
   /** Retains {@code batch} for a write; false (nothing retained) once the download failed. */
@@ -224,15 +232,15 @@ final class FillWindow {
 
   /** The store wrote everything before {@code upTo}. */
   void written(long upTo) {
-    List<ByteBuf> done = new ArrayList<>();
+    After after = new After();
     synchronized (lock) {
       if (failing) {
         return;
       }
       written = upTo;
-      releaseBehind(done);
+      releaseBehind(after.release);
     }
-    done.forEach(ByteBuf::release);
+    after.run();
   }
 
   /**
@@ -241,7 +249,7 @@ final class FillWindow {
    * the file back. The one with the last byte stays until the blob is verified. Under lock.
    */
   private void releaseBehind(List<ByteBuf> done) {
-    long fastest = fastest();
+    long fastest = readers.fastest();
     long keep = fastest < 0 ? written : Math.min(written, fastest);
     for (Chunk c = chunks.peekFirst(); c != null && c.end() <= keep; c = chunks.peekFirst()) {
       if (state == State.RUNNING && size >= 0 && c.end() == size) {
@@ -256,18 +264,16 @@ final class FillWindow {
    * end; what no reader still needs leaves memory. False once failed.
    */
   boolean verified() {
-    List<MonoSink<Void>> wake;
-    List<ByteBuf> done = new ArrayList<>();
+    After after = new After();
     synchronized (lock) {
       if (state != State.RUNNING || failing) {
         return false;
       }
       state = State.VERIFIED;
-      releaseBehind(done);
-      wake = changed();
+      releaseBehind(after.release);
+      after.wake = changed();
     }
-    done.forEach(ByteBuf::release);
-    wake.forEach(MonoSink::success);
+    after.run();
     return true;
   }
 
@@ -300,23 +306,16 @@ final class FillWindow {
       first.run();
     }
     announce.run();
-    List<MonoSink<Void>> wake;
-    Sinks.Empty<Void> resume;
-    List<ByteBuf> drop = new ArrayList<>();
+    After after = new After();
     synchronized (lock) {
       state = State.FAILED;
       failure = error;
-      wake = changed();
-      resume = pause;
-      pause = null;
-      chunks.forEach(c -> drop.add(c.buf()));
+      after.wake = changed();
+      after.resume = readers.resumable(Long.MIN_VALUE);
+      chunks.forEach(c -> after.release.add(c.buf()));
       chunks.clear();
     }
-    wake.forEach(MonoSink::success);
-    if (resume != null) {
-      resume.tryEmitEmpty();
-    }
-    drop.forEach(ByteBuf::release);
+    after.run();
     return true;
   }
 
@@ -349,79 +348,31 @@ final class FillWindow {
     return wake;
   }
 
-  // ---- pacing: the fill goes no more than PACE_BYTES ahead of its fastest reader -------------------
+  // ---- readers, and the fill's pace ---------------------------------------------------------------
 
   /** A reader starts; returns its position. */
-  Position open(long start, long endExclusive) {
-    Position p = new Position(start, endExclusive < 0 ? Long.MAX_VALUE : endExclusive);
+  FillReaders.Position open(long start, long endExclusive) {
     synchronized (lock) {
-      readers.add(p);
+      return readers.open(start, endExclusive);
     }
-    return p;
   }
 
   /** A reader ended; returns the number of readers left. */
-  int close(Position reader) {
-    Sinks.Empty<Void> resume;
+  int close(FillReaders.Position reader) {
+    After after = new After();
     int left;
-    List<ByteBuf> done = new ArrayList<>(0);
     synchronized (lock) {
-      readers.remove(reader);
-      left = readers.size();
-      resume = resumable();
-      if (state == State.RUNNING) {
-        releaseBehind(done);
-      }
+      left = readers.close(reader);
+      moved(after);
     }
-    if (resume != null) {
-      resume.tryEmitEmpty();
-    }
-    done.forEach(ByteBuf::release);
+    after.run();
     return left;
   }
 
-  /**
-   * Completes when the fill may read on: at once, unless a reader still wants bytes and the one
-   * furthest ahead is {@code paceBytes} or more behind what was received; then once it is within
-   * half of that (or wants no more, or leaves).
-   */
+  /** Completes when the fill may read on ({@link FillReaders#pause}). */
   Mono<Void> paced() {
     synchronized (lock) {
-      if (state != State.RUNNING || behind() < BlobDownload.PACE_BYTES) {
-        return Mono.empty();
-      }
-      if (pause == null) {
-        pause = Sinks.empty();
-      }
-      return pause.asMono();
+      return state != State.RUNNING ? Mono.empty() : readers.pause(received);
     }
-  }
-
-  /** The pause to end now, if the fastest reader caught up; under lock. */
-  private Sinks.Empty<Void> resumable() {
-    if (pause == null || behind() >= BlobDownload.PACE_BYTES / 2) {
-      return null;
-    }
-    Sinks.Empty<Void> p = pause;
-    pause = null;
-    return p;
-  }
-
-  /** How far the fastest reader still wanting bytes is behind what was received (0 without one); under lock. */
-  private long behind() {
-    long fastest = fastest();
-    return fastest < 0 ? 0 : received - fastest;
-  }
-
-  /** The next byte of the reader furthest ahead among those still wanting bytes, -1 without one; under lock. */
-  private long fastest() {
-    long fastest = -1;
-    for (int i = 0; i < readers.size(); i++) {
-      Position p = readers.get(i);
-      if (p.next < p.end) {
-        fastest = Math.max(fastest, p.next);
-      }
-    }
-    return fastest;
   }
 }
