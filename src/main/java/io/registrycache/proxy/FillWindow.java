@@ -176,7 +176,10 @@ final class FillWindow {
     return chunk;
   }
 
-  /** A retained slice of the bytes in memory from {@code from} up to {@code limit}, or null when they are not in memory. */
+  /**
+   * A retained slice of the received buffer holding the reader's next byte, up to {@code limit},
+   * and the reader moved past it; null when that byte is not in memory (or is {@code limit}).
+   */
   ByteBuf slice(FillReaders.Position reader, long limit) {
     ByteBuf slice = null;
     After after = new After();
