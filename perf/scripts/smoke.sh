@@ -138,7 +138,7 @@ run cache-cached-inpath 'registry_cache_requests_total' -c 4 -t 5000 -r 1 -l 3 -
 # a property it cannot use stops it with exit 2 and one line; a good run leaves results.csv and plan.env
 # and no jmeter.log in the root; summarize.py gives that folder the plan's settings and latencies; and the
 # summariser's last line counts the pullers, not the tearDown thread
-alone="$runs/plan-alone" root_log=0
+alone="$runs/plan-alone-settings" root_log=0
 [[ -e "$REPO_DIR/jmeter.log" ]] && root_log=1
 (cd "$REPO_DIR" && HEAP="-Xms128m -Xmx256m" "$jm" -n -t perf/jmeter/pull.jmx -Jthreads=abc -Jresults=none) >"$runs/plan-bad.console" 2>&1
 rc=$?
@@ -149,7 +149,7 @@ else
 fi
 (cd "$REPO_DIR" && HEAP="-Xms128m -Xmx256m" "$jm" -n -t perf/jmeter/pull.jmx -Jport="$PERF_CACHE_PORT" -Jprefix="$UPSTREAM_HOST" \
   -Jimages="$PERF_DATA_DIR/cached.csv" -Jthreads=3 -Jloops=-1 -Jduration=8 -Jrampup=0 -Jtimeout=10000 -Jsummariser.interval=3 \
-  -Jresults="$alone/results.csv") >"$runs/plan-alone.console" 2>&1
+  -Jresults="$alone/results.csv") >"$runs/plan-alone-settings.console" 2>&1
 rc=$?
 py="$(perf_python prometheus_client)"
 row="$("$py" "$SCRIPTS/summarize.py" "$alone" 2>&1)"
@@ -159,7 +159,7 @@ else
   fail "the plan alone: exit $rc, plan.env $([[ -s "$alone/plan.env" ]] && echo present || echo missing), summary row: $row"
 fi
 if ((provisioned && root_log == 0)) && [[ -e "$REPO_DIR/jmeter.log" ]]; then fail "the plan alone left jmeter.log in the repository root"; fi
-last="$(grep '^summary +' "$runs/plan-alone.console" | tail -1)"
+last="$(grep '^summary +' "$runs/plan-alone-settings.console" | tail -1)"
 [[ $last == *"Started: 3 Finished: 3" ]] && ok "the summariser's last line counts the 3 pullers" \
   || fail "the summariser's last line should say Started: 3 Finished: 3: $last"
 run cache-pullthrough-ns 'registry_cache_requests_total' -c 4 -t 5000 -r 1 -l 2 -m pull-through --form ns --no-stack
