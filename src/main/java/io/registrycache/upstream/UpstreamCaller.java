@@ -368,8 +368,15 @@ final class UpstreamCaller {
    * rate since the response headers falls below {@code min-transfer-rate} after {@code
    * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
    * read-timeout} but not this. After {@code n} bytes the next {@code n} are due by {@code grace +
-   * n / rate} from the start. Checked once a second by one timer per body, not per buffer.
+   * n / rate} from the start. Checked once a second ({@link #RATE_CHECKS}), not per buffer.
    */
+  /**
+   * One tick a second for every body's rate check, from one timer shared by all the bodies being
+   * received (a timer per body costs a scheduled task and a thread hop per blob); it stops while
+   * no body is received.
+   */
+  private static final Flux<Long> RATE_CHECKS = Flux.interval(Duration.ofSeconds(1), Duration.ofSeconds(1)).share();
+
   static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
     long rate = upstream.settings().minTransferRate() == null
         ? 0 : upstream.settings().minTransferRate().toBytes();
@@ -381,7 +388,7 @@ final class UpstreamCaller {
         () -> {
           long start = System.nanoTime();
           AtomicLong received = new AtomicLong();
-          Mono<Void> tooSlow = Flux.interval(Duration.ofSeconds(1), Duration.ofSeconds(1))
+          Mono<Void> tooSlow = RATE_CHECKS
               .filter(tick -> System.nanoTime() - start > grace.toNanos() + received.get() * 1_000_000_000L / rate)
               .next()
               .flatMap(tick -> Mono.<Void>error(
