@@ -5,6 +5,7 @@ import java.util.Arrays;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.properties.ConfigurationPropertiesScan;
+import reactor.netty.ReactorNetty;
 
 /**
  * Entry point of registry-cache, a pull-only, pull-through caching OCI registry. With {@code
@@ -14,6 +15,20 @@ import org.springframework.boot.context.properties.ConfigurationPropertiesScan;
 @SpringBootApplication
 @ConfigurationPropertiesScan
 public class RegistryCacheApplication {
+
+  /**
+   * Buffers a streamed response may hold, queued and being written: twice this many. Reactor
+   * Netty's default (128) lets one client reading a blob from its file hold 256 file reads of
+   * direct memory while its socket drains; with this, a response holds at most 32 buffers (2 MiB
+   * of 64 KiB file reads). A value set on the command line wins.
+   */
+  static final String SEND_PREFETCH = "16";
+
+  static {
+    if (System.getProperty(ReactorNetty.REACTOR_NETTY_SEND_MAX_PREFETCH_SIZE) == null) {
+      System.setProperty(ReactorNetty.REACTOR_NETTY_SEND_MAX_PREFETCH_SIZE, SEND_PREFETCH);
+    }
+  }
 
   public static void main(String[] args) {
     if (args.length > 0 && "htpasswd".equals(args[0])) {

@@ -36,8 +36,11 @@ import reactor.core.scheduler.Scheduler;
  */
 final class BlobReader {
 
-  /** Bytes read from the file per read. */
-  static final int FILE_READ_BYTES = 256 * 1024;
+  /**
+   * Bytes read from the file per read: a response holds up to 32 of them in direct memory
+   * ({@code RegistryCacheApplication#SEND_PREFETCH}) while its client drains them.
+   */
+  static final int FILE_READ_BYTES = 64 * 1024;
 
   private final FillWindow window;
   private final Supplier<ContentWriter> writer;

@@ -217,7 +217,7 @@ final class FillWindow {
   /** A reader moved on or left: the fill may go on, buffers it passed may go; under lock. */
   private void moved(After after) {
     after.resume = readers.resumable(received);
-    if (state == State.RUNNING || state == State.VERIFIED) {
+    if (state != State.FAILED) {
       releaseBehind(after.release);
     }
   }
@@ -280,15 +280,21 @@ final class FillWindow {
     return true;
   }
 
-  /** Stored. False when the download was failed meanwhile. */
+  /**
+   * Stored. What no reader still needs leaves memory, and the rest as readers pass it or leave.
+   * False when the download was failed meanwhile.
+   */
   boolean committed() {
+    After after = new After();
     synchronized (lock) {
       if (state != State.VERIFIED || failing) {
         return false;
       }
       state = State.COMMITTED;
-      return true;
+      releaseBehind(after.release);
     }
+    after.run();
+    return true;
   }
 
   /**

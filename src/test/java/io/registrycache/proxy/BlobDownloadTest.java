@@ -356,7 +356,7 @@ class BlobDownloadTest {
     assertThat(slow.received()).isLessThan(content.length / 2); // it asked for one buffer only
     // What the download held for its readers stayed bounded although one reader took nothing.
     assertThat(most).isLessThanOrEqualTo(
-        BlobDownload.MAX_UNWRITTEN_BYTES + 2L * BlobDownload.READER_QUEUE_BYTES + 2 * 64 * 1024);
+        BlobDownload.MAX_UNWRITTEN_BYTES + 2 * 64 * 1024);
     slow.request(Long.MAX_VALUE); // the rest comes from the stored file
     assertThat(slow.done.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
   }
@@ -760,12 +760,12 @@ class BlobDownloadTest {
     }
   }
 
-  /** A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in the last). */
+  /** A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in one more). */
   private static BlobDownload cold(Digest digest, byte[] content, ContentWriter writer, Scheduler storage, int... buffers) {
     List<DataBuffer> parts = new ArrayList<>();
     int at = 0;
     for (int i = 0; i < buffers.length && at < content.length; i++) {
-      int to = i == buffers.length - 1 ? content.length : Math.min(content.length, at + buffers[i]);
+      int to = Math.min(content.length, at + buffers[i]);
       parts.add(DefaultDataBufferFactory.sharedInstance.wrap(Arrays.copyOfRange(content, at, to)));
       at = to;
     }
@@ -945,6 +945,64 @@ class BlobDownloadTest {
     assertThat(first.result()).as(first.describe()).isEqualTo(content);
     held.commit.open();
     assertThat(d.completion().block(Duration.ofSeconds(5))).isEqualTo(SMALL);
+  }
+
+  /**
+   * A reader slower than the store but keeping up (the fill waits for it) takes every byte from
+   * memory, the last byte too: the file is never read back.
+   */
+  @Test
+  void aReaderKeepingUpSlowerThanTheStoreNeverReadsTheFileBack() throws Exception {
+    byte[] content = random(8 * 1024 * 1024 + 11);
+    Digest digest = Digest.sha256(content);
+    FileReads reads = new FileReads(scheduler, readScheduler);
+    ExecutorService clients = Executors.newSingleThreadExecutor();
+    try {
+      BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
+          (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))), reads,
+          NO_RESUME);
+      // one buffer at a time, each asked for 0.2 ms after the last arrived: slower than the store
+      Probe reader = Probe.of("one buffer at a time, slowly", Demand.ONE_ASYNC, task -> clients.execute(() -> {
+        LockSupport.parkNanos(200_000);
+        task.run();
+      }));
+      d.read(0, -1).subscribe(reader);
+      d.start();
+      assertThat(reader.done.get(30, TimeUnit.SECONDS)).isEqualTo(content);
+      assertThat(reads.count()).as("file reads").isZero();
+    } finally {
+      clients.shutdownNow();
+    }
+  }
+
+  /**
+   * The upstream's buffers are reference counted (the upstream client's are pooled direct memory):
+   * a reader that still wants bytes when the blob is stored, one that stops half-way and one that
+   * reads to the end all leave every buffer released.
+   */
+  @Test
+  void everyUpstreamBufferIsReleasedOnceTheBlobIsStoredAndItsReadersAreDone() throws Exception {
+    byte[] content = random(3 * 64 * 1024 + 5);
+    Digest digest = Digest.sha256(content);
+    NettyDataBufferFactory netty = new NettyDataBufferFactory(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT);
+    List<io.netty.buffer.ByteBuf> sent = new ArrayList<>();
+    for (int at = 0; at < content.length; at += 64 * 1024) {
+      int to = Math.min(content.length, at + 64 * 1024);
+      sent.add(io.netty.buffer.Unpooled.directBuffer(to - at).writeBytes(content, at, to - at));
+    }
+    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
+        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, Flux.fromIterable(sent).map(netty::wrap))),
+        scheduler, NO_RESUME);
+    Probe lagging = Probe.manual("no demand until the blob is stored", 0);
+    Probe stopping = Probe.manual("one buffer, then cancels", 1);
+    d.read(0, -1).subscribe(lagging);
+    d.read(0, -1).subscribe(stopping);
+    d.start();
+    assertThat(d.completion().block(Duration.ofSeconds(10))).isEqualTo(content.length);
+    stopping.cancel();
+    lagging.ask(Long.MAX_VALUE);
+    assertThat(lagging.result()).isEqualTo(content);
+    assertThat(sent).allSatisfy(b -> assertThat(b.refCnt()).as("reference count of an upstream buffer").isZero());
   }
 
   /** Readers joining after the verify read the whole blob from the file, while the commit is held and after it. */
@@ -1275,10 +1333,15 @@ class BlobDownloadTest {
         joins.remove(0).run();
         d.start();
         List<CompletableFuture<Void>> running = new ArrayList<>();
+        // The upstream's buffers are reference counted, as the upstream client's are: every one
+        // must be released once the fill and its readers are done with it.
+        List<io.netty.buffer.ByteBuf> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
         running.add(CompletableFuture.runAsync(() -> {
           for (byte[] part : parts) {
             Jittery.pause(pauseMax / 4);
-            upstream.tryEmitNext(DefaultDataBufferFactory.sharedInstance.wrap(part));
+            io.netty.buffer.ByteBuf buf = io.netty.buffer.Unpooled.directBuffer(part.length).writeBytes(part);
+            sent.add(buf);
+            upstream.tryEmitNext(new NettyDataBufferFactory(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT).wrap(buf));
           }
           upstream.tryEmitComplete();
         }, actors));
@@ -1313,6 +1376,14 @@ class BlobDownloadTest {
           }
         }
         assertThat(d.completion().block(Duration.ofSeconds(5))).as("iteration " + i).isEqualTo(size);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        while (sent.stream().anyMatch(b -> b.refCnt() > 0) && System.nanoTime() < deadline) {
+          Thread.sleep(1);
+        }
+        assertThat(sent.stream().filter(b -> b.refCnt() > 0).count())
+            .as("iteration %d (seed %d): upstream buffers still held after the blob was stored and read; %s", i, seed,
+                dump(d))
+            .isZero();
         Files.deleteIfExists(temp);
       }
     } finally {
