@@ -134,24 +134,19 @@ public class ProxyBlobService implements SmartLifecycle {
     // With rate limits on, a client's request may start a fill only within its identity's limit
     // (FillPermits in its context). With tracing on, the request's span is in its context too: a
     // fill this request starts is traced under it (docs/tracing.md).
-    return Mono.deferContextual(context -> get(upstream, name, digest, want, asker,
-        fillLimits && asker == Asker.CLIENT ? FillPermits.of(context) : null, PullSpan.of(context)));
-  }
-
-  private Mono<BlobSource> get(
-      Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker, FillPermits permits, PullSpan trace) {
-    return lookup(upstream, name, digest, asker, permits, trace)
-        .transform(CacheOutcome.track(
-            upstream.key(), s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
-        .flatMap(
-            source -> {
-              if (source instanceof BlobSource.Downloading d
-                  && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))) {
-                return d.stored().then(Mono.defer(() -> lookup(upstream, name, digest, asker, permits, trace)))
-                    .map(s -> s instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : s);
-              }
-              return Mono.just(source);
-            });
+    return Mono.deferContextual(context -> {
+      BlobRequest request = new BlobRequest(upstream, name, digest, asker,
+          fillLimits && asker == Asker.CLIENT ? FillPermits.of(context) : null, PullSpan.of(context));
+      return lookup(request)
+          .transform(CacheOutcome.track(upstream.key(),
+              s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
+          .flatMap(source -> source instanceof BlobSource.Downloading d
+                  && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))
+              // served only once stored: looked up again then, as fetched for this request
+              ? d.stored().then(lookup(request))
+                  .map(again -> again instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : again)
+              : Mono.just(source));
+    });
   }
 
   /**
@@ -167,7 +162,7 @@ public class ProxyBlobService implements SmartLifecycle {
     if (offline || store.size(digest).isPresent()) {
       return Mono.empty();
     }
-    return Mono.defer(() -> lookup(upstream, name, digest, Asker.PREFETCH, null, null))
+    return lookup(new BlobRequest(upstream, name, digest, Asker.PREFETCH, null, null))
         .flatMap(source -> source instanceof BlobSource.Downloading d ? d.stored() : Mono.<Long>empty());
   }
 
@@ -176,92 +171,157 @@ public class ProxyBlobService implements SmartLifecycle {
     return get(upstream, name, digest, Want.BODY);
   }
 
-  /** @param permits the requesting identity's fill permits, or {@code null} for no limit */
-  private Mono<BlobSource> lookup(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {
-    return lookup(upstream, name, digest, asker, permits, trace, false);
+  /**
+   * One request for a blob, as it goes down the pull-through.
+   *
+   * @param permits the requesting identity's fill permits, or {@code null} for no limit
+   * @param trace the request's span, or {@code null}
+   */
+  private record BlobRequest(
+      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {}
+
+  /**
+   * Where to read the blob from: one {@link Lookup} step after another, each looking at the store
+   * and the fills as they are now, until one has an answer. A step that changed what the next one
+   * sees (a link made, the shared store asked, a fill that ended meanwhile) ends empty, and the
+   * lookup looks again; nothing calls back up.
+   */
+  private Mono<BlobSource> lookup(BlobRequest request) {
+    return Mono.defer(() -> {
+      Lookup lookup = new Lookup(request);
+      return Mono.defer(lookup::step).repeatWhenEmpty(again -> again);
+    });
   }
 
-  private Mono<BlobSource> lookup(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace,
-      boolean storeRechecked) {
-    Optional<StoredContent> stored = store.open(digest);
-    if (stored.isPresent()) {
-      if (store.links().servable(digest, upstream.key(), name.value(), upstream.passthrough())) {
-        if (asker == Asker.CLIENT && (unrequested.estimatedSize() > 0 || prefetchFills.get() > 0)
-            && takePrefetched(digest + "|" + scopeKey(upstream, name))) {
-          metrics.prefetchHit(upstream.key());
-          return Mono.just(new BlobSource.Stored(stored.get(), true)); // fetched for this pull: a miss
+  /** The state of one lookup across its steps. */
+  private final class Lookup {
+    private final BlobRequest r;
+    /** The shared store was asked for the owner's copy already (one {@code HEAD} per lookup). */
+    private boolean storeRechecked;
+
+    Lookup(BlobRequest request) {
+      this.r = request;
+    }
+
+    /** The blob's source, or empty to look again. */
+    Mono<BlobSource> step() {
+      Upstream upstream = r.upstream();
+      Digest digest = r.digest();
+      Optional<StoredContent> stored = store.open(digest);
+      if (stored.isPresent()) {
+        if (store.links().servable(digest, upstream.key(), r.name().value(), upstream.passthrough())) {
+          if (r.asker() == Asker.CLIENT && (unrequested.estimatedSize() > 0 || prefetchFills.get() > 0)
+              && takePrefetched(digest + "|" + scopeKey(upstream, r.name()))) {
+            metrics.prefetchHit(upstream.key());
+            return Mono.just(new BlobSource.Stored(stored.get(), true)); // fetched for this pull: a miss
+          }
+          return Mono.just(new BlobSource.Stored(stored.get()));
         }
-        return Mono.just(new BlobSource.Stored(stored.get()));
+        return confirm();
       }
-      return confirm(upstream, name, digest, asker, permits, trace);
+      if (offline) {
+        return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
+      }
+      // A fill from an owner and one from the upstream are different calls: a peer's request never
+      // joins a fill that waits on a peer (two replicas that disagree on the owner cannot deadlock).
+      // A pass-through upstream is filled here, with this client's credentials, which no peer has.
+      Optional<Member> owner = r.asker() == Asker.PEER || upstream.passthrough()
+          ? Optional.empty() : peers.ownerElsewhere(digest);
+      if (owner.isPresent() && !storeRechecked) {
+        // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
+        storeRechecked = true;
+        return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
+            .publishOn(storage)
+            .then(Mono.empty());
+      }
+      return fill(owner);
     }
-    if (offline) {
-      return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
-    }
-    // A fill from an owner and one from the upstream are different calls: a peer's request never
-    // joins a fill that waits on a peer (two replicas that disagree on the owner cannot deadlock).
-    // A pass-through upstream is filled here, with this client's credentials, which no peer has.
-    Optional<Member> owner = asker == Asker.PEER || upstream.passthrough()
-        ? Optional.empty() : peers.ownerElsewhere(digest);
-    if (owner.isPresent() && !storeRechecked) {
-      // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
-      return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
-          .publishOn(storage)
-          .flatMap(found -> lookup(upstream, name, digest, asker, permits, trace, true));
-    }
-    String fromUpstream = digest + "|" + scopeKey(upstream, name);
-    String key = fromUpstream + owner.map(m -> "|from " + m.id()).orElse("");
-    // A client's (or prefetch's) request joins any fill of the blob here, wherever it reads from:
-    // the owner seen may have changed meanwhile (one suspected), and two fills would fetch twice.
-    // Only a peer's request keeps to fills from the upstream, so replicas never wait on each other.
-    Fill fill = asker == Asker.PEER || !peers.clustered() ? null
-        : downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
-    // A fill stores (and links) its blob before it leaves the single-flight, so a blob missing
-    // above but stored now was filled meanwhile: looked up again, not fetched a second time.
-    boolean[] refused = {false};
-    if (fill == null) {
-      fill = downloads.join(
-          key,
-          k -> {
-            if (store.size(digest).isPresent()) {
-              return null;
+
+    /**
+     * A blob stored, but not for this repository (or upstream): served when another replica on a
+     * shared store linked it there since start-up (one request to the store), otherwise only once
+     * this upstream confirms it has it there (then linked). Offline, it is not there.
+     */
+    private Mono<BlobSource> confirm() {
+      Upstream upstream = r.upstream();
+      String repository = r.name().value();
+      Digest digest = r.digest();
+      return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), repository, upstream.passthrough()))
+          .subscribeOn(storage)
+          .flatMap(linked -> {
+            if (linked) {
+              return Mono.empty();
             }
-            // Only the request that starts the fill takes a permit (under the map's lock, never blocking).
-            if (permits != null && !permits.tryAcquire()) {
-              refused[0] = true;
-              return null;
+            if (offline) {
+              return Mono.error(OciException.blobUnknown(
+                  digest + " is not cached for " + upstream.key() + "/" + r.name() + " and the cache is offline"));
             }
-            try {
-              return newFill(upstream, name, digest, k, owner, asker, permits, trace);
-            } catch (RuntimeException e) {
-              if (permits != null) {
-                permits.release();
+            return upstreams.headBlob(upstream, r.name(), digest)
+                .switchIfEmpty(Mono.error(() -> OciException.blobUnknown(
+                    digest + " is not confirmed by " + upstream.key() + "/" + r.name())))
+                .publishOn(storage)
+                .doOnNext(confirmed -> store.links().link(digest, upstream.key(), repository))
+                .then(Mono.empty());
+          });
+    }
+
+    /** Joins the fill of the blob, or starts one; empty when it was stored meanwhile. */
+    private Mono<BlobSource> fill(Optional<Member> owner) {
+      Upstream upstream = r.upstream();
+      Digest digest = r.digest();
+      String fromUpstream = digest + "|" + scopeKey(upstream, r.name());
+      String key = fromUpstream + owner.map(m -> "|from " + m.id()).orElse("");
+      // A client's (or prefetch's) request joins any fill of the blob here, wherever it reads from:
+      // the owner seen may have changed meanwhile (one suspected), and two fills would fetch twice.
+      // Only a peer's request keeps to fills from the upstream, so replicas never wait on each other.
+      Fill fill = r.asker() == Asker.PEER || !peers.clustered() ? null
+          : downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
+      // A fill stores (and links) its blob before it leaves the single-flight, so a blob missing
+      // above but stored now was filled meanwhile: looked up again, not fetched a second time.
+      FillPermits permits = r.permits();
+      boolean[] refused = {false};
+      if (fill == null) {
+        fill = downloads.join(
+            key,
+            k -> {
+              if (store.size(digest).isPresent()) {
+                return null;
               }
-              throw e;
-            }
-          },
-          Fill::start);
-    }
-    if (refused[0]) {
-      return Mono.error(permits.refused());
-    }
-    if (fill == null) {
-      return lookup(upstream, name, digest, asker, permits, trace, storeRechecked);
-    }
-    if (asker != Asker.PREFETCH && !fill.requested) {
-      fill.requested = true;
-      if (fill.byPrefetch) {
-        metrics.prefetchHit(upstream.key());
+              // Only the request that starts the fill takes a permit (under the map's lock, never blocking).
+              if (permits != null && !permits.tryAcquire()) {
+                refused[0] = true;
+                return null;
+              }
+              try {
+                return newFill(r, k, owner);
+              } catch (RuntimeException e) {
+                if (permits != null) {
+                  permits.release();
+                }
+                throw e;
+              }
+            },
+            Fill::start);
       }
+      if (refused[0]) {
+        return Mono.error(permits.refused());
+      }
+      if (fill == null) {
+        return Mono.empty();
+      }
+      if (r.asker() != Asker.PREFETCH && !fill.requested) {
+        fill.requested = true;
+        if (fill.byPrefetch) {
+          metrics.prefetchHit(upstream.key());
+        }
+      }
+      Fill joined = fill;
+      if (r.trace() != null && joined.download.trace() != r.trace()) {
+        waiting(r.trace(), joined);
+      }
+      return joined.download.announcedSize()
+          .map(announced -> new BlobSource.Downloading(digest, joined.download, announced, joined.stored));
     }
-    Fill joined = fill;
-    if (trace != null && joined.download.trace() != trace) {
-      waiting(trace, joined);
-    }
-    return joined.download.announcedSize()
-        .map(announced -> new BlobSource.Downloading(digest, joined.download, announced, joined.stored));
   }
 
   /**
@@ -296,45 +356,6 @@ public class ProxyBlobService implements SmartLifecycle {
     return true;
   }
 
-  /**
-   * A blob stored, but not for this repository (or upstream): served when another replica on a
-   * shared store linked it there since start-up (one request to the store), otherwise only once
-   * this upstream confirms it has it there. Offline, it is not there.
-   */
-  private Mono<BlobSource> confirm(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {
-    return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), name.value(), upstream.passthrough()))
-        .subscribeOn(storage)
-        .flatMap(linked -> linked
-            ? lookupLinked(upstream, name, digest, asker, permits, trace)
-            : confirmUpstream(upstream, name, digest, asker, permits, trace));
-  }
-
-  /** After a link was found: the stored blob, or (evicted meanwhile) a miss. */
-  private Mono<BlobSource> lookupLinked(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {
-    Optional<StoredContent> stored = store.open(digest);
-    return stored.isPresent()
-        ? Mono.just(new BlobSource.Stored(stored.get()))
-        : lookup(upstream, name, digest, asker, permits, trace);
-  }
-
-  private Mono<BlobSource> confirmUpstream(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {
-    if (offline) {
-      return Mono.error(OciException.blobUnknown(
-          digest + " is not cached for " + upstream.key() + "/" + name + " and the cache is offline"));
-    }
-    return upstreams
-        .headBlob(upstream, name, digest)
-        .publishOn(storage)
-        .flatMap(
-            confirmed -> {
-              store.links().link(digest, upstream.key(), name.value());
-              return lookup(upstream, name, digest, asker, permits, trace); // evicted meanwhile: fetched as a miss
-            });
-  }
-
   /** Downloads of one digest are shared only by requests that may see each other's content. */
   private String scopeKey(Upstream upstream, RepositoryName name) {
     // A pass-through upstream's clients may see different repositories: its content is per repository.
@@ -347,13 +368,17 @@ public class ProxyBlobService implements SmartLifecycle {
   }
 
   /**
-   * @param permits whose permit the fill gives back when it ends, or {@code null}
-   * @param trace the span of the request that starts the fill, or {@code null}: the fill's upstream
-   *     or owner requests, its body and its commit are traced under it
+   * A fill of the request's blob, under single-flight {@code key}: the request's permit is given
+   * back when it ends; it is traced under the request's span, if any (its upstream or owner
+   * requests, its body and its commit).
    */
-  private Fill newFill(
-      Upstream upstream, RepositoryName name, Digest digest, String key, Optional<Member> owner, Asker asker,
-      FillPermits permits, PullSpan trace) {
+  private Fill newFill(BlobRequest r, String key, Optional<Member> owner) {
+    Upstream upstream = r.upstream();
+    RepositoryName name = r.name();
+    Digest digest = r.digest();
+    Asker asker = r.asker();
+    FillPermits permits = r.permits();
+    PullSpan trace = r.trace();
     BlobDownload.Source source = owner.isEmpty()
         ? (offset, ownerGaveUp) -> upstreams.getBlob(upstream, name, digest, offset)
         // When the owner gives up, the bytes come from the upstream here, and no owner stores
