@@ -3,6 +3,7 @@ package io.registrycache.storage;
 import io.registrycache.config.ConditionalOnStorageType;
 import io.registrycache.config.StorageProperties;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.Json;
 import io.registrycache.oci.MediaType;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -14,10 +15,14 @@ import java.nio.file.attribute.FileTime;
 import java.util.Optional;
 import java.util.function.Consumer;
 import org.springframework.stereotype.Component;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
 
 /**
  * Manifests on the file system under {@code storage.path}: {@code
- * manifests/<algorithm>/<xx>/<hex>} with a {@code .type} file beside it; the last pull is the
+ * manifests/<algorithm>/<xx>/<hex>}, with a {@code .type} file beside it when the media type is
+ * not the body's own {@code mediaType}; the last pull is the
  * file's access time; tag links beside them ({@link FileTagPersistence}). Every write is atomic
  * (temporary file, rename).
  */
@@ -50,9 +55,10 @@ public final class FileManifestPersistence implements ManifestPersistence {
   }
 
   /**
-   * The manifest and its {@code .type} file. A missing manifest (every cold pull by digest) is
-   * found by {@link Files#exists}, without the exception opening a missing file throws; one
-   * deleted between that check and the read is a miss as well.
+   * The manifest and its media type: its {@code .type} file where it has one, else the body's own
+   * {@code mediaType}. A missing manifest (every cold pull by digest) is found by {@link
+   * Files#exists}, without the exception opening a missing file throws; one deleted between that
+   * check and the read is a miss as well.
    */
   @Override
   public Optional<Stored> read(Digest digest) throws IOException {
@@ -62,21 +68,50 @@ public final class FileManifestPersistence implements ManifestPersistence {
     }
     try {
       byte[] body = Files.readAllBytes(p);
-      String type = Files.exists(layout.manifestType(digest))
-          ? Files.readString(layout.manifestType(digest), StandardCharsets.UTF_8).trim()
-          : "";
+      Path typeFile = layout.manifestType(digest);
+      String type = Files.exists(typeFile)
+          ? Files.readString(typeFile, StandardCharsets.UTF_8).trim()
+          : mediaTypeField(body);
       return Optional.of(new Stored(type, body));
     } catch (NoSuchFileException e) {
       return Optional.empty(); // deleted since the check
     }
   }
 
+  /**
+   * Writes the manifest, and a {@code .type} file only when its media type is not the body's own
+   * {@code mediaType} (OCI Image Spec: manifests and indexes should carry it; Docker's schema 2
+   * must): one file and one rename per manifest instead of two.
+   */
   @Override
   public void write(Digest digest, MediaType mediaType, byte[] body) {
     Path target = layout.manifest(digest);
     if (!Files.exists(target)) {
-      layout.writeAtomically(layout.manifestType(digest), (mediaType + "\n").getBytes(StandardCharsets.UTF_8));
+      String type = mediaType.toString();
+      if (!type.equals(mediaTypeField(body))) {
+        layout.writeAtomically(layout.manifestType(digest), (type + "\n").getBytes(StandardCharsets.UTF_8));
+      }
       layout.writeAtomically(target, body);
+    }
+  }
+
+  /** The top-level {@code mediaType} string of a JSON manifest, or "" (none, or not JSON). */
+  static String mediaTypeField(byte[] body) {
+    try (JsonParser parser = Json.MAPPER.createParser(body)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) {
+        return "";
+      }
+      for (JsonToken t = parser.nextToken(); t == JsonToken.PROPERTY_NAME; t = parser.nextToken()) {
+        String name = parser.currentName();
+        JsonToken value = parser.nextToken();
+        if ("mediaType".equals(name)) {
+          return value == JsonToken.VALUE_STRING ? parser.getString() : "";
+        }
+        parser.skipChildren();
+      }
+      return "";
+    } catch (JacksonException e) {
+      return "";
     }
   }
 

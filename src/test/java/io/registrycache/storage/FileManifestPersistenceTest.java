@@ -14,6 +14,8 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /** Reads of manifests and tag links on disk: a miss is empty, a hit exact, a broken file an error. */
@@ -61,5 +63,29 @@ class FileManifestPersistenceTest {
     assertThat(stored.mediaType()).isEqualTo("application/vnd.oci.image.manifest.v1+json");
     p.delete(digest);
     assertThat(p.read(digest)).isEmpty();
+  }
+
+  /**
+   * A manifest whose body names its own media type is one file; one whose upstream type differs
+   * from the body's (or whose body names none) keeps a {@code .type} file, which wins on reading,
+   * as it does for manifests stored before.
+   */
+  @ParameterizedTest
+  @CsvSource(delimiter = '|', value = {
+      "{\"schemaVersion\":2,\"config\":{\"mediaType\":\"x/config\"},\"mediaType\":\"application/vnd.oci.image.index.v1+json\"}|application/vnd.oci.image.index.v1+json|false",
+      "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\"}|application/vnd.docker.distribution.manifest.v2+json|true",
+      "{\"schemaVersion\":2,\"config\":{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\"}}|application/vnd.oci.image.manifest.v1+json|true",
+      "not json|application/vnd.oci.image.manifest.v1+json|true"})
+  void theMediaTypeHasAFileOfItsOwnOnlyWhenTheBodyDoesNotNameIt(String json, String type, boolean typeFile)
+      throws IOException {
+    FileManifestPersistence p = persistence();
+    byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    Digest digest = Digest.sha256(body);
+    p.write(digest, MediaType.parse(type), body);
+    StorageLayout layout =
+        new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString())));
+    assertThat(Files.exists(layout.manifestType(digest))).as(".type file").isEqualTo(typeFile);
+    assertThat(p.read(digest).orElseThrow().mediaType()).isEqualTo(type);
+    assertThat(p.read(digest).orElseThrow().body()).isEqualTo(body);
   }
 }
