@@ -3,7 +3,6 @@ package io.registrycache.storage;
 import io.registrycache.config.ConditionalOnStorageType;
 import io.registrycache.config.StorageProperties;
 import io.registrycache.oci.Digest;
-import io.registrycache.oci.Json;
 import io.registrycache.oci.MediaType;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -15,9 +14,6 @@ import java.nio.file.attribute.FileTime;
 import java.util.Optional;
 import java.util.function.Consumer;
 import org.springframework.stereotype.Component;
-import tools.jackson.core.JacksonException;
-import tools.jackson.core.JsonParser;
-import tools.jackson.core.JsonToken;
 
 /**
  * Manifests on the file system under {@code storage.path}: {@code
@@ -71,7 +67,7 @@ public final class FileManifestPersistence implements ManifestPersistence {
       Path typeFile = layout.manifestType(digest);
       String type = Files.exists(typeFile)
           ? Files.readString(typeFile, StandardCharsets.UTF_8).trim()
-          : mediaTypeField(body);
+          : ManifestPersistence.mediaTypeField(body);
       return Optional.of(new Stored(type, body));
     } catch (NoSuchFileException e) {
       return Optional.empty(); // deleted since the check
@@ -88,30 +84,10 @@ public final class FileManifestPersistence implements ManifestPersistence {
     Path target = layout.manifest(digest);
     if (!Files.exists(target)) {
       String type = mediaType.toString();
-      if (!type.equals(mediaTypeField(body))) {
+      if (!type.equals(ManifestPersistence.mediaTypeField(body))) {
         layout.writeAtomically(layout.manifestType(digest), (type + "\n").getBytes(StandardCharsets.UTF_8));
       }
       layout.writeAtomically(target, body);
-    }
-  }
-
-  /** The top-level {@code mediaType} string of a JSON manifest, or "" (none, or not JSON). */
-  static String mediaTypeField(byte[] body) {
-    try (JsonParser parser = Json.MAPPER.createParser(body)) {
-      if (parser.nextToken() != JsonToken.START_OBJECT) {
-        return "";
-      }
-      for (JsonToken t = parser.nextToken(); t == JsonToken.PROPERTY_NAME; t = parser.nextToken()) {
-        String name = parser.currentName();
-        JsonToken value = parser.nextToken();
-        if ("mediaType".equals(name)) {
-          return value == JsonToken.VALUE_STRING ? parser.getString() : "";
-        }
-        parser.skipChildren();
-      }
-      return "";
-    } catch (JacksonException e) {
-      return "";
     }
   }
 

@@ -1,10 +1,14 @@
 package io.registrycache.storage;
 
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.Json;
 import io.registrycache.oci.MediaType;
 import java.io.IOException;
 import java.util.Optional;
 import java.util.function.Consumer;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.JsonParser;
+import tools.jackson.core.JsonToken;
 
 /**
  * Where {@link ManifestStore} keeps manifests durably: the part of the manifest store that differs
@@ -42,4 +46,24 @@ public interface ManifestPersistence {
 
   /** Records the last pull time durably when the backend can (best effort; no-op by default). */
   default void recordPull(Digest digest, long millis) {}
+
+  /** The top-level {@code mediaType} string of a JSON manifest, or "" (none, or not JSON). */
+  static String mediaTypeField(byte[] body) {
+    try (JsonParser parser = Json.MAPPER.createParser(body)) {
+      if (parser.nextToken() != JsonToken.START_OBJECT) {
+        return "";
+      }
+      for (JsonToken t = parser.nextToken(); t == JsonToken.PROPERTY_NAME; t = parser.nextToken()) {
+        String name = parser.currentName();
+        JsonToken value = parser.nextToken();
+        if ("mediaType".equals(name)) {
+          return value == JsonToken.VALUE_STRING ? parser.getString() : "";
+        }
+        parser.skipChildren();
+      }
+      return "";
+    } catch (JacksonException e) {
+      return "";
+    }
+  }
 }

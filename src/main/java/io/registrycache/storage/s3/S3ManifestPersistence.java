@@ -98,14 +98,23 @@ public final class S3ManifestPersistence implements ManifestPersistence {
     if (body.isEmpty()) {
       return Optional.empty();
     }
-    String type = S3Calls.await(objects.readAll(key(digest) + TYPE), TIMEOUT).map(b -> new String(b, StandardCharsets.UTF_8).trim()).orElse("");
+    String type = S3Calls.await(objects.readAll(key(digest) + TYPE), TIMEOUT)
+        .map(b -> new String(b, StandardCharsets.UTF_8).trim())
+        .orElseGet(() -> ManifestPersistence.mediaTypeField(body.get()));
     return Optional.of(new Stored(type, body.get()));
   }
 
-  /** The type first, then the bytes: a manifest whose bytes are there always has its type. */
+  /**
+   * The type first, when the body does not name it ({@link ManifestPersistence#mediaTypeField}),
+   * then the bytes: a manifest whose bytes are there always has its type. One request per
+   * manifest that names its own type.
+   */
   @Override
   public void write(Digest digest, MediaType mediaType, byte[] body) throws IOException {
-    S3Calls.await(objects.putBytes(key(digest) + TYPE, (mediaType + "\n").getBytes(StandardCharsets.UTF_8)), TIMEOUT);
+    String type = mediaType.toString();
+    if (!type.equals(ManifestPersistence.mediaTypeField(body))) {
+      S3Calls.await(objects.putBytes(key(digest) + TYPE, (type + "\n").getBytes(StandardCharsets.UTF_8)), TIMEOUT);
+    }
     S3Calls.await(objects.putBytes(key(digest), body), TIMEOUT);
   }
 
