@@ -190,7 +190,7 @@ public class ProxyManifestService {
                     store.links().servable(reference.digest(), upstream.key(), name.value(), upstream.passthrough())
                         ? store.cached(reference.digest())
                         : Optional.empty();
-                return fetch(upstream, name, reference, forPeer, storedMeanwhile)
+                return fetch(upstream, name, reference, forPeer, storedMeanwhile, true)
                     .map(m -> new ManifestResult(m, Result.MISS));
               }
               if (servable) {
@@ -243,7 +243,7 @@ public class ProxyManifestService {
               if (cached.isEmpty()) {
                 Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
                     store.cachedTag(upstream.key(), name.value(), tag).flatMap(link -> store.cached(link.digest()));
-                return fetch(upstream, name, tag, forPeer, storedMeanwhile)
+                return fetch(upstream, name, tag, forPeer, storedMeanwhile, true)
                     .map(m -> new ManifestResult(m, Result.MISS));
               }
               CachedTag hit = cached.get();
@@ -276,7 +276,7 @@ public class ProxyManifestService {
       boolean forPeer) {
     Digest current = cached.manifest().digest();
     Mono<ManifestResult> check = !forPeer && !upstream.passthrough() && peers.manifestOwnerElsewhere(upstream, name, tag).isPresent()
-        ? fetch(upstream, name, tag, false)
+        ? fetch(upstream, name, tag, false, Optional::empty, true)
             .map(m -> new ManifestResult(m, m.digest().equals(current) ? Result.HIT : Result.MISS))
         : upstreams
             .headManifest(upstream, name, tag, MediaTypes.ALL_MANIFESTS)
@@ -290,7 +290,8 @@ public class ProxyManifestService {
                   log.info(
                       "tag {}/{}:{} moved upstream from {} to {}",
                       upstream.key(), name, tag, current, head.digest());
-                  return fetch(upstream, name, tag, forPeer).map(m -> new ManifestResult(m, Result.MISS));
+                  return fetch(upstream, name, tag, forPeer, Optional::empty, true)
+                      .map(m -> new ManifestResult(m, Result.MISS));
                 });
     return check
         .onErrorResume(
@@ -317,23 +318,10 @@ public class ProxyManifestService {
    * One fetch per reference at a time (single-flight), from the upstream or, when another replica
    * owns the reference and this is not a peer's request, from that owner (which falls back to the
    * upstream); verified and stored either way.
-   */
-  private Mono<StoredManifest> fetch(Upstream upstream, RepositoryName name, Reference reference, boolean forPeer) {
-    return fetch(upstream, name, reference, forPeer, Optional::empty);
-  }
-
-  /**
+   *
    * @param storedMeanwhile for a miss: the manifest if a fetch stored it since this request looked
    *     (in memory, asked again when joining the single-flight), so it is served instead of
-   *     fetched a second time; empty for a revalidation, which must fetch
-   */
-  private Mono<StoredManifest> fetch(
-      Upstream upstream, RepositoryName name, Reference reference, boolean forPeer,
-      Supplier<Optional<StoredManifest>> storedMeanwhile) {
-    return fetch(upstream, name, reference, forPeer, storedMeanwhile, true);
-  }
-
-  /**
+   *     fetched a second time; {@code Optional::empty} for a revalidation, which must fetch
    * @param layers whether the blobs of an image manifest fetched now are prefetched (false for the
    *     child manifest of an index whose platform {@code blobs.prefetch.platforms} leaves out)
    */
@@ -371,27 +359,33 @@ public class ProxyManifestService {
                 .map(verified -> prefetch && prefetcher.worthIt(upstream.key(), java.time.Duration.ofNanos(System.nanoTime() - started))
                     ? verified.withPrefetch() : verified)
                 .publishOn(storage)
-                .map(
-                    verified -> {
-                      StoredManifest manifest = verified.manifest();
-                      if (store.cached(manifest.digest()).isEmpty()) { // a revalidation through the owner: often the same bytes
-                        store.put(manifest, verified.content());
-                        // Prefetch hides round trips: worth it only where the manifest took one.
-                        if (verified.prefetch()) {
-                          prefetch(upstream, name, manifest.digest(), verified.content(), layers);
-                        }
-                      }
-                      store.links().link(manifest.digest(), upstream.key(), name.value());
-                      if (reference instanceof Reference.Tag tag) {
-                        store.putTag(upstream.key(), name.value(), tag, manifest.digest(), freshness.confirmedNow());
-                      }
-                      log.debug(
-                          "stored manifest {}/{}:{} {} ({}, {} bytes)",
-                          upstream.key(), name, reference, manifest.digest(), manifest.mediaType(),
-                          manifest.body().length);
-                      return manifest;
-                    });
+                .map(verified -> keep(upstream, name, reference, verified, layers));
         })));
+  }
+
+  /**
+   * Stores a manifest just fetched and verified (unless an equal one is in memory), links it to
+   * the repository, points the tag at it, and starts prefetch on manifest when it is worth it.
+   * On the storage scheduler.
+   */
+  private StoredManifest keep(
+      Upstream upstream, RepositoryName name, Reference reference, Verified verified, boolean layers) {
+    StoredManifest manifest = verified.manifest();
+    if (store.cached(manifest.digest()).isEmpty()) { // a revalidation through the owner: often the same bytes
+      store.put(manifest, verified.content());
+      // Prefetch hides round trips: worth it only where the manifest took one.
+      if (verified.prefetch()) {
+        prefetch(upstream, name, manifest.digest(), verified.content(), layers);
+      }
+    }
+    store.links().link(manifest.digest(), upstream.key(), name.value());
+    if (reference instanceof Reference.Tag tag) {
+      store.putTag(upstream.key(), name.value(), tag, manifest.digest(), freshness.confirmedNow());
+    }
+    log.debug(
+        "stored manifest {}/{}:{} {} ({}, {} bytes)",
+        upstream.key(), name, reference, manifest.digest(), manifest.mediaType(), manifest.body().length);
+    return manifest;
   }
 
   /** A manifest as received and checked: its bytes and what they reference, parsed once. */
