@@ -2,6 +2,7 @@ package io.registrycache.nodemirror;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -272,8 +273,8 @@ public final class NodeMirrorHosts {
   static int run(String[] args, PrintStream out, PrintStream err) {
     CommandLine line = new CommandLine(new Cli(out, err))
         .registerConverter(Registry.class, Registry::parse)
-        .setErr(new java.io.PrintWriter(err, true))
-        .setOut(new java.io.PrintWriter(out, true));
+        .setErr(new PrintWriter(err, true))
+        .setOut(new PrintWriter(out, true));
     line.setParameterExceptionHandler((e, arguments) -> {
       err.println("node-mirror: " + e.getMessage());
       e.getCommandLine().usage(err);
