@@ -9,7 +9,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
-shared=${SHARED_DIR:-$repo/../shared}
 results=${CONFORMANCE_RESULTS:-$repo/target/conformance}
 export PATH=/usr/local/go/bin:$PATH
 work=$(mktemp -d)
@@ -31,11 +30,18 @@ wait_for() { # url, what, pid
   echo "conformance: $2 did not come up at $1" >&2; return 1
 }
 
-echo "== conformance: building the suite"
-# As $shared/tools/oci-conformance/build.sh does, plus one guard: at commit 967efdc the suite
-# panics writing results.yaml in read-only mode (a skipped blob test leaves a status without test
-# data), so no report would be written.
-cp -r "$shared/tools/oci-conformance/src" "$work/suite"
+# The suite's module (the conformance/ folder of the opencontainers/distribution-spec repository)
+# at a pinned pseudo-version, from the Go module proxy; its go.sum pins its dependencies.
+SUITE_MODULE=github.com/opencontainers/distribution-spec/conformance
+SUITE_VERSION=v0.0.0-20260831232431-97274622c111
+
+echo "== conformance: building the suite ($SUITE_MODULE@$SUITE_VERSION)"
+suite_dir=$(go mod download -json "$SUITE_MODULE@$SUITE_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+[ -d "$suite_dir" ] || { echo "conformance: $SUITE_MODULE@$SUITE_VERSION not downloaded" >&2; exit 1; }
+# One guard added: the suite panics writing results.yaml in read-only mode (a skipped blob test
+# leaves a status without test data), so no report would be written. The module cache is
+# read-only, so the suite is built from a copy.
+cp -r "$suite_dir" "$work/suite" && chmod -R u+w "$work/suite"
 sed -i 's/^\t\tresults.Data\[r.State.Data\[k\].name\] = v$/\t\tif d := r.State.Data[k]; d != nil {\n\t\t\tresults.Data[d.name] = v\n\t\t} else {\n\t\t\tresults.Data[k] = v\n\t\t}/' \
   "$work/suite/run.go"
 grep -q 'if d := r.State.Data\[k\]; d != nil' "$work/suite/run.go" || { echo "conformance: suite patch did not apply" >&2; exit 1; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The chart's checks (CI, .ci/run): helm lint --strict with the defaults (plus the one upstream
-# they need) and with each ci/ values file; the committed plain manifests equal to the chart's
+# The chart's checks (CI, .ci/run): helm lint --strict with the defaults as they are, with the
+# defaults plus the one upstream they need, and with each ci/ values file; the committed plain manifests equal to the chart's
 # renderings (deploy/render.sh --check); more renderings (the defaults; HA with the generated peer
 # token; the node mirror DaemonSet) validated by deploy/validate.sh; wrong values refused by
 # values.schema.json or the templates; javaToolOptions equal to the image's; the upgrade check
@@ -16,6 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "== helm lint --strict"
 upstream=(--set upstreams.corp.host=registry.example.com --set upstreams.corp.url=https://registry.example.com)
+helm lint --strict "$chart"
 helm lint --strict "$chart" "${upstream[@]}"
 helm lint --strict "$chart" "${upstream[@]}" --set nodeMirror.enabled=true --set nodeMirror.authorizationSecret=nodes
 for values in "$chart"/ci/*-values.yaml; do
@@ -58,6 +59,13 @@ refuse() { # what is wrong, a fragment of the expected error (the value's path),
   fi
 }
 refuse "no upstream" "missing property 'upstreams'" --set upstreams=null
+if helm template registry-cache "$chart" >/dev/null 2>"$tmp/err"; then
+  echo "   NOT refused: the defaults, which name no upstream"; refused=1
+elif ! grep -qF "upstreams needs at least one upstream" "$tmp/err"; then
+  echo "   the defaults refused for another reason than naming no upstream:"; cat "$tmp/err"; refused=1
+else
+  echo "   refused: the defaults (no upstream): $(grep -F -m1 "upstreams needs" "$tmp/err" | cut -c1-120)"
+fi
 refuse "replicas 0" "'/replicas': minimum" --set replicas=0
 refuse "replicas as text" "'/replicas'" --set-string replicas=three
 refuse "HA without a bucket" "'/s3/bucket'" --set replicas=3

@@ -23,7 +23,7 @@ class ArchitectureDocTest {
   private static final Path MAIN = Path.of("src/main/java/io/registrycache");
   private static final Pattern BY_PATH = Pattern.compile("`([a-z0-9]+)/([A-Z][A-Za-z0-9]*)(?:\\.java)?[`.#]");
   private static final Pattern BY_PACKAGE = Pattern.compile(
-      "`(api|auth|oci|proxy|storage|upstream|admin|metrics|cluster|peer|config|tracing|s3)\\.([A-Z][A-Za-z0-9]*)");
+      "`(api|auth|oci|proxy|storage|upstream|admin|metrics|cluster|peer|config|tracing|management|ratelimit|nodemirror|s3)\\.([A-Z][A-Za-z0-9]*)");
 
   /** The classes the document names with their package, as {@code package/Name}. */
   static Set<String> named(String doc) {

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.api.model.Capability;
-import io.registrycache.admin.NodeMirrorHosts;
-import io.registrycache.admin.NodeMirrorHosts.Registry;
+import io.registrycache.nodemirror.NodeMirrorHosts;
+import io.registrycache.nodemirror.NodeMirrorHosts.Registry;
 import io.registrycache.testsupport.Command;
 import java.io.IOException;
 import java.net.URI;

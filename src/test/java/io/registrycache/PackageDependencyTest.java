@@ -25,14 +25,15 @@ import java.util.List;
  * proxy ──► storage, upstream, metrics, cluster
  * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config, upstream, proxy's PassthroughAccess)   metrics ──► config
  * management ──► config
- * cluster, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
+ * cluster ──► storage (its EvictionTurn), config
+ * nodemirror, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
  * </pre>
  */
 @AnalyzeClasses(packages = "io.registrycache", importOptions = ImportOption.DoNotIncludeTests.class)
 class PackageDependencyTest {
 
   private static final List<String> ALL = List.of(
-      "oci", "config", "cluster", "metrics", "tracing", "storage", "upstream", "auth", "proxy", "ratelimit", "api", "peer", "admin", "management");
+      "oci", "config", "cluster", "metrics", "tracing", "storage", "upstream", "auth", "proxy", "ratelimit", "api", "peer", "admin", "management", "nodemirror");
 
   /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
   private static ArchRule only(String pkg, String... allowed) {
@@ -54,7 +55,8 @@ class PackageDependencyTest {
 
   @ArchTest static final ArchRule oci = only("oci");
   @ArchTest static final ArchRule config = only("config", "oci");
-  @ArchTest static final ArchRule cluster = only("cluster");
+  /** Replicas: membership and ownership, and the replica whose turn it is to evict (storage.EvictionTurn). */
+  @ArchTest static final ArchRule cluster = only("cluster", "storage", "config");
   @ArchTest static final ArchRule metrics = only("metrics", "config");
   /** The stores know nothing of upstreams, pull-through, metrics or HTTP: the seam a store plugs into. */
   @ArchTest static final ArchRule storage = only("storage", "oci", "config");
@@ -76,6 +78,8 @@ class PackageDependencyTest {
   @ArchTest static final ArchRule management = only("management", "config");
   /** Spans of pulls: Micrometer Tracing only, knowing nothing of the cache's other packages. */
   @ArchTest static final ArchRule tracing = only("tracing");
+  /** The node mirror generator: a command of its own, run without the service's beans. */
+  @ArchTest static final ArchRule nodemirror = only("nodemirror");
 
   @ArchTest
   static final ArchRule ociValueTypesStandAlone =

@@ -14,7 +14,7 @@ import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamResilience;
-import io.registrycache.upstream.WebClientUpstreamClient;
+import io.registrycache.upstream.ReactorNettyUpstreamClient;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -115,7 +115,7 @@ public class StartupWarmUp implements SmartLifecycle {
     Path root = null;
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     Scheduler storage = Schedulers.newBoundedElastic(CONCURRENCY, 1024, "warm-up-storage", 60, true);
-    WebClientUpstreamClient client = new WebClientUpstreamClient(null, meters, new UpstreamResilience(null, meters));
+    ReactorNettyUpstreamClient client = new ReactorNettyUpstreamClient(null, meters, new UpstreamResilience(null, meters));
     try {
       Files.createDirectories(storageRoot.resolve("tmp"));
       root = Files.createTempDirectory(storageRoot.resolve("tmp"), "warm-up-");

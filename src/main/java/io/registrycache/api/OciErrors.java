@@ -1,6 +1,8 @@
 package io.registrycache.api;
 
 import io.registrycache.auth.AuthenticationRequired;
+import io.registrycache.auth.Challenges;
+import io.registrycache.oci.Json;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import java.io.IOException;
@@ -77,11 +79,11 @@ final class OciErrors {
       headers.set(HttpHeaders.WWW_AUTHENTICATE, required.challenge());
     } else if (oci.code() == OciErrorCode.UNAUTHORIZED) {
       // The upstream refused the cache's credentials.
-      headers.set(HttpHeaders.WWW_AUTHENTICATE, io.registrycache.auth.Challenges.basic("registry-cache upstream"));
+      headers.set(HttpHeaders.WWW_AUTHENTICATE, Challenges.basic("registry-cache upstream"));
     }
     byte[] body = "HEAD".equals(method)
         ? null
-        : io.registrycache.oci.Json.MAPPER.writeValueAsBytes(body(oci.code(), oci.getMessage(), oci.detail()));
+        : Json.MAPPER.writeValueAsBytes(body(oci.code(), oci.getMessage(), oci.detail()));
     return new Answer(oci.status(), headers, body);
   }
 

@@ -22,10 +22,13 @@ import io.registrycache.tracing.PullSpan;
 import io.registrycache.tracing.PullTracing;
 import java.net.InetSocketAddress;
 import java.net.URI;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Supplier;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.reactor.netty.NettyReactiveWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
 import org.springframework.beans.factory.annotation.Value;
@@ -96,7 +99,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   }
 
   /** As above, with each request in a span of {@code tracing} when it is on. */
-  @org.springframework.beans.factory.annotation.Autowired
+  @Autowired
   public PullRoute(
       ProxyManifestService manifests, ProxyBlobService blobs, CacheMetrics metrics, PullActivity activity,
       PullGate gate, RequestTargets targets, AccessLog accessLog,
@@ -238,7 +241,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private static void traced(PullSpan span, RequestTarget target, Result result) {
     if (span != null) {
       span.tag("registry.upstream", target.upstream().key())
-          .tag("registry.cache.result", result.name().toLowerCase(java.util.Locale.ROOT));
+          .tag("registry.cache.result", result.name().toLowerCase(Locale.ROOT));
     }
   }
 
@@ -356,7 +359,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
 
   /** Bytes {@code [position, position + count)} of a stored blob: zero-copy from its file when it has one. */
   private static Mono<Void> content(HttpServerResponse response, BlobSource stored, long position, long count) {
-    Optional<java.nio.file.Path> file = stored.file();
+    Optional<Path> file = stored.file();
     if (file.isPresent()) {
       return response.sendFile(file.get(), position, count).then();
     }

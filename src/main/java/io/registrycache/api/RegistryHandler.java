@@ -11,6 +11,7 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.proxy.ProxyTagService;
 import java.net.URI;
+import java.time.Duration;
 import java.util.List;
 
 import org.springframework.boot.availability.ApplicationAvailability;
@@ -78,7 +79,7 @@ public class RegistryHandler {
     if (availability.getReadinessState() != ReadinessState.ACCEPTING_TRAFFIC) {
       return OciErrors.toResponse(request, new OciException(OciErrorCode.UNAVAILABLE,
           OciErrorCode.UNAVAILABLE.defaultStatus(), "the cache is starting or stopping; retry in a second", null,
-          java.time.Duration.ofSeconds(1), null));
+          Duration.ofSeconds(1), null));
     }
     if (authentication.passthrough() && !authentication.enabled()
         && request.headers().header(HttpHeaders.AUTHORIZATION).isEmpty()) {

@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import org.springframework.core.ResolvableType;
+import org.springframework.core.codec.DecodingException;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.http.CacheControl;
 import org.springframework.http.InvalidMediaTypeException;
@@ -25,6 +26,7 @@ import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.stereotype.Component;
+import org.springframework.util.LinkedMultiValueMap;
 import org.springframework.util.MultiValueMap;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
@@ -159,7 +161,7 @@ public class TokenEndpoint {
       return tooLarge();
     }
     return Mono.defer(() -> forms.readMono(FORM, request.exchange().getRequest(), Map.of()))
-        .defaultIfEmpty(new org.springframework.util.LinkedMultiValueMap<>())
+        .defaultIfEmpty(new LinkedMultiValueMap<>())
         .flatMap(form -> grant(request, form))
         .onErrorResume(DataBufferLimitException.class, e -> tooLarge())
         .onErrorResume(TokenEndpoint::unreadable, e -> invalidRequest("the form cannot be read"));
@@ -167,7 +169,7 @@ public class TokenEndpoint {
 
   /** A form Spring's reader could not decode: a malformed percent-escape, an unknown charset. */
   private static boolean unreadable(Throwable e) {
-    return e instanceof IllegalArgumentException || e instanceof org.springframework.core.codec.DecodingException;
+    return e instanceof IllegalArgumentException || e instanceof DecodingException;
   }
 
   private Mono<ServerResponse> grant(ServerRequest request, MultiValueMap<String, String> form) {

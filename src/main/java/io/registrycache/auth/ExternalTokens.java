@@ -1,11 +1,13 @@
 package io.registrycache.auth;
 
+import com.nimbusds.jose.JOSEException;
 import com.nimbusds.jose.JOSEObjectType;
 import com.nimbusds.jose.JWSAlgorithm;
 import com.nimbusds.jose.KeySourceException;
 import com.nimbusds.jose.jwk.JWKSet;
 import com.nimbusds.jose.jwk.source.JWKSource;
 import com.nimbusds.jose.jwk.source.JWKSourceBuilder;
+import com.nimbusds.jose.jwk.source.RateLimitReachedException;
 import com.nimbusds.jose.proc.BadJOSEException;
 import com.nimbusds.jose.proc.DefaultJOSEObjectTypeVerifier;
 import com.nimbusds.jose.proc.JWSVerificationKeySelector;
@@ -20,11 +22,13 @@ import io.registrycache.config.RegistryCacheProperties;
 import java.net.MalformedURLException;
 import java.text.ParseException;
 import java.time.Clock;
+import java.time.Instant;
 import java.util.Date;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -88,12 +92,12 @@ public final class ExternalTokens {
    * @param clock the time {@code exp} and {@code nbf} are judged at
    * @param nanoTime when a {@code jwks-file} is looked at again ({@link WatchedFile})
    */
-  ExternalTokens(RegistryCacheProperties properties, Clock clock, java.util.function.LongSupplier nanoTime) {
+  ExternalTokens(RegistryCacheProperties properties, Clock clock, LongSupplier nanoTime) {
     this(properties, clock, nanoTime, new TokenVerdicts(clock));
   }
 
   private ExternalTokens(
-      RegistryCacheProperties properties, Clock clock, java.util.function.LongSupplier nanoTime, TokenVerdicts verdicts) {
+      RegistryCacheProperties properties, Clock clock, LongSupplier nanoTime, TokenVerdicts verdicts) {
     this.verdicts = verdicts;
     List<AuthProperties.TrustedIssuer> configured = properties.auth().trustedIssuers();
     if (!properties.auth().enabled()) {
@@ -160,18 +164,18 @@ public final class ExternalTokens {
         Optional<Identity> identity = identity(trusted.settings(), claims);
         if (identity.isPresent()) {
           verdicts.remember(token, new TokenVerdicts.Verdict(identity.get(), claims.getJWTID(),
-              claims.getNotBeforeTime() == null ? java.time.Instant.MIN
+              claims.getNotBeforeTime() == null ? Instant.MIN
                   : claims.getNotBeforeTime().toInstant().minusSeconds(CLOCK_SKEW_SECONDS),
               claims.getExpirationTime().toInstant().plusSeconds(CLOCK_SKEW_SECONDS)));
           return identity;
         }
-      } catch (com.nimbusds.jose.jwk.source.RateLimitReachedException e) {
+      } catch (RateLimitReachedException e) {
         // An unknown kid while the URL was fetched twice lately: not logged louder, as anyone may send one.
         log.debug("A bearer token of issuer '{}' is refused: its kid is unknown and the JWK set was fetched lately",
             iss.get());
       } catch (KeySourceException e) {
         log.warn("The JWK set of trusted issuer '{}' cannot be had: {}", iss.get(), e.getMessage());
-      } catch (ParseException | BadJOSEException | com.nimbusds.jose.JOSEException | RuntimeException e) {
+      } catch (ParseException | BadJOSEException | JOSEException | RuntimeException e) {
         log.debug("A bearer token of issuer '{}' is refused: {}", iss.get(), e.getMessage());
       }
     }
@@ -213,7 +217,7 @@ public final class ExternalTokens {
   }
 
   private static DefaultJWTProcessor<SecurityContext> processor(
-      AuthProperties.TrustedIssuer settings, Clock clock, java.util.function.LongSupplier nanoTime) {
+      AuthProperties.TrustedIssuer settings, Clock clock, LongSupplier nanoTime) {
     DefaultJWTProcessor<SecurityContext> processor = new DefaultJWTProcessor<>();
     processor.setJWSTypeVerifier(
         new DefaultJOSEObjectTypeVerifier<>(JOSEObjectType.JWT, new JOSEObjectType("at+jwt"), null));
@@ -234,7 +238,7 @@ public final class ExternalTokens {
   }
 
   private static JWKSource<SecurityContext> source(
-      AuthProperties.TrustedIssuer settings, java.util.function.LongSupplier nanoTime) {
+      AuthProperties.TrustedIssuer settings, LongSupplier nanoTime) {
     String property = "registry-cache.auth.trusted-issuers (issuer '" + settings.issuer() + "')";
     if (settings.jwksFile() != null) {
       WatchedFile<JWKSet> file = new WatchedFile<>(settings.jwksFile(), property + " jwks-file",

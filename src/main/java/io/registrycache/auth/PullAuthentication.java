@@ -2,6 +2,7 @@ package io.registrycache.auth;
 
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
+import io.github.bucket4j.TimeMeter;
 import io.registrycache.config.AuthProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciException;
@@ -10,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.GeneralSecurityException;
 import java.security.SecureRandom;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -22,6 +24,7 @@ import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.security.crypto.bcrypt.BCrypt;
 import org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder;
 import org.springframework.security.crypto.password.PasswordEncoder;
@@ -106,13 +109,13 @@ public class PullAuthentication {
     this(properties, new TokenService(properties));
   }
 
-  @org.springframework.beans.factory.annotation.Autowired
+  @Autowired
   public PullAuthentication(RegistryCacheProperties properties, TokenService tokens) {
-    this(properties, tokens, io.github.bucket4j.TimeMeter.SYSTEM_NANOTIME, new BCryptPasswordEncoder());
+    this(properties, tokens, TimeMeter.SYSTEM_NANOTIME, new BCryptPasswordEncoder());
   }
 
   /** @param clock the time of the failed-check limit, in nanoseconds from any origin */
-  PullAuthentication(RegistryCacheProperties properties, TokenService tokens, io.github.bucket4j.TimeMeter clock) {
+  PullAuthentication(RegistryCacheProperties properties, TokenService tokens, TimeMeter clock) {
     this(properties, tokens, clock, new BCryptPasswordEncoder());
   }
 
@@ -121,7 +124,7 @@ public class PullAuthentication {
    *     calls)
    */
   PullAuthentication(
-      RegistryCacheProperties properties, TokenService tokens, io.github.bucket4j.TimeMeter clock, PasswordEncoder encoder) {
+      RegistryCacheProperties properties, TokenService tokens, TimeMeter clock, PasswordEncoder encoder) {
     this.tokens = tokens;
     this.verdicts = tokens.verdicts();
     this.external = new ExternalTokens(properties, verdicts);
@@ -162,7 +165,7 @@ public class PullAuthentication {
     Map<Integer, List<String>> lower = new TreeMap<>();
     file.hashes().forEach((name, hash) -> {
       if (Htpasswd.cost(hash) < highest) {
-        lower.computeIfAbsent(Htpasswd.cost(hash), c -> new java.util.ArrayList<>()).add(name);
+        lower.computeIfAbsent(Htpasswd.cost(hash), c -> new ArrayList<>()).add(name);
       }
     });
     if (!lower.isEmpty()) {

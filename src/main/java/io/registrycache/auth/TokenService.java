@@ -1,5 +1,7 @@
 package io.registrycache.auth;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import com.nimbusds.jose.JOSEException;
 import com.nimbusds.jose.JWSAlgorithm;
 import com.nimbusds.jose.JWSHeader;
@@ -41,12 +43,14 @@ import java.util.Date;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
@@ -77,7 +81,7 @@ public class TokenService {
    * With a pass-through upstream: the credentials given for each token still valid, by its {@code
    * jti}, in memory only, so that requests with the token can pass them to the upstream.
    */
-  private final com.github.benmanes.caffeine.cache.Cache<String, BasicCredentials> passed;
+  private final Cache<String, BasicCredentials> passed;
   /** Tokens verified lately (ES256 about 0.1 ms a check), shared with {@link ExternalTokens}. */
   private final TokenVerdicts verdicts;
 
@@ -92,7 +96,7 @@ public class TokenService {
     }
   }
 
-  @org.springframework.beans.factory.annotation.Autowired
+  @Autowired
   public TokenService(RegistryCacheProperties properties) {
     this(properties, Clock.systemUTC());
   }
@@ -102,7 +106,7 @@ public class TokenService {
     this.enabled = properties.auth().enabled() && settings.enabled();
     this.clock = clock;
     this.passed = properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough())
-        ? com.github.benmanes.caffeine.cache.Caffeine.newBuilder()
+        ? Caffeine.newBuilder()
             .expireAfterWrite(settings.ttl().plusSeconds(60)) // verify() allows 60 s of skew
             .maximumSize(100_000)
             .<String, BasicCredentials>build()
@@ -255,7 +259,7 @@ public class TokenService {
         .notBeforeTime(Date.from(now))
         .expirationTime(Date.from(expires))
         .jwtID(UUID.randomUUID().toString())
-        .claim("kind", identity.kind().name().toLowerCase(java.util.Locale.ROOT))
+        .claim("kind", identity.kind().name().toLowerCase(Locale.ROOT))
         .claim("access", access)
         .build();
     SignedJWT jwt = new SignedJWT(new JWSHeader.Builder(algorithm).keyID(keyId).build(), claims);
@@ -312,7 +316,7 @@ public class TokenService {
     }
     try {
       JWTClaimsSet claims = processor.process(token, null);
-      Identity.Kind kind = Identity.Kind.valueOf(claims.getStringClaim("kind").toUpperCase(java.util.Locale.ROOT));
+      Identity.Kind kind = Identity.Kind.valueOf(claims.getStringClaim("kind").toUpperCase(Locale.ROOT));
       if (kind == Identity.Kind.ISSUER) {
         return Optional.empty(); // never issued: an issuer's subject gets no token of this service
       }

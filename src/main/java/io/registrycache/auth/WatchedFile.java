@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
@@ -91,7 +92,7 @@ final class WatchedFile<T> {
 
   private Object stamp() throws IOException {
     BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class);
-    return java.util.List.of(attributes.lastModifiedTime(), attributes.size(),
+    return List.of(attributes.lastModifiedTime(), attributes.size(),
         Objects.requireNonNullElse(attributes.fileKey(), ""), path.toRealPath().toString());
   }
 

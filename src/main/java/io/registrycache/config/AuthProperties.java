@@ -1,9 +1,14 @@
 package io.registrycache.config;
 
+import java.net.URI;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -67,7 +72,7 @@ public record AuthProperties(
 
   public AuthProperties {
     trustedIssuers = List.copyOf(trustedIssuers);
-    java.util.Set<String> keys = new java.util.HashSet<>();
+    Set<String> keys = new HashSet<>();
     for (TrustedIssuer trusted : trustedIssuers) {
       if (!keys.add(trusted.key())) {
         throw new IllegalArgumentException("registry-cache.auth.trusted-issuers: two issuers have the key '" + trusted.key()
@@ -170,7 +175,7 @@ public record AuthProperties(
   public record Token(
       @DefaultValue("false") boolean enabled,
       Path keyFile,
-      @DefaultValue("5m") java.time.Duration ttl,
+      @DefaultValue("5m") Duration ttl,
       @DefaultValue("registry-cache") String service,
       String realm) {
 
@@ -219,9 +224,9 @@ public record AuthProperties(
       String issuer,
       String audience,
       Path jwksFile,
-      java.net.URI jwksUrl,
-      @DefaultValue("5s") java.time.Duration jwksTimeout,
-      @DefaultValue("5m") java.time.Duration jwksCacheTtl,
+      URI jwksUrl,
+      @DefaultValue("5s") Duration jwksTimeout,
+      @DefaultValue("5m") Duration jwksCacheTtl,
       @DefaultValue("sub") String identityClaim,
       @DefaultValue("groups") String groupsClaim) {
 
@@ -238,7 +243,7 @@ public record AuthProperties(
         throw new IllegalArgumentException(where + ": exactly one of jwks-file and jwks-url is needed");
       }
       if (jwksUrl != null) {
-        String scheme = jwksUrl.getScheme() == null ? "" : jwksUrl.getScheme().toLowerCase(java.util.Locale.ROOT);
+        String scheme = jwksUrl.getScheme() == null ? "" : jwksUrl.getScheme().toLowerCase(Locale.ROOT);
         if (jwksUrl.getHost() == null || !(scheme.equals("https") || scheme.equals("http") && loopback(jwksUrl.getHost()))) {
           throw new IllegalArgumentException(where + ": jwks-url must be an https URL (http only to a loopback host), not "
               + jwksUrl);
@@ -250,7 +255,7 @@ public record AuthProperties(
       if (jwksTimeout.isNegative() || jwksTimeout.isZero() || jwksTimeout.toMillis() > Integer.MAX_VALUE) {
         throw new IllegalArgumentException(where + ": jwks-timeout must be positive");
       }
-      if (jwksCacheTtl.compareTo(java.time.Duration.ofSeconds(30)) < 0) {
+      if (jwksCacheTtl.compareTo(Duration.ofSeconds(30)) < 0) {
         throw new IllegalArgumentException(where + ": jwks-cache-ttl must be at least 30s");
       }
       if (identityClaim == null || identityClaim.isBlank()) {
@@ -262,11 +267,11 @@ public record AuthProperties(
       if (key == null || key.isBlank()) {
         String host = null;
         try {
-          host = java.net.URI.create(issuer).getHost();
+          host = URI.create(issuer).getHost();
         } catch (IllegalArgumentException e) {
           // not a URI: the issuer itself, if it fits
         }
-        key = (host != null ? host : issuer).toLowerCase(java.util.Locale.ROOT);
+        key = (host != null ? host : issuer).toLowerCase(Locale.ROOT);
       }
       if (!key.matches("[a-z0-9][a-z0-9._-]{0,62}")) {
         throw new IllegalArgumentException(where + ": key '" + key + "' must be lower-case letters, digits, '.', '-' or '_'"
@@ -276,7 +281,7 @@ public record AuthProperties(
 
     /** Whether {@code host} (of a URI) is a loopback name or address, judged without DNS. */
     static boolean loopback(String host) {
-      String h = host.toLowerCase(java.util.Locale.ROOT);
+      String h = host.toLowerCase(Locale.ROOT);
       return h.equals("localhost") || h.equals("[::1]") || h.matches("127\\.\\d{1,3}\\.\\d{1,3}\\.\\d{1,3}");
     }
   }

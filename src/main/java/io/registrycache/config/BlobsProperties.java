@@ -2,6 +2,7 @@ package io.registrycache.config;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.util.unit.DataSize;
@@ -74,9 +75,9 @@ public record BlobsProperties(
       if (platform == null) {
         return false;
       }
-      String p = platform.toLowerCase(java.util.Locale.ROOT);
+      String p = platform.toLowerCase(Locale.ROOT);
       for (String w : platforms) {
-        String wanted = w.strip().toLowerCase(java.util.Locale.ROOT);
+        String wanted = w.strip().toLowerCase(Locale.ROOT);
         if (p.equals(wanted) || p.startsWith(wanted + "/")) {
           return true;
         }

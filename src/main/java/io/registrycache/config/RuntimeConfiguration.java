@@ -2,6 +2,7 @@ package io.registrycache.config;
 
 import java.time.Clock;
 import org.springframework.beans.factory.config.BeanPostProcessor;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.http.client.ReactorResourceFactory;
@@ -29,7 +30,7 @@ public class RuntimeConfiguration {
 
   /** The system clock in UTC; a test may register a clock of its own before the context starts. */
   @Bean
-  @org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean(Clock.class)
+  @ConditionalOnMissingBean(Clock.class)
   public Clock clock() {
     return Clock.systemUTC();
   }

@@ -14,6 +14,7 @@ import java.net.URISyntaxException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -123,7 +124,7 @@ public class SettingsCheck implements ApplicationContextInitializer<Configurable
 
   /** The files the settings name, by setting, in a stable order; only those that are used. */
   static Map<String, Path> files(RegistryCacheProperties properties) {
-    Map<String, Path> files = new java.util.LinkedHashMap<>();
+    Map<String, Path> files = new LinkedHashMap<>();
     AuthProperties auth = properties.auth();
     if (auth.enabled()) {
       put(files, "registry-cache.auth.htpasswd-file", auth.htpasswdFile());

@@ -2,6 +2,7 @@ package io.registrycache.oci;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -54,7 +55,7 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
 
   /** {@code os/architecture[/variant]} of an index's children, in order; empty for an image manifest. */
   public List<String> platforms() {
-    return references.stream().map(Descriptor::platform).filter(java.util.Objects::nonNull).toList();
+    return references.stream().map(Descriptor::platform).filter(Objects::nonNull).toList();
   }
 
   /** Whether the manifest is an image index or a Docker manifest list. */

@@ -1,5 +1,7 @@
 package io.registrycache.oci;
 
+import java.util.Objects;
+
 /**
  * The {@code <reference>} of a manifest request: a tag or a digest (OCI Distribution Spec v1.1,
  * "Pulling manifests"). Tags are mutable, digests are immutable.
@@ -46,7 +48,7 @@ public sealed interface Reference permits Reference.Tag, Reference.ByDigest {
   /** An immutable manifest digest (never {@code null}). */
   record ByDigest(Digest digest) implements Reference {
     public ByDigest {
-      java.util.Objects.requireNonNull(digest, "digest");
+      Objects.requireNonNull(digest, "digest");
     }
 
     @Override

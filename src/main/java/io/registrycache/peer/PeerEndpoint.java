@@ -1,5 +1,6 @@
 package io.registrycache.peer;
 
+import io.registrycache.auth.Challenges;
 import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.cluster.PeerMetrics.Direction;
 import io.registrycache.cluster.PeerMetrics.Outcome;
@@ -85,7 +86,7 @@ public class PeerEndpoint {
       log.info("peer request {} {} from {}: missing or wrong token", request.method(), request.path(),
           request.remoteAddress().map(Object::toString).orElse("?"));
       return ServerResponse.status(HttpStatus.UNAUTHORIZED)
-          .header(HttpHeaders.WWW_AUTHENTICATE, io.registrycache.auth.Challenges.bearer("registry-cache peers"))
+          .header(HttpHeaders.WWW_AUTHENTICATE, Challenges.bearer("registry-cache peers"))
           .contentType(MediaType.APPLICATION_JSON)
           .bodyValue(error(OciErrorCode.UNAUTHORIZED, "a peer request needs the cluster token"));
     }

@@ -5,6 +5,7 @@ import io.registrycache.cluster.ClusterProperties;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.http.server.reactive.HttpHandler;
 import org.springframework.http.server.reactive.ReactorHttpHandlerAdapter;
@@ -46,7 +47,7 @@ public class PeerServer implements SmartLifecycle {
       ClusterMembership membership,
       ClusterProperties properties,
       PeerEndpoint endpoint,
-      @org.springframework.beans.factory.annotation.Value("${server.address:}") String serverAddress) {
+      @Value("${server.address:}") String serverAddress) {
     this.membership = membership;
     this.properties = properties;
     this.endpoint = endpoint;

@@ -3,6 +3,7 @@ package io.registrycache.ratelimit;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import java.time.Duration;
+import java.util.Locale;
 import org.springframework.http.HttpStatus;
 
 /**
@@ -21,7 +22,7 @@ public class RateLimited extends OciException {
 
     /** The {@code limit} label of {@code registry_cache_rate_limited_total}. */
     public String label() {
-      return name().toLowerCase(java.util.Locale.ROOT);
+      return name().toLowerCase(Locale.ROOT);
     }
   }
 

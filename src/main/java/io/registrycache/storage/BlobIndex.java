@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
+import java.util.function.Predicate;
 
 /**
  * The in-memory index of stored blobs, the same for every store: digest → {@link Entry}
@@ -125,7 +126,7 @@ public final class BlobIndex {
   }
 
   /** Takes a blob out of the index when {@code which} accepts its entry; whether it did. */
-  public boolean removeIf(Digest digest, java.util.function.Predicate<Entry> which) {
+  public boolean removeIf(Digest digest, Predicate<Entry> which) {
     boolean[] removed = {false};
     entries.computeIfPresent(digest, (d, e) -> {
       if (!which.test(e)) {

@@ -4,6 +4,7 @@ import io.registrycache.config.ContentScope;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.nio.channels.SeekableByteChannel;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -19,6 +20,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -244,13 +246,13 @@ public class BlobStore implements AutoCloseable {
       BlobSink sink = backend.sink(digest, behindOwner);
       return new BlobWriter(digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)), new BlobSink() {
         @Override
-        public void appended(java.nio.file.Path temp, long written) throws IOException {
+        public void appended(Path temp, long written) throws IOException {
           sink.appended(temp, written);
         }
 
         @Override
-        public java.nio.file.Path store(java.nio.file.Path temp, long size) throws IOException {
-          java.nio.file.Path stored = sink.store(temp, size);
+        public Path store(Path temp, long size) throws IOException {
+          Path stored = sink.store(temp, size);
           index.stored(digest, size, clock.millis());
           return stored;
         }
@@ -403,7 +405,7 @@ public class BlobStore implements AutoCloseable {
    * the blobs stored or awaiting their delete and of whatever {@code alsoKeep} accepts (stored
    * manifests). Blocking; failures are logged.
    */
-  public void compactPulls(java.util.function.Predicate<Digest> alsoKeep) {
+  public void compactPulls(Predicate<Digest> alsoKeep) {
     try {
       backend.compactPulls(d -> index.contains(d) || deleting.contains(d) || alsoKeep.test(d));
     } catch (IOException | RuntimeException e) {

@@ -4,10 +4,16 @@ import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.security.MessageDigest;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
+import org.slf4j.LoggerFactory;
 
 /**
  * Writes one blob into a store through a local temporary file: {@link #append} the bytes, then
@@ -25,12 +31,12 @@ public final class BlobWriter implements ContentWriter {
   private enum State { OPEN, STORING, COMMITTED, ABORTED }
 
   /** The volume of each temporary folder, found once (finding it reads the mount table). */
-  private static final java.util.Map<Path, Volume> VOLUMES = new java.util.concurrent.ConcurrentHashMap<>();
+  private static final Map<Path, Volume> VOLUMES = new ConcurrentHashMap<>();
 
   private static Volume volumeOf(Path folder) throws IOException {
     Volume known = VOLUMES.get(folder);
     if (known == null) {
-      java.nio.file.FileStore store = java.nio.file.Files.getFileStore(folder);
+      FileStore store = Files.getFileStore(folder);
       known = VOLUMES.computeIfAbsent(folder, f -> new Volume(store::getUsableSpace, System::nanoTime));
     }
     return known;
@@ -57,12 +63,12 @@ public final class BlobWriter implements ContentWriter {
     }
 
     private final Usable usable;
-    private final java.util.function.LongSupplier nanoTime;
+    private final LongSupplier nanoTime;
     private long measured = -1;
     private long measuredAt;
     private long taken;
 
-    Volume(Usable usable, java.util.function.LongSupplier nanoTime) {
+    Volume(Usable usable, LongSupplier nanoTime) {
       this.usable = usable;
       this.nanoTime = nanoTime;
     }
@@ -216,7 +222,7 @@ public final class BlobWriter implements ContentWriter {
       try {
         beforeVisible.run();
       } catch (RuntimeException e) {
-        org.slf4j.LoggerFactory.getLogger(BlobWriter.class)
+        LoggerFactory.getLogger(BlobWriter.class)
             .warn("blob {}: the step before it becomes visible failed, storing it anyway: {}", digest, e.toString());
       }
       // Not under the lock: a store step can take long (an fsync, an object-store upload), and

@@ -4,7 +4,9 @@ import io.registrycache.config.ContentScope;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Predicate;
@@ -63,7 +65,7 @@ public final class ContentLinks {
       log.info("{} links: looked up in the store on first use", kind);
       return;
     }
-    Set<Digest> orphans = new java.util.HashSet<>();
+    Set<Digest> orphans = new HashSet<>();
     persistence.scan(
         (digest, key) -> {
           if (stored.test(digest)) {
@@ -132,7 +134,7 @@ public final class ContentLinks {
       return true;
     }
     boolean inRepository = repositoryOnly || scope == ContentScope.REPOSITORY;
-    java.util.Optional<String> found = persistence.find(
+    Optional<String> found = persistence.find(
         digest, StorageLayout.safeSegment(upstreamKey), inRepository ? repository : null);
     found.ifPresent(key -> links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet()).add(key));
     return found.isPresent();

@@ -6,6 +6,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributeView;
 import java.nio.file.attribute.FileTime;
+import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,7 +73,7 @@ public final class FileBlobBackend implements BlobBackend {
    * file that cannot be touched (evicted meanwhile) is skipped.
    */
   @Override
-  public void recordPulls(java.util.Map<Digest, Long> pulls) {
+  public void recordPulls(Map<Digest, Long> pulls) {
     pulls.forEach((digest, millis) -> {
       try {
         Files.getFileAttributeView(layout.blob(digest), BasicFileAttributeView.class)

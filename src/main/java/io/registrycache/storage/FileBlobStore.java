@@ -4,6 +4,7 @@ import io.registrycache.config.ConditionalOnStorageType;
 import io.registrycache.config.ContentScope;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.config.StorageProperties;
+import io.registrycache.oci.Digest;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -48,7 +49,7 @@ public class FileBlobStore extends BlobStore {
   }
 
   /** Path of a stored blob; only meaningful when {@link #size} is present. */
-  public Path path(io.registrycache.oci.Digest digest) {
+  public Path path(Digest digest) {
     return layout.blob(digest);
   }
 

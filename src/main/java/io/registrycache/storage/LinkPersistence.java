@@ -2,6 +2,8 @@ package io.registrycache.storage;
 
 import io.registrycache.oci.Digest;
 import java.io.IOException;
+import java.util.Optional;
+import java.util.function.BiConsumer;
 
 /**
  * Where {@link ContentLinks} are kept durably: a journal on the file system ({@link LinkJournal})
@@ -9,7 +11,7 @@ import java.io.IOException;
  */
 public interface LinkPersistence {
   /** Visits every link with its digest and {@code <upstream>/<repository>} key. */
-  void scan(java.util.function.BiConsumer<Digest, String> visitor);
+  void scan(BiConsumer<Digest, String> visitor);
 
   /** Records a link; idempotent. @param upstreamSegment the upstream key, made path-safe */
   void create(Digest digest, String upstreamSegment, String repository) throws IOException;
@@ -23,8 +25,8 @@ public interface LinkPersistence {
    * when {@code repository} is null. Returns its {@code <upstream>/<repository>} key. The
    * default finds nothing: a store only this process writes has every link in memory.
    */
-  default java.util.Optional<String> find(Digest digest, String upstreamSegment, String repository) {
-    return java.util.Optional.empty();
+  default Optional<String> find(Digest digest, String upstreamSegment, String repository) {
+    return Optional.empty();
   }
 
   /**

@@ -12,9 +12,11 @@ import java.io.UncheckedIOException;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -382,7 +384,7 @@ public class ManifestStore {
    */
   public int rescan() {
     long started = clock.millis();
-    java.util.Set<Digest> seen = new java.util.HashSet<>();
+    Set<Digest> seen = new HashSet<>();
     int[] changed = {0};
     persistence.scan(found -> {
       seen.add(found.digest());

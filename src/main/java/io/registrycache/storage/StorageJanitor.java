@@ -2,13 +2,17 @@ package io.registrycache.storage;
 
 import io.registrycache.config.RegistryCacheProperties;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
 
@@ -30,7 +34,7 @@ public class StorageJanitor implements SmartLifecycle {
   private final AtomicBoolean queued = new AtomicBoolean();
   private final EvictionTurn turn;
   /** The evicting replica last logged, so a non-owner says why it skips once per change. */
-  private final java.util.concurrent.atomic.AtomicReference<String> evictorLogged = new java.util.concurrent.atomic.AtomicReference<>("");
+  private final AtomicReference<String> evictorLogged = new AtomicReference<>("");
   private volatile ScheduledExecutorService executor;
 
   public StorageJanitor(
@@ -41,10 +45,10 @@ public class StorageJanitor implements SmartLifecycle {
   /**
    * @param turn which replica evicts ({@link EvictionTurn}); without a bean of it, this one
    */
-  @org.springframework.beans.factory.annotation.Autowired
+  @Autowired
   public StorageJanitor(
       CacheCollector collector, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties,
-      org.springframework.beans.factory.ObjectProvider<EvictionTurn> turn) {
+      ObjectProvider<EvictionTurn> turn) {
     this(collector, blobs, manifests, properties, turn.getIfAvailable(() -> EvictionTurn.HERE));
   }
 
@@ -101,7 +105,7 @@ public class StorageJanitor implements SmartLifecycle {
    */
   public void runOnce() {
     queued.set(false);
-    java.util.Optional<String> elsewhere = turn.elsewhere();
+    Optional<String> elsewhere = turn.elsewhere();
     String evictor = elsewhere.orElse("this replica");
     if (!evictor.equals(evictorLogged.getAndSet(evictor)) && blobs.shared()) {
       if (elsewhere.isPresent()) {
@@ -123,7 +127,7 @@ public class StorageJanitor implements SmartLifecycle {
   }
 
   /** Whether this replica evicts and prunes ({@link EvictionTurn}); else the replica that does. */
-  public java.util.Optional<String> evictorElsewhere() {
+  public Optional<String> evictorElsewhere() {
     return turn.elsewhere();
   }
 

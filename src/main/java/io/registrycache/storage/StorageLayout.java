@@ -4,18 +4,23 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
+import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.file.FileSystems;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import java.util.UUID;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
+import org.springframework.util.FileSystemUtils;
 
 /**
  * The on-disk layout of the cache, rooted at {@code registry-cache.storage.path}:
@@ -50,7 +55,7 @@ public class StorageLayout {
   /** The random part of this layout's temporary file names, ending with {@code -}. */
   private final String tempPrefix = UUID.randomUUID().toString().replace("-", "") + "-";
 
-  private final java.util.concurrent.atomic.AtomicLong tempCounter = new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong tempCounter = new AtomicLong();
 
   /** How many folders {@link #moveIntoPlace} remembers as existing. */
   static final int KNOWN_FOLDERS = 4096;
@@ -77,7 +82,7 @@ public class StorageLayout {
     try (Stream<Path> leftovers = Files.list(tmp)) {
       for (Path p : (Iterable<Path>) leftovers::iterator) {
         // a folder too: the throw-away store of a start-up warm-up cut off by a crash
-        org.springframework.util.FileSystemUtils.deleteRecursively(p);
+        FileSystemUtils.deleteRecursively(p);
         removed++;
       }
     }
@@ -213,7 +218,7 @@ public class StorageLayout {
     }
     try {
       Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    } catch (java.nio.file.NoSuchFileException e) {
+    } catch (NoSuchFileException e) {
       knownFolders.invalidate(folder);
       if (!Files.exists(temp)) {
         throw e;
@@ -231,8 +236,8 @@ public class StorageLayout {
    * level; that one only reports why it failed.
    */
   private static void makeFolder(Path folder) throws IOException {
-    if (folder.getFileSystem() == java.nio.file.FileSystems.getDefault()) {
-      java.io.File file = folder.toFile();
+    if (folder.getFileSystem() == FileSystems.getDefault()) {
+      File file = folder.toFile();
       if (file.isDirectory() || file.mkdirs() || file.isDirectory()) {
         return;
       }

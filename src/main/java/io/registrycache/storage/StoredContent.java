@@ -1,10 +1,12 @@
 package io.registrycache.storage;
 
 import io.registrycache.oci.Digest;
+import java.net.URI;
 import java.nio.file.Path;
 import java.util.Optional;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferFactory;
+import org.springframework.core.io.buffer.DataBufferUtils;
 import reactor.core.publisher.Flux;
 
 /**
@@ -35,7 +37,7 @@ public interface StoredContent {
    * storage.s3.presign-ttl}, when {@code storage.s3.redirect} is on; empty otherwise (the default).
    * Computed locally (a signature), no request to the store.
    */
-  default Optional<java.net.URI> redirect() {
+  default Optional<URI> redirect() {
     return Optional.empty();
   }
 
@@ -45,9 +47,9 @@ public interface StoredContent {
 
     @Override
     public Flux<DataBuffer> read(long start, long count, DataBufferFactory factory) {
-      Flux<DataBuffer> all = org.springframework.core.io.buffer.DataBufferUtils.read(path, factory, CHUNK);
-      return org.springframework.core.io.buffer.DataBufferUtils.takeUntilByteCount(
-          org.springframework.core.io.buffer.DataBufferUtils.skipUntilByteCount(all, start), count);
+      Flux<DataBuffer> all = DataBufferUtils.read(path, factory, CHUNK);
+      return DataBufferUtils.takeUntilByteCount(
+          DataBufferUtils.skipUntilByteCount(all, start), count);
     }
 
     @Override

@@ -9,6 +9,7 @@ import io.netty.resolver.AddressResolverGroup;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
+import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
@@ -184,7 +185,7 @@ final class UpstreamAddressPolicy {
   }
 
   /** A connection refused by the policy at resolution time; carries the error to report. */
-  static final class Refused extends java.io.IOException {
+  static final class Refused extends IOException {
     final UpstreamException error;
 
     Refused(UpstreamException error) {

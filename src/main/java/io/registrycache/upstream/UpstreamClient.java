@@ -1,9 +1,12 @@
 package io.registrycache.upstream;
 
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import java.net.URI;
 import java.util.List;
+import org.springframework.http.HttpStatus;
 import reactor.core.publisher.Mono;
 
 /**
@@ -79,9 +82,9 @@ public interface UpstreamClient {
    *     the first page; it must be on the upstream's host
    */
   default Mono<UpstreamReferrers> listReferrers(
-      Upstream upstream, RepositoryName name, Digest subject, java.net.URI page) {
+      Upstream upstream, RepositoryName name, Digest subject, URI page) {
     return Mono.error(new UpstreamException(
-        upstream.key(), io.registrycache.oci.OciErrorCode.NAME_UNKNOWN,
-        org.springframework.http.HttpStatus.NOT_FOUND, "referrers API not available", null, null));
+        upstream.key(), OciErrorCode.NAME_UNKNOWN,
+        HttpStatus.NOT_FOUND, "referrers API not available", null, null));
   }
 }

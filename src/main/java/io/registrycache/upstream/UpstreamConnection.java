@@ -11,6 +11,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.http.client.reactive.ReactorClientHttpConnector;
 import org.springframework.web.reactive.function.client.WebClient;
+import reactor.netty.http.HttpResources;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.ConnectionProvider;
 import reactor.netty.resources.LoopResources;
@@ -52,7 +53,7 @@ final class UpstreamConnection implements AutoCloseable {
 
   /** With Reactor Netty's JVM-wide event loops; for tests that build one connection alone. */
   UpstreamConnection(Upstream upstream) {
-    this(upstream, reactor.netty.http.HttpResources.get(), UpstreamAddressPolicy.NO_OWN_PORTS);
+    this(upstream, HttpResources.get(), UpstreamAddressPolicy.NO_OWN_PORTS);
   }
 
   /**

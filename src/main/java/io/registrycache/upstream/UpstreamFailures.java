@@ -1,6 +1,7 @@
 package io.registrycache.upstream;
 
 import io.github.resilience4j.circuitbreaker.CallNotPermittedException;
+import io.registrycache.oci.OciException;
 import java.time.Duration;
 
 /**
@@ -73,7 +74,7 @@ final class UpstreamFailures {
       }
       return status >= 500 ? Kind.FAILED : Kind.ANSWERED;
     }
-    if (e.getCause() == null || e.getCause() instanceof io.registrycache.oci.OciException) {
+    if (e.getCause() == null || e.getCause() instanceof OciException) {
       return Kind.ANSWERED; // a rejected answer (bad digest, redirects, size), not a transport failure
     }
     return of(TransportFailure.of(e.getCause()));

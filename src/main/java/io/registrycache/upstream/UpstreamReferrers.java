@@ -1,5 +1,7 @@
 package io.registrycache.upstream;
 
+import java.net.URI;
+
 /**
  * One page of a referrers list as the upstream sent it.
  *
@@ -7,4 +9,4 @@ package io.registrycache.upstream;
  * @param next the next page's URI (from the upstream's {@code Link: <...>; rel="next"}, resolved
  *     against the upstream URL), or {@code null} on the last page
  */
-public record UpstreamReferrers(byte[] body, java.net.URI next) {}
+public record UpstreamReferrers(byte[] body, URI next) {}

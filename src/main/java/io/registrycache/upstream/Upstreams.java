@@ -5,6 +5,7 @@ import io.registrycache.config.UpstreamProperties;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import java.net.URI;
+import java.util.Collection;
 import java.util.LinkedHashSet;
 import java.util.Locale;
 import java.util.Map;
@@ -136,7 +137,7 @@ public class Upstreams {
   }
 
   /** All upstreams known now. */
-  public java.util.Collection<Upstream> all() {
+  public Collection<Upstream> all() {
     return byKey.values();
   }
 

@@ -5,7 +5,9 @@ import com.google.cloud.tools.jib.api.Credential;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.RepositoryName;
 import java.net.URI;
+import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.function.Function;
 import org.slf4j.Logger;
@@ -92,7 +94,7 @@ final class WebClientTokenProvider implements TokenProvider {
                 .headers(
                     h -> {
                       h.set(HttpHeaders.USER_AGENT, userAgent);
-                      h.setAccept(java.util.List.of(MediaType.APPLICATION_JSON));
+                      h.setAccept(List.of(MediaType.APPLICATION_JSON));
                       if (sendCredential) {
                         Credential c = credential.get();
                         h.set(HttpHeaders.AUTHORIZATION,
@@ -127,7 +129,7 @@ final class WebClientTokenProvider implements TokenProvider {
     if (status < 200 || status >= 300) {
       throw UpstreamErrors.fromStatus(
           upstream, "a token from " + realm, OciErrorCode.UNAUTHORIZED, status,
-          headers.getFirst(HttpHeaders.RETRY_AFTER), null, java.time.Clock.systemUTC());
+          headers.getFirst(HttpHeaders.RETRY_AFTER), null, Clock.systemUTC());
     }
     return parse(upstream, realm, body);
   }

@@ -2,8 +2,8 @@ package io.registrycache.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.admin.NodeMirrorHosts;
 import io.registrycache.it.AbstractCacheIT;
+import io.registrycache.nodemirror.NodeMirrorHosts;
 import io.registrycache.testsupport.Command;
 import io.registrycache.testsupport.Containerd;
 import io.registrycache.testsupport.TestImages;

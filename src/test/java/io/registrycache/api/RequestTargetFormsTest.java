@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.RawHttp;
-import io.registrycache.testsupport.RawHttp.Answer;
+import io.registrycache.testsupport.RawHttp.Response;
 import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
@@ -69,33 +69,33 @@ class RequestTargetFormsTest {
     upstream.close();
   }
 
-  private static void assertOciError(Answer answer, int status, String code) {
-    assertThat(answer.status()).as(answer.text()).isEqualTo(status);
-    assertThat(answer.header("Content-Type")).as(answer.text()).startsWith("application/json");
-    assertThat(answer.body()).as(answer.text()).contains("\"code\":\"" + code + "\"");
+  private static void assertOciError(Response answer, int status, String code) {
+    assertThat(answer.status()).as(answer.toString()).isEqualTo(status);
+    assertThat(answer.header("Content-Type")).as(answer.toString()).startsWith("application/json");
+    assertThat(answer.bodyText()).as(answer.toString()).contains("\"code\":\"" + code + "\"");
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"GET", "HEAD"})
   void anAbsoluteFormTargetIsServedAndItsAuthorityMakesTheRealm(String method) {
-    Answer challenged = RawHttp.send(port, method, "http://cache.example:9999/v2/app/blobs/" + DIGEST, "Host: localhost");
-    assertThat(challenged.status()).as(challenged.text()).isEqualTo(401);
+    Response challenged = RawHttp.send(port, method, "http://cache.example:9999/v2/app/blobs/" + DIGEST, "Host: localhost");
+    assertThat(challenged.status()).as(challenged.toString()).isEqualTo(401);
     assertThat(challenged.header("WWW-Authenticate"))
         .startsWith("Bearer realm=\"http://cache.example:9999/v2/token\"");
 
-    Answer served = RawHttp.send(port, method, "http://localhost:" + port + "/v2/app/blobs/" + DIGEST,
+    Response served = RawHttp.send(port, method, "http://localhost:" + port + "/v2/app/blobs/" + DIGEST,
         "Host: localhost", ALICE);
-    assertThat(served.status()).as(served.text()).isEqualTo(200);
+    assertThat(served.status()).as(served.toString()).isEqualTo(200);
     assertThat(served.header("Docker-Content-Digest")).isEqualTo(DIGEST);
     if (method.equals("GET")) {
-      assertThat(served.body()).isEqualTo("layer bytes");
+      assertThat(served.bodyText()).isEqualTo("layer bytes");
     }
   }
 
   @Test
   void anAbsoluteFormBaseAndTagListGoToTheirRoutes() {
-    Answer base = RawHttp.send(port, "GET", "http://localhost:" + port + "/v2/", "Host: localhost");
-    assertThat(base.status()).as(base.text()).isEqualTo(401);
+    Response base = RawHttp.send(port, "GET", "http://localhost:" + port + "/v2/", "Host: localhost");
+    assertThat(base.status()).as(base.toString()).isEqualTo(401);
     assertThat(base.header("WWW-Authenticate")).startsWith("Bearer realm=\"http://localhost:" + port + "/v2/token\"");
   }
 
@@ -109,7 +109,7 @@ class RequestTargetFormsTest {
       assertOciError(RawHttp.send(port, method, target, "Host: localhost"), 400, "NAME_INVALID");
       assertOciError(RawHttp.send(port, method, target, "Host: localhost", ALICE), 400, "NAME_INVALID");
     }
-    Answer head = RawHttp.send(port, "HEAD", target, "Host: localhost");
+    Response head = RawHttp.send(port, "HEAD", target, "Host: localhost");
     assertThat(head.status()).isEqualTo(400);
     assertThat(head.body()).isEmpty();
   }
@@ -125,8 +125,8 @@ class RequestTargetFormsTest {
 
   @Test
   void withoutAHostAChallengeCannotBeBuiltAndThatIsA400() {
-    Answer answer = RawHttp.send(port, "GET", "/v2/app/manifests/v1");
+    Response answer = RawHttp.send(port, "GET", "/v2/app/manifests/v1");
     assertOciError(answer, 400, "NAME_INVALID");
-    assertThat(answer.body()).contains("Host header is required");
+    assertThat(answer.bodyText()).contains("Host header is required");
   }
 }

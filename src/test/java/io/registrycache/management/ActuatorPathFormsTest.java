@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.RawHttp;
 import io.registrycache.testsupport.TestFiles;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -72,7 +73,7 @@ class ActuatorPathFormsTest {
   }
 
   private List<Endpoint> endpoints() throws Exception {
-    RawHttp.Response links = RawHttp.get(managementPort, "/actuator", "Authorization", "Bearer " + TOKEN);
+    RawHttp.Response links = RawHttp.get(managementPort, "/actuator", "Authorization: Bearer " + TOKEN);
     assertThat(links.status()).as(links.toString()).isEqualTo(200);
     List<Endpoint> endpoints = new ArrayList<>();
     endpoints.add(new Endpoint("links", "/actuator", "/actuator"));
@@ -102,7 +103,7 @@ class ActuatorPathFormsTest {
     // The oracle works: with the token the request reaches the handler and the probe names it.
     String id = HandlerProbe.nextId();
     RawHttp.Response images = RawHttp.get(managementPort, "/actuator/cache/images",
-        "Authorization", "Bearer " + TOKEN, HandlerProbe.HEADER, id);
+        "Authorization: Bearer " + TOKEN, HandlerProbe.HEADER + ": " + id);
     assertThat(images.status()).as(images.toString()).isEqualTo(200);
     assertThat(HandlerProbe.matchedPattern(id)).contains("/actuator/cache/{what}");
   }
@@ -191,7 +192,7 @@ class ActuatorPathFormsTest {
     for (Endpoint e : endpoints) {
       if (!e.isPublic()) {
         protectedPatterns.add(e.template());
-        RawHttp.Response withToken = RawHttp.get(managementPort, e.path(), "Authorization", "Bearer " + TOKEN);
+        RawHttp.Response withToken = RawHttp.get(managementPort, e.path(), "Authorization: Bearer " + TOKEN);
         if (withToken.status() == 200 && withToken.body().length > 2) {
           protectedBodies.put(e.name(), withToken.bodyText());
         }
@@ -209,15 +210,17 @@ class ActuatorPathFormsTest {
     for (String form : forms(endpoint.path())) {
       for (String authorization : new String[] {null, "Bearer not-" + TOKEN, "Basic " + TOKEN}) {
         String id = HandlerProbe.nextId();
-        List<String[]> headers = new ArrayList<>();
-        headers.add(new String[] {"X-Forwarded-For", "203.0.113.7"});
-        headers.add(new String[] {"Forwarded", "for=203.0.113.7"});
-        headers.add(new String[] {HandlerProbe.HEADER, id});
+        List<String> headers = new ArrayList<>();
+        headers.add(RawHttp.host(managementPort));
+        headers.add("X-Forwarded-For: 203.0.113.7");
+        headers.add("Forwarded: for=203.0.113.7");
+        headers.add(HandlerProbe.HEADER + ": " + id);
         if (body.length > 0) {
-          headers.add(new String[] {"Content-Type", "application/json"});
+          headers.add("Content-Type: application/json");
+          headers.add("Content-Length: " + body.length);
         }
         if (authorization != null) {
-          headers.add(new String[] {"Authorization", authorization});
+          headers.add("Authorization: " + authorization);
         }
         RawHttp.Response answer = RawHttp.send(managementPort, method, form, headers, body);
         String what = method + " " + form + (authorization == null ? "" : " with " + authorization.split(" ")[0] + " but not the token")

@@ -8,6 +8,7 @@ import com.code_intelligence.jazzer.api.SilentCloseable;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.RawHttp;
 import io.registrycache.testsupport.TestFiles;
 import java.net.InetAddress;
 import java.net.URI;
@@ -86,7 +87,7 @@ class ManagementPortFuzzTest {
     port = Integer.parseInt(service.getEnvironment().getRequiredProperty("local.management.port"));
     RawHttp.Response links;
     try (SilentCloseable loopback = loopbackOnly()) {
-      links = RawHttp.get(port, "/actuator", "Authorization", "Bearer " + TOKEN);
+      links = RawHttp.get(port, "/actuator", "Authorization: Bearer " + TOKEN);
     }
     assertThat(links.status()).as(links.toString()).isEqualTo(200);
     Set<String> patterns = new LinkedHashSet<>();
@@ -141,9 +142,9 @@ class ManagementPortFuzzTest {
     start();
     String method = data.pickValue(METHODS);
     String target = target(data);
-    List<String[]> headers = new ArrayList<>();
+    List<String> headers = new ArrayList<>();
     String probe = HandlerProbe.nextId();
-    headers.add(new String[] {HandlerProbe.HEADER, probe});
+    headers.add(HandlerProbe.HEADER + ": " + probe);
     for (int i = data.consumeInt(0, 4); i > 0; i--) {
       String name = data.pickValue(HEADER_NAMES);
       String value = name.equals("Authorization")
@@ -151,15 +152,21 @@ class ManagementPortFuzzTest {
           : data.consumeString(48);
       String clean = value.replace("\r", "").replace("\n", "");
       assertThat(clean).doesNotContain(TOKEN);
-      headers.add(new String[] {name, clean});
+      headers.add(name + ": " + clean);
+    }
+    if (headers.stream().noneMatch(h -> h.startsWith("Host: "))) {
+      headers.add(RawHttp.host(port));
     }
     byte[] body = data.consumeRemainingAsBytes();
+    if (body.length > 0) {
+      headers.add("Content-Length: " + body.length);
+    }
     RawHttp.Response answer;
     try (SilentCloseable loopback = loopbackOnly()) {
       answer = RawHttp.send(port, method, target, headers, body);
     }
     Optional<String> reached = HandlerProbe.matchedPattern(probe);
-    String what = method + " " + target + " " + headers.stream().map(h -> h[0] + ": " + h[1]).toList() + " -> " + answer;
+    String what = method + " " + target + " " + headers + " -> " + answer;
     assertThat(answer.status()).as(what).isLessThan(500);
     reached.ifPresent(pattern -> assertThat(protectedPatterns).as(what + " reached " + pattern).doesNotContain(pattern));
     if (answer.status() >= 200 && answer.status() < 300) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.RawHttp;
 import io.registrycache.testsupport.TestFiles;
 import java.io.IOException;
 import java.net.URI;
@@ -102,7 +103,7 @@ class ManagementTokenTest {
       assertThat(r.bodyText()).startsWith("{\"error\":\"request refused: ");
     }
     for (String method : new String[] {"TRACE", "BREW"}) {
-      RawHttp.Response r = RawHttp.send(managementPort, method, "/actuator/health", java.util.List.of(), new byte[0]);
+      RawHttp.Response r = RawHttp.send(managementPort, method, "/actuator/health", RawHttp.host(managementPort));
       assertThat(r.status()).as(method + " -> " + r).isEqualTo(400);
     }
   }

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.RawHttp;
 import io.registrycache.testsupport.TestFiles;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -9,6 +9,7 @@ import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.NeedsGoTool;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
@@ -37,7 +38,7 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Issue 25, point 4: a cold pull through two replicas is one trace per request in a real Jaeger
+ * A cold pull through two replicas is one trace per request in a real Jaeger
  * (v1.76.0, built from the Go module proxy: {@code bash .ci/go-tools.sh jaeger}), received over
  * OTLP/HTTP and read back from Jaeger's query API. Replica A serves the pull; a blob owned by
  * replica B is fetched by A from B's peer port, and B continues A's trace (W3C {@code
@@ -45,6 +46,7 @@ import tools.jackson.databind.json.JsonMapper;
  * serve blob}, B's {@code upstream blob} exchange, both replicas' {@code blob body} and {@code
  * storage commit}. Prefetch is off here, so every blob's fill is started by the client's request.
  */
+@NeedsGoTool("jaeger")
 class TracingIT {
 
   static final String TOKEN = "tracing-it-token-" + TestImages.RUN_ID + "-0123456789";

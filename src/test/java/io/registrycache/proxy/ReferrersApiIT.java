@@ -3,6 +3,7 @@ package io.registrycache.proxy;
 import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.NeedsGoTool;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
@@ -39,6 +40,7 @@ import tools.jackson.databind.json.JsonMapper;
  * it off), listening on loopback. Proxied, cached for {@code referrers.ttl}, then served stale
  * with the upstream gone, and in offline mode.
  */
+@NeedsGoTool("go")
 class ReferrersApiIT {
 
   static final String HOST = "api.test";

@@ -45,6 +45,18 @@ public final class GoTools {
    */
   static final Path BUILDING = Path.of(System.getenv().getOrDefault("GO_TOOLS_BUILDING", "/tmp/go-tools-building"));
 
+  /**
+   * Why a test that needs {@code name} is skipped here: the tool is not installed, not being
+   * built, and CI is not set; empty otherwise (then {@link #require} finds it, waits for it or
+   * fails).
+   */
+  static Optional<String> missing(String name) {
+    if (Command.inCi() || Files.exists(BUILDING.resolve(name)) || find(name).isPresent()) {
+      return Optional.empty();
+    }
+    return Optional.of(name + " not installed (" + howToInstall(name) + ")");
+  }
+
   /** The tool, or a skipped test (locally) / a failed one (under CI). */
   public static Path require(String name) {
     Path building = BUILDING.resolve(name);
@@ -56,7 +68,7 @@ public final class GoTools {
           .until(() -> !Files.exists(building));
     }
     Optional<Path> tool = find(name);
-    if (tool.isEmpty() && System.getenv("CI") != null) {
+    if (tool.isEmpty() && Command.inCi()) {
       throw new AssertionError(name + " is not installed, and CI is set: .ci/run must install it");
     }
     Assumptions.assumeTrue(tool.isPresent(), name + " not installed (" + howToInstall(name) + ")");

@@ -37,7 +37,7 @@ class BasicAuthUpstreamIT {
   static UpstreamRegistryContainer registry;
   static String url;
   static PushedImage image;
-  static WebClientUpstreamClient client;
+  static ReactorNettyUpstreamClient client;
 
   @BeforeAll
   static void start() {
@@ -46,7 +46,7 @@ class BasicAuthUpstreamIT {
     url = registry.baseUrl();
     image = PushedImage.of(registry.pusher().push(
         TestImages.withLayers(NAME.value(), "v1", TestImages.randomBytes(100_000, 7))));
-    client = new WebClientUpstreamClient(null, new SimpleMeterRegistry());
+    client = new ReactorNettyUpstreamClient(null, new SimpleMeterRegistry());
   }
 
   @AfterAll

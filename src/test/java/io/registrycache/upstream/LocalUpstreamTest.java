@@ -52,12 +52,12 @@ class LocalUpstreamTest {
 
   private final List<AutoCloseable> closeables = new ArrayList<>();
   private SimpleMeterRegistry meters;
-  private WebClientUpstreamClient client;
+  private ReactorNettyUpstreamClient client;
 
   @BeforeEach
   void setUp() {
     meters = new SimpleMeterRegistry();
-    client = new WebClientUpstreamClient(null, meters);
+    client = new ReactorNettyUpstreamClient(null, meters);
   }
 
   @AfterEach

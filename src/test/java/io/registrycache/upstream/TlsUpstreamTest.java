@@ -45,7 +45,7 @@ class TlsUpstreamTest {
   static HttpServer plain;
   static Path caFile;
   static String url;
-  static WebClientUpstreamClient client;
+  static ReactorNettyUpstreamClient client;
 
   @BeforeAll
   static void start() throws Exception {
@@ -105,7 +105,7 @@ class TlsUpstreamTest {
       ex.close();
     });
     plain.start();
-    client = new WebClientUpstreamClient(null, new SimpleMeterRegistry());
+    client = new ReactorNettyUpstreamClient(null, new SimpleMeterRegistry());
   }
 
   @AfterAll

@@ -20,7 +20,7 @@ class UpstreamClientWiringTest {
     @Import({
     io.registrycache.config.PropertiesConfiguration.class,
     Upstreams.class, UpstreamResilience.class, UpstreamsHealthIndicator.class,
-    WebClientUpstreamClient.class
+    ReactorNettyUpstreamClient.class
   })
   static class Wiring {
     @Bean

@@ -44,7 +44,7 @@ class UpstreamRedirectPolicyTest {
   private static final byte[] ACTUATOR = "{\"actuator\":\"secret internal state\"}".getBytes(StandardCharsets.UTF_8);
 
   private final List<AutoCloseable> closeables = new ArrayList<>();
-  private WebClientUpstreamClient client;
+  private ReactorNettyUpstreamClient client;
   /** Another loopback origin (another port): stands for a management port or an internal host. */
   private HttpServer internal;
   private final List<String> internalRequests = new CopyOnWriteArrayList<>();
@@ -52,7 +52,7 @@ class UpstreamRedirectPolicyTest {
 
   @BeforeEach
   void setUp() {
-    client = new WebClientUpstreamClient(null, new SimpleMeterRegistry());
+    client = new ReactorNettyUpstreamClient(null, new SimpleMeterRegistry());
     internal = ScriptedHttp.server(closeables);
     internal.createContext("/", ex -> {
       internalRequests.add(ex.getRequestMethod() + " " + ex.getRequestURI().getPath()

@@ -34,11 +34,11 @@ class UpstreamReferrersTest {
   private static final Digest SUBJECT = Digest.sha256("subject".getBytes(StandardCharsets.UTF_8));
 
   private final List<AutoCloseable> closeables = new ArrayList<>();
-  private WebClientUpstreamClient client;
+  private ReactorNettyUpstreamClient client;
 
   @BeforeEach
   void setUp() {
-    client = new WebClientUpstreamClient(null, new SimpleMeterRegistry());
+    client = new ReactorNettyUpstreamClient(null, new SimpleMeterRegistry());
   }
 
   @AfterEach

@@ -57,13 +57,13 @@ class UpstreamResilienceTest {
   /** The breakers' clock: the wait in open passes only when a test moves it. */
   private final TestCache.MutableClock clock = new TestCache.MutableClock();
   private UpstreamResilience resilience;
-  private WebClientUpstreamClient client;
+  private ReactorNettyUpstreamClient client;
 
   @BeforeEach
   void setUp() {
     meters = new SimpleMeterRegistry();
     resilience = new UpstreamResilience(null, meters, clock);
-    client = new WebClientUpstreamClient(null, meters, resilience);
+    client = new ReactorNettyUpstreamClient(null, meters, resilience);
   }
 
   @AfterEach

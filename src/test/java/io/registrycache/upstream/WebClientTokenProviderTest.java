@@ -161,8 +161,8 @@ class WebClientTokenProviderTest {
     Upstream upstream = TestUpstreams.upstream("short-tokens", base(registry), s -> {});
     AtomicLong nanos = new AtomicLong(System.nanoTime());
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    WebClientUpstreamClient client =
-        new WebClientUpstreamClient(null, meters, new UpstreamResilience(null, meters), nanos::get);
+    ReactorNettyUpstreamClient client =
+        new ReactorNettyUpstreamClient(null, meters, new UpstreamResilience(null, meters), nanos::get);
     closeables.add(client::destroy);
     Digest digest = Digest.sha256(new byte[7]);
 

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -60,7 +61,7 @@ final class OwnUploads {
     Path file = folder.resolve(name + SUFFIX);
     try {
       Files.writeString(temp, key + "\n" + uploadId + "\n", StandardCharsets.UTF_8);
-      Files.move(temp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+      Files.move(temp, file, StandardCopyOption.ATOMIC_MOVE);
       return file;
     } catch (IOException e) {
       log.warn("cannot record upload of {} under {}: {}", key, folder, e.toString());

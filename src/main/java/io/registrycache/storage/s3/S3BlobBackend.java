@@ -169,7 +169,7 @@ public final class S3BlobBackend implements BlobBackend {
     try {
       this.ownUploads = new OwnUploads(layout);
     } catch (IOException e) {
-      throw new java.io.UncheckedIOException("cannot create the folder of upload records under " + layout.root(), e);
+      throw new UncheckedIOException("cannot create the folder of upload records under " + layout.root(), e);
     }
   }
 

@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.time.Duration;
+import reactor.core.Exceptions;
 import reactor.core.publisher.Mono;
 
 /** Waiting for one object-store operation from a blocking caller, with the store's errors as I/O errors. */
@@ -21,7 +22,7 @@ final class S3Calls {
     try {
       return operation.block(timeout);
     } catch (RuntimeException e) {
-      Throwable cause = reactor.core.Exceptions.unwrap(e);
+      Throwable cause = Exceptions.unwrap(e);
       if (cause instanceof InterruptedException) {
         Thread.currentThread().interrupt();
         throw new InterruptedIOException("interrupted waiting for the object store");

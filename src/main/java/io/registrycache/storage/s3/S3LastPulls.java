@@ -12,6 +12,8 @@ import java.io.UncheckedIOException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
@@ -144,7 +146,7 @@ public final class S3LastPulls implements AutoCloseable {
   }
 
   private int flush(Duration timeout) throws IOException {
-    Map<Digest, Long> batch = new TreeMap<>(java.util.Comparator.comparing(Digest::toString));
+    Map<Digest, Long> batch = new TreeMap<>(Comparator.comparing(Digest::toString));
     batch.putAll(pending);
     if (batch.isEmpty()) {
       return 0;
@@ -262,7 +264,7 @@ public final class S3LastPulls implements AutoCloseable {
     if (folded.isEmpty() || !due) {
       return new Compaction(0, 0);
     }
-    Map<Digest, Long> all = new TreeMap<>(java.util.Comparator.comparing(Digest::toString));
+    Map<Digest, Long> all = new TreeMap<>(Comparator.comparing(Digest::toString));
     known.forEach((d, t) -> {
       if (keep.test(d)) {
         all.put(d, t);
@@ -329,7 +331,7 @@ public final class S3LastPulls implements AutoCloseable {
    * object under {@code access/}) or is cut short is logged and read as far as it goes.
    */
   static Map<Digest, Long> decode(byte[] bytes) {
-    Map<Digest, Long> out = new java.util.HashMap<>();
+    Map<Digest, Long> out = new HashMap<>();
     try (DataInputStream in = new DataInputStream(new GZIPInputStream(new ByteArrayInputStream(bytes)))) {
       if (in.readInt() != MAGIC) {
         log.warn("object store: an object under {} is not a pull record; skipped", PREFIX);

@@ -5,9 +5,11 @@ import io.registrycache.oci.Digest;
 import io.registrycache.storage.ContentLinks;
 import java.io.IOException;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.function.BiConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Exceptions;
 
 /**
  * Content links ({@link ContentLinks}) of one kind in the object store: an empty object {@code
@@ -74,13 +76,13 @@ final class S3Links implements LinkPersistence {
     try {
       objects.putBytes(digestPrefix(digest) + upstreamSegment + "/" + repository + LINK, new byte[0]).block(TIMEOUT);
     } catch (RuntimeException e) {
-      throw new IOException("object store: cannot link " + digest, reactor.core.Exceptions.unwrap(e));
+      throw new IOException("object store: cannot link " + digest, Exceptions.unwrap(e));
     }
   }
 
   /** One HEAD of the link's object, or (any repository) one LIST of at most one key. */
   @Override
-  public java.util.Optional<String> find(Digest digest, String upstreamSegment, String repository) {
+  public Optional<String> find(Digest digest, String upstreamSegment, String repository) {
     try {
       if (repository != null) {
         String key = digestPrefix(digest) + upstreamSegment + "/" + repository + LINK;
@@ -91,7 +93,7 @@ final class S3Links implements LinkPersistence {
           .map(k -> upstreamSegment + "/" + k.substring(prefix.length(), k.length() - LINK.length()));
     } catch (RuntimeException e) {
       log.warn("object store: cannot look for a link of {}: {}", digest, e.toString());
-      return java.util.Optional.empty();
+      return Optional.empty();
     }
   }
 

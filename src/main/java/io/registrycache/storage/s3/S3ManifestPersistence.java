@@ -60,7 +60,7 @@ public final class S3ManifestPersistence implements ManifestPersistence {
 
   /** Links of manifests in the bucket ({@link S3Links}), looked up on first use. */
   @Override
-  public io.registrycache.storage.LinkPersistence links() {
+  public LinkPersistence links() {
     return new S3Links(objects, "manifests", true);
   }
 

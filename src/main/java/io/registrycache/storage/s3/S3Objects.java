@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import org.reactivestreams.Subscriber;
 import org.springframework.http.HttpRange;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -339,7 +340,7 @@ public final class S3Objects implements AutoCloseable {
       }
 
       @Override
-      public void subscribe(org.reactivestreams.Subscriber<? super ByteBuffer> s) {
+      public void subscribe(Subscriber<? super ByteBuffer> s) {
         body.subscribe(s);
       }
     };

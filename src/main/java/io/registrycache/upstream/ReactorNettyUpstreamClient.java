@@ -19,8 +19,8 @@ import org.springframework.stereotype.Component;
 import reactor.core.publisher.Mono;
 
 /**
- * {@link UpstreamClient} on Reactor Netty's {@code HttpClient} (the class keeps its name from when
- * requests went through Spring's {@code WebClient}; only token requests still do): one small class
+ * {@link UpstreamClient} on Reactor Netty's {@code HttpClient} (token requests alone go through
+ * Spring's {@code WebClient}, in {@link WebClientTokenProvider}): one small class
  * per registry endpoint ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link
  * ReferrersLister}) over one {@link UpstreamCaller}, which owns connections, authentication
  * (tokens from {@link WebClientTokenProvider}, credentials from jib-core's public API, see {@code
@@ -36,7 +36,7 @@ import reactor.core.publisher.Mono;
  * counter {@code registry.cache.upstream.fetched.bytes{upstream}} ({@link UpstreamMetrics}).
  */
 @Component
-public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, EnvironmentAware {
+public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBean, EnvironmentAware {
 
   /** {@code User-Agent} of every upstream request, token requests included. */
   public static final String USER_AGENT = "registry-cache";
@@ -54,12 +54,12 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
    * @throws IllegalStateException naming the setting that is wrong
    */
   @Autowired
-  public WebClientUpstreamClient(Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
+  public ReactorNettyUpstreamClient(Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
     this(upstreams, meterRegistry, resilience, Ticker.systemTicker());
   }
 
   /** As the public constructor, with {@code tokenTicker} timing token reuse (tests move it). */
-  WebClientUpstreamClient(
+  ReactorNettyUpstreamClient(
       Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience, Ticker tokenTicker) {
     this.caller = new UpstreamCaller(meterRegistry, resilience, USER_AGENT, tokenTicker);
     this.manifests = new ManifestPuller(caller);
@@ -72,7 +72,7 @@ public class WebClientUpstreamClient implements UpstreamClient, DisposableBean, 
   }
 
   /** With its own {@link UpstreamResilience}; for tests that build a client alone. */
-  WebClientUpstreamClient(Upstreams upstreams, MeterRegistry meterRegistry) {
+  ReactorNettyUpstreamClient(Upstreams upstreams, MeterRegistry meterRegistry) {
     this(upstreams, meterRegistry, new UpstreamResilience(upstreams, meterRegistry));
   }
 

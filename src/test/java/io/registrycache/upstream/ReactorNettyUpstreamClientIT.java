@@ -27,7 +27,7 @@ import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpStatus;
 
 /** Pulls from a real distribution registry ({@code registry:2}, anonymous). */
-class WebClientUpstreamClientIT {
+class ReactorNettyUpstreamClientIT {
 
   private static final Duration WAIT = Duration.ofSeconds(30);
   private static final RepositoryName NAME = RepositoryName.parse("test/app");
@@ -35,7 +35,7 @@ class WebClientUpstreamClientIT {
   static final UpstreamRegistryContainer REGISTRY = UpstreamRegistryContainer.started();
 
   static SimpleMeterRegistry meters;
-  static WebClientUpstreamClient client;
+  static ReactorNettyUpstreamClient client;
   static Upstream upstream;
   static PushedImage image;
 
@@ -50,7 +50,7 @@ class WebClientUpstreamClientIT {
     image = PushedImage.of(pushed);
     upstream = TestUpstreams.upstream("it-anon", url, s -> s.put("read-timeout", Duration.ofSeconds(10)));
     meters = new SimpleMeterRegistry();
-    client = new WebClientUpstreamClient(null, meters);
+    client = new ReactorNettyUpstreamClient(null, meters);
   }
 
   @AfterAll

@@ -1,7 +1,8 @@
-package io.registrycache.admin;
+package io.registrycache.nodemirror;
 
 import java.io.IOException;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -33,14 +34,15 @@ import picocli.CommandLine.Spec;
  * registry, making the cache the registry's mirror (pull and resolve; containerd then sends the
  * {@code ?ns=<registry>} form, which the cache resolves by an upstream's {@code host} or {@code
  * aliases}) with the registry itself as the fallback {@code server}. It marks each file it writes
- * with {@link #MARK} on the first line, and only ever replaces or deletes files that carry it: a
+ * with {@link #MARK} on the first line, and only ever replaces or deletes files that carry it (or
+ * one of the {@link #FORMER_MARKS}): a
  * {@code hosts.toml} someone else wrote is left alone (and its registry skipped, with a warning).
  *
  * <p>Run from the service image by the chart's node mirror DaemonSet ({@code nodeMirror.*}, see
  * docs/deploy.md), or by hand:
  *
  * <pre>
- * java -cp registry-cache.jar -Dloader.main=io.registrycache.admin.NodeMirrorHosts \
+ * java -cp registry-cache.jar -Dloader.main=io.registrycache.nodemirror.NodeMirrorHosts \
  *     org.springframework.boot.loader.launch.PropertiesLauncher \
  *     --dir /etc/containerd/certs.d --cache http://127.0.0.1:30080 --registry registry.example.com
  * </pre>
@@ -58,7 +60,14 @@ import picocli.CommandLine.Spec;
 public final class NodeMirrorHosts {
 
   /** First line of every file the generator writes: its files are the ones that start with it. */
-  public static final String MARK = "# Written by registry-cache's node mirror generator (io.registrycache.admin.NodeMirrorHosts).";
+  public static final String MARK = "# Written by registry-cache's node mirror generator.";
+
+  /**
+   * The first line of the files earlier versions wrote, which named the generator's class where it
+   * was then: still its own files, replaced or removed like the others.
+   */
+  static final Set<String> FORMER_MARKS =
+      Set.of("# Written by registry-cache's node mirror generator (io.registrycache.admin.NodeMirrorHosts).");
 
   private static final String FILE = "hosts.toml";
   private static final Pattern HOST = Pattern.compile("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?");
@@ -239,7 +248,7 @@ public final class NodeMirrorHosts {
 
   private static boolean ours(Path file) throws IOException {
     try (var lines = Files.lines(file, StandardCharsets.UTF_8)) {
-      return lines.findFirst().map(MARK::equals).orElse(false);
+      return lines.findFirst().map(first -> first.equals(MARK) || FORMER_MARKS.contains(first)).orElse(false);
     } catch (NoSuchFileException e) {
       return false;
     } catch (UncheckedIOException e) {
@@ -264,8 +273,8 @@ public final class NodeMirrorHosts {
   static int run(String[] args, PrintStream out, PrintStream err) {
     CommandLine line = new CommandLine(new Cli(out, err))
         .registerConverter(Registry.class, Registry::parse)
-        .setErr(new java.io.PrintWriter(err, true))
-        .setOut(new java.io.PrintWriter(out, true));
+        .setErr(new PrintWriter(err, true))
+        .setOut(new PrintWriter(out, true));
     line.setParameterExceptionHandler((e, arguments) -> {
       err.println("node-mirror: " + e.getMessage());
       e.getCommandLine().usage(err);

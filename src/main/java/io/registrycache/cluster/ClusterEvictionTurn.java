@@ -1,6 +1,5 @@
-package io.registrycache.proxy;
+package io.registrycache.cluster;
 
-import io.registrycache.cluster.ClusterMembership;
 import io.registrycache.config.ConditionalOnStorageType;
 import io.registrycache.config.StorageProperties;
 import io.registrycache.storage.EvictionTurn;

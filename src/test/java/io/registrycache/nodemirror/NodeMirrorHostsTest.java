@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.nodemirror;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -40,7 +40,7 @@ class NodeMirrorHostsTest {
   }
 
   private static String expected(String host, String server, String authorization) {
-    return "# Written by registry-cache's node mirror generator (io.registrycache.admin.NodeMirrorHosts).\n"
+    return "# Written by registry-cache's node mirror generator.\n"
         + "# containerd tries the cache first (it appends ?ns=" + host + ", by which the cache picks the upstream),\n"
         + "# then falls back to the registry itself. Replaced or removed by the generator: do not edit.\n"
         + "server = \"" + server + "\"\n"
@@ -94,6 +94,20 @@ class NodeMirrorHostsTest {
 
     assertThat(foreign).hasContent("server = \"https://ghcr.io\"\n# mine");
     assertThat(err.toString()).contains(foreign + " was not written by registry-cache: left alone");
+  }
+
+  @Test
+  void filesAnEarlierVersionWroteAreItsOwnToReplaceAndRemove() throws IOException {
+    String former = "# Written by registry-cache's node mirror generator (io.registrycache.admin.NodeMirrorHosts).\n"
+        + "server = \"https://ghcr.io\"\n";
+    Files.writeString(Files.createDirectories(dir.resolve("ghcr.io")).resolve("hosts.toml"), former);
+    Files.writeString(Files.createDirectories(dir.resolve("quay.io")).resolve("hosts.toml"), former);
+
+    assertThat(run("--dir", dir.toString(), "--cache", "http://127.0.0.1:30080", "--registry", "ghcr.io"))
+        .as(err.toString()).isZero();
+
+    assertThat(files()).containsExactlyEntriesOf(Map.of("ghcr.io/hosts.toml", expected("ghcr.io", "https://ghcr.io", null)));
+    assertThat(err.toString()).doesNotContain("left alone");
   }
 
   @Test
