@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs the OCI client tools the supply-chain tests and docs use (and helm, for deploy/helm, and
-# jaeger, for TracingIT, toxiproxy, for perf/scripts/chaos-soak.sh, and promtool, for deploy/validate.sh),
-# built from the Go module proxy with pinned versions into $GOBIN (default /usr/local/bin). Idempotent: a
-# tool already there at the pinned version is skipped.
-# Usage: .ci/go-tools.sh [crane|oras|cosign|helm|jaeger|toxiproxy|promtool ...] (default: crane
+# jaeger, for TracingIT, and toxiproxy, for perf/scripts/chaos-soak.sh), built from the Go module proxy
+# with pinned versions into $GOBIN (default /usr/local/bin). Idempotent: a tool already on the PATH
+# at the pinned version is skipped. Usage: .ci/go-tools.sh [crane|oras|cosign|helm|jaeger|toxiproxy ...] (default: crane
 # and oras; cosign too with GO_TOOLS_COSIGN=1: it is big, its build took 436 s on the 2-core CI host).
 set -euo pipefail
 export PATH=/usr/local/go/bin:$PATH
@@ -17,10 +16,6 @@ COSIGN_VERSION=v2.4.3
 HELM_VERSION=v3.22.0
 # Jaeger (v2 all-in-one, an OpenTelemetry Collector) for TracingIT: OTLP receiver, query API, UI.
 JAEGER_VERSION=v1.76.0
-# promtool (deploy/validate.sh: alert rules and PrometheusRule groups) from Prometheus' Go module,
-# whose v0.3MM.P versions are Prometheus 3.MM.P.
-PROMETHEUS_MODULE_VERSION=v0.316.0
-PROMETHEUS_VERSION=3.16.0
 # Toxiproxy (network faults between the chaos soak's replicas and their store and peers): its
 # server and cli, installed as toxiproxy-server and toxiproxy-cli (`go install` would name them
 # server and cli).
@@ -80,19 +75,6 @@ install_toxiproxy() {
   echo "go-tools: toxiproxy $TOXIPROXY_VERSION installed in $((SECONDS - start)) s"
 }
 
-# promtool: `promtool --version` (it has no version subcommand) names $PROMETHEUS_VERSION, set at
-# link time as Prometheus' own build does
-install_promtool() {
-  if [ -x "$GOBIN/promtool" ] && "$GOBIN/promtool" --version 2>&1 | grep -q "version $PROMETHEUS_VERSION "; then
-    echo "go-tools: promtool $PROMETHEUS_VERSION present"
-    return
-  fi
-  local start=$SECONDS
-  go install -ldflags="-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" \
-    "github.com/prometheus/prometheus/cmd/promtool@$PROMETHEUS_MODULE_VERSION"
-  echo "go-tools: promtool $PROMETHEUS_VERSION installed in $((SECONDS - start)) s"
-}
-
 tools=("$@")
 if [ ${#tools[@]} -eq 0 ]; then
   tools=(crane oras)
@@ -111,7 +93,6 @@ for tool in "${tools[@]}"; do
     jaeger) install_from_module jaeger github.com/jaegertracing/jaeger ./cmd/jaeger "$JAEGER_VERSION" \
              "-X github.com/jaegertracing/jaeger/internal/version.latestVersion=$JAEGER_VERSION" ;;
     toxiproxy) install_toxiproxy ;;
-    promtool) install_promtool ;;
     *) echo "go-tools: unknown tool $tool" >&2; exit 2 ;;
   esac
 done

@@ -6,8 +6,7 @@
 # kustomizations' file lists, and
 # the Prometheus alert rules with promtool (check + unit tests in alerts.test.yml). Installs what it
 # needs: kubernetes-validate into a virtualenv under ${DEPLOY_VALIDATE_VENV:-/tmp/registry-cache-validate-venv},
-# promtool built by .ci/go-tools.sh at its pinned version (from the Go module proxy, once; PROMTOOL names
-# another promtool instead). Exits non-zero on the first invalid file.
+# promtool from Debian's `prometheus` package. Exits non-zero on the first invalid file.
 set -euo pipefail
 extra=()
 for f in "$@"; do extra+=("$(realpath "$f")"); done
@@ -20,12 +19,12 @@ if [ ! -x "$venv/bin/kubernetes-validate" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check 'kubernetes-validate>=1.33,<2' jsonschema PyYAML
 fi
-if [ -z "${PROMTOOL:-}" ]; then
-  echo "== promtool (.ci/go-tools.sh promtool: built once from the Go module proxy, then reused)"
-  bash ../.ci/go-tools.sh promtool
-  PROMTOOL=${GOBIN:-/usr/local/bin}/promtool
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "== installing promtool (Debian package prometheus)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
-promtool() { "$PROMTOOL" "$@"; }
 
 # The manifests: the renderings of the chart in kubernetes/ and kubernetes-ha/ (deploy/render.sh),
 # and any other renderings given as arguments (deploy/helm/check.sh passes more value sets).
