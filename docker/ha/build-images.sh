@@ -37,6 +37,7 @@ if [ "$base" = local/jre-base:25 ]; then
 fi
 if [ "${FORCE:-0}" = 1 ] || ! docker image inspect "$service_image" >/dev/null 2>&1; then
   (cd "$repo" && ./mvnw -B -ntp -q -DskipTests package jib:dockerBuild -Djib.from.image="$jib_from" -Djib.to.image="$service_image")
+  "$repo/docker/aot-cache.sh" "$service_image"   # its AOT cache, trained inside it (docs/aot-cache.md)
   echo "built $service_image from $jib_from"
 fi
 
