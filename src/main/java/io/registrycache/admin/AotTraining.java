@@ -21,7 +21,7 @@ import reactor.netty.resources.ConnectionProvider;
 /**
  * The training run of the JVM's AOT cache (JEP 483, 514, 515; JDK 25): started with {@code
  * -Dregistry-cache.aot-training=true} and {@code -XX:AOTCacheOutput=<file>}, the service starts as a
- * real start does (both servers listening, the start-up warm-up), is pulled through over its own
+ * real start does (both servers listening), is pulled through over its own
  * pull port like a cache meeting its first clients, then stops; the JVM then writes the classes it
  * loaded and linked and the method profiles it gathered into {@code <file>}. A start with {@code
  * -XX:AOTCache=<file>} (same JDK, JVM options and class path) maps them instead of parsing jars

@@ -20,8 +20,9 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     characters; default 256
  * @param warmUpPulls synthetic images pulled through the service's own pull-through code, cold and
  *     warm, before the pull port opens, so that the first clients' pulls find it compiled
- *     ({@code admin.StartupWarmUp}; from a loopback upstream into a throw-away store); 0 = none;
- *     default 200
+ *     ({@code admin.StartupWarmUp}; from a loopback upstream into a throw-away store); 0 = none,
+ *     the default: with the image's AOT cache it costs more start time and memory than it saves
+ *     (docs/performance.md, "Start-up")
  */
 @ConfigurationProperties("registry-cache.admin")
 public record AdminProperties(
@@ -29,7 +30,7 @@ public record AdminProperties(
     Path tokenFile,
     @DefaultValue("true") boolean publicPrometheus,
     @DefaultValue("256") int maxPatternLength,
-    @DefaultValue("200") int warmUpPulls) {
+    @DefaultValue("0") int warmUpPulls) {
 
   @Override
   public String toString() {
