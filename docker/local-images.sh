@@ -5,23 +5,23 @@
 #                       docker-registry package (the program the official image runs) and the
 #                       libraries it links, with docker/registry/config.yml (port 5000, storage in
 #                       /var/lib/registry, deletes enabled, metrics on 5001).
-#   local/jre-base:17   the base of the service image (Jib): a Java 17 runtime made by jlink from
+#   local/jre-base:25   the base of the service image (Jib): a Java 25 runtime made by jlink from
 #                       the JDK that runs the build, plus exactly the libraries it links. Use it
-#                       with: ./mvnw verify -Djib.from.image=docker://local/jre-base:17
+#                       with: ./mvnw verify -Djib.from.image=docker://local/jre-base:25
 # An image that exists is left alone (a second run takes a second); registry:2 is pulled when it
 # can be. Needs a running Docker engine; for registry:2 Debian's docker-registry (installed when
-# run as root), for the base a JDK 17 with jlink. About 20 s on 2 cores when it builds both.
+# run as root), for the base a JDK 25 with jlink. About 20 s on 2 cores when it builds both.
 #
 # Usage: docker/local-images.sh [--force] [registry|jre]...   (default: both)
 #   --force            rebuild even if the image exists (no pull)
 #   REGISTRY_IMAGE=    tag for the registry image (default registry:2)
-#   JRE_IMAGE=         tag for the base image (default local/jre-base:17)
-#   JDK=               the JDK 17 to jlink from (default: JAVA_HOME, then java on PATH, then
-#                      /usr/lib/jvm/java-17-openjdk-amd64)
+#   JRE_IMAGE=         tag for the base image (default local/jre-base:25)
+#   JDK=               the JDK 25 to jlink from (default: JAVA_HOME, then java on PATH, then
+#                      /usr/lib/jvm/temurin-25-jdk-amd64)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 registry_image=${REGISTRY_IMAGE:-registry:2}
-jre_image=${JRE_IMAGE:-local/jre-base:17}
+jre_image=${JRE_IMAGE:-local/jre-base:25}
 
 say() { echo "local-images: $*"; }
 die() { echo "local-images: $*" >&2; exit 1; }
@@ -94,7 +94,7 @@ registry() {
   say "built $registry_image from $(dpkg-query -W -f='docker-registry ${Version}' docker-registry 2>/dev/null || echo "$bin")"
 }
 
-# The first of JDK, JAVA_HOME, the java on PATH, Debian's JDK 17 that is a JDK 17 with jlink.
+# The first of JDK, JAVA_HOME, the java on PATH, Temurin 25's usual home that is a JDK 25 with jlink.
 find_jdk() {
   local c candidates=()
   if [ -n "${JDK:-}" ]; then candidates=("$JDK")
@@ -103,10 +103,10 @@ find_jdk() {
     if command -v java >/dev/null 2>&1; then
       candidates+=("$(java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.home = //p')")
     fi
-    candidates+=(/usr/lib/jvm/java-17-openjdk-amd64)
+    candidates+=(/usr/lib/jvm/temurin-25-jdk-amd64)
   fi
   for c in "${candidates[@]}"; do
-    [ -x "$c/bin/jlink" ] && grep -q '^JAVA_VERSION="17[."]' "$c/release" 2>/dev/null && { echo "$c"; return; }
+    [ -x "$c/bin/jlink" ] && grep -q '^JAVA_VERSION="25[."]' "$c/release" 2>/dev/null && { echo "$c"; return; }
   done
   return 1
 }
@@ -114,7 +114,7 @@ find_jdk() {
 jre() {
   if [ $force = 0 ] && have "$jre_image"; then say "$jre_image present"; return; fi
   local jdk
-  jdk=$(find_jdk) || die "building $jre_image needs a JDK 17 with jlink${JDK:+ (JDK=$JDK is not one)}: set JDK=<its home>, or on Debian: sudo apt-get install -y openjdk-17-jdk-headless"
+  jdk=$(find_jdk) || die "building $jre_image needs a JDK 25 with jlink${JDK:+ (JDK=$JDK is not one)}: set JDK=<its home> (e.g. a Temurin 25 JDK)"
   local j=$work/jre
   local mods=java.base,java.compiler,java.desktop,java.instrument,java.logging,java.management,java.naming,java.net.http,java.prefs,java.rmi,java.scripting,java.security.jgss,java.security.sasl,java.sql,java.transaction.xa,java.xml,jdk.crypto.ec,jdk.jfr,jdk.management,jdk.net,jdk.unsupported,jdk.zipfs,jdk.naming.dns
   "$jdk/bin/jlink" --add-modules "$mods" --strip-debug --no-man-pages --no-header-files --output "$j/opt/java"

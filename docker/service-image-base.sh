@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Run by `./mvnw verify` (maven-antrun-plugin, pre-integration-test, before Jib builds the service
 # image): decides the service image's base. Writes to <outcome file> `keep` (Jib uses the base as
-# given) or `local` (use docker://local/jre-base:17). When the registry base cannot be reached (a machine that
+# given) or `local` (use docker://local/jre-base:25). When the registry base cannot be reached (a machine that
 # reaches no container registry), it makes the local images with docker/local-images.sh: the base
-# (a jlink JRE 17 from the build's JDK) and registry:2, the ITs' upstream.
+# (a jlink JRE 25 from the build's JDK) and registry:2, the ITs' upstream.
 #
 # Usage: docker/service-image-base.sh <jib.from.image as given, or empty> <default base> <outcome file>
 set -euo pipefail
@@ -24,6 +24,6 @@ fi
 if timeout 30 docker manifest inspect "$image" >/dev/null 2>&1; then
   decide keep
 fi
-echo "service-image-base: $image cannot be pulled here (no container registry reachable?); making local/jre-base:17 and registry:2 with docker/local-images.sh and building on docker://local/jre-base:17" >&2
+echo "service-image-base: $image cannot be pulled here (no container registry reachable?); making local/jre-base:25 and registry:2 with docker/local-images.sh and building on docker://local/jre-base:25" >&2
 "$here/local-images.sh"
 decide local

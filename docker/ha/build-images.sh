@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds every image docker/compose-ha.yaml needs into the local Docker engine, without pulling
-# from any registry when BASE is a local Java 17 image (CI: local/jre-base:17, from
+# from any registry when BASE is a local Java 25 image (CI: local/jre-base:25, from
 # docker/local-images.sh):
 #   registry-cache:0.1.0-SNAPSHOT   the service (Jib), unless it exists (FORCE=1 rebuilds); on
-#                                   local/jre-base:17 it is registry-cache:ha, on a base with the
+#                                   local/jre-base:25 it is registry-cache:ha, on a base with the
 #                                   S3 client's libraries: export REGISTRY_CACHE_IMAGE=registry-cache:ha
 #   local/s3proxy:4.1.0             the S3-API object store (s3proxy from Maven Central)
 #   local/nginx:ha                  the round-robin front (the host's nginx binary; needs nginx)
@@ -13,13 +13,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 base=${1:-${BASE:-}}
 if [ -z "$base" ]; then
-  if docker image inspect local/jre-base:17 >/dev/null 2>&1; then base=local/jre-base:17; else base=eclipse-temurin:17-jre; fi
+  if docker image inspect local/jre-base:25 >/dev/null 2>&1; then base=local/jre-base:25; else base=eclipse-temurin:25-jre; fi
 fi
 jib_from=$base
 case $base in local/*) jib_from=docker://$base ;; esac
 
 service_image=${REGISTRY_CACHE_IMAGE:-registry-cache:0.1.0-SNAPSHOT}
-if [ "$base" = local/jre-base:17 ]; then
+if [ "$base" = local/jre-base:25 ]; then
   # That image holds only the libraries java links; the S3 client's native library (AWS CRT)
   # also needs libdl, librt, libpthread: add the host's (same glibc) in a derived base,
   crt=$(mktemp -d)
@@ -28,15 +28,16 @@ if [ "$base" = local/jre-base:17 ]; then
            /etc/ssl/certs/ca-certificates.crt; do
     mkdir -p "$crt/root$(dirname "$f")" && cp -L "$f" "$crt/root$f"
   done
-  printf 'FROM local/jre-base:17\nCOPY root/ /\n' >"$crt/Dockerfile"
-  docker build -q -t local/jre-base-s3:17 "$crt" >/dev/null
+  printf 'FROM local/jre-base:25\nCOPY root/ /\n' >"$crt/Dockerfile"
+  docker build -q -t local/jre-base-s3:25 "$crt" >/dev/null
   rm -rf "$crt"
-  jib_from=docker://local/jre-base-s3:17
+  jib_from=docker://local/jre-base-s3:25
   service_image=${REGISTRY_CACHE_IMAGE:-registry-cache:ha}
-  echo "built local/jre-base-s3:17 (local/jre-base:17 + the AWS CRT's glibc libraries and CA bundle)"
+  echo "built local/jre-base-s3:25 (local/jre-base:25 + the AWS CRT's glibc libraries and CA bundle)"
 fi
 if [ "${FORCE:-0}" = 1 ] || ! docker image inspect "$service_image" >/dev/null 2>&1; then
   (cd "$repo" && ./mvnw -B -ntp -q -DskipTests package jib:dockerBuild -Djib.from.image="$jib_from" -Djib.to.image="$service_image")
+  "$repo/docker/aot-cache.sh" "$service_image"   # its AOT cache, trained inside it (docs/aot-cache.md)
   echo "built $service_image from $jib_from"
 fi
 

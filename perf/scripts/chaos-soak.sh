@@ -25,7 +25,7 @@
 # Exit status: 1 only on a correctness failure (wrong bytes served, a wrong object in the bucket,
 # a multipart upload left open after the clean-up); timings and success rates are printed, never
 # judged. 2: bad options or a missing prerequisite.
-# Needs: java 17, the service jar (./mvnw -DskipTests -Djib.skip=true package), s3proxy's jars
+# Needs: java 25 on PATH, the service jar (./mvnw -DskipTests -Djib.skip=true package), s3proxy's jars
 # (built here with ./mvnw -f docker/ha/s3proxy/pom.xml package when missing), docker-registry and
 # skopeo (Debian packages), python3, Toxiproxy (installed into perf/.tools by .ci/go-tools.sh
 # toxiproxy from the Go module proxy when not on PATH). Everything listens on 127.0.0.1, ports

@@ -5,10 +5,10 @@
 #
 #   perf/scripts/jvm-options.sh [rounds] NAME='EXTRA OPTIONS' ...
 #   perf/scripts/jvm-options.sh 2 shipped='' c1='-XX:TieredStopAtLevel=1'
-#   JAVA=/usr/lib/jvm/temurin-25-jdk-amd64/bin/java ARCHIVE=none perf/scripts/jvm-options.sh jdk25=''
+#   AOT=none perf/scripts/jvm-options.sh no-aot=''
 #
 # Per variant: the shipped JVM options (pom.xml registry-cache.jvm-options) plus EXTRA, the extracted
-# jar with the class-data archive the service made itself (ARCHIVE=none: without one); a cold pass
+# jar with the AOT cache of a training run of it (AOT=none: without one; docs/aot-cache.md); a cold pass
 # of every image of the shared bench's seed (10 pullers), then two 10 s warm loops at 10 pullers;
 # prints images/s and CPU ms per image of each phase (utime+stime from /proc/<pid>/stat) and the
 # peak RSS (VmHWM). Needs the jar (./mvnw package) and the shared bench's driver and seed: one
@@ -49,12 +49,12 @@ docker-registry serve "$work/upstream.yml" >"$work/upstream.log" 2>&1 &
 pids+=($!)
 java -Djarmode=tools -jar "$jar" extract --destination "$work/app" >/dev/null
 app=$(ls "$work"/app/registry-cache-*.jar)
-archive=$work/archive/registry-cache.jsa
+cache=$work/app/registry-cache.aot
 
 start() { # NAME EXTRA -> pid in $pid
   rm -rf "$work/cache"
   local cds=""
-  [ "${ARCHIVE:-}" = none ] || cds="-XX:SharedArchiveFile=$archive"
+  [ "${AOT:-}" = none ] || cds="-XX:AOTCache=$cache"
   # shellcheck disable=SC2086 # the options are a list
   MALLOC_ARENA_MAX=2 "$java" $opts $cds $2 -jar "$app" --server.port=15024 --management.server.port=15025 \
     --registry-cache.storage.path="$work/cache" --registry-cache.upstreams.bench.url=http://127.0.0.1:15020 \
@@ -80,11 +80,11 @@ phase() { # LABEL MODE ARGS...
   printf ' | %s %s img/s %s ms/img' "$label" "${r#* }" "$(awk "BEGIN{printf \"%.2f\", ($t1 - $t0) * 1000 / $(getconf CLK_TCK) / ${r% *}}")"
 }
 
-if [ "${ARCHIVE:-}" != none ]; then # the archive, made by the service itself on a first start
-  start train ""
-  for _ in $(seq 1 180); do grep -q "class data archive .* written\|training start failed\|not made:" "$work/train.log" && break; sleep 1; done
-  stop
-  [ -f "$archive" ] || { echo "no class-data archive was made (see $work/train.log)" >&2; exit 1; }
+if [ "${AOT:-}" != none ]; then # the AOT cache, made by a training run (it stops by itself)
+  # shellcheck disable=SC2086 # the options are a list
+  MALLOC_ARENA_MAX=2 timeout 600 "$java" $opts -XX:AOTCacheOutput="$cache" -Dregistry-cache.aot-training=true \
+    -jar "$app" >"$work/train.log" 2>&1 || true
+  [ -f "$cache" ] || { echo "no AOT cache was made (see $work/train.log)" >&2; exit 1; }
 fi
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do

@@ -11,7 +11,7 @@
 #   perf/scripts/stack.sh build                              build the service image (or jar)
 #
 # As containers when a Docker engine answers (the service image is built with Jib, from
-# local/jre-base:17 when that image exists), else as processes (Debian's docker-registry and
+# local/jre-base:25 when that image exists), else as processes (Debian's docker-registry and
 # `java -jar target/registry-cache-*.jar`, state and logs in perf/.stack/<name>/). Everything listens
 # on 127.0.0.1 only.
 #
@@ -23,7 +23,7 @@
 #   PERF_CACHE_IMAGE=registry-cache:0.1.0-SNAPSHOT   PERF_REGISTRY_IMAGE=registry:2
 #   PERF_CACHE_JAR=$PERF_SRC/target/registry-cache-0.1.0-SNAPSHOT.jar
 #   PERF_CACHE_JAVA_OPTS="<pom.xml registry-cache.jvm-options>"   JVM options of the service
-#   JIB_FROM_IMAGE                     Jib base image (default docker://local/jre-base:17 when present)
+#   JIB_FROM_IMAGE                     Jib base image (default docker://local/jre-base:25 when present)
 #   PERF_STACK_NAME=rc-perf            names of the containers, network, volumes and perf/.stack/<name>/
 #                                      (two stacks with different names and ports can run side by side)
 #   PERF_READY_TIMEOUT=120             seconds to wait for readiness
@@ -32,7 +32,7 @@
 #
 # `up` says its mode in one line before it starts anything. With PERF_STACK=auto and no service
 # image, it builds that image first (Maven's output in perf/.stack/<name>/build.log; the Jib base
-# local/jre-base:17 made with docker/local-images.sh when missing), and when the build fails it
+# local/jre-base:25 made with docker/local-images.sh when missing), and when the build fails it
 # runs processes instead: decided before anything starts. A registry container of this stack that
 # is already running (`up --registry-only`, seeded since) stays the upstream in process mode too,
 # so the images seeded into it are kept. PERF_STACK=docker|process always wins over the mode a
@@ -126,18 +126,18 @@ port_busy() { # port -> 0 if something listens on 127.0.0.1:port
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# The Jib base: JIB_FROM_IMAGE, else local/jre-base:17, made by docker/local-images.sh (jlink from
+# The Jib base: JIB_FROM_IMAGE, else local/jre-base:25, made by docker/local-images.sh (jlink from
 # the JDK running the build, no registry needed) when it is missing. Empty: the pom's default base.
 jib_from() {
   if [[ -n "${JIB_FROM_IMAGE:-}" ]]; then echo "$JIB_FROM_IMAGE"; return 0; fi
   have_docker || return 0
-  if ! docker image inspect local/jre-base:17 >/dev/null 2>&1; then
-    log "making the Jib base local/jre-base:17 (docker/local-images.sh jre, log ${STATE_DIR#"$PERF_DIR"/}/base.log)"
+  if ! docker image inspect local/jre-base:25 >/dev/null 2>&1; then
+    log "making the Jib base local/jre-base:25 (docker/local-images.sh jre, log ${STATE_DIR#"$PERF_DIR"/}/base.log)"
     mkdir -p "$STATE_DIR"
     "$REPO_DIR/docker/local-images.sh" jre >"$STATE_DIR/base.log" 2>&1 \
-      || { log "could not make local/jre-base:17 ($(tail -1 "$STATE_DIR/base.log")); Jib uses the pom's base"; return 0; }
+      || { log "could not make local/jre-base:25 ($(tail -1 "$STATE_DIR/base.log")); Jib uses the pom's base"; return 0; }
   fi
-  echo "docker://local/jre-base:17"
+  echo "docker://local/jre-base:25"
 }
 
 mvnw() {
@@ -156,6 +156,11 @@ build() {
     log "building $PERF_CACHE_IMAGE with Jib in $PERF_SRC${from:+ (base $from)}, log ${blog#"$PERF_DIR"/}"
     mvnw -B -ntp package jib:dockerBuild -DskipTests ${from:+-Djib.from.image=$from} -Djib.to.image="$PERF_CACHE_IMAGE" >"$blog" 2>&1 \
       || die "building the service image failed: $(grep -m1 -o 'Failed to execute goal .\{0,160\}' "$blog" || tail -1 "$blog") (whole log: $blog)"
+    # the image's AOT cache, trained inside it (Jib's goal alone leaves it out; docs/aot-cache.md)
+    if [[ -f "$PERF_SRC/docker/aot-cache.sh" ]]; then
+      bash "$PERF_SRC/docker/aot-cache.sh" "$PERF_CACHE_IMAGE" >>"$blog" 2>&1 \
+        || die "training the service image's AOT cache failed: $(tail -1 "$blog") (whole log: $blog)"
+    fi
   else
     log "building $PERF_CACHE_JAR in $PERF_SRC, log ${blog#"$PERF_DIR"/}"
     mvnw -B -ntp package -DskipTests >"$blog" 2>&1 \

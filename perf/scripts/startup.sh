@@ -4,15 +4,15 @@
 # the machine's noise hits all three alike:
 #   fat        java -jar target/registry-cache-*.jar
 #   extracted  java -jar app/registry-cache-*.jar        (java -Djarmode=tools -jar … extract)
-#   archive    the extracted jar with -XX:SharedArchiveFile, the class-data archive the service
-#              made itself on a first start (io.registrycache.admin.ClassDataArchive)
+#   aot        the extracted jar with -XX:AOTCache, the AOT cache of a training run of that jar
+#              (io.registrycache.admin.AotTraining; docs/aot-cache.md)
 #
 #   perf/scripts/startup.sh [rounds]     # default 3; prints one line per start and a summary
 #
 # Every start uses the shipped JVM options (pom.xml registry-cache.jvm-options), an empty cache
 # and loopback ports 15106 (registry) and 15107 (management); nothing is pulled. Needs the jar
-# (./mvnw package). Each wait is bounded (JAVA_READY seconds, default 120; the archive's training
-# start: 180 s).
+# (./mvnw package). Each wait is bounded (JAVA_READY seconds, default 120; the AOT cache's training
+# run: 600 s).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -34,7 +34,7 @@ trap cleanup EXIT
 
 java -Djarmode=tools -jar "$jar" extract --destination "$work/app" >/dev/null
 extracted=$(ls "$work"/app/registry-cache-*.jar)
-archive=$work/archive/registry-cache.jsa
+cache=$work/app/registry-cache.aot
 
 # launch NAME EXTRA_OPTS JAR: starts the service in the background (pid in $pid), log in $work/NAME.log
 launch() {
@@ -46,15 +46,12 @@ launch() {
 }
 stop() { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=; }
 
-# The archive, made by the service itself: a start that names it, then its training start.
-launch train "-XX:SharedArchiveFile=$archive" "$extracted"
-for _ in $(seq 1 180); do
-  grep -q "class data archive .* written\|training start failed\|not made:" "$work/train.log" && break
-  sleep 1
-done
-stop
-grep -o "class data archive .*" "$work/train.log" | tail -1
-[ -f "$archive" ] || { echo "no archive was made (see above)" >&2; exit 1; }
+# The AOT cache, made by a training run of the extracted jar (it stops by itself).
+# shellcheck disable=SC2086 # the options are a list
+MALLOC_ARENA_MAX=2 timeout 600 java $opts -XX:AOTCacheOutput="$cache" -Dregistry-cache.aot-training=true \
+  -jar "$extracted" >"$work/train.log" 2>&1 || true
+grep -o "AOTCache creation is complete.*" "$work/train.log" \
+  || { echo "no AOT cache was made (see $work/train.log)" >&2; exit 1; }
 
 measure() { # NAME EXTRA_OPTS JAR -> "seconds rss_mib"
   local t0 t1 deadline
@@ -75,18 +72,18 @@ measure() { # NAME EXTRA_OPTS JAR -> "seconds rss_mib"
 declare -A all
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq 1 "$rounds"); do
-  for kind in fat extracted archive; do
+  for kind in fat extracted aot; do
     case $kind in
       fat) line=$(measure fat "" "$jar") ;;
       extracted) line=$(measure extracted "" "$extracted") ;;
-      archive) line=$(measure archive "-XX:SharedArchiveFile=$archive" "$extracted") ;;
+      aot) line=$(measure aot "-XX:AOTCache=$cache" "$extracted") ;;
     esac
     echo "round $r $kind: ${line% *} s until /v2/, RSS ${line#* } MiB"
     all[$kind]="${all[$kind]:-} ${line% *}"
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-for kind in fat extracted archive; do
+for kind in fat extracted aot; do
   # shellcheck disable=SC2086
   echo "$kind: $(printf '%s\n' ${all[$kind]} | sort -n | awk '{a[NR]=$1} END{printf "min %s, median %s, max %s s", a[1], a[int((NR+1)/2)], a[NR]}')"
 done

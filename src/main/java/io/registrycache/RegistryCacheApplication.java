@@ -1,6 +1,8 @@
 package io.registrycache;
 
+import io.registrycache.admin.AotTraining;
 import io.registrycache.admin.HtpasswdCommand;
+import java.io.IOException;
 import java.util.Arrays;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
@@ -10,7 +12,8 @@ import reactor.netty.ReactorNetty;
 /**
  * Entry point of registry-cache, a pull-only, pull-through caching OCI registry. With {@code
  * htpasswd} as its first argument it runs that subcommand instead ({@link HtpasswdCommand}: one
- * line of an htpasswd file) and exits, without starting the service.
+ * line of an htpasswd file) and exits, without starting the service. With {@code
+ * -Dregistry-cache.aot-training=true} it is the AOT cache's training run ({@link AotTraining}).
  */
 @SpringBootApplication
 @ConfigurationPropertiesScan
@@ -30,10 +33,13 @@ public class RegistryCacheApplication {
     }
   }
 
-  public static void main(String[] args) {
+  public static void main(String[] args) throws IOException {
     if (args.length > 0 && "htpasswd".equals(args[0])) {
       HtpasswdCommand.main(Arrays.copyOfRange(args, 1, args.length));
       return;
+    }
+    if (AotTraining.requested()) {
+      System.exit(AotTraining.run(RegistryCacheApplication.class));
     }
     SpringApplication.run(RegistryCacheApplication.class, args);
   }

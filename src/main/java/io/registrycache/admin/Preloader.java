@@ -196,8 +196,8 @@ public class Preloader implements DisposableBean {
   @EventListener(ApplicationReadyEvent.class)
   public void preloadFileOnStartUp() {
     Path file = settings.file();
-    if (file == null || Boolean.getBoolean(ClassDataArchive.TRAINING_PROPERTY)) {
-      return; // a class-data training start pulls nothing but its synthetic image
+    if (file == null || AotTraining.requested()) {
+      return; // the AOT cache's training run pulls nothing but its synthetic images
     }
     PreloadPlatforms platforms;
     try {

@@ -14,11 +14,9 @@ import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
 
 /**
- * The synthetic upstream a class-data training start pulls one image through, so that the
- * archive holds the classes of a cold pull (the upstream client, the download, the store's
- * writes, the manifest parse), not only those of the router and the 404 path: a first cold
- * request after a start then loads them from the archive instead of from the jar. The start-up
- * warm-up ({@link StartupWarmUp}) pulls many small images through it.
+ * The synthetic upstream the AOT cache's training run ({@link AotTraining}) and the start-up
+ * warm-up ({@link StartupWarmUp}) pull through, so that the code of a cold pull (the upstream
+ * client, the download, the store's writes, the manifest parse) runs before any client's pull.
  *
  * <p>A Reactor Netty server on {@code 127.0.0.1:<port>} (the library the service serves with, so
  * it adds no classes of its own), answering {@code GET}/{@code HEAD} of {@code /v2/}, of {@link
@@ -29,7 +27,7 @@ final class TrainingUpstream implements AutoCloseable {
 
   /** The repository of the synthetic images. */
   static final String REPOSITORY = "training/app";
-  /** The tag of the first synthetic image (the training start's one). */
+  /** The tag of the first synthetic image. */
   static final String TAG = "latest";
   /** Size of the training start's larger layer, bytes: over one write batch of a fill (1 MiB). */
   static final int LARGE_LAYER_BYTES = 3 << 20;
@@ -87,7 +85,7 @@ final class TrainingUpstream implements AutoCloseable {
   }
 
   /**
-   * Starts the training start's upstream on {@code 127.0.0.1:port}: one image ({@link #TAG}) of a
+   * Starts an upstream of one image on {@code 127.0.0.1:port} (0: a free port): {@link #TAG}, a
    * config, a 4 KiB layer and one of {@value #LARGE_LAYER_BYTES} bytes that takes a fill through
    * more than one write batch.
    *

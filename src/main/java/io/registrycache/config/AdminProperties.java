@@ -1,7 +1,6 @@
 package io.registrycache.config;
 
 import java.nio.file.Path;
-import java.time.Duration;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 
@@ -19,12 +18,11 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     true
  * @param maxPatternLength longest {@code filter} / {@code pattern} regular expression accepted, in
  *     characters; default 256
- * @param classDataTrainingQuiet how long the pull port must have had no pull request before the
- *     image's class-data archive is made with a training start (docs/operations.md); default 10 s
  * @param warmUpPulls synthetic images pulled through the service's own pull-through code, cold and
  *     warm, before the pull port opens, so that the first clients' pulls find it compiled
- *     ({@code admin.StartupWarmUp}; from a loopback upstream into a throw-away store); 0 = none;
- *     default 200
+ *     ({@code admin.StartupWarmUp}; from a loopback upstream into a throw-away store); 0 = none,
+ *     the default: with the image's AOT cache it costs more start time and memory than it saves
+ *     (docs/performance.md, "Start-up")
  */
 @ConfigurationProperties("registry-cache.admin")
 public record AdminProperties(
@@ -32,13 +30,12 @@ public record AdminProperties(
     Path tokenFile,
     @DefaultValue("true") boolean publicPrometheus,
     @DefaultValue("256") int maxPatternLength,
-    @DefaultValue("10s") Duration classDataTrainingQuiet,
-    @DefaultValue("200") int warmUpPulls) {
+    @DefaultValue("0") int warmUpPulls) {
 
   @Override
   public String toString() {
     return "AdminProperties[token=" + (token.isEmpty() ? "" : "***") + ", tokenFile=" + tokenFile
-        + ", publicPrometheus=" + publicPrometheus + ", maxPatternLength=" + maxPatternLength + ", classDataTrainingQuiet=" + classDataTrainingQuiet
+        + ", publicPrometheus=" + publicPrometheus + ", maxPatternLength=" + maxPatternLength
         + ", warmUpPulls=" + warmUpPulls + "]";
   }
 }

@@ -36,9 +36,9 @@ public class UnknownSettings implements SmartInitializingSingleton {
 
   static final ConfigurationPropertyName PREFIX = ConfigurationPropertyName.of("registry-cache");
 
-  /** Keys read outside the records: the class-data training run's system property (admin.ClassDataArchive). */
+  /** Keys read outside the records: the AOT cache training run's system property (admin.AotTraining). */
   static final Set<ConfigurationPropertyName> READ_ELSEWHERE =
-      Set.of(ConfigurationPropertyName.of("registry-cache.class-data-training"));
+      Set.of(ConfigurationPropertyName.of("registry-cache.aot-training"));
 
   private final ApplicationContext context;
   private final ConfigurableEnvironment environment;

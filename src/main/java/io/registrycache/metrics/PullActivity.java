@@ -7,8 +7,8 @@ import org.springframework.stereotype.Component;
  * Pull requests on the pull port: how many have started and how many have ended, counted by
  * {@link ResponseStatusFilter} for every {@code /v2/<name>/...} request (manifests, blobs, tags,
  * referrers; not the {@code GET /v2/} version check, which load balancers and health checks send
- * all the time). Background work that competes with pulls for the CPU, such as the class-data
- * archive's training start, waits for {@link #snapshot()} to stay the same and idle.
+ * all the time). Background work that should not compete with pulls for the CPU can wait for
+ * {@link #snapshot()} to stay the same and idle.
  */
 @Component
 public class PullActivity {

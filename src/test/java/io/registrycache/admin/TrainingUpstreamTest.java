@@ -15,7 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** The synthetic image a class-data training start pulls through: a valid OCI image, every digest true. */
+/** The synthetic image the AOT cache's training run pulls through: a valid OCI image, every digest true. */
 class TrainingUpstreamTest {
 
   private final HttpClient http = HttpClient.newHttpClient();

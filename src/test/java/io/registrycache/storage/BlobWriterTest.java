@@ -114,6 +114,12 @@ class BlobWriterTest {
     return b.array();
   }
 
+  /**
+   * A thread of its own per task: on JDK 25 the default async pool is the common pool even
+   * with a parallelism of 1 (2 cores), where a reader would queue behind a held commit.
+   */
+  private static final java.util.concurrent.Executor THREAD_PER_TASK = task -> Thread.ofPlatform().start(task);
+
   /** {@code writer.commit(size)} on another thread. */
   private static java.util.concurrent.CompletableFuture<Long> commitLater(BlobWriter writer, long size) {
     return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
@@ -122,7 +128,7 @@ class BlobWriterTest {
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
-    });
+    }, THREAD_PER_TASK);
   }
 
   /** Opens a reader of {@code writer} and reads {@code size} bytes, on another thread. */
@@ -133,7 +139,7 @@ class BlobWriterTest {
       } catch (IOException e) {
         throw new java.io.UncheckedIOException(e);
       }
-    });
+    }, THREAD_PER_TASK);
   }
 
   @Test
