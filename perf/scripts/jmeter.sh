@@ -84,7 +84,26 @@ path_jmeter() {
   if (( ${v%%.*} < 5 )); then
     log "ignoring $j: JMeter $v is too old (need 5.x), using the provisioned $JMETER_VERSION"; return 1
   fi
+  if groovy_too_old_for_java "$(dirname "$(dirname "$(readlink -f "$j")")")"; then
+    log "ignoring $j: its Groovy ($groovy_jar) cannot run the plan's Groovy on Java $java_major (no samples), using the provisioned $JMETER_VERSION with Groovy 3.0.25"
+    return 1
+  fi
   echo "$j"
+}
+
+# True when a JMeter home carries Groovy 3.0.x older than 3.0.25 (JMeter 5.6.3 ships 3.0.20) and the
+# java it would run on is 24 or later: that Groovy's ASM cannot read the newer class files, every
+# __groovy function fails and the plan sends nothing. Sets groovy_jar and java_major for the message.
+groovy_too_old_for_java() { # jmeter-home
+  local g n
+  groovy_jar="" java_major=""
+  g="$(compgen -G "$1/lib/groovy-3.0.*.jar" | head -1)" || return 1
+  [[ -n "$g" ]] || return 1
+  groovy_jar="${g##*/}"
+  n="${groovy_jar#groovy-3.0.}"; n="${n%.jar}"
+  [[ "$n" =~ ^[0-9]+$ ]] && (( n < 25 )) || return 1
+  java_major="$("$(java_cmd)" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')"
+  [[ "$java_major" =~ ^[0-9]+$ ]] && (( java_major >= 24 ))
 }
 
 maven_cmd() {
@@ -98,7 +117,8 @@ maven_cmd() {
 # assembled again. 2: log4j's status messages at ERROR (no StatusConsoleListener lines). 3: the
 # HTML report's template without the "Customs Graphs" menu (an empty page: no custom graph here).
 # 4: the launcher's log without -j goes to ~/.local/state/registry-cache-perf/, not ./jmeter.log.
-LAYOUT="(layout 4)"
+# 5: Groovy 3.0.25 instead of JMeter's 3.0.20, which cannot run the plan's Groovy on Java 25.
+LAYOUT="(layout 5)"
 provisioned() { grep -qF "$LAYOUT" "$HOME_DIR/PROVISIONED" 2>/dev/null && [[ -f "$HOME_DIR/bin/ApacheJMeter.jar" && -x "$HOME_DIR/bin/jmeter" ]]; }
 
 provision() {
