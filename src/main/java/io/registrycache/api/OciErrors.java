@@ -100,13 +100,17 @@ final class OciErrors {
 
   /**
    * The OCI error a failure stands for, or {@code null} when it is unexpected (a bug: 500
-   * UNKNOWN). Besides {@link OciException}s: a full disk anywhere in the cause chain is 507
+   * UNKNOWN). Besides {@link OciException}s (the failure or its nearest cause): a full disk anywhere in the cause chain is 507
    * (nothing was stored, the client is not at fault), and Spring's own 4xx/5xx statuses (such as
    * a request it could not read) keep their status with the nearest OCI code.
    */
   static OciException classify(Throwable error) {
-    if (error instanceof OciException e) {
-      return e;
+    // the first OCI error in the cause chain: a blocking store call wraps the store's 503 in an
+    // IOException, and it is still the store's 503
+    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof OciException e) {
+        return e;
+      }
     }
     if (isDiskFull(error)) {
       return new OciException(

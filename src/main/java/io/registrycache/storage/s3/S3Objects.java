@@ -1,5 +1,7 @@
 package io.registrycache.storage.s3;
 
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
 import java.io.EOFException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -29,6 +31,7 @@ import software.amazon.awssdk.auth.credentials.StaticCredentialsProvider;
 import software.amazon.awssdk.core.FileRequestBodyConfiguration;
 import software.amazon.awssdk.core.async.AsyncRequestBody;
 import software.amazon.awssdk.core.async.AsyncResponseTransformer;
+import software.amazon.awssdk.core.exception.SdkClientException;
 import software.amazon.awssdk.http.crt.AwsCrtAsyncHttpClient;
 import software.amazon.awssdk.regions.Region;
 import software.amazon.awssdk.services.s3.S3AsyncClient;
@@ -52,9 +55,10 @@ import software.amazon.awssdk.services.s3.presigner.S3Presigner;
  * leaves nothing under the key. Uploads abandoned by a killed process are found and aborted by
  * {@link #abortUploadsStartedBefore}.
  *
- * <p>All operations are non-blocking and return {@link Mono}/{@link Flux}; errors are the SDK's
- * {@link S3Exception} (with the HTTP status) or {@link software.amazon.awssdk.core.exception.SdkClientException}
- * for transport failures.
+ * <p>All operations are non-blocking and return {@link Mono}/{@link Flux}. Errors: the SDK's
+ * {@link S3Exception} for a 4xx of the store (with its status; 404 as {@link NoSuchKeyException}),
+ * and 503 {@code UNAVAILABLE} ({@link OciException}, the SDK's exception as its cause) when the
+ * store cannot be reached or answers 5xx.
  */
 public final class S3Objects implements AutoCloseable {
 
@@ -65,6 +69,9 @@ public final class S3Objects implements AutoCloseable {
   public record Listed(String key, long size, Instant lastModified) {}
 
   private static final int REGION_CHUNK = 64 * 1024;
+
+  /** What a client is told to wait before it retries a request the store could not serve. */
+  static final Duration RETRY_AFTER = Duration.ofSeconds(1);
 
   private final S3AsyncClient client;
   private final S3Presigner presigner;
@@ -135,6 +142,7 @@ public final class S3Objects implements AutoCloseable {
   /** The object's size and entity tag; empty when there is no such object. */
   public Mono<Optional<ObjectInfo>> stat(String key) {
     return Mono.fromFuture(() -> client.headObject(b -> b.bucket(bucket).key(prefix + key)))
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(S3Objects::info)
         .map(Optional::of)
         .onErrorResume(S3Objects::notFound, e -> Mono.just(Optional.empty()));
@@ -155,7 +163,8 @@ public final class S3Objects implements AutoCloseable {
               range.ifPresent(r -> b.range("bytes=" + r.getRangeStart(size) + "-" + r.getRangeEnd(size)));
             },
             AsyncResponseTransformer.toPublisher()))
-        .flatMapMany(Flux::from);
+        .flatMapMany(Flux::from)
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable);
   }
 
   /**
@@ -165,6 +174,7 @@ public final class S3Objects implements AutoCloseable {
    */
   public Mono<Void> download(String key, Path file) {
     return Mono.fromFuture(() -> client.getObject(b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toFile(file)))
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .then();
   }
 
@@ -173,12 +183,14 @@ public final class S3Objects implements AutoCloseable {
     return Mono.fromFuture(() -> client.putObject(
             b -> b.bucket(bucket).key(prefix + key).contentLength((long) bytes.length),
             AsyncRequestBody.fromBytes(bytes)))
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .then();
   }
 
   /** The whole content of a small object; empty when there is no such object. */
   public Mono<Optional<byte[]>> readAll(String key) {
     return Mono.fromFuture(() -> client.getObject(b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toBytes()))
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(r -> Optional.of(r.asByteArray()))
         .onErrorResume(S3Objects::notFound, e -> Mono.just(Optional.empty()));
   }
@@ -188,23 +200,28 @@ public final class S3Objects implements AutoCloseable {
     return Mono.fromFuture(() -> client.putObject(
             b -> b.bucket(bucket).key(prefix + key).contentLength(length),
             fileRegion(file, position, length)))
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .then();
   }
 
   /** Starts a multipart upload to {@code key}: nothing is visible under the key until completed. */
   public Mono<Upload> startUpload(String key) {
     return Mono.fromFuture(() -> client.createMultipartUpload(b -> b.bucket(bucket).key(prefix + key)))
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(r -> new Upload(key, r.uploadId()));
   }
 
   /** Deletes the object; deleting an absent object succeeds (S3 semantics). */
   public Mono<Void> delete(String key) {
-    return Mono.fromFuture(() -> client.deleteObject(b -> b.bucket(bucket).key(prefix + key))).then();
+    return Mono.fromFuture(() -> client.deleteObject(b -> b.bucket(bucket).key(prefix + key)))
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
+        .then();
   }
 
   /** Keys under {@code keyPrefix} (relative to the store's prefix), in the store's order (UTF-8 binary). */
   public Flux<String> list(String keyPrefix) {
     return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(o -> o.key().substring(prefix.length()));
   }
 
@@ -217,6 +234,7 @@ public final class S3Objects implements AutoCloseable {
 
   public Flux<Listed> listWithSizes(String keyPrefix) {
     return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(o -> new Listed(o.key().substring(prefix.length()), o.size(), o.lastModified()));
   }
 
@@ -239,6 +257,7 @@ public final class S3Objects implements AutoCloseable {
   /** Multipart uploads in progress (started, neither completed nor aborted) to keys under {@code keyPrefix}. */
   public Flux<String> uploadsInProgress(String keyPrefix) {
     return Flux.from(client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).uploads())
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(u -> u.key().substring(prefix.length()));
   }
 
@@ -271,13 +290,15 @@ public final class S3Objects implements AutoCloseable {
   public Mono<Void> abortUpload(String key, String uploadId) {
     return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId)))
         .then()
-        .onErrorResume(S3Objects::notFound, e -> Mono.empty());
+        .onErrorResume(S3Objects::notFound, e -> Mono.empty())
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable);
   }
 
   private Mono<Void> abort(MultipartUpload u) {
     return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(u.key()).uploadId(u.uploadId())))
         .then()
-        .onErrorResume(S3Objects::notFound, e -> Mono.empty());
+        .onErrorResume(S3Objects::notFound, e -> Mono.empty())
+        .onErrorMap(S3Objects::unreachable, S3Objects::unavailable);
   }
 
   /** A presigned GET URL for the object, valid for {@code presign-ttl}: for a 307 to the store. */
@@ -352,6 +373,28 @@ public final class S3Objects implements AutoCloseable {
     return t instanceof NoSuchKeyException || (t instanceof S3Exception s3 && s3.statusCode() == 404);
   }
 
+  /**
+   * Whether {@code e} says the store could not be reached or could not answer: a transport
+   * failure (the SDK's {@link SdkClientException}: refused, reset, timed out) or a 5xx of the
+   * store (500, 503 SlowDown...), after the SDK's own retries.
+   */
+  static boolean unreachable(Throwable e) {
+    Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    return t instanceof SdkClientException || (t instanceof S3Exception s3 && s3.statusCode() >= 500);
+  }
+
+  /**
+   * {@code e} as the client's answer: 503 {@code UNAVAILABLE} with {@code Retry-After: 1}. The
+   * request may succeed on a retry and nothing was stored or served wrong; a 500 would say the
+   * cache has a bug.
+   */
+  static OciException unavailable(Throwable e) {
+    Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+    String what = t instanceof S3Exception s3 ? "answered " + s3.statusCode() : "could not be reached";
+    return new OciException(OciErrorCode.UNAVAILABLE, OciErrorCode.UNAVAILABLE.defaultStatus(),
+        "the cache's object store " + what + "; retry", null, RETRY_AFTER, t);
+  }
+
   @Override
   public void close() {
     client.close();
@@ -406,7 +449,8 @@ public final class S3Objects implements AutoCloseable {
         return Mono.empty();
       }
       return Mono.fromFuture(CompletableFuture.allOf(
-          sending.subList(0, sending.size() - max).toArray(CompletableFuture[]::new)));
+              sending.subList(0, sending.size() - max).toArray(CompletableFuture[]::new)))
+          .onErrorMap(S3Objects::unreachable, S3Objects::unavailable);
     }
 
     /** Makes the object visible under its key once every part is stored. */
@@ -417,6 +461,7 @@ public final class S3Objects implements AutoCloseable {
               .bucket(bucket).key(prefix + key).uploadId(uploadId)
               .multipartUpload(CompletedMultipartUpload.builder()
                   .parts(all.stream().map(CompletableFuture::join).toList()).build()))))
+          .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
           .then();
     }
 

@@ -5,7 +5,17 @@ import io.registrycache.testsupport.S3TestServer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
 import io.registrycache.testsupport.Sha256;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.util.List;
+import reactor.core.publisher.Mono;
+import software.amazon.awssdk.core.exception.SdkClientException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -144,6 +154,46 @@ class S3ObjectsTest {
       long seconds = Duration.ofNanos(System.nanoTime() - start).toSeconds();
       assertThat(error).as("the request fails instead of hanging").isNotNull();
       assertThat(seconds).as("seconds until it failed").isLessThan(30);
+    }
+  }
+
+  @Test
+  void aStoreThatResetsEveryConnectionGivesTheClientA503ToRetryNotA500() throws Exception {
+    // A loopback port that accepts each connection and resets it at once (SO_LINGER 0: RST).
+    try (ServerSocket resetting = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+      Thread acceptor = Thread.ofVirtual().start(() -> {
+        while (!resetting.isClosed()) {
+          try (Socket s = resetting.accept()) {
+            s.setSoLinger(true, 0);
+          } catch (IOException e) {
+            return;
+          }
+        }
+      });
+      S3Objects down = S3Objects.create(S3Settings.s3(URI.create("http://127.0.0.1:" + resetting.getLocalPort()), BUCKET, "access", "secret")
+          .connectTimeout(Duration.ofSeconds(2)).stallTimeout(Duration.ofSeconds(2)).build());
+      Path f = file(100, 3);
+      List<Mono<?>> operations = List.of(
+          down.stat("blobs/a"),
+          down.readAll("manifests/a"),
+          down.putBytes("manifests/a", new byte[] {1, 2, 3}),
+          down.putFile("blobs/a", f, 0, 100),
+          down.delete("blobs/a"),
+          down.startUpload("blobs/a"),
+          down.list("tags/").then(),
+          Flux.from(down.open("blobs/a", Optional.empty(), 100)).then());
+      for (Mono<?> operation : operations) {
+        Throwable error = operation.then(Mono.<Throwable>empty()).onErrorResume(Mono::just).block(Duration.ofSeconds(60));
+        assertThat(error).isInstanceOfSatisfying(OciException.class, e -> {
+          assertThat(e.code()).isEqualTo(OciErrorCode.UNAVAILABLE);
+          assertThat(e.status().value()).isEqualTo(503);
+          assertThat(e.retryAfter()).hasValue(Duration.ofSeconds(1));
+          assertThat(e.getCause()).isInstanceOf(SdkClientException.class);
+        });
+      }
+      down.close();
+      resetting.close();
+      acceptor.join(Duration.ofSeconds(10));
     }
   }
 
