@@ -189,7 +189,8 @@ public class ProxyBlobService implements SmartLifecycle {
   private Mono<BlobSource> lookup(BlobRequest request) {
     return Mono.defer(() -> {
       Lookup lookup = new Lookup(request);
-      return Mono.defer(lookup::step).repeatWhenEmpty(again -> again);
+      // a hit answers from the first step; only a step that ends empty pays for the repeat
+      return lookup.step().switchIfEmpty(Mono.defer(lookup::step).repeatWhenEmpty(again -> again));
     });
   }
 
