@@ -230,19 +230,27 @@ public class StorageLayout {
   }
 
   /**
-   * Makes {@code folder} and its missing parents. On the default file system through {@link
-   * java.io.File#mkdirs} and {@link java.io.File#isDirectory}, which answer with booleans where
-   * {@link Files#createDirectories} throws and catches an exception per existing or missing
-   * level; that one only reports why it failed.
+   * Makes {@code folder} and its missing parents. On the default file system one {@code mkdir}
+   * per level through {@link File#mkdir} and {@link File#isDirectory}, which answer with
+   * booleans where {@link Files#createDirectories} throws and catches an exception per existing
+   * or missing level, and where {@link File#mkdirs} resolves the whole path again ({@code
+   * realpath}: a {@code readlink} per component) for every missing level. {@link
+   * Files#createDirectories} then only reports why it failed.
    */
   private static void makeFolder(Path folder) throws IOException {
-    if (folder.getFileSystem() == FileSystems.getDefault()) {
-      File file = folder.toFile();
-      if (file.isDirectory() || file.mkdirs() || file.isDirectory()) {
-        return;
-      }
+    if (folder.getFileSystem() == FileSystems.getDefault() && makeFolders(folder.toFile())) {
+      return;
     }
     Files.createDirectories(folder);
+  }
+
+  /** Whether {@code folder} is a folder now, made with its missing parents. */
+  private static boolean makeFolders(File folder) {
+    if (folder.mkdir() || folder.isDirectory()) {
+      return true;
+    }
+    File parent = folder.getParentFile();
+    return parent != null && makeFolders(parent) && (folder.mkdir() || folder.isDirectory());
   }
 
   /**
