@@ -14,6 +14,7 @@ import org.springframework.stereotype.Component;
  * Without a cluster every replica is its own evictor.
  */
 @Component
+@ConditionalOnCluster
 @ConditionalOnStorageType(StorageProperties.Type.S3)
 public class ClusterEvictionTurn implements EvictionTurn {
 

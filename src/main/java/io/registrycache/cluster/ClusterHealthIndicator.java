@@ -13,6 +13,7 @@ import org.springframework.stereotype.Component;
  * lookup shows as {@code lastError}. {@code mode: single} when no cluster is configured.
  */
 @Component
+@ConditionalOnCluster
 public class ClusterHealthIndicator implements HealthIndicator {
 
   private final ClusterMembership membership;

@@ -41,6 +41,7 @@ import org.springframework.stereotype.Component;
  * black-holed connection first. It is taken back when the time is up; no probing.
  */
 @Component
+@ConditionalOnCluster
 public class ClusterMembership {
 
   private static final Logger log = LoggerFactory.getLogger(ClusterMembership.class);

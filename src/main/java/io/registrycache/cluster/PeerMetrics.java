@@ -31,6 +31,7 @@ import org.springframework.stereotype.Component;
  * </ul>
  */
 @Component
+@ConditionalOnCluster
 public class PeerMetrics {
 
   /** Which way a peer request went, seen from this replica. */

@@ -20,6 +20,7 @@ import org.springframework.stereotype.Component;
  * length of the expected token leaks through timing.
  */
 @Component
+@ConditionalOnCluster
 public final class PeerToken {
 
   /** The shortest token accepted, in characters. */

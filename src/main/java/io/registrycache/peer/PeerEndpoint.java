@@ -1,6 +1,7 @@
 package io.registrycache.peer;
 
 import io.registrycache.auth.Challenges;
+import io.registrycache.cluster.ConditionalOnCluster;
 import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.cluster.PeerMetrics.Direction;
 import io.registrycache.cluster.PeerMetrics.Outcome;
@@ -53,6 +54,7 @@ import reactor.core.publisher.Mono;
  * <p>Served only on {@code cluster.peer-port} ({@link PeerServer}), never on the pull port.
  */
 @Component
+@ConditionalOnCluster
 public class PeerEndpoint {
 
   private static final Logger log = LoggerFactory.getLogger(PeerEndpoint.class);

@@ -2,6 +2,7 @@ package io.registrycache.peer;
 
 import io.registrycache.cluster.ClusterMembership;
 import io.registrycache.cluster.ClusterProperties;
+import io.registrycache.cluster.ConditionalOnCluster;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,6 +28,7 @@ import reactor.netty.resources.LoopResources;
  * registry-cache.cluster.peer-address}), and/or a NetworkPolicy; see docs/scale-out.md.
  */
 @Component
+@ConditionalOnCluster
 public class PeerServer implements SmartLifecycle {
 
   private static final Logger log = LoggerFactory.getLogger(PeerServer.class);

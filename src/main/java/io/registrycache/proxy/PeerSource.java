@@ -32,6 +32,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferUtils;
@@ -89,13 +90,21 @@ public class PeerSource {
   private final WebClient pingClient;
   private final Duration firstByteTimeout;
 
+  /** A single replica (no cluster configured, so no cluster beans): every blob from the upstream. */
   @Autowired
+  public PeerSource(
+      ObjectProvider<ClusterMembership> membership, ClusterProperties properties,
+      ObjectProvider<PeerToken> token, ObjectProvider<PeerMetrics> metrics) {
+    this(membership.getIfAvailable(), properties, token.getIfAvailable(), metrics.getIfAvailable());
+  }
+
+  /** @param membership the cluster, or {@code null} for a single replica */
   public PeerSource(ClusterMembership membership, ClusterProperties properties, PeerToken token, PeerMetrics metrics) {
     this.membership = membership;
     this.token = token;
     this.metrics = metrics;
     this.firstByteTimeout = properties.firstByteTimeout();
-    if (membership.enabled()) {
+    if (membership != null && membership.enabled()) {
       this.loops = LoopResources.create("peer-client", 2, true);
       this.pool = ConnectionProvider.builder("peer-client")
           .maxConnections(256)
