@@ -100,7 +100,7 @@ public class PeerSource {
       this.pool = ConnectionProvider.builder("peer-client")
           .maxConnections(256)
           .pendingAcquireMaxCount(4096)
-          .maxIdleTime(java.time.Duration.ofSeconds(30))
+          .maxIdleTime(Duration.ofSeconds(30))
           .build();
       HttpClient http =
           HttpClient.create(pool)
@@ -380,10 +380,10 @@ public class PeerSource {
   @PreDestroy
   void close() {
     if (pool != null) {
-      pool.disposeLater().block(java.time.Duration.ofSeconds(5));
+      pool.disposeLater().block(Duration.ofSeconds(5));
     }
     if (loops != null) {
-      loops.disposeLater(java.time.Duration.ZERO, java.time.Duration.ofSeconds(2)).block(java.time.Duration.ofSeconds(5));
+      loops.disposeLater(Duration.ZERO, Duration.ofSeconds(2)).block(Duration.ofSeconds(5));
     }
   }
 }

@@ -1,23 +1,28 @@
 package io.registrycache.proxy;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
 import io.registrycache.cluster.Member;
+import io.registrycache.config.BlobsProperties;
+import io.registrycache.config.ContentScope;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
-import io.registrycache.config.ContentScope;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentLinks;
 import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.StoredContent;
+import io.registrycache.tracing.PullSpan;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
-import io.registrycache.config.BlobsProperties;
-import io.registrycache.tracing.PullSpan;
-import java.util.function.Supplier;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongConsumer;
+import java.util.function.Supplier;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Service;
 import reactor.core.publisher.Flux;
@@ -57,10 +62,10 @@ public class ProxyBlobService implements SmartLifecycle {
   private final boolean offline;
   private final PeerSource peers;
   /** Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in vain. */
-  private final com.github.benmanes.caffeine.cache.Cache<String, Unrequested> unrequested;
+  private final Cache<String, Unrequested> unrequested;
   private volatile boolean running;
   /** Prefetch fills in the single-flight now (a stored blob is looked for among them only when some are). */
-  private final java.util.concurrent.atomic.AtomicInteger prefetchFills = new java.util.concurrent.atomic.AtomicInteger();
+  private final AtomicInteger prefetchFills = new AtomicInteger();
   /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
   private final boolean fillLimits;
 
@@ -74,12 +79,12 @@ public class ProxyBlobService implements SmartLifecycle {
     this.metrics = metrics;
     this.storage = context.storage();
     this.blobSettings = properties.blobs();
-    this.unrequested = com.github.benmanes.caffeine.cache.Caffeine.newBuilder()
+    this.unrequested = Caffeine.newBuilder()
         .maximumSize(100_000)
         .expireAfterWrite(properties.blobs().prefetch().unrequestedAfter())
         .scheduler(com.github.benmanes.caffeine.cache.Scheduler.systemScheduler())
         .<String, Unrequested>removalListener((key, value, cause) -> {
-          if (cause == com.github.benmanes.caffeine.cache.RemovalCause.EXPIRED && value != null) {
+          if (cause == RemovalCause.EXPIRED && value != null) {
             metrics.prefetchUnrequested(value.upstream(), value.size());
           }
         })
@@ -435,7 +440,7 @@ public class ProxyBlobService implements SmartLifecycle {
     /** A client or a peer has asked for it. */
     volatile boolean requested;
 
-    Fill(String key, BlobDownload download, java.util.function.LongConsumer link, boolean byPrefetch,
+    Fill(String key, BlobDownload download, LongConsumer link, boolean byPrefetch,
         FillPermits permits) {
       this.download = download;
       this.byPrefetch = byPrefetch;

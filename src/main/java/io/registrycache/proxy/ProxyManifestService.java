@@ -1,6 +1,7 @@
 package io.registrycache.proxy;
 
-import io.registrycache.storage.TagRef;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.cluster.Member;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
@@ -15,6 +16,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.ContentVerificationException;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StoredManifest;
+import io.registrycache.storage.TagRef;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
@@ -73,8 +75,8 @@ public class ProxyManifestService {
    * Image manifests fetched without their blobs (an index's child for a platform left out of
    * {@code blobs.prefetch.platforms}): a client that asks for one prefetches them then.
    */
-  private final com.github.benmanes.caffeine.cache.Cache<Digest, Boolean> withoutLayers =
-      com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(10_000).expireAfterWrite(Duration.ofMinutes(10)).build();
+  private final Cache<Digest, Boolean> withoutLayers =
+      Caffeine.newBuilder().maximumSize(10_000).expireAfterWrite(Duration.ofMinutes(10)).build();
   private final SingleFlight<String, Mono<StoredManifest>> fetches = new SingleFlight<>();
   private final SingleFlight<String, Mono<ManifestResult>> revalidations = new SingleFlight<>();
 
@@ -356,7 +358,7 @@ public class ProxyManifestService {
                 .doOnSubscribe(s -> metrics.fetchInFlight(1))
                 .doFinally(s -> metrics.fetchInFlight(-1))
                 .map(response -> verify(upstream, name, reference, response))
-                .map(verified -> prefetch && prefetcher.worthIt(upstream.key(), java.time.Duration.ofNanos(System.nanoTime() - started))
+                .map(verified -> prefetch && prefetcher.worthIt(upstream.key(), Duration.ofNanos(System.nanoTime() - started))
                     ? verified.withPrefetch() : verified)
                 .publishOn(storage)
                 .map(verified -> keep(upstream, name, reference, verified, layers));

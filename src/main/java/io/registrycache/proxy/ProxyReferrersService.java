@@ -1,10 +1,10 @@
 package io.registrycache.proxy;
 
-import io.registrycache.oci.Json;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Result;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.Json;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
@@ -17,6 +17,7 @@ import java.net.URI;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -213,7 +214,7 @@ public class ProxyReferrersService {
           .filter(d -> artifactType == null || artifactType.equals(d.path("artifactType").asString(null)))
           // By digest: upstreams list in no stable order (go-containerregistry's changes per call),
           // and a list fetched again between two pages must still page without gaps or repeats.
-          .sorted(java.util.Comparator.comparing((JsonNode d) -> d.path("digest").asString("")))
+          .sorted(Comparator.comparing((JsonNode d) -> d.path("digest").asString("")))
           .toList();
       int from = 0;
       if (last != null) {

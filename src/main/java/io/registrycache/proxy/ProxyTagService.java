@@ -1,15 +1,16 @@
 package io.registrycache.proxy;
 
-import io.registrycache.oci.Json;
+import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.oci.Json;
 import io.registrycache.oci.LinkHeader;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
-import io.registrycache.oci.OciErrorCode;
-import io.registrycache.oci.OciException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -53,7 +54,7 @@ public class ProxyTagService {
   private final int maxTags;
 
   public ProxyTagService(PullThroughContext context, ManifestStore store) {
-    io.registrycache.config.RegistryCacheProperties properties = context.properties();
+    RegistryCacheProperties properties = context.properties();
     this.upstreams = context.upstreams();
     this.store = store;
     this.storage = context.storage();

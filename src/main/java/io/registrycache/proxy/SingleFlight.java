@@ -1,11 +1,13 @@
 package io.registrycache.proxy;
 
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import reactor.core.publisher.Mono;
 
@@ -44,7 +46,7 @@ final class SingleFlight<K, V> {
   }
 
   /** A call in flight whose key {@code matching} accepts, or null; scans every call in flight. */
-  V current(java.util.function.Predicate<K> matching) {
+  V current(Predicate<K> matching) {
     for (Map.Entry<K, V> e : inFlight.entrySet()) {
       if (matching.test(e.getKey())) {
         return e.getValue();
@@ -64,8 +66,8 @@ final class SingleFlight<K, V> {
   }
 
   /** The calls in flight now (a copy). */
-  java.util.List<V> inFlight() {
-    return java.util.List.copyOf(inFlight.values());
+  List<V> inFlight() {
+    return List.copyOf(inFlight.values());
   }
 
   /**
