@@ -13,6 +13,7 @@ import io.registrycache.storage.StorageJanitor;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import org.jspecify.annotations.Nullable;
@@ -155,7 +156,7 @@ public class CacheEndpoint {
       return badRequest(e.getMessage());
     }
     Optional<String> evictor = janitor.evictorElsewhere();
-    if (evictor.isPresent() && (action.equals("janitor") || !dry && (action.equals("prune") || action.equals("evict")))) {
+    if (evictor.isPresent() && (action.equals("janitor") || (!dry && (action.equals("prune") || action.equals("evict"))))) {
       return new WebEndpointResponse<>(Map.of(
           "error", "this replica does not evict or prune the shared store; send the request to " + evictor.get()
               + "'s management port (the owner of the key '" + EvictionTurn.KEY + "')",
@@ -260,7 +261,7 @@ public class CacheEndpoint {
     PreloadJob job = preloader.submit(references, wanted, "api");
     Map<String, Object> body = new LinkedHashMap<>();
     body.put("id", job.id());
-    body.put("state", job.state().name().toLowerCase());
+    body.put("state", job.state().name().toLowerCase(Locale.ROOT));
     body.put("total", job.items().size());
     body.put("platforms", wanted.wanted());
     body.put("status", "/actuator/cache/preload/" + job.id());

@@ -268,7 +268,7 @@ public class PullAuthentication {
   }
 
   private Mono<Identity> bearer(String token, boolean accepted, Supplier<String> challenge) {
-    if (!accepted || !tokens.enabled() && !external.enabled()) {
+    if (!accepted || (!tokens.enabled() && !external.enabled())) {
       return Mono.error(new AuthenticationRequired(challenge.get(),
           "only Basic credentials are accepted here (Authorization: Basic <base64 of user:password>)"));
     }

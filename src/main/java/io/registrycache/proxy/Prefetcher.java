@@ -144,7 +144,7 @@ public class Prefetcher {
   }
 
   /** The prefetch fills of one upstream: at most {@link #slots} at once, the rest queued. */
-  private final class Lane {
+  private static final class Lane {
     private final ArrayDeque<Supplier<Mono<Long>>> queue = new ArrayDeque<>();
     private final int slots;
     private int inFlight;

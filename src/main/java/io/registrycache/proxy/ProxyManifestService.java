@@ -24,6 +24,7 @@ import io.registrycache.upstream.UpstreamManifest;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -65,7 +66,6 @@ public class ProxyManifestService {
   private final CacheMetrics metrics;
   private final TagFreshness freshness;
   private final int maxBytes;
-  private final Clock clock;
   private final boolean offline;
   /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
   private final boolean fillLimits;
@@ -102,7 +102,6 @@ public class ProxyManifestService {
     this.metrics = context.metrics();
     this.freshness = new TagFreshness(properties.manifests().tagTtl(), clock, properties.upstreams().offline());
     this.maxBytes = properties.manifests().maxSizeBytes();
-    this.clock = clock;
     this.offline = properties.upstreams().offline();
     this.fillLimits = properties.rateLimit().enabled();
   }
@@ -128,7 +127,7 @@ public class ProxyManifestService {
    */
   public Mono<ManifestResult> getForPreload(Upstream upstream, RepositoryName name, Reference reference) {
     return get(upstream, name, reference, MediaTypes.ALL_MANIFESTS, false)
-        .contextWrite(context -> context.put(NO_PREFETCH, Boolean.TRUE));
+        .contextWrite(context -> context.put(NO_PREFETCH, true));
   }
 
   /** Reactor context key: a fetch under it starts no prefetch. */
@@ -311,7 +310,7 @@ public class ProxyManifestService {
               log.warn(
                   "serving cached {}/{}:{} ({}) stale: upstream failed revalidation: {}",
                   upstream.key(), name, tag, cached.manifest().digest(), e.getMessage());
-              metrics.staleServed(upstream.key(), e.code().name().toLowerCase());
+              metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
               return Mono.just(new ManifestResult(cached.manifest(), Result.STALE));
             });
   }
@@ -416,7 +415,7 @@ public class ProxyManifestService {
     try {
       manifest = new StoredManifest(expected, content.mediaType(), body);
     } catch (ContentVerificationException e) {
-      throw lying(what, expected == announced
+      throw lying(what, expected.equals(announced)
           ? "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced
           : "the manifest bytes do not have the requested digest " + expected);
     }

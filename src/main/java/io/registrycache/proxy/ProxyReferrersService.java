@@ -19,6 +19,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -147,7 +148,7 @@ public class ProxyReferrersService {
           if (cached.isPresent() && cached.get().fromApi()) {
             log.warn("serving cached referrers of {}/{}@{} stale: upstream failed: {}",
                 upstream.key(), name, subject, e.getMessage());
-            metrics.staleServed(upstream.key(), e.code().name().toLowerCase());
+            metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
             return Mono.just(new Referrers(list(cached.get().manifests()), Result.STALE));
           }
           // Nothing from the API is cached: the tag schema may be (ProxyManifestService serves it
@@ -235,9 +236,12 @@ public class ProxyReferrersService {
   }
 
   /**
+   * One page of a referrers list.
+   *
    * @param body the image index JSON
    * @param nextAfter the digest of this page's last descriptor when more follow, else null
    */
+  @SuppressWarnings("ArrayRecordComponent") // bytes carried as they were read; a value of this record is never compared or hashed
   public record Page(byte[] body, String nextAfter) {}
 
 }

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.SortedSet;
 import java.util.TreeSet;
@@ -90,7 +91,7 @@ public class ProxyTagService {
                 return Mono.error(e);
               }
               log.warn("listing cached tags of {}/{}: upstream failed: {}", upstream.key(), name, e.getMessage());
-              metrics.staleServed(upstream.key(), e.code().name().toLowerCase());
+              metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
               return cached(upstream, name, n, last);
             });
   }
@@ -168,6 +169,7 @@ public class ProxyTagService {
    * @param nextQuery query string ({@code n=..&last=..}, encoded) of the next page, or {@code null}
    * @param fromCache whether the upstream was not reachable and the cache answered
    */
+  @SuppressWarnings("ArrayRecordComponent") // bytes carried as they were read; a value of this record is never compared or hashed
   public record TagPage(byte[] body, String nextQuery, boolean fromCache) {
 
     /**

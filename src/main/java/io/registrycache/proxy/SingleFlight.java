@@ -29,6 +29,7 @@ final class SingleFlight<K, V> {
    * exactly once. The call must end with {@link #finished}. When {@code create} returns null
    * (nothing to do after all), so does this, and nothing is started.
    */
+  @SuppressWarnings("ReferenceEquality") // whether this caller made the call: identity is the test
   V join(K key, Function<K, V> create, Consumer<V> start) {
     AtomicReference<V> created = new AtomicReference<>();
     V call =

@@ -236,7 +236,7 @@ public class StorageLayout {
    * level; that one only reports why it failed.
    */
   private static void makeFolder(Path folder) throws IOException {
-    if (folder.getFileSystem() == FileSystems.getDefault()) {
+    if (folder.getFileSystem().equals(FileSystems.getDefault())) {
       File file = folder.toFile();
       if (file.isDirectory() || file.mkdirs() || file.isDirectory()) {
         return;

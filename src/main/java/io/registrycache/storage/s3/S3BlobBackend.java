@@ -609,6 +609,7 @@ public final class S3BlobBackend implements BlobBackend {
     }
   }
 
+  @SuppressWarnings("FutureReturnValueIgnored") // a delayed best-effort delete: nothing waits for it; a failed delete is left for the janitor
   private void schedule(Runnable task, Duration delay) {
     try {
       executor.schedule(task, delay.toMillis(), TimeUnit.MILLISECONDS);

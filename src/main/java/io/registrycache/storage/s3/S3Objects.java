@@ -208,13 +208,13 @@ public final class S3Objects implements AutoCloseable {
         .map(o -> o.key().substring(prefix.length()));
   }
 
+  /** Listings of {@link #listContentWithSizes} running at once. */
+  static final int LIST_CONCURRENCY = 8;
+
   /**
    * Objects under {@code keyPrefix} with their sizes and last-write times, in the store's order:
    * one request per 1,000 keys, no content read.
    */
-  /** Listings of {@link #listContentWithSizes} running at once. */
-  static final int LIST_CONCURRENCY = 8;
-
   public Flux<Listed> listWithSizes(String keyPrefix) {
     return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
         .map(o -> new Listed(o.key().substring(prefix.length()), o.size(), o.lastModified()));
