@@ -5,8 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import io.registrycache.cluster.Member;
 import io.registrycache.cluster.RendezvousHashing;
-import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.NeedsGoTool;
@@ -30,6 +30,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -118,7 +119,7 @@ class TracingIT {
           .pollInterval(Duration.ofMillis(200))
           .ignoreExceptionsInstanceOf(IOException.class) // not listening yet
           .until(() -> get(query + "/api/services").statusCode() == 200);
-    } catch (org.awaitility.core.ConditionTimeoutException notStarted) {
+    } catch (ConditionTimeoutException notStarted) {
       throw new IllegalStateException("jaeger did not start:\n" + Files.readString(jaegerLog), notStarted);
     }
 

@@ -16,6 +16,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -58,7 +59,7 @@ class S3StoragePullIT extends AbstractCacheIT {
   }
 
   Command.Result skopeo(String... args) {
-    List<String> command = new java.util.ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
+    List<String> command = new ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
     command.addAll(List.of(args));
     return Command.run(Duration.ofSeconds(150), command).assertSuccess();
   }
