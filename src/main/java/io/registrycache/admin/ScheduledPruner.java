@@ -56,7 +56,7 @@ public class ScheduledPruner implements SmartLifecycle {
   }
 
   @Override
-  @SuppressWarnings("FutureReturnValueIgnored") // the task logs its own failures, so the schedule goes on; stopping shuts the executor down
+  @SuppressWarnings("FutureReturnValueIgnored") // the task logs its failures; stop() shuts it down
   public void start() {
     if (schedule == null || request == null || schedule.isZero() || schedule.isNegative()) {
       return;

@@ -241,7 +241,7 @@ public class ProxyReferrersService {
    * @param body the image index JSON
    * @param nextAfter the digest of this page's last descriptor when more follow, else null
    */
-  @SuppressWarnings("ArrayRecordComponent") // bytes carried as they were read; a value of this record is never compared or hashed
+  @SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
   public record Page(byte[] body, String nextAfter) {}
 
 }

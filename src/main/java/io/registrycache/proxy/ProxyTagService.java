@@ -169,7 +169,7 @@ public class ProxyTagService {
    * @param nextQuery query string ({@code n=..&last=..}, encoded) of the next page, or {@code null}
    * @param fromCache whether the upstream was not reachable and the cache answered
    */
-  @SuppressWarnings("ArrayRecordComponent") // bytes carried as they were read; a value of this record is never compared or hashed
+  @SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
   public record TagPage(byte[] body, String nextQuery, boolean fromCache) {
 
     /**

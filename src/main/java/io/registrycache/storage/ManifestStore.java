@@ -384,7 +384,7 @@ public class ManifestStore {
    *
    * @return manifests added plus manifests dropped
    */
-  @SuppressWarnings("ModifyCollectionInEnhancedForLoop") // index is a ConcurrentHashMap, whose iterators allow removal
+  @SuppressWarnings("ModifyCollectionInEnhancedForLoop") // index is a ConcurrentHashMap
   public int rescan() {
     long started = clock.millis();
     Set<Digest> seen = new HashSet<>();

@@ -11,7 +11,7 @@ import io.registrycache.oci.MediaType;
  * @param mediaType the manifest's media type (one of the manifest types)
  * @param body the raw bytes; never modified, never re-serialized
  */
-@SuppressWarnings("ArrayRecordComponent") // bytes carried as they were read; a value of this record is never compared or hashed
+@SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
 public record StoredManifest(Digest digest, MediaType mediaType, byte[] body) {
   /**
    * Checks {@code body} against {@code digest}.

@@ -86,7 +86,7 @@ enum TransportFailure {
   }
 
   /** The one walk of a cause chain in this package. */
-  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk: identity is the test
+  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   private static Throwable first(Throwable t, Predicate<Throwable> test) {
     for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
       if (test.test(c)) {
@@ -97,7 +97,7 @@ enum TransportFailure {
   }
 
   /** The innermost cause. */
-  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk: identity is the test
+  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   static Throwable root(Throwable t) {
     Throwable root = t;
     while (root.getCause() != null && root.getCause() != root) {

@@ -122,7 +122,7 @@ final class UpstreamAuthenticator {
     }
   }
 
-  @SuppressWarnings("FutureReturnValueIgnored") // thenAccept only drops a failed entry; callers wait on the future itself
+  @SuppressWarnings("FutureReturnValueIgnored") // only drops a failed entry; callers wait on future
   private Mono<UpstreamAuthorization> load(
       Upstream upstream, RepositoryName repository, Key key, String challenge) {
     CompletableFuture<Outcome> future =

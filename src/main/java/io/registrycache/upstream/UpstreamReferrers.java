@@ -9,5 +9,5 @@ import java.net.URI;
  * @param next the next page's URI (from the upstream's {@code Link: <...>; rel="next"}, resolved
  *     against the upstream URL), or {@code null} on the last page
  */
-@SuppressWarnings("ArrayRecordComponent") // bytes carried as they were read; a value of this record is never compared or hashed
+@SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
 public record UpstreamReferrers(byte[] body, URI next) {}

@@ -609,7 +609,7 @@ public final class S3BlobBackend implements BlobBackend {
     }
   }
 
-  @SuppressWarnings("FutureReturnValueIgnored") // a delayed best-effort delete: nothing waits for it; a failed delete is left for the janitor
+  @SuppressWarnings("FutureReturnValueIgnored") // a best-effort delete later; nothing waits for it
   private void schedule(Runnable task, Duration delay) {
     try {
       executor.schedule(task, delay.toMillis(), TimeUnit.MILLISECONDS);

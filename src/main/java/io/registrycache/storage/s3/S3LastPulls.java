@@ -97,7 +97,7 @@ public final class S3LastPulls implements AutoCloseable {
   }
 
   /** Starts writing recorded pulls every {@link #flushEvery}, on a daemon thread of its own. */
-  @SuppressWarnings("FutureReturnValueIgnored") // the task logs its own failures, so the schedule goes on; stopping shuts the executor down
+  @SuppressWarnings("FutureReturnValueIgnored") // the task logs its failures; close() ends it
   public synchronized void start() {
     if (flusher != null) {
       return;

@@ -228,7 +228,7 @@ final class S3LocalTier {
     copies.invalidate(digest);
   }
 
-  @SuppressWarnings("FutureReturnValueIgnored") // a delayed delete of a local copy: nothing waits for it; deleteQuietly logs a failure
+  @SuppressWarnings("FutureReturnValueIgnored") // deleteQuietly logs a failure; nothing waits
   private void deleteLater(Digest digest) {
     Runnable delete = () -> {
       synchronized (lock) {
