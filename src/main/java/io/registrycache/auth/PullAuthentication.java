@@ -364,14 +364,15 @@ public class PullAuthentication {
         .subscribeOn(Schedulers.boundedElastic())
         .flatMap(found -> found
             .or(() -> passthrough
-                // Not the cache's credentials: a pass-through upstream may know them (it decides).
+                // Not the cache's credentials: a pass-through upstream may know
+                // them (it decides).
                 ? Optional.of(new Identity(Identity.Kind.PASSTHROUGH, credentials.user()))
                 : Optional.empty())
             .map(identity -> {
               verified.put(rememberedAs, identity);
-              // Credentials the cache does not know failed its own check, though a pass-through
-              // upstream may take them: the token stays used, so guessing a user's password here
-              // is limited as before.
+              // Credentials the cache does not know failed its own check, though a
+              // pass-through upstream may take them: the token stays used, so guessing
+              // a user's password here is limited as before.
               if (failedChecks != null && identity.kind() != Identity.Kind.PASSTHROUGH) {
                 failedChecks.succeeded(client);
               }

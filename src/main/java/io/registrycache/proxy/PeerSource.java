@@ -192,7 +192,8 @@ public class PeerSource {
     if (membership == null) {
       return Optional.empty();
     }
-    // A digest has one owner wherever it is pulled from (as a blob's); a tag, per upstream and repository.
+    // A digest has one owner wherever it is pulled from (as a blob's); a tag, per upstream and
+    // repository.
     return membership.ownerElsewhere(reference instanceof Reference.ByDigest byDigest
         ? byDigest.digest().toString()
         : upstream.key() + "/" + name.value() + ":" + reference);

@@ -147,7 +147,8 @@ public class ProxyBlobService implements SmartLifecycle {
               s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
           .flatMap(source -> source instanceof BlobSource.Downloading d
                   && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))
-              // served only once stored: looked up again then, as fetched for this request
+              // served only once stored: looked up again then, as fetched for this
+              // request
               ? d.stored().then(lookup(request))
                   .map(again -> again instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : again)
               : Mono.just(source));
@@ -228,12 +229,14 @@ public class ProxyBlobService implements SmartLifecycle {
         return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
       }
       // A fill from an owner and one from the upstream are different calls: a peer's request never
-      // joins a fill that waits on a peer (two replicas that disagree on the owner cannot deadlock).
-      // A pass-through upstream is filled here, with this client's credentials, which no peer has.
+      // joins a fill that waits on a peer (two replicas that disagree on the owner cannot
+      // deadlock). A pass-through upstream is filled here, with this client's credentials, which no
+      // peer has.
       Optional<Member> owner = r.asker() == Asker.PEER || upstream.passthrough()
           ? Optional.empty() : peers.ownerElsewhere(digest);
       if (owner.isPresent() && !storeRechecked) {
-        // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
+        // The owner stores what it fills; in a shared store its copy may be there already (one
+        // HEAD).
         storeRechecked = true;
         return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
             .publishOn(storage)
@@ -278,7 +281,8 @@ public class ProxyBlobService implements SmartLifecycle {
       String key = fromUpstream + owner.map(m -> "|from " + m.id()).orElse("");
       // A client's (or prefetch's) request joins any fill of the blob here, wherever it reads from:
       // the owner seen may have changed meanwhile (one suspected), and two fills would fetch twice.
-      // Only a peer's request keeps to fills from the upstream, so replicas never wait on each other.
+      // Only a peer's request keeps to fills from the upstream, so replicas never wait on each
+      // other.
       Fill fill = r.asker() == Asker.PEER || !peers.clustered() ? null
           : downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
       // A fill stores (and links) its blob before it leaves the single-flight, so a blob missing
@@ -292,7 +296,8 @@ public class ProxyBlobService implements SmartLifecycle {
               if (store.size(digest).isPresent()) {
                 return null;
               }
-              // Only the request that starts the fill takes a permit (under the map's lock, never blocking).
+              // Only the request that starts the fill takes a permit (under the map's lock,
+              // never blocking).
               if (permits != null && !permits.tryAcquire()) {
                 refused[0] = true;
                 return null;
@@ -363,7 +368,8 @@ public class ProxyBlobService implements SmartLifecycle {
 
   /** Downloads of one digest are shared only by requests that may see each other's content. */
   private String scopeKey(Upstream upstream, RepositoryName name) {
-    // A pass-through upstream's clients may see different repositories: its content is per repository.
+    // A pass-through upstream's clients may see different repositories: its content is per
+    // repository.
     ContentScope scope = upstream.passthrough() ? ContentScope.REPOSITORY : store.links().scope();
     return switch (scope) {
       case REPOSITORY -> upstream.key() + "/" + name.value();

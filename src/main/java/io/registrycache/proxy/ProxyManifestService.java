@@ -349,8 +349,9 @@ public class ProxyManifestService {
         storedMeanwhile,
         forPeer || !fillLimits ? null : FillPermits.of(requestContext),
         () -> Mono.deferContextual(context -> {
-          // A peer's request is not prefetched for: the replica its client asked does it, through
-          // the blobs' owners, so the cluster still fetches each blob once.
+          // A peer's request is not prefetched for: the replica its client asked
+          // does it, through the blobs' owners, so the cluster still fetches each
+          // blob once.
           boolean prefetch = !forPeer && !context.hasKey(NO_PREFETCH);
           long started = System.nanoTime();
           return (owner.isEmpty() ? fromUpstream.get() : peers.fetchManifest(owner.get(), upstream, name, reference, maxBytes, fromUpstream))

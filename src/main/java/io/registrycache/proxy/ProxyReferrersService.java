@@ -151,8 +151,8 @@ public class ProxyReferrersService {
             metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
             return Mono.just(new Referrers(list(cached.get().manifests()), Result.STALE));
           }
-          // Nothing from the API is cached: the tag schema may be (ProxyManifestService serves it
-          // stale), else the upstream's error stands.
+          // Nothing from the API is cached: the tag schema may be (ProxyManifestService serves
+          // it stale), else the upstream's error stands.
           return fromTag(upstream, name, subject).onErrorResume(OciException.class, t -> Mono.error(e));
         });
   }
@@ -213,8 +213,9 @@ public class ProxyReferrersService {
     public Page page(String artifactType, String last, int pageSize) {
       List<JsonNode> matching = descriptors.stream()
           .filter(d -> artifactType == null || artifactType.equals(d.path("artifactType").asString(null)))
-          // By digest: upstreams list in no stable order (go-containerregistry's changes per call),
-          // and a list fetched again between two pages must still page without gaps or repeats.
+          // By digest: upstreams list in no stable order (go-containerregistry's changes per
+          // call), and a list fetched again between two pages must still page without gaps or
+          // repeats.
           .sorted(Comparator.comparing((JsonNode d) -> d.path("digest").asString("")))
           .toList();
       int from = 0;

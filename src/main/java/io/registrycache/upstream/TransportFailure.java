@@ -42,7 +42,8 @@ enum TransportFailure {
 
   /** Classifies {@code failure} by walking its cause chain. */
   static TransportFailure of(Throwable failure) {
-    // Reactor Netty shades reactor-pool: match its exceptions by simple name, not the internal type.
+    // Reactor Netty shades reactor-pool: match its exceptions by simple name, not the internal
+    // type.
     if (has(failure, c -> c.getClass().getSimpleName().startsWith("PoolAcquire"))) {
       return LOCAL_LIMIT;
     }

@@ -140,7 +140,8 @@ final class UpstreamAuthenticator {
             authorizations.asMap().remove(key, future); // the next request tries again
           }
         });
-    // The wait for a token: its own request, or one another request started (Caffeine's single-flight).
+    // The wait for a token: its own request, or one another request started (Caffeine's
+    // single-flight).
     return PullSpan.around("upstream token", "registry.upstream", upstream.key(), unwrap(future));
   }
 

@@ -106,7 +106,8 @@ final class UpstreamCaller {
     this.userAgent = userAgent;
     this.metrics = new UpstreamMetrics(meterRegistry);
     this.resilience = resilience;
-    // Credential lookups block (files, helper processes): their own small pool, never an event loop.
+    // Credential lookups block (files, helper processes): their own small pool, never an event
+    // loop.
     this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
     this.authenticator =
         new UpstreamAuthenticator(
@@ -161,7 +162,8 @@ final class UpstreamCaller {
                 .onErrorMap(
                     e -> !(e instanceof OciException),
                     e -> UpstreamErrors.fromTransport(upstream, what, e)));
-    // One span per attempt (docs/tracing.md): a blob's ends with the response headers, its first byte.
+    // One span per attempt (docs/tracing.md): a blob's ends with the response headers, its first
+    // byte.
     return resilience.protect(upstream, what, PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt));
   }
 

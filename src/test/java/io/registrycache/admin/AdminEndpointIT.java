@@ -190,7 +190,8 @@ class AdminEndpointIT {
     assertThat(images("cnt/")).containsExactly("local/cnt/app:v3");
 
     Image fresh = push("cnt/other", "v1", TestImages.randomBytes(1_000, 24));
-    // v3 is over 6 s old, fresh a pull's time: "older than 5 s" tells them apart even on a busy machine.
+    // v3 is over 6 s old, fresh a pull's time: "older than 5 s" tells them apart even on a busy
+    // machine.
     clock.advance(Duration.ofMillis(6100));
     pull(fresh);
     JsonNode byAge = postJson(admin() + "/prune", "{\"olderThan\":\"5s\",\"pattern\":\"local/cnt/.*\"}");

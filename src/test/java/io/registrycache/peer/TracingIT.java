@@ -71,7 +71,8 @@ class TracingIT {
     List<Integer> ports = FreePorts.take(5);
     int otlp = ports.get(0);
     query = "http://127.0.0.1:" + ports.get(1);
-    // Jaeger v2 (an OpenTelemetry Collector): OTLP/HTTP in, memory storage, the query API; every port free.
+    // Jaeger v2 (an OpenTelemetry Collector): OTLP/HTTP in, memory storage, the query API; every
+    // port free.
     Path config = work.resolve("jaeger.yaml");
     Files.writeString(config, """
         service:

@@ -139,7 +139,8 @@ class CacheCollectorTest {
     Digest b = cache.blob(100);
     assertThat(cache.blobs.delete(a)).isTrue();
     assertThat(cache.blobs.delete(b)).isTrue();
-    // Out of the index at once (a lookup is a miss), file still there for a reader that looked it up.
+    // Out of the index at once (a lookup is a miss), file still there for a reader that looked it
+    // up.
     assertThat(cache.blobs.lookup(a)).isEmpty();
     assertThat(Files.exists(cache.layout.blob(a))).isTrue();
     // b is stored again within the grace.

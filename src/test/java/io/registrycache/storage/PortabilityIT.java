@@ -80,7 +80,8 @@ class PortabilityIT {
       pullEverything(a.client().withTimeout(Duration.ofSeconds(20)));
     }
 
-    // "Move" the folder: copy it elsewhere (as cp -a / rsync -a / tar would), then remove the original.
+    // "Move" the folder: copy it elsewhere (as cp -a / rsync -a / tar would), then remove the
+    // original.
     Path moved = machineB.resolve("elsewhere").resolve("registry-cache");
     copyTree(original, moved);
     deleteTree(original);

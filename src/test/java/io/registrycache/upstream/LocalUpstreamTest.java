@@ -268,7 +268,8 @@ class LocalUpstreamTest {
 
   @Test
   void blobBodyDrippingBelowTheMinimumTransferRateFailsWith504() {
-    // One byte every 200 ms: each read comes well within read-timeout, so only the rate check ends it.
+    // One byte every 200 ms: each read comes well within read-timeout, so only the rate check ends
+    // it.
     HttpServer server = server();
     server.createContext("/v2/", ex -> {
       ex.getResponseHeaders().add("Content-Type", "application/octet-stream");

@@ -95,7 +95,8 @@ public final class S3Objects implements AutoCloseable {
     S3AsyncClientBuilder client = S3AsyncClient.builder()
         .httpClientBuilder(AwsCrtAsyncHttpClient.builder()
             .connectionTimeout(properties.connectTimeout())
-            // A stalled connection (no byte for stall-timeout) fails its request instead of hanging it.
+            // A stalled connection (no byte for stall-timeout) fails its request instead of
+            // hanging it.
             .connectionHealthConfiguration(health -> health
                 .minimumThroughputInBps(1L)
                 .minimumThroughputTimeout(properties.stallTimeout())))

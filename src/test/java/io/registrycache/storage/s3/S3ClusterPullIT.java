@@ -91,7 +91,8 @@ class S3ClusterPullIT {
   void aBlobItsOwnerStoredIsServedByTheOtherReplicasFromTheBucketNotFromTheOwner() {
     Image image = upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository("s3-bucket-first"), "v1",
         TestImages.randomBytes(40_000, 11), TestImages.randomBytes(50_000, 12), TestImages.randomBytes(60_000, 13)));
-    // Each blob through its owner only: the owner fetches it from the upstream and stores it in the bucket.
+    // Each blob through its owner only: the owner fetches it from the upstream and stores it in the
+    // bucket.
     for (Blob blob : image.blobs()) {
       ManualCache owner = replicas.stream()
           .filter(r -> r.context().getBean(ClusterMembership.class).ownerElsewhere(blob.digest()).isEmpty())

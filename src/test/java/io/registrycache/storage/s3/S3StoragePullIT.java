@@ -67,7 +67,8 @@ class S3StoragePullIT extends AbstractCacheIT {
   void copy(Image image, Path layout) {
     skopeo("copy", "--src-tls-verify=false", "--src-no-creds",
         "docker://localhost:" + port + "/" + UPSTREAM_HOST + "/" + image.repository() + ":" + image.tag(),
-        "dir:" + layout); // dir: keeps layers as they are (oci: would compress the uncompressed tar layer)
+        // dir: keeps layers as they are (oci: would compress the uncompressed tar layer)
+        "dir:" + layout);
     for (Blob blob : image.blobs()) {
       Path file = layout.resolve(Sha256.hexOf(blob.digest()));
       assertThat(file).as("blob %s (%s) in %s", blob.digest(), blob.mediaType(), TestFiles.regularFiles(layout)).exists();
