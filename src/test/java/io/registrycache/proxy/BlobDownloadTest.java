@@ -447,7 +447,7 @@ class BlobDownloadTest {
     assertThat(tmpFiles()).isZero();
   }
 
-  // ---- Readers joining a cold fill at every stage, the last byte held back: none is left unwoken ---
+  // ---- Readers joining a cold fill at every stage, the last byte held back: none left unwoken ---
 
   /** The size of the blob whose cold request once went unanswered. */
   private static final int SMALL = 5632;
