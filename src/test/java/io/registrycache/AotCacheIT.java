@@ -3,6 +3,7 @@ package io.registrycache;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
@@ -30,7 +31,7 @@ class AotCacheIT {
         "service image not built (-Djib.skip=true): AotCacheIT skipped");
     String[] env = DockerClientFactory.instance().client().inspectImageCmd(ContainerImageIT.IMAGE).exec()
         .getConfig().getEnv();
-    String options = java.util.Arrays.stream(env == null ? new String[0] : env)
+    String options = Arrays.stream(env == null ? new String[0] : env)
         .filter(e -> e.startsWith("JAVA_TOOL_OPTIONS="))
         .map(e -> e.substring("JAVA_TOOL_OPTIONS=".length()))
         .findFirst().orElse("");

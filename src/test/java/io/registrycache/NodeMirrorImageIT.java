@@ -111,7 +111,8 @@ class NodeMirrorImageIT {
     assertThat((List<String>) at(security, "capabilities", "drop")).containsExactly("ALL");
     String user = at(security, "runAsUser").toString() + ":" + at(security, "runAsGroup");
 
-    // the node's folder is root's; here the test's, opened for a container user without DAC capabilities
+    // the node's folder is root's; here the test's, opened for a container user without DAC
+    // capabilities
     Files.setPosixFilePermissions(certsD, PosixFilePermissions.fromString("rwxrwxrwx"));
     Path foreign = Files.createDirectories(certsD.resolve("quay.io")).resolve("hosts.toml");
     Files.writeString(foreign, "server = \"https://quay.io\"\n");

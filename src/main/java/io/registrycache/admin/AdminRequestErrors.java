@@ -55,6 +55,7 @@ public class AdminRequestErrors implements WebExceptionHandler {
   }
 
   /** What is wrong with the request, in one line. */
+  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   static String message(ResponseStatusException error) {
     for (Throwable t = error.getCause(); t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof StreamReadException read) {

@@ -6,14 +6,16 @@ import io.registrycache.config.AdminProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.proxy.ProxyBlobService;
-import io.registrycache.storage.EvictionTurn;
 import io.registrycache.storage.CacheCollector;
 import io.registrycache.storage.CacheCollector.Removal;
+import io.registrycache.storage.EvictionTurn;
 import io.registrycache.storage.StorageJanitor;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
@@ -153,8 +155,8 @@ public class CacheEndpoint {
     } catch (IllegalArgumentException e) {
       return badRequest(e.getMessage());
     }
-    java.util.Optional<String> evictor = janitor.evictorElsewhere();
-    if (evictor.isPresent() && (action.equals("janitor") || !dry && (action.equals("prune") || action.equals("evict")))) {
+    Optional<String> evictor = janitor.evictorElsewhere();
+    if (evictor.isPresent() && (action.equals("janitor") || (!dry && (action.equals("prune") || action.equals("evict"))))) {
       return new WebEndpointResponse<>(Map.of(
           "error", "this replica does not evict or prune the shared store; send the request to " + evictor.get()
               + "'s management port (the owner of the key '" + EvictionTurn.KEY + "')",
@@ -259,7 +261,7 @@ public class CacheEndpoint {
     PreloadJob job = preloader.submit(references, wanted, "api");
     Map<String, Object> body = new LinkedHashMap<>();
     body.put("id", job.id());
-    body.put("state", job.state().name().toLowerCase());
+    body.put("state", job.state().name().toLowerCase(Locale.ROOT));
     body.put("total", job.items().size());
     body.put("platforms", wanted.wanted());
     body.put("status", "/actuator/cache/preload/" + job.id());

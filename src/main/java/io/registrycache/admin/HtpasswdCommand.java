@@ -84,8 +84,8 @@ public final class HtpasswdCommand implements Callable<Integer> {
    */
   static int run(String[] args, InputStream in, PrintStream out, PrintStream err, Console console) {
     CommandLine line = new CommandLine(new HtpasswdCommand(in, out, console))
-        .setOut(new PrintWriter(out, true))
-        .setErr(new PrintWriter(err, true));
+        .setOut(new PrintWriter(out, true, out.charset()))
+        .setErr(new PrintWriter(err, true, err.charset()));
     line.setParameterExceptionHandler((e, arguments) -> {
       err.println("htpasswd: " + e.getMessage());
       return 2;

@@ -40,7 +40,7 @@ public final class PreloadFile {
       return out;
     }
     for (String line : parse(text.lines().toList())) {
-      for (String item : line.split("[\\s,]+")) {
+      for (String item : line.split("[\\s,]+", -1)) {
         if (!item.isEmpty() && !out.contains(item)) {
           out.add(item);
         }

@@ -4,6 +4,7 @@ import java.time.Clock;
 import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -92,7 +93,7 @@ public final class PreloadJob {
     Map<String, Object> m = new LinkedHashMap<>();
     m.put("id", id);
     m.put("source", source);
-    m.put("state", state().name().toLowerCase());
+    m.put("state", state().name().toLowerCase(Locale.ROOT));
     m.put("platforms", platforms.wanted());
     m.put("created", created.toString());
     m.put("started", started == null ? null : started.toString());
@@ -192,7 +193,7 @@ public final class PreloadJob {
     Map<String, Object> view() {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("reference", reference);
-      m.put("state", state.name().toLowerCase());
+      m.put("state", state.name().toLowerCase(Locale.ROOT));
       m.put("digest", digest);
       m.put("manifests", manifests.get());
       m.put("blobs", blobs.get());

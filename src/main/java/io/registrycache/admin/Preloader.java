@@ -1,9 +1,9 @@
 package io.registrycache.admin;
 
-import io.registrycache.config.PreloadProperties;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.api.RequestTarget;
+import io.registrycache.config.PreloadProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
@@ -22,6 +22,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -180,7 +181,7 @@ public class Preloader implements DisposableBean {
   public List<PreloadJob> jobs() {
     synchronized (jobs) {
       List<PreloadJob> out = new ArrayList<>(jobs.values());
-      java.util.Collections.reverse(out);
+      Collections.reverse(out);
       return out;
     }
   }

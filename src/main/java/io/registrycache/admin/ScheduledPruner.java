@@ -5,11 +5,14 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.storage.CacheCollector.Removal;
 import io.registrycache.storage.EvictionTurn;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
 
@@ -34,8 +37,8 @@ public class ScheduledPruner implements SmartLifecycle {
   }
 
   /** @param turn which replica prunes a shared store ({@link EvictionTurn}); without a bean, this one */
-  @org.springframework.beans.factory.annotation.Autowired
-  public ScheduledPruner(Pruner pruner, RegistryCacheProperties properties, org.springframework.beans.factory.ObjectProvider<EvictionTurn> turn) {
+  @Autowired
+  public ScheduledPruner(Pruner pruner, RegistryCacheProperties properties, ObjectProvider<EvictionTurn> turn) {
     this(pruner, properties, turn.getIfAvailable(() -> EvictionTurn.HERE));
   }
 
@@ -53,6 +56,7 @@ public class ScheduledPruner implements SmartLifecycle {
   }
 
   @Override
+  @SuppressWarnings("FutureReturnValueIgnored") // the task logs its failures; stop() shuts it down
   public void start() {
     if (schedule == null || request == null || schedule.isZero() || schedule.isNegative()) {
       return;
@@ -71,7 +75,7 @@ public class ScheduledPruner implements SmartLifecycle {
 
   /** One scheduled prune; failures are logged, the schedule goes on. */
   void runOnce() {
-    java.util.Optional<String> elsewhere = turn.elsewhere();
+    Optional<String> elsewhere = turn.elsewhere();
     if (elsewhere.isPresent()) {
       log.debug("scheduled prune: skipped, {} prunes the shared store", elsewhere.get());
       return;

@@ -9,9 +9,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import org.reactivestreams.Publisher;
 import reactor.core.publisher.Mono;
 import reactor.netty.DisposableServer;
 import reactor.netty.http.server.HttpServer;
+import reactor.netty.http.server.HttpServerResponse;
 
 /**
  * The synthetic upstream the AOT cache's training run ({@link AotTraining}) and the start-up
@@ -135,8 +137,8 @@ final class TrainingUpstream implements AutoCloseable {
     return "{\"mediaType\":\"" + mediaType + "\",\"digest\":\"" + digest + "\",\"size\":" + size + "}";
   }
 
-  private static org.reactivestreams.Publisher<Void> body(
-      reactor.netty.http.server.HttpServerResponse res, String method, byte[] bytes) {
+  private static Publisher<Void> body(
+      HttpServerResponse res, String method, byte[] bytes) {
     res.header("Content-Length", Integer.toString(bytes.length));
     return "HEAD".equals(method) ? res.send() : res.send(Mono.just(Unpooled.wrappedBuffer(bytes)));
   }

@@ -3,6 +3,7 @@ package io.registrycache.api;
 import io.registrycache.auth.Identity;
 import io.registrycache.config.AccessLogProperties;
 import io.registrycache.proxy.CacheOutcome;
+import java.util.Locale;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
@@ -73,7 +74,7 @@ public class AccessLog {
     }
     String cache;
     if (outcome != null && outcome.result() != null) {
-      cache = outcome.result().name().toLowerCase();
+      cache = outcome.result().name().toLowerCase(Locale.ROOT);
     } else {
       cache = status >= 400 ? "error" : "-";
     }

@@ -55,6 +55,7 @@ final class OciErrors {
    * @param headers {@code Retry-After}, {@code Allow}, {@code WWW-Authenticate} as they apply
    * @param body the JSON error body ({@code application/json}), {@code null} for a HEAD request
    */
+  @SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
   record Answer(HttpStatus status, HttpHeaders headers, byte[] body) {}
 
   /** The answer for {@code error}, logged: 4xx at INFO, 5xx at WARN, unexpected ones at ERROR. */
@@ -125,6 +126,7 @@ final class OciErrors {
   }
 
   /** Whether {@code error} is, or was caused by, ENOSPC ("No space left on device"). */
+  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   static boolean isDiskFull(Throwable error) {
     for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof IOException && t.getMessage() != null

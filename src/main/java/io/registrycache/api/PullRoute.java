@@ -326,7 +326,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
           .header(HttpHeaderNames.CONTENT_LENGTH, "0")
           .send();
     }
-    if (ranges != null && (ranges.isEmpty() || ranges.size() > 1 && satisfiable(ranges, size))) {
+    if (ranges != null && (ranges.isEmpty() || (ranges.size() > 1 && satisfiable(ranges, size)))) {
       metrics.served(true, size);
       return content(blobHeaders(response, target, source.digest(), size), source, 0, size);
     }

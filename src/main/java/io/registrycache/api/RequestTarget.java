@@ -57,6 +57,7 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
    * This target, fetched with {@code credential} when its upstream takes each client's own
    * credentials ({@link Upstream#forClient}); else this target.
    */
+  @SuppressWarnings("ReferenceEquality") // forClient gives back the same upstream if unchanged
   public RequestTarget forClient(ClientCredential credential) {
     Upstream client = upstream.forClient(credential);
     return client == upstream ? this : new RequestTarget(client, name, namespace);

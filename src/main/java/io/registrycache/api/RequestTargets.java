@@ -44,6 +44,7 @@ public class RequestTargets {
    *     {@code NAME_UNKNOWN} (404), {@link AuthenticationRequired} (401) as {@link
    *     RequestTarget#resolve} and {@link PullAccess#decide} decide, or with {@code serve}'s errors
    */
+  @SuppressWarnings("ReferenceEquality") // the decision hands back the target's own upstream
   public <T> Mono<T> serve(
       RegistryPath path, String ns, Identity identity, List<String> clientAuthorization,
       Supplier<URI> requestUri, Function<RequestTarget, Mono<T>> serve) {

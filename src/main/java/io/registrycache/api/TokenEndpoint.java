@@ -247,7 +247,7 @@ public class TokenEndpoint {
     Set<String> granted = new TreeSet<>();
     int looked = 0;
     for (String parameter : scopes) {
-      for (String scope : parameter.split(" ")) {
+      for (String scope : parameter.split(" ", -1)) {
         if (scope.isEmpty() || ++looked > MAX_SCOPES) {
           continue;
         }
@@ -281,7 +281,7 @@ public class TokenEndpoint {
         "the form is larger than " + MAX_FORM_BYTES + " bytes");
   }
 
-  /** RFC 6749 section 5.2's error, with the OCI error body's {@code errors} beside it. */
+  /** RFC 6749 section 5.2's error, with the OCI error body's list of errors beside it. */
   private static Mono<ServerResponse> oauthError(HttpStatus status, String error, OciErrorCode code, String description) {
     Map<String, Object> body = new LinkedHashMap<>();
     body.put("error", error);

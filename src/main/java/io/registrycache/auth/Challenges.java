@@ -38,7 +38,7 @@ public final class Challenges {
     StringBuilder out = new StringBuilder(value.length() + 2).append('"');
     for (int i = 0; i < value.length(); i++) {
       char c = value.charAt(i);
-      if (c < 0x20 && c != '\t' || c == 0x7f) {
+      if ((c < 0x20 && c != '\t') || c == 0x7f) {
         continue;
       }
       if (c == '"' || c == '\\') {

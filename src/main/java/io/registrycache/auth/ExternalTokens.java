@@ -126,7 +126,8 @@ public final class ExternalTokens {
    */
   public boolean claimsTrustedIssuer(String token) {
     if (issuers.isEmpty()) {
-      return false; // no parse: with the token flow on, every request's bearer token comes here first
+      // no parse: with the token flow on, every request's bearer token comes here first
+      return false;
     }
     return unverifiedIssuer(token).map(iss -> issuers.stream().anyMatch(t -> t.settings().issuer().equals(iss)))
         .orElse(false);
@@ -170,7 +171,8 @@ public final class ExternalTokens {
           return identity;
         }
       } catch (RateLimitReachedException e) {
-        // An unknown kid while the URL was fetched twice lately: not logged louder, as anyone may send one.
+        // An unknown kid while the URL was fetched twice lately: not logged louder, as anyone may
+        // send one.
         log.debug("A bearer token of issuer '{}' is refused: its kid is unknown and the JWK set was fetched lately",
             iss.get());
       } catch (KeySourceException e) {

@@ -219,6 +219,6 @@ public class PullAccess {
     }
     Set<String> members = groups.get(group);
     return members != null
-        && (members.contains(identity.subject()) || legacyNames && members.contains(identity.name()));
+        && (members.contains(identity.subject()) || (legacyNames && members.contains(identity.name())));
   }
 }

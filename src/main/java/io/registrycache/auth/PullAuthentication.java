@@ -268,7 +268,7 @@ public class PullAuthentication {
   }
 
   private Mono<Identity> bearer(String token, boolean accepted, Supplier<String> challenge) {
-    if (!accepted || !tokens.enabled() && !external.enabled()) {
+    if (!accepted || (!tokens.enabled() && !external.enabled())) {
       return Mono.error(new AuthenticationRequired(challenge.get(),
           "only Basic credentials are accepted here (Authorization: Basic <base64 of user:password>)"));
     }
@@ -364,14 +364,15 @@ public class PullAuthentication {
         .subscribeOn(Schedulers.boundedElastic())
         .flatMap(found -> found
             .or(() -> passthrough
-                // Not the cache's credentials: a pass-through upstream may know them (it decides).
+                // Not the cache's credentials: a pass-through upstream may know
+                // them (it decides).
                 ? Optional.of(new Identity(Identity.Kind.PASSTHROUGH, credentials.user()))
                 : Optional.empty())
             .map(identity -> {
               verified.put(rememberedAs, identity);
-              // Credentials the cache does not know failed its own check, though a pass-through
-              // upstream may take them: the token stays used, so guessing a user's password here
-              // is limited as before.
+              // Credentials the cache does not know failed its own check, though a
+              // pass-through upstream may take them: the token stays used, so guessing
+              // a user's password here is limited as before.
               if (failedChecks != null && identity.kind() != Identity.Kind.PASSTHROUGH) {
                 failedChecks.succeeded(client);
               }

@@ -50,6 +50,7 @@ public record RobotTokens(Map<String, byte[]> hashes) {
    * Whether {@code token} is the token of robot {@code name}. Compares SHA-256 hashes in constant
    * time; an unknown name costs the same hash and compare.
    */
+  @SuppressWarnings("ReferenceEquality") // NO_TOKEN is a sentinel: identity is the test
   public boolean verify(String name, String token) {
     byte[] expected = hashes.getOrDefault(name, NO_TOKEN);
     boolean equal = MessageDigest.isEqual(expected, sha256(token));

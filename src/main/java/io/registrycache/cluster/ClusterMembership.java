@@ -68,6 +68,7 @@ public class ClusterMembership {
     this(properties, InetAddress::getAllByName, clock, true);
   }
 
+  @SuppressWarnings("FutureReturnValueIgnored") // refresh keeps the last members on a failed lookup
   ClusterMembership(ClusterProperties properties, Resolver resolver, Clock clock, boolean schedule) {
     this.properties = properties;
     this.resolver = resolver;

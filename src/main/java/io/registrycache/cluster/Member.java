@@ -8,10 +8,14 @@ import java.util.Objects;
  *
  * @param host host name or IP address, never blank
  * @param port TCP port, 1–65535
- * @throws IllegalArgumentException on a blank host or a port out of range
  */
 public record Member(String host, int port) implements Comparable<Member> {
 
+  /**
+   * Checks the host and the port; drops the brackets of an IPv6 literal.
+   *
+   * @throws IllegalArgumentException on a blank host or a port out of range
+   */
   public Member {
     Objects.requireNonNull(host, "host");
     if (host.isBlank() || host.chars().anyMatch(Character::isWhitespace)) {

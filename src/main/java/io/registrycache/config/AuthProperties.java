@@ -140,7 +140,7 @@ public record AuthProperties(
       }
       for (String subject : subjects) {
         if (!(subject.equals("anonymous") || subject.equals("authenticated") || subject.equals("*")
-            || namesOneIdentity(subject) || subject.startsWith("group:") && subject.length() > "group:".length())) {
+            || namesOneIdentity(subject) || (subject.startsWith("group:") && subject.length() > "group:".length()))) {
           throw new IllegalArgumentException("access rule subject '" + subject + "' must be user:<name>, robot:<name>,"
               + " jwt:<issuer-key>/<subject>, group:<group>, authenticated, anonymous or *");
         }
@@ -244,7 +244,7 @@ public record AuthProperties(
       }
       if (jwksUrl != null) {
         String scheme = jwksUrl.getScheme() == null ? "" : jwksUrl.getScheme().toLowerCase(Locale.ROOT);
-        if (jwksUrl.getHost() == null || !(scheme.equals("https") || scheme.equals("http") && loopback(jwksUrl.getHost()))) {
+        if (jwksUrl.getHost() == null || !(scheme.equals("https") || (scheme.equals("http") && loopback(jwksUrl.getHost())))) {
           throw new IllegalArgumentException(where + ": jwks-url must be an https URL (http only to a loopback host), not "
               + jwksUrl);
         }

@@ -248,6 +248,7 @@ public final class SettingFailures {
   @Order(Ordered.HIGHEST_PRECEDENCE + 2)
   public static final class SettingMessageAnalyzer extends AbstractFailureAnalyzer<RuntimeException> {
     @Override
+    @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
     protected FailureAnalysis analyze(Throwable rootFailure, RuntimeException cause) {
       for (Throwable t = rootFailure; t != null; t = t.getCause() == t ? null : t.getCause()) {
         if ((t instanceof IllegalArgumentException || t instanceof IllegalStateException)
@@ -280,6 +281,7 @@ public final class SettingFailures {
     return line.endsWith(".") || line.endsWith("?") || line.endsWith("!") ? line : line + ".";
   }
 
+  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   private static String innermostMessage(Throwable failure) {
     String message = failure.getMessage();
     for (Throwable t = failure.getCause(); t != null; t = t.getCause() == t ? null : t.getCause()) {

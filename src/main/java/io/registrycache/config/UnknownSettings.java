@@ -1,5 +1,6 @@
 package io.registrycache.config;
 
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
@@ -68,7 +69,7 @@ public class UnknownSettings implements SmartInitializingSingleton {
    * (by {@code "<prefix> <anything>"}) does not use, with where each was set (null when unknown).
    */
   static Map<ConfigurationPropertyName, String> unknown(ConfigurableEnvironment environment, Map<String, Bindable<?>> targets) {
-    Set<ConfigurationPropertyName> bound = new java.util.HashSet<>();
+    Set<ConfigurationPropertyName> bound = new HashSet<>();
     AbstractBindHandler recorder = new AbstractBindHandler() {
       @Override
       public Object onSuccess(ConfigurationPropertyName name, Bindable<?> target, BindContext context, Object result) {

@@ -142,14 +142,13 @@ public class CacheMetrics {
 
   /** Counts bytes sent to a client. */
   public void served(boolean fromCache, long bytes) {
-    (fromCache ? servedFromCache : servedFromUpstream).increment(bytes);
+    (fromCache ? servedFromCache : servedFromUpstream).increment((double) bytes);
   }
 
-  /** Tracks an upstream fetch (manifest or blob) in flight: +1 at its start, -1 at its end. */
   /** A blob fetched by prefetch was stored: {@code bytes} bytes. */
   public void prefetched(String upstream, long bytes) {
     prefetchCounter("registry.cache.prefetch.blobs", upstream, "Blobs prefetched on manifest", null).increment();
-    prefetchCounter("registry.cache.prefetch.bytes", upstream, "Bytes of blobs prefetched on manifest", "bytes").increment(bytes);
+    prefetchCounter("registry.cache.prefetch.bytes", upstream, "Bytes of blobs prefetched on manifest", "bytes").increment((double) bytes);
   }
 
   /** A client's blob request found a prefetch of it running, or a prefetched blob no client had asked for yet. */
@@ -160,7 +159,7 @@ public class CacheMetrics {
   /** A prefetched blob of {@code bytes} bytes that no client asked for within {@code blobs.prefetch.unrequested-after}. */
   public void prefetchUnrequested(String upstream, long bytes) {
     prefetchCounter("registry.cache.prefetch.unrequested.bytes", upstream,
-        "Bytes prefetched that no client asked for in time", "bytes").increment(bytes);
+        "Bytes prefetched that no client asked for in time", "bytes").increment((double) bytes);
   }
 
   private Counter prefetchCounter(String name, String upstream, String description, String unit) {
@@ -181,6 +180,7 @@ public class CacheMetrics {
         .increment();
   }
 
+  /** Tracks an upstream fetch (manifest or blob) in flight: +1 at its start, -1 at its end. */
   public void fetchInFlight(int delta) {
     inFlightFetches.addAndGet(delta);
   }

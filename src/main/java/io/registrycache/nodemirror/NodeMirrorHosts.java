@@ -273,8 +273,8 @@ public final class NodeMirrorHosts {
   static int run(String[] args, PrintStream out, PrintStream err) {
     CommandLine line = new CommandLine(new Cli(out, err))
         .registerConverter(Registry.class, Registry::parse)
-        .setErr(new PrintWriter(err, true))
-        .setOut(new PrintWriter(out, true));
+        .setErr(new PrintWriter(err, true, err.charset()))
+        .setOut(new PrintWriter(out, true, out.charset()));
     line.setParameterExceptionHandler((e, arguments) -> {
       err.println("node-mirror: " + e.getMessage());
       e.getCommandLine().usage(err);

@@ -51,7 +51,7 @@ public final class LinkHeader {
 
   /** Whether the parameters {@code ; rel="prev next"; title=...} name the relation type {@code next}. */
   private static boolean relIsNext(String params) {
-    for (String param : params.split(";")) {
+    for (String param : params.split(";", -1)) {
       String p = param.strip();
       int eq = p.indexOf('=');
       if (eq < 0 || !p.substring(0, eq).strip().equalsIgnoreCase("rel")) {
@@ -64,7 +64,7 @@ public final class LinkHeader {
       if (value.length() >= 2 && value.startsWith("\"") && value.endsWith("\"")) {
         value = value.substring(1, value.length() - 1);
       }
-      for (String type : value.toLowerCase(Locale.ROOT).split("\\s+")) {
+      for (String type : value.toLowerCase(Locale.ROOT).split("\\s+", -1)) {
         if (type.equals("next")) {
           return true;
         }

@@ -107,7 +107,8 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
     } else if (header != null && MediaTypes.ALL_MANIFESTS.contains(header)) {
       mediaType = header;
     } else if (header != null && !header.isBlank() && !MediaTypes.isGeneric(header)) {
-      // A web page or an error body, not a manifest (OCI Distribution Spec: manifest media types only).
+      // A web page or an error body, not a manifest (OCI Distribution Spec: manifest media types
+      // only).
       throw invalid("Content-Type " + header + " is not a manifest media type and the body declares none");
     } else if (root.has("manifests")) {
       mediaType = MediaTypes.OCI_INDEX;

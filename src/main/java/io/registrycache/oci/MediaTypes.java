@@ -1,6 +1,7 @@
 package io.registrycache.oci;
 
 import java.util.List;
+import java.util.Locale;
 
 /** Manifest media types (OCI Image Spec v1.1 and Docker Image Manifest V2 Schema 2). */
 public final class MediaTypes {
@@ -39,6 +40,6 @@ public final class MediaTypes {
       return null;
     }
     int semicolon = mediaType.indexOf(';');
-    return (semicolon < 0 ? mediaType : mediaType.substring(0, semicolon)).trim().toLowerCase();
+    return (semicolon < 0 ? mediaType : mediaType.substring(0, semicolon)).trim().toLowerCase(Locale.ROOT);
   }
 }

@@ -110,7 +110,8 @@ public class PeerEndpoint {
     if (!tracing.enabled()) {
       return served;
     }
-    // Ends with the response's status and headers; the bytes that follow are the fill's "blob body".
+    // Ends with the response's status and headers; the bytes that follow are the fill's "blob
+    // body".
     PullSpan span = tracing.continueFrom(blob ? "peer serve blob" : "peer serve manifest", request.headers()::firstHeader)
         .tag("registry.kind", blob ? "blob" : "manifest")
         .tag("registry.peer.path", path);

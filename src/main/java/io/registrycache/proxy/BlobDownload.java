@@ -299,7 +299,7 @@ public final class BlobDownload {
     return window.buffered();
   }
 
-  // ---- the store side (the fill's storage thread, one task at a time) ----------------------------
+  // ---- the store side (the fill's storage thread, one task at a time) ---------------------------
 
   private void write(List<FillWindow.Chunk> batch) {
     if (batch.isEmpty() || !window.pin(batch)) {

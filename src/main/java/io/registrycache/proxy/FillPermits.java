@@ -1,6 +1,7 @@
 package io.registrycache.proxy;
 
 import io.registrycache.oci.OciException;
+import reactor.util.context.ContextView;
 
 /**
  * How many upstream fills the requests of one identity may have running at once ({@code
@@ -27,7 +28,7 @@ public interface FillPermits {
   OciException refused();
 
   /** The permits in {@code context}, or {@code null}. */
-  static FillPermits of(reactor.util.context.ContextView context) {
+  static FillPermits of(ContextView context) {
     return context.getOrDefault(CONTEXT_KEY, null);
   }
 }

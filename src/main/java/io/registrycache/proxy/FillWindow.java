@@ -357,7 +357,7 @@ final class FillWindow {
     return wake;
   }
 
-  // ---- readers, and the fill's pace ---------------------------------------------------------------
+  // ---- readers, and the fill's pace -------------------------------------------------------------
 
   /** A reader starts; returns its position. */
   FillReaders.Position open(long start, long endExclusive) {

@@ -1,6 +1,8 @@
 package io.registrycache.proxy;
 
 import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.oci.Digest;
+import io.registrycache.oci.MediaType;
 import io.registrycache.storage.StoredManifest;
 
 /**
@@ -12,12 +14,12 @@ import io.registrycache.storage.StoredManifest;
 public record ManifestResult(StoredManifest manifest, CacheMetrics.Result result) {
 
   /** The manifest's digest (its bytes were checked against it). */
-  public io.registrycache.oci.Digest digest() {
+  public Digest digest() {
     return manifest.digest();
   }
 
   /** The manifest's media type, as stored. */
-  public io.registrycache.oci.MediaType mediaType() {
+  public MediaType mediaType() {
     return manifest.mediaType();
   }
 

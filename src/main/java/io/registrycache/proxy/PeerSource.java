@@ -109,7 +109,7 @@ public class PeerSource {
       this.pool = ConnectionProvider.builder("peer-client")
           .maxConnections(256)
           .pendingAcquireMaxCount(4096)
-          .maxIdleTime(java.time.Duration.ofSeconds(30))
+          .maxIdleTime(Duration.ofSeconds(30))
           .build();
       HttpClient http =
           HttpClient.create(pool)
@@ -201,7 +201,8 @@ public class PeerSource {
     if (membership == null) {
       return Optional.empty();
     }
-    // A digest has one owner wherever it is pulled from (as a blob's); a tag, per upstream and repository.
+    // A digest has one owner wherever it is pulled from (as a blob's); a tag, per upstream and
+    // repository.
     return membership.ownerElsewhere(reference instanceof Reference.ByDigest byDigest
         ? byDigest.digest().toString()
         : upstream.key() + "/" + name.value() + ":" + reference);
@@ -389,10 +390,10 @@ public class PeerSource {
   @PreDestroy
   void close() {
     if (pool != null) {
-      pool.disposeLater().block(java.time.Duration.ofSeconds(5));
+      pool.disposeLater().block(Duration.ofSeconds(5));
     }
     if (loops != null) {
-      loops.disposeLater(java.time.Duration.ZERO, java.time.Duration.ofSeconds(2)).block(java.time.Duration.ofSeconds(5));
+      loops.disposeLater(Duration.ZERO, Duration.ofSeconds(2)).block(Duration.ofSeconds(5));
     }
   }
 }

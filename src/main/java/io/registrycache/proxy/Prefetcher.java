@@ -6,9 +6,11 @@ import io.registrycache.oci.ManifestContent;
 import io.registrycache.oci.ManifestContent.Descriptor;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.upstream.Upstream;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -74,7 +76,7 @@ public class Prefetcher {
    * cache every fetch of a nearby upstream takes longer (queues, not the network), and prefetching
    * then would add work exactly when there is least to spare.
    */
-  boolean worthIt(String upstream, java.time.Duration took) {
+  boolean worthIt(String upstream, Duration took) {
     if (!settings.enabled()) {
       return false;
     }
@@ -84,7 +86,7 @@ public class Prefetcher {
 
   /** The quickest manifest fetch of an upstream in this window and the one before (nanoseconds). */
   static final class Distance {
-    static final long WINDOW_NANOS = java.util.concurrent.TimeUnit.MINUTES.toNanos(1);
+    static final long WINDOW_NANOS = TimeUnit.MINUTES.toNanos(1);
     private long windowStart = Long.MIN_VALUE;
     private long current = Long.MAX_VALUE;
     private long previous = Long.MAX_VALUE;
@@ -142,7 +144,7 @@ public class Prefetcher {
   }
 
   /** The prefetch fills of one upstream: at most {@link #slots} at once, the rest queued. */
-  private final class Lane {
+  private static final class Lane {
     private final ArrayDeque<Supplier<Mono<Long>>> queue = new ArrayDeque<>();
     private final int slots;
     private int inFlight;

@@ -1,23 +1,28 @@
 package io.registrycache.proxy;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.RemovalCause;
 import io.registrycache.cluster.Member;
+import io.registrycache.config.BlobsProperties;
+import io.registrycache.config.ContentScope;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
-import io.registrycache.config.ContentScope;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentLinks;
 import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.StoredContent;
+import io.registrycache.tracing.PullSpan;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
-import io.registrycache.config.BlobsProperties;
-import io.registrycache.tracing.PullSpan;
-import java.util.function.Supplier;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.LongConsumer;
+import java.util.function.Supplier;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Service;
 import reactor.core.publisher.Flux;
@@ -57,10 +62,10 @@ public class ProxyBlobService implements SmartLifecycle {
   private final boolean offline;
   private final PeerSource peers;
   /** Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in vain. */
-  private final com.github.benmanes.caffeine.cache.Cache<String, Unrequested> unrequested;
+  private final Cache<String, Unrequested> unrequested;
   private volatile boolean running;
   /** Prefetch fills in the single-flight now (a stored blob is looked for among them only when some are). */
-  private final java.util.concurrent.atomic.AtomicInteger prefetchFills = new java.util.concurrent.atomic.AtomicInteger();
+  private final AtomicInteger prefetchFills = new AtomicInteger();
   /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
   private final boolean fillLimits;
 
@@ -74,12 +79,12 @@ public class ProxyBlobService implements SmartLifecycle {
     this.metrics = metrics;
     this.storage = context.storage();
     this.blobSettings = properties.blobs();
-    this.unrequested = com.github.benmanes.caffeine.cache.Caffeine.newBuilder()
+    this.unrequested = Caffeine.newBuilder()
         .maximumSize(100_000)
         .expireAfterWrite(properties.blobs().prefetch().unrequestedAfter())
         .scheduler(com.github.benmanes.caffeine.cache.Scheduler.systemScheduler())
         .<String, Unrequested>removalListener((key, value, cause) -> {
-          if (cause == com.github.benmanes.caffeine.cache.RemovalCause.EXPIRED && value != null) {
+          if (cause == RemovalCause.EXPIRED && value != null) {
             metrics.prefetchUnrequested(value.upstream(), value.size());
           }
         })
@@ -142,7 +147,8 @@ public class ProxyBlobService implements SmartLifecycle {
               s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
           .flatMap(source -> source instanceof BlobSource.Downloading d
                   && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))
-              // served only once stored: looked up again then, as fetched for this request
+              // served only once stored: looked up again then, as fetched for this
+              // request
               ? d.stored().then(lookup(request))
                   .map(again -> again instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : again)
               : Mono.just(source));
@@ -224,12 +230,14 @@ public class ProxyBlobService implements SmartLifecycle {
         return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
       }
       // A fill from an owner and one from the upstream are different calls: a peer's request never
-      // joins a fill that waits on a peer (two replicas that disagree on the owner cannot deadlock).
-      // A pass-through upstream is filled here, with this client's credentials, which no peer has.
+      // joins a fill that waits on a peer (two replicas that disagree on the owner cannot
+      // deadlock). A pass-through upstream is filled here, with this client's credentials, which no
+      // peer has.
       Optional<Member> owner = r.asker() == Asker.PEER || upstream.passthrough()
           ? Optional.empty() : peers.ownerElsewhere(digest);
       if (owner.isPresent() && !storeRechecked) {
-        // The owner stores what it fills; in a shared store its copy may be there already (one HEAD).
+        // The owner stores what it fills; in a shared store its copy may be there already (one
+        // HEAD).
         storeRechecked = true;
         return SingleFlight.shared(rechecks, digest, () -> store.recheck(digest))
             .publishOn(storage)
@@ -274,7 +282,8 @@ public class ProxyBlobService implements SmartLifecycle {
       String key = fromUpstream + owner.map(m -> "|from " + m.id()).orElse("");
       // A client's (or prefetch's) request joins any fill of the blob here, wherever it reads from:
       // the owner seen may have changed meanwhile (one suspected), and two fills would fetch twice.
-      // Only a peer's request keeps to fills from the upstream, so replicas never wait on each other.
+      // Only a peer's request keeps to fills from the upstream, so replicas never wait on each
+      // other.
       Fill fill = r.asker() == Asker.PEER || !peers.clustered() ? null
           : downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
       // A fill stores (and links) its blob before it leaves the single-flight, so a blob missing
@@ -288,7 +297,8 @@ public class ProxyBlobService implements SmartLifecycle {
               if (store.size(digest).isPresent()) {
                 return null;
               }
-              // Only the request that starts the fill takes a permit (under the map's lock, never blocking).
+              // Only the request that starts the fill takes a permit (under the map's lock,
+              // never blocking).
               if (permits != null && !permits.tryAcquire()) {
                 refused[0] = true;
                 return null;
@@ -359,7 +369,8 @@ public class ProxyBlobService implements SmartLifecycle {
 
   /** Downloads of one digest are shared only by requests that may see each other's content. */
   private String scopeKey(Upstream upstream, RepositoryName name) {
-    // A pass-through upstream's clients may see different repositories: its content is per repository.
+    // A pass-through upstream's clients may see different repositories: its content is per
+    // repository.
     ContentScope scope = upstream.passthrough() ? ContentScope.REPOSITORY : store.links().scope();
     return switch (scope) {
       case REPOSITORY -> upstream.key() + "/" + name.value();
@@ -436,7 +447,7 @@ public class ProxyBlobService implements SmartLifecycle {
     /** A client or a peer has asked for it. */
     volatile boolean requested;
 
-    Fill(String key, BlobDownload download, java.util.function.LongConsumer link, boolean byPrefetch,
+    Fill(String key, BlobDownload download, LongConsumer link, boolean byPrefetch,
         FillPermits permits) {
       this.download = download;
       this.byPrefetch = byPrefetch;

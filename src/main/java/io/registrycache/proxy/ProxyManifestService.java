@@ -1,6 +1,7 @@
 package io.registrycache.proxy;
 
-import io.registrycache.storage.TagRef;
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.cluster.Member;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
@@ -15,6 +16,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.ContentVerificationException;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StoredManifest;
+import io.registrycache.storage.TagRef;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
@@ -22,6 +24,7 @@ import io.registrycache.upstream.UpstreamManifest;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -63,7 +66,6 @@ public class ProxyManifestService {
   private final CacheMetrics metrics;
   private final TagFreshness freshness;
   private final int maxBytes;
-  private final Clock clock;
   private final boolean offline;
   /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
   private final boolean fillLimits;
@@ -73,8 +75,8 @@ public class ProxyManifestService {
    * Image manifests fetched without their blobs (an index's child for a platform left out of
    * {@code blobs.prefetch.platforms}): a client that asks for one prefetches them then.
    */
-  private final com.github.benmanes.caffeine.cache.Cache<Digest, Boolean> withoutLayers =
-      com.github.benmanes.caffeine.cache.Caffeine.newBuilder().maximumSize(10_000).expireAfterWrite(Duration.ofMinutes(10)).build();
+  private final Cache<Digest, Boolean> withoutLayers =
+      Caffeine.newBuilder().maximumSize(10_000).expireAfterWrite(Duration.ofMinutes(10)).build();
   private final SingleFlight<String, Mono<StoredManifest>> fetches = new SingleFlight<>();
   private final SingleFlight<String, Mono<ManifestResult>> revalidations = new SingleFlight<>();
 
@@ -100,7 +102,6 @@ public class ProxyManifestService {
     this.metrics = context.metrics();
     this.freshness = new TagFreshness(properties.manifests().tagTtl(), clock, properties.upstreams().offline());
     this.maxBytes = properties.manifests().maxSizeBytes();
-    this.clock = clock;
     this.offline = properties.upstreams().offline();
     this.fillLimits = properties.rateLimit().enabled();
   }
@@ -126,7 +127,7 @@ public class ProxyManifestService {
    */
   public Mono<ManifestResult> getForPreload(Upstream upstream, RepositoryName name, Reference reference) {
     return get(upstream, name, reference, MediaTypes.ALL_MANIFESTS, false)
-        .contextWrite(context -> context.put(NO_PREFETCH, Boolean.TRUE));
+        .contextWrite(context -> context.put(NO_PREFETCH, true));
   }
 
   /** Reactor context key: a fetch under it starts no prefetch. */
@@ -309,7 +310,7 @@ public class ProxyManifestService {
               log.warn(
                   "serving cached {}/{}:{} ({}) stale: upstream failed revalidation: {}",
                   upstream.key(), name, tag, cached.manifest().digest(), e.getMessage());
-              metrics.staleServed(upstream.key(), e.code().name().toLowerCase());
+              metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
               return Mono.just(new ManifestResult(cached.manifest(), Result.STALE));
             });
   }
@@ -348,15 +349,16 @@ public class ProxyManifestService {
         storedMeanwhile,
         forPeer || !fillLimits ? null : FillPermits.of(requestContext),
         () -> Mono.deferContextual(context -> {
-          // A peer's request is not prefetched for: the replica its client asked does it, through
-          // the blobs' owners, so the cluster still fetches each blob once.
+          // A peer's request is not prefetched for: the replica its client asked
+          // does it, through the blobs' owners, so the cluster still fetches each
+          // blob once.
           boolean prefetch = !forPeer && !context.hasKey(NO_PREFETCH);
           long started = System.nanoTime();
           return (owner.isEmpty() ? fromUpstream.get() : peers.fetchManifest(owner.get(), upstream, name, reference, maxBytes, fromUpstream))
                 .doOnSubscribe(s -> metrics.fetchInFlight(1))
                 .doFinally(s -> metrics.fetchInFlight(-1))
                 .map(response -> verify(upstream, name, reference, response))
-                .map(verified -> prefetch && prefetcher.worthIt(upstream.key(), java.time.Duration.ofNanos(System.nanoTime() - started))
+                .map(verified -> prefetch && prefetcher.worthIt(upstream.key(), Duration.ofNanos(System.nanoTime() - started))
                     ? verified.withPrefetch() : verified)
                 .publishOn(storage)
                 .map(verified -> keep(upstream, name, reference, verified, layers));
@@ -414,7 +416,7 @@ public class ProxyManifestService {
     try {
       manifest = new StoredManifest(expected, content.mediaType(), body);
     } catch (ContentVerificationException e) {
-      throw lying(what, expected == announced
+      throw lying(what, expected.equals(announced)
           ? "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced
           : "the manifest bytes do not have the requested digest " + expected);
     }

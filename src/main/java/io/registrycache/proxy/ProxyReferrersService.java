@@ -1,10 +1,10 @@
 package io.registrycache.proxy;
 
-import io.registrycache.oci.Json;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Result;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.Json;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
@@ -17,7 +17,9 @@ import java.net.URI;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -146,11 +148,11 @@ public class ProxyReferrersService {
           if (cached.isPresent() && cached.get().fromApi()) {
             log.warn("serving cached referrers of {}/{}@{} stale: upstream failed: {}",
                 upstream.key(), name, subject, e.getMessage());
-            metrics.staleServed(upstream.key(), e.code().name().toLowerCase());
+            metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
             return Mono.just(new Referrers(list(cached.get().manifests()), Result.STALE));
           }
-          // Nothing from the API is cached: the tag schema may be (ProxyManifestService serves it
-          // stale), else the upstream's error stands.
+          // Nothing from the API is cached: the tag schema may be (ProxyManifestService serves
+          // it stale), else the upstream's error stands.
           return fromTag(upstream, name, subject).onErrorResume(OciException.class, t -> Mono.error(e));
         });
   }
@@ -211,9 +213,10 @@ public class ProxyReferrersService {
     public Page page(String artifactType, String last, int pageSize) {
       List<JsonNode> matching = descriptors.stream()
           .filter(d -> artifactType == null || artifactType.equals(d.path("artifactType").asString(null)))
-          // By digest: upstreams list in no stable order (go-containerregistry's changes per call),
-          // and a list fetched again between two pages must still page without gaps or repeats.
-          .sorted(java.util.Comparator.comparing((JsonNode d) -> d.path("digest").asString("")))
+          // By digest: upstreams list in no stable order (go-containerregistry's changes per
+          // call), and a list fetched again between two pages must still page without gaps or
+          // repeats.
+          .sorted(Comparator.comparing((JsonNode d) -> d.path("digest").asString("")))
           .toList();
       int from = 0;
       if (last != null) {
@@ -234,9 +237,12 @@ public class ProxyReferrersService {
   }
 
   /**
+   * One page of a referrers list.
+   *
    * @param body the image index JSON
    * @param nextAfter the digest of this page's last descriptor when more follow, else null
    */
+  @SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
   public record Page(byte[] body, String nextAfter) {}
 
 }

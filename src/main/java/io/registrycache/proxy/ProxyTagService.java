@@ -1,19 +1,21 @@
 package io.registrycache.proxy;
 
-import io.registrycache.oci.Json;
+import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.oci.Json;
 import io.registrycache.oci.LinkHeader;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
-import io.registrycache.oci.OciErrorCode;
-import io.registrycache.oci.OciException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.SortedSet;
 import java.util.TreeSet;
@@ -53,7 +55,7 @@ public class ProxyTagService {
   private final int maxTags;
 
   public ProxyTagService(PullThroughContext context, ManifestStore store) {
-    io.registrycache.config.RegistryCacheProperties properties = context.properties();
+    RegistryCacheProperties properties = context.properties();
     this.upstreams = context.upstreams();
     this.store = store;
     this.storage = context.storage();
@@ -89,7 +91,7 @@ public class ProxyTagService {
                 return Mono.error(e);
               }
               log.warn("listing cached tags of {}/{}: upstream failed: {}", upstream.key(), name, e.getMessage());
-              metrics.staleServed(upstream.key(), e.code().name().toLowerCase());
+              metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
               return cached(upstream, name, n, last);
             });
   }
@@ -167,6 +169,7 @@ public class ProxyTagService {
    * @param nextQuery query string ({@code n=..&last=..}, encoded) of the next page, or {@code null}
    * @param fromCache whether the upstream was not reachable and the cache answered
    */
+  @SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
   public record TagPage(byte[] body, String nextQuery, boolean fromCache) {
 
     /**

@@ -1,11 +1,13 @@
 package io.registrycache.proxy;
 
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import reactor.core.publisher.Mono;
 
@@ -27,6 +29,7 @@ final class SingleFlight<K, V> {
    * exactly once. The call must end with {@link #finished}. When {@code create} returns null
    * (nothing to do after all), so does this, and nothing is started.
    */
+  @SuppressWarnings("ReferenceEquality") // whether this caller made the call: identity is the test
   V join(K key, Function<K, V> create, Consumer<V> start) {
     AtomicReference<V> created = new AtomicReference<>();
     V call =
@@ -44,7 +47,7 @@ final class SingleFlight<K, V> {
   }
 
   /** A call in flight whose key {@code matching} accepts, or null; scans every call in flight. */
-  V current(java.util.function.Predicate<K> matching) {
+  V current(Predicate<K> matching) {
     for (Map.Entry<K, V> e : inFlight.entrySet()) {
       if (matching.test(e.getKey())) {
         return e.getValue();
@@ -64,8 +67,8 @@ final class SingleFlight<K, V> {
   }
 
   /** The calls in flight now (a copy). */
-  java.util.List<V> inFlight() {
-    return java.util.List.copyOf(inFlight.values());
+  List<V> inFlight() {
+    return List.copyOf(inFlight.values());
   }
 
   /**

@@ -86,8 +86,9 @@ public class RateLimits {
    */
   public FillPermits admit(Identity identity, String clientAddress) {
     boolean anonymous = identity.anonymous();
-    // A pass-through identity's name is whatever the client typed (the cache cannot check it):
-    // its bucket is per client address, with the authenticated limits, so names do not multiply buckets.
+    // A pass-through identity's name is whatever the client typed (the cache cannot check it): its
+    // bucket is per client address, with the authenticated limits, so names do not multiply
+    // buckets.
     String address = clientAddress == null ? "-" : clientAddress;
     String key = anonymous ? "anonymous@" + address
         : identity.kind() == Identity.Kind.PASSTHROUGH ? "passthrough@" + address

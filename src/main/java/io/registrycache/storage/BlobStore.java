@@ -311,6 +311,7 @@ public class BlobStore implements AutoCloseable {
     return evict(digest, Long.MAX_VALUE) >= 0;
   }
 
+  @SuppressWarnings("FutureReturnValueIgnored") // a best-effort delete later; nothing waits for it
   private void schedule(Runnable task, Duration delay) {
     if (delay.isZero() || delay.isNegative()) {
       task.run();

@@ -1,8 +1,7 @@
 package io.registrycache.storage;
 
-import io.registrycache.config.StorageProperties;
 import io.registrycache.config.RegistryCacheProperties;
-
+import io.registrycache.config.StorageProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.TagRef;
 import java.io.IOException;
@@ -16,6 +15,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.locks.ReentrantLock;
@@ -354,7 +354,7 @@ public class CacheCollector {
       }
       log.info(
           "{}: removed {} tag links, {} manifests, {} blobs ({} bytes)",
-          reason.name().toLowerCase(), acc.tags.size(), acc.manifests.size(), acc.blobs.size(), acc.bytes);
+          reason.name().toLowerCase(Locale.ROOT), acc.tags.size(), acc.manifests.size(), acc.blobs.size(), acc.bytes);
       return acc.toRemoval(false);
     } finally {
       lock.unlock();
@@ -371,14 +371,14 @@ public class CacheCollector {
     void blob(Item i, Reason reason) {
       blobs.add(i);
       bytes += i.size();
-      metrics.evicted("blob", reason.name().toLowerCase(), i.size());
+      metrics.evicted("blob", reason.name().toLowerCase(Locale.ROOT), i.size());
       log.debug("{}: removed blob {} ({} bytes, last pulled {})", reason, i.digest(), i.size(), i.lastPulled());
     }
 
     void manifest(Item i, Reason reason) {
       manifests.add(i);
       bytes += i.size();
-      metrics.evicted("manifest", reason.name().toLowerCase(), i.size());
+      metrics.evicted("manifest", reason.name().toLowerCase(Locale.ROOT), i.size());
       log.debug("{}: removed manifest {} ({} bytes, last pulled {})", reason, i.digest(), i.size(), i.lastPulled());
     }
 

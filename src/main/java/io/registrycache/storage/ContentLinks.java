@@ -40,7 +40,6 @@ public final class ContentLinks {
   private static final Logger log = LoggerFactory.getLogger(ContentLinks.class);
 
   private final LinkPersistence persistence;
-  private final String kind;
   private final ContentScope scope;
   private final Map<Digest, Set<String>> links = new ConcurrentHashMap<>();
 
@@ -59,7 +58,6 @@ public final class ContentLinks {
    */
   public ContentLinks(LinkPersistence persistence, String kind, ContentScope scope, Predicate<Digest> stored) {
     this.persistence = persistence;
-    this.kind = kind;
     this.scope = scope;
     if (persistence.onDemand()) {
       log.info("{} links: looked up in the store on first use", kind);

@@ -13,7 +13,11 @@ public interface LinkPersistence {
   /** Visits every link with its digest and {@code <upstream>/<repository>} key. */
   void scan(BiConsumer<Digest, String> visitor);
 
-  /** Records a link; idempotent. @param upstreamSegment the upstream key, made path-safe */
+  /**
+   * Records a link; idempotent.
+   *
+   * @param upstreamSegment the upstream key, made path-safe
+   */
   void create(Digest digest, String upstreamSegment, String repository) throws IOException;
 
   /** Removes every link of {@code digest}; best effort. */
@@ -30,7 +34,7 @@ public interface LinkPersistence {
   }
 
   /**
-   * Whether links are looked up on first use ({@link #find}, through {@link #recheck}) instead
+   * Whether links are looked up on first use ({@link #find}, through {@link ContentLinks#recheck}) instead
    * of all read by {@link #scan} at start-up.
    */
   default boolean onDemand() {

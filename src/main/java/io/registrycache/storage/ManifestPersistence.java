@@ -24,6 +24,7 @@ public interface ManifestPersistence {
   record Found(Digest digest, long size, long createdMillis, long lastPulledMillis) {}
 
   /** A stored manifest's bytes, exactly as written, and the media type stored with them. */
+  @SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
   record Stored(String mediaType, byte[] body) {}
 
   /** Visits every stored manifest once (start-up). */

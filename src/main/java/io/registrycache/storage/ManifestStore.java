@@ -78,10 +78,6 @@ public class ManifestStore {
     this(new FileManifestPersistence(layout), blobs, properties, clock);
   }
 
-  /**
-   * @param persistence where manifests and tag links are kept: the file system or the object
-   *     store ({@code storage.type})
-   */
   /** Most tag links kept in memory: ~200 bytes each, so about 2 MiB. */
   static final int TAG_LINKS_IN_MEMORY = 10_000;
 
@@ -90,6 +86,12 @@ public class ManifestStore {
   /** Tag links seen since start-up, so that a warm tag is served without the disk or the store. */
   private final Cache<TagKey, TagRef> tagLinks;
 
+  /**
+   * A store in {@code persistence}.
+   *
+   * @param persistence where manifests and tag links are kept: the file system or the object
+   *     store ({@code storage.type})
+   */
   @Autowired
   public ManifestStore(ManifestPersistence persistence, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
       throws IOException {
@@ -382,6 +384,7 @@ public class ManifestStore {
    *
    * @return manifests added plus manifests dropped
    */
+  @SuppressWarnings("ModifyCollectionInEnhancedForLoop") // index is a ConcurrentHashMap
   public int rescan() {
     long started = clock.millis();
     Set<Digest> seen = new HashSet<>();

@@ -63,6 +63,7 @@ public class StorageJanitor implements SmartLifecycle {
   }
 
   @Override
+  @SuppressWarnings("FutureReturnValueIgnored") // the task logs its failures; stop() shuts it down
   public void start() {
     executor =
         Executors.newSingleThreadScheduledExecutor(

@@ -238,7 +238,7 @@ public class StorageLayout {
    * Files#createDirectories} then only reports why it failed.
    */
   private static void makeFolder(Path folder) throws IOException {
-    if (folder.getFileSystem() == FileSystems.getDefault() && makeFolders(folder.toFile())) {
+    if (folder.getFileSystem().equals(FileSystems.getDefault()) && makeFolders(folder.toFile())) {
       return;
     }
     Files.createDirectories(folder);

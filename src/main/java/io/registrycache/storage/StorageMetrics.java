@@ -37,6 +37,6 @@ public class StorageMetrics {
   public void evicted(String kind, String reason, long bytes) {
     registry.counter("registry.cache.evictions", "kind", kind, "reason", reason).increment();
     Counter.builder("registry.cache.evicted.bytes").baseUnit("bytes").tag("kind", kind).tag("reason", reason)
-        .description("Bytes removed from the cache").register(registry).increment(bytes);
+        .description("Bytes removed from the cache").register(registry).increment((double) bytes);
   }
 }

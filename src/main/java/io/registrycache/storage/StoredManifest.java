@@ -10,10 +10,15 @@ import io.registrycache.oci.MediaType;
  * @param digest digest of {@code body}
  * @param mediaType the manifest's media type (one of the manifest types)
  * @param body the raw bytes; never modified, never re-serialized
- * @throws ContentVerificationException when {@code body} does not have {@code digest}
- *     ({@code DIGEST_INVALID})
  */
+@SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
 public record StoredManifest(Digest digest, MediaType mediaType, byte[] body) {
+  /**
+   * Checks {@code body} against {@code digest}.
+   *
+   * @throws ContentVerificationException when {@code body} does not have {@code digest}
+   *     ({@code DIGEST_INVALID})
+   */
   public StoredManifest {
     if (!digest.recompute(body).equals(digest)) {
       throw new ContentVerificationException("manifest " + digest + ": the " + body.length + " bytes do not match the digest");

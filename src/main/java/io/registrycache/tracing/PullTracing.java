@@ -38,7 +38,7 @@ public class PullTracing {
       @Value("${management.tracing.export.enabled:false}") boolean enabled) {
     Tracer t = enabled ? tracer.getIfAvailable() : null;
     Propagator p = enabled ? propagator.getIfAvailable() : null;
-    boolean on = t != null && t != Tracer.NOOP && p != null;
+    boolean on = t != null && !Tracer.NOOP.equals(t) && p != null;
     this.tracer = on ? t : null;
     this.propagator = on ? p : null;
   }

@@ -89,7 +89,8 @@ public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBea
               ports.add(port);
             }
           }
-          // The internal peer endpoint of a scaled-out cache (docs/scale-out.md), when one is configured.
+          // The internal peer endpoint of a scaled-out cache (docs/scale-out.md), when one is
+          // configured.
           if (environment.containsProperty("registry-cache.cluster.peers[0]")
               || environment.containsProperty("registry-cache.cluster.peers")
               || environment.containsProperty("registry-cache.cluster.peers-dns")) {

@@ -18,6 +18,8 @@ import reactor.core.publisher.Mono;
 interface TokenProvider {
 
   /**
+   * A token for {@code repository} from the challenge's realm.
+   *
    * @param challenge a {@code Bearer} challenge with a {@code realm}
    * @param credential sent as Basic credentials to the realm, or empty for an anonymous token
    * @return a {@code Bearer} authorization, reusable for the token's {@code expires_in} less a

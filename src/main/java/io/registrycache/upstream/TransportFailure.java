@@ -42,7 +42,8 @@ enum TransportFailure {
 
   /** Classifies {@code failure} by walking its cause chain. */
   static TransportFailure of(Throwable failure) {
-    // Reactor Netty shades reactor-pool: match its exceptions by simple name, not the internal type.
+    // Reactor Netty shades reactor-pool: match its exceptions by simple name, not the internal
+    // type.
     if (has(failure, c -> c.getClass().getSimpleName().startsWith("PoolAcquire"))) {
       return LOCAL_LIMIT;
     }
@@ -86,6 +87,7 @@ enum TransportFailure {
   }
 
   /** The one walk of a cause chain in this package. */
+  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   private static Throwable first(Throwable t, Predicate<Throwable> test) {
     for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
       if (test.test(c)) {
@@ -96,6 +98,7 @@ enum TransportFailure {
   }
 
   /** The innermost cause. */
+  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   static Throwable root(Throwable t) {
     Throwable root = t;
     while (root.getCause() != null && root.getCause() != root) {

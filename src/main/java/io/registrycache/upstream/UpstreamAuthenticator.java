@@ -122,6 +122,7 @@ final class UpstreamAuthenticator {
     }
   }
 
+  @SuppressWarnings("FutureReturnValueIgnored") // only drops a failed entry; callers wait on future
   private Mono<UpstreamAuthorization> load(
       Upstream upstream, RepositoryName repository, Key key, String challenge) {
     CompletableFuture<Outcome> future =
@@ -139,7 +140,8 @@ final class UpstreamAuthenticator {
             authorizations.asMap().remove(key, future); // the next request tries again
           }
         });
-    // The wait for a token: its own request, or one another request started (Caffeine's single-flight).
+    // The wait for a token: its own request, or one another request started (Caffeine's
+    // single-flight).
     return PullSpan.around("upstream token", "registry.upstream", upstream.key(), unwrap(future));
   }
 

@@ -106,7 +106,8 @@ final class UpstreamCaller {
     this.userAgent = userAgent;
     this.metrics = new UpstreamMetrics(meterRegistry);
     this.resilience = resilience;
-    // Credential lookups block (files, helper processes): their own small pool, never an event loop.
+    // Credential lookups block (files, helper processes): their own small pool, never an event
+    // loop.
     this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
     this.authenticator =
         new UpstreamAuthenticator(
@@ -161,7 +162,8 @@ final class UpstreamCaller {
                 .onErrorMap(
                     e -> !(e instanceof OciException),
                     e -> UpstreamErrors.fromTransport(upstream, what, e)));
-    // One span per attempt (docs/tracing.md): a blob's ends with the response headers, its first byte.
+    // One span per attempt (docs/tracing.md): a blob's ends with the response headers, its first
+    // byte.
     return resilience.protect(upstream, what, PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt));
   }
 
@@ -284,7 +286,7 @@ final class UpstreamCaller {
   /** Whether a response may carry a body (RFC 9110 sections 6.4.1, 15.3.5 and 15.3.6). */
   private static boolean mayHaveBody(HttpMethod method, int status, HttpHeaders headers) {
     return !(status / 100 == 1 || status == 204 || status == 205
-        || method == HttpMethod.HEAD || headers.getContentLength() == 0);
+        || HttpMethod.HEAD.equals(method) || headers.getContentLength() == 0);
   }
 
   /**
@@ -364,19 +366,19 @@ final class UpstreamCaller {
   }
 
   /**
-   * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average
-   * rate since the response headers falls below {@code min-transfer-rate} after {@code
-   * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
-   * read-timeout} but not this. After {@code n} bytes the next {@code n} are due by {@code grace +
-   * n / rate} from the start. Checked once a second ({@link #RATE_CHECKS}), not per buffer.
-   */
-  /**
    * One tick a second for every body's rate check, from one timer shared by all the bodies being
    * received (a timer per body costs a scheduled task and a thread hop per blob); it stops while
    * no body is received.
    */
   private static final Flux<Long> RATE_CHECKS = Flux.interval(Duration.ofSeconds(1), Duration.ofSeconds(1)).share();
 
+  /**
+   * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average
+   * rate since the response headers falls below {@code min-transfer-rate} after {@code
+   * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
+   * read-timeout} but not this. After {@code n} bytes the next {@code n} are due by {@code grace +
+   * n / rate} from the start. Checked once a second ({@link #RATE_CHECKS}), not per buffer.
+   */
   static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
     long rate = upstream.settings().minTransferRate() == null
         ? 0 : upstream.settings().minTransferRate().toBytes();

@@ -9,4 +9,5 @@ import java.net.URI;
  * @param next the next page's URI (from the upstream's {@code Link: <...>; rel="next"}, resolved
  *     against the upstream URL), or {@code null} on the last page
  */
+@SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
 public record UpstreamReferrers(byte[] body, URI next) {}

@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.annotation.Autowired;
@@ -157,7 +158,7 @@ public class UpstreamResilience {
     private final CircuitBreaker breaker;
     private final IntervalFunction waitInOpen;
     /** Rounds of the open state since the breaker last closed (Resilience4j's attempts). */
-    private volatile int openRounds = 1;
+    private final AtomicInteger openRounds = new AtomicInteger(1);
     private final Duration maxBackoff;
     private final RetryBackoffSpec retry;
     private final Counter retries;
@@ -248,15 +249,15 @@ public class UpstreamResilience {
 
     /** The wait of the current (or next) open state. */
     private Duration currentWait() {
-      return Duration.ofMillis(waitInOpen.apply(openRounds));
+      return Duration.ofMillis(waitInOpen.apply(openRounds.get()));
     }
 
     private void transitioned(CircuitBreaker breaker, CircuitBreaker.StateTransition transition) {
       stateSince = clock.instant();
       if (transition == CircuitBreaker.StateTransition.CLOSED_TO_OPEN) {
-        openRounds = 1;
+        openRounds.set(1);
       } else if (transition == CircuitBreaker.StateTransition.HALF_OPEN_TO_OPEN) {
-        openRounds++;
+        openRounds.incrementAndGet();
       }
       Failure last = lastFailure;
       String lastReason = last == null ? "none" : last.reason();

@@ -6,4 +6,5 @@ package io.registrycache.upstream;
  * @param body the JSON body {@code {"name":..., "tags":[...]}}, raw
  * @param link the upstream's {@code Link} header with the next page, or {@code null}
  */
+@SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
 public record UpstreamTags(byte[] body, String link) {}

@@ -8,6 +8,7 @@ import io.registrycache.oci.Digest;
 import io.registrycache.testsupport.AdvancingClock;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
@@ -25,13 +26,14 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.context.TestConfiguration;
-import org.springframework.context.annotation.Bean;
-import org.springframework.context.annotation.Import;
-import org.springframework.context.annotation.Primary;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Import;
+import org.springframework.context.annotation.Primary;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.JsonNode;
@@ -75,7 +77,7 @@ class AdminEndpointIT {
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
   @LocalServerPort int port;
-  @Autowired org.springframework.context.ApplicationContext context;
+  @Autowired ApplicationContext context;
   @LocalManagementPort int managementPort;
   @Autowired MeterRegistry meters;
 
@@ -86,7 +88,7 @@ class AdminEndpointIT {
   /** Pulls and checks {@code image}, then waits until its blobs are committed (what prune and evict see). */
   private void pull(Image image) {
     cache().pullAndVerify(image);
-    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
+    ManualCache.awaitDownloadsCommitted(context);
   }
 
   private CacheClient management() {
@@ -188,7 +190,8 @@ class AdminEndpointIT {
     assertThat(images("cnt/")).containsExactly("local/cnt/app:v3");
 
     Image fresh = push("cnt/other", "v1", TestImages.randomBytes(1_000, 24));
-    // v3 is over 6 s old, fresh a pull's time: "older than 5 s" tells them apart even on a busy machine.
+    // v3 is over 6 s old, fresh a pull's time: "older than 5 s" tells them apart even on a busy
+    // machine.
     clock.advance(Duration.ofMillis(6100));
     pull(fresh);
     JsonNode byAge = postJson(admin() + "/prune", "{\"olderThan\":\"5s\",\"pattern\":\"local/cnt/.*\"}");
@@ -211,7 +214,7 @@ class AdminEndpointIT {
     assertThat(field(evicted.path("manifests"), "digest")).containsExactly(image.manifest().digest());
     assertThat(field(evicted.path("blobs"), "digest")).contains(layer.toString());
     assertThat(images("evict/")).isEmpty();
-    await("the evicted layer's file deleted after the delete grace").atMost(java.time.Duration.ofSeconds(10))
+    await("the evicted layer's file deleted after the delete grace").atMost(Duration.ofSeconds(10))
         .until(() -> !Files.exists(blobPath(layer)));
 
     pull(image);

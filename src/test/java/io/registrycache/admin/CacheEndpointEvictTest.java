@@ -3,6 +3,7 @@ package io.registrycache.admin;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.oci.Digest;
+import io.registrycache.storage.StorageJanitor;
 import io.registrycache.testsupport.TestCache;
 import io.registrycache.upstream.Upstreams;
 import java.nio.file.Path;
@@ -32,7 +33,7 @@ class CacheEndpointEvictTest {
     CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs, cache.collector);
     Pruner pruner = new Pruner(cache.manifests, inventory, cache.collector, cache.clock, new Upstreams(cache.properties));
     endpoint = new CacheEndpoint(inventory, pruner,
-        new io.registrycache.storage.StorageJanitor(cache.collector, cache.blobs, cache.manifests, cache.properties), null, null,
+        new StorageJanitor(cache.collector, cache.blobs, cache.manifests, cache.properties), null, null,
         cache.properties.admin());
     cache.tag("local", "app", "v1", cache.manifest(cache.blob(10), cache.blob(100)));
     cache.tag("retired", "app", "v1", cache.manifest(cache.blob(11), cache.blob(101)));

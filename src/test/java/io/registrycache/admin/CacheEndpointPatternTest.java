@@ -1,10 +1,12 @@
 package io.registrycache.admin;
 
-import io.registrycache.config.RegistryCacheProperties;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
+import io.registrycache.storage.StorageJanitor;
 import io.registrycache.testsupport.TestCache;
+import io.registrycache.upstream.Upstreams;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -40,10 +42,10 @@ class CacheEndpointPatternTest {
   private CacheEndpoint endpoint(RegistryCacheProperties properties) {
     CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs, cache.collector);
     Pruner pruner = new Pruner(
-        cache.manifests, inventory, cache.collector, cache.clock, new io.registrycache.upstream.Upstreams(properties));
+        cache.manifests, inventory, cache.collector, cache.clock, new Upstreams(properties));
     return new CacheEndpoint(
         inventory, pruner,
-        new io.registrycache.storage.StorageJanitor(cache.collector, cache.blobs, cache.manifests, properties), null, null,
+        new StorageJanitor(cache.collector, cache.blobs, cache.manifests, properties), null, null,
         properties.admin());
   }
 
@@ -83,7 +85,7 @@ class CacheEndpointPatternTest {
 
   @Test
   void tooLongPatternsAreRefused() {
-    endpoint = endpoint(RegistryCacheProperties.bind(java.util.Map.of(
+    endpoint = endpoint(RegistryCacheProperties.bind(Map.of(
         "registry-cache.storage.path", root.toString(), "registry-cache.admin.max-pattern-length", "16")));
     assertThat(error(endpoint.list("images", "local/app:v1|local/app:v2"))).isEqualTo("filter is longer than 16 characters");
     assertThat(listed(endpoint.list("images", "local/app:v1"), "images")).hasSize(1);

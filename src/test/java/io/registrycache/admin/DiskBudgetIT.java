@@ -5,14 +5,16 @@ import static org.awaitility.Awaitility.await;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.registrycache.storage.CacheCollector;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
-import io.registrycache.storage.CacheCollector;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -30,6 +32,7 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ApplicationContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -58,7 +61,7 @@ class DiskBudgetIT {
   }
 
   @LocalServerPort int port;
-  @Autowired org.springframework.context.ApplicationContext context;
+  @Autowired ApplicationContext context;
   @LocalManagementPort int managementPort;
   @Autowired MeterRegistry meters;
   @Autowired CacheCollector collector;
@@ -98,11 +101,11 @@ class DiskBudgetIT {
     clients.shutdown();
     sampler.shutdown();
     assertThat(sampler.awaitTermination(10, TimeUnit.SECONDS)).isTrue();
-    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
+    ManualCache.awaitDownloadsCommitted(context);
 
     var janitor = CacheClient.onPort(managementPort).postJson("/actuator/cache/janitor", "{}");
     assertThat(janitor.statusCode()).isEqualTo(200);
-    await("evicted files deleted once the delete grace is over").atMost(java.time.Duration.ofSeconds(10))
+    await("evicted files deleted once the delete grace is over").atMost(Duration.ofSeconds(10))
         .until(() -> bytesUnder(storage.resolve("blobs")) + bytesUnder(storage.resolve("manifests")) <= BUDGET + LAYER);
 
     long onDisk = bytesUnder(storage.resolve("blobs")) + bytesUnder(storage.resolve("manifests"));

@@ -3,27 +3,39 @@ package io.registrycache.admin;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.sun.security.auth.module.UnixSystem;
+import io.registrycache.oci.Digest;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
-import io.registrycache.oci.Digest;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalManagementPort;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ApplicationContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.json.JsonMapper;
@@ -42,7 +54,7 @@ class FullDiskIT {
   static final Path storage = mountTmpfs();
 
   @LocalServerPort int port;
-  @org.springframework.beans.factory.annotation.Autowired org.springframework.context.ApplicationContext context;
+  @Autowired ApplicationContext context;
   @LocalManagementPort int managementPort;
 
   static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
@@ -56,7 +68,7 @@ class FullDiskIT {
   }
 
   private static Path mountTmpfs() {
-    boolean root = new com.sun.security.auth.module.UnixSystem().getUid() == 0;
+    boolean root = new UnixSystem().getUid() == 0;
     if (!root && Command.inCi()) {
       throw new IllegalStateException("FullDiskIT mounts a tmpfs and needs root; CI must run it as root");
     }
@@ -99,7 +111,7 @@ class FullDiskIT {
   }
 
   private static String text(HttpResponse<byte[]> response) {
-    return new String(response.body(), java.nio.charset.StandardCharsets.UTF_8);
+    return new String(response.body(), StandardCharsets.UTF_8);
   }
 
   /** Writes until the file system says ENOSPC; the file is what the test removes to free space. */
@@ -138,7 +150,7 @@ class FullDiskIT {
     Image fresh = upstream.pusher().push(
         TestImages.withLayers("full/fresh", "v1", TestImages.randomBytes(3_000_000, 2)));
     cache.pullAndVerify(cached);
-    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
+    ManualCache.awaitDownloadsCommitted(context);
     assertThat(readiness().statusCode()).isEqualTo(200);
 
     Path filler = fill();
@@ -176,17 +188,17 @@ class FullDiskIT {
 
     Path filler = fill();
     long leaveFree = 2L * 1024 * 1024; // less than the blob: the fill runs out of space part-way
-    try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(filler, java.nio.file.StandardOpenOption.WRITE)) {
+    try (FileChannel channel = FileChannel.open(filler, StandardOpenOption.WRITE)) {
       channel.truncate(Math.max(0, channel.size() - leaveFree));
     }
 
-    java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
-    java.net.http.HttpRequest request = java.net.http.HttpRequest.newBuilder(
-        java.net.URI.create("http://127.0.0.1:" + port + "/v2/" + during.repository() + "/blobs/" + layer)).build();
+    HttpClient http = HttpClient.newHttpClient();
+    HttpRequest request = HttpRequest.newBuilder(
+        URI.create("http://127.0.0.1:" + port + "/v2/" + during.repository() + "/blobs/" + layer)).build();
     try {
       HttpResponse<byte[]> response = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
       boolean completeAndCorrect = response.statusCode() == 200
-          && java.util.Arrays.equals(response.body(), layerBytes);
+          && Arrays.equals(response.body(), layerBytes);
       assertThat(completeAndCorrect).as("a complete 200 of a blob the cache could not store (status %d, %d bytes)",
           response.statusCode(), response.body().length).isFalse();
       assertThat(response.statusCode()).isIn(200, 507); // 200 only with a short body
@@ -194,7 +206,7 @@ class FullDiskIT {
       // The body was cut mid-stream after the headers went out: what a client must notice.
     }
 
-    await().atMost(java.time.Duration.ofSeconds(10))
+    await().atMost(Duration.ofSeconds(10))
         .untilAsserted(() -> assertThat(tmpFiles()).as("the partial download deleted").isEmpty());
     assertThat(storage.resolve("blobs/sha256/" + layer.hex().substring(0, 2) + "/" + layer.hex())).doesNotExist();
 

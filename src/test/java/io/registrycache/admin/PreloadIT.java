@@ -3,9 +3,9 @@ package io.registrycache.admin;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.testsupport.CacheProperties;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
@@ -20,6 +20,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Objects;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
@@ -117,7 +119,7 @@ class PreloadIT {
 
   /** Polls the job until it is done (at most 60 s); returns its last view. */
   private JsonNode await(String id) throws InterruptedException {
-    return org.awaitility.Awaitility.await("preload job " + id + " done")
+    return Awaitility.await("preload job " + id + " done")
         .atMost(Duration.ofSeconds(60))
         .pollDelay(Duration.ZERO)
         .pollInterval(Duration.ofMillis(100))
@@ -146,7 +148,7 @@ class PreloadIT {
   @Test
   @Order(1)
   void theFileIsPreloadedInTheBackgroundAfterStartUp() throws InterruptedException {
-    JsonNode fileJob = org.awaitility.Awaitility.await("a job for the preload file")
+    JsonNode fileJob = Awaitility.await("a job for the preload file")
         .atMost(Duration.ofSeconds(60))
         .pollDelay(Duration.ZERO)
         .pollInterval(Duration.ofMillis(100))
@@ -157,7 +159,7 @@ class PreloadIT {
             }
           }
           return null;
-        }, java.util.Objects::nonNull);
+        }, Objects::nonNull);
     JsonNode job = await(fileJob.path("id").asString());
     assertThat(job.path("total").asInt()).isEqualTo(2);
     assertThat(job.path("done").asInt()).isEqualTo(1);

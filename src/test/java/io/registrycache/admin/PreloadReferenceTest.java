@@ -10,6 +10,7 @@ import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.upstream.Upstreams;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class PreloadReferenceTest {
@@ -61,7 +62,7 @@ class PreloadReferenceTest {
 
   @Test
   void resolvesLikeTheRegistryApi() {
-    RegistryCacheProperties props = RegistryCacheProperties.bind(java.util.Map.of(
+    RegistryCacheProperties props = RegistryCacheProperties.bind(Map.of(
         "registry-cache.upstreams.local.host", "localhost:5000",
         "registry-cache.upstreams.local.url", "http://127.0.0.1:5000",
         "registry-cache.upstreams.hub.host", "hub.example.test",

@@ -7,6 +7,7 @@ import com.google.re2j.Pattern;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.CacheCollector;
 import io.registrycache.testsupport.TestCache;
+import io.registrycache.upstream.Upstreams;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
@@ -28,7 +29,7 @@ class PrunerTest {
     cache = new TestCache(root, 0, Duration.ZERO);
     inventory = new CacheInventory(cache.manifests, cache.blobs, cache.collector);
     pruner = new Pruner(
-        cache.manifests, inventory, cache.collector, cache.clock, new io.registrycache.upstream.Upstreams(cache.properties));
+        cache.manifests, inventory, cache.collector, cache.clock, new Upstreams(cache.properties));
     shared = cache.blob(1000); // a base layer every image uses
   }
 

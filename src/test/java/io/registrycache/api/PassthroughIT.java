@@ -6,20 +6,30 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.Command.Result;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
+import java.net.URI;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.test.context.DynamicPropertyRegistry;
@@ -124,35 +134,35 @@ class PassthroughIT extends AbstractCacheIT {
         .sum();
   }
 
-  private static io.registrycache.testsupport.Command.Result skopeo(String... args) {
+  private static Result skopeo(String... args) {
     List<String> command = new ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
     command.addAll(List.of(args));
-    return io.registrycache.testsupport.Command.run(java.time.Duration.ofSeconds(150), command);
+    return Command.run(Duration.ofSeconds(150), command);
   }
 
   /** skopeo, a real client: it learns the challenge from {@code GET /v2/} and sends its credentials. */
   @Test
-  void skopeoCopiesWithTheUsersOwnCredentialsOnly(@org.junit.jupiter.api.io.TempDir java.nio.file.Path work)
+  void skopeoCopiesWithTheUsersOwnCredentialsOnly(@TempDir Path work)
       throws Exception {
-    io.registrycache.testsupport.Command.requireTool(
-        io.registrycache.testsupport.Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
+    Command.requireTool(
+        Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
     Image image = east.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("skopeo"), "v1"));
     String source = "docker://localhost:" + port + "/" + EAST_HOST + "/" + image.repository() + ":v1";
-    java.nio.file.Path layout = work.resolve("layout");
+    Path layout = work.resolve("layout");
 
     skopeo("copy", "--src-tls-verify=false", "--src-creds", "alice:" + ALICE_PASSWORD, source, "oci:" + layout + ":v1")
         .assertSuccess();
     for (Blob blob : image.blobs()) {
-      java.nio.file.Path file = layout.resolve("blobs/sha256/" + blob.digest().substring("sha256:".length()));
-      assertThat(Sha256.digest(java.nio.file.Files.readAllBytes(file))).isEqualTo(blob.digest());
+      Path file = layout.resolve("blobs/sha256/" + blob.digest().substring("sha256:".length()));
+      assertThat(Sha256.digest(Files.readAllBytes(file))).isEqualTo(blob.digest());
     }
     awaitDownloadsCommitted();
 
-    io.registrycache.testsupport.Command.Result bob = skopeo("copy", "--src-tls-verify=false",
+    Result bob = skopeo("copy", "--src-tls-verify=false",
         "--src-creds", "bob:" + BOB_PASSWORD, source, "oci:" + work.resolve("bob") + ":v1");
     assertThat(bob.exitCode()).as(bob.output()).isNotZero();
     assertThat(bob.output()).containsIgnoringCase("unauthorized");
-    io.registrycache.testsupport.Command.Result anonymous = skopeo("copy", "--src-tls-verify=false",
+    Result anonymous = skopeo("copy", "--src-tls-verify=false",
         "--src-no-creds", source, "oci:" + work.resolve("anonymous") + ":v1");
     assertThat(anonymous.exitCode()).as(anonymous.output()).isNotZero();
   }
@@ -218,15 +228,15 @@ class PassthroughIT extends AbstractCacheIT {
     Image image = west.pusher().push(TestImages.withLargeLayer(TestImages.uniqueRepository("big"), "v1", 16 << 20));
     Blob layer = image.largestLayer();
     String path = "/v2/" + WEST_HOST + "/" + image.repository() + "/blobs/" + layer.digest();
-    java.util.concurrent.CompletableFuture<HttpResponse<byte[]>> bobs = cache.http().sendAsync(
-        java.net.http.HttpRequest.newBuilder(java.net.URI.create(cache.baseUrl() + path))
+    CompletableFuture<HttpResponse<byte[]>> bobs = cache.http().sendAsync(
+        HttpRequest.newBuilder(URI.create(cache.baseUrl() + path))
             .header("Authorization", BOB).GET().build(),
         HttpResponse.BodyHandlers.ofByteArray());
     // While bob's download is in flight (or stored, if it was quicker), alice is refused by west.
     HttpResponse<byte[]> alices = get(path, ALICE);
     assertThat(alices.statusCode()).as(describe(alices)).isEqualTo(401);
     assertThat(alices.body().length).isLessThan(layer.bytes().length);
-    HttpResponse<byte[]> bob = bobs.get(60, java.util.concurrent.TimeUnit.SECONDS);
+    HttpResponse<byte[]> bob = bobs.get(60, TimeUnit.SECONDS);
     assertThat(bob.statusCode()).as(describe(bob)).isEqualTo(200);
     assertThat(Sha256.digest(bob.body())).isEqualTo(layer.digest());
     assertRefused(WEST_HOST, image, ALICE);

@@ -164,7 +164,8 @@ class PassthroughTokenIT extends AbstractCacheIT {
         .noneSatisfy(r -> assertThat(r).startsWith("alice repository:" + TEAM_B))
         .allSatisfy(r -> assertThat(r).doesNotStartWith("pusher"));
 
-    // Cached with bob's credentials; the upstream does not let alice pull team-b, whatever she logs in with.
+    // Cached with bob's credentials; the upstream does not let alice pull team-b, whatever she logs
+    // in with.
     assertRefused(imageB, basic("alice"));
     assertRefused(imageB, cacheToken("alice", TEAM_B));
     assertRefused(imageA, basic("bob"));

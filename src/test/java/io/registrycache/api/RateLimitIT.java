@@ -11,6 +11,7 @@ import io.registrycache.RegistryCacheApplication;
 import io.registrycache.metrics.PullActivity;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
@@ -43,6 +44,7 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ApplicationContext;
 import org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -102,7 +104,7 @@ class RateLimitIT {
 
   @LocalServerPort int port;
   @Autowired MeterRegistry meters;
-  @Autowired org.springframework.context.ApplicationContext context;
+  @Autowired ApplicationContext context;
   @Autowired PullActivity activity;
   CacheClient cache;
 
@@ -242,7 +244,7 @@ class RateLimitIT {
     assertThat(get(path, ALICE).statusCode()).isEqualTo(200);
     // the client has its last byte before the store's commit: a request before that joins the
     // fill (cache=miss), one after it is served from the store (cache=hit, checked below)
-    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
+    ManualCache.awaitDownloadsCommitted(context);
     assertThat(get(path, CI).statusCode()).isEqualTo(200);
     // refused before any check (so the failed-check test after this one has all its tries)
     assertThat(get(path, "Basic !not-base64!").statusCode()).isEqualTo(401);

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -55,7 +56,7 @@ class RegistryPathGrammarTest {
     return Generated.values(20_243, 5000, r -> Generated.tokens(r, TOKENS, 10));
   }
 
-  @org.junit.jupiter.api.Test
+  @Test
   void theGeneratedPathsReachEveryEndpointAndNone() {
     List<RegistryPath> parsed = paths().map(RegistryPathGrammarTest::oracle).toList();
     assertThat(parsed).contains((RegistryPath) null);

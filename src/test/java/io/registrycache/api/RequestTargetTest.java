@@ -8,12 +8,15 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.upstream.Upstreams;
 import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 class RequestTargetTest {
 
   private static Upstreams upstreams(boolean allowAny) {
-    RegistryCacheProperties props = RegistryCacheProperties.bind(java.util.Map.of(
+    RegistryCacheProperties props = RegistryCacheProperties.bind(Map.of(
         "registry-cache.upstreams.local.host", "localhost:5000",
         "registry-cache.upstreams.local.url", "http://127.0.0.1:5000",
         "registry-cache.upstreams.hub.host", "hub.example.test",
@@ -81,7 +84,7 @@ class RequestTargetTest {
   }
 
   /** The definition {@link RequestTarget#validHost} must keep (before it became a character scan). */
-  private static final java.util.regex.Pattern HOST = java.util.regex.Pattern.compile(
+  private static final Pattern HOST = Pattern.compile(
       "(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
           + "|\\[[0-9a-fA-F:.]+\\])(?::[0-9]{1,5})?");
 
@@ -116,7 +119,7 @@ class RequestTargetTest {
   void registryHostCheckAnswersAsItsDefinitionOnRandomStrings() {
     String[] pieces = {"a", "Z", "0", "9", "-", ".", ":", "[", "]", "f", "x", " ", "_", "\u0663", "é", "5000",
         "a".repeat(61), "b".repeat(62), "c".repeat(63), "d".repeat(64), "::1"};
-    java.util.Random random = new java.util.Random(29);
+    Random random = new Random(29);
     int accepted = 0;
     for (int i = 0; i < 50_000; i++) {
       StringBuilder s = new StringBuilder();

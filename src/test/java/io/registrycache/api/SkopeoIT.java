@@ -2,11 +2,11 @@ package io.registrycache.api;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.it.AbstractCacheIT;
-import io.registrycache.testsupport.TestFiles;
 import com.jayway.jsonpath.JsonPath;
+import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.Command;
 import io.registrycache.testsupport.Sha256;
+import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
 import io.registrycache.testsupport.TestImages.Image;
@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -40,7 +41,7 @@ class SkopeoIT extends AbstractCacheIT {
 
   Command.Result skopeo(String... args) {
     List<String> command =
-        new java.util.ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
+        new ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
     command.addAll(List.of(args));
     return Command.run(Duration.ofSeconds(150), command).assertSuccess();
   }

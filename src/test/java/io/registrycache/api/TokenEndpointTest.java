@@ -11,18 +11,28 @@ import io.registrycache.upstream.Upstreams;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
 import org.springframework.http.MediaType;
+import org.springframework.http.codec.HttpMessageWriter;
+import org.springframework.mock.http.server.reactive.MockServerHttpRequest;
+import org.springframework.mock.web.server.MockServerWebExchange;
 import org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder;
 import org.springframework.test.web.reactive.server.WebTestClient;
+import org.springframework.web.reactive.function.server.HandlerStrategies;
 import org.springframework.web.reactive.function.server.RequestPredicates;
 import org.springframework.web.reactive.function.server.RouterFunctions;
+import org.springframework.web.reactive.function.server.ServerRequest;
+import org.springframework.web.reactive.function.server.ServerResponse;
+import org.springframework.web.reactive.function.server.ServerResponse.Context;
+import org.springframework.web.reactive.result.view.ViewResolver;
 import reactor.core.publisher.Flux;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
@@ -105,27 +115,27 @@ class TokenEndpointTest {
       "application/x-www-form-urlencoded; charset=\"", "not a media type", "x/"})
   void aBodyThatIsNotAReadableFormIsInvalidRequest(String contentType) {
     // Straight to the handler: WebTestClient itself refuses to send a Content-Type it cannot parse.
-    org.springframework.mock.web.server.MockServerWebExchange exchange =
-        org.springframework.mock.web.server.MockServerWebExchange.from(
-            org.springframework.mock.http.server.reactive.MockServerHttpRequest.post("/v2/token")
+    MockServerWebExchange exchange =
+        MockServerWebExchange.from(
+            MockServerHttpRequest.post("/v2/token")
                 .header("Content-Type", contentType)
                 .body(Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(
                     "grant_type=password&username=alice&password=s3cret".getBytes(StandardCharsets.UTF_8)))));
-    org.springframework.web.reactive.function.server.ServerRequest request =
-        org.springframework.web.reactive.function.server.ServerRequest.create(exchange,
-            org.springframework.web.reactive.function.server.HandlerStrategies.withDefaults().messageReaders());
-    org.springframework.web.reactive.function.server.ServerResponse response = endpoint.handle(request).block();
+    ServerRequest request =
+        ServerRequest.create(exchange,
+            HandlerStrategies.withDefaults().messageReaders());
+    ServerResponse response = endpoint.handle(request).block();
     assertThat(response.statusCode().value()).isEqualTo(400);
     assertThat(response.headers().getCacheControl()).isEqualTo("no-store");
-    response.writeTo(exchange, new org.springframework.web.reactive.function.server.ServerResponse.Context() {
+    response.writeTo(exchange, new Context() {
       @Override
-      public java.util.List<org.springframework.http.codec.HttpMessageWriter<?>> messageWriters() {
-        return org.springframework.web.reactive.function.server.HandlerStrategies.withDefaults().messageWriters();
+      public List<HttpMessageWriter<?>> messageWriters() {
+        return HandlerStrategies.withDefaults().messageWriters();
       }
 
       @Override
-      public java.util.List<org.springframework.web.reactive.result.view.ViewResolver> viewResolvers() {
-        return java.util.List.of();
+      public List<ViewResolver> viewResolvers() {
+        return List.of();
       }
     }).block();
     JsonNode json = JSON.readTree(exchange.getResponse().getBodyAsString().block());
@@ -141,7 +151,7 @@ class TokenEndpointTest {
     WebTestClient.ResponseSpec streamed = client.post().uri("/v2/token")
         .contentType(MediaType.APPLICATION_FORM_URLENCODED)
         .body(Flux.range(0, 64).map(i -> DefaultDataBufferFactory.sharedInstance.wrap(chunk)),
-            org.springframework.core.io.buffer.DataBuffer.class)
+            DataBuffer.class)
         .exchange();
     error(streamed, 413, "invalid_request", "SIZE_INVALID");
   }

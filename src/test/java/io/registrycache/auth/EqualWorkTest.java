@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import io.github.bucket4j.TimeMeter;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.testsupport.TestFiles;
 import java.nio.file.Files;
@@ -61,7 +62,7 @@ class EqualWorkTest {
         "registry-cache.auth.htpasswd-file", htpasswd.toString(),
         "registry-cache.auth.tokens-file", tokens.toString()));
     return new PullAuthentication(properties, new TokenService(properties),
-        io.github.bucket4j.TimeMeter.SYSTEM_NANOTIME, encoder);
+        TimeMeter.SYSTEM_NANOTIME, encoder);
   }
 
   private Optional<Identity> check(PullAuthentication auth, String user, String password) {

@@ -20,6 +20,7 @@ import java.time.Clock;
 import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
@@ -72,7 +73,7 @@ class ExternalTokensJwksUrlTest {
     ExternalTokens tokens = tokens();
     assertThat(fetches).as("nothing fetched before the first token").hasValue(0);
 
-    assertThat(tokens.verify(token(first))).hasValue(Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", java.util.Set.of("platform", "ci")));
+    assertThat(tokens.verify(token(first))).hasValue(Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", Set.of("platform", "ci")));
     assertThat(tokens.verify(token(first, c -> c.subject("bob")))).isPresent();
     assertThat(fetches).as("the set is cached").hasValue(1);
 

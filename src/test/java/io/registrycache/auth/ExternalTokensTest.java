@@ -30,6 +30,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.Base64;
 import java.util.Date;
 import java.util.HashMap;
 import java.util.List;
@@ -38,6 +39,10 @@ import java.util.Set;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
+import org.springframework.boot.context.properties.bind.Binder;
+import org.springframework.boot.context.properties.source.ConfigurationPropertySources;
+import org.springframework.core.env.StandardEnvironment;
+import org.springframework.core.env.SystemEnvironmentPropertySource;
 
 class ExternalTokensTest {
 
@@ -166,8 +171,8 @@ class ExternalTokensTest {
 
     String good = token(RSA);
     String[] parts = good.split("\\.");
-    String forged = java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(
-        new String(java.util.Base64.getUrlDecoder().decode(parts[1])).replace("alice", "admin").getBytes());
+    String forged = Base64.getUrlEncoder().withoutPadding().encodeToString(
+        new String(Base64.getUrlDecoder().decode(parts[1])).replace("alice", "admin").getBytes());
     assertThat(tokens.verify(parts[0] + "." + forged + "." + parts[2])).as("tampered payload").isEmpty();
 
     JWTClaimsSet claims = SignedJWT.parse(good).getJWTClaimsSet();
@@ -207,10 +212,10 @@ class ExternalTokensTest {
         "REGISTRYCACHE_AUTH_TRUSTEDISSUERS_0_JWKSURL", "https://idp.test/jwks.json",
         "REGISTRYCACHE_AUTH_TRUSTEDISSUERS_0_IDENTITYCLAIM", "email",
         "REGISTRYCACHE_AUTH_TRUSTEDISSUERS_0_GROUPSCLAIM", "roles");
-    AuthProperties auth = new org.springframework.boot.context.properties.bind.Binder(
-        org.springframework.boot.context.properties.source.ConfigurationPropertySources.from(
-            new org.springframework.core.env.SystemEnvironmentPropertySource(
-                org.springframework.core.env.StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME, env)))
+    AuthProperties auth = new Binder(
+        ConfigurationPropertySources.from(
+            new SystemEnvironmentPropertySource(
+                StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME, env)))
         .bindOrCreate("registry-cache.auth", AuthProperties.class);
     AuthProperties.TrustedIssuer trusted = auth.trustedIssuers().get(0);
     assertThat(trusted.issuer()).isEqualTo(ISSUER);

@@ -6,7 +6,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
+import io.registrycache.oci.RepositoryName;
 import io.registrycache.testsupport.TestFiles;
+import io.registrycache.testsupport.TestUpstreams;
+import io.registrycache.upstream.Upstream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -21,6 +24,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
 
 /**
  * The cache's own authentication with an upstream that takes each client's own credentials
@@ -31,10 +35,10 @@ import org.junit.jupiter.api.Test;
  */
 class PassthroughCredentialsTest {
 
-  static final io.registrycache.upstream.Upstream PUBLIC =
-      io.registrycache.testsupport.TestUpstreams.upstream("public", "http://public.invalid", s -> { });
-  static final io.registrycache.upstream.Upstream PRIVATE =
-      io.registrycache.testsupport.TestUpstreams.upstream("private", "http://private.invalid",
+  static final Upstream PUBLIC =
+      TestUpstreams.upstream("public", "http://public.invalid", s -> { });
+  static final Upstream PRIVATE =
+      TestUpstreams.upstream("private", "http://private.invalid",
           s -> s.put("credentials", "passthrough"));
 
   private static String basic(String user, String password) {
@@ -81,12 +85,12 @@ class PassthroughCredentialsTest {
     assertThat(auth.authenticate(List.of(basic("alice", "s3cret"))).block())
         .as("the cache's own users stay users").isEqualTo(new Identity(Identity.Kind.USER, "alice"));
 
-    io.registrycache.oci.RepositoryName app = io.registrycache.oci.RepositoryName.parse("team/app");
+    RepositoryName app = RepositoryName.parse("team/app");
     assertThat(access.grants(dana, PRIVATE, app)).as("the upstream decides").isTrue();
     assertThat(access.grants(dana, PUBLIC, app))
         .as("'authenticated' names the cache's users, robots and issuer subjects, not pass-through identities").isFalse();
     assertThatThrownBy(() -> access.decide(dana, "team/app", PUBLIC, app, () -> null, List.of(), null,
-            u -> reactor.core.publisher.Mono.just(u)).block())
+            u -> Mono.just(u)).block())
         .as("an upstream with the cache's credentials: not the cache's credentials")
         .isInstanceOfSatisfying(AuthenticationRequired.class, e -> assertThat(e.getMessage()).contains("invalid"));
 
@@ -183,8 +187,8 @@ class PassthroughCredentialsTest {
     RegistryCacheProperties properties = RegistryCacheProperties.bind(settings(true));
     PullAccess access = new PullAccess(properties, new PullAuthentication(properties), null);
     assertThatThrownBy(() -> access.decide(new Identity(Identity.Kind.PASSTHROUGH, "dana"), "x", PUBLIC,
-            io.registrycache.oci.RepositoryName.parse("x"), () -> null, List.of(), null,
-            u -> reactor.core.publisher.Mono.just(u)).block())
+            RepositoryName.parse("x"), () -> null, List.of(), null,
+            u -> Mono.just(u)).block())
         .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED));
   }
 }

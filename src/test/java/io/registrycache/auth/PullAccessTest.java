@@ -3,6 +3,10 @@ package io.registrycache.auth;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
@@ -10,9 +14,11 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.testsupport.TestUpstreams;
 import io.registrycache.upstream.Upstream;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 
 /** The one decision ({@link PullAccess}): rules, groups, kinds of identity, pull-through lists. */
@@ -104,9 +110,9 @@ class PullAccessTest {
 
   @Test
   void theLegacySettingWarnsAtStart() {
-    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(PullAccess.class);
-    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logged =
-        new ch.qos.logback.core.read.ListAppender<>();
+    Logger logger = (Logger) LoggerFactory.getLogger(PullAccess.class);
+    ListAppender<ILoggingEvent> logged =
+        new ListAppender<>();
     logged.start();
     logger.addAppender(logged);
     try {
@@ -119,7 +125,7 @@ class PullAccessTest {
       logger.detachAppender(logged);
     }
     assertThat(logged.list).singleElement().satisfies(e -> {
-      assertThat(e.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
+      assertThat(e.getLevel()).isEqualTo(Level.WARN);
       assertThat(e.getFormattedMessage()).contains("legacy-identity-names").contains("next release");
     });
   }
@@ -168,7 +174,7 @@ class PullAccessTest {
   private <T> T decided(PullAccess access, Identity identity, String requested, Upstream upstream, String repository) {
     @SuppressWarnings("unchecked")
     T served = (T) access.decide(identity, requested, upstream, RepositoryName.parse(repository), () -> null,
-        java.util.List.of(), null, u -> Mono.just(u)).block();
+        List.of(), null, u -> Mono.just(u)).block();
     return served;
   }
 

@@ -5,13 +5,21 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.testsupport.TestFiles;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.Base64;
+import java.util.Date;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Test;
+import reactor.core.Fuseable.ScalarCallable;
 import reactor.core.publisher.Mono;
 
 class PullAuthenticationTest {
@@ -77,10 +85,10 @@ class PullAuthenticationTest {
         "registry-cache.auth.htpasswd-file", htpasswd.toString())));
     assertThat(identity(auth, basic("alice", "s3cret"))).isEqualTo(new Identity(Identity.Kind.USER, "alice"));
     Files.writeString(htpasswd, "# nobody\n");
-    Files.setLastModifiedTime(htpasswd, java.nio.file.attribute.FileTime.from(java.time.Instant.now().plusSeconds(5)));
-    org.awaitility.Awaitility.await("alice refused after her removal")
-        .atMost(java.time.Duration.ofSeconds(5))
-        .pollInterval(java.time.Duration.ofMillis(200))
+    Files.setLastModifiedTime(htpasswd, FileTime.from(Instant.now().plusSeconds(5)));
+    Awaitility.await("alice refused after her removal")
+        .atMost(Duration.ofSeconds(5))
+        .pollInterval(Duration.ofMillis(200))
         .untilAsserted(() -> refused(auth, "invalid user name or password", basic("alice", "s3cret")));
   }
 
@@ -97,29 +105,29 @@ class PullAuthenticationTest {
   @Test
   void bearerTokensOfTrustedIssuersWithOrWithoutTheTokenFlow() throws Exception {
     Path jwks = ExternalTokensTest.jwksFile(ExternalTokensTest.RSA.toPublicJWK());
-    java.net.URI uri = java.net.URI.create("http://cache.test/v2/team/app/manifests/1");
+    URI uri = URI.create("http://cache.test/v2/team/app/manifests/1");
     String good = "Bearer " + ExternalTokensTest.token(ExternalTokensTest.RSA,
-        c -> c.issueTime(new java.util.Date()).notBeforeTime(new java.util.Date())
-            .expirationTime(java.util.Date.from(java.time.Instant.now().plusSeconds(300))));
+        c -> c.issueTime(new Date()).notBeforeTime(new Date())
+            .expirationTime(Date.from(Instant.now().plusSeconds(300))));
     for (String flow : List.of("false", "true")) {
-      java.util.Map<String, String> settings = ExternalTokensTest.settings(
+      Map<String, String> settings = ExternalTokensTest.settings(
           "registry-cache.auth.trusted-issuers[0].jwks-file", jwks.toString(),
           "registry-cache.auth.token.enabled", flow);
       PullAuthentication auth = new PullAuthentication(RegistryCacheProperties.bind(settings));
       Mono<Identity> first = auth.authenticate(List.of(good), uri);
-      assertThat(first).as("first use: verified off the event loop").isNotInstanceOf(reactor.core.Fuseable.ScalarCallable.class);
+      assertThat(first).as("first use: verified off the event loop").isNotInstanceOf(ScalarCallable.class);
       assertThat(first.block()).as("token flow " + flow)
-          .isEqualTo(Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", java.util.Set.of("platform", "ci")));
+          .isEqualTo(Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", Set.of("platform", "ci")));
       Mono<Identity> again = auth.authenticate(List.of(good), uri);
       assertThat(again).as("a remembered verdict: an answer at hand, no parse, no thread hop")
-          .isInstanceOf(reactor.core.Fuseable.ScalarCallable.class);
+          .isInstanceOf(ScalarCallable.class);
       assertThat(again.block()).isEqualTo(first.block());
       String expectedChallenge = flow.equals("true")
           ? "Bearer realm=\"http://cache.test/v2/token\",service=\"registry-cache\""
           : "Basic realm=\"registry-cache\", charset=\"UTF-8\"";
       String expired = "Bearer " + ExternalTokensTest.token(ExternalTokensTest.RSA);
       String untrusted = "Bearer " + ExternalTokensTest.token(ExternalTokensTest.RSA, c -> c.issuer("https://evil.test")
-          .expirationTime(java.util.Date.from(java.time.Instant.now().plusSeconds(300))));
+          .expirationTime(Date.from(Instant.now().plusSeconds(300))));
       for (String header : List.of(expired, untrusted, "Bearer not-a-token")) {
         assertThatThrownBy(() -> auth.authenticate(List.of(header), uri).block())
             .isInstanceOfSatisfying(AuthenticationRequired.class,

@@ -3,6 +3,8 @@ package io.registrycache.auth;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.nimbusds.jose.jwk.Curve;
+import com.nimbusds.jose.jwk.gen.ECKeyGenerator;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.testsupport.TestFiles;
 import java.nio.charset.StandardCharsets;
@@ -12,6 +14,7 @@ import java.security.KeyPairGenerator;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.Base64;
 import java.util.HashMap;
@@ -92,8 +95,8 @@ class TokenServiceTest {
     Instant[] now = {NOW};
     Clock moving = new Clock() {
       @Override public Instant instant() { return now[0]; }
-      @Override public java.time.ZoneId getZone() { return ZoneOffset.UTC; }
-      @Override public Clock withZone(java.time.ZoneId zone) { return this; }
+      @Override public ZoneId getZone() { return ZoneOffset.UTC; }
+      @Override public Clock withZone(ZoneId zone) { return this; }
     };
     TokenService tokens = new TokenService(RegistryCacheProperties.bind(settings()), moving);
     String token = tokens.issue(ALICE, Set.of("team/a")).token();
@@ -133,7 +136,7 @@ class TokenServiceTest {
   @Test
   void aPrivateJwkFileSignsEs256Tokens() throws Exception {
     Path jwk = Files.writeString(TestFiles.tempDirectory("token-key-").resolve("key.jwk"),
-        new com.nimbusds.jose.jwk.gen.ECKeyGenerator(com.nimbusds.jose.jwk.Curve.P_256).generate().toJSONString());
+        new ECKeyGenerator(Curve.P_256).generate().toJSONString());
     TokenService one = service(NOW, "registry-cache.auth.token.key-file", jwk.toString());
     String token = one.issue(ALICE, Set.of("team/a")).token();
     assertThat(new String(Base64.getUrlDecoder().decode(token.split("\\.")[0]), StandardCharsets.UTF_8)).contains("ES256");

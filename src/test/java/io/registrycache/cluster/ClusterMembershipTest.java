@@ -3,15 +3,21 @@ package io.registrycache.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.registrycache.testsupport.TestCache.MutableClock;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
+import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Configuration;
 
 /** Who is in the cluster: static peers, a DNS name's addresses, this replica among them. */
@@ -23,7 +29,7 @@ class ClusterMembershipTest {
 
   static ClusterHealthIndicator health(ClusterMembership membership) {
     return new ClusterHealthIndicator(
-        membership, props(List.of(), null, null), new PeerMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry()));
+        membership, props(List.of(), null, null), new PeerMetrics(new SimpleMeterRegistry()));
   }
 
   @Test
@@ -54,7 +60,7 @@ class ClusterMembershipTest {
   @Test
   void aDnsNameIsResolvedToItsAddressesOnThePeerPort() throws UnknownHostException {
     ClusterMembership membership = new ClusterMembership(props(List.of(), "localhost", null), Clock.systemUTC());
-    List<String> expected = java.util.Arrays.stream(InetAddress.getAllByName("localhost"))
+    List<String> expected = Arrays.stream(InetAddress.getAllByName("localhost"))
         .map(a -> new Member(a.getHostAddress(), 5000).id()).sorted().toList();
     assertThat(expected).isNotEmpty();
     assertThat(membership.members()).extracting(Member::id).containsExactlyElementsOf(expected);
@@ -111,16 +117,16 @@ class ClusterMembershipTest {
 
   @Test
   void aSuspectMemberLeavesOwnershipForSuspectForThenComesBack() {
-    io.registrycache.testsupport.TestCache.MutableClock clock = new io.registrycache.testsupport.TestCache.MutableClock();
+    MutableClock clock = new MutableClock();
     List<String> peers = List.of("a.test:8082", "b.test:8082", "c.test:8082");
     ClusterMembership asA = new ClusterMembership(
         new ClusterProperties(peers, null, 8082, Duration.ofSeconds(10), "a.test:8082"), clock);
     Member b = new Member("b.test", 8082);
     Member c = new Member("c.test", 8082);
-    List<String> ownedByB = new java.util.ArrayList<>();
+    List<String> ownedByB = new ArrayList<>();
     for (int i = 0; i < 300; i++) {
       String key = "sha256:" + String.format("%064x", i);
-      if (asA.ownerElsewhere(key).equals(java.util.Optional.of(b))) {
+      if (asA.ownerElsewhere(key).equals(Optional.of(b))) {
         ownedByB.add(key);
       }
     }
@@ -131,8 +137,8 @@ class ClusterMembershipTest {
     assertThat(asA.suspect(new Member("a.test", 8082))).isFalse(); // never itself
     assertThat(asA.suspects()).containsExactly(b);
     for (String key : ownedByB) {
-      Member next = RendezvousHashing.owner(key, new java.util.TreeSet<>(List.of(new Member("a.test", 8082), c))).orElseThrow();
-      assertThat(asA.ownerElsewhere(key)).as("the next owner of %s", key).isEqualTo(next.equals(c) ? java.util.Optional.of(c) : java.util.Optional.empty());
+      Member next = RendezvousHashing.owner(key, new TreeSet<>(List.of(new Member("a.test", 8082), c))).orElseThrow();
+      assertThat(asA.ownerElsewhere(key)).as("the next owner of %s", key).isEqualTo(next.equals(c) ? Optional.of(c) : Optional.empty());
     }
 
     clock.advance(Duration.ofSeconds(10));

@@ -2,12 +2,13 @@ package io.registrycache.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.registrycache.testsupport.Generated;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
-import io.registrycache.testsupport.Generated;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -36,7 +37,7 @@ class RendezvousHashingTest {
     List<Member> members = members(n);
     Member owner = RendezvousHashing.owner(key, members).orElseThrow();
     List<Member> reversed = new ArrayList<>(members);
-    java.util.Collections.reverse(reversed);
+    Collections.reverse(reversed);
     assertThat(RendezvousHashing.owner(key, reversed)).contains(owner);
     assertThat(RendezvousHashing.owner(key, new TreeSet<>(members))).contains(owner);
     assertThat(members).contains(owner);

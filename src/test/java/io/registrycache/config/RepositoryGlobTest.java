@@ -51,7 +51,8 @@ class RepositoryGlobTest {
     for (String escape : List.of("team/../secret", "team/./secret", "team//secret", "Team/app", "team/%2fsecret", "team/app/")) {
       assertThatThrownBy(() -> new RepositoryName(escape)).as(escape).isInstanceOf(OciException.class);
     }
-    // Matched on the raw string, they would not match a narrower pattern anyway: matching is by component.
+    // Matched on the raw string, they would not match a narrower pattern anyway: matching is by
+    // component.
     assertThat(new RepositoryGlob("team/*").matches("team/../secret")).isFalse();
     assertThat(new RepositoryGlob("team/app").matches("TEAM/APP")).isFalse();
   }

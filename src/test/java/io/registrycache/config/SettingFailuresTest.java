@@ -80,7 +80,8 @@ class SettingFailuresTest {
         "registry-cache.upstreams.hub.url", "https://registry.example.com/",
         "registry-cache.upstreams.own.url", "http://localhost:5000",
         "registry-cache.default-upstream", "hub")))).doesNotThrowAnyException();
-    // left at 'local' with other keys: the only upstream (or none), as upstream.Upstreams resolves it
+    // left at 'local' with other keys: the only upstream (or none), as upstream.Upstreams resolves
+    // it
     assertThatCode(() -> SettingsCheck.check(RegistryCacheProperties.bind(Map.of(
         "registry-cache.upstreams.hub.url", "https://registry.example.com")))).doesNotThrowAnyException();
   }

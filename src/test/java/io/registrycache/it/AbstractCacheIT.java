@@ -3,12 +3,15 @@ package io.registrycache.it;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.nio.file.Path;
 import org.junit.jupiter.api.BeforeEach;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ApplicationContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -45,8 +48,8 @@ public abstract class AbstractCacheIT {
 
   @LocalServerPort protected int port;
 
-  @org.springframework.beans.factory.annotation.Autowired
-  protected org.springframework.context.ApplicationContext context;
+  @Autowired
+  protected ApplicationContext context;
 
   protected CacheClient cache;
 
@@ -68,7 +71,7 @@ public abstract class AbstractCacheIT {
 
   /** Waits until the blobs just pulled are committed to the store (clients finish before that). */
   protected void awaitDownloadsCommitted() {
-    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
+    ManualCache.awaitDownloadsCommitted(context);
   }
 
   /** The file a blob must be stored at: {@code blobs/sha256/<first 2 hex>/<hex>}. */

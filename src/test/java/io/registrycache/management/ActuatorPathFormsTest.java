@@ -10,6 +10,7 @@ import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -203,7 +204,7 @@ class ActuatorPathFormsTest {
         method + " " + e.path() + " (" + e.name() + ")", () -> walk(e, method, protectedPatterns, protectedBodies.values()))));
   }
 
-  private void walk(Endpoint endpoint, String method, Set<String> protectedPatterns, java.util.Collection<String> protectedBodies)
+  private void walk(Endpoint endpoint, String method, Set<String> protectedPatterns, Collection<String> protectedBodies)
       throws Exception {
     SoftAssertions softly = new SoftAssertions();
     byte[] body = "POST".equals(method) ? "{}".getBytes(StandardCharsets.UTF_8) : new byte[0];

@@ -11,6 +11,7 @@ import org.springframework.core.annotation.Order;
 import org.springframework.web.reactive.HandlerMapping;
 import org.springframework.web.server.WebFilter;
 import org.springframework.web.util.pattern.PathPattern;
+import reactor.core.publisher.Mono;
 
 /**
  * Which handler WebFlux chose for a request, as the request pattern it matched ({@code
@@ -60,7 +61,7 @@ class HandlerProbe {
         reached.put(id, pattern instanceof PathPattern p ? p.getPatternString() : pattern == null ? "" : pattern.toString());
       };
       // Before the first byte of the answer leaves (routing is decided by then).
-      exchange.getResponse().beforeCommit(() -> reactor.core.publisher.Mono.fromRunnable(record));
+      exchange.getResponse().beforeCommit(() -> Mono.fromRunnable(record));
       return chain.filter(exchange);
     };
   }

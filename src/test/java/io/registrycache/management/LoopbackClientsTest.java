@@ -4,15 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.springframework.http.server.reactive.ServerHttpRequest;
-import org.springframework.web.server.ServerWebExchange;
 import org.springframework.mock.http.server.reactive.MockServerHttpRequest;
 import org.springframework.mock.web.server.MockServerWebExchange;
 import org.springframework.security.authorization.AuthorizationResult;
 import org.springframework.security.web.server.authorization.AuthorizationContext;
+import org.springframework.web.server.ServerWebExchange;
 import org.springframework.web.server.adapter.ForwardedHeaderTransformer;
 import reactor.core.publisher.Mono;
 
@@ -61,7 +62,7 @@ class LoopbackClientsTest {
     assertThat(granted(MockServerWebExchange.from(fromProxy).mutate().request(forwarded).build())).isFalse();
   }
 
-  @org.junit.jupiter.api.Test
+  @Test
   void noOrAnUnresolvedAddressIsNotLoopback() {
     assertThat(LoopbackClients.isLoopback(null)).isFalse();
     assertThat(LoopbackClients.isLoopback(InetSocketAddress.createUnresolved("localhost", 1))).isFalse();

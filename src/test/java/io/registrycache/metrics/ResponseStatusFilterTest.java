@@ -10,6 +10,8 @@ import org.springframework.http.HttpStatus;
 import org.springframework.mock.http.server.reactive.MockServerHttpRequest;
 import org.springframework.mock.web.server.MockServerWebExchange;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
+import reactor.core.publisher.Sinks.Empty;
 
 /** {@link ResponseStatusFilter}: {@code registry_cache_responses_total{status}} for /v2 answers. */
 class ResponseStatusFilterTest {
@@ -61,7 +63,7 @@ class ResponseStatusFilterTest {
     assertThat(activity.snapshot()).isEqualTo(new PullActivity.Snapshot(0, 0));
 
     MockServerWebExchange exchange = MockServerWebExchange.from(MockServerHttpRequest.get("/v2/x/blobs/sha256:0"));
-    reactor.core.publisher.Sinks.Empty<Void> body = reactor.core.publisher.Sinks.empty();
+    Empty<Void> body = Sinks.empty();
     Mono<Void> pending = filter.filter(exchange, ex -> body.asMono());
     var subscription = pending.subscribe();
     assertThat(activity.snapshot()).isEqualTo(new PullActivity.Snapshot(1, 0));

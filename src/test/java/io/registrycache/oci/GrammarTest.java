@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -43,7 +44,7 @@ class GrammarTest {
     return Generated.values(20_242, 500, r -> Generated.of(r, "aZ0_.-", 125, 131));
   }
 
-  @org.junit.jupiter.api.Test
+  @Test
   void theGeneratedValuesHoldBothAnswersOfEveryExpression() {
     List<String> values = nearValid().toList();
     for (Pattern oracle : List.of(COMPONENT, TAG, DIGEST, HEX)) {

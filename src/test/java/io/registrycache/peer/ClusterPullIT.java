@@ -2,6 +2,7 @@ package io.registrycache.peer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.netty.util.concurrent.EventExecutor;
 import io.registrycache.cluster.ClusterMembership;
 import io.registrycache.cluster.Member;
 import io.registrycache.cluster.PeerMetrics;
@@ -10,9 +11,9 @@ import io.registrycache.cluster.PeerMetrics.FallbackReason;
 import io.registrycache.cluster.PeerMetrics.Outcome;
 import io.registrycache.cluster.PeerMetrics.SuspicionReason;
 import io.registrycache.cluster.RendezvousHashing;
-import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
@@ -21,13 +22,21 @@ import io.registrycache.testsupport.TestImages.Blob;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.io.IOException;
+import java.net.ConnectException;
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
 import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -37,12 +46,15 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import reactor.netty.resources.LoopResources;
 
 /**
  * Issue 11, one upstream fetch per blob across replicas: three replicas of the real service in
@@ -129,22 +141,22 @@ class ClusterPullIT {
   @Order(3)
   void thePeerPortListensOnlyOnItsPeerAddress() throws Exception {
     int peerPort = members.get(0).port();
-    java.net.InetAddress other = java.util.Collections.list(java.net.NetworkInterface.getNetworkInterfaces()).stream()
-        .filter(i -> { try { return i.isUp() && !i.isLoopback(); } catch (java.net.SocketException e) { return false; } })
-        .flatMap(i -> java.util.Collections.list(i.getInetAddresses()).stream())
-        .filter(a -> a instanceof java.net.Inet4Address)
+    InetAddress other = Collections.list(NetworkInterface.getNetworkInterfaces()).stream()
+        .filter(i -> { try { return i.isUp() && !i.isLoopback(); } catch (SocketException e) { return false; } })
+        .flatMap(i -> Collections.list(i.getInetAddresses()).stream())
+        .filter(a -> a instanceof Inet4Address)
         .findFirst()
         .orElse(null);
-    org.junit.jupiter.api.Assumptions.assumeTrue(other != null, "no non-loopback IPv4 address on this machine");
-    try (java.net.Socket loopback = new java.net.Socket()) {
-      loopback.connect(new java.net.InetSocketAddress("127.0.0.1", peerPort), 5_000);
+    Assumptions.assumeTrue(other != null, "no non-loopback IPv4 address on this machine");
+    try (Socket loopback = new Socket()) {
+      loopback.connect(new InetSocketAddress("127.0.0.1", peerPort), 5_000);
       assertThat(loopback.isConnected()).isTrue();
     }
-    try (java.net.Socket elsewhere = new java.net.Socket()) {
-      org.assertj.core.api.Assertions.assertThatThrownBy(
-              () -> elsewhere.connect(new java.net.InetSocketAddress(other, peerPort), 5_000))
+    try (Socket elsewhere = new Socket()) {
+      Assertions.assertThatThrownBy(
+              () -> elsewhere.connect(new InetSocketAddress(other, peerPort), 5_000))
           .as("the peer port on %s, with peer-address 127.0.0.1", other)
-          .isInstanceOf(java.net.ConnectException.class);
+          .isInstanceOf(ConnectException.class);
     }
   }
 
@@ -243,8 +255,8 @@ class ClusterPullIT {
     assertThat(image.blobs().stream().filter(b -> owners.get(b.digest()).equals(members.get(hung)))).isNotEmpty();
     long silentBefore = metrics(asker).suspicions(SuspicionReason.SILENT);
     CountDownLatch resume = new CountDownLatch(1);
-    reactor.netty.resources.LoopResources loops = replicas.get(hung).context().getBean(PeerServer.class).loops();
-    List<io.netty.util.concurrent.EventExecutor> held = new ArrayList<>();
+    LoopResources loops = replicas.get(hung).context().getBean(PeerServer.class).loops();
+    List<EventExecutor> held = new ArrayList<>();
     loops.onServerSelect(true).forEach(held::add);
     loops.onServer(true).forEach(held::add);
     CountDownLatch allHeld = new CountDownLatch(held.size());

@@ -5,8 +5,8 @@ import static org.awaitility.Awaitility.await;
 
 import io.registrycache.cluster.Member;
 import io.registrycache.cluster.RendezvousHashing;
-import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.FreePorts;
 import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.NeedsGoTool;
@@ -30,6 +30,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -70,7 +71,8 @@ class TracingIT {
     List<Integer> ports = FreePorts.take(5);
     int otlp = ports.get(0);
     query = "http://127.0.0.1:" + ports.get(1);
-    // Jaeger v2 (an OpenTelemetry Collector): OTLP/HTTP in, memory storage, the query API; every port free.
+    // Jaeger v2 (an OpenTelemetry Collector): OTLP/HTTP in, memory storage, the query API; every
+    // port free.
     Path config = work.resolve("jaeger.yaml");
     Files.writeString(config, """
         service:
@@ -118,7 +120,7 @@ class TracingIT {
           .pollInterval(Duration.ofMillis(200))
           .ignoreExceptionsInstanceOf(IOException.class) // not listening yet
           .until(() -> get(query + "/api/services").statusCode() == 200);
-    } catch (org.awaitility.core.ConditionTimeoutException notStarted) {
+    } catch (ConditionTimeoutException notStarted) {
       throw new IllegalStateException("jaeger did not start:\n" + Files.readString(jaegerLog), notStarted);
     }
 

@@ -1,50 +1,63 @@
 package io.registrycache.proxy;
 
-import io.registrycache.storage.BlobSink;
-import io.registrycache.storage.ContentWriter;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 import static org.awaitility.Awaitility.await;
 
+import io.netty.buffer.AbstractByteBufAllocator;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.registrycache.config.BlobsProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
+import io.registrycache.storage.BlobSink;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.BlobWriter;
+import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.upstream.UpstreamBlob;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.nio.ByteBuffer;
-import java.nio.channels.SeekableByteChannel;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
+import org.reactivestreams.Subscription;
 import org.springframework.core.io.buffer.DataBuffer;
+import org.springframework.core.io.buffer.DataBufferFactory;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
-import org.reactivestreams.Subscription;
-import org.springframework.core.io.buffer.DataBufferFactory;
 import org.springframework.core.io.buffer.NettyDataBufferFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.BaseSubscriber;
@@ -53,13 +66,14 @@ import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
+import reactor.test.StepVerifier;
 
 /** The download shared by concurrent readers: streaming, verification, nothing kept on failure. */
 class BlobDownloadTest {
 
   /** Downloads that are not resumed: a source here sends the same body whatever the offset. */
-  private static final io.registrycache.config.BlobsProperties NO_RESUME =
-      io.registrycache.config.BlobsProperties.of(Duration.ofMinutes(1), 0);
+  private static final BlobsProperties NO_RESUME =
+      BlobsProperties.of(Duration.ofMinutes(1), 0);
 
   /** A store step that keeps the verified file where it was written. */
   private static final BlobSink KEEP_IN_PLACE = new BlobSink() {
@@ -82,7 +96,7 @@ class BlobDownloadTest {
   @BeforeEach
   void setUp() throws IOException {
     RegistryCacheProperties props =
-        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     store = new FileBlobStore(new StorageLayout(props));
     scheduler = Schedulers.newBoundedElastic(4, 1000, "test-storage");
     readScheduler = Schedulers.newBoundedElastic(4, 1000, "test-reads");
@@ -103,7 +117,7 @@ class BlobDownloadTest {
   private static Flux<DataBuffer> chunks(byte[] content, int chunk) {
     return Flux.range(0, (content.length + chunk - 1) / chunk)
         .map(i -> DefaultDataBufferFactory.sharedInstance.wrap(
-            java.util.Arrays.copyOfRange(content, i * chunk, Math.min(content.length, (i + 1) * chunk))));
+            Arrays.copyOfRange(content, i * chunk, Math.min(content.length, (i + 1) * chunk))));
   }
 
   private static byte[] collect(Flux<DataBuffer> body) {
@@ -151,11 +165,11 @@ class BlobDownloadTest {
     var earlyResult = early.toFuture();
     // Half the bytes arrive, then a second reader joins the same download.
     int half = content.length / 2;
-    chunks(java.util.Arrays.copyOf(content, half), 64 * 1024).subscribe(upstream::tryEmitNext);
+    chunks(Arrays.copyOf(content, half), 64 * 1024).subscribe(upstream::tryEmitNext);
     BlobDownload joined = start(digest, Mono.error(new AssertionError("second upstream call")), calls);
     assertThat(joined).isSameAs(first);
     var lateResult = Mono.fromCallable(() -> collect(joined.read(0, -1))).subscribeOn(Schedulers.boundedElastic()).toFuture();
-    chunks(java.util.Arrays.copyOfRange(content, half, content.length), 64 * 1024).subscribe(upstream::tryEmitNext);
+    chunks(Arrays.copyOfRange(content, half, content.length), 64 * 1024).subscribe(upstream::tryEmitNext);
     upstream.tryEmitComplete();
 
     assertThat(earlyResult.join()).isEqualTo(content);
@@ -170,7 +184,7 @@ class BlobDownloadTest {
   }
 
   /** A real {@link BlobWriter} into {@code root/tmp} whose store step is {@code storing}. */
-  private java.util.concurrent.Callable<ContentWriter> writerWith(Digest d, BlobSink storing) {
+  private Callable<ContentWriter> writerWith(Digest d, BlobSink storing) {
     return () -> new BlobWriter(d, root.resolve("tmp").resolve(d.hex() + ".part"), storing);
   }
 
@@ -178,8 +192,8 @@ class BlobDownloadTest {
   void readersGetTheLastByteOnceVerifiedWithoutWaitingForTheStoreToCommit() throws Exception {
     byte[] content = random(700_000);
     Digest digest = Digest.sha256(content);
-    java.util.concurrent.CountDownLatch storing = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    CountDownLatch storing = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
     var slow = writerWith(digest, new BlobSink() {
       @Override
       public Path store(Path temp, long size) throws IOException {
@@ -218,11 +232,11 @@ class BlobDownloadTest {
     byte[] read = out.toByteArray();
     assertThat(read).isEqualTo(content);
     // The reader ended while the store step is still blocked (it cannot finish before release).
-    assertThat(storing.await(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    assertThat(storing.await(20, TimeUnit.SECONDS)).isTrue();
     var completion = d.completion().toFuture();
     assertThat(completion).isNotDone();
     release.countDown();
-    assertThat(completion.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content.length);
+    assertThat(completion.get(20, TimeUnit.SECONDS)).isEqualTo(content.length);
   }
 
   @Test
@@ -253,7 +267,7 @@ class BlobDownloadTest {
     Digest digest = Digest.sha256(content);
     BlobDownload d = start(digest, Mono.just(new UpstreamBlob(content.length, chunks(content, 10_000)
         .delayElements(Duration.ofMillis(1)))), new AtomicInteger());
-    assertThat(collect(d.read(500, 1499))).isEqualTo(java.util.Arrays.copyOfRange(content, 500, 1500));
+    assertThat(collect(d.read(500, 1499))).isEqualTo(Arrays.copyOfRange(content, 500, 1500));
   }
 
   @Test
@@ -281,7 +295,7 @@ class BlobDownloadTest {
   void anUpstreamThatDiesMidTransferLeavesNothing() throws IOException {
     byte[] content = random(300_000);
     Digest digest = Digest.sha256(content);
-    Flux<DataBuffer> dying = chunks(java.util.Arrays.copyOf(content, 100_000), 8192)
+    Flux<DataBuffer> dying = chunks(Arrays.copyOf(content, 100_000), 8192)
         .concatWith(Flux.error(new IOException("connection reset by upstream")));
     BlobDownload d = start(digest, Mono.just(new UpstreamBlob(content.length, dying)), new AtomicInteger());
     Throwable error = d.read(0, -1).doOnNext(DataBufferUtils::release).then(Mono.<Throwable>empty())
@@ -297,17 +311,17 @@ class BlobDownloadTest {
   }
 
   /** An upstream body of {@code content} in chunks, counting the bytes it has sent. */
-  private static Flux<DataBuffer> counted(byte[] content, int chunk, java.util.concurrent.atomic.AtomicLong sent) {
+  private static Flux<DataBuffer> counted(byte[] content, int chunk, AtomicLong sent) {
     return chunks(content, chunk).doOnNext(b -> sent.addAndGet(b.readableByteCount()));
   }
 
   /** A reader that takes one buffer now and then, by hand. */
-  private static final class SlowReader extends reactor.core.publisher.BaseSubscriber<DataBuffer> {
+  private static final class SlowReader extends BaseSubscriber<DataBuffer> {
     final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    final java.util.concurrent.CompletableFuture<byte[]> done = new java.util.concurrent.CompletableFuture<>();
+    final CompletableFuture<byte[]> done = new CompletableFuture<>();
 
     @Override
-    protected void hookOnSubscribe(org.reactivestreams.Subscription s) {
+    protected void hookOnSubscribe(Subscription s) {
       s.request(1);
     }
 
@@ -345,27 +359,27 @@ class BlobDownloadTest {
     var fast = Mono.fromCallable(() -> collect(d.read(0, -1))).subscribeOn(Schedulers.boundedElastic()).toFuture();
     long most = 0;
     for (int i = 0; i < content.length; i += 64 * 1024) {
-      byte[] part = java.util.Arrays.copyOfRange(content, i, Math.min(content.length, i + 64 * 1024));
+      byte[] part = Arrays.copyOfRange(content, i, Math.min(content.length, i + 64 * 1024));
       upstream.tryEmitNext(DefaultDataBufferFactory.sharedInstance.wrap(part));
       most = Math.max(most, d.bufferedBytes());
     }
     upstream.tryEmitComplete();
 
-    assertThat(fast.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+    assertThat(fast.get(20, TimeUnit.SECONDS)).isEqualTo(content);
     assertThat(d.completion().block(Duration.ofSeconds(20))).isEqualTo(content.length);
     assertThat(slow.received()).isLessThan(content.length / 2); // it asked for one buffer only
     // What the download held for its readers stayed bounded although one reader took nothing.
     assertThat(most).isLessThanOrEqualTo(
         BlobDownload.MAX_UNWRITTEN_BYTES + 2 * 64 * 1024);
     slow.request(Long.MAX_VALUE); // the rest comes from the stored file
-    assertThat(slow.done.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+    assertThat(slow.done.get(20, TimeUnit.SECONDS)).isEqualTo(content);
   }
 
   @Test
   void theFillGoesAtThePaceOfItsFastestReader() throws Exception {
     byte[] content = random(32 * 1024 * 1024);
     Digest digest = Digest.sha256(content);
-    java.util.concurrent.atomic.AtomicLong sent = new java.util.concurrent.atomic.AtomicLong();
+    AtomicLong sent = new AtomicLong();
     BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
         (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, counted(content, 64 * 1024, sent))),
         scheduler, NO_RESUME);
@@ -382,7 +396,7 @@ class BlobDownloadTest {
     assertThat(ahead).isLessThanOrEqualTo(BlobDownload.PACE_BYTES + 16L * 64 * 1024);
     assertThat(sent.get()).isLessThan(content.length / 4);
     reader.request(Long.MAX_VALUE);
-    assertThat(reader.done.get(20, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+    assertThat(reader.done.get(20, TimeUnit.SECONDS)).isEqualTo(content);
   }
 
   @Test
@@ -391,19 +405,19 @@ class BlobDownloadTest {
     Digest digest = Digest.sha256(content);
     int cut1 = content.length * 3 / 10;
     int cut2 = content.length * 6 / 10;
-    java.util.List<Long> offsets = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<Long> offsets = new CopyOnWriteArrayList<>();
     BlobDownload.Source source = (offset, ownerGaveUp) -> {
       offsets.add(offset);
       int from = (int) offset;
       int to = from < cut1 ? cut1 : from < cut2 ? cut2 : content.length;
-      Flux<DataBuffer> body = chunks(java.util.Arrays.copyOfRange(content, from, to), 64 * 1024);
+      Flux<DataBuffer> body = chunks(Arrays.copyOfRange(content, from, to), 64 * 1024);
       if (to < content.length) {
         body = body.concatWith(Flux.error(new IOException("connection reset by upstream")));
       }
       return Mono.just(new UpstreamBlob(content.length, body));
     };
     BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest), source, scheduler,
-        io.registrycache.config.BlobsProperties.of(Duration.ofMinutes(1), 3));
+        BlobsProperties.of(Duration.ofMinutes(1), 3));
     d.start();
     assertThat(collect(d.read(0, -1))).isEqualTo(content);
     assertThat(d.completion().block(Duration.ofSeconds(20))).isEqualTo(content.length);
@@ -420,11 +434,11 @@ class BlobDownloadTest {
       opened.incrementAndGet();
       int from = (int) offset;
       return Mono.just(new UpstreamBlob(content.length,
-          chunks(java.util.Arrays.copyOfRange(content, from, from + 1000), 500)
+          chunks(Arrays.copyOfRange(content, from, from + 1000), 500)
               .concatWith(Flux.error(new IOException("connection reset by upstream")))));
     };
     BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest), alwaysBreaks, scheduler,
-        io.registrycache.config.BlobsProperties.of(Duration.ofMinutes(1), 2));
+        BlobsProperties.of(Duration.ofMinutes(1), 2));
     d.start();
     Throwable error = d.completion().then(Mono.<Throwable>empty()).onErrorResume(Mono::just).block(Duration.ofSeconds(20));
     assertThat(error).hasMessageContaining("connection reset");
@@ -433,7 +447,7 @@ class BlobDownloadTest {
     assertThat(tmpFiles()).isZero();
   }
 
-  // ---- Readers joining a cold fill at every stage, the last byte held back: none is left unwoken ----
+  // ---- Readers joining a cold fill at every stage, the last byte held back: none left unwoken ---
 
   /** The size of the blob whose cold request once went unanswered. */
   private static final int SMALL = 5632;
@@ -661,20 +675,20 @@ class BlobDownloadTest {
     final String name;
     private final Demand demand;
     private final long initial;
-    private final java.util.concurrent.Executor others;
+    private final Executor others;
     private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     final CompletableFuture<byte[]> done = new CompletableFuture<>();
     private final AtomicLong asked = new AtomicLong();
     private int buffers;
 
-    Probe(String name, Demand demand, long initial, java.util.concurrent.Executor others) {
+    Probe(String name, Demand demand, long initial, Executor others) {
       this.name = name;
       this.demand = demand;
       this.initial = initial;
       this.others = others;
     }
 
-    static Probe of(String name, Demand demand, java.util.concurrent.Executor others) {
+    static Probe of(String name, Demand demand, Executor others) {
       return new Probe(name, demand, 0, others);
     }
 
@@ -904,7 +918,7 @@ class BlobDownloadTest {
    * waiting readers) end with the blob, one asking for more only afterwards too.
    */
   @ParameterizedTest
-  @org.junit.jupiter.params.provider.EnumSource(HeldRead.class)
+  @EnumSource(HeldRead.class)
   void aFileReadUnderWayWhenTheLastByteIsVerifiedEndsWithTheBlob(HeldRead where) throws Exception {
     byte[] content = random(SMALL);
     Digest digest = Digest.sha256(content);
@@ -984,11 +998,11 @@ class BlobDownloadTest {
   void everyUpstreamBufferIsReleasedOnceTheBlobIsStoredAndItsReadersAreDone() throws Exception {
     byte[] content = random(3 * 64 * 1024 + 5);
     Digest digest = Digest.sha256(content);
-    NettyDataBufferFactory netty = new NettyDataBufferFactory(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT);
-    List<io.netty.buffer.ByteBuf> sent = new ArrayList<>();
+    NettyDataBufferFactory netty = new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT);
+    List<ByteBuf> sent = new ArrayList<>();
     for (int at = 0; at < content.length; at += 64 * 1024) {
       int to = Math.min(content.length, at + 64 * 1024);
-      sent.add(io.netty.buffer.Unpooled.directBuffer(to - at).writeBytes(content, at, to - at));
+      sent.add(Unpooled.directBuffer(to - at).writeBytes(content, at, to - at));
     }
     BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
         (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, Flux.fromIterable(sent).map(netty::wrap))),
@@ -1042,15 +1056,15 @@ class BlobDownloadTest {
     held.commit.hold();
     BlobDownload d = cold(digest, content, held, new FileReads(scheduler, readScheduler), SMALL);
     held.commit.awaitArrivals(1);
-    io.netty.buffer.ByteBufAllocator exhausted = new io.netty.buffer.AbstractByteBufAllocator(true) {
+    ByteBufAllocator exhausted = new AbstractByteBufAllocator(true) {
       @Override
-      protected io.netty.buffer.ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
+      protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
         throw new OutOfMemoryError("failed to allocate " + initialCapacity + " byte(s) of direct memory (test)");
       }
 
       @Override
-      protected io.netty.buffer.ByteBuf newHeapBuffer(int initialCapacity, int maxCapacity) {
-        return io.netty.buffer.Unpooled.buffer(initialCapacity, maxCapacity);
+      protected ByteBuf newHeapBuffer(int initialCapacity, int maxCapacity) {
+        return Unpooled.buffer(initialCapacity, maxCapacity);
       }
 
       @Override
@@ -1059,9 +1073,9 @@ class BlobDownloadTest {
       }
     };
 
-    reactor.test.StepVerifier.create(d.read(0, -1, new NettyDataBufferFactory(exhausted)))
+    StepVerifier.create(d.read(0, -1, new NettyDataBufferFactory(exhausted)))
         .expectErrorSatisfies(e -> assertThat(e)
-            .isInstanceOf(java.io.IOException.class)
+            .isInstanceOf(IOException.class)
             .hasMessageContaining("no memory for the response's buffers"))
         .verify(Duration.ofSeconds(5));
 
@@ -1149,7 +1163,7 @@ class BlobDownloadTest {
     }
 
     static void pause(long maxNanos) {
-      var rnd = java.util.concurrent.ThreadLocalRandom.current();
+      var rnd = ThreadLocalRandom.current();
       switch (rnd.nextInt(4)) {
         case 0 -> {}
         case 1 -> Thread.yield();
@@ -1280,7 +1294,7 @@ class BlobDownloadTest {
     int iterations = 600;
     ExecutorService actors = Executors.newFixedThreadPool(3); // the upstream and two joining threads
     ExecutorService clients = Executors.newFixedThreadPool(2); // requests from elsewhere
-    DataBufferFactory netty = new NettyDataBufferFactory(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT);
+    DataBufferFactory netty = new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT);
     Path tmp = root.resolve("tmp");
     Demand[] demands = {Demand.ALL, Demand.ONE_SYNC, Demand.ONE_ASYNC, Demand.TWO_ASYNC, Demand.FIRST_THEN_ALL,
         Demand.MANUAL};
@@ -1335,13 +1349,13 @@ class BlobDownloadTest {
         List<CompletableFuture<Void>> running = new ArrayList<>();
         // The upstream's buffers are reference counted, as the upstream client's are: every one
         // must be released once the fill and its readers are done with it.
-        List<io.netty.buffer.ByteBuf> sent = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<ByteBuf> sent = new CopyOnWriteArrayList<>();
         running.add(CompletableFuture.runAsync(() -> {
           for (byte[] part : parts) {
             Jittery.pause(pauseMax / 4);
-            io.netty.buffer.ByteBuf buf = io.netty.buffer.Unpooled.directBuffer(part.length).writeBytes(part);
+            ByteBuf buf = Unpooled.directBuffer(part.length).writeBytes(part);
             sent.add(buf);
-            upstream.tryEmitNext(new NettyDataBufferFactory(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT).wrap(buf));
+            upstream.tryEmitNext(new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT).wrap(buf));
           }
           upstream.tryEmitComplete();
         }, actors));
@@ -1362,7 +1376,7 @@ class BlobDownloadTest {
         try {
           CompletableFuture.allOf(running.toArray(CompletableFuture[]::new)).get(5, TimeUnit.SECONDS);
           CompletableFuture.allOf(ends).get(5, TimeUnit.SECONDS);
-        } catch (TimeoutException | java.util.concurrent.ExecutionException e) {
+        } catch (TimeoutException | ExecutionException e) {
           fail("iteration " + i + " of " + iterations + " (seed " + seed + "): a blob of " + size + " bytes in "
               + parts.size() + " upstream buffers; " + e + "\n  "
               + String.join("\n  ", probes.stream().map(Probe::describe).toList()) + "\n  " + dump(d));

@@ -3,16 +3,17 @@ package io.registrycache.proxy;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.sun.net.httpserver.HttpExchange;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
-import io.registrycache.testsupport.ScriptedHttp;
-import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.List;
@@ -165,14 +166,14 @@ class BlobResumeTest {
     try {
       HttpResponse<byte[]> response = cache.get("/v2/lies/blobs/" + digest);
       cleanEnd = response.statusCode() == 200 && response.body().length == SIZE;
-    } catch (java.io.UncheckedIOException aborted) {
+    } catch (UncheckedIOException aborted) {
       cleanEnd = false; // all but the last byte, then the connection closed
     }
     assertThat(cleanEnd).isFalse();
     long gets = upstream.count("GET", "/v2/lies/blobs/" + digest);
     try {
       cache.get("/v2/lies/blobs/" + digest); // fetched again, and aborted again
-    } catch (java.io.UncheckedIOException aborted) {
+    } catch (UncheckedIOException aborted) {
       // expected
     }
     assertThat(upstream.count("GET", "/v2/lies/blobs/" + digest)).isGreaterThan(gets); // nothing was kept

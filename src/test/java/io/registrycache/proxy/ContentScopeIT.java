@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
@@ -14,8 +15,10 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ApplicationContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -56,7 +59,7 @@ class ContentScopeIT {
   }
 
   @LocalServerPort int port;
-  @org.springframework.beans.factory.annotation.Autowired org.springframework.context.ApplicationContext context;
+  @Autowired ApplicationContext context;
   CacheClient cache;
 
   @DynamicPropertySource
@@ -90,7 +93,7 @@ class ContentScopeIT {
       assertThat(response.body()).isEqualTo(blob.bytes());
     }
     // Stored (and linked for priv.test/team/secret) only once committed, just after the last byte.
-    io.registrycache.testsupport.ManualCache.awaitDownloadsCommitted(context);
+    ManualCache.awaitDownloadsCommitted(context);
   }
 
   @Test

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
-import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.config.ContentScope;
+import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
@@ -17,6 +17,7 @@ import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
+import io.registrycache.upstream.ClientCredential;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
@@ -24,6 +25,7 @@ import io.registrycache.upstream.UpstreamException;
 import io.registrycache.upstream.UpstreamManifest;
 import io.registrycache.upstream.UpstreamManifestHead;
 import io.registrycache.upstream.UpstreamTags;
+import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -32,6 +34,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -82,14 +85,14 @@ class ContentScopeTest {
 
   private static Upstream upstream(String key) {
     return new Upstream(key, key + ".test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-        RegistryCacheProperties.upstream(java.util.Map.of()));
+        RegistryCacheProperties.upstream(Map.of()));
   }
 
   private void open(ContentScope scope, boolean offline) throws Exception {
     if (blobs != null) {
       blobs.close();
     }
-    properties = RegistryCacheProperties.bind(java.util.Map.of(
+    properties = RegistryCacheProperties.bind(Map.of(
         "registry-cache.storage.path", root.toString(),
         "registry-cache.storage.content-scope", scope,
         "registry-cache.offline", offline));
@@ -125,7 +128,7 @@ class ContentScopeTest {
     }
     try {
       return Files.readAllBytes(((BlobSource.Stored) source).content().file().orElseThrow());
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       throw new AssertionError(e);
     }
   }
@@ -164,9 +167,9 @@ class ContentScopeTest {
   void aPassthroughUpstreamsContentIsServedPerRepositoryInEveryScope(ContentScope scope) throws Exception {
     open(scope, false);
     Upstream p = new Upstream("p", "p.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-        RegistryCacheProperties.upstream(java.util.Map.of("credentials", "passthrough")));
-    Upstream alice = p.forClient(new io.registrycache.upstream.ClientCredential("alice", "a"));
-    Upstream bob = p.forClient(new io.registrycache.upstream.ClientCredential("bob", "b"));
+        RegistryCacheProperties.upstream(Map.of("credentials", "passthrough")));
+    Upstream alice = p.forClient(new ClientCredential("alice", "a"));
+    Upstream bob = p.forClient(new ClientCredential("bob", "b"));
     upstreamHas.add("p/team/x");
     assertThat(pullBlob(alice, x)).isEqualTo(blob);
     assertThat(pullManifest(alice, x)).isEqualTo(manifest);

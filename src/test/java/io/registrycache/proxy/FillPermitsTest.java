@@ -8,6 +8,7 @@ import io.registrycache.oci.OciException;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
 
 /**
@@ -41,7 +42,7 @@ class FillPermitsTest {
 
   @Test
   void onlyTheCallerThatStartsACallTakesAPermitAndGetsItBackWhenTheCallEnds() {
-    SingleFlight<String, reactor.core.publisher.Mono<String>> flights = new SingleFlight<>();
+    SingleFlight<String, Mono<String>> flights = new SingleFlight<>();
     OnePermit permits = new OnePermit();
     AtomicInteger started = new AtomicInteger();
     Sinks.One<String> upstream = Sinks.one();
@@ -62,7 +63,7 @@ class FillPermitsTest {
     // another key needs a new call: refused, and its work never runs
     assertThatThrownBy(() -> SingleFlight.shared(flights, "b", Optional::empty, permits, () -> {
       started.incrementAndGet();
-      return reactor.core.publisher.Mono.just("b");
+      return Mono.just("b");
     }).block()).isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS));
     assertThat(flights.size()).as("nothing left in flight for the refused key").isEqualTo(1);
 
@@ -79,7 +80,7 @@ class FillPermitsTest {
     assertThat(started).hasValue(1);
     assertThat(permits.inUse).as("the call ended: its permit is back").hasValue(0);
 
-    assertThat(SingleFlight.shared(flights, "b", Optional::empty, permits, () -> reactor.core.publisher.Mono.just("b")).block())
+    assertThat(SingleFlight.shared(flights, "b", Optional::empty, permits, () -> Mono.just("b")).block())
         .isEqualTo("b");
     assertThat(permits.inUse).hasValue(0);
   }

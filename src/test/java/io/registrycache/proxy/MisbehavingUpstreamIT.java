@@ -3,19 +3,23 @@ package io.registrycache.proxy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
-import io.registrycache.testsupport.CacheProperties;
-import io.registrycache.it.AbstractCacheIT;
-import io.registrycache.testsupport.TestFiles;
+import com.sun.net.httpserver.HttpExchange;
 import io.registrycache.RegistryCacheApplication;
+import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
+import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Random;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterAll;
@@ -188,7 +192,7 @@ class MisbehavingUpstreamIT {
     Outcome honest = fetch(honestPath, "Range", "bytes=0-9");
     assertThat(honest.aborted()).isNull();
     assertThat(honest.response().statusCode()).as(CacheClient.describe(honest.response())).isEqualTo(206);
-    assertThat(honest.response().body()).isEqualTo(java.util.Arrays.copyOf(real, 10));
+    assertThat(honest.response().body()).isEqualTo(Arrays.copyOf(real, 10));
     assertThat(honest.response().headers().firstValue("ETag")).hasValue("\"" + digest + "\"");
     assertThat(honest.response().headers().firstValue("Content-Range")).hasValue("bytes 0-9/" + real.length);
   }
@@ -206,7 +210,7 @@ class MisbehavingUpstreamIT {
     String cold = "/v2/liar/negotiate/manifests/cold";
     ScriptedHttp.Responder strict =
         ex -> {
-          String accept = String.join(",", ex.getRequestHeaders().getOrDefault("Accept", java.util.List.of()));
+          String accept = String.join(",", ex.getRequestHeaders().getOrDefault("Accept", List.of()));
           if (accept.contains(TestImages.OCI_MANIFEST)) {
             ScriptedHttp.send(ex, 200, TestImages.OCI_MANIFEST, body, digest);
           } else {
@@ -255,7 +259,7 @@ class MisbehavingUpstreamIT {
   }
 
   /** Sends the first 64 KiB, waits, then the rest: the cache has started serving by then. */
-  static void sendSlowly(com.sun.net.httpserver.HttpExchange ex, byte[] body, String digest) throws IOException {
+  static void sendSlowly(HttpExchange ex, byte[] body, String digest) throws IOException {
     if ("HEAD".equals(ex.getRequestMethod())) {
       ScriptedHttp.send(ex, 200, "application/octet-stream", body, digest);
       return;
@@ -263,7 +267,7 @@ class MisbehavingUpstreamIT {
     ex.getResponseHeaders().set("Content-Type", "application/octet-stream");
     ex.getResponseHeaders().set("Docker-Content-Digest", digest);
     ex.sendResponseHeaders(200, body.length);
-    try (java.io.OutputStream out = ex.getResponseBody()) {
+    try (OutputStream out = ex.getResponseBody()) {
       out.write(body, 0, 64 * 1024);
       out.flush();
       Thread.sleep(1_500);

@@ -3,7 +3,9 @@ package io.registrycache.proxy;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
@@ -23,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
+import org.assertj.core.groups.Tuple;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
 import reactor.core.publisher.Mono;
@@ -96,12 +99,12 @@ class PassthroughAccessTest {
     });
   }
 
-  private final io.micrometer.core.instrument.simple.SimpleMeterRegistry meters =
-      new io.micrometer.core.instrument.simple.SimpleMeterRegistry();
+  private final SimpleMeterRegistry meters =
+      new SimpleMeterRegistry();
 
   private PassthroughAccess access(StubUpstream upstream, Map<String, ?> settings) {
     RegistryCacheProperties properties = RegistryCacheProperties.bind(settings);
-    return new PassthroughAccess(upstream, properties, new io.registrycache.metrics.CacheMetrics(meters, properties));
+    return new PassthroughAccess(upstream, properties, new CacheMetrics(meters, properties));
   }
 
   private double checks(String outcome) {
@@ -148,10 +151,10 @@ class PassthroughAccessTest {
         .onErrorResume(e -> Mono.empty()).block();
     access.confirm(upstream.forClient(ALICE), RepositoryName.parse("team/other"), probe).block();
     assertThat(stub.asked).extracting(Asked::client, Asked::repository).containsExactly(
-        org.assertj.core.groups.Tuple.tuple(ALICE, "team/app"),
-        org.assertj.core.groups.Tuple.tuple(BOB, "team/app"),
-        org.assertj.core.groups.Tuple.tuple(new ClientCredential("alice", "other-password"), "team/app"),
-        org.assertj.core.groups.Tuple.tuple(ALICE, "team/other"));
+        Tuple.tuple(ALICE, "team/app"),
+        Tuple.tuple(BOB, "team/app"),
+        Tuple.tuple(new ClientCredential("alice", "other-password"), "team/app"),
+        Tuple.tuple(ALICE, "team/other"));
   }
 
   @Test

@@ -1,9 +1,8 @@
 package io.registrycache.proxy;
 
-import io.registrycache.storage.ContentWriter;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -19,6 +18,7 @@ import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.testsupport.ScriptedHttp;
@@ -28,8 +28,12 @@ import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamManifest;
 import io.registrycache.upstream.UpstreamManifestHead;
 import io.registrycache.upstream.UpstreamTags;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.OutputStream;
 import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -65,7 +69,7 @@ class PeerRoutingTest {
   final List<AutoCloseable> closeables = new ArrayList<>();
   RegistryCacheProperties properties;
   final Upstream upstream =
-      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false, RegistryCacheProperties.upstream(java.util.Map.of()));
+      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false, RegistryCacheProperties.upstream(Map.of()));
   final RepositoryName name = RepositoryName.parse("team/app");
   final Map<Digest, byte[]> upstreamBlobs = new ConcurrentHashMap<>();
   final AtomicInteger upstreamGets = new AtomicInteger();
@@ -108,10 +112,10 @@ class PeerRoutingTest {
         new ClusterMembership(cluster, Clock.systemUTC()), cluster, new PeerToken(cluster),
         new PeerMetrics(new SimpleMeterRegistry()));
     closeables.add(peers::close);
-    properties = RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
+    properties = RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     blobs = new FileBlobStore(new StorageLayout(properties)) {
       @Override
-      public ContentWriter newWriterBehindOwner(Digest digest) throws java.io.IOException {
+      public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
         writersBehindOwner.incrementAndGet();
         return new RecordingWriter(newWriter(digest));
       }
@@ -174,7 +178,7 @@ class PeerRoutingTest {
     }
 
     @Override
-    public java.nio.channels.SeekableByteChannel openReader() throws java.io.IOException {
+    public SeekableByteChannel openReader() throws IOException {
       return delegate.openReader();
     }
 
@@ -194,12 +198,12 @@ class PeerRoutingTest {
     }
 
     @Override
-    public void append(java.nio.ByteBuffer bytes) throws java.io.IOException {
+    public void append(ByteBuffer bytes) throws IOException {
       delegate.append(bytes);
     }
 
     @Override
-    public long commit(long expectedSize) throws java.io.IOException {
+    public long commit(long expectedSize) throws IOException {
       return delegate.commit(expectedSize);
     }
 
@@ -252,7 +256,7 @@ class PeerRoutingTest {
     Flux<DataBuffer> body = s instanceof BlobSource.Downloading d
         ? d.download().read(0, -1)
         : ((BlobSource.Stored) s).content().read(0, s.size(), DefaultDataBufferFactory.sharedInstance);
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
     body.doOnNext(buffer -> {
       byte[] bytes = new byte[buffer.readableByteCount()];
       buffer.read(bytes);

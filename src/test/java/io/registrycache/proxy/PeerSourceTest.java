@@ -22,18 +22,24 @@ import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.testsupport.ScriptedHttp;
+import io.registrycache.testsupport.TestCache.MutableClock;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamManifest;
+import java.io.ByteArrayOutputStream;
 import java.io.OutputStream;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
@@ -56,7 +62,7 @@ class PeerSourceTest {
   static final byte[] BLOB = new byte[300_000];
   static final Digest DIGEST;
   static final Upstream UPSTREAM =
-      new Upstream("local", "upstream.test", URI.create("http://upstream.test"), Set.of(), false, RegistryCacheProperties.upstream(java.util.Map.of()));
+      new Upstream("local", "upstream.test", URI.create("http://upstream.test"), Set.of(), false, RegistryCacheProperties.upstream(Map.of()));
   static final RepositoryName NAME = RepositoryName.parse("team/app");
 
   static {
@@ -137,7 +143,7 @@ class PeerSourceTest {
 
   @Test
   void anErrorStatusBeforeTheBodyFallsBackToTheUpstream() {
-    owner.createContext("/", exchange -> ScriptedHttp.respond(exchange, 503, java.util.Map.of(), "busy".getBytes()));
+    owner.createContext("/", exchange -> ScriptedHttp.respond(exchange, 503, Map.of(), "busy".getBytes()));
     assertThat(read(fetch())).isEqualTo(BLOB);
     assertThat(metrics.fallbacks(FallbackReason.ERROR_STATUS)).isEqualTo(1);
     assertThat(metrics.requests(Direction.OUT, Outcome.FAILED)).isEqualTo(1);
@@ -151,7 +157,7 @@ class PeerSourceTest {
       if (marked.get() == 1) {
         exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
       }
-      ScriptedHttp.respond(exchange, 404, java.util.Map.of(), "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\"}]}".getBytes());
+      ScriptedHttp.respond(exchange, 404, Map.of(), "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\"}]}".getBytes());
     });
     assertThatThrownBy(() -> read(fetch()))
         .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN));
@@ -196,7 +202,7 @@ class PeerSourceTest {
 
   @Test
   void aHungOwnerIsSuspectedAfterTheFirstByteBudgetAndUsedAgainOnceItAnswers() {
-    java.util.concurrent.CountDownLatch resumed = new java.util.concurrent.CountDownLatch(1);
+    CountDownLatch resumed = new CountDownLatch(1);
     closeables.add(0, resumed::countDown); // before the server stops: its handlers return
     AtomicInteger blobRequests = new AtomicInteger();
     AtomicInteger pings = new AtomicInteger();
@@ -213,7 +219,7 @@ class PeerSourceTest {
         return;
       }
       if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
-        ScriptedHttp.respond(exchange, 204, java.util.Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
+        ScriptedHttp.respond(exchange, 204, Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
         return;
       }
       exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
@@ -222,7 +228,7 @@ class PeerSourceTest {
         out.write(BLOB);
       }
     });
-    io.registrycache.testsupport.TestCache.MutableClock clock = new io.registrycache.testsupport.TestCache.MutableClock();
+    MutableClock clock = new MutableClock();
     PeerSource hung = sourceOfTheOnlyOwner(member, clock);
     assertThat(hung.ownerElsewhere(DIGEST)).contains(member);
 
@@ -256,7 +262,7 @@ class PeerSourceTest {
   void aBusyOwnerThatAnswersThePingIsWaitedForNotSuspected() {
     owner.createContext("/", exchange -> {
       if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
-        ScriptedHttp.respond(exchange, 204, java.util.Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
+        ScriptedHttp.respond(exchange, 204, Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
         return;
       }
       try {
@@ -281,7 +287,7 @@ class PeerSourceTest {
 
   @Test
   void aHungOwnersManifestFallsBackToo() {
-    java.util.concurrent.CountDownLatch resumed = new java.util.concurrent.CountDownLatch(1);
+    CountDownLatch resumed = new CountDownLatch(1);
     closeables.add(0, resumed::countDown);
     owner.createContext("/", exchange -> {
       try {
@@ -291,7 +297,7 @@ class PeerSourceTest {
       }
       exchange.close();
     });
-    byte[] manifest = "{\"schemaVersion\":2}".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] manifest = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
     PeerSource hung = sourceOfTheOnlyOwner(member, Clock.systemUTC());
     UpstreamManifest fetched = hung.fetchManifest(member, UPSTREAM, NAME, Reference.parse("v1"), 4096,
         () -> Mono.just(new UpstreamManifest(manifest, "application/vnd.oci.image.manifest.v1+json", null)))
@@ -303,12 +309,12 @@ class PeerSourceTest {
 
   @Test
   void anOwnersManifestComesWithItsMediaTypeAndDigestAndAnUnusableAnswerFallsBack() {
-    byte[] manifest = "{\"schemaVersion\":2}".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] manifest = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
     AtomicReference<String> digestHeader = new AtomicReference<>(Digest.sha256(manifest).toString());
     AtomicReference<String> path = new AtomicReference<>();
     owner.createContext("/", exchange -> {
       path.set(exchange.getRequestURI().getRawPath());
-      ScriptedHttp.respond(exchange, 200, java.util.Map.of(PeerProtocol.HEADER, "1",
+      ScriptedHttp.respond(exchange, 200, Map.of(PeerProtocol.HEADER, "1",
           "Content-Type", "application/vnd.oci.image.manifest.v1+json", "Docker-Content-Digest", digestHeader.get()), manifest);
     });
     AtomicInteger manifestFallbacks = new AtomicInteger();
@@ -340,7 +346,7 @@ class PeerSourceTest {
   void skipDropsExactlyTheBytesAlreadyReceived() {
     for (long skip : new long[] {0, 1, 65_535, 65_536, 65_537, BLOB.length - 1, BLOB.length}) {
       byte[] rest = readFlux(PeerSource.skip(chunks(BLOB, 65_536), skip));
-      assertThat(rest).as("skip %d", skip).isEqualTo(java.util.Arrays.copyOfRange(BLOB, (int) skip, BLOB.length));
+      assertThat(rest).as("skip %d", skip).isEqualTo(Arrays.copyOfRange(BLOB, (int) skip, BLOB.length));
     }
   }
 
@@ -354,7 +360,7 @@ class PeerSourceTest {
 
   /** Every buffer's bytes in order (buffers of the owner and of the upstream are of different kinds). */
   static byte[] readFlux(Flux<DataBuffer> body) {
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
     body.doOnNext(buffer -> {
       byte[] bytes = new byte[buffer.readableByteCount()];
       buffer.read(bytes);
@@ -367,6 +373,6 @@ class PeerSourceTest {
   static Flux<DataBuffer> chunks(byte[] bytes, int size) {
     return Flux.range(0, (bytes.length + size - 1) / size)
         .map(i -> DefaultDataBufferFactory.sharedInstance.wrap(
-            java.util.Arrays.copyOfRange(bytes, i * size, Math.min(bytes.length, (i + 1) * size))));
+            Arrays.copyOfRange(bytes, i * size, Math.min(bytes.length, (i + 1) * size))));
   }
 }

@@ -1,6 +1,5 @@
 package io.registrycache.proxy;
 
-import io.registrycache.storage.ContentWriter;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -11,6 +10,7 @@ import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobStore;
+import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.upstream.Upstream;
@@ -19,11 +19,14 @@ import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamManifest;
 import io.registrycache.upstream.UpstreamManifestHead;
 import io.registrycache.upstream.UpstreamTags;
+import java.io.IOException;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.net.URI;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -71,7 +74,7 @@ class PrefetchAccountingTest {
     files = heldCommits(new StorageLayout(properties));
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
     service = new ProxyBlobService(PullThroughContext.single(
-        upstreams, scheduler, new CacheMetrics(meters, properties), properties, java.time.Clock.systemUTC()), files);
+        upstreams, scheduler, new CacheMetrics(meters, properties), properties, Clock.systemUTC()), files);
   }
 
   @AfterEach
@@ -109,7 +112,7 @@ class PrefetchAccountingTest {
   private FileBlobStore heldCommits(StorageLayout layout) {
     return new FileBlobStore(layout) {
       @Override
-      public ContentWriter newWriter(Digest digest) throws java.io.IOException {
+      public ContentWriter newWriter(Digest digest) throws IOException {
         return proxy(ContentWriter.class, super.newWriter(digest), (m, a, r) -> {
           if (m.getName().equals("commit")) {
             commitHeld.countDown();
@@ -123,7 +126,7 @@ class PrefetchAccountingTest {
 
   /** What a call's result becomes, after the real call returned it. */
   private interface After {
-    Object apply(java.lang.reflect.Method method, Object[] args, Object result) throws Exception;
+    Object apply(Method method, Object[] args, Object result) throws Exception;
   }
 
   @SuppressWarnings("unchecked")

@@ -8,10 +8,11 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
-import io.registrycache.testsupport.ScriptedHttp;
+import java.io.UncheckedIOException;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -207,7 +208,7 @@ class PrefetchTest {
     try {
       got = cache.get("/v2/" + image.repository() + "/blobs/" + bad.digest());
       assertThat(got.statusCode() != 200 || !Sha256.digest(got.body()).equals(bad.digest())).isTrue();
-    } catch (java.io.UncheckedIOException aborted) {
+    } catch (UncheckedIOException aborted) {
       // the client saw its transfer aborted: never a clean end of wrong bytes
     }
     assertThat(blobGets(image, bad)).isEqualTo(2);

@@ -29,6 +29,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.AfterEach;
@@ -48,7 +49,7 @@ class ProxyReferrersServiceTest {
   @TempDir Path root;
   private final Scheduler scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
   private final Upstream upstream = new Upstream("api", "api.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-      RegistryCacheProperties.upstream(java.util.Map.of()));
+      RegistryCacheProperties.upstream(Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
   private final Digest subject = Digest.sha256("subject".getBytes(StandardCharsets.UTF_8));
   private final List<URI> asked = new CopyOnWriteArrayList<>();
@@ -65,7 +66,7 @@ class ProxyReferrersServiceTest {
   }
 
   private ProxyReferrersService service(Duration ttl) throws Exception {
-    RegistryCacheProperties properties = RegistryCacheProperties.bind(java.util.Map.of(
+    RegistryCacheProperties properties = RegistryCacheProperties.bind(Map.of(
         "registry-cache.storage.path", root.toString(), "registry-cache.referrers.ttl", ttl));
     StorageLayout layout = new StorageLayout(properties);
     BlobStore blobs = new FileBlobStore(layout);

@@ -23,6 +23,8 @@ import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamTags;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
@@ -40,13 +42,13 @@ class ProxyTagServiceTest {
   private final UpstreamClient client = mock(UpstreamClient.class);
   private final Upstream upstream =
       new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-          RegistryCacheProperties.upstream(java.util.Map.of()));
+          RegistryCacheProperties.upstream(Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
 
   private ProxyTagService service() {
     return new ProxyTagService(PullThroughContext.single(
         client, Schedulers.immediate(), new CacheMetrics(new SimpleMeterRegistry(), properties), properties,
-        java.time.Clock.systemUTC()), mock(ManifestStore.class));
+        Clock.systemUTC()), mock(ManifestStore.class));
   }
 
   private static Mono<UpstreamTags> page(String tagsJson, String link) {
@@ -86,7 +88,7 @@ class ProxyTagServiceTest {
 
   @Test
   void moreTagsThanTheLimitIsAClearError() {
-    properties = RegistryCacheProperties.bind(java.util.Map.of("registry-cache.manifests.tag-list-max-tags", "2"));
+    properties = RegistryCacheProperties.bind(Map.of("registry-cache.manifests.tag-list-max-tags", "2"));
     when(client.listTags(any(), any(), any(), any())).thenReturn(page("[\"a\",\"b\",\"c\"]", null));
 
     assertThatThrownBy(() -> service().list(upstream, name, 1, null).block())

@@ -27,15 +27,20 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mockito.Mockito;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
@@ -60,7 +65,7 @@ class PullSingleFlightTest {
   private final AtomicInteger blobGets = new AtomicInteger();
   private final Upstream upstream =
       new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-          RegistryCacheProperties.upstream(java.util.Map.of()));
+          RegistryCacheProperties.upstream(Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
   private Scheduler scheduler;
   private BlobStore blobs;
@@ -71,7 +76,7 @@ class PullSingleFlightTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    properties = RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
+    properties = RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     StorageLayout layout = new StorageLayout(properties);
     blobs = new FileBlobStore(layout);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
@@ -112,7 +117,7 @@ class PullSingleFlightTest {
               gate.asMono()
                   .thenMany(Flux.range(0, (blob.length + 65535) / 65536))
                   .map(i -> DefaultDataBufferFactory.sharedInstance.wrap(
-                      java.util.Arrays.copyOfRange(blob, i * 65536, Math.min(blob.length, (i + 1) * 65536))));
+                      Arrays.copyOfRange(blob, i * 65536, Math.min(blob.length, (i + 1) * 65536))));
           return Mono.just(new UpstreamBlob(blob.length, body));
         }
 
@@ -157,7 +162,7 @@ class PullSingleFlightTest {
   void twentyConcurrentColdBlobPullsMakeOneUpstreamRequest() throws Exception {
     ProxyBlobService service = new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), blobs);
     Digest digest = Digest.sha256(blob);
-    List<BlobSource> sources = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<BlobSource> sources = new CopyOnWriteArrayList<>();
     List<CompletableFuture<byte[]>> pulls = new ArrayList<>();
     for (int i = 0; i < CLIENTS; i++) {
       pulls.add(service.get(upstream, name, digest).doOnNext(sources::add).flatMap(this::readAll)
@@ -190,8 +195,8 @@ class PullSingleFlightTest {
     await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(blobs.size(digest)).isPresent());
     // The next pull looks while that fill is still running (the store has nothing yet), and the
     // fill stores its blob and leaves the single-flight before the pull joins it.
-    BlobStore lateLook = org.mockito.Mockito.spy(blobs);
-    org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod().when(lateLook).open(digest);
+    BlobStore lateLook = Mockito.spy(blobs);
+    Mockito.doReturn(Optional.empty()).doCallRealMethod().when(lateLook).open(digest);
     ProxyBlobService service = new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
 
     BlobSource source = service.get(upstream, name, digest).block(Duration.ofSeconds(30));
@@ -210,10 +215,10 @@ class PullSingleFlightTest {
     assertThat(manifestGets).hasValue(1);
     // The next pull looks (in memory, then on disk) while that fetch is still running, and the
     // fetch stores the manifest and its tag and leaves the single-flight before the pull joins it.
-    ManifestStore lateLook = org.mockito.Mockito.spy(manifests);
-    org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod()
+    ManifestStore lateLook = Mockito.spy(manifests);
+    Mockito.doReturn(Optional.empty()).doCallRealMethod()
         .when(lateLook).cachedTag(upstream.key(), name.value(), tag);
-    org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod()
+    Mockito.doReturn(Optional.empty()).doCallRealMethod()
         .when(lateLook).findTag(upstream.key(), name.value(), tag);
     ProxyManifestService service =
         new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
@@ -231,9 +236,9 @@ class PullSingleFlightTest {
     new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests)
         .get(upstream, name, byDigest, List.of()).block(Duration.ofSeconds(30));
     assertThat(manifestGets).hasValue(1);
-    ManifestStore lateLook = org.mockito.Mockito.spy(manifests);
-    org.mockito.Mockito.doReturn(java.util.Optional.empty()).doCallRealMethod().when(lateLook).cached(digest);
-    org.mockito.Mockito.doReturn(java.util.Optional.empty()).when(lateLook).find(digest);
+    ManifestStore lateLook = Mockito.spy(manifests);
+    Mockito.doReturn(Optional.empty()).doCallRealMethod().when(lateLook).cached(digest);
+    Mockito.doReturn(Optional.empty()).when(lateLook).find(digest);
     ProxyManifestService service =
         new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
 

@@ -1,16 +1,16 @@
 package io.registrycache.proxy;
 
-import io.registrycache.testsupport.GoTools;
-import io.registrycache.testsupport.CacheProperties;
-import io.registrycache.testsupport.ManualCache;
-import io.registrycache.testsupport.NeedsGoTool;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.ImagePusher;
+import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.NeedsGoTool;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Artifact;
 import io.registrycache.testsupport.TestImages.Image;
@@ -26,6 +26,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -79,7 +80,7 @@ class ReferrersApiIT {
           .ignoreExceptionsInstanceOf(IOException.class) // not listening yet
           .until(() -> http.send(HttpRequest.newBuilder(URI.create(registryUrl + "/v2/")).build(),
               HttpResponse.BodyHandlers.discarding()).statusCode() == 200);
-    } catch (org.awaitility.core.ConditionTimeoutException notStarted) {
+    } catch (ConditionTimeoutException notStarted) {
       throw new IllegalStateException("referrers-registry did not start:\n" + Files.readString(registryLog), notStarted);
     }
   }

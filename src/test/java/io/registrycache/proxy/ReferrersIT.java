@@ -1,14 +1,14 @@
 package io.registrycache.proxy;
 
-import io.registrycache.it.AbstractCacheIT;
-import io.registrycache.testsupport.CacheProperties;
-import io.registrycache.testsupport.ManualCache;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static io.registrycache.testsupport.CacheClient.errorCode;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Artifact;
 import io.registrycache.testsupport.TestImages.Image;
@@ -16,6 +16,7 @@ import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.net.URLEncoder;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,9 +25,9 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
-import org.junit.jupiter.api.io.TempDir;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -154,7 +155,7 @@ class ReferrersIT {
     Artifact signature = upstream.pusher().push(repo, TestImages.artifact(SIGNATURE, image.manifest(), "signature"));
     upstream.pusher().pushReferrersTag(repo, image.manifest().digest(), List.of(signature));
     Path file = storage.resolveSibling(storage.getFileName() + "-preload.txt");
-    java.nio.file.Files.writeString(file, HOST + "/" + repo + ":v1\n");
+    Files.writeString(file, HOST + "/" + repo + ":v1\n");
     Path stored = AbstractCacheIT.blobFile(storage, signature.blobs().get(1).digest());
     try (ManualCache online = ManualCache.start(CacheProperties.cache(storage)
             .set("registry-cache.default-upstream", "local")

@@ -125,7 +125,7 @@ public abstract class BlobStoreContract {
       Digest digest = Digest.sha256(content);
       ContentWriter w = store().newWriter(digest);
       w.append(ByteBuffer.wrap(content));
-      java.util.List<Boolean> visibleThen = new java.util.ArrayList<>();
+      List<Boolean> visibleThen = new ArrayList<>();
       w.beforeVisible(() -> {
         try {
           visibleThen.add(presentAtFinalLocation(digest) || store().size(digest).isPresent());

@@ -4,21 +4,32 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.ManifestContent;
 import io.registrycache.oci.MediaType;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.testsupport.TestCache;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
 
 /** The store's write seam: verification lives in commit, so no caller can store wrong bytes. */
 class BlobWriterTest {
@@ -76,8 +87,8 @@ class BlobWriterTest {
 
   /** A sink whose store step renames the file (as the file system store does), then waits to be released. */
   private static final class HeldStore implements BlobSink {
-    final java.util.concurrent.CountDownLatch renamed = new java.util.concurrent.CountDownLatch(1);
-    final java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    final CountDownLatch renamed = new CountDownLatch(1);
+    final CountDownLatch release = new CountDownLatch(1);
     final boolean renameFirst;
     final Path target;
 
@@ -90,7 +101,7 @@ class BlobWriterTest {
     public Path store(Path temp, long size) throws IOException {
       Path at = temp;
       if (renameFirst) {
-        Files.move(temp, target, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        Files.move(temp, target, StandardCopyOption.ATOMIC_MOVE);
         at = target;
       }
       renamed.countDown();
@@ -118,26 +129,26 @@ class BlobWriterTest {
    * A thread of its own per task: on JDK 25 the default async pool is the common pool even
    * with a parallelism of 1 (2 cores), where a reader would queue behind a held commit.
    */
-  private static final java.util.concurrent.Executor THREAD_PER_TASK = task -> Thread.ofPlatform().start(task);
+  private static final Executor THREAD_PER_TASK = task -> Thread.ofPlatform().start(task);
 
   /** {@code writer.commit(size)} on another thread. */
-  private static java.util.concurrent.CompletableFuture<Long> commitLater(BlobWriter writer, long size) {
-    return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+  private static CompletableFuture<Long> commitLater(BlobWriter writer, long size) {
+    return CompletableFuture.supplyAsync(() -> {
       try {
         return writer.commit(size);
       } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
+        throw new UncheckedIOException(e);
       }
     }, THREAD_PER_TASK);
   }
 
   /** Opens a reader of {@code writer} and reads {@code size} bytes, on another thread. */
-  private static java.util.concurrent.CompletableFuture<byte[]> readLater(BlobWriter writer, int size) {
-    return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+  private static CompletableFuture<byte[]> readLater(BlobWriter writer, int size) {
+    return CompletableFuture.supplyAsync(() -> {
       try (FileChannel in = writer.openReader()) {
         return readAll(in, size);
       } catch (IOException e) {
-        throw new java.io.UncheckedIOException(e);
+        throw new UncheckedIOException(e);
       }
     }, THREAD_PER_TASK);
   }
@@ -151,16 +162,16 @@ class BlobWriterTest {
     BlobWriter writer = new BlobWriter(digest, root.resolve("w/temp"), store);
     writer.append(ByteBuffer.wrap(content));
     var commit = commitLater(writer, content.length);
-    assertThat(store.renamed.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    assertThat(store.renamed.await(10, TimeUnit.SECONDS)).isTrue();
     // Before the fix the open waited on the commit's lock until the store step ended.
     var open = readLater(writer, content.length);
     try {
-      assertThat(open.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
+      assertThat(open.get(10, TimeUnit.SECONDS)).isEqualTo(content);
       assertThat(commit).isNotDone();
     } finally {
       store.release.countDown();
     }
-    assertThat(commit.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content.length);
+    assertThat(commit.get(10, TimeUnit.SECONDS)).isEqualTo(content.length);
   }
 
   @Test
@@ -172,12 +183,12 @@ class BlobWriterTest {
     BlobWriter writer = new BlobWriter(digest, root.resolve("w/temp"), store);
     writer.append(ByteBuffer.wrap(content));
     var commit = commitLater(writer, content.length);
-    assertThat(store.renamed.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+    assertThat(store.renamed.await(10, TimeUnit.SECONDS)).isTrue();
     var open = readLater(writer, content.length);
     // temp is gone and the store has not said where the file went yet: the open waits for it.
     store.release.countDown();
-    assertThat(open.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content);
-    assertThat(commit.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(content.length);
+    assertThat(open.get(10, TimeUnit.SECONDS)).isEqualTo(content);
+    assertThat(commit.get(10, TimeUnit.SECONDS)).isEqualTo(content.length);
   }
 
   @Test
@@ -233,10 +244,10 @@ class BlobWriterTest {
     MediaType type = MediaType.parse("application/vnd.oci.image.manifest.v1+json");
     byte[] body = "{\"schemaVersion\":2,\"layers\":[]}".getBytes(StandardCharsets.UTF_8);
     Digest digest = Digest.sha256(body);
-    byte[] shortened = java.util.Arrays.copyOf(body, body.length - 1);
+    byte[] shortened = Arrays.copyOf(body, body.length - 1);
     assertThatThrownBy(() -> new StoredManifest(digest, type, shortened)).isInstanceOf(ContentVerificationException.class);
 
-    io.registrycache.oci.ManifestContent parsed = io.registrycache.oci.ManifestContent.parse(body, type);
+    ManifestContent parsed = ManifestContent.parse(body, type);
     manifests.put(new StoredManifest(digest, type, body), parsed);
     assertThat(manifests.find(digest)).hasValueSatisfying(m -> assertThat(m.body()).isEqualTo(body));
     assertThat(manifests.content(digest)).contains(parsed);
@@ -256,18 +267,18 @@ class BlobWriterTest {
     assertThat(stored.size()).isEqualTo(content.length);
     assertThat(stored.file()).contains(blobs.path(digest));
     assertThat(read(stored, 0, content.length)).isEqualTo(content);
-    assertThat(read(stored, 70_000, 65_537)).isEqualTo(java.util.Arrays.copyOfRange(content, 70_000, 135_537));
+    assertThat(read(stored, 70_000, 65_537)).isEqualTo(Arrays.copyOfRange(content, 70_000, 135_537));
     assertThat(blobs.open(Digest.sha256(new byte[1]))).isEmpty();
   }
 
   private static byte[] read(StoredContent content, long start, long count) {
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
-    content.read(start, count, org.springframework.core.io.buffer.DefaultDataBufferFactory.sharedInstance)
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    content.read(start, count, DefaultDataBufferFactory.sharedInstance)
         .doOnNext(b -> {
           byte[] chunk = new byte[b.readableByteCount()];
           b.read(chunk);
           out.writeBytes(chunk);
-          org.springframework.core.io.buffer.DataBufferUtils.release(b);
+          DataBufferUtils.release(b);
         })
         .blockLast(Duration.ofSeconds(10));
     return out.toByteArray();

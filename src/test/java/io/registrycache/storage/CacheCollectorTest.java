@@ -1,12 +1,13 @@
 package io.registrycache.storage;
 
-import io.registrycache.storage.TagRef;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
+import io.registrycache.storage.TagRef;
 import io.registrycache.testsupport.TestCache;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -138,12 +139,13 @@ class CacheCollectorTest {
     Digest b = cache.blob(100);
     assertThat(cache.blobs.delete(a)).isTrue();
     assertThat(cache.blobs.delete(b)).isTrue();
-    // Out of the index at once (a lookup is a miss), file still there for a reader that looked it up.
+    // Out of the index at once (a lookup is a miss), file still there for a reader that looked it
+    // up.
     assertThat(cache.blobs.lookup(a)).isEmpty();
     assertThat(Files.exists(cache.layout.blob(a))).isTrue();
     // b is stored again within the grace.
     ContentWriter again = cache.blobs.newWriter(b);
-    again.append(java.nio.ByteBuffer.wrap(Files.readAllBytes(cache.layout.blob(b))));
+    again.append(ByteBuffer.wrap(Files.readAllBytes(cache.layout.blob(b))));
     again.commit(100);
 
     // a's file goes once the grace is over; b's, fetched again meanwhile, never does

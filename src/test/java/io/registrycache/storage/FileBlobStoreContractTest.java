@@ -4,6 +4,7 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The {@link BlobStoreContract} on the file system: {@link FileBlobStore} over a temporary folder. */
@@ -15,7 +16,7 @@ class FileBlobStoreContractTest extends BlobStoreContract {
   @Override
   protected BlobStore openStore() throws Exception {
     RegistryCacheProperties properties =
-        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     layout = new StorageLayout(properties);
     return new FileBlobStore(layout);
   }

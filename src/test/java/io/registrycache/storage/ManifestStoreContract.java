@@ -1,6 +1,5 @@
 package io.registrycache.storage;
 
-import io.registrycache.storage.TagRef;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -8,11 +7,13 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaType;
 import io.registrycache.oci.Reference;
+import io.registrycache.storage.TagRef;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -35,7 +36,7 @@ public abstract class ManifestStoreContract {
 
   protected ManifestStore open() throws Exception {
     RegistryCacheProperties properties =
-        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     StorageLayout layout = new StorageLayout(properties);
     if (blobs != null) {
       blobs.close();

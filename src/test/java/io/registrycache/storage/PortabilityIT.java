@@ -3,9 +3,9 @@ package io.registrycache.storage;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.testsupport.ManualCache;
-import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
@@ -23,6 +23,8 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
@@ -78,7 +80,8 @@ class PortabilityIT {
       pullEverything(a.client().withTimeout(Duration.ofSeconds(20)));
     }
 
-    // "Move" the folder: copy it elsewhere (as cp -a / rsync -a / tar would), then remove the original.
+    // "Move" the folder: copy it elsewhere (as cp -a / rsync -a / tar would), then remove the
+    // original.
     Path moved = machineB.resolve("elsewhere").resolve("registry-cache");
     copyTree(original, moved);
     deleteTree(original);
@@ -130,7 +133,7 @@ class PortabilityIT {
     Blob layer = image.layers().get(0);
     HttpResponse<byte[]> range = cache.get("/v2/" + image.repository() + "/blobs/" + layer.digest(), "Range", "bytes=10-19");
     assertThat(range.statusCode()).as(describe(range)).isEqualTo(206);
-    assertThat(range.body()).isEqualTo(java.util.Arrays.copyOfRange(layer.bytes(), 10, 20));
+    assertThat(range.body()).isEqualTo(Arrays.copyOfRange(layer.bytes(), 10, 20));
   }
 
   static void assertBlobs(CacheClient cache, String repository, Image i) {
@@ -175,7 +178,7 @@ class PortabilityIT {
     try (Stream<Path> walk = Files.walk(root)) {
       all = new ArrayList<>(walk.toList());
     }
-    java.util.Collections.reverse(all);
+    Collections.reverse(all);
     for (Path p : all) {
       Files.delete(p);
     }

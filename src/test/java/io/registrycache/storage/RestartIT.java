@@ -3,9 +3,9 @@ package io.registrycache.storage;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.testsupport.ManualCache;
-import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
@@ -13,6 +13,7 @@ import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.TestImages.ImageIndex;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
@@ -76,7 +77,7 @@ class RestartIT {
       // tags fall back to what the cache holds
       HttpResponse<byte[]> tags = cache.get("/v2/" + image.repository() + "/tags/list");
       assertThat(tags.statusCode()).as(describe(tags)).isEqualTo(200);
-      assertThat(new String(tags.body(), java.nio.charset.StandardCharsets.UTF_8)).contains("\"v1\"");
+      assertThat(new String(tags.body(), StandardCharsets.UTF_8)).contains("\"v1\"");
       // something never pulled is an upstream error, not a hang or a 404 lie
       HttpResponse<byte[]> missing =
           cache.get("/v2/" + image.repository() + "/blobs/" + TestImages.unknownDigest());

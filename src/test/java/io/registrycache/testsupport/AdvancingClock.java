@@ -6,6 +6,7 @@ import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 /**
  * The system clock (UTC) plus an offset the test moves forward: time runs as usual for the rest
@@ -15,7 +16,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public class AdvancingClock extends Clock {
 
-  private final java.util.function.LongSupplier baseMillis;
+  private final LongSupplier baseMillis;
   private final AtomicLong offsetMillis = new AtomicLong();
 
   /** The system clock plus the offset. */
@@ -24,7 +25,7 @@ public class AdvancingClock extends Clock {
   }
 
   /** {@code baseMillis} (epoch milliseconds) plus the offset. */
-  protected AdvancingClock(java.util.function.LongSupplier baseMillis) {
+  protected AdvancingClock(LongSupplier baseMillis) {
     this.baseMillis = baseMillis;
   }
 

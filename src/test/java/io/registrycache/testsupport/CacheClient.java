@@ -11,6 +11,7 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 
 /** A plain HTTP/1.1 client for the cache under test, as an OCI client would talk to it. */
@@ -104,7 +105,7 @@ public final class CacheClient {
     if (response.statusCode() != 200) {
       throw new AssertionError(what + ": " + describe(response));
     }
-    if (!java.util.Arrays.equals(response.body(), expected)) {
+    if (!Arrays.equals(response.body(), expected)) {
       throw new AssertionError(
           what + ": " + response.body().length + " bytes of digest " + Sha256.digest(response.body())
               + ", expected " + expected.length + " bytes of digest " + Sha256.digest(expected));

@@ -7,7 +7,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 
 /** Runs an external client (skopeo, ctr) with a time limit and collects its output. */
 public final class Command {
@@ -51,7 +53,7 @@ public final class Command {
     if (inCi(ciVariable)) {
       throw new AssertionError(message + " (CI is set: a missing client fails rather than skips)");
     }
-    org.junit.jupiter.api.Assumptions.abort(message + " (skipped outside CI)");
+    Assumptions.abort(message + " (skipped outside CI)");
   }
 
   /** Whether this runs in CI: {@code CI} is set to anything but empty or {@code false}. */
@@ -68,7 +70,7 @@ public final class Command {
   }
 
   public static Result run(Duration timeout, List<String> command) {
-    return run(timeout, null, java.util.Map.of(), command);
+    return run(timeout, null, Map.of(), command);
   }
 
   /**
@@ -76,7 +78,7 @@ public final class Command {
    * {@code environment} added to (or overriding) the JVM's environment; killed after {@code
    * timeout}, which fails the test.
    */
-  public static Result run(Duration timeout, Path directory, java.util.Map<String, String> environment, List<String> command) {
+  public static Result run(Duration timeout, Path directory, Map<String, String> environment, List<String> command) {
     try {
       ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
           .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));

@@ -3,7 +3,14 @@ package io.registrycache.testsupport;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.opentest4j.TestAbortedException;
 
 /** A missing client (skopeo, ctr) fails the ITs that need it in CI and skips them elsewhere. */
@@ -28,11 +35,11 @@ class CommandTest {
   }
 
   @Test
-  void runsInTheGivenDirectoryWithTheGivenEnvironment(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
-      throws java.io.IOException {
-    Command.Result result = Command.run(java.time.Duration.ofSeconds(30), dir, java.util.Map.of("COMMAND_TEST_VALUE", "forty-two"),
-        java.util.List.of("sh", "-c", "pwd; echo \"$COMMAND_TEST_VALUE\""));
-    org.assertj.core.api.Assertions.assertThat(result.assertSuccess().output())
+  void runsInTheGivenDirectoryWithTheGivenEnvironment(@TempDir Path dir)
+      throws IOException {
+    Command.Result result = Command.run(Duration.ofSeconds(30), dir, Map.of("COMMAND_TEST_VALUE", "forty-two"),
+        List.of("sh", "-c", "pwd; echo \"$COMMAND_TEST_VALUE\""));
+    Assertions.assertThat(result.assertSuccess().output())
         .isEqualTo(dir.toRealPath() + "\nforty-two\n");
   }
 

@@ -3,9 +3,11 @@ package io.registrycache.testsupport;
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -62,9 +64,9 @@ public final class GoTools {
     Path building = BUILDING.resolve(name);
     if (Files.exists(building)) {
       System.out.println(name + " is being built (" + building + "); waiting for it, 45 min at most");
-      org.awaitility.Awaitility.await(name + "'s build (.ci/go-tools.sh) to end")
-          .atMost(java.time.Duration.ofMinutes(45))
-          .pollInterval(java.time.Duration.ofSeconds(5))
+      Awaitility.await(name + "'s build (.ci/go-tools.sh) to end")
+          .atMost(Duration.ofMinutes(45))
+          .pollInterval(Duration.ofSeconds(5))
           .until(() -> !Files.exists(building));
     }
     Optional<Path> tool = find(name);

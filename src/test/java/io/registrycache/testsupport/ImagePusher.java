@@ -14,6 +14,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.List;
 
 /**
  * Pushes images to a registry with the OCI Distribution push API over plain {@link HttpClient}:
@@ -132,7 +133,7 @@ public final class ImagePusher {
    * Pushes the referrers tag schema index of {@code subject} under tag {@code <alg>-<hex>}, as
    * clients do against a registry without the referrers API.
    */
-  public Manifest pushReferrersTag(String repository, String subjectDigest, java.util.List<TestImages.Artifact> artifacts) {
+  public Manifest pushReferrersTag(String repository, String subjectDigest, List<TestImages.Artifact> artifacts) {
     Manifest index = TestImages.referrersIndex(artifacts);
     pushManifest(repository, subjectDigest.replace(':', '-'), index);
     return index;

@@ -1,9 +1,14 @@
 package io.registrycache.testsupport;
 
 import io.registrycache.RegistryCacheApplication;
+import io.registrycache.proxy.ProxyBlobService;
+import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import org.awaitility.Awaitility;
 import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.context.ApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -32,7 +37,7 @@ public final class ManualCache implements AutoCloseable {
    * Starts the service with {@code properties} and {@code clock} as its clock: time-based
    * behaviour (tag TTLs, last-pulled times) moves when the test moves the clock.
    */
-  public static ManualCache start(CacheProperties properties, java.time.Clock clock) {
+  public static ManualCache start(CacheProperties properties, Clock clock) {
     List<String> args = new ArrayList<>(List.of("--server.port=0"));
     args.addAll(properties.asArguments());
     return new ManualCache(
@@ -60,10 +65,10 @@ public final class ManualCache implements AutoCloseable {
    * client gets a blob's last byte once it is verified, before the store's commit (fsync and
    * rename, or upload): a test that looks at the store right after a pull waits for this first.
    */
-  public static void awaitDownloadsCommitted(org.springframework.context.ApplicationContext context) {
-    io.registrycache.proxy.ProxyBlobService blobs = context.getBean(io.registrycache.proxy.ProxyBlobService.class);
-    org.awaitility.Awaitility.await("blob downloads in flight to commit")
-        .atMost(java.time.Duration.ofSeconds(30))
+  public static void awaitDownloadsCommitted(ApplicationContext context) {
+    ProxyBlobService blobs = context.getBean(ProxyBlobService.class);
+    Awaitility.await("blob downloads in flight to commit")
+        .atMost(Duration.ofSeconds(30))
         .until(() -> blobs.downloadsInFlight() == 0);
   }
 

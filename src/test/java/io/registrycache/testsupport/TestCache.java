@@ -14,9 +14,11 @@ import io.registrycache.storage.StorageMetrics;
 import io.registrycache.storage.StoredManifest;
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Random;
 
 /** A real cache over a temporary folder, with a clock the test moves. For unit tests. */
@@ -45,7 +47,7 @@ public final class TestCache implements AutoCloseable {
   /** @param maxBytes disk budget (0 = unlimited); watermarks 0.9 / 0.5 */
   public TestCache(Path root, long maxBytes, Duration deleteGrace) {
     try {
-      properties = RegistryCacheProperties.bind(java.util.Map.of(
+      properties = RegistryCacheProperties.bind(Map.of(
           "registry-cache.storage.path", root.toString(),
           "registry-cache.storage.max-bytes", String.valueOf(maxBytes),
           "registry-cache.storage.high-watermark", "0.9",
@@ -67,7 +69,7 @@ public final class TestCache implements AutoCloseable {
     Digest d = Digest.sha256(content);
     try {
       ContentWriter writer = blobs.newWriter(d);
-      writer.append(java.nio.ByteBuffer.wrap(content));
+      writer.append(ByteBuffer.wrap(content));
       writer.commit(size);
     } catch (IOException e) {
       throw new UncheckedIOException(e);

@@ -4,10 +4,14 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
+import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
 
 /** File-system helpers for checking the cache's storage directory. */
 public final class TestFiles {
@@ -63,15 +67,15 @@ public final class TestFiles {
   }
 
   /** Polls {@code condition} for up to {@code millis}; returns whether it became true. */
-  public static boolean eventually(long millis, java.util.function.BooleanSupplier condition) {
+  public static boolean eventually(long millis, BooleanSupplier condition) {
     try {
-      org.awaitility.Awaitility.await()
-          .atMost(java.time.Duration.ofMillis(millis))
-          .pollDelay(java.time.Duration.ZERO)
-          .pollInterval(java.time.Duration.ofMillis(50))
+      Awaitility.await()
+          .atMost(Duration.ofMillis(millis))
+          .pollDelay(Duration.ZERO)
+          .pollInterval(Duration.ofMillis(50))
           .until(condition::getAsBoolean);
       return true;
-    } catch (org.awaitility.core.ConditionTimeoutException notInTime) {
+    } catch (ConditionTimeoutException notInTime) {
       return false;
     }
   }

@@ -4,6 +4,7 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -382,7 +383,7 @@ public final class TestImages {
   /** A digest nobody has pushed (sha256 of fresh random bytes). */
   public static String unknownDigest() {
     byte[] random = new byte[32];
-    new java.security.SecureRandom().nextBytes(random);
+    new SecureRandom().nextBytes(random);
     return "sha256:" + HexFormat.of().formatHex(Sha256.newDigest().digest(random));
   }
 }

@@ -21,7 +21,9 @@ import java.nio.file.Path;
 import java.security.KeyStore;
 import java.security.MessageDigest;
 import java.security.PublicKey;
+import java.security.cert.Certificate;
 import java.security.interfaces.ECPrivateKey;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -77,7 +79,7 @@ public final class TestTokenServer implements AutoCloseable {
       Path dir = TestFiles.tempDirectory("token-server-");
       Path store = dir.resolve("issuer.p12");
       String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-      Command.run(java.time.Duration.ofSeconds(60), List.of(keytool, "-genkeypair", "-keyalg", "EC", "-groupname", "secp256r1",
+      Command.run(Duration.ofSeconds(60), List.of(keytool, "-genkeypair", "-keyalg", "EC", "-groupname", "secp256r1",
           "-sigalg", "SHA256withECDSA", "-alias", "issuer", "-dname", "CN=" + ISSUER, "-validity", "2",
           "-keystore", store.toString(), "-storetype", "PKCS12", "-storepass", "changeit", "-keypass", "changeit"))
           .assertSuccess();
@@ -86,7 +88,7 @@ public final class TestTokenServer implements AutoCloseable {
         keyStore.load(in, "changeit".toCharArray());
       }
       this.key = (ECPrivateKey) keyStore.getKey("issuer", "changeit".toCharArray());
-      java.security.cert.Certificate certificate = keyStore.getCertificate("issuer");
+      Certificate certificate = keyStore.getCertificate("issuer");
       this.keyId = libtrustKeyId(certificate.getPublicKey());
       this.rootCertificatePem = "-----BEGIN CERTIFICATE-----\n"
           + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(certificate.getEncoded())

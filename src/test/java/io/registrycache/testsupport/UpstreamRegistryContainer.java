@@ -12,6 +12,8 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Map.Entry;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -132,8 +134,8 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
    * #pusher()} pushes as the first. distribution's htpasswd gives every user every repository.
    * Call before {@code start()}.
    */
-  public UpstreamRegistryContainer withHtpasswd(java.util.Map<String, String> users) {
-    java.util.Map.Entry<String, String> first = users.entrySet().iterator().next();
+  public UpstreamRegistryContainer withHtpasswd(Map<String, String> users) {
+    Entry<String, String> first = users.entrySet().iterator().next();
     withHtpasswd(first.getKey(), first.getValue());
     StringBuilder lines = new StringBuilder();
     users.forEach((user, pass) -> lines.append(htpasswdLine(user, pass)));

@@ -1,10 +1,7 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.TestUpstreams;
-import io.registrycache.testsupport.ScriptedHttp;
 import static io.registrycache.testsupport.ScriptedHttp.base;
 import static io.registrycache.testsupport.ScriptedHttp.respond;
-
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -16,6 +13,8 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.testsupport.DataBuffers;
+import io.registrycache.testsupport.ScriptedHttp;
+import io.registrycache.testsupport.TestUpstreams;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -35,6 +34,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
+import org.springframework.util.unit.DataSize;
 import reactor.core.publisher.Flux;
 
 /**
@@ -268,7 +268,8 @@ class LocalUpstreamTest {
 
   @Test
   void blobBodyDrippingBelowTheMinimumTransferRateFailsWith504() {
-    // One byte every 200 ms: each read comes well within read-timeout, so only the rate check ends it.
+    // One byte every 200 ms: each read comes well within read-timeout, so only the rate check ends
+    // it.
     HttpServer server = server();
     server.createContext("/v2/", ex -> {
       ex.getResponseHeaders().add("Content-Type", "application/octet-stream");
@@ -287,7 +288,7 @@ class LocalUpstreamTest {
     });
     Upstream upstream = TestUpstreams.upstream("drip", base(server), s -> {
       s.put("read-timeout", Duration.ofSeconds(2));
-      s.put("min-transfer-rate", org.springframework.util.unit.DataSize.ofBytes(100));
+      s.put("min-transfer-rate", DataSize.ofBytes(100));
       s.put("min-transfer-rate-grace", Duration.ofSeconds(1));
     });
 
@@ -320,7 +321,7 @@ class LocalUpstreamTest {
     });
     Upstream upstream = TestUpstreams.upstream("drip-manifest", base(server), s -> {
       s.put("read-timeout", Duration.ofSeconds(2));
-      s.put("min-transfer-rate", org.springframework.util.unit.DataSize.ofBytes(100));
+      s.put("min-transfer-rate", DataSize.ofBytes(100));
       s.put("min-transfer-rate-grace", Duration.ofSeconds(1));
       s.put("retry.max-attempts", 1);
     });

@@ -10,6 +10,7 @@ import io.registrycache.oci.RepositoryName;
 import java.net.URI;
 import java.util.Map;
 import java.util.Set;
+import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
 
 class PullThroughListTest {
@@ -29,8 +30,8 @@ class PullThroughListTest {
       assertThatThrownBy(() -> hub.requirePullThrough(RepositoryName.parse(refused)))
           .as(refused)
           .isInstanceOfSatisfying(OciException.class, e -> {
-            org.assertj.core.api.Assertions.assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN);
-            org.assertj.core.api.Assertions.assertThat(e.status().value()).isEqualTo(404);
+            Assertions.assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN);
+            Assertions.assertThat(e.status().value()).isEqualTo(404);
           });
     }
   }

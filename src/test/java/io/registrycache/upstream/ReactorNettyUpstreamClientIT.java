@@ -1,7 +1,5 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.PushedImage;
-import io.registrycache.testsupport.TestUpstreams;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -12,13 +10,16 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.testsupport.ImagePusher;
+import io.registrycache.testsupport.PushedImage;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
+import io.registrycache.testsupport.TestUpstreams;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
-import java.util.Map;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
+import java.util.HexFormat;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -191,6 +192,6 @@ class ReactorNettyUpstreamClientIT {
   }
 
   private static String sha256Hex(byte[] bytes) throws Exception {
-    return java.util.HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
   }
 }

@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.registrycache.config.PropertiesConfiguration;
 import io.registrycache.config.RegistryCacheProperties;
+import java.time.Clock;
+import java.time.Duration;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -18,7 +21,7 @@ class UpstreamClientWiringTest {
 
   @Configuration(proxyBeanMethods = false)
     @Import({
-    io.registrycache.config.PropertiesConfiguration.class,
+    PropertiesConfiguration.class,
     Upstreams.class, UpstreamResilience.class, UpstreamsHealthIndicator.class,
     ReactorNettyUpstreamClient.class
   })
@@ -29,8 +32,8 @@ class UpstreamClientWiringTest {
     }
 
     @Bean
-    java.time.Clock clock() { // as RuntimeConfiguration provides it
-      return java.time.Clock.systemUTC();
+    Clock clock() { // as RuntimeConfiguration provides it
+      return Clock.systemUTC();
     }
   }
 
@@ -58,7 +61,7 @@ class UpstreamClientWiringTest {
           assertThat(health.getDetails()).containsKey("local");
           assertThat(context.getBean(RegistryCacheProperties.class).upstreams().upstreams().get("local")
                   .circuitBreaker().waitInOpen())
-              .isEqualTo(java.time.Duration.ofSeconds(7));
+              .isEqualTo(Duration.ofSeconds(7));
           assertThat(context.getBean(MeterRegistry.class)
                   .get(UpstreamResilience.CIRCUIT_STATE).tags("upstream", "local", "state", "closed")
                   .gauge().value())

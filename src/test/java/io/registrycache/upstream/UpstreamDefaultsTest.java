@@ -3,13 +3,17 @@ package io.registrycache.upstream;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.registrycache.config.PropertiesConfiguration;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciException;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.ConfigDataApplicationContextInitializer;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
+import org.springframework.core.env.StandardEnvironment;
+import org.springframework.core.env.SystemEnvironmentPropertySource;
 
 /**
  * The embedded defaults ({@code application.yml}) add the built-in {@code local} upstream only
@@ -18,7 +22,7 @@ import org.springframework.context.annotation.Import;
 class UpstreamDefaultsTest {
 
   @Configuration(proxyBeanMethods = false)
-  @Import({io.registrycache.config.PropertiesConfiguration.class, Upstreams.class})
+  @Import({PropertiesConfiguration.class, Upstreams.class})
   static class Defaults {}
 
   /** Reads application.yml like the application does. */
@@ -87,10 +91,10 @@ class UpstreamDefaultsTest {
     runner
         // Spring maps environment-variable names only for the source named systemEnvironment.
         .withInitializer(context -> context.getEnvironment().getPropertySources().replace(
-            org.springframework.core.env.StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
-            new org.springframework.core.env.SystemEnvironmentPropertySource(
-                org.springframework.core.env.StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
-                java.util.Map.<String, Object>of(
+            StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+            new SystemEnvironmentPropertySource(
+                StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+                Map.<String, Object>of(
                     "REGISTRYCACHE_UPSTREAMS_CORP_URL", "https://registry.corp.test",
                     "REGISTRYCACHE_UPSTREAMS_CORP_PASSWORDFILE", "/run/secrets/corp"))))
         .run(context -> {

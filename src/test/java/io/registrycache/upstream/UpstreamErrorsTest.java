@@ -1,25 +1,27 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.TestUpstreams;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.handler.timeout.ReadTimeoutException;
 import io.registrycache.oci.OciErrorCode;
+import io.registrycache.testsupport.TestUpstreams;
+import java.io.IOException;
 import java.net.ConnectException;
+import java.net.URI;
 import java.net.UnknownHostException;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.List;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.List;
+import javax.net.ssl.SSLHandshakeException;
 import org.junit.jupiter.api.Test;
-import org.springframework.http.HttpStatus;
-import reactor.netty.http.client.PrematureCloseException;
-import org.springframework.web.reactive.function.client.WebClientRequestException;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
-import java.net.URI;
+import org.springframework.http.HttpStatus;
+import org.springframework.web.reactive.function.client.WebClientRequestException;
+import reactor.netty.http.client.PrematureCloseException;
 
 class UpstreamErrorsTest {
 
@@ -94,7 +96,7 @@ class UpstreamErrorsTest {
           assertThat(e.status()).isEqualTo(HttpStatus.GATEWAY_TIMEOUT);
           assertThat(e.getMessage()).contains("connect-timeout");
         });
-    assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", new javax.net.ssl.SSLHandshakeException("PKIX path")))
+    assertThat(UpstreamErrors.fromTransport(UPSTREAM, "x", new SSLHandshakeException("PKIX path")))
         .satisfies(e -> assertThat(e.getMessage()).contains("TLS failed").contains("ca-file"));
   }
 
@@ -110,7 +112,7 @@ class UpstreamErrorsTest {
         ReadTimeoutException.INSTANCE,
         new ConnectTimeoutException("connect timed out"),
         PrematureCloseException.TEST_EXCEPTION,
-        new java.io.IOException("Connection reset by peer"))) {
+        new IOException("Connection reset by peer"))) {
       assertThat(TransportFailure.of(cause)).as(cause.toString()).isEqualTo(TransportFailure.of(wrapped(cause)));
       UpstreamException raw = UpstreamErrors.fromTransport(UPSTREAM, "x", cause);
       UpstreamException viaWebClient = UpstreamErrors.fromTransport(UPSTREAM, "x", wrapped(cause));
@@ -132,8 +134,8 @@ class UpstreamErrorsTest {
         new Case(wrapped(ReadTimeoutException.INSTANCE), TransportFailure.READ_TIMEOUT, UpstreamFailures.Kind.FAILED, HttpStatus.GATEWAY_TIMEOUT),
         new Case(new TransportFailure.SlowTransferException("below 1KB/s"), TransportFailure.SLOW_TRANSFER, UpstreamFailures.Kind.FAILED, HttpStatus.GATEWAY_TIMEOUT),
         new Case(wrapped(new UnknownHostException("nowhere")), TransportFailure.UNKNOWN_HOST, UpstreamFailures.Kind.TRANSIENT, HttpStatus.BAD_GATEWAY),
-        new Case(new javax.net.ssl.SSLHandshakeException("PKIX"), TransportFailure.TLS, UpstreamFailures.Kind.FAILED, HttpStatus.BAD_GATEWAY),
-        new Case(new java.io.IOException("reset"), TransportFailure.IO, UpstreamFailures.Kind.TRANSIENT, HttpStatus.BAD_GATEWAY),
+        new Case(new SSLHandshakeException("PKIX"), TransportFailure.TLS, UpstreamFailures.Kind.FAILED, HttpStatus.BAD_GATEWAY),
+        new Case(new IOException("reset"), TransportFailure.IO, UpstreamFailures.Kind.TRANSIENT, HttpStatus.BAD_GATEWAY),
         new Case(new IllegalStateException("?"), TransportFailure.OTHER, UpstreamFailures.Kind.FAILED, HttpStatus.BAD_GATEWAY))) {
       assertThat(TransportFailure.of(c.failure())).as(c.toString()).isEqualTo(c.kind());
       UpstreamException mapped = UpstreamErrors.fromTransport(UPSTREAM, "x", c.failure());

@@ -4,9 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.registrycache.config.RegistryCacheProperties;
-import java.util.Map;
 import java.net.URI;
+import java.util.Map;
 import java.util.Set;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -29,7 +30,7 @@ class UpstreamKeyTest {
         RegistryCacheProperties.upstream(Map.of()))).isInstanceOf(IllegalArgumentException.class);
   }
 
-  @org.junit.jupiter.api.Test
+  @Test
   void aKeyLongerThan255CharactersIsRefused() {
     assertThat(new UpstreamKey("k".repeat(255)).value()).hasSize(255);
     assertThatThrownBy(() -> new UpstreamKey("k".repeat(256))).isInstanceOf(IllegalArgumentException.class);

@@ -1,7 +1,5 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.TestUpstreams;
-import io.registrycache.testsupport.ScriptedHttp;
 import static io.registrycache.testsupport.ScriptedHttp.base;
 import static io.registrycache.testsupport.ScriptedHttp.respond;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -9,13 +7,19 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.netty.resolver.DefaultAddressResolverGroup;
+import io.netty.util.concurrent.ImmediateEventExecutor;
+import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.testsupport.DataBuffers;
+import io.registrycache.testsupport.ScriptedHttp;
+import io.registrycache.testsupport.TestUpstreams;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -28,7 +32,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.http.HttpStatus;
-import io.registrycache.config.RegistryCacheProperties;
+import org.springframework.mock.env.MockEnvironment;
 
 /**
  * Where an upstream may send the cache (issue 7, points 1 and 4): redirects and token realms to
@@ -129,7 +133,7 @@ class UpstreamRedirectPolicyTest {
   @Test
   void redirectToThePeerPortOfAClusteredCacheIsRefusedEvenWhenAllowListed() {
     int peerPort = internal.getAddress().getPort();
-    client.setEnvironment(new org.springframework.mock.env.MockEnvironment()
+    client.setEnvironment(new MockEnvironment()
         .withProperty("registry-cache.cluster.peers", "127.0.0.1:" + peerPort)
         .withProperty("registry-cache.cluster.peer-port", String.valueOf(peerPort)));
     Upstream upstream = redirectingTo(base(internal) + "/internal/v1/blobs/x",
@@ -218,25 +222,25 @@ class UpstreamRedirectPolicyTest {
     int internalPort = internal.getAddress().getPort();
     Upstream upstream = TestUpstreams.upstream("rebinding", base(upstreamServer), s -> {});
     UpstreamAddressPolicy policy = new UpstreamAddressPolicy(Set::of);
-    var resolver = policy.resolverGroup(upstream, io.netty.resolver.DefaultAddressResolverGroup.INSTANCE)
-        .getResolver(io.netty.util.concurrent.ImmediateEventExecutor.INSTANCE);
+    var resolver = policy.resolverGroup(upstream, DefaultAddressResolverGroup.INSTANCE)
+        .getResolver(ImmediateEventExecutor.INSTANCE);
 
-    var refused = resolver.resolve(java.net.InetSocketAddress.createUnresolved("localhost", internalPort)).await();
+    var refused = resolver.resolve(InetSocketAddress.createUnresolved("localhost", internalPort)).await();
     assertThat(refused.isSuccess()).isFalse();
     assertThat(refused.cause()).isInstanceOf(UpstreamAddressPolicy.Refused.class)
         .hasMessageContaining("rebinding").hasMessageContaining("connection to localhost:" + internalPort)
         .hasMessageContaining("loopback");
-    assertThat(resolver.resolveAll(java.net.InetSocketAddress.createUnresolved("localhost", internalPort)).await().isSuccess())
+    assertThat(resolver.resolveAll(InetSocketAddress.createUnresolved("localhost", internalPort)).await().isSuccess())
         .isFalse();
     // the upstream's own host and port are not checked
-    var own = resolver.resolve(java.net.InetSocketAddress.createUnresolved("127.0.0.1", upstreamServer.getAddress().getPort())).await();
+    var own = resolver.resolve(InetSocketAddress.createUnresolved("127.0.0.1", upstreamServer.getAddress().getPort())).await();
     assertThat(own.isSuccess()).isTrue();
 
     Upstream allowed = TestUpstreams.upstream("rebinding-allowed", base(upstreamServer),
         s -> s.put("redirect.allowed-hosts", List.of("localhost")));
-    var allowedResolver = policy.resolverGroup(allowed, io.netty.resolver.DefaultAddressResolverGroup.INSTANCE)
-        .getResolver(io.netty.util.concurrent.ImmediateEventExecutor.INSTANCE);
-    assertThat(allowedResolver.resolve(java.net.InetSocketAddress.createUnresolved("localhost", internalPort)).await().isSuccess())
+    var allowedResolver = policy.resolverGroup(allowed, DefaultAddressResolverGroup.INSTANCE)
+        .getResolver(ImmediateEventExecutor.INSTANCE);
+    assertThat(allowedResolver.resolve(InetSocketAddress.createUnresolved("localhost", internalPort)).await().isSuccess())
         .isTrue();
     assertThat(UpstreamErrors.fromTransport(upstream, "x", new RuntimeException(refused.cause())).getMessage())
         .contains("refused");

@@ -390,7 +390,8 @@ class UpstreamResilienceTest {
 
     System.out.printf("refused upstream: %d ms per call with retries, %d ms once the breaker is open%n", before, after);
     assertThat(before).as("3 attempts with backoff").isGreaterThanOrEqualTo(290);
-    // once open, the call is refused by the breaker without an attempt (a timing bound would fail on a busy machine)
+    // once open, the call is refused by the breaker without an attempt (a timing bound would fail
+    // on a busy machine)
     assertThat(meters.get(UpstreamResilience.REJECTED).tag("upstream", "refused").counter().count())
         .isEqualTo(rejected + 1);
   }

@@ -1,7 +1,5 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.TestUpstreams;
-import io.registrycache.testsupport.ScriptedHttp;
 import static io.registrycache.testsupport.ScriptedHttp.base;
 import static io.registrycache.testsupport.ScriptedHttp.respond;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -13,9 +11,12 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.testsupport.ScriptedHttp;
+import io.registrycache.testsupport.TestUpstreams;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -135,7 +136,7 @@ class WebClientTokenProviderTest {
   @Test
   void authorizationsNeverPrintTheirSecret() {
     assertThat(UpstreamAuthorization.basic("u", "hunter2").toString()).doesNotContain("hunter2")
-        .doesNotContain(java.util.Base64.getEncoder().encodeToString("u:hunter2".getBytes(StandardCharsets.UTF_8)));
+        .doesNotContain(Base64.getEncoder().encodeToString("u:hunter2".getBytes(StandardCharsets.UTF_8)));
     assertThat(new UpstreamAuthorization("Bearer", "tok", Duration.ofSeconds(1)).toString()).doesNotContain("tok");
     // jib's Credential does print it: why nothing in this package ever logs one.
     assertThat(Credential.from("u", "hunter2").toString()).contains("hunter2");

@@ -87,7 +87,7 @@ final class OwnUploads {
           StorageLayout.deleteQuietly(p); // a record whose write was cut short
           continue;
         }
-        String[] lines = Files.readString(p, StandardCharsets.UTF_8).split("\n");
+        String[] lines = Files.readString(p, StandardCharsets.UTF_8).split("\n", -1);
         if (lines.length < 2 || lines[0].isBlank() || lines[1].isBlank()) {
           log.warn("ignoring unreadable upload record {}", p);
           StorageLayout.deleteQuietly(p);

@@ -609,6 +609,7 @@ public final class S3BlobBackend implements BlobBackend {
     }
   }
 
+  @SuppressWarnings("FutureReturnValueIgnored") // a best-effort delete later; nothing waits for it
   private void schedule(Runnable task, Duration delay) {
     try {
       executor.schedule(task, delay.toMillis(), TimeUnit.MILLISECONDS);

@@ -97,6 +97,7 @@ public final class S3LastPulls implements AutoCloseable {
   }
 
   /** Starts writing recorded pulls every {@link #flushEvery}, on a daemon thread of its own. */
+  @SuppressWarnings("FutureReturnValueIgnored") // the task logs its failures; close() ends it
   public synchronized void start() {
     if (flusher != null) {
       return;
@@ -364,7 +365,7 @@ public final class S3LastPulls implements AutoCloseable {
     }
     for (int i = 0; i < hex.length(); i++) {
       char c = hex.charAt(i);
-      if (!(c >= '0' && c <= '9' || c >= 'a' && c <= 'f')) {
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
         return null;
       }
     }

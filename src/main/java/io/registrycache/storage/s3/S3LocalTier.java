@@ -228,6 +228,7 @@ final class S3LocalTier {
     copies.invalidate(digest);
   }
 
+  @SuppressWarnings("FutureReturnValueIgnored") // deleteQuietly logs a failure; nothing waits
   private void deleteLater(Digest digest) {
     Runnable delete = () -> {
       synchronized (lock) {

@@ -102,7 +102,8 @@ public final class S3Objects implements AutoCloseable {
     S3AsyncClientBuilder client = S3AsyncClient.builder()
         .httpClientBuilder(AwsCrtAsyncHttpClient.builder()
             .connectionTimeout(properties.connectTimeout())
-            // A stalled connection (no byte for stall-timeout) fails its request instead of hanging it.
+            // A stalled connection (no byte for stall-timeout) fails its request instead of
+            // hanging it.
             .connectionHealthConfiguration(health -> health
                 .minimumThroughputInBps(1L)
                 .minimumThroughputTimeout(properties.stallTimeout())))
@@ -225,13 +226,13 @@ public final class S3Objects implements AutoCloseable {
         .map(o -> o.key().substring(prefix.length()));
   }
 
+  /** Listings of {@link #listContentWithSizes} running at once. */
+  static final int LIST_CONCURRENCY = 8;
+
   /**
    * Objects under {@code keyPrefix} with their sizes and last-write times, in the store's order:
    * one request per 1,000 keys, no content read.
    */
-  /** Listings of {@link #listContentWithSizes} running at once. */
-  static final int LIST_CONCURRENCY = 8;
-
   public Flux<Listed> listWithSizes(String keyPrefix) {
     return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)

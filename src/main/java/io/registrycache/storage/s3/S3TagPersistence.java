@@ -66,7 +66,7 @@ public final class S3TagPersistence implements TagPersistence {
   public Optional<TagRef> find(String upstreamKey, String name, String tag) {
     return S3Calls.unchecked(objects.readAll(tagKey(upstreamKey, name, tag)), S3ManifestPersistence.TIMEOUT)
         .map(b -> {
-          String[] lines = new String(b, StandardCharsets.UTF_8).trim().split("\n");
+          String[] lines = new String(b, StandardCharsets.UTF_8).trim().split("\n", -1);
           Instant validatedAt = lines.length > 1 ? Instant.ofEpochMilli(Long.parseLong(lines[1].trim())) : Instant.EPOCH;
           return new TagRef(upstreamKey, name, tag, Digest.parse(lines[0].trim()), validatedAt);
         });

@@ -1,21 +1,25 @@
 package io.registrycache.storage.s3;
 
-import io.registrycache.storage.ContentWriter;
-import io.registrycache.testsupport.S3TestServer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.registrycache.config.ContentScope;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.BlobStoreContract;
+import io.registrycache.storage.ContentVerificationException;
+import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.storage.StoredContent;
+import io.registrycache.testsupport.S3TestServer;
 import java.nio.ByteBuffer;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -68,10 +72,10 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   @Override
   protected BlobStore openStore() throws Exception {
     RegistryCacheProperties cache =
-        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", root.toString()));
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     layout = new StorageLayout(cache);
     return new S3BlobStore(objects, layout, clock, Duration.ZERO,
-        io.registrycache.config.ContentScope.REPOSITORY, properties);
+        ContentScope.REPOSITORY, properties);
   }
 
   @Override
@@ -108,7 +112,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     w.append(ByteBuffer.wrap(content, 0, 2 * PART));
     assertThat(writesInProgress()).as("no upload while the owner stores the same bytes").isZero();
     // The owner's upload completes (as another replica's commit would).
-    Path ownersFile = java.nio.file.Files.write(root.resolve("owners-copy"), content);
+    Path ownersFile = Files.write(root.resolve("owners-copy"), content);
     objects.putFile(S3BlobStore.key(digest), ownersFile, 0, content.length).block(Duration.ofSeconds(30));
     w.append(ByteBuffer.wrap(content, 2 * PART, 1));
     w.commit(content.length);
@@ -162,7 +166,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     Digest claimed = Digest.sha256(random(PART + 7, 36));
     ContentWriter w = store().newWriterBehindOwner(claimed);
     w.append(ByteBuffer.wrap(content));
-    assertThatThrownBy(() -> w.commit(content.length)).isInstanceOf(io.registrycache.storage.ContentVerificationException.class);
+    assertThatThrownBy(() -> w.commit(content.length)).isInstanceOf(ContentVerificationException.class);
     assertThat(presentAtFinalLocation(claimed)).isFalse();
     assertThat(writesInProgress()).isZero();
   }
@@ -216,9 +220,9 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   @Test
   void anIndexRefreshSeesWhatAnotherReplicaStoredAndRemoved(@TempDir Path otherRoot) throws Exception {
     RegistryCacheProperties cache =
-        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", otherRoot.toString()));
     try (S3BlobStore other = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
+        ContentScope.REPOSITORY, properties)) {
       byte[] content = random(30_000, 27);
       Digest digest = Digest.sha256(content);
       write(store().newWriter(digest), content);
@@ -242,9 +246,9 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     Digest digest = Digest.sha256(content);
     write(store().newWriter(digest), content);
     RegistryCacheProperties cache =
-        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", otherRoot.toString()));
     try (S3BlobStore other = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
+        ContentScope.REPOSITORY, properties)) {
       store().links().link(digest, "upstream.example", "team/app"); // after the other replica started
       assertThat(other.links().servable(digest, "upstream.example", "team/app")).isFalse();
 
@@ -281,7 +285,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     assertThat(objects.uploadsInProgress("").collectList().block())
         .as("only the other replica's upload is left").containsExactly(othersFill.key());
     assertThat(presentAtFinalLocation(Digest.sha256(content))).isFalse();
-    assertThat(java.nio.file.Files.list(root.resolve(OwnUploads.FOLDER)).count()).as("records dropped").isZero();
+    assertThat(Files.list(root.resolve(OwnUploads.FOLDER)).count()).as("records dropped").isZero();
     othersFill.abort().block();
   }
 
@@ -290,9 +294,9 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     byte[] content = random(2 * PART + 1, 43);
     Digest digest = Digest.sha256(content);
     RegistryCacheProperties cache =
-        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", otherRoot.toString()));
     try (S3BlobStore deadOwner = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
+        ContentScope.REPOSITORY, properties)) {
       deadOwner.newWriter(digest).append(ByteBuffer.wrap(content, 0, 2 * PART)); // and then it dies
     }
     assertThat(writesInProgress()).isEqualTo(1);
@@ -309,9 +313,9 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     byte[] content = random(3 * PART + 1, 45);
     Digest digest = Digest.sha256(content);
     RegistryCacheProperties cache =
-        RegistryCacheProperties.bind(java.util.Map.of("registry-cache.storage.path", otherRoot.toString()));
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", otherRoot.toString()));
     try (S3BlobStore slow = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        io.registrycache.config.ContentScope.REPOSITORY, properties)) {
+        ContentScope.REPOSITORY, properties)) {
       ContentWriter slowWriter = slow.newWriter(digest);
       slowWriter.append(ByteBuffer.wrap(content, 0, PART + 1));
       assertThat(writesInProgress()).isEqualTo(1);
@@ -325,7 +329,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
       assertThat(slowWriter.commit(content.length)).isEqualTo(content.length);
       assertThat(writesInProgress()).isZero();
       assertThat(read(slow.open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
-      assertThat(java.nio.file.Files.list(otherRoot.resolve(OwnUploads.FOLDER)).count()).isZero();
+      assertThat(Files.list(otherRoot.resolve(OwnUploads.FOLDER)).count()).isZero();
     }
   }
 

@@ -129,7 +129,8 @@ class S3BucketBudgetIT {
 
     owner.context().getBean(StorageJanitor.class).runOnce();
 
-    // Objects go after the delete grace (the longer of delete-grace and two access-flush intervals).
+    // Objects go after the delete grace (the longer of delete-grace and two access-flush
+    // intervals).
     await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(250))
         .untilAsserted(() -> assertThat(bucketBytes()).as("bytes in the bucket").isLessThanOrEqualTo(BUDGET));
     System.out.printf("S3BucketBudgetIT: evictor replica %d, bucket %d bytes of %d; kept image %s, old1 %s, old2 %s%n",

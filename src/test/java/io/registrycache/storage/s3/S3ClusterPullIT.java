@@ -14,7 +14,13 @@ import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -85,7 +91,8 @@ class S3ClusterPullIT {
   void aBlobItsOwnerStoredIsServedByTheOtherReplicasFromTheBucketNotFromTheOwner() {
     Image image = upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository("s3-bucket-first"), "v1",
         TestImages.randomBytes(40_000, 11), TestImages.randomBytes(50_000, 12), TestImages.randomBytes(60_000, 13)));
-    // Each blob through its owner only: the owner fetches it from the upstream and stores it in the bucket.
+    // Each blob through its owner only: the owner fetches it from the upstream and stores it in the
+    // bucket.
     for (Blob blob : image.blobs()) {
       ManualCache owner = replicas.stream()
           .filter(r -> r.context().getBean(ClusterMembership.class).ownerElsewhere(blob.digest()).isEmpty())
@@ -131,16 +138,16 @@ class S3ClusterPullIT {
       layers[i] = TestImages.randomBytes(100_000 + i * 150_000, 40 + i);
     }
     Image image = upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository("s3-cold-together"), "v1", layers));
-    java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(REPLICAS * pullsPerReplica);
+    ExecutorService pool = Executors.newFixedThreadPool(REPLICAS * pullsPerReplica);
     try {
-      java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
-      List<java.util.concurrent.CompletableFuture<Void>> pulls = new ArrayList<>();
+      CountDownLatch go = new CountDownLatch(1);
+      List<CompletableFuture<Void>> pulls = new ArrayList<>();
       for (int round = 0; round < pullsPerReplica; round++) {
         for (ManualCache replica : replicas) {
           // Starts spread over about a second, as clients arrive: some replicas' first request for
           // a blob then comes while its owner is committing it (where the HEADs came from).
           long delayMillis = 37L * pulls.size();
-          pulls.add(java.util.concurrent.CompletableFuture.runAsync(() -> {
+          pulls.add(CompletableFuture.runAsync(() -> {
             try {
               go.await();
               Thread.sleep(delayMillis);
@@ -153,8 +160,8 @@ class S3ClusterPullIT {
         }
       }
       go.countDown();
-      java.util.concurrent.CompletableFuture.allOf(pulls.toArray(java.util.concurrent.CompletableFuture[]::new))
-          .get(240, java.util.concurrent.TimeUnit.SECONDS);
+      CompletableFuture.allOf(pulls.toArray(CompletableFuture[]::new))
+          .get(240, TimeUnit.SECONDS);
     } finally {
       pool.shutdownNow();
     }
@@ -174,7 +181,7 @@ class S3ClusterPullIT {
   static long peerRequestsOut() {
     return replicas.stream()
         .map(r -> r.context().getBean(PeerMetrics.class))
-        .mapToLong(m -> java.util.Arrays.stream(PeerMetrics.Outcome.values())
+        .mapToLong(m -> Arrays.stream(PeerMetrics.Outcome.values())
             .mapToLong(o -> m.requests(PeerMetrics.Direction.OUT, o)).sum())
         .sum();
   }

@@ -14,8 +14,10 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -47,12 +49,12 @@ class S3LastPullsTest {
   final AtomicLong now = new AtomicLong(System.currentTimeMillis());
   final Clock clock = new Clock() {
     @Override
-    public java.time.ZoneId getZone() {
+    public ZoneId getZone() {
       return ZoneOffset.UTC;
     }
 
     @Override
-    public Clock withZone(java.time.ZoneId zone) {
+    public Clock withZone(ZoneId zone) {
       return this;
     }
 
@@ -93,7 +95,7 @@ class S3LastPullsTest {
 
   @Test
   void aRecordDecodesToWhatWasEncodedAndCostsAboutFortyBytesADigest() {
-    Map<Digest, Long> times = new TreeMap<>(java.util.Comparator.comparing(Digest::toString));
+    Map<Digest, Long> times = new TreeMap<>(Comparator.comparing(Digest::toString));
     for (int i = 0; i < 1_000; i++) {
       times.put(digest(i), 1_700_000_000_000L + i * 1_000L);
     }

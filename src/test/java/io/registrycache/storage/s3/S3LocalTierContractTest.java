@@ -1,6 +1,5 @@
 package io.registrycache.storage.s3;
 
-import io.registrycache.testsupport.S3Settings;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
@@ -9,14 +8,20 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.storage.StoredContent;
+import io.registrycache.testsupport.S3Settings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.stream.Stream;
+import org.assertj.core.api.Assertions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.springframework.core.io.buffer.DataBufferFactory;
+import org.springframework.core.io.buffer.DefaultDataBuffer;
+import org.springframework.core.io.buffer.DefaultDataBufferFactory;
 import org.springframework.util.unit.DataSize;
 
 /**
@@ -71,15 +76,15 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
     byte[] content = random(200_000, 26);
     Digest digest = Digest.sha256(content);
     write(store().newWriter(digest), content);
-    org.springframework.core.io.buffer.DataBufferFactory exhausted = new org.springframework.core.io.buffer.DefaultDataBufferFactory() {
+    DataBufferFactory exhausted = new DefaultDataBufferFactory() {
       @Override
-      public org.springframework.core.io.buffer.DefaultDataBuffer allocateBuffer(int initialCapacity) {
+      public DefaultDataBuffer allocateBuffer(int initialCapacity) {
         throw new OutOfMemoryError("failed to allocate " + initialCapacity + " byte(s) of direct memory");
       }
     };
     StoredContent stored = store().open(digest).orElseThrow();
     assertThat(stored.file()).as("served from the local tier").isPresent();
-    org.assertj.core.api.Assertions.assertThatThrownBy(() -> stored.read(0, content.length, exhausted).blockLast(Duration.ofSeconds(20)))
+    Assertions.assertThatThrownBy(() -> stored.read(0, content.length, exhausted).blockLast(Duration.ofSeconds(20)))
         .as("the allocation failure itself, not a blocking-read timeout")
         .isInstanceOf(OutOfMemoryError.class);
     assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
@@ -94,7 +99,7 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
     StoredContent stored = store().open(digest).orElseThrow();
     assertThat(stored.file()).as("served from the local tier").hasValue(layout.blob(digest));
     assertThat(Files.readAllBytes(stored.file().get())).isEqualTo(content);
-    assertThat(read(stored, 5, 100)).isEqualTo(java.util.Arrays.copyOfRange(content, 5, 105));
+    assertThat(read(stored, 5, 100)).isEqualTo(Arrays.copyOfRange(content, 5, 105));
     assertThat(tier().bytes()).isEqualTo(content.length);
   }
 

@@ -1,20 +1,20 @@
 package io.registrycache.storage.s3;
 
-import io.registrycache.testsupport.S3Settings;
-import io.registrycache.testsupport.S3TestServer;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.registrycache.oci.OciErrorCode;
-import io.registrycache.oci.OciException;
+import io.registrycache.testsupport.S3Settings;
+import io.registrycache.testsupport.S3TestServer;
 import io.registrycache.testsupport.Sha256;
-import java.io.IOException;
+import java.io.ByteArrayOutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
-import java.net.Socket;
 import java.net.URI;
+import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
+import java.io.IOException;
+import java.net.Socket;
 import java.util.List;
-import reactor.core.publisher.Mono;
 import software.amazon.awssdk.core.exception.SdkClientException;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -24,6 +24,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Arrays;
 import java.util.Optional;
 import java.util.Random;
 import org.junit.jupiter.api.BeforeEach;
@@ -33,6 +34,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.http.HttpRange;
 import org.springframework.util.unit.DataSize;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 import software.amazon.awssdk.services.s3.model.NoSuchKeyException;
 
 /**
@@ -65,13 +67,13 @@ class S3ObjectsTest {
 
   byte[] read(String key, Optional<HttpRange> range, long size) {
     return Flux.from(objects.open(key, range, size))
-        .reduce(new java.io.ByteArrayOutputStream(), (out, b) -> {
+        .reduce(new ByteArrayOutputStream(), (out, b) -> {
           byte[] chunk = new byte[b.remaining()];
           b.get(chunk);
           out.writeBytes(chunk);
           return out;
         })
-        .map(java.io.ByteArrayOutputStream::toByteArray)
+        .map(ByteArrayOutputStream::toByteArray)
         .block(Duration.ofSeconds(30));
   }
 
@@ -84,11 +86,11 @@ class S3ObjectsTest {
     objects.putFile("blobs/a", f, 1_000, 5_000).block(Duration.ofSeconds(30));
 
     assertThat(objects.stat("blobs/a").block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(5_000));
-    assertThat(read("blobs/a", Optional.empty(), 5_000)).isEqualTo(java.util.Arrays.copyOfRange(all, 1_000, 6_000));
+    assertThat(read("blobs/a", Optional.empty(), 5_000)).isEqualTo(Arrays.copyOfRange(all, 1_000, 6_000));
     assertThat(read("blobs/a", Optional.of(HttpRange.createByteRange(10, 19)), 5_000))
-        .isEqualTo(java.util.Arrays.copyOfRange(all, 1_010, 1_020));
+        .isEqualTo(Arrays.copyOfRange(all, 1_010, 1_020));
     assertThat(read("blobs/a", Optional.of(HttpRange.createSuffixRange(7)), 5_000))
-        .isEqualTo(java.util.Arrays.copyOfRange(all, 5_993, 6_000));
+        .isEqualTo(Arrays.copyOfRange(all, 5_993, 6_000));
     assertThat(objects.list("blobs/").collectList().block()).containsExactly("blobs/a");
 
     objects.delete("blobs/a").block();
@@ -144,12 +146,12 @@ class S3ObjectsTest {
   @Test
   void aStoreThatAcceptsConnectionsAndNeverAnswersFailsTheRequestAfterTheStallTimeout() throws Exception {
     // A loopback socket the kernel accepts connections on (the backlog) and nobody ever answers.
-    try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress())) {
-      S3Objects hung = S3Objects.create(S3Settings.s3(java.net.URI.create("http://127.0.0.1:" + silent.getLocalPort()), BUCKET, "access", "secret")
+    try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+      S3Objects hung = S3Objects.create(S3Settings.s3(URI.create("http://127.0.0.1:" + silent.getLocalPort()), BUCKET, "access", "secret")
           .connectTimeout(Duration.ofSeconds(2)).stallTimeout(Duration.ofSeconds(2)).build());
       long start = System.nanoTime();
-      Throwable error = hung.stat("blobs/anything").then(reactor.core.publisher.Mono.<Throwable>empty())
-          .onErrorResume(reactor.core.publisher.Mono::just)
+      Throwable error = hung.stat("blobs/anything").then(Mono.<Throwable>empty())
+          .onErrorResume(Mono::just)
           .block(Duration.ofSeconds(60));
       long seconds = Duration.ofNanos(System.nanoTime() - start).toSeconds();
       assertThat(error).as("the request fails instead of hanging").isNotNull();

@@ -16,6 +16,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.BeforeAll;
@@ -58,7 +59,7 @@ class S3StoragePullIT extends AbstractCacheIT {
   }
 
   Command.Result skopeo(String... args) {
-    List<String> command = new java.util.ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
+    List<String> command = new ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
     command.addAll(List.of(args));
     return Command.run(Duration.ofSeconds(150), command).assertSuccess();
   }
@@ -66,7 +67,8 @@ class S3StoragePullIT extends AbstractCacheIT {
   void copy(Image image, Path layout) {
     skopeo("copy", "--src-tls-verify=false", "--src-no-creds",
         "docker://localhost:" + port + "/" + UPSTREAM_HOST + "/" + image.repository() + ":" + image.tag(),
-        "dir:" + layout); // dir: keeps layers as they are (oci: would compress the uncompressed tar layer)
+        // dir: keeps layers as they are (oci: would compress the uncompressed tar layer)
+        "dir:" + layout);
     for (Blob blob : image.blobs()) {
       Path file = layout.resolve(Sha256.hexOf(blob.digest()));
       assertThat(file).as("blob %s (%s) in %s", blob.digest(), blob.mediaType(), TestFiles.regularFiles(layout)).exists();
