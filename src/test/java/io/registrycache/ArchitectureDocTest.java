@@ -14,16 +14,18 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * docs/architecture.md names the classes a request passes through; every class it names by
- * package ({@code proxy/BlobDownload.java}, {@code storage/BlobWriter}, {@code s3/S3Objects},
- * {@code proxy.SingleFlight}) must exist, so the document cannot silently outlive the code.
+ * docs/architecture.md names the classes a request passes through; every class it names by package
+ * ({@code proxy/BlobDownload.java}, {@code storage/BlobWriter}, {@code s3/S3Objects}, {@code
+ * proxy.SingleFlight}) must exist, so the document cannot silently outlive the code.
  */
 class ArchitectureDocTest {
 
   private static final Path MAIN = Path.of("src/main/java/io/registrycache");
-  private static final Pattern BY_PATH = Pattern.compile("`([a-z0-9]+)/([A-Z][A-Za-z0-9]*)(?:\\.java)?[`.#]");
-  private static final Pattern BY_PACKAGE = Pattern.compile(
-      "`(api|auth|oci|proxy|storage|upstream|admin|metrics|cluster|peer|config|tracing|management|ratelimit|nodemirror|s3)\\.([A-Z][A-Za-z0-9]*)");
+  private static final Pattern BY_PATH =
+      Pattern.compile("`([a-z0-9]+)/([A-Z][A-Za-z0-9]*)(?:\\.java)?[`.#]");
+  private static final Pattern BY_PACKAGE =
+      Pattern.compile(
+          "`(api|auth|oci|proxy|storage|upstream|admin|metrics|cluster|peer|config|tracing|management|ratelimit|nodemirror|s3)\\.([A-Z][A-Za-z0-9]*)");
 
   /** The classes the document names with their package, as {@code package/Name}. */
   static Set<String> named(String doc) {

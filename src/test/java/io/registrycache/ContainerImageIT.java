@@ -32,7 +32,8 @@ import org.testcontainers.utility.DockerImageName;
  */
 class ContainerImageIT {
 
-  static final String IMAGE = System.getProperty("registrycache.image", "registry-cache:0.1.0-SNAPSHOT");
+  static final String IMAGE =
+      System.getProperty("registrycache.image", "registry-cache:0.1.0-SNAPSHOT");
   static final String REGISTRY_HOST = "registry:5000";
 
   static Network network;
@@ -49,7 +50,9 @@ class ContainerImageIT {
       DockerClientFactory.instance().client().inspectImageCmd(IMAGE).exec();
     } catch (RuntimeException e) {
       Assertions.fail(
-          "service image " + IMAGE + " is not in the local engine; the jib dockerBuild execution in "
+          "service image "
+              + IMAGE
+              + " is not in the local engine; the jib dockerBuild execution in "
               + "pre-integration-test should have built it (or pass -Djib.skip=true to skip this IT)",
           e);
     }
@@ -87,18 +90,26 @@ class ContainerImageIT {
 
   @Test
   void pullsAnImageThroughTheContainer() {
-    Image image = registry.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ctr"), "v1"));
+    Image image =
+        registry.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ctr"), "v1"));
 
     CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
     CacheClient.assertManifest(
-        cache.getManifest("/v2/" + REGISTRY_HOST + "/" + image.repository() + "/manifests/" + image.manifest().digest()),
+        cache.getManifest(
+            "/v2/"
+                + REGISTRY_HOST
+                + "/"
+                + image.repository()
+                + "/manifests/"
+                + image.manifest().digest()),
         image.manifest());
     CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/v1?ns=" + REGISTRY_HOST),
         image.manifest());
     for (Blob blob : image.blobs()) {
-      HttpResponse<byte[]> response = cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
+      HttpResponse<byte[]> response =
+          cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
       assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
       assertThat(response.headers().firstValue("Docker-Content-Digest")).hasValue(blob.digest());
@@ -131,16 +142,19 @@ class ContainerImageIT {
 
   @Test
   void pullsAnIndexAndItsPlatformManifests() {
-    ImageIndex index = registry.pusher().push(TestImages.index(TestImages.uniqueRepository("ctr-idx"), "multi"));
+    ImageIndex index =
+        registry.pusher().push(TestImages.index(TestImages.uniqueRepository("ctr-idx"), "multi"));
     CacheClient.assertManifest(
         cache.getManifest("/v2/" + index.repository() + "/manifests/multi"), index.index());
     for (String arch : new String[] {"amd64", "arm64"}) {
       Image platform = index.platform(arch).image();
       CacheClient.assertManifest(
-          cache.getManifest("/v2/" + index.repository() + "/manifests/" + platform.manifest().digest()),
+          cache.getManifest(
+              "/v2/" + index.repository() + "/manifests/" + platform.manifest().digest()),
           platform.manifest());
       for (Blob blob : platform.blobs()) {
-        HttpResponse<byte[]> response = cache.get("/v2/" + index.repository() + "/blobs/" + blob.digest());
+        HttpResponse<byte[]> response =
+            cache.get("/v2/" + index.repository() + "/blobs/" + blob.digest());
         assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
       }
     }

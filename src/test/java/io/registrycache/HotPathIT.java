@@ -25,10 +25,10 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
- * docs/architecture.md lists, for each hot path, the source files a request enters as the code
- * runs it. Here a real cold pull goes through the service (real HTTP, a real {@code registry:2}
- * upstream) with every method entry of the main classes recorded ({@link ClassesEntered}), from
- * the request to the blob's commit; the documented list must be exactly the files entered.
+ * docs/architecture.md lists, for each hot path, the source files a request enters as the code runs
+ * it. Here a real cold pull goes through the service (real HTTP, a real {@code registry:2}
+ * upstream) with every method entry of the main classes recorded ({@link ClassesEntered}), from the
+ * request to the blob's commit; the documented list must be exactly the files entered.
  */
 class HotPathIT extends AbstractCacheIT {
 
@@ -58,12 +58,14 @@ class HotPathIT extends AbstractCacheIT {
 
   @Test
   void aColdBlobGetEntersTheFilesTheArchitectureLists() throws IOException {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("hot-blob"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("hot-blob"), "v1"));
     Blob layer = image.layers().get(0);
     warmUpTheContext();
 
     recorder.start();
-    HttpResponse<byte[]> response = cache.get("/v2/" + image.repository() + "/blobs/" + layer.digest());
+    HttpResponse<byte[]> response =
+        cache.get("/v2/" + image.repository() + "/blobs/" + layer.digest());
     awaitDownloadsCommitted();
     List<String> entered = recorder.stop();
 
@@ -74,11 +76,15 @@ class HotPathIT extends AbstractCacheIT {
 
   @Test
   void aColdManifestGetByTagEntersTheFilesTheArchitectureLists() throws IOException {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("hot-manifest"), "v1"));
+    Image image =
+        upstream
+            .pusher()
+            .push(TestImages.smallOci(TestImages.uniqueRepository("hot-manifest"), "v1"));
     warmUpTheContext();
 
     recorder.start();
-    HttpResponse<byte[]> response = cache.getManifest("/v2/" + image.repository() + "/manifests/v1");
+    HttpResponse<byte[]> response =
+        cache.getManifest("/v2/" + image.repository() + "/manifests/v1");
     awaitDownloadsCommitted();
     List<String> entered = recorder.stop();
 
@@ -88,14 +94,19 @@ class HotPathIT extends AbstractCacheIT {
   }
 
   /**
-   * One pull of another image first, so what runs once per context (lazy beans, first-use
-   * caches) is not counted as the path.
+   * One pull of another image first, so what runs once per context (lazy beans, first-use caches)
+   * is not counted as the path.
    */
   private void warmUpTheContext() {
-    Image other = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("hot-warm-up"), "v1"));
-    assertThat(cache.getManifest("/v2/" + other.repository() + "/manifests/v1").statusCode()).isEqualTo(200);
+    Image other =
+        upstream
+            .pusher()
+            .push(TestImages.smallOci(TestImages.uniqueRepository("hot-warm-up"), "v1"));
+    assertThat(cache.getManifest("/v2/" + other.repository() + "/manifests/v1").statusCode())
+        .isEqualTo(200);
     for (Blob blob : other.blobs()) {
-      assertThat(cache.get("/v2/" + other.repository() + "/blobs/" + blob.digest()).statusCode()).isEqualTo(200);
+      assertThat(cache.get("/v2/" + other.repository() + "/blobs/" + blob.digest()).statusCode())
+          .isEqualTo(200);
     }
     awaitDownloadsCommitted();
   }
@@ -104,11 +115,16 @@ class HotPathIT extends AbstractCacheIT {
     Set<String> documented = listed(Files.readString(DOC), heading);
     String asDoc = String.join(", ", entered.stream().map(f -> "`" + f + "`").toList());
     assertThat(documented)
-        .as("docs/architecture.md \"%s\" against the files entered, in order (%d): %s", heading, entered.size(), asDoc)
+        .as(
+            "docs/architecture.md \"%s\" against the files entered, in order (%d): %s",
+            heading, entered.size(), asDoc)
         .containsExactlyInAnyOrderElementsOf(entered);
   }
 
-  /** The files named in the paragraph that starts with {@code **<heading>**}; none when there is none. */
+  /**
+   * The files named in the paragraph that starts with {@code **<heading>**}; none when there is
+   * none.
+   */
   static Set<String> listed(String doc, String heading) {
     int start = doc.indexOf("**" + heading);
     if (start < 0) {
@@ -125,8 +141,10 @@ class HotPathIT extends AbstractCacheIT {
 
   @Test
   void aParagraphsFilesAreReadUpToItsEnd() {
-    String doc = "x\n\n**Files a test enters** (note): `api/PullRoute`, `proxy/A`,\n`storage/B`.\n\n`proxy/Later`";
-    assertThat(listed(doc, "Files a test enters")).containsExactly("api/PullRoute", "proxy/A", "storage/B");
+    String doc =
+        "x\n\n**Files a test enters** (note): `api/PullRoute`, `proxy/A`,\n`storage/B`.\n\n`proxy/Later`";
+    assertThat(listed(doc, "Files a test enters"))
+        .containsExactly("api/PullRoute", "proxy/A", "storage/B");
     assertThat(new ArrayList<>(listed(doc, "Files a test enters"))).doesNotContain("proxy/Later");
   }
 }

@@ -49,11 +49,21 @@ class NodeMirrorImageIT {
   /** The DaemonSet of the chart's rendering with the node mirror on, for three registries. */
   @SuppressWarnings("unchecked")
   static Map<String, Object> renderedDaemonSet() {
-    Command.Result rendered = Command.run(Duration.ofSeconds(60),
-        "helm", "template", "registry-cache", "deploy/helm/registry-cache",
-        "--set", "upstreams.corp.host=registry.example.com", "--set", "upstreams.corp.url=https://registry.example.com",
-        "--set", "nodeMirror.enabled=true",
-        "--set", "nodeMirror.registries={registry.example.com,ghcr.io,docker.io=https://registry-1.docker.io}");
+    Command.Result rendered =
+        Command.run(
+            Duration.ofSeconds(60),
+            "helm",
+            "template",
+            "registry-cache",
+            "deploy/helm/registry-cache",
+            "--set",
+            "upstreams.corp.host=registry.example.com",
+            "--set",
+            "upstreams.corp.url=https://registry.example.com",
+            "--set",
+            "nodeMirror.enabled=true",
+            "--set",
+            "nodeMirror.registries={registry.example.com,ghcr.io,docker.io=https://registry-1.docker.io}");
     assertThat(rendered.exitCode()).as(rendered.output()).isZero();
     List<Map<String, Object>> daemonSets = new ArrayList<>();
     for (Object doc : new Yaml().loadAll(rendered.output())) {
@@ -69,7 +79,10 @@ class NodeMirrorImageIT {
   static <T> T at(Object node, String... path) {
     Object value = node;
     for (String key : path) {
-      value = key.matches("[0-9]+") ? ((List<Object>) value).get(Integer.parseInt(key)) : ((Map<String, Object>) value).get(key);
+      value =
+          key.matches("[0-9]+")
+              ? ((List<Object>) value).get(Integer.parseInt(key))
+              : ((Map<String, Object>) value).get(key);
       assertThat(value).as(String.join(".", path)).isNotNull();
     }
     return (T) value;
@@ -85,7 +98,8 @@ class NodeMirrorImageIT {
     try {
       docker.inspectImageCmd(IMAGE).exec();
     } catch (RuntimeException e) {
-      Assertions.fail("service image " + IMAGE + " is not in the local engine (jib dockerBuild builds it)", e);
+      Assertions.fail(
+          "service image " + IMAGE + " is not in the local engine (jib dockerBuild builds it)", e);
     }
     Map<String, Object> pod = at(renderedDaemonSet(), "spec", "template", "spec");
     List<Map<String, Object>> containers = at(pod, "containers");
@@ -98,16 +112,23 @@ class NodeMirrorImageIT {
     assertThat(memory).endsWith("Mi");
     long memoryLimit = Long.parseLong(memory.replace("Mi", "")) * 1024 * 1024;
     List<Map<String, Object>> env = at(container, "env");
-    String javaToolOptions = env.stream().filter(e -> "JAVA_TOOL_OPTIONS".equals(e.get("name")))
-        .map(e -> (String) e.get("value")).findFirst().orElseThrow();
+    String javaToolOptions =
+        env.stream()
+            .filter(e -> "JAVA_TOOL_OPTIONS".equals(e.get("name")))
+            .map(e -> (String) e.get("value"))
+            .findFirst()
+            .orElseThrow();
     List<Map<String, Object>> mounts = at(container, "volumeMounts");
     assertThat(mounts).hasSize(1);
     assertThat((String) at(mounts.get(0), "name")).isEqualTo("certs-d");
     String mountPath = at(mounts.get(0), "mountPath");
     List<Map<String, Object>> volumes = at(pod, "volumes");
     assertThat(volumes).hasSize(1);
-    assertThat((String) at(volumes.get(0), "hostPath", "path")).isEqualTo("/etc/containerd/certs.d");
-    assertThat(security).containsEntry("readOnlyRootFilesystem", true).containsEntry("allowPrivilegeEscalation", false);
+    assertThat((String) at(volumes.get(0), "hostPath", "path"))
+        .isEqualTo("/etc/containerd/certs.d");
+    assertThat(security)
+        .containsEntry("readOnlyRootFilesystem", true)
+        .containsEntry("allowPrivilegeEscalation", false);
     assertThat((List<String>) at(security, "capabilities", "drop")).containsExactly("ALL");
     String user = at(security, "runAsUser").toString() + ":" + at(security, "runAsGroup");
 
@@ -117,36 +138,48 @@ class NodeMirrorImageIT {
     Path foreign = Files.createDirectories(certsD.resolve("quay.io")).resolve("hosts.toml");
     Files.writeString(foreign, "server = \"https://quay.io\"\n");
 
-    try (GenericContainer<?> mirror = new GenericContainer<>(DockerImageName.parse(IMAGE))
-        .withCreateContainerCmdModifier(cmd -> {
-          cmd.withEntrypoint(command.toArray(String[]::new));
-          cmd.withUser(user);
-          cmd.getHostConfig()
-              .withReadonlyRootfs(true)
-              .withCapDrop(Capability.ALL)
-              .withSecurityOpts(List.of("no-new-privileges"))
-              .withMemory(memoryLimit)
-              .withMemorySwap(memoryLimit);
-        })
-        .withCommand(args.toArray(String[]::new))
-        .withEnv("JAVA_TOOL_OPTIONS", javaToolOptions)
-        .withFileSystemBind(certsD.toString(), mountPath, BindMode.READ_WRITE)
-        .waitingFor(Wait.forLogMessage(".*node-mirror: waiting.*\\n", 1).withStartupTimeout(Duration.ofSeconds(60)))) {
+    try (GenericContainer<?> mirror =
+        new GenericContainer<>(DockerImageName.parse(IMAGE))
+            .withCreateContainerCmdModifier(
+                cmd -> {
+                  cmd.withEntrypoint(command.toArray(String[]::new));
+                  cmd.withUser(user);
+                  cmd.getHostConfig()
+                      .withReadonlyRootfs(true)
+                      .withCapDrop(Capability.ALL)
+                      .withSecurityOpts(List.of("no-new-privileges"))
+                      .withMemory(memoryLimit)
+                      .withMemorySwap(memoryLimit);
+                })
+            .withCommand(args.toArray(String[]::new))
+            .withEnv("JAVA_TOOL_OPTIONS", javaToolOptions)
+            .withFileSystemBind(certsD.toString(), mountPath, BindMode.READ_WRITE)
+            .waitingFor(
+                Wait.forLogMessage(".*node-mirror: waiting.*\\n", 1)
+                    .withStartupTimeout(Duration.ofSeconds(60)))) {
       mirror.start();
 
       // the chart's default cache URL: the NodePort Service on each node's loopback
       NodeMirrorHosts generator = new NodeMirrorHosts(URI.create("http://127.0.0.1:30080"), null);
-      assertThat(files()).containsExactlyEntriesOf(new TreeMap<>(Map.of(
-          "docker.io/hosts.toml", generator.hostsToml(
-              new Registry("docker.io", URI.create("https://registry-1.docker.io"))),
-          "ghcr.io/hosts.toml", generator.hostsToml(Registry.of("ghcr.io")),
-          "quay.io/hosts.toml", "server = \"https://quay.io\"\n",
-          "registry.example.com/hosts.toml", generator.hostsToml(Registry.of("registry.example.com")))));
+      assertThat(files())
+          .containsExactlyEntriesOf(
+              new TreeMap<>(
+                  Map.of(
+                      "docker.io/hosts.toml",
+                          generator.hostsToml(
+                              new Registry(
+                                  "docker.io", URI.create("https://registry-1.docker.io"))),
+                      "ghcr.io/hosts.toml", generator.hostsToml(Registry.of("ghcr.io")),
+                      "quay.io/hosts.toml", "server = \"https://quay.io\"\n",
+                      "registry.example.com/hosts.toml",
+                          generator.hostsToml(Registry.of("registry.example.com")))));
 
       // SIGTERM, as when the DaemonSet is deleted: its files go, the foreign one stays
       docker.stopContainerCmd(mirror.getContainerId()).withTimeout(15).exec();
-      assertThat(mirror.getLogs()).contains("node-mirror: removed " + mountPath + "/ghcr.io/hosts.toml");
-      assertThat(files()).containsExactlyEntriesOf(Map.of("quay.io/hosts.toml", "server = \"https://quay.io\"\n"));
+      assertThat(mirror.getLogs())
+          .contains("node-mirror: removed " + mountPath + "/ghcr.io/hosts.toml");
+      assertThat(files())
+          .containsExactlyEntriesOf(Map.of("quay.io/hosts.toml", "server = \"https://quay.io\"\n"));
       assertThat(certsD.resolve("ghcr.io")).doesNotExist();
     }
   }

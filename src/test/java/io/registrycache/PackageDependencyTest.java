@@ -32,8 +32,23 @@ import java.util.List;
 @AnalyzeClasses(packages = "io.registrycache", importOptions = ImportOption.DoNotIncludeTests.class)
 class PackageDependencyTest {
 
-  private static final List<String> ALL = List.of(
-      "oci", "config", "cluster", "metrics", "tracing", "storage", "upstream", "auth", "proxy", "ratelimit", "api", "peer", "admin", "management", "nodemirror");
+  private static final List<String> ALL =
+      List.of(
+          "oci",
+          "config",
+          "cluster",
+          "metrics",
+          "tracing",
+          "storage",
+          "upstream",
+          "auth",
+          "proxy",
+          "ratelimit",
+          "api",
+          "peer",
+          "admin",
+          "management",
+          "nodemirror");
 
   /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
   private static ArchRule only(String pkg, String... allowed) {
@@ -44,8 +59,11 @@ class PackageDependencyTest {
       }
     }
     return noClasses()
-        .that().resideInAPackage("io.registrycache." + pkg + "..")
-        .should().dependOnClassesThat().resideInAnyPackage(forbidden.toArray(String[]::new))
+        .that()
+        .resideInAPackage("io.registrycache." + pkg + "..")
+        .should()
+        .dependOnClassesThat()
+        .resideInAnyPackage(forbidden.toArray(String[]::new))
         .as(pkg + " depends only on " + String.join(", ", allowed));
   }
 
@@ -55,57 +73,89 @@ class PackageDependencyTest {
 
   @ArchTest static final ArchRule oci = only("oci");
   @ArchTest static final ArchRule config = only("config", "oci");
-  /** Replicas: membership and ownership, and the replica whose turn it is to evict (storage.EvictionTurn). */
+
+  /**
+   * Replicas: membership and ownership, and the replica whose turn it is to evict
+   * (storage.EvictionTurn).
+   */
   @ArchTest static final ArchRule cluster = only("cluster", "storage", "config");
+
   @ArchTest static final ArchRule metrics = only("metrics", "config");
-  /** The stores know nothing of upstreams, pull-through, metrics or HTTP: the seam a store plugs into. */
+
+  /**
+   * The stores know nothing of upstreams, pull-through, metrics or HTTP: the seam a store plugs
+   * into.
+   */
   @ArchTest static final ArchRule storage = only("storage", "oci", "config");
+
   @ArchTest static final ArchRule upstream = only("upstream", "tracing", "oci", "config");
+
   /**
    * Who may pull: credentials, rules and the one decision (auth.PullAccess), which also says with
    * whose credentials the upstream is asked and has a pass-through upstream confirm a client's
    * (proxy.PassthroughAccess); nothing of HTTP routes or stores.
    */
   @ArchTest static final ArchRule auth = only("auth", "upstream", "proxy", "oci", "config");
-  @ArchTest static final ArchRule proxy = only("proxy", "storage", "upstream", "metrics", "cluster", "tracing", "oci", "config");
+
+  @ArchTest
+  static final ArchRule proxy =
+      only("proxy", "storage", "upstream", "metrics", "cluster", "tracing", "oci", "config");
+
   /** How much each identity may pull: knows who (auth) and the proxy's fill permits, not HTTP. */
   @ArchTest static final ArchRule ratelimit = only("ratelimit", "auth", "proxy", "oci", "config");
+
   /** The HTTP API sees blobs and manifests through the proxy's types, never a store's. */
-  @ArchTest static final ArchRule api = only("api", "auth", "ratelimit", "proxy", "upstream", "metrics", "tracing", "oci", "config");
+  @ArchTest
+  static final ArchRule api =
+      only("api", "auth", "ratelimit", "proxy", "upstream", "metrics", "tracing", "oci", "config");
+
   /** The peer port's challenge comes from auth's one builder (auth.Challenges). */
-  @ArchTest static final ArchRule peer = only("peer", "auth", "proxy", "upstream", "cluster", "metrics", "tracing", "oci", "config");
-  /** Who may use the management port: Spring Security in the management server's context, nothing of the pull path. */
+  @ArchTest
+  static final ArchRule peer =
+      only("peer", "auth", "proxy", "upstream", "cluster", "metrics", "tracing", "oci", "config");
+
+  /**
+   * Who may use the management port: Spring Security in the management server's context, nothing of
+   * the pull path.
+   */
   @ArchTest static final ArchRule management = only("management", "config");
+
   /** Spans of pulls: Micrometer Tracing only, knowing nothing of the cache's other packages. */
   @ArchTest static final ArchRule tracing = only("tracing");
+
   /** The node mirror generator: a command of its own, run without the service's beans. */
   @ArchTest static final ArchRule nodemirror = only("nodemirror");
 
   @ArchTest
   static final ArchRule ociValueTypesStandAlone =
       noClasses()
-          .that().resideInAPackage("io.registrycache.oci..")
-          .should().dependOnClassesThat()
-          .resideOutsideOfPackages("io.registrycache.oci..", "java..", "org.springframework.http..", "tools.jackson..");
+          .that()
+          .resideInAPackage("io.registrycache.oci..")
+          .should()
+          .dependOnClassesThat()
+          .resideOutsideOfPackages(
+              "io.registrycache.oci..", "java..", "org.springframework.http..", "tools.jackson..");
 
   /** Each top-level class of {@code storage} (its nested classes with it) is a slice of its own. */
-  private static final SliceAssignment STORAGE_FILES = new SliceAssignment() {
-    @Override
-    public SliceIdentifier getIdentifierOf(JavaClass javaClass) {
-      if (!javaClass.getPackageName().equals("io.registrycache.storage")) {
-        return SliceIdentifier.ignore();
-      }
-      String name = javaClass.getName();
-      int nested = name.indexOf('$');
-      return SliceIdentifier.of(nested < 0 ? name : name.substring(0, nested));
-    }
+  private static final SliceAssignment STORAGE_FILES =
+      new SliceAssignment() {
+        @Override
+        public SliceIdentifier getIdentifierOf(JavaClass javaClass) {
+          if (!javaClass.getPackageName().equals("io.registrycache.storage")) {
+            return SliceIdentifier.ignore();
+          }
+          String name = javaClass.getName();
+          int nested = name.indexOf('$');
+          return SliceIdentifier.of(nested < 0 ? name : name.substring(0, nested));
+        }
 
-    @Override
-    public String getDescription() {
-      return "files of io.registrycache.storage";
-    }
-  };
+        @Override
+        public String getDescription() {
+          return "files of io.registrycache.storage";
+        }
+      };
 
   @ArchTest
-  static final ArchRule noFileCyclesInStorage = slices().assignedFrom(STORAGE_FILES).should().beFreeOfCycles();
+  static final ArchRule noFileCyclesInStorage =
+      slices().assignedFrom(STORAGE_FILES).should().beFreeOfCycles();
 }

@@ -77,8 +77,12 @@ class RenderedDeploymentIT {
         }
       }
     }
-    Map<String, Object> pod = (Map<String, Object>) ((Map<String, Object>) ((Map<String, Object>)
-        only(docs, "Deployment", null).get("spec")).get("template")).get("spec");
+    Map<String, Object> pod =
+        (Map<String, Object>)
+            ((Map<String, Object>)
+                    ((Map<String, Object>) only(docs, "Deployment", null).get("spec"))
+                        .get("template"))
+                .get("spec");
     container = ((List<Map<String, Object>>) pod.get("containers")).get(0);
     podSecurityContext = (Map<String, Object>) pod.get("securityContext");
 
@@ -86,12 +90,18 @@ class RenderedDeploymentIT {
     Map<String, String> env = new LinkedHashMap<>();
     for (Map<String, Object> from : (List<Map<String, Object>>) container.get("envFrom")) {
       String name = (String) ((Map<String, Object>) from.get("configMapRef")).get("name");
-      ((Map<String, Object>) only(docs, "ConfigMap", name).get("data")).forEach((k, v) -> env.put(k, String.valueOf(v)));
+      ((Map<String, Object>) only(docs, "ConfigMap", name).get("data"))
+          .forEach((k, v) -> env.put(k, String.valueOf(v)));
     }
     for (Map<String, Object> e : (List<Map<String, Object>>) container.get("env")) {
       String name = (String) e.get("name");
-      env.put(name, e.containsKey("value") ? String.valueOf(e.get("value")) : secretValue(
-          (Map<String, Object>) ((Map<String, Object>) e.get("valueFrom")).get("secretKeyRef")));
+      env.put(
+          name,
+          e.containsKey("value")
+              ? String.valueOf(e.get("value"))
+              : secretValue(
+                  (Map<String, Object>)
+                      ((Map<String, Object>) e.get("valueFrom")).get("secretKeyRef")));
     }
     assertThat(env).containsKey("REGISTRYCACHE_UPSTREAMS_CORP_URL");
     env.put("REGISTRYCACHE_UPSTREAMS_CORP_URL", "http://registry:5000");
@@ -104,18 +114,23 @@ class RenderedDeploymentIT {
     long gid = ((Number) podSecurityContext.get("runAsGroup")).longValue();
     long fsGroup = ((Number) podSecurityContext.get("fsGroup")).longValue();
     Map<String, Object> securityContext = (Map<String, Object>) container.get("securityContext");
-    GenericContainer<?> c = new GenericContainer<>(DockerImageName.parse(ContainerImageIT.IMAGE))
-        .withNetwork(network)
-        .withExposedPorts(port("http"), port("management"))
-        .withEnv(env)
-        .withCreateContainerCmdModifier(cmd -> {
-          cmd.withUser(uid + ":" + gid);
-          cmd.getHostConfig()
-              .withReadonlyRootfs(Boolean.TRUE.equals(securityContext.get("readOnlyRootFilesystem")))
-              .withCapDrop(Capability.ALL)
-              .withSecurityOpts(Boolean.FALSE.equals(securityContext.get("allowPrivilegeEscalation"))
-                  ? List.of("no-new-privileges") : List.of());
-        });
+    GenericContainer<?> c =
+        new GenericContainer<>(DockerImageName.parse(ContainerImageIT.IMAGE))
+            .withNetwork(network)
+            .withExposedPorts(port("http"), port("management"))
+            .withEnv(env)
+            .withCreateContainerCmdModifier(
+                cmd -> {
+                  cmd.withUser(uid + ":" + gid);
+                  cmd.getHostConfig()
+                      .withReadonlyRootfs(
+                          Boolean.TRUE.equals(securityContext.get("readOnlyRootFilesystem")))
+                      .withCapDrop(Capability.ALL)
+                      .withSecurityOpts(
+                          Boolean.FALSE.equals(securityContext.get("allowPrivilegeEscalation"))
+                              ? List.of("no-new-privileges")
+                              : List.of());
+                });
     Map<String, Map<String, Object>> volumes = new LinkedHashMap<>();
     for (Map<String, Object> v : (List<Map<String, Object>>) pod.get("volumes")) {
       volumes.put((String) v.get("name"), v);
@@ -136,24 +151,37 @@ class RenderedDeploymentIT {
         tmpfs.put(path, "rw,uid=0,gid=" + fsGroup + ",mode=2775");
       } else if (volume.containsKey("configMap")) {
         String name = (String) ((Map<String, Object>) volume.get("configMap")).get("name");
-        c.withFileSystemBind(folderOf((Map<String, Object>) only(docs, "ConfigMap", name).get("data")).toString(),
-            path, BindMode.READ_ONLY);
+        c.withFileSystemBind(
+            folderOf((Map<String, Object>) only(docs, "ConfigMap", name).get("data")).toString(),
+            path,
+            BindMode.READ_ONLY);
       } else if (volume.containsKey("secret")) {
         String name = (String) ((Map<String, Object>) volume.get("secret")).get("secretName");
-        assertThat(name).as("the only Secret volume of the single rendering").isEqualTo("registry-cache-auth");
-        c.withFileSystemBind(folderOf(Map.of(
-            "htpasswd", "alice:" + BCrypt.hashpw("a long password", BCrypt.gensalt(10)) + "\n",
-            "tokens", ROBOT + ":" + ROBOT_TOKEN + "\n")).toString(), path, BindMode.READ_ONLY);
+        assertThat(name)
+            .as("the only Secret volume of the single rendering")
+            .isEqualTo("registry-cache-auth");
+        c.withFileSystemBind(
+            folderOf(
+                    Map.of(
+                        "htpasswd",
+                            "alice:" + BCrypt.hashpw("a long password", BCrypt.gensalt(10)) + "\n",
+                        "tokens", ROBOT + ":" + ROBOT_TOKEN + "\n"))
+                .toString(),
+            path,
+            BindMode.READ_ONLY);
       } else {
         throw new AssertionError("volume kind not run by this test: " + volume);
       }
     }
     c.withTmpFs(tmpfs);
-    Map<String, Object> readiness = (Map<String, Object>) ((Map<String, Object>) container.get("readinessProbe")).get("httpGet");
-    c.waitingFor(Wait.forHttp((String) readiness.get("path"))
-        .forPort(port((String) readiness.get("port")))
-        .forStatusCode(200)
-        .withStartupTimeout(Duration.ofSeconds(120)));
+    Map<String, Object> readiness =
+        (Map<String, Object>)
+            ((Map<String, Object>) container.get("readinessProbe")).get("httpGet");
+    c.waitingFor(
+        Wait.forHttp((String) readiness.get("path"))
+            .forPort(port((String) readiness.get("port")))
+            .forStatusCode(200)
+            .withStartupTimeout(Duration.ofSeconds(120)));
     service = c;
     service.start();
     cache = new CacheClient("http://localhost:" + service.getMappedPort(port("http")));
@@ -174,17 +202,29 @@ class RenderedDeploymentIT {
 
   @Test
   void aRobotOfTheAuthSecretPullsThroughTheRenderedDeploymentAndTheBlobLandsOnTheClaim() {
-    Image image = registry.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("rendered"), "v1"));
-    String basic = "Basic " + Base64.getEncoder().encodeToString((ROBOT + ":" + ROBOT_TOKEN).getBytes(StandardCharsets.UTF_8));
+    Image image =
+        registry.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("rendered"), "v1"));
+    String basic =
+        "Basic "
+            + Base64.getEncoder()
+                .encodeToString((ROBOT + ":" + ROBOT_TOKEN).getBytes(StandardCharsets.UTF_8));
 
-    HttpResponse<byte[]> anonymous = cache.getManifest("/v2/" + image.repository() + "/manifests/v1");
+    HttpResponse<byte[]> anonymous =
+        cache.getManifest("/v2/" + image.repository() + "/manifests/v1");
     assertThat(anonymous.statusCode()).as(describe(anonymous)).isEqualTo(401);
 
-    HttpResponse<byte[]> manifest = cache.get("/v2/" + image.repository() + "/manifests/v1",
-        "Accept", CacheClient.MANIFEST_ACCEPT, "Authorization", basic);
+    HttpResponse<byte[]> manifest =
+        cache.get(
+            "/v2/" + image.repository() + "/manifests/v1",
+            "Accept",
+            CacheClient.MANIFEST_ACCEPT,
+            "Authorization",
+            basic);
     CacheClient.assertManifest(manifest, image.manifest());
     for (Blob blob : image.blobs()) {
-      HttpResponse<byte[]> response = cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest(), "Authorization", basic);
+      HttpResponse<byte[]> response =
+          cache.get(
+              "/v2/" + image.repository() + "/blobs/" + blob.digest(), "Authorization", basic);
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
       assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
     }
@@ -196,7 +236,8 @@ class RenderedDeploymentIT {
     Path stored = claim.resolve("blobs/sha256/" + hex.substring(0, 2) + "/" + hex);
     try {
       assertThat(Files.readAllBytes(stored)).isEqualTo(layer.bytes());
-      assertThat(Files.getAttribute(stored, "unix:uid")).isEqualTo(((Number) podSecurityContext.get("runAsUser")).intValue());
+      assertThat(Files.getAttribute(stored, "unix:uid"))
+          .isEqualTo(((Number) podSecurityContext.get("runAsUser")).intValue());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -204,14 +245,17 @@ class RenderedDeploymentIT {
 
   @Test
   void theManagementPortAnswersTheAdminApiOnlyWithTheAdminSecretsTokenAndKeepsTheBudget() {
-    CacheClient management = new CacheClient("http://localhost:" + service.getMappedPort(port("management")));
+    CacheClient management =
+        new CacheClient("http://localhost:" + service.getMappedPort(port("management")));
     assertThat(management.get("/actuator/prometheus").statusCode()).isEqualTo(200);
     HttpResponse<byte[]> without = management.get("/actuator/cache");
     assertThat(without.statusCode()).as(describe(without)).isIn(401, 403);
-    HttpResponse<byte[]> with = management.get("/actuator/cache", "Authorization", "Bearer " + ADMIN_TOKEN);
+    HttpResponse<byte[]> with =
+        management.get("/actuator/cache", "Authorization", "Bearer " + ADMIN_TOKEN);
     assertThat(with.statusCode()).as(describe(with)).isEqualTo(200);
     // the disk budget of ci/single-values.yaml (storage.maxBytes)
-    assertThat(new String(with.body(), StandardCharsets.UTF_8)).contains("\"maxBytes\":90000000000");
+    assertThat(new String(with.body(), StandardCharsets.UTF_8))
+        .contains("\"maxBytes\":90000000000");
   }
 
   /** A test value for each Secret key the rendering reads. */
@@ -236,16 +280,23 @@ class RenderedDeploymentIT {
   }
 
   @SuppressWarnings("unchecked")
-  private static Map<String, Object> only(List<Map<String, Object>> docs, String kind, String name) {
-    List<Map<String, Object>> found = docs.stream()
-        .filter(d -> kind.equals(d.get("kind")))
-        .filter(d -> name == null || name.equals(((Map<String, Object>) d.get("metadata")).get("name")))
-        .toList();
+  private static Map<String, Object> only(
+      List<Map<String, Object>> docs, String kind, String name) {
+    List<Map<String, Object>> found =
+        docs.stream()
+            .filter(d -> kind.equals(d.get("kind")))
+            .filter(
+                d ->
+                    name == null
+                        || name.equals(((Map<String, Object>) d.get("metadata")).get("name")))
+            .toList();
     assertThat(found).as(kind + " " + name).hasSize(1);
     return found.get(0);
   }
 
-  /** A folder holding one file per entry, readable by any user (as the kubelet's projections are). */
+  /**
+   * A folder holding one file per entry, readable by any user (as the kubelet's projections are).
+   */
   private static Path folderOf(Map<String, ?> files) throws IOException {
     Path dir = TestFiles.tempDirectory("registry-cache-rendered-");
     Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x"));

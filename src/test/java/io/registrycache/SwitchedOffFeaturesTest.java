@@ -21,25 +21,30 @@ import org.springframework.test.context.DynamicPropertySource;
  * beans included), so that a new bean of a switched-off feature fails here. How many of their
  * classes load is a benchmark figure (docs/performance.md), not a test.
  */
-@SpringBootTest(classes = RegistryCacheApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@SpringBootTest(
+    classes = RegistryCacheApplication.class,
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class SwitchedOffFeaturesTest {
 
   static final Path storage = TestFiles.tempDirectory("registry-cache-switched-off-");
 
   /** Packages (of a bean's class) that belong to a feature the default configuration leaves off. */
-  private static final List<String> OFF = List.of(
-      "io.opentelemetry.",
-      "io.micrometer.tracing.",
-      "org.springframework.boot.opentelemetry.",
-      "org.springframework.boot.micrometer.tracing.",
-      "software.amazon.",
-      "io.registrycache.cluster.",
-      "io.registrycache.peer.",
-      "io.registrycache.storage.s3.");
+  private static final List<String> OFF =
+      List.of(
+          "io.opentelemetry.",
+          "io.micrometer.tracing.",
+          "org.springframework.boot.opentelemetry.",
+          "org.springframework.boot.micrometer.tracing.",
+          "software.amazon.",
+          "io.registrycache.cluster.",
+          "io.registrycache.peer.",
+          "io.registrycache.storage.s3.");
 
   /** The features' settings, bound and checked at every start whether the feature is on or not. */
-  private static final List<String> SETTINGS = List.of(
-      "io.registrycache.cluster.ClusterProperties", "io.registrycache.storage.s3.S3StorageProperties");
+  private static final List<String> SETTINGS =
+      List.of(
+          "io.registrycache.cluster.ClusterProperties",
+          "io.registrycache.storage.s3.S3StorageProperties");
 
   @Autowired ConfigurableApplicationContext context;
 
@@ -53,12 +58,19 @@ class SwitchedOffFeaturesTest {
     List<String> found = new ArrayList<>();
     for (String name : context.getBeanDefinitionNames()) {
       Class<?> type = context.getType(name, false);
-      String typeName = type == null ? context.getBeanFactory().getBeanDefinition(name).getBeanClassName() : type.getName();
-      if (typeName != null && OFF.stream().anyMatch(typeName::startsWith) && !SETTINGS.contains(typeName)) {
+      String typeName =
+          type == null
+              ? context.getBeanFactory().getBeanDefinition(name).getBeanClassName()
+              : type.getName();
+      if (typeName != null
+          && OFF.stream().anyMatch(typeName::startsWith)
+          && !SETTINGS.contains(typeName)) {
         found.add(name + " (" + typeName + ")");
       }
     }
-    assertThat(context.getBeanDefinitionNames()).as("the context has beans at all").hasSizeGreaterThan(50);
+    assertThat(context.getBeanDefinitionNames())
+        .as("the context has beans at all")
+        .hasSizeGreaterThan(50);
     assertThat(found).isEmpty();
   }
 
@@ -73,6 +85,7 @@ class SwitchedOffFeaturesTest {
     }
     assertThat(tracing).isEmpty();
     // Spring Boot's observation support, which tracing would hang off, is still there.
-    assertThat(context.getBeanNamesForType(io.micrometer.observation.ObservationRegistry.class)).isNotEmpty();
+    assertThat(context.getBeanNamesForType(io.micrometer.observation.ObservationRegistry.class))
+        .isNotEmpty();
   }
 }

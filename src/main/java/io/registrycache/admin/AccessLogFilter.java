@@ -46,12 +46,19 @@ public class AccessLogFilter implements WebFilter, Ordered {
     return chain
         .filter(exchange)
         .contextWrite(ctx -> ctx.put(CacheOutcome.CONTEXT_KEY, outcome))
-        .doFinally(signal -> {
-          HttpStatusCode status = exchange.getResponse().getStatusCode();
-          Identity identity = exchange.getAttribute(Identity.ATTRIBUTE);
-          accessLog.write(request.getMethod().name(), path, status == null ? 200 : status.value(),
-              exchange.getResponse().getHeaders().getContentLength(), started, outcome, signal == SignalType.CANCEL,
-              identity);
-        });
+        .doFinally(
+            signal -> {
+              HttpStatusCode status = exchange.getResponse().getStatusCode();
+              Identity identity = exchange.getAttribute(Identity.ATTRIBUTE);
+              accessLog.write(
+                  request.getMethod().name(),
+                  path,
+                  status == null ? 200 : status.value(),
+                  exchange.getResponse().getHeaders().getContentLength(),
+                  started,
+                  outcome,
+                  signal == SignalType.CANCEL,
+                  identity);
+            });
   }
 }

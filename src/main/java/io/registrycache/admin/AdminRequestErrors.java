@@ -17,13 +17,13 @@ import tools.jackson.core.exc.StreamReadException;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * The admin API's answer to a request the actuator refuses before {@link CacheEndpoint} sees it:
- * a body that is not JSON, or not a JSON object of strings, numbers and booleans, or a parameter
- * that does not convert (e.g. {@code "keep":"x"}). Spring Boot's error JSON would say {@code "Bad
- * Request"} and nothing more; this answers the endpoint's own shape, {@code {"error": "..."}}
- * with the same 4xx status, saying what is wrong (for JSON: the parser's reason, line and
- * column). Only for paths of the {@code cache} endpoint; runs before Spring Boot's handler ({@code
- * -1}) and the pull port's ({@code api.OciErrorWebExceptionHandler}, {@code -2}).
+ * The admin API's answer to a request the actuator refuses before {@link CacheEndpoint} sees it: a
+ * body that is not JSON, or not a JSON object of strings, numbers and booleans, or a parameter that
+ * does not convert (e.g. {@code "keep":"x"}). Spring Boot's error JSON would say {@code "Bad
+ * Request"} and nothing more; this answers the endpoint's own shape, {@code {"error": "..."}} with
+ * the same 4xx status, saying what is wrong (for JSON: the parser's reason, line and column). Only
+ * for paths of the {@code cache} endpoint; runs before Spring Boot's handler ({@code -1}) and the
+ * pull port's ({@code api.OciErrorWebExceptionHandler}, {@code -2}).
  */
 @Component
 @Order(-3)
@@ -33,8 +33,11 @@ public class AdminRequestErrors implements WebExceptionHandler {
 
   private final String cachePath;
 
-  public AdminRequestErrors(@Value("${management.endpoints.web.base-path:/actuator}") String basePath) {
-    this.cachePath = (basePath.endsWith("/") ? basePath.substring(0, basePath.length() - 1) : basePath) + "/cache";
+  public AdminRequestErrors(
+      @Value("${management.endpoints.web.base-path:/actuator}") String basePath) {
+    this.cachePath =
+        (basePath.endsWith("/") ? basePath.substring(0, basePath.length() - 1) : basePath)
+            + "/cache";
   }
 
   @Override
@@ -42,7 +45,8 @@ public class AdminRequestErrors implements WebExceptionHandler {
     String path = exchange.getRequest().getPath().pathWithinApplication().value();
     ServerHttpResponse response = exchange.getResponse();
     if (!(path.equals(cachePath) || path.startsWith(cachePath + "/"))
-        || !(error instanceof ResponseStatusException status) || !status.getStatusCode().is4xxClientError()
+        || !(error instanceof ResponseStatusException status)
+        || !status.getStatusCode().is4xxClientError()
         || response.isCommitted()) {
       return Mono.error(error);
     }
@@ -59,14 +63,22 @@ public class AdminRequestErrors implements WebExceptionHandler {
   static String message(ResponseStatusException error) {
     for (Throwable t = error.getCause(); t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof StreamReadException read) {
-        return "the request body is not valid JSON: " + read.getOriginalMessage() + at(read.getLocation());
+        return "the request body is not valid JSON: "
+            + read.getOriginalMessage()
+            + at(read.getLocation());
       }
       if (t instanceof JacksonException other) {
         // Jackson's own text names Java types; say what the endpoint takes instead
         TokenStreamLocation where = other.getLocation();
         return "the request body must be a JSON object whose values are strings, numbers or booleans,"
             + " e.g. {\"digest\": \"sha256:...\"}"
-            + (where == null || where.getLineNr() < 1 ? "" : "; at line " + where.getLineNr() + ", column " + where.getColumnNr() + " it is not");
+            + (where == null || where.getLineNr() < 1
+                ? ""
+                : "; at line "
+                    + where.getLineNr()
+                    + ", column "
+                    + where.getColumnNr()
+                    + " it is not");
       }
     }
     String reason = error.getReason();
@@ -74,7 +86,8 @@ public class AdminRequestErrors implements WebExceptionHandler {
   }
 
   private static String at(TokenStreamLocation location) {
-    return location == null || location.getLineNr() < 1 ? ""
+    return location == null || location.getLineNr() < 1
+        ? ""
         : " (line " + location.getLineNr() + ", column " + location.getColumnNr() + ")";
   }
 

@@ -20,13 +20,13 @@ import reactor.netty.resources.ConnectionProvider;
 
 /**
  * The training run of the JVM's AOT cache (JEP 483, 514, 515; JDK 25): started with {@code
- * -Dregistry-cache.aot-training=true} and {@code -XX:AOTCacheOutput=<file>}, the service starts as a
- * real start does (both servers listening), is pulled through over its own
- * pull port like a cache meeting its first clients, then stops; the JVM then writes the classes it
- * loaded and linked and the method profiles it gathered into {@code <file>}. A start with {@code
- * -XX:AOTCache=<file>} (same JDK, JVM options and class path) maps them instead of parsing jars
- * and profiling from scratch. The image build makes the image's cache so (docker/aot-cache.sh); for
- * {@code java -jar}, docs/aot-cache.md gives the command.
+ * -Dregistry-cache.aot-training=true} and {@code -XX:AOTCacheOutput=<file>}, the service starts as
+ * a real start does (both servers listening), is pulled through over its own pull port like a cache
+ * meeting its first clients, then stops; the JVM then writes the classes it loaded and linked and
+ * the method profiles it gathered into {@code <file>}. A start with {@code -XX:AOTCache=<file>}
+ * (same JDK, JVM options and class path) maps them instead of parsing jars and profiling from
+ * scratch. The image build makes the image's cache so (docker/aot-cache.sh); for {@code java -jar},
+ * docs/aot-cache.md gives the command.
  *
  * <p>The pulls ({@value #IMAGES} synthetic images of a config and two layers from {@link
  * TrainingUpstream}s on loopback, {@value #CONCURRENCY} at a time): each image cold (manifest by
@@ -34,8 +34,8 @@ import reactor.netty.resources.ConnectionProvider;
  * GET} by digest, every blob, a {@code Range} request, a blob {@code HEAD}), by turns in the
  * in-path, {@code ?ns=} and default-upstream forms of a name; one image with a 3 MiB layer (a fill
  * over several write batches); the OCI error answers (unknown manifest and blob, an invalid name);
- * the management port's health, probes and Prometheus scrape. The service runs on free ports with
- * a throw-away file-system cache in a temporary folder, offline from everything but the loopback
+ * the management port's health, probes and Prometheus scrape. The service runs on free ports with a
+ * throw-away file-system cache in a temporary folder, offline from everything but the loopback
  * upstreams, unclustered, with authentication, rate limits and preloading off: it touches no other
  * process's storage, ports, peers or upstreams. Command-line arguments are ignored; environment
  * settings apply where the training does not set its own.
@@ -62,9 +62,10 @@ public final class AotTraining {
   /** Layer sizes of each synthetic image, bytes: one under a read buffer, one over several. */
   private static final int[] LAYER_BYTES = {2 << 10, 160 << 10};
 
-  private static final String MANIFEST_ACCEPT = "application/vnd.oci.image.index.v1+json, "
-      + "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, "
-      + "application/vnd.docker.distribution.manifest.list.v2+json";
+  private static final String MANIFEST_ACCEPT =
+      "application/vnd.oci.image.index.v1+json, "
+          + "application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json, "
+          + "application/vnd.docker.distribution.manifest.list.v2+json";
 
   private AotTraining() {}
 
@@ -85,56 +86,76 @@ public final class AotTraining {
     try (TrainingUpstream small = TrainingUpstream.start(0, IMAGES, LAYER_BYTES);
         TrainingUpstream large = TrainingUpstream.start(0)) {
       String[] settings = {
-          "--server.port=0",
-          "--management.server.port=0",
-          "--registry-cache.storage.type=filesystem",
-          "--registry-cache.storage.path=" + work.resolve("cache"),
-          "--registry-cache.upstreams.aot-training.url=http://127.0.0.1:" + small.port(),
-          "--registry-cache.upstreams.aot-training-large.url=http://127.0.0.1:" + large.port(),
-          "--registry-cache.default-upstream=aot-training",
-          "--registry-cache.auth.enabled=false",
-          "--registry-cache.rate-limit.enabled=false",
-          "--registry-cache.cluster.peers=",
-          "--registry-cache.cluster.peers-dns=",
+        "--server.port=0",
+        "--management.server.port=0",
+        "--registry-cache.storage.type=filesystem",
+        "--registry-cache.storage.path=" + work.resolve("cache"),
+        "--registry-cache.upstreams.aot-training.url=http://127.0.0.1:" + small.port(),
+        "--registry-cache.upstreams.aot-training-large.url=http://127.0.0.1:" + large.port(),
+        "--registry-cache.default-upstream=aot-training",
+        "--registry-cache.auth.enabled=false",
+        "--registry-cache.rate-limit.enabled=false",
+        "--registry-cache.cluster.peers=",
+        "--registry-cache.cluster.peers-dns=",
       };
       ConfigurableApplicationContext context = SpringApplication.run(application, settings);
       int status;
       try {
         int port = ((WebServerApplicationContext) context).getWebServer().getPort();
-        String management = context.getEnvironment().getProperty("local.management.port", Integer.toString(port));
+        String management =
+            context.getEnvironment().getProperty("local.management.port", Integer.toString(port));
         status = pull(port, Integer.parseInt(management), small, large);
       } finally {
         SpringApplication.exit(context);
       }
-      log.info("AOT cache training: {} in {} ms; the JVM writes the cache as it exits",
-          status == 0 ? "done" : "some pulls failed", Duration.ofNanos(System.nanoTime() - started).toMillis());
+      log.info(
+          "AOT cache training: {} in {} ms; the JVM writes the cache as it exits",
+          status == 0 ? "done" : "some pulls failed",
+          Duration.ofNanos(System.nanoTime() - started).toMillis());
       return status;
     } finally {
       FileSystemUtils.deleteRecursively(work);
     }
   }
 
-  private static int pull(int port, int managementPort, TrainingUpstream small, TrainingUpstream large) {
+  private static int pull(
+      int port, int managementPort, TrainingUpstream small, TrainingUpstream large) {
     ConnectionProvider connections = ConnectionProvider.create("aot-training", CONCURRENCY + 1);
     HttpClient client = HttpClient.create(connections).baseUrl("http://127.0.0.1:" + port);
     AtomicInteger failures = new AtomicInteger();
     try {
       String smallHost = "127.0.0.1:" + small.port();
       Flux.range(0, IMAGES)
-          .flatMap(i -> {
-            Image image = new Image(name(i % 3, smallHost), query(i % 3, smallHost), TrainingUpstream.tag(i),
-                small.blobDigests(i));
-            Mono<Void> warm = Flux.range(0, WARM_ROUNDS).concatMap(r -> warm(client, image, failures)).then();
-            return cold(client, image, failures).then(warm);
-          }, CONCURRENCY)
-          .then(Mono.defer(() -> {
-            String largeHost = "127.0.0.1:" + large.port();
-            Image image = new Image(largeHost + "/" + TrainingUpstream.REPOSITORY, "", TrainingUpstream.TAG,
-                large.blobDigests());
-            return cold(client, image, failures).then(warm(client, image, failures));
-          }))
+          .flatMap(
+              i -> {
+                Image image =
+                    new Image(
+                        name(i % 3, smallHost),
+                        query(i % 3, smallHost),
+                        TrainingUpstream.tag(i),
+                        small.blobDigests(i));
+                Mono<Void> warm =
+                    Flux.range(0, WARM_ROUNDS).concatMap(r -> warm(client, image, failures)).then();
+                return cold(client, image, failures).then(warm);
+              },
+              CONCURRENCY)
+          .then(
+              Mono.defer(
+                  () -> {
+                    String largeHost = "127.0.0.1:" + large.port();
+                    Image image =
+                        new Image(
+                            largeHost + "/" + TrainingUpstream.REPOSITORY,
+                            "",
+                            TrainingUpstream.TAG,
+                            large.blobDigests());
+                    return cold(client, image, failures).then(warm(client, image, failures));
+                  }))
           .then(errors(client, failures))
-          .then(management(HttpClient.create(connections).baseUrl("http://127.0.0.1:" + managementPort), failures))
+          .then(
+              management(
+                  HttpClient.create(connections).baseUrl("http://127.0.0.1:" + managementPort),
+                  failures))
           .block(TIME_LIMIT);
     } catch (RuntimeException e) {
       log.warn("AOT cache training: the pulls stopped: {}", e.toString());
@@ -159,7 +180,10 @@ public final class AotTraining {
     }
   }
 
-  /** The name form {@code mode}: 0 in-path ({@code <host>/<repository>}), 1 {@code ?ns=}, 2 the default upstream. */
+  /**
+   * The name form {@code mode}: 0 in-path ({@code <host>/<repository>}), 1 {@code ?ns=}, 2 the
+   * default upstream.
+   */
   private static String name(int mode, String host) {
     return mode == 0 ? host + "/" + TrainingUpstream.REPOSITORY : TrainingUpstream.REPOSITORY;
   }
@@ -171,7 +195,9 @@ public final class AotTraining {
   /** The manifest by tag, then every blob: a first pull. */
   private static Mono<Void> cold(HttpClient client, Image image, AtomicInteger failures) {
     return get(client, image.manifest(image.tag()), MANIFEST_ACCEPT, null, 200, failures)
-        .thenMany(Flux.fromIterable(image.blobs()).concatMap(d -> get(client, image.blob(d), null, null, 200, failures)))
+        .thenMany(
+            Flux.fromIterable(image.blobs())
+                .concatMap(d -> get(client, image.blob(d), null, null, 200, failures)))
         .then();
   }
 
@@ -180,7 +206,9 @@ public final class AotTraining {
     String layer = image.blobs().get(image.blobs().size() - 1);
     return head(client, image.manifest(image.tag()), MANIFEST_ACCEPT, 200, failures)
         .then(get(client, image.manifest(image.tag()), MANIFEST_ACCEPT, null, 200, failures))
-        .thenMany(Flux.fromIterable(image.blobs()).concatMap(d -> get(client, image.blob(d), null, null, 200, failures)))
+        .thenMany(
+            Flux.fromIterable(image.blobs())
+                .concatMap(d -> get(client, image.blob(d), null, null, 200, failures)))
         .then(get(client, image.blob(layer), null, "bytes=100-1123", 206, failures))
         .then(head(client, image.blob(layer), null, 200, failures));
   }
@@ -189,9 +217,23 @@ public final class AotTraining {
   private static Mono<Void> errors(HttpClient client, AtomicInteger failures) {
     List<Mono<Void>> requests = new ArrayList<>();
     for (int i = 0; i < 20; i++) {
-      requests.add(get(client, "/v2/" + TrainingUpstream.REPOSITORY + "/manifests/unknown-" + i, MANIFEST_ACCEPT, null, 404, failures));
-      requests.add(head(client, "/v2/" + TrainingUpstream.REPOSITORY + "/blobs/sha256:" + String.format("%064x", i), null, 404, failures));
-      requests.add(get(client, "/v2/Invalid..Name/manifests/latest", MANIFEST_ACCEPT, null, 400, failures));
+      requests.add(
+          get(
+              client,
+              "/v2/" + TrainingUpstream.REPOSITORY + "/manifests/unknown-" + i,
+              MANIFEST_ACCEPT,
+              null,
+              404,
+              failures));
+      requests.add(
+          head(
+              client,
+              "/v2/" + TrainingUpstream.REPOSITORY + "/blobs/sha256:" + String.format("%064x", i),
+              null,
+              404,
+              failures));
+      requests.add(
+          get(client, "/v2/Invalid..Name/manifests/latest", MANIFEST_ACCEPT, null, 400, failures));
       requests.add(get(client, "/v2/", null, null, 200, failures));
     }
     return Flux.concat(requests).then();
@@ -209,28 +251,43 @@ public final class AotTraining {
   }
 
   private static Mono<Void> get(
-      HttpClient client, String uri, String accept, String range, int expected, AtomicInteger failures) {
-    return client.headers(h -> {
-          if (accept != null) {
-            h.set("Accept", accept);
-          }
-          if (range != null) {
-            h.set("Range", range);
-          }
-        })
-        .get().uri(uri)
-        .responseSingle((response, body) -> body.asByteArray().defaultIfEmpty(new byte[0])
-            .doOnNext(bytes -> check(uri, response.status().code(), expected, failures)))
+      HttpClient client,
+      String uri,
+      String accept,
+      String range,
+      int expected,
+      AtomicInteger failures) {
+    return client
+        .headers(
+            h -> {
+              if (accept != null) {
+                h.set("Accept", accept);
+              }
+              if (range != null) {
+                h.set("Range", range);
+              }
+            })
+        .get()
+        .uri(uri)
+        .responseSingle(
+            (response, body) ->
+                body.asByteArray()
+                    .defaultIfEmpty(new byte[0])
+                    .doOnNext(bytes -> check(uri, response.status().code(), expected, failures)))
         .then();
   }
 
-  private static Mono<Void> head(HttpClient client, String uri, String accept, int expected, AtomicInteger failures) {
-    return client.headers(h -> {
-          if (accept != null) {
-            h.set("Accept", accept);
-          }
-        })
-        .head().uri(uri)
+  private static Mono<Void> head(
+      HttpClient client, String uri, String accept, int expected, AtomicInteger failures) {
+    return client
+        .headers(
+            h -> {
+              if (accept != null) {
+                h.set("Accept", accept);
+              }
+            })
+        .head()
+        .uri(uri)
         .response()
         .doOnNext(response -> check(uri, response.status().code(), expected, failures))
         .then();

@@ -27,15 +27,14 @@ import org.springframework.stereotype.Component;
 
 /**
  * The cache's admin API, an Actuator endpoint: it is served on the management port ({@code
- * management.server.port}, 8081 by default) only, never on the registry port, and only when
- * {@code cache} is listed in {@code management.endpoints.web.exposure.include}.
+ * management.server.port}, 8081 by default) only, never on the registry port, and only when {@code
+ * cache} is listed in {@code management.endpoints.web.exposure.include}.
  *
  * <ul>
  *   <li>{@code GET /actuator/cache} — totals and the disk budget
- *   <li>{@code GET /actuator/cache/images?filter=<regex>} — cached images (regular expressions
- *       are RE2 syntax, matched in linear time, at most {@code
- *       registry-cache.admin.max-pattern-length} characters), most recently pulled
- *       first
+ *   <li>{@code GET /actuator/cache/images?filter=<regex>} — cached images (regular expressions are
+ *       RE2 syntax, matched in linear time, at most {@code registry-cache.admin.max-pattern-length}
+ *       characters), most recently pulled first
  *   <li>{@code GET /actuator/cache/blobs?filter=<regex>} — stored blobs
  *   <li>{@code POST /actuator/cache/prune} with JSON {@code {"olderThan":"14d", "pattern":"...",
  *       "keep":3, "dryRun":true}}
@@ -47,22 +46,21 @@ import org.springframework.stereotype.Component;
  *       are answered 409 with {@code evictor} on every replica but the evicting one ({@link
  *       EvictionTurn})
  *   <li>{@code POST /actuator/cache/preload} with JSON {@code {"references":
- *       "registry.example.com/team/app:v1 team/x@sha256:...", "platforms":"linux/amd64"}} — queue
- *       a preload job ({@link Preloader}); answers 202 at once with the job's id. Both are strings
- *       holding a list separated by blanks, commas or line breaks ({@code #} comments allowed, so
- *       a preload file's content works as is): the actuator binds a JSON body as a map of strings,
- *       a JSON array is refused with 400. {@code platforms} empty or absent: every platform of an
+ *       "registry.example.com/team/app:v1 team/x@sha256:...", "platforms":"linux/amd64"}} — queue a
+ *       preload job ({@link Preloader}); answers 202 at once with the job's id. Both are strings
+ *       holding a list separated by blanks, commas or line breaks ({@code #} comments allowed, so a
+ *       preload file's content works as is): the actuator binds a JSON body as a map of strings, a
+ *       JSON array is refused with 400. {@code platforms} empty or absent: every platform of an
  *       index
  *   <li>{@code GET /actuator/cache/preload} — the preload jobs, newest first; {@code GET
- *       /actuator/cache/preload/<id>} — one job: references total, done, failed (with the
- *       reason), bytes
+ *       /actuator/cache/preload/<id>} — one job: references total, done, failed (with the reason),
+ *       bytes
  * </ul>
  *
- * Sizes are bytes, times ISO-8601 instants (UTC), durations Spring Boot style ({@code 30m},
- * {@code 14d}) or ISO-8601 ({@code PT30M}). Bad input is answered with 400 and {@code
- * {"error": "..."}} (a body that is not a JSON object of strings too, {@link AdminRequestErrors});
- * an unknown path segment, or an eviction from an upstream that is neither configured nor cached,
- * with 404.
+ * Sizes are bytes, times ISO-8601 instants (UTC), durations Spring Boot style ({@code 30m}, {@code
+ * 14d}) or ISO-8601 ({@code PT30M}). Bad input is answered with 400 and {@code {"error": "..."}} (a
+ * body that is not a JSON object of strings too, {@link AdminRequestErrors}); an unknown path
+ * segment, or an eviction from an upstream that is neither configured nor cached, with 404.
  */
 @Component
 @Endpoint(id = "cache")
@@ -75,7 +73,9 @@ public class CacheEndpoint {
   private final ProxyBlobService blobDownloads;
   private final AdminProperties admin;
 
-  /** @param blobDownloads whose downloads in flight the summary counts */
+  /**
+   * @param blobDownloads whose downloads in flight the summary counts
+   */
   public CacheEndpoint(
       CacheInventory inventory,
       Pruner pruner,
@@ -91,13 +91,18 @@ public class CacheEndpoint {
     this.admin = admin;
   }
 
-  /** Totals: stored bytes and items, downloads in flight, the budget and its watermarks in bytes. */
+  /**
+   * Totals: stored bytes and items, downloads in flight, the budget and its watermarks in bytes.
+   */
   @ReadOperation
   public Map<String, Object> summary() {
     return Views.summary(inventory.totals(), blobDownloads.downloadsInFlight());
   }
 
-  /** {@code images} or {@code blobs}, optionally filtered by a regular expression; or the {@code preload} jobs. */
+  /**
+   * {@code images} or {@code blobs}, optionally filtered by a regular expression; or the {@code
+   * preload} jobs.
+   */
   @ReadOperation
   public WebEndpointResponse<Object> list(@Selector String what, @Nullable String filter) {
     Pattern p;
@@ -115,9 +120,11 @@ public class CacheEndpoint {
         inventory.freshen();
         yield ok(Map.of("blobs", inventory.blobs(p).stream().map(Views::blob).toList()));
       }
-      case "preload" -> ok(Map.of("jobs", preloader.jobs().stream().map(PreloadJob::view).toList()));
-      default -> new WebEndpointResponse<>(
-          Map.of("error", "unknown list '" + what + "'; use images, blobs or preload"), 404);
+      case "preload" ->
+          ok(Map.of("jobs", preloader.jobs().stream().map(PreloadJob::view).toList()));
+      default ->
+          new WebEndpointResponse<>(
+              Map.of("error", "unknown list '" + what + "'; use images, blobs or preload"), 404);
     };
   }
 
@@ -125,12 +132,14 @@ public class CacheEndpoint {
   @ReadOperation
   public WebEndpointResponse<Object> item(@Selector String what, @Selector String id) {
     if (!"preload".equals(what)) {
-      return new WebEndpointResponse<>(Map.of("error", "unknown path '" + what + "/" + id + "'"), 404);
+      return new WebEndpointResponse<>(
+          Map.of("error", "unknown path '" + what + "/" + id + "'"), 404);
     }
     return preloader
         .job(id)
         .map(job -> ok(job.view()))
-        .orElseGet(() -> new WebEndpointResponse<>(Map.of("error", "no preload job '" + id + "'"), 404));
+        .orElseGet(
+            () -> new WebEndpointResponse<>(Map.of("error", "no preload job '" + id + "'"), 404));
   }
 
   /** {@code prune}, {@code evict} or {@code janitor}; parameters from the JSON body. */
@@ -156,23 +165,36 @@ public class CacheEndpoint {
       return badRequest(e.getMessage());
     }
     Optional<String> evictor = janitor.evictorElsewhere();
-    if (evictor.isPresent() && (action.equals("janitor") || (!dry && (action.equals("prune") || action.equals("evict"))))) {
-      return new WebEndpointResponse<>(Map.of(
-          "error", "this replica does not evict or prune the shared store; send the request to " + evictor.get()
-              + "'s management port (the owner of the key '" + EvictionTurn.KEY + "')",
-          "evictor", evictor.get()), 409);
+    if (evictor.isPresent()
+        && (action.equals("janitor")
+            || (!dry && (action.equals("prune") || action.equals("evict"))))) {
+      return new WebEndpointResponse<>(
+          Map.of(
+              "error",
+              "this replica does not evict or prune the shared store; send the request to "
+                  + evictor.get()
+                  + "'s management port (the owner of the key '"
+                  + EvictionTurn.KEY
+                  + "')",
+              "evictor",
+              evictor.get()),
+          409);
     }
     try {
       return switch (action) {
         case "prune" -> {
-          Duration age = olderThan == null || olderThan.isBlank() ? null : DurationStyle.detectAndParse(olderThan);
+          Duration age =
+              olderThan == null || olderThan.isBlank()
+                  ? null
+                  : DurationStyle.detectAndParse(olderThan);
           Pattern p = compile("pattern", pattern);
           yield ok(Views.removal(pruner.prune(new PruneRequest(age, p, keeping, dry))));
         }
         case "evict" -> {
           Digest d = digest == null || digest.isBlank() ? null : Digest.parse(digest);
           if (d == null && (repository == null || tag == null)) {
-            yield badRequest("give digest, or repository and tag (and upstream, default: the default upstream)");
+            yield badRequest(
+                "give digest, or repository and tag (and upstream, default: the default upstream)");
           }
           yield ok(Views.removal(pruner.evict(upstream, repository, tag, d, dry)));
         }
@@ -180,9 +202,14 @@ public class CacheEndpoint {
           janitor.runOnce();
           yield ok(summary());
         }
-        case "preload" -> preload(PreloadFile.parseList(references), PreloadFile.parseList(platforms));
-        default -> new WebEndpointResponse<>(
-            Map.of("error", "unknown action '" + action + "'; use prune, evict, janitor or preload"), 404);
+        case "preload" ->
+            preload(PreloadFile.parseList(references), PreloadFile.parseList(platforms));
+        default ->
+            new WebEndpointResponse<>(
+                Map.of(
+                    "error",
+                    "unknown action '" + action + "'; use prune, evict, janitor or preload"),
+                404);
       };
     } catch (Pruner.UnknownUpstreamException e) {
       return new WebEndpointResponse<>(Map.of("error", e.getMessage()), 404);
@@ -209,7 +236,8 @@ public class CacheEndpoint {
   }
 
   /**
-   * A JSON number as the actuator hands it over (a string): a whole number, or {@code null} when absent.
+   * A JSON number as the actuator hands it over (a string): a whole number, or {@code null} when
+   * absent.
    *
    * @throws IllegalArgumentException (answered 400) for anything else
    */
@@ -243,20 +271,23 @@ public class CacheEndpoint {
       return Pattern.compile(regex);
     } catch (PatternSyntaxException e) {
       throw new IllegalArgumentException(
-          what + " is not a regular expression in RE2 syntax (no backreferences or lookaround): "
+          what
+              + " is not a regular expression in RE2 syntax (no backreferences or lookaround): "
               + e.getDescription());
     }
   }
 
   private WebEndpointResponse<Object> preload(List<String> references, List<String> platforms) {
     if (references == null || references.isEmpty()) {
-      return badRequest("give references: image references separated by blanks, commas or line breaks, "
-          + "e.g. \"registry.example.com/team/app:v1 team/x:v2\"");
+      return badRequest(
+          "give references: image references separated by blanks, commas or line breaks, "
+              + "e.g. \"registry.example.com/team/app:v1 team/x:v2\"");
     }
     PreloadPlatforms wanted = PreloadPlatforms.of(platforms);
     List<String> errors = preloader.check(references);
     if (!errors.isEmpty()) {
-      return new WebEndpointResponse<>(Map.of("error", "invalid references, nothing preloaded", "references", errors), 400);
+      return new WebEndpointResponse<>(
+          Map.of("error", "invalid references, nothing preloaded", "references", errors), 400);
     }
     PreloadJob job = preloader.submit(references, wanted, "api");
     Map<String, Object> body = new LinkedHashMap<>();
@@ -324,7 +355,11 @@ public class CacheEndpoint {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("dryRun", r.dryRun());
       m.put("bytes", r.bytes());
-      m.put("tags", r.tags().stream().map(t -> Map.of("image", t.image(), "digest", t.digest().toString())).toList());
+      m.put(
+          "tags",
+          r.tags().stream()
+              .map(t -> Map.of("image", t.image(), "digest", t.digest().toString()))
+              .toList());
       m.put("manifests", items(r.manifests()));
       m.put("blobs", items(r.blobs()));
       return m;
@@ -332,7 +367,15 @@ public class CacheEndpoint {
 
     private static List<Map<String, Object>> items(List<CacheCollector.Item> items) {
       return items.stream()
-          .map(i -> Map.<String, Object>of("digest", i.digest().toString(), "size", i.size(), "lastPulled", i.lastPulled().toString()))
+          .map(
+              i ->
+                  Map.<String, Object>of(
+                      "digest",
+                      i.digest().toString(),
+                      "size",
+                      i.size(),
+                      "lastPulled",
+                      i.lastPulled().toString()))
           .toList();
     }
   }

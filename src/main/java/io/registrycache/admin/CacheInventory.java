@@ -74,7 +74,12 @@ public class CacheInventory {
    * @param budget {@code storage.max-bytes} and its watermarks, bytes
    */
   public record Totals(
-      long storedBytes, long blobs, long blobBytes, long manifests, long manifestBytes, CacheCollector.Budget budget) {}
+      long storedBytes,
+      long blobs,
+      long blobBytes,
+      long manifests,
+      long manifestBytes,
+      CacheCollector.Budget budget) {}
 
   private final ManifestStore manifests;
   private final BlobStore blobs;
@@ -89,7 +94,12 @@ public class CacheInventory {
   /** Stored items and bytes, and the budget, as this replica's index has them. */
   public Totals totals() {
     return new Totals(
-        collector.storedBytes(), blobs.count(), blobs.bytes(), manifests.count(), manifests.bytes(), collector.budget());
+        collector.storedBytes(),
+        blobs.count(),
+        blobs.bytes(),
+        manifests.count(),
+        manifests.bytes(),
+        collector.budget());
   }
 
   /**
@@ -104,7 +114,8 @@ public class CacheInventory {
   /**
    * Every cached image, most recently pulled first.
    *
-   * @param filter regular expression (RE2 syntax) searched in {@link Image#image()}; {@code null} for all
+   * @param filter regular expression (RE2 syntax) searched in {@link Image#image()}; {@code null}
+   *     for all
    */
   public List<Image> images(Pattern filter) {
     List<TagRef> tags = manifests.allTags();
@@ -168,8 +179,17 @@ public class CacheInventory {
     }
     ManifestStore.Entry e = entry.get();
     return Optional.of(
-        new Image(upstream, repository, tag, digest, content.get().mediaType().value(), size, complete,
-            content.get().platforms(), Instant.ofEpochMilli(e.lastPulledMillis()), Instant.ofEpochMilli(e.createdMillis())));
+        new Image(
+            upstream,
+            repository,
+            tag,
+            digest,
+            content.get().mediaType().value(),
+            size,
+            complete,
+            content.get().platforms(),
+            Instant.ofEpochMilli(e.lastPulledMillis()),
+            Instant.ofEpochMilli(e.createdMillis())));
   }
 
   /**
@@ -181,12 +201,20 @@ public class CacheInventory {
   public List<BlobView> blobs(Pattern filter) {
     Map<Digest, Integer> refCount = new HashMap<>();
     for (Digest m : manifests.digests()) {
-      manifests.content(m).ifPresent(c -> c.referencedDigests().forEach(r -> refCount.merge(r, 1, Integer::sum)));
+      manifests
+          .content(m)
+          .ifPresent(c -> c.referencedDigests().forEach(r -> refCount.merge(r, 1, Integer::sum)));
     }
     List<BlobView> out = new ArrayList<>();
     for (BlobIndex.BlobInfo b : blobs.list()) {
       if (filter == null || filter.matcher(b.digest().toString()).find()) {
-        out.add(new BlobView(b.digest(), b.size(), refCount.getOrDefault(b.digest(), 0), b.lastPulled(), b.created()));
+        out.add(
+            new BlobView(
+                b.digest(),
+                b.size(),
+                refCount.getOrDefault(b.digest(), 0),
+                b.lastPulled(),
+                b.created()));
       }
     }
     out.sort(Comparator.comparing(BlobView::lastPulled).reversed());
@@ -202,5 +230,6 @@ public class CacheInventory {
    * @param lastPulled when it (or a manifest referencing it) was last pulled
    * @param created when it was stored
    */
-  public record BlobView(Digest digest, long size, int manifests, Instant lastPulled, Instant created) {}
+  public record BlobView(
+      Digest digest, long size, int manifests, Instant lastPulled, Instant created) {}
 }

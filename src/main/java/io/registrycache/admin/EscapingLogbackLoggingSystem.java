@@ -24,12 +24,11 @@ import org.springframework.core.annotation.Order;
 import org.springframework.util.ClassUtils;
 
 /**
- * Spring Boot's Logback logging system, with the log message ({@code %m}, {@code %msg},
- * {@code %message}) written by {@link EscapedMessageConverter} in every pattern of every
- * configuration: Spring Boot's built-in console configuration (what the service ships with) and a
- * {@code logging.config} file of the operator's own, unless that file registers a converter of its
- * own for one of those words. So a request-derived string cannot forge log lines
- * (docs/security.md).
+ * Spring Boot's Logback logging system, with the log message ({@code %m}, {@code %msg}, {@code
+ * %message}) written by {@link EscapedMessageConverter} in every pattern of every configuration:
+ * Spring Boot's built-in console configuration (what the service ships with) and a {@code
+ * logging.config} file of the operator's own, unless that file registers a converter of its own for
+ * one of those words. So a request-derived string cannot forge log lines (docs/security.md).
  *
  * <p>Why not a {@code logback-spring.xml} that registers the converter: reading any Logback XML
  * loads Joran (~0.3 s of start-up and ~7 MiB, docs/performance.md); Spring Boot's built-in
@@ -72,7 +71,8 @@ public class EscapingLogbackLoggingSystem extends LogbackLoggingSystem {
       context.putObject(CoreConstants.PATTERN_RULE_REGISTRY_FOR_SUPPLIERS, rules);
     }
     @SuppressWarnings("unchecked")
-    Map<String, String> legacyRules = (Map<String, String>) context.getObject(CoreConstants.PATTERN_RULE_REGISTRY);
+    Map<String, String> legacyRules =
+        (Map<String, String>) context.getObject(CoreConstants.PATTERN_RULE_REGISTRY);
     for (String word : MESSAGE_WORDS) {
       if (legacyRules == null || !legacyRules.containsKey(word)) {
         rules.putIfAbsent(word, EscapedMessageConverter::new);
@@ -95,7 +95,8 @@ public class EscapingLogbackLoggingSystem extends LogbackLoggingSystem {
   public static class Factory implements LoggingSystemFactory {
 
     private static final boolean PRESENT =
-        ClassUtils.isPresent("ch.qos.logback.classic.LoggerContext", Factory.class.getClassLoader());
+        ClassUtils.isPresent(
+            "ch.qos.logback.classic.LoggerContext", Factory.class.getClassLoader());
 
     @Override
     public LoggingSystem getLoggingSystem(ClassLoader classLoader) {

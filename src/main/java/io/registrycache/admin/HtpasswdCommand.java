@@ -34,11 +34,13 @@ import picocli.CommandLine.Spec;
  * shell history would show it); {@code --cost <4..31>} (bcrypt's cost, 2^cost rounds; default
  * {@value #DEFAULT_COST}, Spring Security's default: about 0.1 s per check on a current core, and
  * the service checks a user's password once, then remembers the result). Exit status 0; 2 on wrong
- * options or a refused password (empty, or over bcrypt's {@value #MAX_PASSWORD_BYTES} bytes,
- * which bcrypt would cut off silently), with one line on standard error; 1 when standard input
- * cannot be read. The hash comes from Spring Security's {@link BCryptPasswordEncoder}.
+ * options or a refused password (empty, or over bcrypt's {@value #MAX_PASSWORD_BYTES} bytes, which
+ * bcrypt would cut off silently), with one line on standard error; 1 when standard input cannot be
+ * read. The hash comes from Spring Security's {@link BCryptPasswordEncoder}.
  */
-@Command(name = "htpasswd", description = "Writes one htpasswd line, <user>:<bcrypt hash>, to standard output.")
+@Command(
+    name = "htpasswd",
+    description = "Writes one htpasswd line, <user>:<bcrypt hash>, to standard output.")
 public final class HtpasswdCommand implements Callable<Integer> {
 
   /** bcrypt uses the first 72 bytes of a password and ignores the rest. */
@@ -51,15 +53,19 @@ public final class HtpasswdCommand implements Callable<Integer> {
   @Option(names = "--user", required = true, paramLabel = "<name>", description = "the user name")
   String user;
 
-  @Option(names = "--password-stdin", description = "read the password from the first line of standard input")
+  @Option(
+      names = "--password-stdin",
+      description = "read the password from the first line of standard input")
   boolean passwordStdin;
 
-  @Option(names = "--cost", paramLabel = "<4..31>", defaultValue = "" + DEFAULT_COST,
+  @Option(
+      names = "--cost",
+      paramLabel = "<4..31>",
+      defaultValue = "" + DEFAULT_COST,
       description = "bcrypt cost (2^cost rounds); default ${DEFAULT-VALUE}")
   int cost;
 
-  @Spec
-  CommandSpec spec;
+  @Spec CommandSpec spec;
 
   private final InputStream in;
   private final PrintStream out;
@@ -71,7 +77,9 @@ public final class HtpasswdCommand implements Callable<Integer> {
     this.console = console;
   }
 
-  /** Runs the subcommand with the process's standard streams and terminal; exits with its status. */
+  /**
+   * Runs the subcommand with the process's standard streams and terminal; exits with its status.
+   */
   public static void main(String[] args) {
     System.exit(run(args, System.in, System.out, System.err, System.console()));
   }
@@ -80,27 +88,33 @@ public final class HtpasswdCommand implements Callable<Integer> {
    * {@link #main} without exiting (for tests).
    *
    * @param console the terminal to ask for the password on, {@code null} for none
-   * @return the exit status: 0, 1 when standard input cannot be read, 2 on wrong options or a refused password
+   * @return the exit status: 0, 1 when standard input cannot be read, 2 on wrong options or a
+   *     refused password
    */
   static int run(String[] args, InputStream in, PrintStream out, PrintStream err, Console console) {
-    CommandLine line = new CommandLine(new HtpasswdCommand(in, out, console))
-        .setOut(new PrintWriter(out, true, out.charset()))
-        .setErr(new PrintWriter(err, true, err.charset()));
-    line.setParameterExceptionHandler((e, arguments) -> {
-      err.println("htpasswd: " + e.getMessage());
-      return 2;
-    });
-    line.setExecutionExceptionHandler((e, command, parsed) -> {
-      err.println("htpasswd: " + e.getMessage());
-      return e instanceof IOException ? 1 : 2;
-    });
+    CommandLine line =
+        new CommandLine(new HtpasswdCommand(in, out, console))
+            .setOut(new PrintWriter(out, true, out.charset()))
+            .setErr(new PrintWriter(err, true, err.charset()));
+    line.setParameterExceptionHandler(
+        (e, arguments) -> {
+          err.println("htpasswd: " + e.getMessage());
+          return 2;
+        });
+    line.setExecutionExceptionHandler(
+        (e, command, parsed) -> {
+          err.println("htpasswd: " + e.getMessage());
+          return e instanceof IOException ? 1 : 2;
+        });
     return line.execute(args);
   }
 
   @Override
   public Integer call() throws IOException {
     if (!USER.matcher(user).matches()) {
-      throw new ParameterException(spec.commandLine(), "the user name must not be empty or hold ':', blanks or control characters");
+      throw new ParameterException(
+          spec.commandLine(),
+          "the user name must not be empty or hold ':', blanks or control characters");
     }
     if (cost < 4 || cost > 31) {
       throw new ParameterException(spec.commandLine(), "--cost must be 4 to 31, not " + cost);
@@ -111,11 +125,17 @@ public final class HtpasswdCommand implements Callable<Integer> {
         throw new ParameterException(spec.commandLine(), "the password is empty");
       }
       if (password.length > MAX_PASSWORD_BYTES) {
-        throw new ParameterException(spec.commandLine(), "the password is " + password.length
-            + " bytes long (UTF-8); bcrypt uses at most " + MAX_PASSWORD_BYTES + ": choose a shorter one");
+        throw new ParameterException(
+            spec.commandLine(),
+            "the password is "
+                + password.length
+                + " bytes long (UTF-8); bcrypt uses at most "
+                + MAX_PASSWORD_BYTES
+                + ": choose a shorter one");
       }
-      String hash = new BCryptPasswordEncoder(BCryptVersion.$2Y, cost)
-          .encode(new String(password, StandardCharsets.UTF_8));
+      String hash =
+          new BCryptPasswordEncoder(BCryptVersion.$2Y, cost)
+              .encode(new String(password, StandardCharsets.UTF_8));
       out.println(user + ":" + hash);
       out.flush();
       return 0;
@@ -131,13 +151,15 @@ public final class HtpasswdCommand implements Callable<Integer> {
       line.write(b);
     }
     byte[] bytes = line.toByteArray();
-    int length = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+    int length =
+        bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
     return Arrays.copyOf(bytes, length);
   }
 
   private byte[] fromTerminal() {
     if (console == null) {
-      throw new ParameterException(spec.commandLine(), "no terminal to ask for the password on: give --password-stdin");
+      throw new ParameterException(
+          spec.commandLine(), "no terminal to ask for the password on: give --password-stdin");
     }
     char[] first = console.readPassword("Password for %s: ", user);
     char[] second = console.readPassword("Again: ");

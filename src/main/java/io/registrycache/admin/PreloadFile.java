@@ -8,9 +8,9 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The preload file ({@code registry-cache.preload.file}): UTF-8 text, one image reference per
- * line; {@code #} starts a comment (to the end of the line), blank lines are skipped. References
- * are checked only when the job runs, so one bad line fails only itself.
+ * The preload file ({@code registry-cache.preload.file}): UTF-8 text, one image reference per line;
+ * {@code #} starts a comment (to the end of the line), blank lines are skipped. References are
+ * checked only when the job runs, so one bad line fails only itself.
  *
  * <p>The admin API takes the same text as a JSON string (see {@link #parseList}): Spring Boot's
  * actuator binds a write operation's JSON body as a map of strings, so a JSON array cannot reach

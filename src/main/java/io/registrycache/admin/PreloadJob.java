@@ -40,7 +40,8 @@ public final class PreloadJob {
   private volatile Instant started;
   private volatile Instant finished;
 
-  PreloadJob(String id, String source, List<String> references, PreloadPlatforms platforms, Clock clock) {
+  PreloadJob(
+      String id, String source, List<String> references, PreloadPlatforms platforms, Clock clock) {
     this.id = id;
     this.source = source;
     this.platforms = platforms;

@@ -38,7 +38,9 @@ public record PreloadPlatforms(List<String> wanted) {
       String[] parts = s.split("/", -1);
       if (parts.length < 2 || parts.length > 3 || Arrays.stream(parts).anyMatch(String::isEmpty)) {
         throw new IllegalArgumentException(
-            "platform '" + p + "' is not os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7");
+            "platform '"
+                + p
+                + "' is not os/architecture[/variant], e.g. linux/amd64 or linux/arm/v7");
       }
       if (!out.contains(s)) {
         out.add(s);
@@ -54,8 +56,8 @@ public record PreloadPlatforms(List<String> wanted) {
 
   /**
    * Whether an index entry with {@code platform} ({@code os/architecture[/variant]}, or {@code
-   * null} when the entry has none) is to be preloaded. An entry without platform is taken only
-   * when every platform is wanted.
+   * null} when the entry has none) is to be preloaded. An entry without platform is taken only when
+   * every platform is wanted.
    */
   public boolean matches(String platform) {
     if (all()) {

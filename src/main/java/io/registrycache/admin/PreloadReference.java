@@ -35,7 +35,8 @@ public record PreloadReference(String text, String rawName, Reference reference)
   public static PreloadReference parse(String value) {
     String text = value == null ? "" : value.strip();
     if (text.isEmpty() || text.chars().anyMatch(Character::isWhitespace)) {
-      throw OciException.nameInvalid(text, "an image reference is one word, e.g. registry.example.com/team/app:v1");
+      throw OciException.nameInvalid(
+          text, "an image reference is one word, e.g. registry.example.com/team/app:v1");
     }
     String name = text;
     String digest = null;
@@ -60,7 +61,8 @@ public record PreloadReference(String text, String rawName, Reference reference)
       }
       reference = Reference.parse(digest);
       if (!(reference instanceof Reference.ByDigest)) {
-        throw new OciException(OciErrorCode.DIGEST_INVALID, "invalid digest '" + digest + "' in " + text);
+        throw new OciException(
+            OciErrorCode.DIGEST_INVALID, "invalid digest '" + digest + "' in " + text);
       }
     } else {
       reference = Reference.parse(tag == null ? DEFAULT_TAG : tag);

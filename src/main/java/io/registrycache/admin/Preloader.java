@@ -9,7 +9,6 @@ import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.ManifestContent;
 import io.registrycache.oci.ManifestContent.Descriptor;
-import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.proxy.BlobSource;
@@ -125,8 +124,8 @@ public class Preloader implements DisposableBean {
   }
 
   /**
-   * Checks a list of references without running anything: every one must parse and name a
-   * registry host this cache serves.
+   * Checks a list of references without running anything: every one must parse and name a registry
+   * host this cache serves.
    *
    * @return one message per bad reference; empty when all are fine
    */
@@ -154,7 +153,8 @@ public class Preloader implements DisposableBean {
   public PreloadJob submit(List<String> references, PreloadPlatforms platforms, String source) {
     List<String> unique = references.stream().map(String::strip).distinct().toList();
     PreloadJob job =
-        new PreloadJob(UUID.randomUUID().toString().substring(0, 8), source, unique, platforms, clock);
+        new PreloadJob(
+            UUID.randomUUID().toString().substring(0, 8), source, unique, platforms, clock);
     synchronized (jobs) {
       jobs.put(job.id(), job);
       forgetOldJobs();
@@ -204,7 +204,8 @@ public class Preloader implements DisposableBean {
     try {
       platforms = PreloadPlatforms.of(settings.platforms());
     } catch (IllegalArgumentException e) {
-      log.error("registry-cache.preload.platforms: {}; the preload file is not loaded", e.getMessage());
+      log.error(
+          "registry-cache.preload.platforms: {}; the preload file is not loaded", e.getMessage());
       return;
     }
     try {
@@ -229,8 +230,12 @@ public class Preloader implements DisposableBean {
   private void run(PreloadJob job) {
     job.markStarted();
     long start = System.nanoTime();
-    log.info("preload job {} ({}): {} references, platforms {}",
-        job.id(), job.source(), job.items().size(), job.platforms().all() ? "all" : job.platforms().wanted());
+    log.info(
+        "preload job {} ({}): {} references, platforms {}",
+        job.id(),
+        job.source(),
+        job.items().size(),
+        job.platforms().all() ? "all" : job.platforms().wanted());
     try {
       Flux.fromIterable(job.items())
           .flatMap(item -> preload(job, item), Math.max(1, settings.concurrency()))
@@ -241,9 +246,12 @@ public class Preloader implements DisposableBean {
     } finally {
       job.markFinished();
     }
-    log.info("preload job {} finished in {} ms: {} done, {} failed",
-        job.id(), TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start),
-        job.count(PreloadJob.ItemState.DONE), job.count(PreloadJob.ItemState.FAILED));
+    log.info(
+        "preload job {} finished in {} ms: {} done, {} failed",
+        job.id(),
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start),
+        job.count(PreloadJob.ItemState.DONE),
+        job.count(PreloadJob.ItemState.FAILED));
   }
 
   /** One image reference; never errors (a failure is recorded on the item). */
@@ -255,24 +263,42 @@ public class Preloader implements DisposableBean {
               PreloadReference ref = PreloadReference.parse(item.reference());
               RequestTarget target = RequestTarget.resolve(ref.rawName(), null, upstreams);
               target.upstream().requirePullThrough(target.name());
-              return manifest(target, ref.reference(), job.platforms(), item, ConcurrentHashMap.newKeySet(), true);
+              return manifest(
+                  target,
+                  ref.reference(),
+                  job.platforms(),
+                  item,
+                  ConcurrentHashMap.newKeySet(),
+                  true);
             })
         .then(
             Mono.fromRunnable(
                 () -> {
                   item.done();
                   imagesDone.increment();
-                  log.info("preload {} done: {} manifests, {} blobs, {} bytes ({} fetched) in {} ms [job {}]",
-                      item.reference(), item.manifests(), item.blobs(), item.bytes(), item.fetchedBytes(),
-                      millisSince(start), job.id());
+                  log.info(
+                      "preload {} done: {} manifests, {} blobs, {} bytes ({} fetched) in {} ms [job {}]",
+                      item.reference(),
+                      item.manifests(),
+                      item.blobs(),
+                      item.bytes(),
+                      item.fetchedBytes(),
+                      millisSince(start),
+                      job.id());
                 }))
         .onErrorResume(
             e -> {
               String why = reason(e);
               item.failed(why);
               imagesFailed.increment();
-              log.warn("preload {} failed after {} bytes ({} fetched) in {} ms: {} [job {}]",
-                  item.reference(), item.bytes(), item.fetchedBytes(), millisSince(start), why, job.id());
+              log.warn(
+                  "preload {} failed after {} bytes ({} fetched) in {} ms: {} [job {}]",
+                  item.reference(),
+                  item.bytes(),
+                  item.fetchedBytes(),
+                  millisSince(start),
+                  why,
+                  job.id());
               return Mono.empty();
             })
         .then();
@@ -305,14 +331,27 @@ public class Preloader implements DisposableBean {
               ManifestContent content = ManifestContent.parse(m.body(), m.mediaType());
               if (content.isIndex()) {
                 List<Descriptor> chosen =
-                    content.references().stream().filter(d -> platforms.matches(d.platform())).toList();
+                    content.references().stream()
+                        .filter(d -> platforms.matches(d.platform()))
+                        .toList();
                 if (chosen.isEmpty() && !platforms.all()) {
-                  return Flux.error(new IllegalStateException(
-                      "the index has none of the platforms " + platforms.wanted() + "; it has "
-                          + content.references().stream().map(Descriptor::platform).toList()));
+                  return Flux.error(
+                      new IllegalStateException(
+                          "the index has none of the platforms "
+                              + platforms.wanted()
+                              + "; it has "
+                              + content.references().stream().map(Descriptor::platform).toList()));
                 }
                 return Flux.fromIterable(chosen)
-                    .concatMap(d -> manifest(target, new Reference.ByDigest(d.digest()), platforms, item, seen, false))
+                    .concatMap(
+                        d ->
+                            manifest(
+                                target,
+                                new Reference.ByDigest(d.digest()),
+                                platforms,
+                                item,
+                                seen,
+                                false))
                     .concatWith(referrersOf(target, m.digest(), item, seen));
               }
               return Flux.fromIterable(content.references())
@@ -327,7 +366,8 @@ public class Preloader implements DisposableBean {
    * With {@code preload.include-referrers}: every referrer of {@code subject} (signatures, SBOMs;
    * and theirs), manifest and blobs, whatever the platforms.
    */
-  private Mono<Void> referrersOf(RequestTarget target, Digest subject, PreloadJob.Item item, Set<Digest> seen) {
+  private Mono<Void> referrersOf(
+      RequestTarget target, Digest subject, PreloadJob.Item item, Set<Digest> seen) {
     if (!settings.includeReferrers()) {
       return Mono.empty();
     }
@@ -335,11 +375,17 @@ public class Preloader implements DisposableBean {
         .list(target.upstream(), target.name(), subject)
         .flatMapMany(list -> Flux.fromIterable(list.descriptors()))
         .map(d -> Digest.parse(d.path("digest").asString("")))
-        .concatMap(d -> manifest(target, new Reference.ByDigest(d), PreloadPlatforms.ALL, item, seen, false))
+        .concatMap(
+            d ->
+                manifest(
+                    target, new Reference.ByDigest(d), PreloadPlatforms.ALL, item, seen, false))
         .then();
   }
 
-  /** A blob: a hit costs nothing; a miss starts (or joins) its download and waits until it is stored. */
+  /**
+   * A blob: a hit costs nothing; a miss starts (or joins) its download and waits until it is
+   * stored.
+   */
   private Mono<Void> blob(RequestTarget target, Digest digest, PreloadJob.Item item) {
     return blobs
         .get(target.upstream(), target.name(), digest)
@@ -355,7 +401,10 @@ public class Preloader implements DisposableBean {
               // (blobs.orphan-download-timeout) however long it takes.
               Mono<Void> lastByte =
                   d.size() > 0
-                      ? d.download().read(d.size() - 1, d.size() - 1).doOnNext(DataBufferUtils::release).then()
+                      ? d.download()
+                          .read(d.size() - 1, d.size() - 1)
+                          .doOnNext(DataBufferUtils::release)
+                          .then()
                       : Mono.empty();
               return lastByte
                   .then(d.stored())

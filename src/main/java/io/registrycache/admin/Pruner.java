@@ -32,9 +32,15 @@ public class Pruner {
   private final Clock clock;
   private final Upstreams upstreams;
 
-  /** @param upstreams whose default names the upstream of an eviction by tag that names none */
+  /**
+   * @param upstreams whose default names the upstream of an eviction by tag that names none
+   */
   public Pruner(
-      ManifestStore manifests, CacheInventory inventory, CacheCollector collector, Clock clock, Upstreams upstreams) {
+      ManifestStore manifests,
+      CacheInventory inventory,
+      CacheCollector collector,
+      Clock clock,
+      Upstreams upstreams) {
     this.manifests = manifests;
     this.inventory = inventory;
     this.collector = collector;
@@ -70,18 +76,24 @@ public class Pruner {
     if (request.keep() != null) {
       Map<String, List<TagRef>> byRepository = new LinkedHashMap<>();
       for (TagRef t : tags) {
-        byRepository.computeIfAbsent(t.upstream() + "/" + t.repository(), k -> new ArrayList<>()).add(t);
+        byRepository
+            .computeIfAbsent(t.upstream() + "/" + t.repository(), k -> new ArrayList<>())
+            .add(t);
       }
       for (List<TagRef> repo : byRepository.values()) {
-        repo.sort(Comparator.comparingLong((TagRef t) -> lastPulled(t.digest())).reversed().thenComparing(TagRef::tag));
+        repo.sort(
+            Comparator.comparingLong((TagRef t) -> lastPulled(t.digest()))
+                .reversed()
+                .thenComparing(TagRef::tag));
         beyondKeep.addAll(repo.subList(Math.min(request.keep(), repo.size()), repo.size()));
       }
     }
     List<TagRef> out = new ArrayList<>();
     for (TagRef t : tags) {
-      boolean match = (request.pattern() == null || request.pattern().matcher(t.image()).matches())
-          && (cutoff == null || lastPulled(t.digest()) < cutoff.toEpochMilli())
-          && (request.keep() == null || beyondKeep.contains(t));
+      boolean match =
+          (request.pattern() == null || request.pattern().matcher(t.image()).matches())
+              && (cutoff == null || lastPulled(t.digest()) < cutoff.toEpochMilli())
+              && (request.keep() == null || beyondKeep.contains(t));
       if (match) {
         out.add(t);
       }
@@ -95,11 +107,11 @@ public class Pruner {
   }
 
   /**
-   * Evicts one image: by tag, that tag link (and the manifest with the content only it used, if
-   * no other tag link points at it); by digest, the manifest and every tag link pointing at it.
+   * Evicts one image: by tag, that tag link (and the manifest with the content only it used, if no
+   * other tag link points at it); by digest, the manifest and every tag link pointing at it.
    *
-   * @param upstream upstream key; {@code null} or blank for the default upstream (the built-in
-   *     one or the operator's {@code default-upstream}, the effective default, not the raw setting)
+   * @param upstream upstream key; {@code null} or blank for the default upstream (the built-in one
+   *     or the operator's {@code default-upstream}, the effective default, not the raw setting)
    * @param repository repository name; required with {@code tag}
    * @param tag the tag, or {@code null} when {@code digest} is given
    * @param digest the manifest digest, or {@code null} when {@code tag} is given
@@ -108,21 +120,29 @@ public class Pruner {
    * @throws UnknownUpstreamException by tag, when {@code upstream} is neither configured nor the
    *     upstream of any cached tag
    */
-  public Removal evict(String upstream, String repository, String tag, Digest digest, boolean dryRun) {
+  public Removal evict(
+      String upstream, String repository, String tag, Digest digest, boolean dryRun) {
     collector.rescanShared();
     if (digest != null) {
       return collector.remove(List.of(), List.of(digest), null, Reason.EVICT, dryRun);
     }
-    String key = upstream == null || upstream.isBlank() ? upstreams.defaultUpstream().key() : upstream;
+    String key =
+        upstream == null || upstream.isBlank() ? upstreams.defaultUpstream().key() : upstream;
     List<TagRef> tags = manifests.allTags();
     if (upstreams.byKey(key).isEmpty() && tags.stream().noneMatch(t -> t.upstream().equals(key))) {
-      throw new UnknownUpstreamException(key, upstreams.all().stream().map(u -> u.key()).sorted().toList());
+      throw new UnknownUpstreamException(
+          key, upstreams.all().stream().map(u -> u.key()).sorted().toList());
     }
     Optional<TagRef> ref =
         tags.stream()
-            .filter(t -> t.upstream().equals(key) && t.repository().equals(repository) && t.tag().equals(tag))
+            .filter(
+                t ->
+                    t.upstream().equals(key)
+                        && t.repository().equals(repository)
+                        && t.tag().equals(tag))
             .findFirst();
-    return collector.remove(ref.map(List::of).orElse(List.of()), List.of(), null, Reason.EVICT, dryRun);
+    return collector.remove(
+        ref.map(List::of).orElse(List.of()), List.of(), null, Reason.EVICT, dryRun);
   }
 
   /**
@@ -131,8 +151,11 @@ public class Pruner {
    */
   public static final class UnknownUpstreamException extends RuntimeException {
     UnknownUpstreamException(String key, List<String> configured) {
-      super("unknown upstream '" + key + "': neither configured nor the upstream of any cached tag; upstream keys: "
-          + String.join(", ", configured));
+      super(
+          "unknown upstream '"
+              + key
+              + "': neither configured nor the upstream of any cached tag; upstream keys: "
+              + String.join(", ", configured));
     }
   }
 }

@@ -36,9 +36,13 @@ public class ScheduledPruner implements SmartLifecycle {
     this(pruner, properties, EvictionTurn.HERE);
   }
 
-  /** @param turn which replica prunes a shared store ({@link EvictionTurn}); without a bean, this one */
+  /**
+   * @param turn which replica prunes a shared store ({@link EvictionTurn}); without a bean, this
+   *     one
+   */
   @Autowired
-  public ScheduledPruner(Pruner pruner, RegistryCacheProperties properties, ObjectProvider<EvictionTurn> turn) {
+  public ScheduledPruner(
+      Pruner pruner, RegistryCacheProperties properties, ObjectProvider<EvictionTurn> turn) {
     this(pruner, properties, turn.getIfAvailable(() -> EvictionTurn.HERE));
   }
 
@@ -51,7 +55,8 @@ public class ScheduledPruner implements SmartLifecycle {
     Integer keep = p.keepPerRepository() > 0 ? p.keepPerRepository() : null;
     this.request = age == null && keep == null ? null : new PruneRequest(age, null, keep, false);
     if (schedule != null && request == null) {
-      log.warn("registry-cache.prune.schedule is set but neither keep-pulled-within nor keep-per-repository: no pruning");
+      log.warn(
+          "registry-cache.prune.schedule is set but neither keep-pulled-within nor keep-per-repository: no pruning");
     }
   }
 
@@ -68,9 +73,13 @@ public class ScheduledPruner implements SmartLifecycle {
               t.setDaemon(true);
               return t;
             });
-    executor.scheduleWithFixedDelay(this::runOnce, schedule.toMillis(), schedule.toMillis(), TimeUnit.MILLISECONDS);
-    log.info("scheduled pruning every {} (keep pulled within {}, keep per repository {})",
-        schedule, request.olderThan(), request.keep());
+    executor.scheduleWithFixedDelay(
+        this::runOnce, schedule.toMillis(), schedule.toMillis(), TimeUnit.MILLISECONDS);
+    log.info(
+        "scheduled pruning every {} (keep pulled within {}, keep per repository {})",
+        schedule,
+        request.olderThan(),
+        request.keep());
   }
 
   /** One scheduled prune; failures are logged, the schedule goes on. */
@@ -82,8 +91,12 @@ public class ScheduledPruner implements SmartLifecycle {
     }
     try {
       Removal r = pruner.prune(request);
-      log.info("scheduled prune: {} tag links, {} manifests, {} blobs, {} bytes",
-          r.tags().size(), r.manifests().size(), r.blobs().size(), r.bytes());
+      log.info(
+          "scheduled prune: {} tag links, {} manifests, {} blobs, {} bytes",
+          r.tags().size(),
+          r.manifests().size(),
+          r.blobs().size(),
+          r.bytes());
     } catch (RuntimeException e) {
       log.error("scheduled prune failed; will run again", e);
     }

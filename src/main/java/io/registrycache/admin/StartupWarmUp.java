@@ -12,9 +12,9 @@ import io.registrycache.proxy.PullThroughContext;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
+import io.registrycache.upstream.ReactorNettyUpstreamClient;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamResilience;
-import io.registrycache.upstream.ReactorNettyUpstreamClient;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
@@ -48,9 +48,9 @@ import reactor.core.scheduler.Schedulers;
  * upstream on loopback ({@link TrainingUpstream}) through the same classes a client's pull runs
  * (upstream client, single-flight, download, store writer, manifest parse) — but through instances
  * of their own: their own upstream client and meter registry, and a throw-away file-system store
- * under {@code <storage.path>/tmp/}, removed afterwards. So nothing of the warm-up is in the
- * cache, its metrics or its upstreams' connection pools, and no request leaves the machine. It
- * holds the start back for at most {@link #TIME_LIMIT}; a failure is logged and the start goes on.
+ * under {@code <storage.path>/tmp/}, removed afterwards. So nothing of the warm-up is in the cache,
+ * its metrics or its upstreams' connection pools, and no request leaves the machine. It holds the
+ * start back for at most {@link #TIME_LIMIT}; a failure is logged and the start goes on.
  */
 @Component
 public class StartupWarmUp implements SmartLifecycle {
@@ -70,7 +70,10 @@ public class StartupWarmUp implements SmartLifecycle {
   private final Path storageRoot;
   private volatile boolean running;
 
-  /** @param properties {@code admin.warm-up-pulls} and {@code storage.path} (its {@code tmp/} holds the throw-away store) */
+  /**
+   * @param properties {@code admin.warm-up-pulls} and {@code storage.path} (its {@code tmp/} holds
+   *     the throw-away store)
+   */
   public StartupWarmUp(RegistryCacheProperties properties) {
     this.pulls = properties.admin().warmUpPulls();
     this.storageRoot = properties.storage().path();
@@ -114,33 +117,57 @@ public class StartupWarmUp implements SmartLifecycle {
     AtomicInteger done = new AtomicInteger();
     Path root = null;
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    Scheduler storage = Schedulers.newBoundedElastic(CONCURRENCY, 1024, "warm-up-storage", 60, true);
-    ReactorNettyUpstreamClient client = new ReactorNettyUpstreamClient(null, meters, new UpstreamResilience(null, meters));
+    Scheduler storage =
+        Schedulers.newBoundedElastic(CONCURRENCY, 1024, "warm-up-storage", 60, true);
+    ReactorNettyUpstreamClient client =
+        new ReactorNettyUpstreamClient(null, meters, new UpstreamResilience(null, meters));
     try {
       Files.createDirectories(storageRoot.resolve("tmp"));
       root = Files.createTempDirectory(storageRoot.resolve("tmp"), "warm-up-");
-      RegistryCacheProperties settings = RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
+      RegistryCacheProperties settings =
+          RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
       StorageLayout layout = new StorageLayout(settings);
       try (TrainingUpstream upstream = TrainingUpstream.start(0, images, LAYER_BYTES);
           FileBlobStore blobs = new FileBlobStore(layout)) {
         PullThroughContext context =
-            PullThroughContext.single(client, storage, new CacheMetrics(meters, settings), settings, Clock.systemUTC());
+            PullThroughContext.single(
+                client, storage, new CacheMetrics(meters, settings), settings, Clock.systemUTC());
         ProxyManifestService manifests =
-            new ProxyManifestService(context, new ManifestStore(layout, blobs, settings, Clock.systemUTC()));
+            new ProxyManifestService(
+                context, new ManifestStore(layout, blobs, settings, Clock.systemUTC()));
         ProxyBlobService blobService = new ProxyBlobService(context, blobs);
         String url = "http://127.0.0.1:" + upstream.port();
-        Upstream synthetic = new Upstream("warm-up", "127.0.0.1:" + upstream.port(), URI.create(url), Set.of(), false,
-            RegistryCacheProperties.upstream(Map.of("url", url)));
+        Upstream synthetic =
+            new Upstream(
+                "warm-up",
+                "127.0.0.1:" + upstream.port(),
+                URI.create(url),
+                Set.of(),
+                false,
+                RegistryCacheProperties.upstream(Map.of("url", url)));
         RepositoryName name = RepositoryName.parse(TrainingUpstream.REPOSITORY);
         Flux.range(0, images)
-            .flatMap(i -> pull(manifests, blobService, synthetic, name, i, upstream.blobDigests(i))
-                .then(pull(manifests, blobService, synthetic, name, i, upstream.blobDigests(i)))
-                .doOnSuccess(v -> done.incrementAndGet()), CONCURRENCY)
+            .flatMap(
+                i ->
+                    pull(manifests, blobService, synthetic, name, i, upstream.blobDigests(i))
+                        .then(
+                            pull(
+                                manifests,
+                                blobService,
+                                synthetic,
+                                name,
+                                i,
+                                upstream.blobDigests(i)))
+                        .doOnSuccess(v -> done.incrementAndGet()),
+                CONCURRENCY)
             .take(TIME_LIMIT)
             .blockLast(TIME_LIMIT.plusSeconds(5));
       }
-      log.info("start-up warm-up: {} of {} synthetic images pulled cold and warm in {} ms (registry-cache.admin.warm-up-pulls)",
-          done.get(), images, Duration.ofNanos(System.nanoTime() - started).toMillis());
+      log.info(
+          "start-up warm-up: {} of {} synthetic images pulled cold and warm in {} ms (registry-cache.admin.warm-up-pulls)",
+          done.get(),
+          images,
+          Duration.ofNanos(System.nanoTime() - started).toMillis());
     } catch (IOException | RuntimeException e) {
       log.warn("start-up warm-up stopped after {} images: {}", done.get(), e.toString());
     } finally {
@@ -159,12 +186,24 @@ public class StartupWarmUp implements SmartLifecycle {
 
   /** One pull as a client makes it: the manifest by tag, then each blob's whole body. */
   private static Mono<Void> pull(
-      ProxyManifestService manifests, ProxyBlobService blobs, Upstream upstream, RepositoryName name, int image,
+      ProxyManifestService manifests,
+      ProxyBlobService blobs,
+      Upstream upstream,
+      RepositoryName name,
+      int image,
       List<String> digests) {
-    return manifests.get(upstream, name, new Reference.Tag(TrainingUpstream.tag(image)), List.of())
-        .thenMany(Flux.fromIterable(digests).concatMap(d -> blobs.get(upstream, name, Digest.parse(d))
-            .flatMapMany(source -> source.read(0, -1, DefaultDataBufferFactory.sharedInstance))
-            .doOnNext(DataBufferUtils::release)))
+    return manifests
+        .get(upstream, name, new Reference.Tag(TrainingUpstream.tag(image)), List.of())
+        .thenMany(
+            Flux.fromIterable(digests)
+                .concatMap(
+                    d ->
+                        blobs
+                            .get(upstream, name, Digest.parse(d))
+                            .flatMapMany(
+                                source ->
+                                    source.read(0, -1, DefaultDataBufferFactory.sharedInstance))
+                            .doOnNext(DataBufferUtils::release)))
         .then();
   }
 }

@@ -20,8 +20,8 @@ import reactor.netty.http.server.HttpServerResponse;
  * warm-up ({@link StartupWarmUp}) pull through, so that the code of a cold pull (the upstream
  * client, the download, the store's writes, the manifest parse) runs before any client's pull.
  *
- * <p>A Reactor Netty server on {@code 127.0.0.1:<port>} (the library the service serves with, so
- * it adds no classes of its own), answering {@code GET}/{@code HEAD} of {@code /v2/}, of {@link
+ * <p>A Reactor Netty server on {@code 127.0.0.1:<port>} (the library the service serves with, so it
+ * adds no classes of its own), answering {@code GET}/{@code HEAD} of {@code /v2/}, of {@link
  * #REPOSITORY}'s manifests ({@link #tag}{@code (i)}, OCI image manifests) and of their config and
  * layer blobs, every blob different. Everything else: 404.
  */
@@ -29,8 +29,10 @@ final class TrainingUpstream implements AutoCloseable {
 
   /** The repository of the synthetic images. */
   static final String REPOSITORY = "training/app";
+
   /** The tag of the first synthetic image. */
   static final String TAG = "latest";
+
   /** Size of the training start's larger layer, bytes: over one write batch of a fill (1 MiB). */
   static final int LARGE_LAYER_BYTES = 3 << 20;
 
@@ -44,8 +46,12 @@ final class TrainingUpstream implements AutoCloseable {
   private TrainingUpstream(int port, int images, int[] layerBytes) {
     Random random = new Random(port);
     for (int i = 0; i < images; i++) {
-      byte[] config = ("{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]},"
-          + "\"config\":{\"Labels\":{\"image\":\"" + i + "\"}}}").getBytes(StandardCharsets.UTF_8);
+      byte[] config =
+          ("{\"architecture\":\"amd64\",\"os\":\"linux\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]},"
+                  + "\"config\":{\"Labels\":{\"image\":\""
+                  + i
+                  + "\"}}}")
+              .getBytes(StandardCharsets.UTF_8);
       List<String> digests = new ArrayList<>();
       String configDigest = put(config);
       digests.add(configDigest);
@@ -55,35 +61,63 @@ final class TrainingUpstream implements AutoCloseable {
         random.nextBytes(layer);
         String digest = put(layer);
         digests.add(digest);
-        layers.append(layers.isEmpty() ? "" : ",")
-            .append(descriptor("application/vnd.oci.image.layer.v1.tar+gzip", digest, layer.length));
+        layers
+            .append(layers.isEmpty() ? "" : ",")
+            .append(
+                descriptor("application/vnd.oci.image.layer.v1.tar+gzip", digest, layer.length));
       }
       imageBlobs.add(List.copyOf(digests));
-      manifests.put(tag(i), ("{\"schemaVersion\":2,\"mediaType\":\"" + MANIFEST_TYPE + "\",\"config\":"
-          + descriptor("application/vnd.oci.image.config.v1+json", configDigest, config.length)
-          + ",\"layers\":[" + layers + "]}").getBytes(StandardCharsets.UTF_8));
+      manifests.put(
+          tag(i),
+          ("{\"schemaVersion\":2,\"mediaType\":\""
+                  + MANIFEST_TYPE
+                  + "\",\"config\":"
+                  + descriptor(
+                      "application/vnd.oci.image.config.v1+json", configDigest, config.length)
+                  + ",\"layers\":["
+                  + layers
+                  + "]}")
+              .getBytes(StandardCharsets.UTF_8));
     }
     String manifestPrefix = "/v2/" + REPOSITORY + "/manifests/";
     String blobPrefix = "/v2/" + REPOSITORY + "/blobs/";
-    server = HttpServer.create()
-        .host("127.0.0.1")
-        .port(port)
-        .route(routes -> routes
-            .route(r -> r.uri().equals("/v2/") || r.uri().equals("/v2"), (req, res) -> res.status(200).send())
-            .route(r -> r.uri().startsWith(manifestPrefix), (req, res) -> {
-              byte[] manifest = manifests.get(req.uri().substring(manifestPrefix.length()));
-              return manifest == null
-                  ? res.status(404).send()
-                  : body(res.header("Content-Type", MANIFEST_TYPE)
-                      .header("Docker-Content-Digest", Digest.sha256(manifest).toString()), req.method().name(), manifest);
-            })
-            .route(r -> r.uri().startsWith(blobPrefix), (req, res) -> {
-              byte[] blob = blobs.get(req.uri().substring(blobPrefix.length()));
-              return blob == null
-                  ? res.status(404).send()
-                  : body(res.header("Content-Type", "application/octet-stream"), req.method().name(), blob);
-            }))
-        .bindNow();
+    server =
+        HttpServer.create()
+            .host("127.0.0.1")
+            .port(port)
+            .route(
+                routes ->
+                    routes
+                        .route(
+                            r -> r.uri().equals("/v2/") || r.uri().equals("/v2"),
+                            (req, res) -> res.status(200).send())
+                        .route(
+                            r -> r.uri().startsWith(manifestPrefix),
+                            (req, res) -> {
+                              byte[] manifest =
+                                  manifests.get(req.uri().substring(manifestPrefix.length()));
+                              return manifest == null
+                                  ? res.status(404).send()
+                                  : body(
+                                      res.header("Content-Type", MANIFEST_TYPE)
+                                          .header(
+                                              "Docker-Content-Digest",
+                                              Digest.sha256(manifest).toString()),
+                                      req.method().name(),
+                                      manifest);
+                            })
+                        .route(
+                            r -> r.uri().startsWith(blobPrefix),
+                            (req, res) -> {
+                              byte[] blob = blobs.get(req.uri().substring(blobPrefix.length()));
+                              return blob == null
+                                  ? res.status(404).send()
+                                  : body(
+                                      res.header("Content-Type", "application/octet-stream"),
+                                      req.method().name(),
+                                      blob);
+                            }))
+            .bindNow();
   }
 
   /**
@@ -117,12 +151,18 @@ final class TrainingUpstream implements AutoCloseable {
     return server.port();
   }
 
-  /** The digests of image {@code i}'s blobs (config first, then the layers), as {@code sha256:<hex>}. */
+  /**
+   * The digests of image {@code i}'s blobs (config first, then the layers), as {@code
+   * sha256:<hex>}.
+   */
   List<String> blobDigests(int i) {
     return imageBlobs.get(i);
   }
 
-  /** The digests of the first image's blobs (config first, then the layers), as {@code sha256:<hex>}. */
+  /**
+   * The digests of the first image's blobs (config first, then the layers), as {@code
+   * sha256:<hex>}.
+   */
   List<String> blobDigests() {
     return blobDigests(0);
   }
@@ -134,11 +174,16 @@ final class TrainingUpstream implements AutoCloseable {
   }
 
   private static String descriptor(String mediaType, String digest, long size) {
-    return "{\"mediaType\":\"" + mediaType + "\",\"digest\":\"" + digest + "\",\"size\":" + size + "}";
+    return "{\"mediaType\":\""
+        + mediaType
+        + "\",\"digest\":\""
+        + digest
+        + "\",\"size\":"
+        + size
+        + "}";
   }
 
-  private static Publisher<Void> body(
-      HttpServerResponse res, String method, byte[] bytes) {
+  private static Publisher<Void> body(HttpServerResponse res, String method, byte[] bytes) {
     res.header("Content-Length", Integer.toString(bytes.length));
     return "HEAD".equals(method) ? res.send() : res.send(Mono.just(Unpooled.wrappedBuffer(bytes)));
   }

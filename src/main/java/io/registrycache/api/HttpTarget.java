@@ -29,9 +29,9 @@ import java.util.Map;
  *       them would let one path be spelt many ways. The first segment must be {@code v2} as is.
  *   <li>The query is decoded with Netty's {@link QueryStringDecoder}; a malformed escape is 400.
  *   <li>{@code Host} (or the absolute-form authority) must be one {@code host[:port]}: a DNS name
- *       or IPv4 address of RFC 3986 unreserved characters, or a bracketed IPv6 address, and at
- *       most 5 port digits. Anything else, or more than one {@code Host}, is 400 {@code
- *       NAME_INVALID} (RFC 9112 3.2: "a Host header field with an invalid field value").
+ *       or IPv4 address of RFC 3986 unreserved characters, or a bracketed IPv6 address, and at most
+ *       5 port digits. Anything else, or more than one {@code Host}, is 400 {@code NAME_INVALID}
+ *       (RFC 9112 3.2: "a Host header field with an invalid field value").
  * </ul>
  *
  * Targets whose first segment is not {@code v2} are not the registry's ({@link #registry()} is
@@ -46,7 +46,11 @@ import java.util.Map;
  *     sent none
  */
 public record HttpTarget(
-    boolean registry, String rawPath, String path, Map<String, List<String>> query, String authority) {
+    boolean registry,
+    String rawPath,
+    String path,
+    Map<String, List<String>> query,
+    String authority) {
 
   static final String MALFORMED =
       "malformed request target: an invalid percent-escape or a character not allowed in a URI";
@@ -59,7 +63,8 @@ public record HttpTarget(
    * @param target the request-target as received (Reactor Netty's {@code uri()})
    * @param hosts the request's {@code Host} values
    * @return the parsed target; {@link #registry()} false for a target outside {@code /v2}
-   * @throws OciException 400 {@code NAME_INVALID} for a {@code /v2} target or host this class refuses
+   * @throws OciException 400 {@code NAME_INVALID} for a {@code /v2} target or host this class
+   *     refuses
    */
   public static HttpTarget parse(String target, List<String> hosts) {
     String authority = null;
@@ -97,7 +102,9 @@ public record HttpTarget(
     Map<String, List<String>> query = Map.of();
     if (q >= 0) {
       try {
-        query = new QueryStringDecoder(rest.substring(q + 1), StandardCharsets.UTF_8, false).parameters();
+        query =
+            new QueryStringDecoder(rest.substring(q + 1), StandardCharsets.UTF_8, false)
+                .parameters();
       } catch (IllegalArgumentException e) {
         throw invalid(MALFORMED);
       }
@@ -126,8 +133,8 @@ public record HttpTarget(
   }
 
   /**
-   * The absolute URI the client addressed, for the realm of a Bearer challenge: {@code scheme}
-   * and this target's authority, then {@code rawPath}.
+   * The absolute URI the client addressed, for the realm of a Bearer challenge: {@code scheme} and
+   * this target's authority, then {@code rawPath}.
    *
    * @throws OciException 400 {@code NAME_INVALID} when the client sent no host
    */
@@ -153,7 +160,8 @@ public record HttpTarget(
    */
   private static boolean isRegistry(String rawPath) {
     if (!rawPath.startsWith("/")) {
-      return rawPath.isEmpty() || !rawPath.startsWith("*"); // authority-form and the like: refused below
+      return rawPath.isEmpty()
+          || !rawPath.startsWith("*"); // authority-form and the like: refused below
     }
     int end = rawPath.indexOf('/', 1);
     String first = end < 0 ? rawPath.substring(1) : rawPath.substring(1, end);
@@ -247,7 +255,10 @@ public record HttpTarget(
       while (i < n && isHexOrColonOrDot(authority.charAt(i))) {
         i++;
       }
-      if (i == 1 || i == n || authority.charAt(i) != ']' || !ipv6Literal(authority.substring(0, i + 1))) {
+      if (i == 1
+          || i == n
+          || authority.charAt(i) != ']'
+          || !ipv6Literal(authority.substring(0, i + 1))) {
         return false;
       }
       i++;
@@ -274,7 +285,10 @@ public record HttpTarget(
     return true;
   }
 
-  /** Whether {@code literal} ({@code [...]}) is an IPv6 address, as java.net.URI parses it (RFC 2732). */
+  /**
+   * Whether {@code literal} ({@code [...]}) is an IPv6 address, as java.net.URI parses it (RFC
+   * 2732).
+   */
   private static boolean ipv6Literal(String literal) {
     try {
       return new URI("http://" + literal + "/").getHost() != null;
@@ -284,11 +298,18 @@ public record HttpTarget(
   }
 
   private static boolean isUnreserved(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || "-._~".indexOf(c) >= 0;
+    return (c >= 'a' && c <= 'z')
+        || (c >= 'A' && c <= 'Z')
+        || (c >= '0' && c <= '9')
+        || "-._~".indexOf(c) >= 0;
   }
 
   private static boolean isHexOrColonOrDot(char c) {
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
+    return (c >= '0' && c <= '9')
+        || (c >= 'a' && c <= 'f')
+        || (c >= 'A' && c <= 'F')
+        || c == ':'
+        || c == '.';
   }
 
   private static OciException invalid(String message) {

@@ -18,33 +18,39 @@ import reactor.core.publisher.Mono;
  * response body is produced (an upstream that closes right after its headers, a full disk while a
  * blob is stored), and Spring's own (a request it cannot read). Without it they would get Spring
  * Boot's generic error JSON with status 500. Runs before Spring Boot's handler ({@code -1}); other
- * paths (the management port) are left to it. A response already committed cannot change: the
- * error then goes on and the connection is closed, which a client sees as a cut-off body.
+ * paths (the management port) are left to it. A response already committed cannot change: the error
+ * then goes on and the connection is closed, which a client sees as a cut-off body.
  */
 @Component
 @Order(-2)
 public class OciErrorWebExceptionHandler implements WebExceptionHandler {
 
   /** Headers of the success response that was being written and must not describe the error. */
-  private static final List<String> CONTENT_HEADERS = List.of(
-      HttpHeaders.CONTENT_TYPE, HttpHeaders.CONTENT_LENGTH, HttpHeaders.CONTENT_RANGE,
-      HttpHeaders.ACCEPT_RANGES, HttpHeaders.ETAG, RegistryHandler.DOCKER_CONTENT_DIGEST);
+  private static final List<String> CONTENT_HEADERS =
+      List.of(
+          HttpHeaders.CONTENT_TYPE,
+          HttpHeaders.CONTENT_LENGTH,
+          HttpHeaders.CONTENT_RANGE,
+          HttpHeaders.ACCEPT_RANGES,
+          HttpHeaders.ETAG,
+          RegistryHandler.DOCKER_CONTENT_DIGEST);
 
   private final ServerResponse.Context context;
 
   public OciErrorWebExceptionHandler(ServerCodecConfigurer codecs) {
     List<HttpMessageWriter<?>> writers = codecs.getWriters();
-    this.context = new ServerResponse.Context() {
-      @Override
-      public List<HttpMessageWriter<?>> messageWriters() {
-        return writers;
-      }
+    this.context =
+        new ServerResponse.Context() {
+          @Override
+          public List<HttpMessageWriter<?>> messageWriters() {
+            return writers;
+          }
 
-      @Override
-      public List<ViewResolver> viewResolvers() {
-        return List.of();
-      }
-    };
+          @Override
+          public List<ViewResolver> viewResolvers() {
+            return List.of();
+          }
+        };
   }
 
   @Override

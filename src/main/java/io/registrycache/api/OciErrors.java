@@ -39,10 +39,13 @@ final class OciErrors {
     return toResponse(request.method(), request.path(), error);
   }
 
-  /** As {@link #toResponse(ServerRequest, Throwable)}, for a request known by method and raw path. */
+  /**
+   * As {@link #toResponse(ServerRequest, Throwable)}, for a request known by method and raw path.
+   */
   static Mono<ServerResponse> toResponse(HttpMethod method, String path, Throwable error) {
     Answer answer = answer(method.name(), path, error);
-    ServerResponse.BodyBuilder builder = ServerResponse.status(answer.status()).headers(h -> h.addAll(answer.headers()));
+    ServerResponse.BodyBuilder builder =
+        ServerResponse.status(answer.status()).headers(h -> h.addAll(answer.headers()));
     return answer.body() == null
         ? builder.build()
         : builder.contentType(MediaType.APPLICATION_JSON).bodyValue(answer.body());
@@ -63,15 +66,21 @@ final class OciErrors {
     OciException oci = classify(error);
     if (oci == null) {
       log.error("{} {} failed unexpectedly", method, path, error);
-      oci = new OciException(OciErrorCode.UNKNOWN, "internal error: " + error.getClass().getSimpleName());
+      oci =
+          new OciException(
+              OciErrorCode.UNKNOWN, "internal error: " + error.getClass().getSimpleName());
     }
     if (oci.status().is5xxServerError() && oci.code() != OciErrorCode.UNAVAILABLE) {
-      log.warn("{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());
+      log.warn(
+          "{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());
     } else if (log.isInfoEnabled()) {
-      log.info("{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());
+      log.info(
+          "{} {} -> {} {}: {}", method, path, oci.status().value(), oci.code(), oci.getMessage());
     }
     HttpHeaders headers = new HttpHeaders();
-    oci.retryAfter().ifPresent(d -> headers.set(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, d.toSeconds()))));
+    oci.retryAfter()
+        .ifPresent(
+            d -> headers.set(HttpHeaders.RETRY_AFTER, Long.toString(Math.max(1, d.toSeconds()))));
     if (oci.code() == OciErrorCode.UNSUPPORTED) {
       headers.set(HttpHeaders.ALLOW, "GET, HEAD");
     }
@@ -82,9 +91,10 @@ final class OciErrors {
       // The upstream refused the cache's credentials.
       headers.set(HttpHeaders.WWW_AUTHENTICATE, Challenges.basic("registry-cache upstream"));
     }
-    byte[] body = "HEAD".equals(method)
-        ? null
-        : Json.MAPPER.writeValueAsBytes(body(oci.code(), oci.getMessage(), oci.detail()));
+    byte[] body =
+        "HEAD".equals(method)
+            ? null
+            : Json.MAPPER.writeValueAsBytes(body(oci.code(), oci.getMessage(), oci.detail()));
     return new Answer(oci.status(), headers, body);
   }
 
@@ -100,10 +110,10 @@ final class OciErrors {
   }
 
   /**
-   * The OCI error a failure stands for, or {@code null} when it is unexpected (a bug: 500
-   * UNKNOWN). Besides {@link OciException}s (the failure or its nearest cause): a full disk anywhere in the cause chain is 507
-   * (nothing was stored, the client is not at fault), and Spring's own 4xx/5xx statuses (such as
-   * a request it could not read) keep their status with the nearest OCI code.
+   * The OCI error a failure stands for, or {@code null} when it is unexpected (a bug: 500 UNKNOWN).
+   * Besides {@link OciException}s (the failure or its nearest cause): a full disk anywhere in the
+   * cause chain is 507 (nothing was stored, the client is not at fault), and Spring's own 4xx/5xx
+   * statuses (such as a request it could not read) keep their status with the nearest OCI code.
    */
   static OciException classify(Throwable error) {
     // the first OCI error in the cause chain: a blocking store call wraps the store's 503 in an
@@ -115,12 +125,17 @@ final class OciErrors {
     }
     if (isDiskFull(error)) {
       return new OciException(
-          OciErrorCode.UNKNOWN, HttpStatus.INSUFFICIENT_STORAGE,
+          OciErrorCode.UNKNOWN,
+          HttpStatus.INSUFFICIENT_STORAGE,
           "the cache's storage is full: nothing was stored; retry later (the operator must free space)");
     }
     if (error instanceof ResponseStatusException e) {
-      return new OciException(codeFor(e.getStatusCode()), HttpStatus.valueOf(e.getStatusCode().value()),
-          e.getReason() != null ? e.getReason() : HttpStatus.valueOf(e.getStatusCode().value()).getReasonPhrase());
+      return new OciException(
+          codeFor(e.getStatusCode()),
+          HttpStatus.valueOf(e.getStatusCode().value()),
+          e.getReason() != null
+              ? e.getReason()
+              : HttpStatus.valueOf(e.getStatusCode().value()).getReasonPhrase());
     }
     return null;
   }
@@ -129,7 +144,8 @@ final class OciErrors {
   @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   static boolean isDiskFull(Throwable error) {
     for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
-      if (t instanceof IOException && t.getMessage() != null
+      if (t instanceof IOException
+          && t.getMessage() != null
           && t.getMessage().toLowerCase(Locale.ROOT).contains("no space left on device")) {
         return true;
       }

@@ -18,10 +18,10 @@ import reactor.core.publisher.Mono;
 /**
  * What every {@code /v2} request passes before its handler, whichever server layer took it (the
  * pull route on Reactor Netty, {@link PullRoute}, or WebFlux's routes, {@link RegistryRoutes}):
- * with {@code registry-cache.auth.enabled}, who is asking ({@link PullAuthentication}); with
- * {@code registry-cache.rate-limit.enabled}, whether that identity may ask now ({@link
- * RateLimits#admit}) and how many fills it may start ({@link FillPermits}). With both off, {@link
- * #enter} is one constant answer.
+ * with {@code registry-cache.auth.enabled}, who is asking ({@link PullAuthentication}); with {@code
+ * registry-cache.rate-limit.enabled}, whether that identity may ask now ({@link RateLimits#admit})
+ * and how many fills it may start ({@link FillPermits}). With both off, {@link #enter} is one
+ * constant answer.
  */
 @Component
 public class PullGate {
@@ -55,8 +55,8 @@ public class PullGate {
    *     for only with authentication on
    * @param clientAddress the client's IP address as text, or {@code null} when unknown
    * @param base whether this is {@code /v2/} itself: an anonymous request there is challenged when
-   *     authentication is on (how Docker clients learn the challenge), and it takes no token of
-   *     the rate limits
+   *     authentication is on (how Docker clients learn the challenge), and it takes no token of the
+   *     rate limits
    * @return the entry; errors with {@link AuthenticationRequired} (401 {@code UNAUTHORIZED} with
    *     the challenge), 429 {@code TOOMANYREQUESTS} for a client over its failed credential checks
    *     or an identity over its requests per second ({@link RateLimited}, {@code Retry-After})
@@ -64,20 +64,29 @@ public class PullGate {
   public Mono<Entry> enter(
       List<String> authorization, Supplier<URI> requestUri, String clientAddress, boolean base) {
     if (!authentication.enabled()) {
-      return limits.enabled() && !base ? Mono.fromCallable(() -> admit(Identity.ANONYMOUS, clientAddress)) : OPEN;
+      return limits.enabled() && !base
+          ? Mono.fromCallable(() -> admit(Identity.ANONYMOUS, clientAddress))
+          : OPEN;
     }
-    return authentication.authenticateRequest(authorization, requestUri, clientAddress)
+    return authentication
+        .authenticateRequest(authorization, requestUri, clientAddress)
         .doOnError(
-            e -> e instanceof OciException oci && oci.code() == OciErrorCode.TOOMANYREQUESTS && !(e instanceof RateLimited),
+            e ->
+                e instanceof OciException oci
+                    && oci.code() == OciErrorCode.TOOMANYREQUESTS
+                    && !(e instanceof RateLimited),
             e -> limits.failedChecksRefused())
-        .map(identity -> {
-          if (base && identity.anonymous()) {
-            throw new AuthenticationRequired(
-                authentication.challenge(requestUri.get(), null), "authentication required");
-          }
-          metrics.identityRequest(identity.metricLabel());
-          return limits.enabled() && !base ? admit(identity, clientAddress) : new Entry(identity, null);
-        });
+        .map(
+            identity -> {
+              if (base && identity.anonymous()) {
+                throw new AuthenticationRequired(
+                    authentication.challenge(requestUri.get(), null), "authentication required");
+              }
+              metrics.identityRequest(identity.metricLabel());
+              return limits.enabled() && !base
+                  ? admit(identity, clientAddress)
+                  : new Entry(identity, null);
+            });
   }
 
   /** Whether requests are authenticated ({@code registry-cache.auth.enabled}). */

@@ -29,18 +29,18 @@ import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Supplier;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.reactor.netty.NettyReactiveWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
-import org.springframework.beans.factory.annotation.Value;
 import org.springframework.core.io.buffer.NettyDataBufferFactory;
 import org.springframework.http.HttpHeaders;
-import org.springframework.http.support.Netty4HeadersAdapter;
-import org.springframework.web.util.ForwardedHeaderUtils;
 import org.springframework.http.HttpRange;
 import org.springframework.http.InvalidMediaTypeException;
 import org.springframework.http.MediaType;
+import org.springframework.http.support.Netty4HeadersAdapter;
 import org.springframework.stereotype.Component;
 import org.springframework.util.MimeTypeUtils;
+import org.springframework.web.util.ForwardedHeaderUtils;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
@@ -50,23 +50,23 @@ import reactor.netty.http.server.HttpServerRoutes;
 
 /**
  * The pull endpoints — GET and HEAD of {@code /v2/<name>/manifests/<reference>} and {@code
- * /v2/<name>/blobs/<digest>} (OCI Distribution Spec v1.1, end-1 to end-3) — served on Reactor
- * Netty directly, as a route ahead of WebFlux on the pull port: every pull passes here, so it
- * passes through one operator chain of its own instead of WebFlux's exchange, filter chain,
- * handler mapping and response writers (docs/performance.md, "The pull route"). What the web
- * filters do for the other {@code /v2} requests is done here as plain calls: the {@link PullGate}
- * (authentication, rate limits), {@link RequestTargets} (rules, pull-through lists, pass-through
- * credentials), the {@code Docker-Distribution-API-Version} header, {@code
- * registry_cache_responses_total}, pull activity, the {@link AccessLog} and, with tracing on, the
- * request's span ({@link PullTracing}, docs/tracing.md).
+ * /v2/<name>/blobs/<digest>} (OCI Distribution Spec v1.1, end-1 to end-3) — served on Reactor Netty
+ * directly, as a route ahead of WebFlux on the pull port: every pull passes here, so it passes
+ * through one operator chain of its own instead of WebFlux's exchange, filter chain, handler
+ * mapping and response writers (docs/performance.md, "The pull route"). What the web filters do for
+ * the other {@code /v2} requests is done here as plain calls: the {@link PullGate} (authentication,
+ * rate limits), {@link RequestTargets} (rules, pull-through lists, pass-through credentials), the
+ * {@code Docker-Distribution-API-Version} header, {@code registry_cache_responses_total}, pull
+ * activity, the {@link AccessLog} and, with tracing on, the request's span ({@link PullTracing},
+ * docs/tracing.md).
  *
  * <p>Every request on the pull port passes {@link HttpTarget} here first, whatever its path or
  * method: a {@code /v2} target it refuses is answered 400 {@code NAME_INVALID} by this route, so
  * WebFlux, authentication and the access log only ever see targets it accepted, and see them as it
  * parsed them. Errors before the response starts are OCI error answers ({@link OciErrors#answer});
  * an error after it started (a blob whose download failed mid-body) aborts the connection, so a
- * client never sees a clean end of bad content. Requests this route does not take — other paths
- * and methods, {@code /v2/}, tags and referrers — go on to WebFlux ({@link RegistryRoutes}).
+ * client never sees a clean end of bad content. Requests this route does not take — other paths and
+ * methods, {@code /v2/}, tags and referrers — go on to WebFlux ({@link RegistryRoutes}).
  */
 @Component
 public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebServerFactory> {
@@ -83,27 +83,52 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private final RequestTargets targets;
   private final AccessLog accessLog;
   private final PullTracing tracing;
-  /** {@code server.forward-headers-strategy=framework}: the client address from the forwarded headers, read here. */
+
+  /**
+   * {@code server.forward-headers-strategy=framework}: the client address from the forwarded
+   * headers, read here.
+   */
   private final boolean forwardedByFramework;
 
   /**
-   * @param forwardHeadersStrategy Spring Boot's {@code server.forward-headers-strategy}: with {@code
-   *     native}, Reactor Netty gives the forwarded client address itself; with {@code framework},
-   *     this route reads {@code Forwarded} / {@code X-Forwarded-For} as WebFlux's transformer does
+   * @param forwardHeadersStrategy Spring Boot's {@code server.forward-headers-strategy}: with
+   *     {@code native}, Reactor Netty gives the forwarded client address itself; with {@code
+   *     framework}, this route reads {@code Forwarded} / {@code X-Forwarded-For} as WebFlux's
+   *     transformer does
    */
   public PullRoute(
-      ProxyManifestService manifests, ProxyBlobService blobs, CacheMetrics metrics, PullActivity activity,
-      PullGate gate, RequestTargets targets, AccessLog accessLog,
+      ProxyManifestService manifests,
+      ProxyBlobService blobs,
+      CacheMetrics metrics,
+      PullActivity activity,
+      PullGate gate,
+      RequestTargets targets,
+      AccessLog accessLog,
       @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy) {
-    this(manifests, blobs, metrics, activity, gate, targets, accessLog, forwardHeadersStrategy, PullTracing.off());
+    this(
+        manifests,
+        blobs,
+        metrics,
+        activity,
+        gate,
+        targets,
+        accessLog,
+        forwardHeadersStrategy,
+        PullTracing.off());
   }
 
   /** As above, with each request in a span of {@code tracing} when it is on. */
   @Autowired
   public PullRoute(
-      ProxyManifestService manifests, ProxyBlobService blobs, CacheMetrics metrics, PullActivity activity,
-      PullGate gate, RequestTargets targets, AccessLog accessLog,
-      @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy, PullTracing tracing) {
+      ProxyManifestService manifests,
+      ProxyBlobService blobs,
+      CacheMetrics metrics,
+      PullActivity activity,
+      PullGate gate,
+      RequestTargets targets,
+      AccessLog accessLog,
+      @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy,
+      PullTracing tracing) {
     this.tracing = tracing;
     this.forwardedByFramework = "framework".equalsIgnoreCase(forwardHeadersStrategy);
     this.manifests = manifests;
@@ -130,7 +155,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
    * path, or, for a target {@link HttpTarget} refused, why ({@code refused}; then {@code rawPath}
    * is the whole target as sent).
    */
-  private record Pull(boolean head, String rawPath, HttpTarget target, RegistryPath path, OciException refused) {}
+  private record Pull(
+      boolean head, String rawPath, HttpTarget target, RegistryPath path, OciException refused) {}
 
   /**
    * Whether this route answers: a {@code /v2} target that {@link HttpTarget} refuses (400, any
@@ -139,7 +165,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private static boolean takes(HttpServerRequest request) {
     HttpTarget target;
     try {
-      target = HttpTarget.parse(request.uri(), request.requestHeaders().getAll(HttpHeaderNames.HOST));
+      target =
+          HttpTarget.parse(request.uri(), request.requestHeaders().getAll(HttpHeaderNames.HOST));
     } catch (OciException refused) {
       return true;
     }
@@ -166,7 +193,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private static Pull pull(HttpServerRequest request) {
     boolean head = HttpMethod.HEAD.equals(request.method());
     try {
-      HttpTarget target = HttpTarget.parse(request.uri(), request.requestHeaders().getAll(HttpHeaderNames.HOST));
+      HttpTarget target =
+          HttpTarget.parse(request.uri(), request.requestHeaders().getAll(HttpHeaderNames.HOST));
       return new Pull(head, target.rawPath(), target, RegistryPath.parse(target.path()), null);
     } catch (OciException refused) {
       return new Pull(head, request.uri(), null, null, refused);
@@ -187,42 +215,66 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     Identity[] who = {null};
     String client = clientAddress(request, pull.target());
     Supplier<URI> requestUri = () -> pull.target().absoluteUri(request.scheme());
-    Mono<Void> answer = gate.enter(request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
-            requestUri, client, false)
-        .flatMap(entry -> {
-          who[0] = entry.identity();
-          Mono<Void> served = Mono.defer(() -> targets.serve(
-              pull.path(), pull.target().queryParam("ns"), entry.identity(),
-              request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION), requestUri,
-              target -> pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST
-                  ? manifest(request, response, pull, target, span)
-                  : blob(request, response, pull, target, span)));
-          return entry.permits() == null ? served : served.contextWrite(c -> c.put(FillPermits.CONTEXT_KEY, entry.permits()));
-        })
-        .onErrorResume(e -> !response.hasSentHeaders(), e -> error(response, pull.head() ? "HEAD" : "GET", pull, e));
+    Mono<Void> answer =
+        gate.enter(
+                request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
+                requestUri,
+                client,
+                false)
+            .flatMap(
+                entry -> {
+                  who[0] = entry.identity();
+                  Mono<Void> served =
+                      Mono.defer(
+                          () ->
+                              targets.serve(
+                                  pull.path(),
+                                  pull.target().queryParam("ns"),
+                                  entry.identity(),
+                                  request.requestHeaders().getAll(HttpHeaderNames.AUTHORIZATION),
+                                  requestUri,
+                                  target ->
+                                      pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST
+                                          ? manifest(request, response, pull, target, span)
+                                          : blob(request, response, pull, target, span)));
+                  return entry.permits() == null
+                      ? served
+                      : served.contextWrite(c -> c.put(FillPermits.CONTEXT_KEY, entry.permits()));
+                })
+            .onErrorResume(
+                e -> !response.hasSentHeaders(),
+                e -> error(response, pull.head() ? "HEAD" : "GET", pull, e));
     if (outcome != null) {
       answer = answer.contextWrite(c -> c.put(CacheOutcome.CONTEXT_KEY, outcome));
     }
     if (span != null) {
       answer = answer.contextWrite(span::into);
     }
-    return answer.doFinally(signal -> {
-      activity.ended();
-      int status = response.status().code();
-      metrics.response(status);
-      if (span != null) {
-        span.tag("http.response.status_code", status);
-        if (signal == SignalType.CANCEL) {
-          span.tag("registry.cancelled", "true");
-        }
-        span.end();
-      }
-      if (outcome != null) {
-        String length = response.responseHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
-        accessLog.write(request.method().name(), pull.rawPath(), status, length == null ? -1 : Long.parseLong(length),
-            started, outcome, signal == SignalType.CANCEL, gate.authenticating() ? who[0] : null);
-      }
-    });
+    return answer.doFinally(
+        signal -> {
+          activity.ended();
+          int status = response.status().code();
+          metrics.response(status);
+          if (span != null) {
+            span.tag("http.response.status_code", status);
+            if (signal == SignalType.CANCEL) {
+              span.tag("registry.cancelled", "true");
+            }
+            span.end();
+          }
+          if (outcome != null) {
+            String length = response.responseHeaders().get(HttpHeaderNames.CONTENT_LENGTH);
+            accessLog.write(
+                request.method().name(),
+                pull.rawPath(),
+                status,
+                length == null ? -1 : Long.parseLong(length),
+                started,
+                outcome,
+                signal == SignalType.CANCEL,
+                gate.authenticating() ? who[0] : null);
+          }
+        });
   }
 
   /**
@@ -231,7 +283,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
    */
   private PullSpan started(Pull pull) {
     boolean manifest = pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST;
-    return tracing.start(manifest ? "pull manifest" : "pull blob")
+    return tracing
+        .start(manifest ? "pull manifest" : "pull blob")
         .tag("http.request.method", pull.head() ? "HEAD" : "GET")
         .tag("registry.kind", manifest ? "manifest" : "blob")
         .tag("registry.repository", pull.path().rawName())
@@ -246,32 +299,42 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   }
 
   private Mono<Void> manifest(
-      HttpServerRequest request, HttpServerResponse response, Pull pull, RequestTarget target, PullSpan span) {
+      HttpServerRequest request,
+      HttpServerResponse response,
+      Pull pull,
+      RequestTarget target,
+      PullSpan span) {
     List<String> accept = acceptedTypes(request.requestHeaders().getAll(HttpHeaderNames.ACCEPT));
     String upstream = target.upstream().key();
     return manifests
         .get(target.upstream(), target.name(), Reference.parse(pull.path().reference()), accept)
         .doOnError(e -> metrics.request(Kind.MANIFEST, Result.ERROR, upstream))
-        .flatMap(result -> {
-          metrics.request(Kind.MANIFEST, result.result(), upstream);
-          traced(span, target, result.result());
-          byte[] body = result.body();
-          response.status(HttpResponseStatus.OK)
-              .header(HttpHeaderNames.CONTENT_TYPE, result.mediaType().value())
-              .header(DOCKER_CONTENT_DIGEST, result.digest().toString())
-              .header(HttpHeaderNames.ETAG, "\"" + result.digest() + "\"")
-              .header(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(body.length));
-          namespace(response, target);
-          if (pull.head()) {
-            return response.send();
-          }
-          metrics.served(result.result() != Result.MISS, body.length);
-          return response.send(Mono.just(Unpooled.wrappedBuffer(body))).then();
-        });
+        .flatMap(
+            result -> {
+              metrics.request(Kind.MANIFEST, result.result(), upstream);
+              traced(span, target, result.result());
+              byte[] body = result.body();
+              response
+                  .status(HttpResponseStatus.OK)
+                  .header(HttpHeaderNames.CONTENT_TYPE, result.mediaType().value())
+                  .header(DOCKER_CONTENT_DIGEST, result.digest().toString())
+                  .header(HttpHeaderNames.ETAG, "\"" + result.digest() + "\"")
+                  .header(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(body.length));
+              namespace(response, target);
+              if (pull.head()) {
+                return response.send();
+              }
+              metrics.served(result.result() != Result.MISS, body.length);
+              return response.send(Mono.just(Unpooled.wrappedBuffer(body))).then();
+            });
   }
 
   private Mono<Void> blob(
-      HttpServerRequest request, HttpServerResponse response, Pull pull, RequestTarget target, PullSpan span) {
+      HttpServerRequest request,
+      HttpServerResponse response,
+      Pull pull,
+      RequestTarget target,
+      PullSpan span) {
     List<HttpRange> ranges;
     try {
       ranges = HttpRange.parseRanges(request.requestHeaders().get(HttpHeaderNames.RANGE));
@@ -279,17 +342,22 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       ranges = null; // malformed: 416 once the size is known
     }
     List<HttpRange> parsed = ranges;
-    ProxyBlobService.Want want = pull.head() ? ProxyBlobService.Want.HEAD
-        : parsed == null || !parsed.isEmpty() ? ProxyBlobService.Want.RANGE : ProxyBlobService.Want.BODY;
+    ProxyBlobService.Want want =
+        pull.head()
+            ? ProxyBlobService.Want.HEAD
+            : parsed == null || !parsed.isEmpty()
+                ? ProxyBlobService.Want.RANGE
+                : ProxyBlobService.Want.BODY;
     String upstream = target.upstream().key();
     return blobs
         .get(target.upstream(), target.name(), Digest.parse(pull.path().reference()), want)
         .doOnError(e -> metrics.request(Kind.BLOB, Result.ERROR, upstream))
-        .flatMap(source -> {
-          metrics.request(Kind.BLOB, source.hit() ? Result.HIT : Result.MISS, upstream);
-          traced(span, target, source.hit() ? Result.HIT : Result.MISS);
-          return blobResponse(response, target, source, pull.head(), parsed);
-        });
+        .flatMap(
+            source -> {
+              metrics.request(Kind.BLOB, source.hit() ? Result.HIT : Result.MISS, upstream);
+              traced(span, target, source.hit() ? Result.HIT : Result.MISS);
+              return blobResponse(response, target, source, pull.head(), parsed);
+            });
   }
 
   /**
@@ -298,11 +366,15 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
    * whose store names its file is sent zero-copy ({@code sendfile}); a blob still arriving streams
    * from its download; a store that offers a URL ({@code storage.s3.redirect}) gets 307 to it.
    *
-   * @param ranges the request's ranges, empty without a {@code Range} header, {@code null} when
-   *     the header is malformed
+   * @param ranges the request's ranges, empty without a {@code Range} header, {@code null} when the
+   *     header is malformed
    */
   private Mono<Void> blobResponse(
-      HttpServerResponse response, RequestTarget target, BlobSource source, boolean head, List<HttpRange> ranges) {
+      HttpServerResponse response,
+      RequestTarget target,
+      BlobSource source,
+      boolean head,
+      List<HttpRange> ranges) {
     if (head) {
       return blobHeaders(response, target, source.digest(), source.size()).send();
     }
@@ -310,17 +382,23 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       // Whole body only: the service waits for the verified blob for a range.
       blobHeaders(response, target, source.digest(), source.size());
       NettyDataBufferFactory buffers = new NettyDataBufferFactory(response.alloc());
-      return send(response, source.read(0, -1, buffers).map(b -> {
-        metrics.served(false, b.readableByteCount());
-        return NettyDataBufferFactory.toByteBuf(b);
-      }));
+      return send(
+          response,
+          source
+              .read(0, -1, buffers)
+              .map(
+                  b -> {
+                    metrics.served(false, b.readableByteCount());
+                    return NettyDataBufferFactory.toByteBuf(b);
+                  }));
     }
     long size = source.size();
     Optional<URI> elsewhere = source.redirect();
     if (elsewhere.isPresent()) {
       // The client fetches the verified object from the store itself, its Range header sent
       // there (S3 answers ranges); the digest header is ours.
-      return response.status(HttpResponseStatus.TEMPORARY_REDIRECT)
+      return response
+          .status(HttpResponseStatus.TEMPORARY_REDIRECT)
           .header(DOCKER_CONTENT_DIGEST, source.digest().toString())
           .header(HttpHeaderNames.LOCATION, elsewhere.get().toASCIIString())
           .header(HttpHeaderNames.CONTENT_LENGTH, "0")
@@ -331,7 +409,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       return content(blobHeaders(response, target, source.digest(), size), source, 0, size);
     }
     if (ranges == null || !satisfiable(ranges, size)) {
-      return response.status(HttpResponseStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
+      return response
+          .status(HttpResponseStatus.REQUESTED_RANGE_NOT_SATISFIABLE)
           .header(HttpHeaderNames.CONTENT_RANGE, "bytes */" + size)
           .header(HttpHeaderNames.CONTENT_LENGTH, "0")
           .send();
@@ -340,13 +419,16 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     long end = ranges.get(0).getRangeEnd(size);
     long length = end - start + 1;
     metrics.served(true, length);
-    blobHeaders(response.status(HttpResponseStatus.PARTIAL_CONTENT), target, source.digest(), length)
+    blobHeaders(
+            response.status(HttpResponseStatus.PARTIAL_CONTENT), target, source.digest(), length)
         .header(HttpHeaderNames.CONTENT_RANGE, "bytes " + start + "-" + end + "/" + size);
     return content(response, source, start, length);
   }
 
-  private static HttpServerResponse blobHeaders(HttpServerResponse response, RequestTarget target, Digest digest, long length) {
-    response.header(HttpHeaderNames.CONTENT_TYPE, OCTET_STREAM)
+  private static HttpServerResponse blobHeaders(
+      HttpServerResponse response, RequestTarget target, Digest digest, long length) {
+    response
+        .header(HttpHeaderNames.CONTENT_TYPE, OCTET_STREAM)
         .header(DOCKER_CONTENT_DIGEST, digest.toString())
         .header(HttpHeaderNames.ACCEPT_RANGES, "bytes")
         .header(HttpHeaderNames.ETAG, "\"" + digest + "\"");
@@ -357,38 +439,53 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     return response;
   }
 
-  /** Bytes {@code [position, position + count)} of a stored blob: zero-copy from its file when it has one. */
-  private static Mono<Void> content(HttpServerResponse response, BlobSource stored, long position, long count) {
+  /**
+   * Bytes {@code [position, position + count)} of a stored blob: zero-copy from its file when it
+   * has one.
+   */
+  private static Mono<Void> content(
+      HttpServerResponse response, BlobSource stored, long position, long count) {
     Optional<Path> file = stored.file();
     if (file.isPresent()) {
       return response.sendFile(file.get(), position, count).then();
     }
     NettyDataBufferFactory buffers = new NettyDataBufferFactory(response.alloc());
-    return send(response, stored.read(position, count, buffers).map(NettyDataBufferFactory::toByteBuf));
+    return send(
+        response, stored.read(position, count, buffers).map(NettyDataBufferFactory::toByteBuf));
   }
 
   /**
    * Sends {@code body}, the status and headers going out with its first buffer: a body that fails
-   * before its first byte (an upstream that closes right after its headers) still gets an OCI
-   * error answer; one that fails later aborts the connection.
+   * before its first byte (an upstream that closes right after its headers) still gets an OCI error
+   * answer; one that fails later aborts the connection.
    */
   private static Mono<Void> send(HttpServerResponse response, Flux<ByteBuf> body) {
-    return body.switchOnFirst((first, all) -> first.isOnError() ? all.then() : response.send(all).then()).then();
+    return body.switchOnFirst(
+            (first, all) -> first.isOnError() ? all.then() : response.send(all).then())
+        .then();
   }
 
-  private static Mono<Void> error(HttpServerResponse response, String method, Pull pull, Throwable error) {
+  private static Mono<Void> error(
+      HttpServerResponse response, String method, Pull pull, Throwable error) {
     OciErrors.Answer answer = OciErrors.answer(method, pull.rawPath(), error);
     response.status(answer.status().value());
     // Headers of the success answer being prepared must not describe the error.
-    for (CharSequence name : List.of(HttpHeaderNames.CONTENT_TYPE, HttpHeaderNames.CONTENT_LENGTH,
-        HttpHeaderNames.CONTENT_RANGE, HttpHeaderNames.ACCEPT_RANGES, HttpHeaderNames.ETAG, DOCKER_CONTENT_DIGEST)) {
+    for (CharSequence name :
+        List.of(
+            HttpHeaderNames.CONTENT_TYPE,
+            HttpHeaderNames.CONTENT_LENGTH,
+            HttpHeaderNames.CONTENT_RANGE,
+            HttpHeaderNames.ACCEPT_RANGES,
+            HttpHeaderNames.ETAG,
+            DOCKER_CONTENT_DIGEST)) {
       response.responseHeaders().remove(name);
     }
     answer.headers().forEach((name, values) -> response.responseHeaders().set(name, values));
     if (answer.body() == null) {
       return response.header(HttpHeaderNames.CONTENT_LENGTH, "0").send();
     }
-    return response.header(HttpHeaderNames.CONTENT_TYPE, "application/json")
+    return response
+        .header(HttpHeaderNames.CONTENT_TYPE, "application/json")
         .header(HttpHeaderNames.CONTENT_LENGTH, Integer.toString(answer.body().length))
         .send(Mono.just(Unpooled.wrappedBuffer(answer.body())))
         .then();
@@ -435,19 +532,30 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     return types;
   }
 
-  /** The client's IP address as text: the TCP peer's, or the forwarded one ({@code server.forward-headers-strategy}). */
+  /**
+   * The client's IP address as text: the TCP peer's, or the forwarded one ({@code
+   * server.forward-headers-strategy}).
+   */
   private String clientAddress(HttpServerRequest request, HttpTarget target) {
     InetSocketAddress address = request.remoteAddress();
     if (forwardedByFramework) {
       // The URI only gives the default port of a forwarded address without one.
-      URI uri = URI.create(request.scheme() + "://" + (target.authority() != null ? target.authority() : "localhost") + "/");
-      InetSocketAddress forwarded = ForwardedHeaderUtils.parseForwardedFor(
-          uri, new HttpHeaders(new Netty4HeadersAdapter(request.requestHeaders())), address);
+      URI uri =
+          URI.create(
+              request.scheme()
+                  + "://"
+                  + (target.authority() != null ? target.authority() : "localhost")
+                  + "/");
+      InetSocketAddress forwarded =
+          ForwardedHeaderUtils.parseForwardedFor(
+              uri, new HttpHeaders(new Netty4HeadersAdapter(request.requestHeaders())), address);
       address = forwarded != null ? forwarded : address;
     }
     if (address == null) {
       return null;
     }
-    return address.getAddress() != null ? address.getAddress().getHostAddress() : address.getHostString();
+    return address.getAddress() != null
+        ? address.getAddress().getHostAddress()
+        : address.getHostString();
   }
 }

@@ -12,19 +12,17 @@ import io.registrycache.oci.OciException;
 import io.registrycache.proxy.ProxyTagService;
 import java.net.URI;
 import java.time.Duration;
-import java.util.List;
-
 import org.springframework.boot.availability.ApplicationAvailability;
 import org.springframework.boot.availability.ReadinessState;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.MediaType;
+import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
 import org.springframework.stereotype.Component;
 import org.springframework.web.reactive.function.server.ServerRequest;
 import org.springframework.web.reactive.function.server.ServerResponse;
-import org.springframework.http.server.reactive.ServerHttpRequestDecorator;
-import reactor.netty.http.server.HttpServerRequest;
 import reactor.core.publisher.Mono;
+import reactor.netty.http.server.HttpServerRequest;
 
 /**
  * The part of the read-only OCI Distribution API (Spec v1.1, Pull category) that WebFlux serves:
@@ -46,7 +44,9 @@ public class RegistryHandler {
 
   private final ApplicationAvailability availability;
 
-  /** @param availability the application's readiness, which {@code /v2/} answers by */
+  /**
+   * @param availability the application's readiness, which {@code /v2/} answers by
+   */
   public RegistryHandler(
       ProxyTagService tags,
       CacheMetrics metrics,
@@ -69,25 +69,38 @@ public class RegistryHandler {
    * credentials only to a registry that challenged them here. Until the application is ready
    * (Spring Boot's {@link ReadinessState#ACCEPTING_TRAFFIC}: started in full, the management port
    * too), and again while it shuts down, 503 {@code UNAVAILABLE} with {@code Retry-After: 1}: a
-   * client's first pulls then do not run while the start-up still takes the CPU (docs/performance.md,
-   * issue 28), and clients see at once that a stopping replica takes no new pulls.
+   * client's first pulls then do not run while the start-up still takes the CPU
+   * (docs/performance.md, issue 28), and clients see at once that a stopping replica takes no new
+   * pulls.
    */
   public Mono<ServerResponse> base(ServerRequest request) {
     if (!isRead(request)) {
       return OciErrors.toResponse(request, unsupported(request));
     }
     if (availability.getReadinessState() != ReadinessState.ACCEPTING_TRAFFIC) {
-      return OciErrors.toResponse(request, new OciException(OciErrorCode.UNAVAILABLE,
-          OciErrorCode.UNAVAILABLE.defaultStatus(), "the cache is starting or stopping; retry in a second", null,
-          Duration.ofSeconds(1), null));
+      return OciErrors.toResponse(
+          request,
+          new OciException(
+              OciErrorCode.UNAVAILABLE,
+              OciErrorCode.UNAVAILABLE.defaultStatus(),
+              "the cache is starting or stopping; retry in a second",
+              null,
+              Duration.ofSeconds(1),
+              null));
     }
-    if (authentication.passthrough() && !authentication.enabled()
+    if (authentication.passthrough()
+        && !authentication.enabled()
         && request.headers().header(HttpHeaders.AUTHORIZATION).isEmpty()) {
-      return OciErrors.toResponse(request, new AuthenticationRequired(authentication.challenge(),
-          "credentials are passed through to an upstream: log in with them"));
+      return OciErrors.toResponse(
+          request,
+          new AuthenticationRequired(
+              authentication.challenge(),
+              "credentials are passed through to an upstream: log in with them"));
     }
     ServerResponse.BodyBuilder ok = ServerResponse.ok().contentType(MediaType.APPLICATION_JSON);
-    return HttpMethod.HEAD.equals(request.method()) ? ok.contentLength(2).build() : ok.bodyValue("{}");
+    return HttpMethod.HEAD.equals(request.method())
+        ? ok.contentLength(2).build()
+        : ok.bodyValue("{}");
   }
 
   /** Every request below {@code /v2/<name>/}. */
@@ -100,18 +113,22 @@ public class RegistryHandler {
     RegistryPath path = RegistryPath.parse(target.path());
     // GET and HEAD of manifests and blobs never get here: the pull route (PullRoute) takes them
     // by the same parse of the same target, ahead of WebFlux.
-    boolean listing = path.endpoint() == RegistryPath.Endpoint.TAGS
-        || path.endpoint() == RegistryPath.Endpoint.REFERRERS;
+    boolean listing =
+        path.endpoint() == RegistryPath.Endpoint.TAGS
+            || path.endpoint() == RegistryPath.Endpoint.REFERRERS;
     if (!isRead(request) || !listing) {
       throw unsupported(request);
     }
     return targets.serve(
-        path, target.queryParam("ns"),
+        path,
+        target.queryParam("ns"),
         request.attribute(Identity.ATTRIBUTE).map(Identity.class::cast).orElse(Identity.ANONYMOUS),
-        request.headers().header(HttpHeaders.AUTHORIZATION), () -> target.absoluteUri(request.uri().getScheme()),
-        resolved -> path.endpoint() == RegistryPath.Endpoint.TAGS
-            ? tagList(request, resolved, path)
-            : referrers.respond(request, resolved, path));
+        request.headers().header(HttpHeaders.AUTHORIZATION),
+        () -> target.absoluteUri(request.uri().getScheme()),
+        resolved ->
+            path.endpoint() == RegistryPath.Endpoint.TAGS
+                ? tagList(request, resolved, path)
+                : referrers.respond(request, resolved, path));
   }
 
   /**
@@ -130,23 +147,33 @@ public class RegistryHandler {
       return HttpTarget.parse(netty.uri(), netty.requestHeaders().getAll(HttpHeaders.HOST));
     }
     URI uri = request.uri();
-    return HttpTarget.parse(uri.getRawPath() + (uri.getRawQuery() != null ? "?" + uri.getRawQuery() : ""),
+    return HttpTarget.parse(
+        uri.getRawPath() + (uri.getRawQuery() != null ? "?" + uri.getRawQuery() : ""),
         request.headers().header(HttpHeaders.HOST));
   }
 
-  private Mono<ServerResponse> tagList(ServerRequest request, RequestTarget target, RegistryPath path) {
+  private Mono<ServerResponse> tagList(
+      ServerRequest request, RequestTarget target, RegistryPath path) {
     Integer n = request.queryParam("n").map(RegistryHandler::parsePageSize).orElse(null);
     String last = request.queryParam("last").orElse(null);
     return tags.list(target.upstream(), target.name(), n, last)
         .doOnError(e -> metrics.request(Kind.TAGS, Result.ERROR, target.upstream().key()))
         .flatMap(
             page -> {
-              metrics.request(Kind.TAGS, page.fromCache() ? Result.STALE : Result.MISS, target.upstream().key());
-              ServerResponse.BodyBuilder ok = ServerResponse.ok().contentType(MediaType.APPLICATION_JSON);
+              metrics.request(
+                  Kind.TAGS,
+                  page.fromCache() ? Result.STALE : Result.MISS,
+                  target.upstream().key());
+              ServerResponse.BodyBuilder ok =
+                  ServerResponse.ok().contentType(MediaType.APPLICATION_JSON);
               namespace(ok, target);
               if (page.nextQuery() != null) {
-                String next = "/v2/" + path.rawName() + "/tags/list?" + page.nextQuery()
-                    + (target.namespace() != null ? "&ns=" + target.namespace() : "");
+                String next =
+                    "/v2/"
+                        + path.rawName()
+                        + "/tags/list?"
+                        + page.nextQuery()
+                        + (target.namespace() != null ? "&ns=" + target.namespace() : "");
                 ok.header(HttpHeaders.LINK, LinkHeader.next(next));
               }
               return HttpMethod.HEAD.equals(request.method())
@@ -163,7 +190,8 @@ public class RegistryHandler {
       }
       return n;
     } catch (NumberFormatException e) {
-      throw new OciException(OciErrorCode.SIZE_INVALID, "n must be a non-negative integer, got '" + value + "'");
+      throw new OciException(
+          OciErrorCode.SIZE_INVALID, "n must be a non-negative integer, got '" + value + "'");
     }
   }
 
@@ -182,5 +210,4 @@ public class RegistryHandler {
         OciErrorCode.UNSUPPORTED,
         request.method() + " is not supported: registry-cache is a pull-only cache");
   }
-
 }

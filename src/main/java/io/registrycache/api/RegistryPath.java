@@ -4,8 +4,8 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 
 /**
- * A request path below {@code /v2/}, split into the repository part (still raw: it may start with
- * a registry host) and the endpoint (OCI Distribution Spec v1.1, "API" table). Names may have any
+ * A request path below {@code /v2/}, split into the repository part (still raw: it may start with a
+ * registry host) and the endpoint (OCI Distribution Spec v1.1, "API" table). Names may have any
  * number of components, so endpoints are matched from the end of the path.
  *
  * @param rawName everything before the endpoint, e.g. {@code localhost:5000/library/alpine}
@@ -37,7 +37,8 @@ public record RegistryPath(String rawName, Endpoint endpoint, String reference) 
     if (slash >= 0 && slash < path.length() - 1) {
       String last = path.substring(slash + 1);
       if (endsWithSegment(path, slash, "/manifests")) {
-        return new RegistryPath(path.substring(0, slash - "/manifests".length()), Endpoint.MANIFEST, last);
+        return new RegistryPath(
+            path.substring(0, slash - "/manifests".length()), Endpoint.MANIFEST, last);
       }
       if (endsWithSegment(path, slash, "/blobs")) {
         return new RegistryPath(path.substring(0, slash - "/blobs".length()), Endpoint.BLOB, last);
@@ -46,13 +47,17 @@ public record RegistryPath(String rawName, Endpoint endpoint, String reference) 
         return new RegistryPath(path.substring(0, slash - "/tags".length()), Endpoint.TAGS, null);
       }
       if (endsWithSegment(path, slash, "/referrers")) {
-        return new RegistryPath(path.substring(0, slash - "/referrers".length()), Endpoint.REFERRERS, last);
+        return new RegistryPath(
+            path.substring(0, slash - "/referrers".length()), Endpoint.REFERRERS, last);
       }
     }
     throw new OciException(OciErrorCode.NAME_UNKNOWN, "no registry endpoint at /v2/" + path);
   }
 
-  /** Whether {@code path[0, end)} ends with {@code segment} and has at least one character before it. */
+  /**
+   * Whether {@code path[0, end)} ends with {@code segment} and has at least one character before
+   * it.
+   */
   private static boolean endsWithSegment(String path, int end, String segment) {
     int start = end - segment.length();
     return start > 0 && path.startsWith(segment, start);

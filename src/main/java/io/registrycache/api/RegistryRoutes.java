@@ -25,49 +25,63 @@ public class RegistryRoutes {
   /**
    * The {@code /v2} routes WebFlux serves: {@code /v2/}, tags, referrers, the token endpoint and
    * every request the pull route ({@link PullRoute}: GET and HEAD of manifests and blobs) does not
-   * take; both pass the same {@link PullGate}. With {@code registry-cache.auth.enabled}, every request first has its
-   * credentials checked ({@link PullAuthentication}): bad credentials are 401 {@code
-   * UNAUTHORIZED} with the challenge, and so is {@code /v2/} without credentials (the API version
-   * check is how Docker clients learn the challenge, distribution's registry does the same); the
-   * identity goes to the handler as the request attribute {@link Identity#ATTRIBUTE}, which
-   * checks the rules once it knows the upstream and repository. With {@code
-   * registry-cache.auth.token.enabled}, {@code /v2/token} ({@link TokenEndpoint}) comes first
-   * and challenges are {@code Bearer}. Each authenticated request is counted as {@code
+   * take; both pass the same {@link PullGate}. With {@code registry-cache.auth.enabled}, every
+   * request first has its credentials checked ({@link PullAuthentication}): bad credentials are 401
+   * {@code UNAUTHORIZED} with the challenge, and so is {@code /v2/} without credentials (the API
+   * version check is how Docker clients learn the challenge, distribution's registry does the
+   * same); the identity goes to the handler as the request attribute {@link Identity#ATTRIBUTE},
+   * which checks the rules once it knows the upstream and repository. With {@code
+   * registry-cache.auth.token.enabled}, {@code /v2/token} ({@link TokenEndpoint}) comes first and
+   * challenges are {@code Bearer}. Each authenticated request is counted as {@code
    * registry_cache_identity_requests_total{identity}} ({@link Identity#metricLabel()}).
    *
-   * <p>With {@code registry-cache.rate-limit.enabled}, every request below {@code /v2/<name>/}
-   * then takes a token of its identity's requests-per-second bucket ({@link RateLimits#admit};
-   * anonymous ones per client address), else 429 {@code TOOMANYREQUESTS} with {@code
-   * Retry-After}, and carries its identity's {@link FillPermits} in its Reactor context, which
-   * the proxy services consult when the request is about to start an upstream fill; a client
-   * address over its failed credential checks gets 429 too. Only these routes: the management and
-   * peer ports are not affected.
+   * <p>With {@code registry-cache.rate-limit.enabled}, every request below {@code /v2/<name>/} then
+   * takes a token of its identity's requests-per-second bucket ({@link RateLimits#admit}; anonymous
+   * ones per client address), else 429 {@code TOOMANYREQUESTS} with {@code Retry-After}, and
+   * carries its identity's {@link FillPermits} in its Reactor context, which the proxy services
+   * consult when the request is about to start an upstream fill; a client address over its failed
+   * credential checks gets 429 too. Only these routes: the management and peer ports are not
+   * affected.
    */
   @Bean
   public RouterFunction<ServerResponse> registryApi(
-      RegistryHandler handler, PullAuthentication authentication, TokenEndpoint tokenEndpoint,
-      RateLimits limits, PullGate gate) {
-    RouterFunction<ServerResponse> routes = RouterFunctions.route(path("/v2").or(path("/v2/")), handler::base)
-        .and(RouterFunctions.route(path("/v2/**"), handler::dispatch));
+      RegistryHandler handler,
+      PullAuthentication authentication,
+      TokenEndpoint tokenEndpoint,
+      RateLimits limits,
+      PullGate gate) {
+    RouterFunction<ServerResponse> routes =
+        RouterFunctions.route(path("/v2").or(path("/v2/")), handler::base)
+            .and(RouterFunctions.route(path("/v2/**"), handler::dispatch));
     if (!authentication.enabled() && !limits.enabled()) {
       return routes;
     }
-    RouterFunction<ServerResponse> checked = routes.filter((request, next) -> {
-      String p = request.path();
-      return gate.enter(request.headers().header(HttpHeaders.AUTHORIZATION),
-              () -> RegistryHandler.target(request).absoluteUri(request.uri().getScheme()), clientAddress(request),
-              p.equals("/v2") || p.equals("/v2/"))
-          .flatMap(entry -> {
-            if (authentication.enabled()) {
-              request.attributes().put(Identity.ATTRIBUTE, entry.identity()); // "-" in the access log while auth is off
-            }
-            Mono<ServerResponse> response = next.handle(request);
-            return entry.permits() == null
-                ? response
-                : response.contextWrite(context -> context.put(FillPermits.CONTEXT_KEY, entry.permits()));
-          })
-          .onErrorResume(e -> OciErrors.toResponse(request, e));
-    });
+    RouterFunction<ServerResponse> checked =
+        routes.filter(
+            (request, next) -> {
+              String p = request.path();
+              return gate.enter(
+                      request.headers().header(HttpHeaders.AUTHORIZATION),
+                      () -> RegistryHandler.target(request).absoluteUri(request.uri().getScheme()),
+                      clientAddress(request),
+                      p.equals("/v2") || p.equals("/v2/"))
+                  .flatMap(
+                      entry -> {
+                        if (authentication.enabled()) {
+                          request
+                              .attributes()
+                              .put(
+                                  Identity.ATTRIBUTE,
+                                  entry.identity()); // "-" in the access log while auth is off
+                        }
+                        Mono<ServerResponse> response = next.handle(request);
+                        return entry.permits() == null
+                            ? response
+                            : response.contextWrite(
+                                context -> context.put(FillPermits.CONTEXT_KEY, entry.permits()));
+                      })
+                  .onErrorResume(e -> OciErrors.toResponse(request, e));
+            });
     if (!authentication.enabled() || !tokenEndpoint.enabled()) {
       return checked;
     }
@@ -81,7 +95,8 @@ public class RegistryRoutes {
    * limits and the failed-check limit are kept by.
    */
   static String clientAddress(ServerRequest request) {
-    return request.remoteAddress()
+    return request
+        .remoteAddress()
         .map(a -> a.getAddress() != null ? a.getAddress().getHostAddress() : a.getHostString())
         .orElse(null);
   }

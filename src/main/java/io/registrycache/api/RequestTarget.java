@@ -13,9 +13,9 @@ import io.registrycache.upstream.Upstreams;
  * <ol>
  *   <li>containerd mirror form, {@code /v2/<name>/...?ns=<registry-host>}: containerd appends
  *       {@code ns} to every request to a mirror (containerd {@code docs/hosts.md});
- *   <li>in-path form, {@code /v2/<registry-host>/<name>/...}, where the first component contains
- *       a {@code .} or a {@code :} or is {@code localhost} (Docker's rule for telling a registry
- *       host from a repository component);
+ *   <li>in-path form, {@code /v2/<registry-host>/<name>/...}, where the first component contains a
+ *       {@code .} or a {@code :} or is {@code localhost} (Docker's rule for telling a registry host
+ *       from a repository component);
  *   <li>bare form, {@code /v2/<name>/...}: the configured default upstream.
  * </ol>
  *
@@ -64,11 +64,11 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
   }
 
   /**
-   * Whether {@code host} is {@code host[:port]} with a DNS name, IPv4 or bracketed IPv6 address
-   * and at most 5 port digits, 255 characters in all: exactly the strings the regular expression
-   * {@code (?:L(?:\\.L)*|\\[[0-9a-fA-F:.]+\\])(?::[0-9]{1,5})?}, with {@code L} =
-   * {@code [a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?}, matches (ASCII only), found by one scan
-   * (a regular expression match per request cost 0.8 % of a cold pull's CPU).
+   * Whether {@code host} is {@code host[:port]} with a DNS name, IPv4 or bracketed IPv6 address and
+   * at most 5 port digits, 255 characters in all: exactly the strings the regular expression {@code
+   * (?:L(?:\\.L)*|\\[[0-9a-fA-F:.]+\\])(?::[0-9]{1,5})?}, with {@code L} = {@code
+   * [a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?}, matches (ASCII only), found by one scan (a
+   * regular expression match per request cost 0.8 % of a cold pull's CPU).
    */
   static boolean validHost(String host) {
     int n = host.length();
@@ -91,7 +91,10 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
         while (i < n && isLabelChar(host.charAt(i))) {
           i++;
         }
-        if (i == start || i - start > 63 || host.charAt(start) == '-' || host.charAt(i - 1) == '-') {
+        if (i == start
+            || i - start > 63
+            || host.charAt(start) == '-'
+            || host.charAt(i - 1) == '-') {
           return false;
         }
         if (i < n && host.charAt(i) == '.') {

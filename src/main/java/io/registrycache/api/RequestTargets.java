@@ -16,8 +16,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * Which upstream and repository a request below {@code /v2/<name>/} is for, and whether its client
- * may pull it there: the step between the {@link PullGate} (who asks) and the answer, shared by
- * the pull route and WebFlux's routes. The second half is the one decision of {@link PullAccess}.
+ * may pull it there: the step between the {@link PullGate} (who asks) and the answer, shared by the
+ * pull route and WebFlux's routes. The second half is the one decision of {@link PullAccess}.
  */
 @Component
 public class RequestTargets {
@@ -46,13 +46,26 @@ public class RequestTargets {
    */
   @SuppressWarnings("ReferenceEquality") // the decision hands back the target's own upstream
   public <T> Mono<T> serve(
-      RegistryPath path, String ns, Identity identity, List<String> clientAuthorization,
-      Supplier<URI> requestUri, Function<RequestTarget, Mono<T>> serve) {
+      RegistryPath path,
+      String ns,
+      Identity identity,
+      List<String> clientAuthorization,
+      Supplier<URI> requestUri,
+      Function<RequestTarget, Mono<T>> serve) {
     RequestTarget target = RequestTarget.resolve(path.rawName(), ns, upstreams);
-    return access.decide(identity, path.rawName(), target.upstream(), target.name(), () -> probe(path),
-        clientAuthorization, requestUri,
-        upstream -> serve.apply(upstream == target.upstream() ? target
-            : new RequestTarget(upstream, target.name(), target.namespace())));
+    return access.decide(
+        identity,
+        path.rawName(),
+        target.upstream(),
+        target.name(),
+        () -> probe(path),
+        clientAuthorization,
+        requestUri,
+        upstream ->
+            serve.apply(
+                upstream == target.upstream()
+                    ? target
+                    : new RequestTarget(upstream, target.name(), target.namespace())));
   }
 
   private static PassthroughAccess.Probe probe(RegistryPath path) {

@@ -2,10 +2,10 @@ package io.registrycache.api;
 
 import io.registrycache.auth.AuthenticationRequired;
 import io.registrycache.auth.BasicCredentials;
-import io.registrycache.auth.Identity;
-import io.registrycache.auth.PullAuthentication;
 import io.registrycache.auth.Credentials;
+import io.registrycache.auth.Identity;
 import io.registrycache.auth.PullAccess;
+import io.registrycache.auth.PullAuthentication;
 import io.registrycache.auth.TokenService;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
@@ -19,12 +19,12 @@ import org.springframework.core.ResolvableType;
 import org.springframework.core.codec.DecodingException;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.http.CacheControl;
-import org.springframework.http.InvalidMediaTypeException;
-import org.springframework.http.codec.FormHttpMessageReader;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatus;
+import org.springframework.http.InvalidMediaTypeException;
 import org.springframework.http.MediaType;
+import org.springframework.http.codec.FormHttpMessageReader;
 import org.springframework.stereotype.Component;
 import org.springframework.util.LinkedMultiValueMap;
 import org.springframework.util.MultiValueMap;
@@ -33,12 +33,13 @@ import org.springframework.web.reactive.function.server.ServerResponse;
 import reactor.core.publisher.Mono;
 
 /**
- * {@code /v2/token}: the cache as its own token server, with {@code registry-cache.auth.token.enabled}
- * (distribution's "Token Authentication Specification" and "OAuth2 Token Authentication").
+ * {@code /v2/token}: the cache as its own token server, with {@code
+ * registry-cache.auth.token.enabled} (distribution's "Token Authentication Specification" and
+ * "OAuth2 Token Authentication").
  *
  * <ul>
- *   <li>{@code GET /v2/token?service=<service>&scope=repository:<name>:pull[&scope=...]}, with
- *       HTTP Basic credentials (RFC 7617) or none (anonymous); wrong credentials are 401 {@code
+ *   <li>{@code GET /v2/token?service=<service>&scope=repository:<name>:pull[&scope=...]}, with HTTP
+ *       Basic credentials (RFC 7617) or none (anonymous); wrong credentials are 401 {@code
  *       UNAUTHORIZED} with a {@code Basic} challenge; a {@code service} other than the configured
  *       one is 400 {@code UNSUPPORTED}
  *   <li>{@code POST /v2/token}, {@code application/x-www-form-urlencoded}, {@code
@@ -46,9 +47,10 @@ import reactor.core.publisher.Mono;
  *       4.3), at most {@value #MAX_FORM_BYTES} bytes
  * </ul>
  *
- * <p>Errors of the request itself are RFC 6749 section 5.2's, with {@code Cache-Control:
- * no-store}: {@code {"error", "error_description", "errors": [{"code", "message"}]}} (the OAuth2
- * error and the OCI error body in one JSON object):
+ * <p>Errors of the request itself are RFC 6749 section 5.2's, with {@code Cache-Control: no-store}:
+ * {@code {"error", "error_description", "errors": [{"code", "message"}]}} (the OAuth2 error and the
+ * OCI error body in one JSON object):
+ *
  * <ul>
  *   <li>400 {@code invalid_request}: a query or form that cannot be read (a malformed
  *       percent-escape, a charset Java does not know), a {@code POST} that is not {@code
@@ -63,16 +65,16 @@ import reactor.core.publisher.Mono;
  * </ul>
  *
  * Either answers 200 {@code {"token", "access_token", "expires_in" (seconds), "issued_at" (RFC
- * 3339)}} with {@code Cache-Control: no-store}. A scope is granted when it asks for {@code pull}
- * of a repository the identity's rules allow, after the name is resolved as a request path names
- * it (bare or in-path form); others are left out of the token, not refused (the client then gets
- * 401 or 403 from the registry). At most {@value #MAX_SCOPES} scopes are looked at.
+ * 3339)}} with {@code Cache-Control: no-store}. A scope is granted when it asks for {@code pull} of
+ * a repository the identity's rules allow, after the name is resolved as a request path names it
+ * (bare or in-path form); others are left out of the token, not refused (the client then gets 401
+ * or 403 from the registry). At most {@value #MAX_SCOPES} scopes are looked at.
  *
- * <p>With an upstream that takes each client's own credentials ({@code credentials:
- * passthrough}), the user name and password given here are kept in memory for as long as the
- * token is valid, and passed to that upstream on requests bearing the token ({@link
- * TokenService#issue(Identity, Set, BasicCredentials)}); credentials the cache does not know are
- * then accepted for such upstreams' scopes only.
+ * <p>With an upstream that takes each client's own credentials ({@code credentials: passthrough}),
+ * the user name and password given here are kept in memory for as long as the token is valid, and
+ * passed to that upstream on requests bearing the token ({@link TokenService#issue(Identity, Set,
+ * BasicCredentials)}); credentials the cache does not know are then accepted for such upstreams'
+ * scopes only.
  */
 @Component
 public class TokenEndpoint {
@@ -86,7 +88,8 @@ public class TokenEndpoint {
       ResolvableType.forClassWithGenerics(MultiValueMap.class, String.class, String.class);
 
   /** Parameters that may be given once only (RFC 6749 section 3.1). */
-  private static final List<String> SINGLE = List.of("grant_type", "username", "password", "service", "scope");
+  private static final List<String> SINGLE =
+      List.of("grant_type", "username", "password", "service", "scope");
 
   private final TokenService tokens;
   private final PullAuthentication authentication;
@@ -94,7 +97,11 @@ public class TokenEndpoint {
   private final Upstreams upstreams;
   private final FormHttpMessageReader forms = new FormHttpMessageReader();
 
-  public TokenEndpoint(TokenService tokens, PullAuthentication authentication, PullAccess access, Upstreams upstreams) {
+  public TokenEndpoint(
+      TokenService tokens,
+      PullAuthentication authentication,
+      PullAccess access,
+      Upstreams upstreams) {
     this.tokens = tokens;
     this.authentication = authentication;
     this.access = access;
@@ -115,8 +122,11 @@ public class TokenEndpoint {
     if (HttpMethod.POST.equals(request.method())) {
       return post(request);
     }
-    return OciErrors.toResponse(request, new OciException(OciErrorCode.UNSUPPORTED,
-        request.method() + " is not supported on the token endpoint: GET or POST"));
+    return OciErrors.toResponse(
+        request,
+        new OciException(
+            OciErrorCode.UNSUPPORTED,
+            request.method() + " is not supported on the token endpoint: GET or POST"));
   }
 
   private Mono<ServerResponse> get(ServerRequest request) {
@@ -132,17 +142,27 @@ public class TokenEndpoint {
     }
     String service = query.getFirst("service");
     if (service != null && !service.equals(tokens.service())) {
-      return OciErrors.toResponse(request, new OciException(OciErrorCode.UNSUPPORTED, HttpStatus.BAD_REQUEST,
-          "unknown service; this token server is for '" + tokens.service() + "'"));
+      return OciErrors.toResponse(
+          request,
+          new OciException(
+              OciErrorCode.UNSUPPORTED,
+              HttpStatus.BAD_REQUEST,
+              "unknown service; this token server is for '" + tokens.service() + "'"));
     }
     List<String> authorization = request.headers().header(HttpHeaders.AUTHORIZATION);
-    return authentication.authenticate(authorization, null, RegistryRoutes.clientAddress(request))
-        .flatMap(identity -> answer(identity, query.getOrDefault("scope", List.of()), given(authorization)))
+    return authentication
+        .authenticate(authorization, null, RegistryRoutes.clientAddress(request))
+        .flatMap(
+            identity ->
+                answer(identity, query.getOrDefault("scope", List.of()), given(authorization)))
         .onErrorResume(AuthenticationRequired.class, e -> OciErrors.toResponse(request, e))
         .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
   }
 
-  /** 429 of the failed-check limit (registry-cache.rate-limit.failed-checks): answered as an OCI error with Retry-After. */
+  /**
+   * 429 of the failed-check limit (registry-cache.rate-limit.failed-checks): answered as an OCI
+   * error with Retry-After.
+   */
   private static boolean tooManyFailures(Throwable e) {
     return e instanceof OciException oci && oci.code() == OciErrorCode.TOOMANYREQUESTS;
   }
@@ -155,7 +175,8 @@ public class TokenEndpoint {
       return invalidRequest("the Content-Type cannot be read");
     }
     if (type == null || !MediaType.APPLICATION_FORM_URLENCODED.equalsTypeAndSubtype(type)) {
-      return invalidRequest("the body must be application/x-www-form-urlencoded (RFC 6749 section 4.3.2)");
+      return invalidRequest(
+          "the body must be application/x-www-form-urlencoded (RFC 6749 section 4.3.2)");
     }
     if (request.headers().contentLength().orElse(0) > MAX_FORM_BYTES) {
       return tooLarge();
@@ -182,7 +203,10 @@ public class TokenEndpoint {
       return invalidRequest("grant_type is required");
     }
     if (!grant.equals("password")) {
-      return oauthError(HttpStatus.BAD_REQUEST, "unsupported_grant_type", OciErrorCode.UNSUPPORTED,
+      return oauthError(
+          HttpStatus.BAD_REQUEST,
+          "unsupported_grant_type",
+          OciErrorCode.UNSUPPORTED,
           "only grant_type=password is supported");
     }
     String service = value(form, "service");
@@ -195,11 +219,22 @@ public class TokenEndpoint {
       return invalidRequest("username and password are required");
     }
     String scope = value(form, "scope");
-    return authentication.authenticate(username, password, RegistryRoutes.clientAddress(request))
-        .flatMap(identity -> answer(identity, scope == null ? List.of() : List.of(scope),
-            new BasicCredentials(username, password)))
-        .onErrorResume(AuthenticationRequired.class, e -> oauthError(HttpStatus.BAD_REQUEST, "invalid_grant",
-            OciErrorCode.UNAUTHORIZED, "invalid user name or password"))
+    return authentication
+        .authenticate(username, password, RegistryRoutes.clientAddress(request))
+        .flatMap(
+            identity ->
+                answer(
+                    identity,
+                    scope == null ? List.of() : List.of(scope),
+                    new BasicCredentials(username, password)))
+        .onErrorResume(
+            AuthenticationRequired.class,
+            e ->
+                oauthError(
+                    HttpStatus.BAD_REQUEST,
+                    "invalid_grant",
+                    OciErrorCode.UNAUTHORIZED,
+                    "invalid user name or password"))
         .onErrorResume(TokenEndpoint::tooManyFailures, e -> OciErrors.toResponse(request, e));
   }
 
@@ -220,7 +255,10 @@ public class TokenEndpoint {
     return null;
   }
 
-  /** The Basic credentials of an already authenticated token request, for pass-through upstreams; null without. */
+  /**
+   * The Basic credentials of an already authenticated token request, for pass-through upstreams;
+   * null without.
+   */
   private static BasicCredentials given(List<String> authorization) {
     try {
       return Credentials.parse(authorization) instanceof BasicCredentials basic ? basic : null;
@@ -229,7 +267,8 @@ public class TokenEndpoint {
     }
   }
 
-  private Mono<ServerResponse> answer(Identity identity, List<String> scopes, BasicCredentials given) {
+  private Mono<ServerResponse> answer(
+      Identity identity, List<String> scopes, BasicCredentials given) {
     TokenService.Issued issued = tokens.issue(identity, granted(identity, scopes), given);
     Map<String, Object> body = new LinkedHashMap<>();
     body.put("token", issued.token());
@@ -242,7 +281,9 @@ public class TokenEndpoint {
         .bodyValue(body);
   }
 
-  /** The repository names of {@code scopes} whose pull {@link PullAccess#grants} {@code identity}. */
+  /**
+   * The repository names of {@code scopes} whose pull {@link PullAccess#grants} {@code identity}.
+   */
   Set<String> granted(Identity identity, List<String> scopes) {
     Set<String> granted = new TreeSet<>();
     int looked = 0;
@@ -273,16 +314,21 @@ public class TokenEndpoint {
   }
 
   private static Mono<ServerResponse> invalidRequest(String description) {
-    return oauthError(HttpStatus.BAD_REQUEST, "invalid_request", OciErrorCode.UNSUPPORTED, description);
+    return oauthError(
+        HttpStatus.BAD_REQUEST, "invalid_request", OciErrorCode.UNSUPPORTED, description);
   }
 
   private static Mono<ServerResponse> tooLarge() {
-    return oauthError(HttpStatus.CONTENT_TOO_LARGE, "invalid_request", OciErrorCode.SIZE_INVALID,
+    return oauthError(
+        HttpStatus.CONTENT_TOO_LARGE,
+        "invalid_request",
+        OciErrorCode.SIZE_INVALID,
         "the form is larger than " + MAX_FORM_BYTES + " bytes");
   }
 
   /** RFC 6749 section 5.2's error, with the OCI error body's list of errors beside it. */
-  private static Mono<ServerResponse> oauthError(HttpStatus status, String error, OciErrorCode code, String description) {
+  private static Mono<ServerResponse> oauthError(
+      HttpStatus status, String error, OciErrorCode code, String description) {
     Map<String, Object> body = new LinkedHashMap<>();
     body.put("error", error);
     body.put("error_description", description);

@@ -26,10 +26,17 @@ public final class Challenges {
    * @param scope e.g. {@code repository:team/app:pull}, or {@code null}
    */
   public static String bearer(String realm, String service, String scope) {
-    return "Bearer realm=" + quoted(realm) + ",service=" + quoted(service) + (scope == null ? "" : ",scope=" + quoted(scope));
+    return "Bearer realm="
+        + quoted(realm)
+        + ",service="
+        + quoted(service)
+        + (scope == null ? "" : ",scope=" + quoted(scope));
   }
 
-  /** {@code repository:<name>:pull}: the scope of pulling {@code repository} (distribution's "Token Scope Documentation"). */
+  /**
+   * {@code repository:<name>:pull}: the scope of pulling {@code repository} (distribution's "Token
+   * Scope Documentation").
+   */
   public static String pullScope(String repository) {
     return "repository:" + repository + ":pull";
   }

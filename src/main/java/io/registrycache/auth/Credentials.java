@@ -8,16 +8,21 @@ import java.util.Base64;
 import java.util.List;
 
 /**
- * What a request's {@code Authorization} header carries: nothing, HTTP Basic credentials (RFC
- * 7617) or a bearer token (RFC 6750 section 2.1). {@link #parse} is the one reader of that header
- * on the pull port.
+ * What a request's {@code Authorization} header carries: nothing, HTTP Basic credentials (RFC 7617)
+ * or a bearer token (RFC 6750 section 2.1). {@link #parse} is the one reader of that header on the
+ * pull port.
  */
 public sealed interface Credentials permits Credentials.None, BasicCredentials, Credentials.Bearer {
 
-  /** Longest {@code Authorization} value looked at, in characters (8 KiB); longer ones are refused. */
+  /**
+   * Longest {@code Authorization} value looked at, in characters (8 KiB); longer ones are refused.
+   */
   int MAX_HEADER_LENGTH = 8192;
 
-  /** No credentials: no header, or {@code Basic Og==} (base64 of {@code ":"}, what containers/image sends). */
+  /**
+   * No credentials: no header, or {@code Basic Og==} (base64 of {@code ":"}, what containers/image
+   * sends).
+   */
   None NONE = new None();
 
   /** No credentials. */
@@ -45,8 +50,8 @@ public sealed interface Credentials permits Credentials.None, BasicCredentials, 
    *     {@link Bearer} token
    * @throws Invalid for more than one header, one longer than {@link #MAX_HEADER_LENGTH}, another
    *     scheme, Basic credentials that are not base64 (RFC 4648 section 4) of UTF-8 {@code
-   *     user-id:password}, or a bearer token that is not a {@code b64token}; the message says
-   *     which and never quotes the value
+   *     user-id:password}, or a bearer token that is not a {@code b64token}; the message says which
+   *     and never quotes the value
    */
   static Credentials parse(List<String> values) {
     if (values == null || values.isEmpty()) {
@@ -57,7 +62,8 @@ public sealed interface Credentials permits Credentials.None, BasicCredentials, 
     }
     String header = values.get(0);
     if (header.length() > MAX_HEADER_LENGTH) {
-      throw new Invalid("the Authorization header is longer than " + MAX_HEADER_LENGTH + " characters");
+      throw new Invalid(
+          "the Authorization header is longer than " + MAX_HEADER_LENGTH + " characters");
     }
     String value = header.strip();
     int space = value.indexOf(' ');
@@ -84,11 +90,13 @@ public sealed interface Credentials permits Credentials.None, BasicCredentials, 
     }
     String pair;
     try {
-      pair = StandardCharsets.UTF_8.newDecoder()
-          .onMalformedInput(CodingErrorAction.REPORT)
-          .onUnmappableCharacter(CodingErrorAction.REPORT)
-          .decode(ByteBuffer.wrap(decoded))
-          .toString();
+      pair =
+          StandardCharsets.UTF_8
+              .newDecoder()
+              .onMalformedInput(CodingErrorAction.REPORT)
+              .onUnmappableCharacter(CodingErrorAction.REPORT)
+              .decode(ByteBuffer.wrap(decoded))
+              .toString();
     } catch (CharacterCodingException e) {
       throw new Invalid("the Basic credentials are not valid UTF-8");
     }
@@ -109,13 +117,19 @@ public sealed interface Credentials permits Credentials.None, BasicCredentials, 
     return new BasicCredentials(user, pair.substring(colon + 1));
   }
 
-  /** RFC 9110 section 11.2 {@code token68}: {@code 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="}. */
+  /**
+   * RFC 9110 section 11.2 {@code token68}: {@code 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" /
+   * "/" ) *"="}.
+   */
   private static boolean isToken68(String value) {
     int n = value.length();
     int i = 0;
     while (i < n) {
       char c = value.charAt(i);
-      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || "-._~+/".indexOf(c) >= 0) {
+      if ((c >= 'a' && c <= 'z')
+          || (c >= 'A' && c <= 'Z')
+          || (c >= '0' && c <= '9')
+          || "-._~+/".indexOf(c) >= 0) {
         i++;
       } else {
         break;
@@ -130,7 +144,9 @@ public sealed interface Credentials permits Credentials.None, BasicCredentials, 
     return i == n;
   }
 
-  /** An {@code Authorization} header that cannot be read; the message is safe to show and to log. */
+  /**
+   * An {@code Authorization} header that cannot be read; the message is safe to show and to log.
+   */
   final class Invalid extends RuntimeException {
     public Invalid(String message) {
       super(message, null, false, false);

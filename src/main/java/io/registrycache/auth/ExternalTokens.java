@@ -35,13 +35,13 @@ import org.slf4j.LoggerFactory;
 /**
  * Bearer JWTs (RFC 7519) of the external issuers the operator trusts ({@code
  * registry-cache.auth.trusted-issuers}), their subjects named {@code jwt:<issuer-key>/<subject>},
- * verified by nimbus-jose-jwt's {@link DefaultJWTProcessor}:
- * a token is tried against each trusted issuer whose {@code issuer} equals its (yet unverified)
- * {@code iss}; it must be signed with {@link #ALGORITHMS} by the key of its header's {@code kid} in
- * that issuer's JWK set, carry exactly that {@code iss}, name the issuer's {@code audience} in
- * {@code aud}, have an {@code exp} and be within {@code exp} and {@code nbf} give or take {@link
- * #CLOCK_SKEW_SECONDS}, and carry a non-empty string in the issuer's identity claim. {@code typ},
- * when present, must be {@code JWT} or {@code at+jwt} (RFC 9068).
+ * verified by nimbus-jose-jwt's {@link DefaultJWTProcessor}: a token is tried against each trusted
+ * issuer whose {@code issuer} equals its (yet unverified) {@code iss}; it must be signed with
+ * {@link #ALGORITHMS} by the key of its header's {@code kid} in that issuer's JWK set, carry
+ * exactly that {@code iss}, name the issuer's {@code audience} in {@code aud}, have an {@code exp}
+ * and be within {@code exp} and {@code nbf} give or take {@link #CLOCK_SKEW_SECONDS}, and carry a
+ * non-empty string in the issuer's identity claim. {@code typ}, when present, must be {@code JWT}
+ * or {@code at+jwt} (RFC 9068).
  *
  * <p>The JWK set comes from a file ({@link WatchedFile}: read again when it changes) or a URL
  * (nimbus' {@link JWKSourceBuilder}: cached for {@code jwks-cache-ttl}, fetched again when a token
@@ -69,7 +69,8 @@ public final class ExternalTokens {
 
   private static final Logger log = LoggerFactory.getLogger(ExternalTokens.class);
 
-  private record Trusted(AuthProperties.TrustedIssuer settings, DefaultJWTProcessor<SecurityContext> processor) {}
+  private record Trusted(
+      AuthProperties.TrustedIssuer settings, DefaultJWTProcessor<SecurityContext> processor) {}
 
   private final List<Trusted> issuers;
   private final TokenVerdicts verdicts;
@@ -83,7 +84,10 @@ public final class ExternalTokens {
     this(properties, Clock.systemUTC(), System::nanoTime);
   }
 
-  /** As {@link #ExternalTokens(RegistryCacheProperties)}, remembering verdicts in {@code verdicts} (shared with {@link TokenService}). */
+  /**
+   * As {@link #ExternalTokens(RegistryCacheProperties)}, remembering verdicts in {@code verdicts}
+   * (shared with {@link TokenService}).
+   */
   ExternalTokens(RegistryCacheProperties properties, TokenVerdicts verdicts) {
     this(properties, Clock.systemUTC(), System::nanoTime, verdicts);
   }
@@ -97,20 +101,30 @@ public final class ExternalTokens {
   }
 
   private ExternalTokens(
-      RegistryCacheProperties properties, Clock clock, LongSupplier nanoTime, TokenVerdicts verdicts) {
+      RegistryCacheProperties properties,
+      Clock clock,
+      LongSupplier nanoTime,
+      TokenVerdicts verdicts) {
     this.verdicts = verdicts;
     List<AuthProperties.TrustedIssuer> configured = properties.auth().trustedIssuers();
     if (!properties.auth().enabled()) {
       if (!configured.isEmpty()) {
-        log.warn("registry-cache.auth.trusted-issuers is set but registry-cache.auth.enabled is not: not used");
+        log.warn(
+            "registry-cache.auth.trusted-issuers is set but registry-cache.auth.enabled is not: not used");
       }
       this.issuers = List.of();
       return;
     }
-    this.issuers = configured.stream().map(settings -> new Trusted(settings, processor(settings, clock, nanoTime))).toList();
+    this.issuers =
+        configured.stream()
+            .map(settings -> new Trusted(settings, processor(settings, clock, nanoTime)))
+            .toList();
     for (AuthProperties.TrustedIssuer settings : configured) {
-      log.info("Trusted token issuer '{}' as jwt:{}/<subject> (audience '{}', keys from {})", settings.issuer(),
-          settings.key(), settings.audience(),
+      log.info(
+          "Trusted token issuer '{}' as jwt:{}/<subject> (audience '{}', keys from {})",
+          settings.issuer(),
+          settings.key(),
+          settings.audience(),
           settings.jwksFile() != null ? settings.jwksFile() : settings.jwksUrl());
     }
   }
@@ -129,7 +143,8 @@ public final class ExternalTokens {
       // no parse: with the token flow on, every request's bearer token comes here first
       return false;
     }
-    return unverifiedIssuer(token).map(iss -> issuers.stream().anyMatch(t -> t.settings().issuer().equals(iss)))
+    return unverifiedIssuer(token)
+        .map(iss -> issuers.stream().anyMatch(t -> t.settings().issuer().equals(iss)))
         .orElse(false);
   }
 
@@ -139,10 +154,10 @@ public final class ExternalTokens {
    *
    * @return a {@link Identity.Kind#ISSUER} identity named by the issuer's key and identity claim
    *     ({@code jwt:<key>/<subject>}), with the groups of its groups claim; remembered in {@link
-   *     TokenVerdicts} while valid; empty when no trusted issuer has the token's
-   *     {@code iss}, or the token is malformed, signed otherwise (another key, an unknown {@code
-   *     kid}, another algorithm, {@code alg: none}), of another audience, expired, not yet valid,
-   *     or lacks the identity claim; also when the JWK set cannot be fetched
+   *     TokenVerdicts} while valid; empty when no trusted issuer has the token's {@code iss}, or
+   *     the token is malformed, signed otherwise (another key, an unknown {@code kid}, another
+   *     algorithm, {@code alg: none}), of another audience, expired, not yet valid, or lacks the
+   *     identity claim; also when the JWK set cannot be fetched
    */
   public Optional<Identity> verify(String token) {
     if (issuers.isEmpty() || token.length() > Credentials.MAX_HEADER_LENGTH) {
@@ -150,7 +165,9 @@ public final class ExternalTokens {
     }
     TokenVerdicts.Verdict known = verdicts.remembered(token);
     if (known != null) {
-      return known.identity().kind() == Identity.Kind.ISSUER ? Optional.of(known.identity()) : Optional.empty();
+      return known.identity().kind() == Identity.Kind.ISSUER
+          ? Optional.of(known.identity())
+          : Optional.empty();
     }
     Optional<String> iss = unverifiedIssuer(token);
     if (iss.isEmpty()) {
@@ -164,16 +181,22 @@ public final class ExternalTokens {
         JWTClaimsSet claims = trusted.processor().process(token, null);
         Optional<Identity> identity = identity(trusted.settings(), claims);
         if (identity.isPresent()) {
-          verdicts.remember(token, new TokenVerdicts.Verdict(identity.get(), claims.getJWTID(),
-              claims.getNotBeforeTime() == null ? Instant.MIN
-                  : claims.getNotBeforeTime().toInstant().minusSeconds(CLOCK_SKEW_SECONDS),
-              claims.getExpirationTime().toInstant().plusSeconds(CLOCK_SKEW_SECONDS)));
+          verdicts.remember(
+              token,
+              new TokenVerdicts.Verdict(
+                  identity.get(),
+                  claims.getJWTID(),
+                  claims.getNotBeforeTime() == null
+                      ? Instant.MIN
+                      : claims.getNotBeforeTime().toInstant().minusSeconds(CLOCK_SKEW_SECONDS),
+                  claims.getExpirationTime().toInstant().plusSeconds(CLOCK_SKEW_SECONDS)));
           return identity;
         }
       } catch (RateLimitReachedException e) {
         // An unknown kid while the URL was fetched twice lately: not logged louder, as anyone may
         // send one.
-        log.debug("A bearer token of issuer '{}' is refused: its kid is unknown and the JWK set was fetched lately",
+        log.debug(
+            "A bearer token of issuer '{}' is refused: its kid is unknown and the JWK set was fetched lately",
             iss.get());
       } catch (KeySourceException e) {
         log.warn("The JWK set of trusted issuer '{}' cannot be had: {}", iss.get(), e.getMessage());
@@ -184,9 +207,13 @@ public final class ExternalTokens {
     return Optional.empty();
   }
 
-  private static Optional<Identity> identity(AuthProperties.TrustedIssuer settings, JWTClaimsSet claims) {
-    if (!(claims.getClaim(settings.identityClaim()) instanceof String name) || !acceptableName(name)) {
-      log.debug("A bearer token of issuer '{}' is refused: claim '{}' is not a name", settings.issuer(),
+  private static Optional<Identity> identity(
+      AuthProperties.TrustedIssuer settings, JWTClaimsSet claims) {
+    if (!(claims.getClaim(settings.identityClaim()) instanceof String name)
+        || !acceptableName(name)) {
+      log.debug(
+          "A bearer token of issuer '{}' is refused: claim '{}' is not a name",
+          settings.issuer(),
           settings.identityClaim());
       return Optional.empty();
     }
@@ -206,7 +233,8 @@ public final class ExternalTokens {
 
   /** A name fit for rules and logs: non-empty, bounded, printable. */
   private static boolean acceptableName(String name) {
-    return !name.isEmpty() && name.length() <= MAX_NAME_LENGTH
+    return !name.isEmpty()
+        && name.length() <= MAX_NAME_LENGTH
         && name.chars().noneMatch(c -> c < 0x20 || c == 0x7f);
   }
 
@@ -222,18 +250,21 @@ public final class ExternalTokens {
       AuthProperties.TrustedIssuer settings, Clock clock, LongSupplier nanoTime) {
     DefaultJWTProcessor<SecurityContext> processor = new DefaultJWTProcessor<>();
     processor.setJWSTypeVerifier(
-        new DefaultJOSEObjectTypeVerifier<>(JOSEObjectType.JWT, new JOSEObjectType("at+jwt"), null));
-    processor.setJWSKeySelector(new JWSVerificationKeySelector<>(ALGORITHMS, source(settings, nanoTime)));
-    DefaultJWTClaimsVerifier<SecurityContext> claims = new DefaultJWTClaimsVerifier<>(
-        Set.of(settings.audience()),
-        new JWTClaimsSet.Builder().issuer(settings.issuer()).build(),
-        Set.of("exp", settings.identityClaim()),
-        null) {
-      @Override
-      protected Date currentTime() {
-        return Date.from(clock.instant());
-      }
-    };
+        new DefaultJOSEObjectTypeVerifier<>(
+            JOSEObjectType.JWT, new JOSEObjectType("at+jwt"), null));
+    processor.setJWSKeySelector(
+        new JWSVerificationKeySelector<>(ALGORITHMS, source(settings, nanoTime)));
+    DefaultJWTClaimsVerifier<SecurityContext> claims =
+        new DefaultJWTClaimsVerifier<>(
+            Set.of(settings.audience()),
+            new JWTClaimsSet.Builder().issuer(settings.issuer()).build(),
+            Set.of("exp", settings.identityClaim()),
+            null) {
+          @Override
+          protected Date currentTime() {
+            return Date.from(clock.instant());
+          }
+        };
     claims.setMaxClockSkew(CLOCK_SKEW_SECONDS);
     processor.setJWTClaimsSetVerifier(claims);
     return processor;
@@ -243,14 +274,20 @@ public final class ExternalTokens {
       AuthProperties.TrustedIssuer settings, LongSupplier nanoTime) {
     String property = "registry-cache.auth.trusted-issuers (issuer '" + settings.issuer() + "')";
     if (settings.jwksFile() != null) {
-      WatchedFile<JWKSet> file = new WatchedFile<>(settings.jwksFile(), property + " jwks-file",
-          ExternalTokens::parseJwks, nanoTime, () -> { });
+      WatchedFile<JWKSet> file =
+          new WatchedFile<>(
+              settings.jwksFile(),
+              property + " jwks-file",
+              ExternalTokens::parseJwks,
+              nanoTime,
+              () -> {});
       return (selector, context) -> selector.select(file.get());
     }
     int timeout = (int) settings.jwksTimeout().toMillis();
     try {
       return JWKSourceBuilder.<SecurityContext>create(
-              settings.jwksUrl().toURL(), new DefaultResourceRetriever(timeout, timeout, JWKS_SIZE_LIMIT))
+              settings.jwksUrl().toURL(),
+              new DefaultResourceRetriever(timeout, timeout, JWKS_SIZE_LIMIT))
           .cache(settings.jwksCacheTtl().toMillis(), timeout)
           .rateLimited(JWKS_RATE_LIMIT_MILLIS)
           .refreshAheadCache(false)

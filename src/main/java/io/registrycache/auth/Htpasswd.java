@@ -4,8 +4,8 @@ import java.util.Map;
 import java.util.regex.Pattern;
 
 /**
- * The users of an Apache htpasswd file, bcrypt entries only: {@code name:$2y$<cost>$<53 chars>}
- * per line, as {@code htpasswd -B} writes them ({@code $2a$}, {@code $2b$} and {@code $2y$} are
+ * The users of an Apache htpasswd file, bcrypt entries only: {@code name:$2y$<cost>$<53 chars>} per
+ * line, as {@code htpasswd -B} writes them ({@code $2a$}, {@code $2b$} and {@code $2y$} are
  * accepted; Apache's htpasswd documentation, "bcrypt"), read by {@link NameValueFile}. MD5 ({@code
  * $apr1$}), SHA-1 ({@code {SHA}}), crypt and plain-text entries are refused: they are fast to
  * guess.
@@ -14,10 +14,14 @@ import java.util.regex.Pattern;
  */
 public record Htpasswd(Map<String, String> hashes) {
 
-  /** bcrypt's cost when the file has no entry: Spring Security's {@code BCryptPasswordEncoder} default. */
+  /**
+   * bcrypt's cost when the file has no entry: Spring Security's {@code BCryptPasswordEncoder}
+   * default.
+   */
   static final int DEFAULT_COST = 10;
 
-  private static final Pattern BCRYPT = Pattern.compile("\\$2[aby]\\$(0[4-9]|[12][0-9]|3[01])\\$[./A-Za-z0-9]{53}");
+  private static final Pattern BCRYPT =
+      Pattern.compile("\\$2[aby]\\$(0[4-9]|[12][0-9]|3[01])\\$[./A-Za-z0-9]{53}");
 
   public Htpasswd {
     hashes = Map.copyOf(hashes);
@@ -30,13 +34,19 @@ public record Htpasswd(Map<String, String> hashes) {
    *     without a {@code :}, with an empty name, a name given twice, or a hash that is not bcrypt
    */
   public static Htpasswd parse(String text) {
-    return new Htpasswd(NameValueFile.parse(text, "user", "name:<bcrypt hash>", (name, hash) -> {
-      if (!BCRYPT.matcher(hash).matches()) {
-        throw new IllegalArgumentException("only bcrypt hashes are accepted (create them with 'htpasswd -B'); found "
-            + scheme(hash));
-      }
-      return hash;
-    }));
+    return new Htpasswd(
+        NameValueFile.parse(
+            text,
+            "user",
+            "name:<bcrypt hash>",
+            (name, hash) -> {
+              if (!BCRYPT.matcher(hash).matches()) {
+                throw new IllegalArgumentException(
+                    "only bcrypt hashes are accepted (create them with 'htpasswd -B'); found "
+                        + scheme(hash));
+              }
+              return hash;
+            }));
   }
 
   /** The cost (log2 rounds) of a bcrypt hash of this file: the two digits after {@code $2?$}. */

@@ -22,7 +22,8 @@ import java.util.Set;
  * @param issuer for an issuer's subject: the issuer's key ({@code
  *     registry-cache.auth.trusted-issuers[].key}); {@code null} otherwise
  */
-public record Identity(Kind kind, String name, Set<String> pullable, Set<String> groups, String issuer) {
+public record Identity(
+    Kind kind, String name, Set<String> pullable, Set<String> groups, String issuer) {
 
   /** An identity proven by Basic credentials (or none): limited by the rules only. */
   public Identity(Kind kind, String name) {
@@ -42,7 +43,10 @@ public record Identity(Kind kind, String name, Set<String> pullable, Set<String>
     }
   }
 
-  /** Subject {@code name} of the trusted issuer keyed {@code issuerKey}, in the {@code groups} of its token. */
+  /**
+   * Subject {@code name} of the trusted issuer keyed {@code issuerKey}, in the {@code groups} of
+   * its token.
+   */
   public static Identity external(String issuerKey, String name, Set<String> groups) {
     return new Identity(Kind.ISSUER, name, null, groups, issuerKey);
   }
@@ -57,14 +61,17 @@ public record Identity(Kind kind, String name, Set<String> pullable, Set<String>
   public enum Kind {
     USER,
     ROBOT,
-    /** The subject of a bearer token of a trusted external issuer ({@code registry-cache.auth.trusted-issuers}). */
+    /**
+     * The subject of a bearer token of a trusted external issuer ({@code
+     * registry-cache.auth.trusted-issuers}).
+     */
     ISSUER,
     ANONYMOUS,
     /**
      * Basic credentials neither the htpasswd nor the tokens file knows, accepted because an
      * upstream takes each client's own credentials ({@code credentials: passthrough}): they may
-     * pull from such upstreams only, where the upstream decides (it confirms each repository);
-     * no access rule names them. The name is the user name the client gave.
+     * pull from such upstreams only, where the upstream decides (it confirms each repository); no
+     * access rule names them. The name is the user name the client gave.
      */
     PASSTHROUGH
   }
@@ -86,11 +93,11 @@ public record Identity(Kind kind, String name, Set<String> pullable, Set<String>
   }
 
   /**
-   * The identity as a metric label value, of bounded cardinality: {@code robot:<name>} for a
-   * robot (the operator's tokens file bounds them), {@code user} for every user (one series per
-   * person would grow without bound), {@code jwt:<issuer-key>} for every subject of an issuer,
-   * {@code passthrough} for every pass-through identity (any name a client gives), {@code
-   * anonymous}. Never a secret.
+   * The identity as a metric label value, of bounded cardinality: {@code robot:<name>} for a robot
+   * (the operator's tokens file bounds them), {@code user} for every user (one series per person
+   * would grow without bound), {@code jwt:<issuer-key>} for every subject of an issuer, {@code
+   * passthrough} for every pass-through identity (any name a client gives), {@code anonymous}.
+   * Never a secret.
    */
   public String metricLabel() {
     return switch (kind) {
@@ -102,7 +109,10 @@ public record Identity(Kind kind, String name, Set<String> pullable, Set<String>
     };
   }
 
-  /** The identity as the access log names it: {@link #subject()}. Never a secret (a token's subject, not the token). */
+  /**
+   * The identity as the access log names it: {@link #subject()}. Never a secret (a token's subject,
+   * not the token).
+   */
   public String logName() {
     return subject();
   }

@@ -12,7 +12,10 @@ final class NameValueFile {
 
   private NameValueFile() {}
 
-  /** Reads one entry's value; throws {@link IllegalArgumentException} with a reason that never quotes the value. */
+  /**
+   * Reads one entry's value; throws {@link IllegalArgumentException} with a reason that never
+   * quotes the value.
+   */
   @FunctionalInterface
   interface ValueReader<V> {
     V read(String name, String value);
@@ -24,9 +27,9 @@ final class NameValueFile {
    * @param entry what an entry is, for messages ({@code user}, {@code robot})
    * @param shape the expected line, for messages ({@code name:<bcrypt hash>})
    * @return the values by name, in file order
-   * @throws IllegalArgumentException naming the line (and the entry, never its value) of the
-   *     first line without a {@code :}, with an empty name, a name given twice, or a value {@code
-   *     reader} refuses
+   * @throws IllegalArgumentException naming the line (and the entry, never its value) of the first
+   *     line without a {@code :}, with an empty name, a name given twice, or a value {@code reader}
+   *     refuses
    */
   static <V> Map<String, V> parse(String text, String entry, String shape, ValueReader<V> reader) {
     Map<String, V> values = new LinkedHashMap<>();
@@ -45,10 +48,12 @@ final class NameValueFile {
       try {
         value = reader.read(name, line.substring(colon + 1).strip());
       } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException("line " + (i + 1) + ", " + entry + " '" + name + "': " + e.getMessage());
+        throw new IllegalArgumentException(
+            "line " + (i + 1) + ", " + entry + " '" + name + "': " + e.getMessage());
       }
       if (values.putIfAbsent(name, value) != null) {
-        throw new IllegalArgumentException("line " + (i + 1) + ": " + entry + " '" + name + "' is given twice");
+        throw new IllegalArgumentException(
+            "line " + (i + 1) + ": " + entry + " '" + name + "' is given twice");
       }
     }
     return values;

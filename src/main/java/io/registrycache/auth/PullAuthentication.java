@@ -37,13 +37,13 @@ import reactor.core.scheduler.Schedulers;
  * Authorization} header is read by {@link Credentials#parse}; then:
  *
  * <ul>
- *   <li>HTTP Basic (RFC 7617): the users of {@code htpasswd-file} (bcrypt, Spring Security's
- *       {@link BCryptPasswordEncoder}) and the robots of {@code tokens-file} (SHA-256,
- *       constant-time). A name in both files is a user. Basic is accepted on every request, as
- *       containerd sends a mirror only a fixed header. When some upstream takes each client's own
- *       credentials ({@code credentials: passthrough}), Basic credentials neither file knows become
- *       a {@link Identity.Kind#PASSTHROUGH} identity, which may pull from such upstreams only
- *       ({@link PullAccess}), once the upstream confirms.
+ *   <li>HTTP Basic (RFC 7617): the users of {@code htpasswd-file} (bcrypt, Spring Security's {@link
+ *       BCryptPasswordEncoder}) and the robots of {@code tokens-file} (SHA-256, constant-time). A
+ *       name in both files is a user. Basic is accepted on every request, as containerd sends a
+ *       mirror only a fixed header. When some upstream takes each client's own credentials ({@code
+ *       credentials: passthrough}), Basic credentials neither file knows become a {@link
+ *       Identity.Kind#PASSTHROUGH} identity, which may pull from such upstreams only ({@link
+ *       PullAccess}), once the upstream confirms.
  *   <li>Bearer (RFC 6750): tokens of the cache's token endpoint ({@link TokenService}) and of the
  *       external issuers in {@code registry-cache.auth.trusted-issuers} ({@link ExternalTokens}),
  *       both verified by nimbus-jose-jwt's {@code DefaultJWTProcessor}, their verdicts kept in one
@@ -54,9 +54,9 @@ import reactor.core.scheduler.Schedulers;
  * one bcrypt: a user's against their hash; everything else (a robot, an unknown name) the same
  * path, a SHA-256 compare of the robot tokens and then, unless a robot's token matched, one bcrypt
  * against a dummy hash at the highest cost of the htpasswd file. A password over bcrypt's 72 bytes
- * (bcrypt ignores the bytes after the 72nd) never matches, costs the same one bcrypt, and is
- * logged once per user and file version, naming the user. An empty password is refused without a
- * bcrypt ({@code BCryptPasswordEncoder} does not check it), whatever the name.
+ * (bcrypt ignores the bytes after the 72nd) never matches, costs the same one bcrypt, and is logged
+ * once per user and file version, naming the user. An empty password is refused without a bcrypt
+ * ({@code BCryptPasswordEncoder} does not check it), whatever the name.
  *
  * <p>bcrypt is slow by design (tens of milliseconds a check), so it runs on Reactor's
  * bounded-elastic threads, never on an event loop, and a successful check is remembered for {@link
@@ -65,8 +65,8 @@ import reactor.core.scheduler.Schedulers;
  * token endpoint, of user and password (the password itself is never kept); both files changing
  * forgets everything remembered. Failed checks are not remembered: with {@code
  * registry-cache.rate-limit.enabled}, each client address may fail at most {@code
- * rate-limit.failed-checks.per-minute} checks a minute ({@link FailedChecks}), then gets 429
- * {@code TOOMANYREQUESTS} without a check (docs/security.md).
+ * rate-limit.failed-checks.per-minute} checks a minute ({@link FailedChecks}), then gets 429 {@code
+ * TOOMANYREQUESTS} without a check (docs/security.md).
  */
 @Component
 public class PullAuthentication {
@@ -79,29 +79,42 @@ public class PullAuthentication {
 
   private static final Logger log = LoggerFactory.getLogger(PullAuthentication.class);
 
-  /** Checked instead of a password over {@link #MAX_PASSWORD_BYTES}, so that refusing it costs a bcrypt too. */
+  /**
+   * Checked instead of a password over {@link #MAX_PASSWORD_BYTES}, so that refusing it costs a
+   * bcrypt too.
+   */
   private static final String STAND_IN = "registry-cache: a password over 72 bytes";
 
   /** The htpasswd file's users, and the dummy hash at its highest cost. */
   private record Users(Htpasswd file, String dummyHash, Set<String> warnedLong) {}
 
   private final boolean enabled;
-  /** Whether some upstream takes each client's own credentials ({@code credentials: passthrough}). */
+
+  /**
+   * Whether some upstream takes each client's own credentials ({@code credentials: passthrough}).
+   */
   private final boolean passthrough;
+
   private final TokenService tokens;
+
   /** Bearer tokens of the external issuers the operator trusts ({@code auth.trusted-issuers}). */
   private final ExternalTokens external;
+
   private final TokenVerdicts verdicts;
+
   /** The Basic challenge. */
   private final String challenge;
+
   private final WatchedFile<Users> users;
   private final WatchedFile<RobotTokens> robots;
   private final PasswordEncoder encoder;
   private final Cache<String, Identity> verified =
       Caffeine.newBuilder().expireAfterWrite(REMEMBER).maximumSize(10_000).build();
   private final ThreadLocal<Mac> rememberMac;
+
   /** The dummy hash when there is no htpasswd file (robots only). */
   private final String defaultDummyHash;
+
   /** The limit on failed checks per client address, or {@code null}. */
   private final FailedChecks failedChecks;
 
@@ -114,7 +127,9 @@ public class PullAuthentication {
     this(properties, tokens, TimeMeter.SYSTEM_NANOTIME, new BCryptPasswordEncoder());
   }
 
-  /** @param clock the time of the failed-check limit, in nanoseconds from any origin */
+  /**
+   * @param clock the time of the failed-check limit, in nanoseconds from any origin
+   */
   PullAuthentication(RegistryCacheProperties properties, TokenService tokens, TimeMeter clock) {
     this(properties, tokens, clock, new BCryptPasswordEncoder());
   }
@@ -124,14 +139,18 @@ public class PullAuthentication {
    *     calls)
    */
   PullAuthentication(
-      RegistryCacheProperties properties, TokenService tokens, TimeMeter clock, PasswordEncoder encoder) {
+      RegistryCacheProperties properties,
+      TokenService tokens,
+      TimeMeter clock,
+      PasswordEncoder encoder) {
     this.tokens = tokens;
     this.verdicts = tokens.verdicts();
     this.external = new ExternalTokens(properties, verdicts);
     this.encoder = encoder;
     AuthProperties auth = properties.auth();
     this.enabled = auth.enabled();
-    this.passthrough = properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough());
+    this.passthrough =
+        properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough());
     this.challenge = Challenges.basic(auth.realm());
     byte[] key = new byte[32];
     new SecureRandom().nextBytes(key);
@@ -144,41 +163,65 @@ public class PullAuthentication {
       return;
     }
     this.failedChecks = FailedChecks.of(properties.rateLimit(), clock).orElse(null);
-    this.users = auth.htpasswdFile() == null ? null
-        : new WatchedFile<>(auth.htpasswdFile(), "registry-cache.auth.htpasswd-file", text -> users(Htpasswd.parse(text)),
-            System::nanoTime, verified::invalidateAll);
-    this.robots = auth.tokensFile() == null ? null
-        : new WatchedFile<>(auth.tokensFile(), "registry-cache.auth.tokens-file", RobotTokens::parse,
-            System::nanoTime, verified::invalidateAll);
-    log.info("Pull port authentication on: {} users, {} robots, {} trusted token issuers, {} access rules",
-        users == null ? 0 : users.get().file().hashes().size(), robots == null ? 0 : robots.get().hashes().size(),
-        auth.trustedIssuers().size(), auth.rules().size());
+    this.users =
+        auth.htpasswdFile() == null
+            ? null
+            : new WatchedFile<>(
+                auth.htpasswdFile(),
+                "registry-cache.auth.htpasswd-file",
+                text -> users(Htpasswd.parse(text)),
+                System::nanoTime,
+                verified::invalidateAll);
+    this.robots =
+        auth.tokensFile() == null
+            ? null
+            : new WatchedFile<>(
+                auth.tokensFile(),
+                "registry-cache.auth.tokens-file",
+                RobotTokens::parse,
+                System::nanoTime,
+                verified::invalidateAll);
+    log.info(
+        "Pull port authentication on: {} users, {} robots, {} trusted token issuers, {} access rules",
+        users == null ? 0 : users.get().file().hashes().size(),
+        robots == null ? 0 : robots.get().hashes().size(),
+        auth.trustedIssuers().size(),
+        auth.rules().size());
     if (users == null && robots == null && !external.enabled()) {
-      log.warn("registry-cache.auth.enabled is on without htpasswd-file, tokens-file or trusted-issuers: "
-          + "only rules for anonymous apply");
+      log.warn(
+          "registry-cache.auth.enabled is on without htpasswd-file, tokens-file or trusted-issuers: "
+              + "only rules for anonymous apply");
     }
   }
 
-  /** A version of the htpasswd file, with the dummy hash at its highest cost; users of lower costs are logged. */
+  /**
+   * A version of the htpasswd file, with the dummy hash at its highest cost; users of lower costs
+   * are logged.
+   */
   private static Users users(Htpasswd file) {
     int highest = file.highestCost();
     Map<Integer, List<String>> lower = new TreeMap<>();
-    file.hashes().forEach((name, hash) -> {
-      if (Htpasswd.cost(hash) < highest) {
-        lower.computeIfAbsent(Htpasswd.cost(hash), c -> new ArrayList<>()).add(name);
-      }
-    });
+    file.hashes()
+        .forEach(
+            (name, hash) -> {
+              if (Htpasswd.cost(hash) < highest) {
+                lower.computeIfAbsent(Htpasswd.cost(hash), c -> new ArrayList<>()).add(name);
+              }
+            });
     if (!lower.isEmpty()) {
-      log.warn("registry-cache.auth.htpasswd-file: users of a bcrypt cost below the file's highest ({}) answer a wrong"
-          + " password faster than an unknown name does, so they can be told apart: {}; hash them again at cost {}",
-          highest, lower, highest);
+      log.warn(
+          "registry-cache.auth.htpasswd-file: users of a bcrypt cost below the file's highest ({}) answer a wrong"
+              + " password faster than an unknown name does, so they can be told apart: {}; hash them again at cost {}",
+          highest,
+          lower,
+          highest);
     }
     return new Users(file, dummyHash(highest), ConcurrentHashMap.newKeySet());
   }
 
   /**
-   * A well-formed bcrypt hash at {@code cost} that no password matches: checking a password
-   * against it costs what checking a real one of that cost does, without making one at start-up.
+   * A well-formed bcrypt hash at {@code cost} that no password matches: checking a password against
+   * it costs what checking a real one of that cost does, without making one at start-up.
    */
   private static String dummyHash(int cost) {
     return BCrypt.gensalt("$2a", cost, new SecureRandom()) + ".".repeat(31);
@@ -189,7 +232,9 @@ public class PullAuthentication {
     return enabled;
   }
 
-  /** The {@code WWW-Authenticate} value of a 401: {@code Basic realm="<realm>", charset="UTF-8"}. */
+  /**
+   * The {@code WWW-Authenticate} value of a 401: {@code Basic realm="<realm>", charset="UTF-8"}.
+   */
   public String challenge() {
     return challenge;
   }
@@ -236,20 +281,23 @@ public class PullAuthentication {
   /**
    * As {@link #authenticate(List, URI, String)}, the request's URI given as a supplier: it is made
    * only for a challenge or a bearer token, not for Basic credentials checked lately (a warm pull
-   * sends the same header with every request). A bearer token verified lately is known from
-   * {@link TokenVerdicts} without parsing it again.
+   * sends the same header with every request). A bearer token verified lately is known from {@link
+   * TokenVerdicts} without parsing it again.
    */
-  public Mono<Identity> authenticateRequest(List<String> authorization, Supplier<URI> requestUri, String client) {
+  public Mono<Identity> authenticateRequest(
+      List<String> authorization, Supplier<URI> requestUri, String client) {
     if (authorization == null || authorization.isEmpty()) {
       return Mono.just(Identity.ANONYMOUS);
     }
     Supplier<String> challenge = () -> challenge(requestUri, null);
-    if (authorization.size() == 1 && authorization.get(0).length() <= Credentials.MAX_HEADER_LENGTH
+    if (authorization.size() == 1
+        && authorization.get(0).length() <= Credentials.MAX_HEADER_LENGTH
         && !authorization.get(0).regionMatches(true, 0, "Bearer", 0, 6)) {
       lookAtFiles();
       Identity known = verified.getIfPresent(rememberedHeader(authorization.get(0)));
       if (known != null) {
-        return Mono.just(known); // this very header passed a check lately: no parsing, no HMAC of its parts
+        return Mono.just(
+            known); // this very header passed a check lately: no parsing, no HMAC of its parts
       }
     }
     Credentials credentials;
@@ -269,8 +317,10 @@ public class PullAuthentication {
 
   private Mono<Identity> bearer(String token, boolean accepted, Supplier<String> challenge) {
     if (!accepted || (!tokens.enabled() && !external.enabled())) {
-      return Mono.error(new AuthenticationRequired(challenge.get(),
-          "only Basic credentials are accepted here (Authorization: Basic <base64 of user:password>)"));
+      return Mono.error(
+          new AuthenticationRequired(
+              challenge.get(),
+              "only Basic credentials are accepted here (Authorization: Basic <base64 of user:password>)"));
     }
     TokenVerdicts.Verdict known = verdicts.remembered(token);
     if (known != null && (tokens.enabled() || known.identity().kind() == Identity.Kind.ISSUER)) {
@@ -279,15 +329,29 @@ public class PullAuthentication {
     if (external.claimsTrustedIssuer(token)) {
       return Mono.fromCallable(() -> external.verify(token))
           .subscribeOn(Schedulers.boundedElastic()) // a jwks-url may be fetched
-          .flatMap(found -> found.map(Mono::just).orElseGet(() -> Mono.error(
-              new AuthenticationRequired(challenge.get(), "invalid or expired bearer token"))));
+          .flatMap(
+              found ->
+                  found
+                      .map(Mono::just)
+                      .orElseGet(
+                          () ->
+                              Mono.error(
+                                  new AuthenticationRequired(
+                                      challenge.get(), "invalid or expired bearer token"))));
     }
     if (!tokens.enabled()) {
-      return Mono.error(new AuthenticationRequired(challenge.get(), "bearer token of an issuer that is not trusted"));
+      return Mono.error(
+          new AuthenticationRequired(
+              challenge.get(), "bearer token of an issuer that is not trusted"));
     }
-    return tokens.verify(token)
+    return tokens
+        .verify(token)
         .map(Mono::just)
-        .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge.get(), "invalid or expired bearer token")));
+        .orElseGet(
+            () ->
+                Mono.error(
+                    new AuthenticationRequired(
+                        challenge.get(), "invalid or expired bearer token")));
   }
 
   /**
@@ -305,7 +369,10 @@ public class PullAuthentication {
    * limit, as {@link #authenticate(List, URI, String)} does.
    */
   public Mono<Identity> authenticate(String user, String password, String client) {
-    if (user == null || user.isEmpty() || password == null || user.contains(":")
+    if (user == null
+        || user.isEmpty()
+        || password == null
+        || user.contains(":")
         || user.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
       return Mono.error(new AuthenticationRequired(challenge, "invalid user name or password"));
     }
@@ -315,8 +382,8 @@ public class PullAuthentication {
 
   /**
    * The {@code WWW-Authenticate} value for a 401 of the pull API ({@link Challenges}): with the
-   * token flow on, {@code Bearer realm="<realm>",service="<service>"} and, for a repository,
-   * {@code ,scope="repository:<name>:pull"} (distribution's token specification); else {@link
+   * token flow on, {@code Bearer realm="<realm>",service="<service>"} and, for a repository, {@code
+   * ,scope="repository:<name>:pull"} (distribution's token specification); else {@link
    * #challenge()}.
    *
    * @param requestUri the request's URI: its scheme and authority make the realm unless {@code
@@ -335,11 +402,16 @@ public class PullAuthentication {
     if (!tokens.enabled() || requestUri == null) {
       return challenge;
     }
-    String realm = tokens.realm().orElseGet(() -> {
-      URI uri = requestUri.get();
-      return uri.getScheme() + "://" + uri.getRawAuthority() + "/v2/token";
-    });
-    return Challenges.bearer(realm, tokens.service(), repository == null ? null : Challenges.pullScope(repository));
+    String realm =
+        tokens
+            .realm()
+            .orElseGet(
+                () -> {
+                  URI uri = requestUri.get();
+                  return uri.getScheme() + "://" + uri.getRawAuthority() + "/v2/token";
+                });
+    return Challenges.bearer(
+        realm, tokens.service(), repository == null ? null : Challenges.pullScope(repository));
   }
 
   /**
@@ -347,7 +419,10 @@ public class PullAuthentication {
    * header, or of user and password).
    */
   private Mono<Identity> basic(
-      BasicCredentials credentials, Supplier<String> challenge, String client, String rememberedAs) {
+      BasicCredentials credentials,
+      Supplier<String> challenge,
+      String client,
+      String rememberedAs) {
     lookAtFiles();
     Identity known = verified.getIfPresent(rememberedAs);
     if (known != null) {
@@ -362,23 +437,34 @@ public class PullAuthentication {
     }
     return Mono.fromCallable(() -> verify(credentials))
         .subscribeOn(Schedulers.boundedElastic())
-        .flatMap(found -> found
-            .or(() -> passthrough
-                // Not the cache's credentials: a pass-through upstream may know
-                // them (it decides).
-                ? Optional.of(new Identity(Identity.Kind.PASSTHROUGH, credentials.user()))
-                : Optional.empty())
-            .map(identity -> {
-              verified.put(rememberedAs, identity);
-              // Credentials the cache does not know failed its own check, though a
-              // pass-through upstream may take them: the token stays used, so guessing
-              // a user's password here is limited as before.
-              if (failedChecks != null && identity.kind() != Identity.Kind.PASSTHROUGH) {
-                failedChecks.succeeded(client);
-              }
-              return Mono.just(identity);
-            })
-            .orElseGet(() -> Mono.error(new AuthenticationRequired(challenge.get(), "invalid user name or password"))));
+        .flatMap(
+            found ->
+                found
+                    .or(
+                        () ->
+                            passthrough
+                                // Not the cache's credentials: a pass-through upstream may know
+                                // them (it decides).
+                                ? Optional.of(
+                                    new Identity(Identity.Kind.PASSTHROUGH, credentials.user()))
+                                : Optional.empty())
+                    .map(
+                        identity -> {
+                          verified.put(rememberedAs, identity);
+                          // Credentials the cache does not know failed its own check, though a
+                          // pass-through upstream may take them: the token stays used, so guessing
+                          // a user's password here is limited as before.
+                          if (failedChecks != null
+                              && identity.kind() != Identity.Kind.PASSTHROUGH) {
+                            failedChecks.succeeded(client);
+                          }
+                          return Mono.just(identity);
+                        })
+                    .orElseGet(
+                        () ->
+                            Mono.error(
+                                new AuthenticationRequired(
+                                    challenge.get(), "invalid user name or password"))));
   }
 
   /**
@@ -418,15 +504,20 @@ public class PullAuthentication {
     }
     if (credentials instanceof Credentials.Bearer bearer) {
       if (!tokens.enabled()) {
-        throw new AuthenticationRequired(challenge, "only Basic credentials are passed through to the upstream");
+        throw new AuthenticationRequired(
+            challenge, "only Basic credentials are passed through to the upstream");
       }
-      return tokens.passedCredentials(bearer.token())
-          .orElseThrow(() -> new AuthenticationRequired(challenge, "invalid or expired bearer token"));
+      return tokens
+          .passedCredentials(bearer.token())
+          .orElseThrow(
+              () -> new AuthenticationRequired(challenge, "invalid or expired bearer token"));
     }
     return Optional.empty();
   }
 
-  /** Whether some upstream takes each client's own credentials ({@code credentials: passthrough}). */
+  /**
+   * Whether some upstream takes each client's own credentials ({@code credentials: passthrough}).
+   */
   public boolean passthrough() {
     return passthrough;
   }
@@ -444,9 +535,13 @@ public class PullAuthentication {
     if (hash != null) {
       if (tooLong) {
         if (known.warnedLong().add(credentials.user())) {
-          log.warn("user '{}' gave a password of more than {} bytes: bcrypt reads only the first {}, so such passwords"
-              + " are refused; set one of at most {} bytes (docs/security.md)", credentials.user(), MAX_PASSWORD_BYTES,
-              MAX_PASSWORD_BYTES, MAX_PASSWORD_BYTES);
+          log.warn(
+              "user '{}' gave a password of more than {} bytes: bcrypt reads only the first {}, so such passwords"
+                  + " are refused; set one of at most {} bytes (docs/security.md)",
+              credentials.user(),
+              MAX_PASSWORD_BYTES,
+              MAX_PASSWORD_BYTES,
+              MAX_PASSWORD_BYTES);
         }
         encoder.matches(STAND_IN, hash); // the same work as a wrong password of this user
         return Optional.empty();
@@ -465,20 +560,27 @@ public class PullAuthentication {
     return Optional.empty();
   }
 
-  /** One keyed HMAC per thread: a provider lookup and key set-up per request cost more than the HMAC. */
+  /**
+   * One keyed HMAC per thread: a provider lookup and key set-up per request cost more than the
+   * HMAC.
+   */
   private static ThreadLocal<Mac> keyedMacs(SecretKeySpec key) {
-    return ThreadLocal.withInitial(() -> {
-      try {
-        Mac mac = Mac.getInstance("HmacSHA256");
-        mac.init(key);
-        return mac;
-      } catch (GeneralSecurityException e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    return ThreadLocal.withInitial(
+        () -> {
+          try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(key);
+            return mac;
+          } catch (GeneralSecurityException e) {
+            throw new IllegalStateException(e);
+          }
+        });
   }
 
-  /** The HMAC of a whole {@code Authorization} value; its first byte (1) is no user name's (no control characters). */
+  /**
+   * The HMAC of a whole {@code Authorization} value; its first byte (1) is no user name's (no
+   * control characters).
+   */
   private String rememberedHeader(String header) {
     Mac mac = rememberMac.get();
     mac.update((byte) 1);
@@ -489,6 +591,7 @@ public class PullAuthentication {
     Mac mac = rememberMac.get(); // doFinal resets it for the next use
     mac.update(credentials.user().getBytes(StandardCharsets.UTF_8));
     mac.update((byte) 0);
-    return HexFormat.of().formatHex(mac.doFinal(credentials.password().getBytes(StandardCharsets.UTF_8)));
+    return HexFormat.of()
+        .formatHex(mac.doFinal(credentials.password().getBytes(StandardCharsets.UTF_8)));
   }
 }

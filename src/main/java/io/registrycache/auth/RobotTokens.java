@@ -32,13 +32,20 @@ public record RobotTokens(Map<String, byte[]> hashes) {
    *     {@value #MIN_TOKEN_LENGTH} characters
    */
   public static RobotTokens parse(String text) {
-    return new RobotTokens(NameValueFile.parse(text, "robot", "name:token", (name, token) -> {
-      if (token.length() < MIN_TOKEN_LENGTH) {
-        throw new IllegalArgumentException("the token must be at least " + MIN_TOKEN_LENGTH
-            + " characters (e.g. openssl rand -hex 32)");
-      }
-      return sha256(token);
-    }));
+    return new RobotTokens(
+        NameValueFile.parse(
+            text,
+            "robot",
+            "name:token",
+            (name, token) -> {
+              if (token.length() < MIN_TOKEN_LENGTH) {
+                throw new IllegalArgumentException(
+                    "the token must be at least "
+                        + MIN_TOKEN_LENGTH
+                        + " characters (e.g. openssl rand -hex 32)");
+              }
+              return sha256(token);
+            }));
   }
 
   /** Whether {@code name} is a robot of this file. */

@@ -8,20 +8,20 @@ import com.nimbusds.jose.JWSHeader;
 import com.nimbusds.jose.JWSSigner;
 import com.nimbusds.jose.crypto.ECDSASigner;
 import com.nimbusds.jose.crypto.RSASSASigner;
+import com.nimbusds.jose.jwk.Curve;
+import com.nimbusds.jose.jwk.ECKey;
+import com.nimbusds.jose.jwk.JWK;
 import com.nimbusds.jose.jwk.JWKSet;
+import com.nimbusds.jose.jwk.RSAKey;
+import com.nimbusds.jose.jwk.gen.ECKeyGenerator;
 import com.nimbusds.jose.jwk.source.ImmutableJWKSet;
 import com.nimbusds.jose.proc.BadJOSEException;
 import com.nimbusds.jose.proc.JWSVerificationKeySelector;
 import com.nimbusds.jose.proc.SecurityContext;
-import com.nimbusds.jwt.proc.DefaultJWTProcessor;
-import com.nimbusds.jose.jwk.Curve;
-import com.nimbusds.jose.jwk.ECKey;
-import com.nimbusds.jose.jwk.JWK;
-import com.nimbusds.jose.jwk.RSAKey;
-import com.nimbusds.jose.jwk.gen.ECKeyGenerator;
 import com.nimbusds.jwt.JWTClaimsSet;
 import com.nimbusds.jwt.SignedJWT;
 import com.nimbusds.jwt.proc.DefaultJWTClaimsVerifier;
+import com.nimbusds.jwt.proc.DefaultJWTProcessor;
 import io.registrycache.config.AuthProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import java.io.IOException;
@@ -35,10 +35,10 @@ import java.security.interfaces.RSAPublicKey;
 import java.security.spec.PKCS8EncodedKeySpec;
 import java.security.spec.RSAPublicKeySpec;
 import java.text.ParseException;
-import java.util.Base64;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Base64;
 import java.util.Date;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -61,8 +61,8 @@ import org.springframework.stereotype.Component;
  * <name>, "actions": ["pull"]}]} for each repository granted; plus {@code kind} (user, robot or
  * anonymous). Verification ({@link #verify}) is nimbus-jose-jwt's {@link DefaultJWTProcessor}, as
  * for trusted issuers' tokens: only the configured algorithm and key (so {@code alg: none}, HMAC
- * with the public key and other keys are refused), this issuer and audience, and times within 60
- * s of clock skew.
+ * with the public key and other keys are refused), this issuer and audience, and times within 60 s
+ * of clock skew.
  */
 @Component
 public class TokenService {
@@ -74,19 +74,24 @@ public class TokenService {
   private final Clock clock;
   private final JWSAlgorithm algorithm;
   private final JWSSigner signer;
+
   /** Verifies this service's tokens: signature by {@code key}, algorithm, claims. */
   private final DefaultJWTProcessor<SecurityContext> processor;
+
   private final String keyId;
+
   /**
    * With a pass-through upstream: the credentials given for each token still valid, by its {@code
    * jti}, in memory only, so that requests with the token can pass them to the upstream.
    */
   private final Cache<String, BasicCredentials> passed;
+
   /** Tokens verified lately (ES256 about 0.1 ms a check), shared with {@link ExternalTokens}. */
   private final TokenVerdicts verdicts;
 
   /** The clock skew {@link DefaultJWTClaimsVerifier} allows on {@code nbf} and {@code exp}. */
-  private static final Duration SKEW = Duration.ofSeconds(DefaultJWTClaimsVerifier.DEFAULT_MAX_CLOCK_SKEW_SECONDS);
+  private static final Duration SKEW =
+      Duration.ofSeconds(DefaultJWTClaimsVerifier.DEFAULT_MAX_CLOCK_SKEW_SECONDS);
 
   /** A token as the token endpoint answers it. */
   public record Issued(String token, long expiresIn, Instant issuedAt) {
@@ -105,15 +110,17 @@ public class TokenService {
     this.settings = properties.auth().token();
     this.enabled = properties.auth().enabled() && settings.enabled();
     this.clock = clock;
-    this.passed = properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough())
-        ? Caffeine.newBuilder()
-            .expireAfterWrite(settings.ttl().plusSeconds(60)) // verify() allows 60 s of skew
-            .maximumSize(100_000)
-            .<String, BasicCredentials>build()
-        : null;
+    this.passed =
+        properties.upstreams().upstreams().values().stream().anyMatch(u -> u.passthrough())
+            ? Caffeine.newBuilder()
+                .expireAfterWrite(settings.ttl().plusSeconds(60)) // verify() allows 60 s of skew
+                .maximumSize(100_000)
+                .<String, BasicCredentials>build()
+            : null;
     this.verdicts = new TokenVerdicts(clock);
     if (settings.enabled() && !properties.auth().enabled()) {
-      log.warn("registry-cache.auth.token.enabled is set but registry-cache.auth.enabled is not: no token flow");
+      log.warn(
+          "registry-cache.auth.token.enabled is set but registry-cache.auth.enabled is not: no token flow");
     }
     if (!enabled) {
       this.algorithm = null;
@@ -127,30 +134,39 @@ public class TokenService {
     try {
       if (key instanceof ECKey ec) {
         if (!Curve.P_256.equals(ec.getCurve())) {
-          throw new IllegalStateException("registry-cache.auth.token.key-file: an EC key must be on P-256 (ES256)");
+          throw new IllegalStateException(
+              "registry-cache.auth.token.key-file: an EC key must be on P-256 (ES256)");
         }
         this.algorithm = JWSAlgorithm.ES256;
         this.signer = new ECDSASigner(ec);
       } else if (key instanceof RSAKey rsa) {
         if (rsa.size() < 2048) {
-          throw new IllegalStateException("registry-cache.auth.token.key-file: an RSA key must have 2048 bits or more");
+          throw new IllegalStateException(
+              "registry-cache.auth.token.key-file: an RSA key must have 2048 bits or more");
         }
         this.algorithm = JWSAlgorithm.RS256;
         this.signer = new RSASSASigner(rsa);
       } else {
-        throw new IllegalStateException("registry-cache.auth.token.key-file: an EC P-256 or RSA private key is needed");
+        throw new IllegalStateException(
+            "registry-cache.auth.token.key-file: an EC P-256 or RSA private key is needed");
       }
     } catch (JOSEException e) {
-      throw new IllegalStateException("registry-cache.auth.token.key-file cannot be used: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "registry-cache.auth.token.key-file cannot be used: " + e.getMessage(), e);
     }
     this.processor = processor(key.toPublicJWK(), algorithm, settings.service(), clock);
-    log.info("Token server on: {} tokens of service '{}', valid {}", algorithm, settings.service(), settings.ttl());
+    log.info(
+        "Token server on: {} tokens of service '{}', valid {}",
+        algorithm,
+        settings.service(),
+        settings.ttl());
   }
 
   private static JWK key(AuthProperties.Token settings) {
     if (settings.keyFile() == null) {
-      log.warn("registry-cache.auth.token.key-file is not set: tokens are signed with a key made at start-up; "
-          + "they become invalid when the process restarts and replicas do not accept each other's");
+      log.warn(
+          "registry-cache.auth.token.key-file is not set: tokens are signed with a key made at start-up; "
+              + "they become invalid when the process restarts and replicas do not accept each other's");
       try {
         return new ECKeyGenerator(Curve.P_256).keyID(UUID.randomUUID().toString()).generate();
       } catch (JOSEException e) {
@@ -162,44 +178,64 @@ public class TokenService {
       JWK key;
       if (text.startsWith("{")) {
         key = JWK.parse(text);
-      } else if (text.startsWith("-----BEGIN PRIVATE KEY-----") && text.endsWith("-----END PRIVATE KEY-----")) {
-        byte[] der = Base64.getMimeDecoder().decode(
-            text.substring("-----BEGIN PRIVATE KEY-----".length(), text.length() - "-----END PRIVATE KEY-----".length()));
-        PrivateKey parsed = KeyFactory.getInstance("RSA").generatePrivate(new PKCS8EncodedKeySpec(der));
+      } else if (text.startsWith("-----BEGIN PRIVATE KEY-----")
+          && text.endsWith("-----END PRIVATE KEY-----")) {
+        byte[] der =
+            Base64.getMimeDecoder()
+                .decode(
+                    text.substring(
+                        "-----BEGIN PRIVATE KEY-----".length(),
+                        text.length() - "-----END PRIVATE KEY-----".length()));
+        PrivateKey parsed =
+            KeyFactory.getInstance("RSA").generatePrivate(new PKCS8EncodedKeySpec(der));
         if (!(parsed instanceof RSAPrivateCrtKey crt)) {
           throw new IllegalStateException("not an RSA private key with CRT parameters");
         }
-        RSAPublicKey publicKey = (RSAPublicKey) KeyFactory.getInstance("RSA")
-            .generatePublic(new RSAPublicKeySpec(crt.getModulus(), crt.getPublicExponent()));
+        RSAPublicKey publicKey =
+            (RSAPublicKey)
+                KeyFactory.getInstance("RSA")
+                    .generatePublic(
+                        new RSAPublicKeySpec(crt.getModulus(), crt.getPublicExponent()));
         key = new RSAKey.Builder(publicKey).privateKey(crt).keyIDFromThumbprint().build();
       } else {
-        throw new IllegalStateException("expected a PKCS#8 PEM RSA key (BEGIN PRIVATE KEY; openssl genpkey -algorithm RSA"
-            + " -pkeyopt rsa_keygen_bits:3072) or a private JWK (JSON, EC P-256 or RSA)");
+        throw new IllegalStateException(
+            "expected a PKCS#8 PEM RSA key (BEGIN PRIVATE KEY; openssl genpkey -algorithm RSA"
+                + " -pkeyopt rsa_keygen_bits:3072) or a private JWK (JSON, EC P-256 or RSA)");
       }
       if (!key.isPrivate()) {
         throw new IllegalStateException("it holds no private key");
       }
       return key.getKeyID() != null ? key : withThumbprintId(key);
-    } catch (IOException | ParseException | JOSEException | GeneralSecurityException | IllegalArgumentException
+    } catch (IOException
+        | ParseException
+        | JOSEException
+        | GeneralSecurityException
+        | IllegalArgumentException
         | IllegalStateException e) {
-      throw new IllegalStateException("registry-cache.auth.token.key-file " + settings.keyFile()
-          + " cannot be used: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "registry-cache.auth.token.key-file "
+              + settings.keyFile()
+              + " cannot be used: "
+              + e.getMessage(),
+          e);
     }
   }
 
   private static DefaultJWTProcessor<SecurityContext> processor(
       JWK publicKey, JWSAlgorithm algorithm, String service, Clock clock) {
     DefaultJWTProcessor<SecurityContext> processor = new DefaultJWTProcessor<>();
-    processor.setJWSKeySelector(new JWSVerificationKeySelector<>(algorithm, new ImmutableJWKSet<>(new JWKSet(publicKey))));
-    DefaultJWTClaimsVerifier<SecurityContext> claims = new DefaultJWTClaimsVerifier<>(
-        service,
-        new JWTClaimsSet.Builder().issuer(service).build(),
-        new HashSet<>(List.of("sub", "exp", "iat", "kind"))) {
-      @Override
-      protected Date currentTime() {
-        return Date.from(clock.instant());
-      }
-    };
+    processor.setJWSKeySelector(
+        new JWSVerificationKeySelector<>(algorithm, new ImmutableJWKSet<>(new JWKSet(publicKey))));
+    DefaultJWTClaimsVerifier<SecurityContext> claims =
+        new DefaultJWTClaimsVerifier<>(
+            service,
+            new JWTClaimsSet.Builder().issuer(service).build(),
+            new HashSet<>(List.of("sub", "exp", "iat", "kind"))) {
+          @Override
+          protected Date currentTime() {
+            return Date.from(clock.instant());
+          }
+        };
     processor.setJWTClaimsSetVerifier(claims);
     return processor;
   }
@@ -215,7 +251,10 @@ public class TokenService {
     return key;
   }
 
-  /** Whether the token flow is on ({@code registry-cache.auth.enabled} and {@code auth.token.enabled}). */
+  /**
+   * Whether the token flow is on ({@code registry-cache.auth.enabled} and {@code
+   * auth.token.enabled}).
+   */
   public boolean enabled() {
     return enabled;
   }
@@ -231,8 +270,8 @@ public class TokenService {
   }
 
   /**
-   * A token for {@code identity} granting {@code pull} of {@code repositories} (names as the
-   * client asked for them, already authorised).
+   * A token for {@code identity} granting {@code pull} of {@code repositories} (names as the client
+   * asked for them, already authorised).
    */
   public Issued issue(Identity identity, Set<String> repositories) {
     return issue(identity, repositories, null);
@@ -247,28 +286,35 @@ public class TokenService {
   public Issued issue(Identity identity, Set<String> repositories, BasicCredentials given) {
     Instant now = clock.instant();
     Instant expires = now.plus(settings.ttl());
-    List<Map<String, Object>> access = repositories.stream()
-        .sorted()
-        .map(name -> Map.<String, Object>of("type", "repository", "name", name, "actions", List.of("pull")))
-        .toList();
-    JWTClaimsSet claims = new JWTClaimsSet.Builder()
-        .issuer(settings.service())
-        .audience(settings.service())
-        .subject(identity.name())
-        .issueTime(Date.from(now))
-        .notBeforeTime(Date.from(now))
-        .expirationTime(Date.from(expires))
-        .jwtID(UUID.randomUUID().toString())
-        .claim("kind", identity.kind().name().toLowerCase(Locale.ROOT))
-        .claim("access", access)
-        .build();
+    List<Map<String, Object>> access =
+        repositories.stream()
+            .sorted()
+            .map(
+                name ->
+                    Map.<String, Object>of(
+                        "type", "repository", "name", name, "actions", List.of("pull")))
+            .toList();
+    JWTClaimsSet claims =
+        new JWTClaimsSet.Builder()
+            .issuer(settings.service())
+            .audience(settings.service())
+            .subject(identity.name())
+            .issueTime(Date.from(now))
+            .notBeforeTime(Date.from(now))
+            .expirationTime(Date.from(expires))
+            .jwtID(UUID.randomUUID().toString())
+            .claim("kind", identity.kind().name().toLowerCase(Locale.ROOT))
+            .claim("access", access)
+            .build();
     SignedJWT jwt = new SignedJWT(new JWSHeader.Builder(algorithm).keyID(keyId).build(), claims);
     try {
       jwt.sign(signer);
     } catch (JOSEException e) {
       throw new IllegalStateException("signing a token failed", e);
     }
-    if (passed != null && given != null && !(given.user().isEmpty() && given.password().isEmpty())) {
+    if (passed != null
+        && given != null
+        && !(given.user().isEmpty() && given.password().isEmpty())) {
       passed.put(claims.getJWTID(), given);
     }
     return new Issued(jwt.serialize(), Duration.between(now, expires).toSeconds(), now);
@@ -279,8 +325,8 @@ public class TokenService {
    * BasicCredentials)}), to pass to a pass-through upstream.
    *
    * @return empty when the token is not valid ({@link #verify}); an empty inner value when it is
-   *     valid but was given without credentials, or they are no longer held (the process
-   *     restarted, or no upstream is pass-through)
+   *     valid but was given without credentials, or they are no longer held (the process restarted,
+   *     or no upstream is pass-through)
    */
   public Optional<Optional<BasicCredentials>> passedCredentials(String token) {
     Optional<TokenVerdicts.Verdict> verdict = verdict(token);
@@ -288,7 +334,8 @@ public class TokenService {
       return Optional.empty();
     }
     String id = verdict.get().jwtId();
-    return Optional.of(Optional.ofNullable(passed == null || id == null ? null : passed.getIfPresent(id)));
+    return Optional.of(
+        Optional.ofNullable(passed == null || id == null ? null : passed.getIfPresent(id)));
   }
 
   /**
@@ -298,8 +345,8 @@ public class TokenService {
    * kind} present, {@code exp} and {@code nbf} within {@link #SKEW}), then remembered in {@link
    * TokenVerdicts} while it is valid.
    *
-   * @return empty when the token is malformed, not signed with this service's algorithm and key,
-   *     of another issuer or audience, expired or not yet valid
+   * @return empty when the token is malformed, not signed with this service's algorithm and key, of
+   *     another issuer or audience, expired or not yet valid
    */
   public Optional<Identity> verify(String token) {
     return verdict(token).map(TokenVerdicts.Verdict::identity);
@@ -312,11 +359,14 @@ public class TokenService {
     TokenVerdicts.Verdict known = verdicts.remembered(token);
     if (known != null) {
       // the cache is shared with trusted issuers' tokens: theirs are not this service's
-      return known.identity().kind() == Identity.Kind.ISSUER ? Optional.empty() : Optional.of(known);
+      return known.identity().kind() == Identity.Kind.ISSUER
+          ? Optional.empty()
+          : Optional.of(known);
     }
     try {
       JWTClaimsSet claims = processor.process(token, null);
-      Identity.Kind kind = Identity.Kind.valueOf(claims.getStringClaim("kind").toUpperCase(Locale.ROOT));
+      Identity.Kind kind =
+          Identity.Kind.valueOf(claims.getStringClaim("kind").toUpperCase(Locale.ROOT));
       if (kind == Identity.Kind.ISSUER) {
         return Optional.empty(); // never issued: an issuer's subject gets no token of this service
       }
@@ -324,25 +374,37 @@ public class TokenService {
       List<Object> access = claims.getListClaim("access");
       if (access != null) {
         for (Object entry : access) {
-          if (entry instanceof Map<?, ?> map && "repository".equals(map.get("type"))
+          if (entry instanceof Map<?, ?> map
+              && "repository".equals(map.get("type"))
               && map.get("name") instanceof String name
-              && map.get("actions") instanceof List<?> actions && actions.contains("pull")) {
+              && map.get("actions") instanceof List<?> actions
+              && actions.contains("pull")) {
             pullable.add(name);
           }
         }
       }
-      TokenVerdicts.Verdict verdict = new TokenVerdicts.Verdict(new Identity(kind, claims.getSubject(), pullable),
-          claims.getJWTID(),
-          claims.getNotBeforeTime() == null ? Instant.MIN : claims.getNotBeforeTime().toInstant().minus(SKEW),
-          claims.getExpirationTime().toInstant().plus(SKEW));
+      TokenVerdicts.Verdict verdict =
+          new TokenVerdicts.Verdict(
+              new Identity(kind, claims.getSubject(), pullable),
+              claims.getJWTID(),
+              claims.getNotBeforeTime() == null
+                  ? Instant.MIN
+                  : claims.getNotBeforeTime().toInstant().minus(SKEW),
+              claims.getExpirationTime().toInstant().plus(SKEW));
       verdicts.remember(token, verdict);
       return Optional.of(verdict);
-    } catch (ParseException | BadJOSEException | JOSEException | IllegalArgumentException | ClassCastException e) {
+    } catch (ParseException
+        | BadJOSEException
+        | JOSEException
+        | IllegalArgumentException
+        | ClassCastException e) {
       return Optional.empty();
     }
   }
 
-  /** The cache of token verdicts, shared with the trusted issuers' tokens ({@link ExternalTokens}). */
+  /**
+   * The cache of token verdicts, shared with the trusted issuers' tokens ({@link ExternalTokens}).
+   */
   TokenVerdicts verdicts() {
     return verdicts;
   }

@@ -9,10 +9,10 @@ import java.time.Instant;
 /**
  * The one cache of bearer-token verdicts, for the cache's own tokens ({@link TokenService}) and
  * those of trusted issuers ({@link ExternalTokens}) alike: a client sends the same token with every
- * request, and parsing and checking a JWT's signature per request would cost more than a warm
- * pull. Only tokens that verified are kept, with the time they are valid (clock skew included),
- * checked on every use; an entry is kept {@link #REMEMBER} at most, so a key removed from an
- * issuer's JWK set stops counting within that time.
+ * request, and parsing and checking a JWT's signature per request would cost more than a warm pull.
+ * Only tokens that verified are kept, with the time they are valid (clock skew included), checked
+ * on every use; an entry is kept {@link #REMEMBER} at most, so a key removed from an issuer's JWK
+ * set stops counting within that time.
  */
 final class TokenVerdicts {
 
@@ -37,7 +37,9 @@ final class TokenVerdicts {
     this.clock = clock;
   }
 
-  /** The verdict of {@code token} when it verified lately and is still valid now, else {@code null}. */
+  /**
+   * The verdict of {@code token} when it verified lately and is still valid now, else {@code null}.
+   */
   Verdict remembered(String token) {
     Verdict known = verdicts.getIfPresent(token);
     if (known == null) {

@@ -14,12 +14,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A small configuration file (htpasswd, robot tokens) parsed once and parsed again when it
- * changes: its modification time, size and file key are compared at most once per {@link
- * #CHECK_INTERVAL}, when the value is asked for (no thread, no WatchService; a Kubernetes Secret
- * volume's symlink swap is seen as well). At start-up a file that cannot be read or parsed is an
- * error; later, a version that cannot be read or parsed is logged (the parser's message, which must
- * not quote secrets) and the previous version stays in use.
+ * A small configuration file (htpasswd, robot tokens) parsed once and parsed again when it changes:
+ * its modification time, size and file key are compared at most once per {@link #CHECK_INTERVAL},
+ * when the value is asked for (no thread, no WatchService; a Kubernetes Secret volume's symlink
+ * swap is seen as well). At start-up a file that cannot be read or parsed is an error; later, a
+ * version that cannot be read or parsed is logged (the parser's message, which must not quote
+ * secrets) and the previous version stays in use.
  *
  * @param <T> the parsed content
  */
@@ -47,7 +47,12 @@ final class WatchedFile<T> {
    * @throws IllegalStateException when the file cannot be read or parsed, naming the setting and
    *     the parser's reason
    */
-  WatchedFile(Path path, String property, Function<String, T> parser, LongSupplier nanoTime, Runnable onChange) {
+  WatchedFile(
+      Path path,
+      String property,
+      Function<String, T> parser,
+      LongSupplier nanoTime,
+      Runnable onChange) {
     this.path = path;
     this.property = property;
     this.parser = parser;
@@ -86,17 +91,26 @@ final class WatchedFile<T> {
       log.info("{} {} changed: reloaded", property, path);
       onChange.run();
     } catch (IOException | RuntimeException e) {
-      log.error("{} {} changed but cannot be used: {}; the previous version stays in use", property, path, reason(e));
+      log.error(
+          "{} {} changed but cannot be used: {}; the previous version stays in use",
+          property,
+          path,
+          reason(e));
     }
   }
 
   private Object stamp() throws IOException {
     BasicFileAttributes attributes = Files.readAttributes(path, BasicFileAttributes.class);
-    return List.of(attributes.lastModifiedTime(), attributes.size(),
-        Objects.requireNonNullElse(attributes.fileKey(), ""), path.toRealPath().toString());
+    return List.of(
+        attributes.lastModifiedTime(),
+        attributes.size(),
+        Objects.requireNonNullElse(attributes.fileKey(), ""),
+        path.toRealPath().toString());
   }
 
   private static String reason(Exception e) {
-    return e instanceof IOException ? e.getClass().getSimpleName() + ": " + e.getMessage() : e.getMessage();
+    return e instanceof IOException
+        ? e.getClass().getSimpleName() + ": " + e.getMessage()
+        : e.getMessage();
   }
 }

@@ -7,11 +7,11 @@ import java.util.Optional;
 import org.springframework.stereotype.Component;
 
 /**
- * On a bucket shared by the replicas ({@code storage.type=s3}), the replica that evicts and
- * prunes is the owner of {@link EvictionTurn#KEY} under the cluster's rendezvous hashing, as
- * blobs have owners: no lease object, no conditional write. Members that disagree for a moment
- * may both run a pass; the eviction's safety rules make that cost one pass's work twice.
- * Without a cluster every replica is its own evictor.
+ * On a bucket shared by the replicas ({@code storage.type=s3}), the replica that evicts and prunes
+ * is the owner of {@link EvictionTurn#KEY} under the cluster's rendezvous hashing, as blobs have
+ * owners: no lease object, no conditional write. Members that disagree for a moment may both run a
+ * pass; the eviction's safety rules make that cost one pass's work twice. Without a cluster every
+ * replica is its own evictor.
  */
 @Component
 @ConditionalOnCluster

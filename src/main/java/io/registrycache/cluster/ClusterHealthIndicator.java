@@ -7,10 +7,10 @@ import org.springframework.boot.health.contributor.HealthIndicator;
 import org.springframework.stereotype.Component;
 
 /**
- * Health contributor {@code cluster}: the members this replica sees, which one it is, and when
- * they were last resolved, its peer port, and how many blobs it fetched from the upstream because
- * their owner failed ({@link PeerMetrics}). Always {@code UP} (a replica alone still serves pulls); a failed DNS
- * lookup shows as {@code lastError}. {@code mode: single} when no cluster is configured.
+ * Health contributor {@code cluster}: the members this replica sees, which one it is, and when they
+ * were last resolved, its peer port, and how many blobs it fetched from the upstream because their
+ * owner failed ({@link PeerMetrics}). Always {@code UP} (a replica alone still serves pulls); a
+ * failed DNS lookup shows as {@code lastError}. {@code mode: single} when no cluster is configured.
  */
 @Component
 @ConditionalOnCluster
@@ -20,7 +20,8 @@ public class ClusterHealthIndicator implements HealthIndicator {
   private final ClusterProperties properties;
   private final PeerMetrics metrics;
 
-  public ClusterHealthIndicator(ClusterMembership membership, ClusterProperties properties, PeerMetrics metrics) {
+  public ClusterHealthIndicator(
+      ClusterMembership membership, ClusterProperties properties, PeerMetrics metrics) {
     this.membership = membership;
     this.properties = properties;
     this.metrics = metrics;

@@ -26,19 +26,19 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
- * The members of the cluster as this replica sees them: the static {@code peers} plus the
- * addresses behind {@code peers-dns}, resolved at start-up and then every {@code
- * refresh-interval} on one daemon thread ({@code cluster-membership}; lookups block). A failed
- * lookup keeps the members last seen, so a DNS hiccup never reshuffles ownership.
+ * The members of the cluster as this replica sees them: the static {@code peers} plus the addresses
+ * behind {@code peers-dns}, resolved at start-up and then every {@code refresh-interval} on one
+ * daemon thread ({@code cluster-membership}; lookups block). A failed lookup keeps the members last
+ * seen, so a DNS hiccup never reshuffles ownership.
  *
  * <p>Reads are lock-free snapshots: {@link #members()} is called per pull once ownership routes
  * requests between replicas.
  *
  * <p>A member this replica could not connect to, or that accepted a request and stayed silent
- * ({@link #suspect}), is left out of ownership for
- * {@code suspect-for}: the blobs it owns get the next owner by the same hashing (the one other
- * replicas that also cannot reach it pick too), instead of each miss waiting on a refused or
- * black-holed connection first. It is taken back when the time is up; no probing.
+ * ({@link #suspect}), is left out of ownership for {@code suspect-for}: the blobs it owns get the
+ * next owner by the same hashing (the one other replicas that also cannot reach it pick too),
+ * instead of each miss waiting on a refused or black-holed connection first. It is taken back when
+ * the time is up; no probing.
  */
 @Component
 @ConditionalOnCluster
@@ -47,7 +47,11 @@ public class ClusterMembership {
   private static final Logger log = LoggerFactory.getLogger(ClusterMembership.class);
 
   /** One view of the cluster. */
-  public record View(SortedSet<Member> members, Optional<Member> self, Instant resolvedAt, Optional<String> lastError) {}
+  public record View(
+      SortedSet<Member> members,
+      Optional<Member> self,
+      Instant resolvedAt,
+      Optional<String> lastError) {}
 
   /** Resolves a DNS name to its addresses; replaceable in tests of failure handling only. */
   @FunctionalInterface
@@ -60,6 +64,7 @@ public class ClusterMembership {
   private final Clock clock;
   private final AtomicReference<View> view;
   private final ScheduledExecutorService refresher;
+
   /** Members left out of ownership, with the end of their suspicion. */
   private final Map<Member, Instant> suspects = new ConcurrentHashMap<>();
 
@@ -69,19 +74,25 @@ public class ClusterMembership {
   }
 
   @SuppressWarnings("FutureReturnValueIgnored") // refresh keeps the last members on a failed lookup
-  ClusterMembership(ClusterProperties properties, Resolver resolver, Clock clock, boolean schedule) {
+  ClusterMembership(
+      ClusterProperties properties, Resolver resolver, Clock clock, boolean schedule) {
     this.properties = properties;
     this.resolver = resolver;
     this.clock = clock;
-    this.view = new AtomicReference<>(new View(Collections.emptySortedSet(), Optional.empty(), clock.instant(), Optional.empty()));
+    this.view =
+        new AtomicReference<>(
+            new View(
+                Collections.emptySortedSet(), Optional.empty(), clock.instant(), Optional.empty()));
     refresh();
     boolean dns = properties.peersDns() != null && !properties.peersDns().isBlank();
     if (schedule && dns) {
-      refresher = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "cluster-membership");
-        t.setDaemon(true);
-        return t;
-      });
+      refresher =
+          Executors.newSingleThreadScheduledExecutor(
+              r -> {
+                Thread t = new Thread(r, "cluster-membership");
+                t.setDaemon(true);
+                return t;
+              });
       long every = properties.refreshInterval().toMillis();
       refresher.scheduleWithFixedDelay(this::refresh, every, every, TimeUnit.MILLISECONDS);
     } else {
@@ -129,9 +140,9 @@ public class ClusterMembership {
   }
 
   /**
-   * Leaves {@code member} out of ownership for {@code suspect-for} (a connection to it was
-   * refused or timed out, or it accepted a request and stayed silent); no-op when that is 0 or the
-   * member is this replica.
+   * Leaves {@code member} out of ownership for {@code suspect-for} (a connection to it was refused
+   * or timed out, or it accepted a request and stayed silent); no-op when that is 0 or the member
+   * is this replica.
    *
    * @return whether this starts a suspicion (the member was not a suspect already)
    */
@@ -142,7 +153,10 @@ public class ClusterMembership {
     Instant now = clock.instant();
     Instant previous = suspects.put(member, now.plus(properties.suspectFor()));
     if (previous == null || !previous.isAfter(now)) {
-      log.warn("cluster: member {} unreachable or silent; the blobs it owns go to the next owner for {}", member, properties.suspectFor());
+      log.warn(
+          "cluster: member {} unreachable or silent; the blobs it owns go to the next owner for {}",
+          member,
+          properties.suspectFor());
       return true;
     }
     return false;
@@ -152,11 +166,12 @@ public class ClusterMembership {
   public Set<Member> suspects() {
     Instant now = clock.instant();
     Set<Member> out = new TreeSet<>();
-    suspects.forEach((m, until) -> {
-      if (until.isAfter(now)) {
-        out.add(m);
-      }
-    });
+    suspects.forEach(
+        (m, until) -> {
+          if (until.isAfter(now)) {
+            out.add(m);
+          }
+        });
     return out;
   }
 
@@ -176,7 +191,10 @@ public class ClusterMembership {
         }
       } catch (UnknownHostException | RuntimeException e) {
         error = Optional.of("lookup of " + dns + " failed: " + e);
-        log.warn("cluster: {}; keeping the {} members last seen", error.get(), previous.members().size());
+        log.warn(
+            "cluster: {}; keeping the {} members last seen",
+            error.get(),
+            previous.members().size());
         members.addAll(previous.members());
       }
     }

@@ -9,13 +9,13 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
  * {@code registry-cache.cluster.*}: the replicas of a scaled-out cache (issue 11). With neither
- * {@code peers} nor {@code peers-dns} set (the default) the service is a single replica and
- * nothing here is used.
+ * {@code peers} nor {@code peers-dns} set (the default) the service is a single replica and nothing
+ * here is used.
  *
- * @param peers static members, {@code host:port} or {@code [v6]:port}, the port being each
- *     member's {@code peer-port} (a bare host gets {@code peer-port}); may include this replica
- * @param peersDns a DNS name whose A/AAAA records are the members (a Kubernetes headless
- *     Service), each on {@code peer-port}; resolved at start-up and every {@code refresh-interval}
+ * @param peers static members, {@code host:port} or {@code [v6]:port}, the port being each member's
+ *     {@code peer-port} (a bare host gets {@code peer-port}); may include this replica
+ * @param peersDns a DNS name whose A/AAAA records are the members (a Kubernetes headless Service),
+ *     each on {@code peer-port}; resolved at start-up and every {@code refresh-interval}
  * @param peerPort the port of this replica's internal peer endpoint ({@code
  *     /internal/v1/blobs/...}, served only when a cluster is configured), and the port of members
  *     given without one and of the addresses behind {@code peers-dns}; default 8082
@@ -35,17 +35,16 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * @param suspectFor how long a member that refused or timed out a connection is left out of
  *     ownership, so misses of the blobs it owns do not each wait for a connection to it first;
  *     default 10 s, {@code 0} never suspects
- * @param peerAddress the local address the peer port binds to (an IP literal or a host name of
- *     this machine, e.g. a private network's address or {@code 127.0.0.1}); default the pull
- *     port's {@code server.address}, and when that is unset every interface
+ * @param peerAddress the local address the peer port binds to (an IP literal or a host name of this
+ *     machine, e.g. a private network's address or {@code 127.0.0.1}); default the pull port's
+ *     {@code server.address}, and when that is unset every interface
  * @param firstByteTimeout how long a replica waits for a blob's or manifest's owner to start its
  *     answer (the response headers, counted from the request's start) before it asks the owner
- *     whether it is alive at all, on a second connection, waiting as long again for any answer:
- *     an owner that answers that is busy (e.g. waiting for its own upstream) and is waited for up
- *     to {@code read-timeout}; one that does not is hung (a stopped process whose kernel still
- *     accepts connections): it is suspected for {@code suspect-for} and the blob is fetched from
- *     the upstream here. So a hung owner costs a miss at most twice this; default 1 s, must be
- *     positive
+ *     whether it is alive at all, on a second connection, waiting as long again for any answer: an
+ *     owner that answers that is busy (e.g. waiting for its own upstream) and is waited for up to
+ *     {@code read-timeout}; one that does not is hung (a stopped process whose kernel still accepts
+ *     connections): it is suspected for {@code suspect-for} and the blob is fetched from the
+ *     upstream here. So a hung owner costs a miss at most twice this; default 1 s, must be positive
  */
 @ConfigurationProperties("registry-cache.cluster")
 public record ClusterProperties(
@@ -66,14 +65,16 @@ public record ClusterProperties(
   public ClusterProperties {
     peers = List.copyOf(peers);
     if (peerPort < 1 || peerPort > 65_535) {
-      throw new IllegalArgumentException("registry-cache.cluster.peer-port out of range: " + peerPort);
+      throw new IllegalArgumentException(
+          "registry-cache.cluster.peer-port out of range: " + peerPort);
     }
     requirePositive("refresh-interval", refreshInterval);
     requirePositive("connect-timeout", connectTimeout);
     requirePositive("read-timeout", readTimeout);
     requirePositive("first-byte-timeout", firstByteTimeout);
     if (suspectFor.isNegative()) {
-      throw new IllegalArgumentException("registry-cache.cluster.suspect-for must not be negative: " + suspectFor);
+      throw new IllegalArgumentException(
+          "registry-cache.cluster.suspect-for must not be negative: " + suspectFor);
     }
     peers.forEach(p -> Member.parse(p, peerPort)); // fail at start-up, not at the first pull
     if (peerAddress != null && peerAddress.isBlank()) {
@@ -82,21 +83,54 @@ public record ClusterProperties(
   }
 
   /** The membership settings alone, with no token and the default timeouts (tests, tools). */
-  public ClusterProperties(List<String> peers, String peersDns, int peerPort, Duration refreshInterval, String self) {
-    this(peers, peersDns, peerPort, refreshInterval, self, null, null, Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10), null);
+  public ClusterProperties(
+      List<String> peers, String peersDns, int peerPort, Duration refreshInterval, String self) {
+    this(
+        peers,
+        peersDns,
+        peerPort,
+        refreshInterval,
+        self,
+        null,
+        null,
+        Duration.ofSeconds(2),
+        Duration.ofSeconds(60),
+        Duration.ofSeconds(10),
+        null);
   }
 
   /** Every setting but {@code first-byte-timeout}, which gets its default of 1 s (tests, tools). */
   public ClusterProperties(
-      List<String> peers, String peersDns, int peerPort, Duration refreshInterval, String self, String token,
-      Path tokenFile, Duration connectTimeout, Duration readTimeout, Duration suspectFor, String peerAddress) {
-    this(peers, peersDns, peerPort, refreshInterval, self, token, tokenFile, connectTimeout, readTimeout, suspectFor, peerAddress,
+      List<String> peers,
+      String peersDns,
+      int peerPort,
+      Duration refreshInterval,
+      String self,
+      String token,
+      Path tokenFile,
+      Duration connectTimeout,
+      Duration readTimeout,
+      Duration suspectFor,
+      String peerAddress) {
+    this(
+        peers,
+        peersDns,
+        peerPort,
+        refreshInterval,
+        self,
+        token,
+        tokenFile,
+        connectTimeout,
+        readTimeout,
+        suspectFor,
+        peerAddress,
         Duration.ofSeconds(1));
   }
 
   private static void requirePositive(String name, Duration value) {
     if (value.isNegative() || value.isZero()) {
-      throw new IllegalArgumentException("registry-cache.cluster." + name + " must be positive: " + value);
+      throw new IllegalArgumentException(
+          "registry-cache.cluster." + name + " must be positive: " + value);
     }
   }
 
@@ -108,10 +142,30 @@ public record ClusterProperties(
   /** Everything but the token, which must never reach a log line. */
   @Override
   public String toString() {
-    return "ClusterProperties[peers=" + peers + ", peersDns=" + peersDns + ", peerPort=" + peerPort
-        + ", refreshInterval=" + refreshInterval + ", self=" + self
-        + ", token=" + (token == null ? "unset" : "(set)") + ", tokenFile=" + tokenFile
-        + ", connectTimeout=" + connectTimeout + ", readTimeout=" + readTimeout + ", suspectFor=" + suspectFor
-        + ", peerAddress=" + peerAddress + ", firstByteTimeout=" + firstByteTimeout + "]";
+    return "ClusterProperties[peers="
+        + peers
+        + ", peersDns="
+        + peersDns
+        + ", peerPort="
+        + peerPort
+        + ", refreshInterval="
+        + refreshInterval
+        + ", self="
+        + self
+        + ", token="
+        + (token == null ? "unset" : "(set)")
+        + ", tokenFile="
+        + tokenFile
+        + ", connectTimeout="
+        + connectTimeout
+        + ", readTimeout="
+        + readTimeout
+        + ", suspectFor="
+        + suspectFor
+        + ", peerAddress="
+        + peerAddress
+        + ", firstByteTimeout="
+        + firstByteTimeout
+        + "]";
   }
 }

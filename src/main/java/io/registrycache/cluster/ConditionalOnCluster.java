@@ -26,17 +26,23 @@ public @interface ConditionalOnCluster {
   /** Matches when {@code peers} has an entry or {@code peers-dns} is not blank. */
   final class OnCluster extends SpringBootCondition {
     @Override
-    public ConditionOutcome getMatchOutcome(ConditionContext context, AnnotatedTypeMetadata metadata) {
+    public ConditionOutcome getMatchOutcome(
+        ConditionContext context, AnnotatedTypeMetadata metadata) {
       Binder binder = Binder.get(context.getEnvironment());
-      boolean peers = binder.bind("registry-cache.cluster.peers", Bindable.listOf(String.class))
-          .map(list -> list.stream().anyMatch(p -> p != null && !p.isBlank()))
-          .orElse(false);
-      boolean dns = binder.bind("registry-cache.cluster.peers-dns", String.class)
-          .map(name -> !name.isBlank())
-          .orElse(false);
+      boolean peers =
+          binder
+              .bind("registry-cache.cluster.peers", Bindable.listOf(String.class))
+              .map(list -> list.stream().anyMatch(p -> p != null && !p.isBlank()))
+              .orElse(false);
+      boolean dns =
+          binder
+              .bind("registry-cache.cluster.peers-dns", String.class)
+              .map(name -> !name.isBlank())
+              .orElse(false);
       return peers || dns
           ? ConditionOutcome.match("registry-cache.cluster.peers or peers-dns is set")
-          : ConditionOutcome.noMatch("no registry-cache.cluster.peers or peers-dns: a single replica");
+          : ConditionOutcome.noMatch(
+              "no registry-cache.cluster.peers or peers-dns: a single replica");
     }
   }
 }

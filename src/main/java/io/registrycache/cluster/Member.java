@@ -3,8 +3,8 @@ package io.registrycache.cluster;
 import java.util.Objects;
 
 /**
- * One replica of a registry-cache cluster, as its peers reach it: a host (name or IP literal,
- * IPv6 without brackets) and a TCP port.
+ * One replica of a registry-cache cluster, as its peers reach it: a host (name or IP literal, IPv6
+ * without brackets) and a TCP port.
  *
  * @param host host name or IP address, never blank
  * @param port TCP port, 1–65535
@@ -19,7 +19,8 @@ public record Member(String host, int port) implements Comparable<Member> {
   public Member {
     Objects.requireNonNull(host, "host");
     if (host.isBlank() || host.chars().anyMatch(Character::isWhitespace)) {
-      throw new IllegalArgumentException("member host must be a name or an address: '" + host + "'");
+      throw new IllegalArgumentException(
+          "member host must be a name or an address: '" + host + "'");
     }
     if (port < 1 || port > 65_535) {
       throw new IllegalArgumentException("member port out of range: " + port);
@@ -44,7 +45,8 @@ public record Member(String host, int port) implements Comparable<Member> {
       String rest = t.substring(close + 1);
       int port = rest.isEmpty() ? defaultPort : port(rest.substring(1), text);
       if (!rest.isEmpty() && !rest.startsWith(":")) {
-        throw new IllegalArgumentException("expected ':port' after ']' in member address: '" + text + "'");
+        throw new IllegalArgumentException(
+            "expected ':port' after ']' in member address: '" + text + "'");
       }
       return new Member(t.substring(1, close), port);
     }

@@ -1,8 +1,8 @@
 package io.registrycache.cluster;
 
 /**
- * The replicas' internal protocol (version 1), on each replica's {@code cluster.peer-port},
- * never on the pull port:
+ * The replicas' internal protocol (version 1), on each replica's {@code cluster.peer-port}, never
+ * on the pull port:
  *
  * <pre>
  * GET /internal/v1/blobs/&lt;upstream-key&gt;/&lt;repository&gt;/&lt;digest&gt;
@@ -18,10 +18,10 @@ package io.registrycache.cluster;
  * every media type is accepted, and a tag is as fresh as the owner's {@code tag-ttl} allows), or an
  * OCI error body with the status its pull-through gave; 401 for a missing or wrong token. Every
  * answer of the endpoint carries {@value #HEADER}{@code : 1}, which tells an owner's "no such blob
- * or manifest upstream" (404 with the header) from a path this replica does not serve (404
- * without it). {@code ping} is a liveness probe, answered 204 at once without touching the
- * store or the upstream; the asking replica takes any HTTP answer (even an older replica's 404)
- * as a sign of life.
+ * or manifest upstream" (404 with the header) from a path this replica does not serve (404 without
+ * it). {@code ping} is a liveness probe, answered 204 at once without touching the store or the
+ * upstream; the asking replica takes any HTTP answer (even an older replica's 404) as a sign of
+ * life.
  */
 public final class PeerProtocol {
 

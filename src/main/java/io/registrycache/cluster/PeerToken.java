@@ -9,15 +9,14 @@ import java.security.NoSuchAlgorithmException;
 import org.springframework.stereotype.Component;
 
 /**
- * The shared secret replicas present to each other's peer endpoint as {@code Authorization:
- * Bearer <token>} ({@code registry-cache.cluster.token} or {@code token-file}, read once at
- * start-up). Required, and at least {@value #MIN_LENGTH} characters, when a cluster is
- * configured: the service does not start without it. The token is never logged and never part of
- * an exception message.
+ * The shared secret replicas present to each other's peer endpoint as {@code Authorization: Bearer
+ * <token>} ({@code registry-cache.cluster.token} or {@code token-file}, read once at start-up).
+ * Required, and at least {@value #MIN_LENGTH} characters, when a cluster is configured: the service
+ * does not start without it. The token is never logged and never part of an exception message.
  *
- * <p>The comparison is constant-time in the presented value: both sides are hashed with SHA-256
- * and the digests compared with {@link MessageDigest#isEqual}, so neither the content nor the
- * length of the expected token leaks through timing.
+ * <p>The comparison is constant-time in the presented value: both sides are hashed with SHA-256 and
+ * the digests compared with {@link MessageDigest#isEqual}, so neither the content nor the length of
+ * the expected token leaks through timing.
  */
 @Component
 @ConditionalOnCluster
@@ -61,7 +60,8 @@ public final class PeerToken {
     }
     if (value.length() < MIN_LENGTH || value.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
       throw new IllegalStateException(
-          "registry-cache.cluster token must be at least " + MIN_LENGTH
+          "registry-cache.cluster token must be at least "
+              + MIN_LENGTH
               + " printable ASCII characters without spaces");
     }
     return value;
@@ -85,10 +85,13 @@ public final class PeerToken {
    * schemes, and always when no token is configured.
    */
   public boolean accepts(String authorization) {
-    if (expected == null || authorization == null || !authorization.regionMatches(true, 0, BEARER, 0, BEARER.length())) {
+    if (expected == null
+        || authorization == null
+        || !authorization.regionMatches(true, 0, BEARER, 0, BEARER.length())) {
       return false;
     }
-    return MessageDigest.isEqual(expected, sha256(authorization.substring(BEARER.length()).strip()));
+    return MessageDigest.isEqual(
+        expected, sha256(authorization.substring(BEARER.length()).strip()));
   }
 
   private static byte[] sha256(String value) {

@@ -9,10 +9,10 @@ import java.util.Optional;
 
 /**
  * Picks the owner of a key (a blob digest, a manifest reference) among the live members by
- * rendezvous (highest random weight) hashing: every member scores every key, the highest score
- * owns it. Members that agree on the member set agree on the owner without talking to each
- * other; removing a member moves only the keys it owned, adding one moves only the keys it now
- * owns (Thaler and Ravishankar, "Using name-based mappings to increase hit rates", 1998).
+ * rendezvous (highest random weight) hashing: every member scores every key, the highest score owns
+ * it. Members that agree on the member set agree on the owner without talking to each other;
+ * removing a member moves only the keys it owned, adding one moves only the keys it now owns
+ * (Thaler and Ravishankar, "Using name-based mappings to increase hit rates", 1998).
  *
  * <p>The score is the first 8 bytes of SHA-256 over {@code member id, '\n', key}: stable across
  * JVMs and releases, which {@code String.hashCode} mixing would not promise to be.
@@ -22,8 +22,8 @@ public final class RendezvousHashing {
   private RendezvousHashing() {}
 
   /**
-   * The owner of {@code key}: empty only when {@code members} is empty. Ties (a 2^-64 chance)
-   * go to the member with the smaller id, so the answer is still the same everywhere.
+   * The owner of {@code key}: empty only when {@code members} is empty. Ties (a 2^-64 chance) go to
+   * the member with the smaller id, so the answer is still the same everywhere.
    */
   public static Optional<Member> owner(String key, Collection<Member> members) {
     Member best = null;

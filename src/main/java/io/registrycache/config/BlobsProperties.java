@@ -15,8 +15,8 @@ import org.springframework.util.unit.DataSize;
  * @param resumeAttempts how many times one blob download whose upstream transfer broke off is
  *     resumed from the last byte received ({@code Range: bytes=<next>-}) rather than failed; 0
  *     never resumes; default 3
- * @param prefetch {@code registry-cache.blobs.prefetch.*}: fetching the blobs of a manifest as
- *     soon as the manifest arrives
+ * @param prefetch {@code registry-cache.blobs.prefetch.*}: fetching the blobs of a manifest as soon
+ *     as the manifest arrives
  */
 @ConfigurationProperties("registry-cache.blobs")
 public record BlobsProperties(
@@ -31,10 +31,10 @@ public record BlobsProperties(
 
   /**
    * Prefetch on manifest: when an image manifest is fetched from the upstream (a cold pull, or a
-   * tag that moved), fills of its config and layers that are not stored yet start at once,
-   * through the same single-flight as clients' requests, so the client's blob requests join fills
-   * already running instead of each waiting for its own upstream round trip. Prefetch fills are
-   * bounded and yield to clients: a client's request never waits for a prefetch slot.
+   * tag that moved), fills of its config and layers that are not stored yet start at once, through
+   * the same single-flight as clients' requests, so the client's blob requests join fills already
+   * running instead of each waiting for its own upstream round trip. Prefetch fills are bounded and
+   * yield to clients: a client's request never waits for a prefetch slot.
    *
    * @param enabled whether manifests start fills of their blobs; default true
    * @param maxBytesPerManifest blobs of one manifest are prefetched, in order, until their
@@ -48,11 +48,12 @@ public record BlobsProperties(
    *     {@code linux/arm64/v8}); an index's child manifests are always prefetched (they are small);
    *     default none
    * @param unrequestedAfter a prefetched blob no client asked for within this time counts as
-   *     prefetched in vain ({@code registry_cache_prefetch_unrequested_bytes_total}); default 10 min
+   *     prefetched in vain ({@code registry_cache_prefetch_unrequested_bytes_total}); default 10
+   *     min
    * @param minUpstreamLatency no prefetch from an upstream whose quickest manifest fetch of the
    *     last one to two minutes took less than this: a nearby upstream answers each client request
-   *     about as fast, and prefetching only adds work (the quickest, not the latest: on a busy cache
-   *     fetches take longer in its own queues); 0 prefetches always; default 10 ms
+   *     about as fast, and prefetching only adds work (the quickest, not the latest: on a busy
+   *     cache fetches take longer in its own queues); 0 prefetches always; default 10 ms
    */
   public record Prefetch(
       @DefaultValue("true") boolean enabled,
@@ -64,7 +65,13 @@ public record BlobsProperties(
 
     /** Every default. */
     public static final Prefetch DEFAULTS =
-        new Prefetch(true, DataSize.ofGigabytes(2), 32, List.of(), Duration.ofMinutes(10), Duration.ofMillis(10));
+        new Prefetch(
+            true,
+            DataSize.ofGigabytes(2),
+            32,
+            List.of(),
+            Duration.ofMinutes(10),
+            Duration.ofMillis(10));
 
     public Prefetch {
       platforms = List.copyOf(platforms);

@@ -13,8 +13,8 @@ import org.springframework.core.type.AnnotatedTypeMetadata;
 
 /**
  * A bean of one store ({@code registry-cache.storage.type}), read as the enum {@link
- * StorageProperties.Type}: a value that is not a store fails the start-up with a message naming
- * the setting and the stores there are, instead of leaving the service without a store.
+ * StorageProperties.Type}: a value that is not a store fails the start-up with a message naming the
+ * setting and the stores there are, instead of leaving the service without a store.
  */
 @Retention(RetentionPolicy.RUNTIME)
 @Target({ElementType.TYPE, ElementType.METHOD})
@@ -28,16 +28,21 @@ public @interface ConditionalOnStorageType {
   final class OnStorageType implements Condition {
     @Override
     public boolean matches(ConditionContext context, AnnotatedTypeMetadata metadata) {
-      Map<String, Object> attributes = metadata.getAnnotationAttributes(ConditionalOnStorageType.class.getName());
+      Map<String, Object> attributes =
+          metadata.getAnnotationAttributes(ConditionalOnStorageType.class.getName());
       StorageProperties.Type wanted = (StorageProperties.Type) attributes.get("value");
       StorageProperties.Type configured;
       try {
-        configured = Binder.get(context.getEnvironment())
-            .bind("registry-cache.storage.type", StorageProperties.Type.class)
-            .orElse(StorageProperties.Type.FILESYSTEM);
+        configured =
+            Binder.get(context.getEnvironment())
+                .bind("registry-cache.storage.type", StorageProperties.Type.class)
+                .orElse(StorageProperties.Type.FILESYSTEM);
       } catch (RuntimeException e) {
-        throw new IllegalStateException("registry-cache.storage.type must be one of filesystem, s3; got '"
-            + context.getEnvironment().getProperty("registry-cache.storage.type") + "'", e);
+        throw new IllegalStateException(
+            "registry-cache.storage.type must be one of filesystem, s3; got '"
+                + context.getEnvironment().getProperty("registry-cache.storage.type")
+                + "'",
+            e);
       }
       return configured == wanted;
     }

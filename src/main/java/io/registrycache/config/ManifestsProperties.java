@@ -11,8 +11,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     default 64 MiB
  * @param maxSizeBytes largest manifest accepted from an upstream, in bytes; default 4 MiB (the
  *     limit the OCI Distribution Spec suggests registries accept)
- * @param tagTtl how long a cached tag is served before it is revalidated with a {@code HEAD} to
- *     the upstream; default 5 min
+ * @param tagTtl how long a cached tag is served before it is revalidated with a {@code HEAD} to the
+ *     upstream; default 5 min
  * @param tagListMaxTags most tags a repository's tag list may have: the whole list is fetched to be
  *     sorted and paged, so beyond this the listing fails rather than hold an unbounded list;
  *     default 100,000

@@ -39,6 +39,7 @@ public class PropertiesConfiguration {
       AuthProperties auth,
       RateLimitProperties rateLimit) {
     return new RegistryCacheProperties(
-        storage, manifests, blobs, referrers, prune, admin, accessLog, preload, upstreams, auth, rateLimit);
+        storage, manifests, blobs, referrers, prune, admin, accessLog, preload, upstreams, auth,
+        rateLimit);
   }
 }

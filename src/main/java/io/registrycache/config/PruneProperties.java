@@ -17,4 +17,5 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     default) means no limit
  */
 @ConfigurationProperties("registry-cache.prune")
-public record PruneProperties(Duration schedule, Duration keepPulledWithin, @DefaultValue("0") int keepPerRepository) {}
+public record PruneProperties(
+    Duration schedule, Duration keepPulledWithin, @DefaultValue("0") int keepPerRepository) {}

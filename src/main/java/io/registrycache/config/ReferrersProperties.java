@@ -9,9 +9,11 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  * Referrers").
  *
  * @param ttl how long a referrers list from an upstream is served before it is asked again; short,
- *     so new signatures appear. Past it, a failing upstream still gets the cached list; default 60 s
+ *     so new signatures appear. Past it, a failing upstream still gets the cached list; default 60
+ *     s
  * @param pageSize descriptors per response page; longer lists get a {@code Link: <...>;
  *     rel="next"}; default 100
  */
 @ConfigurationProperties("registry-cache.referrers")
-public record ReferrersProperties(@DefaultValue("60s") Duration ttl, @DefaultValue("100") int pageSize) {}
+public record ReferrersProperties(
+    @DefaultValue("60s") Duration ttl, @DefaultValue("100") int pageSize) {}

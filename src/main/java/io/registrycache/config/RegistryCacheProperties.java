@@ -6,8 +6,8 @@ import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
 
 /**
- * Everything an operator sets under the prefix {@code registry-cache}, one record per concern,
- * each bound by Spring Boot from its own prefix with its defaults in {@code @DefaultValue} (the one
+ * Everything an operator sets under the prefix {@code registry-cache}, one record per concern, each
+ * bound by Spring Boot from its own prefix with its defaults in {@code @DefaultValue} (the one
  * source of defaults; IDE metadata is generated from them). This record only holds them together,
  * so that a class that reads several concerns takes one parameter. Every property can be set by an
  * environment variable in Spring Boot's canonical form, e.g. {@code REGISTRYCACHE_STORAGE_PATH} or
@@ -45,9 +45,9 @@ public record RegistryCacheProperties(
   }
 
   /**
-   * The settings {@code properties} make, bound exactly as Spring Boot binds them at start-up;
-   * keys in the canonical form, e.g. {@code registry-cache.storage.max-bytes}, values as strings
-   * (lists comma-separated). For tests and tools.
+   * The settings {@code properties} make, bound exactly as Spring Boot binds them at start-up; keys
+   * in the canonical form, e.g. {@code registry-cache.storage.max-bytes}, values as strings (lists
+   * comma-separated). For tests and tools.
    *
    * @throws org.springframework.boot.context.properties.bind.BindException when a value does not
    *     convert or a record refuses it
@@ -79,8 +79,9 @@ public record RegistryCacheProperties(
   }
 
   /**
-   * One upstream's settings from {@code properties} relative to {@code registry-cache.upstreams.<key>},
-   * e.g. {@code url}, {@code redirect.allowed-hosts}; every other setting at its default.
+   * One upstream's settings from {@code properties} relative to {@code
+   * registry-cache.upstreams.<key>}, e.g. {@code url}, {@code redirect.allowed-hosts}; every other
+   * setting at its default.
    */
   public static UpstreamProperties upstream(Map<String, ?> properties) {
     return new Binder(new MapConfigurationPropertySource(properties))

@@ -5,9 +5,10 @@ import java.util.regex.Pattern;
 import org.springframework.util.AntPathMatcher;
 
 /**
- * A pattern of repository names, as used by access rules ({@code registry-cache.auth.rules[*].repositories})
- * and pull-through lists ({@code registry-cache.upstreams.<key>.pull-through.allow|deny}). Matched
- * by Spring's {@link AntPathMatcher} with {@code /} as the separator, case-sensitively:
+ * A pattern of repository names, as used by access rules ({@code
+ * registry-cache.auth.rules[*].repositories}) and pull-through lists ({@code
+ * registry-cache.upstreams.<key>.pull-through.allow|deny}). Matched by Spring's {@link
+ * AntPathMatcher} with {@code /} as the separator, case-sensitively:
  *
  * <ul>
  *   <li>{@code *} matches any characters within one path component ({@code team/*} matches {@code
@@ -33,26 +34,33 @@ public record RepositoryGlob(String pattern) {
   private static final AntPathMatcher MATCHER = new AntPathMatcher("/");
   private static final Pattern CHARACTERS = Pattern.compile("[a-z0-9._\\-/*]+");
 
-  /** @throws IllegalArgumentException when the pattern breaks a rule above, saying which */
+  /**
+   * @throws IllegalArgumentException when the pattern breaks a rule above, saying which
+   */
   public RepositoryGlob {
     if (pattern == null || pattern.isBlank()) {
       throw new IllegalArgumentException("a repository pattern must not be empty");
     }
     if (pattern.length() > 255) {
-      throw new IllegalArgumentException("repository pattern longer than 255 characters: '" + pattern.substring(0, 40) + "...'");
+      throw new IllegalArgumentException(
+          "repository pattern longer than 255 characters: '" + pattern.substring(0, 40) + "...'");
     }
     if (!CHARACTERS.matcher(pattern).matches()) {
-      throw new IllegalArgumentException("repository pattern '" + pattern
-          + "' may only hold lowercase letters, digits, '.', '_', '-', '/' and '*' (repository names are lowercase)");
+      throw new IllegalArgumentException(
+          "repository pattern '"
+              + pattern
+              + "' may only hold lowercase letters, digits, '.', '_', '-', '/' and '*' (repository names are lowercase)");
     }
     for (String component : pattern.split("/", -1)) {
       if (component.isEmpty() || component.equals(".") || component.equals("..")) {
-        throw new IllegalArgumentException("repository pattern '" + pattern
-            + "' has an empty, '.' or '..' component");
+        throw new IllegalArgumentException(
+            "repository pattern '" + pattern + "' has an empty, '.' or '..' component");
       }
       if (component.contains("**") && !component.equals("**")) {
-        throw new IllegalArgumentException("repository pattern '" + pattern
-            + "': '**' must be a whole component (e.g. 'team/**')");
+        throw new IllegalArgumentException(
+            "repository pattern '"
+                + pattern
+                + "': '**' must be a whole component (e.g. 'team/**')");
       }
     }
   }

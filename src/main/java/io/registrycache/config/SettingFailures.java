@@ -24,7 +24,8 @@ public final class SettingFailures {
 
   private SettingFailures() {}
 
-  private static final String SEE_README = "README.md, \"Configuration\", lists every setting and its values.";
+  private static final String SEE_README =
+      "README.md, \"Configuration\", lists every setting and its values.";
   private static final Pattern CONTROL = Pattern.compile("\\p{Cntrl}");
 
   /** A value as the report shows it: one line whatever it holds. */
@@ -32,14 +33,22 @@ public final class SettingFailures {
     return CONTROL.matcher(String.valueOf(value)).replaceAll("?");
   }
 
-  /** {@code registry-cache.upstreams.<key>.url} unset, or not an absolute http(s) URL with a host. */
+  /**
+   * {@code registry-cache.upstreams.<key>.url} unset, or not an absolute http(s) URL with a host.
+   */
   public static final class UpstreamUrlException extends IllegalStateException {
     private final String key;
     private final String url;
 
-    /** @param url the value as given, {@code null} when unset */
+    /**
+     * @param url the value as given, {@code null} when unset
+     */
     public UpstreamUrlException(String key, String url) {
-      super("registry-cache.upstreams." + key + ".url " + (url == null ? "is not set" : "is not an http or https URL: " + url));
+      super(
+          "registry-cache.upstreams."
+              + key
+              + ".url "
+              + (url == null ? "is not set" : "is not an http or https URL: " + url));
       this.key = key;
       this.url = url;
     }
@@ -53,7 +62,10 @@ public final class SettingFailures {
     }
   }
 
-  /** An upstream key (default upstream, access rule) that no {@code registry-cache.upstreams.<key>} configures. */
+  /**
+   * An upstream key (default upstream, access rule) that no {@code registry-cache.upstreams.<key>}
+   * configures.
+   */
   public static final class UnknownUpstreamException extends IllegalStateException {
     private final String setting;
     private final String name;
@@ -90,7 +102,9 @@ public final class SettingFailures {
     private final Path file;
     private final String problem;
 
-    /** @param problem what is wrong with it, e.g. {@code does not exist} */
+    /**
+     * @param problem what is wrong with it, e.g. {@code does not exist}
+     */
     public SettingFileException(String setting, Path file, String problem) {
       super(setting + " is " + file + ", which " + problem);
       this.setting = setting;
@@ -111,7 +125,10 @@ public final class SettingFailures {
     }
   }
 
-  /** A port the service listens on that it cannot bind: in use by another process, or a foreign address. */
+  /**
+   * A port the service listens on that it cannot bind: in use by another process, or a foreign
+   * address.
+   */
   public static final class ListenPortException extends IllegalStateException {
     private final String setting;
     private final String addressSetting;
@@ -127,9 +144,20 @@ public final class SettingFailures {
      * @param cause the failed bind
      */
     public ListenPortException(
-        String setting, String addressSetting, String address, int port, boolean inUse, Exception cause) {
-      super("cannot listen on " + (address == null ? "port " + port : address + ":" + port) + " (" + setting + "): "
-          + cause.getMessage(), cause);
+        String setting,
+        String addressSetting,
+        String address,
+        int port,
+        boolean inUse,
+        Exception cause) {
+      super(
+          "cannot listen on "
+              + (address == null ? "port " + port : address + ":" + port)
+              + " ("
+              + setting
+              + "): "
+              + cause.getMessage(),
+          cause);
       this.setting = setting;
       this.addressSetting = addressSetting;
       this.address = address;
@@ -152,75 +180,129 @@ public final class SettingFailures {
 
   /** {@link UpstreamUrlException}: the upstream's URL. */
   @Order(Ordered.HIGHEST_PRECEDENCE)
-  public static final class UpstreamUrlAnalyzer extends AbstractFailureAnalyzer<UpstreamUrlException> {
+  public static final class UpstreamUrlAnalyzer
+      extends AbstractFailureAnalyzer<UpstreamUrlException> {
     @Override
     protected FailureAnalysis analyze(Throwable rootFailure, UpstreamUrlException cause) {
       String setting = "registry-cache.upstreams." + shown(cause.key()) + ".url";
-      String description = cause.url() == null
-          ? setting + " is not set: the cache does not know where upstream '" + shown(cause.key()) + "' is."
-          : setting + " is '" + shown(cause.url()) + "', which is not an http or https URL with a host.";
-      return new FailureAnalysis(description,
-          "Set " + setting + " to the registry's base URL, e.g. https://registry.example.com or http://localhost:5000.",
+      String description =
+          cause.url() == null
+              ? setting
+                  + " is not set: the cache does not know where upstream '"
+                  + shown(cause.key())
+                  + "' is."
+              : setting
+                  + " is '"
+                  + shown(cause.url())
+                  + "', which is not an http or https URL with a host.";
+      return new FailureAnalysis(
+          description,
+          "Set "
+              + setting
+              + " to the registry's base URL, e.g. https://registry.example.com or http://localhost:5000.",
           cause);
     }
   }
 
-  /** {@link UnknownUpstreamException}: a default upstream or access rule naming an upstream that is not configured. */
+  /**
+   * {@link UnknownUpstreamException}: a default upstream or access rule naming an upstream that is
+   * not configured.
+   */
   @Order(Ordered.HIGHEST_PRECEDENCE)
-  public static final class UnknownUpstreamAnalyzer extends AbstractFailureAnalyzer<UnknownUpstreamException> {
+  public static final class UnknownUpstreamAnalyzer
+      extends AbstractFailureAnalyzer<UnknownUpstreamException> {
     @Override
     protected FailureAnalysis analyze(Throwable rootFailure, UnknownUpstreamException cause) {
       String name = shown(cause.name());
       String configured = shown(String.join(", ", cause.configured()));
-      String description = cause.setting() + " names upstream '" + name
-          + "', which is not configured (upstream keys: " + configured + ").";
-      String action = cause.setting().startsWith("registry-cache.auth.rules")
-          ? "Name one of " + configured + " or *, configure registry-cache.upstreams." + name
-              + ".url, or set registry-cache.allow-any-upstream=true to name registry hosts in rules."
-          : "Set " + cause.setting() + " to one of " + configured + ", or configure registry-cache.upstreams." + name + ".url.";
+      String description =
+          cause.setting()
+              + " names upstream '"
+              + name
+              + "', which is not configured (upstream keys: "
+              + configured
+              + ").";
+      String action =
+          cause.setting().startsWith("registry-cache.auth.rules")
+              ? "Name one of "
+                  + configured
+                  + " or *, configure registry-cache.upstreams."
+                  + name
+                  + ".url, or set registry-cache.allow-any-upstream=true to name registry hosts in rules."
+              : "Set "
+                  + cause.setting()
+                  + " to one of "
+                  + configured
+                  + ", or configure registry-cache.upstreams."
+                  + name
+                  + ".url.";
       return new FailureAnalysis(description, action, cause);
     }
   }
 
   /** {@link SettingFileException}: a file a setting names. */
   @Order(Ordered.HIGHEST_PRECEDENCE)
-  public static final class SettingFileAnalyzer extends AbstractFailureAnalyzer<SettingFileException> {
+  public static final class SettingFileAnalyzer
+      extends AbstractFailureAnalyzer<SettingFileException> {
     @Override
     protected FailureAnalysis analyze(Throwable rootFailure, SettingFileException cause) {
       String file = shown(cause.file());
       String description = cause.setting() + " is " + file + ", which " + cause.problem() + ".";
-      String action = "registry-cache.auth.htpasswd-file".equals(cause.setting())
-          ? "Create it (java -jar registry-cache.jar htpasswd --user <name> --password-stdin >> " + file
-              + "), or set " + cause.setting() + " to an existing file."
-          : "Create it, or set " + cause.setting() + " to an existing file.";
+      String action =
+          "registry-cache.auth.htpasswd-file".equals(cause.setting())
+              ? "Create it (java -jar registry-cache.jar htpasswd --user <name> --password-stdin >> "
+                  + file
+                  + "), or set "
+                  + cause.setting()
+                  + " to an existing file."
+              : "Create it, or set " + cause.setting() + " to an existing file.";
       return new FailureAnalysis(description, action, cause);
     }
   }
 
   /** {@link ListenPortException}: a port of the service that cannot be bound. */
   @Order(Ordered.HIGHEST_PRECEDENCE)
-  public static final class ListenPortAnalyzer extends AbstractFailureAnalyzer<ListenPortException> {
+  public static final class ListenPortAnalyzer
+      extends AbstractFailureAnalyzer<ListenPortException> {
     @Override
     protected FailureAnalysis analyze(Throwable rootFailure, ListenPortException cause) {
       if (cause.inUse()) {
         return new FailureAnalysis(
             "Port " + cause.port() + " (" + cause.setting() + ") is already in use.",
-            "Stop the process that listens on port " + cause.port() + ", or set " + cause.setting()
-                + " to a free port (e.g. --" + cause.setting() + "=" + (cause.port() == 65_535 ? 8090 : cause.port() + 10) + ").",
+            "Stop the process that listens on port "
+                + cause.port()
+                + ", or set "
+                + cause.setting()
+                + " to a free port (e.g. --"
+                + cause.setting()
+                + "="
+                + (cause.port() == 65_535 ? 8090 : cause.port() + 10)
+                + ").",
             cause);
       }
       return new FailureAnalysis(
-          "Cannot listen on " + shown(cause.address) + ":" + cause.port() + " (" + cause.addressSetting + ", "
-              + cause.setting() + "): " + shown(cause.getCause().getMessage()) + ".",
-          "Set " + cause.addressSetting + " to an address of this machine, or leave it unset to listen on every interface.",
+          "Cannot listen on "
+              + shown(cause.address)
+              + ":"
+              + cause.port()
+              + " ("
+              + cause.addressSetting
+              + ", "
+              + cause.setting()
+              + "): "
+              + shown(cause.getCause().getMessage())
+              + ".",
+          "Set "
+              + cause.addressSetting
+              + " to an address of this machine, or leave it unset to listen on every interface.",
           cause);
     }
   }
 
   /**
-   * A {@code registry-cache.*} value that does not convert (a duration, a size, a number) or that
-   * a settings record refuses: the setting, its value and the reason on one line, where Spring
-   * Boot's own analysis takes several.
+   * A {@code registry-cache.*} value that does not convert (a duration, a size, a number) or that a
+   * settings record refuses: the setting, its value and the reason on one line, where Spring Boot's
+   * own analysis takes several.
    */
   @Order(Ordered.HIGHEST_PRECEDENCE + 1)
   public static final class SettingValueAnalyzer extends AbstractFailureAnalyzer<BindException> {
@@ -232,10 +314,19 @@ public final class SettingFailures {
       }
       String reason = shown(innermostMessage(cause));
       ConfigurationProperty property = cause.getProperty();
-      String description = property == null
-          ? sentence("Invalid settings under " + name + ": " + reason)
-          : sentence(property.getName() + " is '" + shown(property.getValue()) + "'"
-              + (property.getOrigin() == null ? "" : " (" + origin(property.getName(), property.getOrigin()) + ")") + ": " + reason);
+      String description =
+          property == null
+              ? sentence("Invalid settings under " + name + ": " + reason)
+              : sentence(
+                  property.getName()
+                      + " is '"
+                      + shown(property.getValue())
+                      + "'"
+                      + (property.getOrigin() == null
+                          ? ""
+                          : " (" + origin(property.getName(), property.getOrigin()) + ")")
+                      + ": "
+                      + reason);
       return new FailureAnalysis(description, "Correct the setting; " + SEE_README, cause);
     }
   }
@@ -246,14 +337,17 @@ public final class SettingFailures {
    * registry-cache.}), e.g. an htpasswd file with an MD5 entry, a username without a password.
    */
   @Order(Ordered.HIGHEST_PRECEDENCE + 2)
-  public static final class SettingMessageAnalyzer extends AbstractFailureAnalyzer<RuntimeException> {
+  public static final class SettingMessageAnalyzer
+      extends AbstractFailureAnalyzer<RuntimeException> {
     @Override
     @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
     protected FailureAnalysis analyze(Throwable rootFailure, RuntimeException cause) {
       for (Throwable t = rootFailure; t != null; t = t.getCause() == t ? null : t.getCause()) {
         if ((t instanceof IllegalArgumentException || t instanceof IllegalStateException)
-            && t.getMessage() != null && t.getMessage().startsWith("registry-cache.")) {
-          return new FailureAnalysis(sentence(t.getMessage()), "Correct that setting; " + SEE_README, t);
+            && t.getMessage() != null
+            && t.getMessage().startsWith("registry-cache.")) {
+          return new FailureAnalysis(
+              sentence(t.getMessage()), "Correct that setting; " + SEE_README, t);
         }
       }
       return null;
@@ -269,8 +363,10 @@ public final class SettingFailures {
   static String origin(Object name, Origin origin) {
     if (origin instanceof PropertySourceOrigin source) {
       String given = source.getPropertyName();
-      return shown("from " + source.getPropertySource().getName()
-          + (given == null || given.equals(String.valueOf(name)) ? "" : " as " + given));
+      return shown(
+          "from "
+              + source.getPropertySource().getName()
+              + (given == null || given.equals(String.valueOf(name)) ? "" : " as " + given));
     }
     return shown(origin);
   }

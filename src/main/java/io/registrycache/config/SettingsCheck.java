@@ -50,7 +50,8 @@ import org.springframework.core.Ordered;
  *
  * Registered in {@code META-INF/spring.factories} as an {@link ApplicationContextInitializer}.
  */
-public class SettingsCheck implements ApplicationContextInitializer<ConfigurableApplicationContext>, Ordered {
+public class SettingsCheck
+    implements ApplicationContextInitializer<ConfigurableApplicationContext>, Ordered {
 
   /** Key of the built-in upstream (as {@code upstream.Upstreams.BUILT_IN_KEY}). */
   static final String BUILT_IN_KEY = "local";
@@ -83,7 +84,9 @@ public class SettingsCheck implements ApplicationContextInitializer<Configurable
     }
     upstreams.upstreams().forEach((key, upstream) -> checkUrl(key, upstream.url()));
     String defaultKey = upstreams.defaultUpstream();
-    if (defaultKey != null && !defaultKey.isBlank() && !keys.contains(defaultKey)
+    if (defaultKey != null
+        && !defaultKey.isBlank()
+        && !keys.contains(defaultKey)
         && !BUILT_IN_KEY.equals(defaultKey)) {
       throw new UnknownUpstreamException("registry-cache.default-upstream", defaultKey, keys);
     }
@@ -93,7 +96,8 @@ public class SettingsCheck implements ApplicationContextInitializer<Configurable
       for (int i = 0; i < rules.size(); i++) {
         for (String key : rules.get(i).upstreams()) {
           if (!"*".equals(key) && !keys.contains(key)) {
-            throw new UnknownUpstreamException("registry-cache.auth.rules[" + i + "].upstreams", key, keys);
+            throw new UnknownUpstreamException(
+                "registry-cache.auth.rules[" + i + "].upstreams", key, keys);
           }
         }
       }
@@ -133,17 +137,24 @@ public class SettingsCheck implements ApplicationContextInitializer<Configurable
         put(files, "registry-cache.auth.token.key-file", auth.token().keyFile());
       }
       for (int i = 0; i < auth.trustedIssuers().size(); i++) {
-        put(files, "registry-cache.auth.trusted-issuers[" + i + "].jwks-file", auth.trustedIssuers().get(i).jwksFile());
+        put(
+            files,
+            "registry-cache.auth.trusted-issuers[" + i + "].jwks-file",
+            auth.trustedIssuers().get(i).jwksFile());
       }
     }
     put(files, "registry-cache.admin.token-file", properties.admin().tokenFile());
-    properties.upstreams().upstreams().forEach((key, upstream) -> {
-      String prefix = "registry-cache.upstreams." + key + ".";
-      put(files, prefix + "password-file", upstream.passwordFile());
-      put(files, prefix + "tls.ca-file", upstream.tls().caFile());
-      put(files, prefix + "tls.cert-file", upstream.tls().certFile());
-      put(files, prefix + "tls.key-file", upstream.tls().keyFile());
-    });
+    properties
+        .upstreams()
+        .upstreams()
+        .forEach(
+            (key, upstream) -> {
+              String prefix = "registry-cache.upstreams." + key + ".";
+              put(files, prefix + "password-file", upstream.passwordFile());
+              put(files, prefix + "tls.ca-file", upstream.tls().caFile());
+              put(files, prefix + "tls.cert-file", upstream.tls().certFile());
+              put(files, prefix + "tls.key-file", upstream.tls().keyFile());
+            });
     return files;
   }
 
@@ -161,8 +172,8 @@ public class SettingsCheck implements ApplicationContextInitializer<Configurable
       throw new SettingFileException(setting, file, "is not a regular file");
     }
     if (!Files.isReadable(file)) {
-      throw new SettingFileException(setting, file,
-          "this process (user " + System.getProperty("user.name") + ") cannot read");
+      throw new SettingFileException(
+          setting, file, "this process (user " + System.getProperty("user.name") + ") cannot read");
     }
   }
 
@@ -173,39 +184,70 @@ public class SettingsCheck implements ApplicationContextInitializer<Configurable
    */
   static void checkPorts(Binder binder) {
     int serverPort = binder.bind("server.port", Integer.class).orElse(8080);
-    String serverAddress = binder.bind("server.address", String.class).map(a -> a.isBlank() ? null : a).orElse(null);
+    String serverAddress =
+        binder.bind("server.address", String.class).map(a -> a.isBlank() ? null : a).orElse(null);
     List<Runnable> checks = new ArrayList<>();
     checks.add(() -> checkPort("server.port", "server.address", serverAddress, serverPort));
     Integer managementPort = binder.bind("management.server.port", Integer.class).orElse(null);
     if (managementPort != null && managementPort > 0 && managementPort != serverPort) {
       String managementAddress =
-          binder.bind("management.server.address", String.class).map(a -> a.isBlank() ? null : a).orElse(null);
-      checks.add(() -> checkPort("management.server.port", "management.server.address", managementAddress, managementPort));
+          binder
+              .bind("management.server.address", String.class)
+              .map(a -> a.isBlank() ? null : a)
+              .orElse(null);
+      checks.add(
+          () ->
+              checkPort(
+                  "management.server.port",
+                  "management.server.address",
+                  managementAddress,
+                  managementPort));
     }
     boolean cluster =
-        !binder.bind("registry-cache.cluster.peers", Bindable.listOf(String.class)).orElse(List.of()).isEmpty()
-            || binder.bind("registry-cache.cluster.peers-dns", String.class).map(d -> !d.isBlank()).orElse(false);
+        !binder
+                .bind("registry-cache.cluster.peers", Bindable.listOf(String.class))
+                .orElse(List.of())
+                .isEmpty()
+            || binder
+                .bind("registry-cache.cluster.peers-dns", String.class)
+                .map(d -> !d.isBlank())
+                .orElse(false);
     if (cluster) {
       int peerPort = binder.bind("registry-cache.cluster.peer-port", Integer.class).orElse(8082);
       String peerAddress =
-          binder.bind("registry-cache.cluster.peer-address", String.class).map(a -> a.isBlank() ? null : a).orElse(null);
-      checks.add(() -> checkPort("registry-cache.cluster.peer-port",
-          peerAddress != null ? "registry-cache.cluster.peer-address" : "server.address",
-          peerAddress != null ? peerAddress : serverAddress, peerPort));
+          binder
+              .bind("registry-cache.cluster.peer-address", String.class)
+              .map(a -> a.isBlank() ? null : a)
+              .orElse(null);
+      checks.add(
+          () ->
+              checkPort(
+                  "registry-cache.cluster.peer-port",
+                  peerAddress != null ? "registry-cache.cluster.peer-address" : "server.address",
+                  peerAddress != null ? peerAddress : serverAddress,
+                  peerPort));
     }
     checks.forEach(Runnable::run);
   }
 
-  /** Binds {@code port} on {@code address} ({@code null}: every interface) and closes it again; 0 is not checked. */
+  /**
+   * Binds {@code port} on {@code address} ({@code null}: every interface) and closes it again; 0 is
+   * not checked.
+   */
   static void checkPort(String setting, String addressSetting, String address, int port) {
     if (port <= 0) {
       return;
     }
     try (ServerSocket socket = new ServerSocket()) {
-      socket.setReuseAddress(true); // as Reactor Netty's servers: a port with connections in TIME_WAIT is free
-      socket.bind(address == null ? new InetSocketAddress(port) : new InetSocketAddress(InetAddress.getByName(address), port));
+      socket.setReuseAddress(
+          true); // as Reactor Netty's servers: a port with connections in TIME_WAIT is free
+      socket.bind(
+          address == null
+              ? new InetSocketAddress(port)
+              : new InetSocketAddress(InetAddress.getByName(address), port));
     } catch (BindException e) {
-      boolean inUse = e.getMessage() != null && e.getMessage().toLowerCase(Locale.ROOT).contains("in use");
+      boolean inUse =
+          e.getMessage() != null && e.getMessage().toLowerCase(Locale.ROOT).contains("in use");
       throw new ListenPortException(setting, addressSetting, address, port, inUse, e);
     } catch (IOException e) {
       throw new ListenPortException(setting, addressSetting, address, port, false, e);

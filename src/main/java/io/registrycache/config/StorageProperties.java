@@ -7,8 +7,8 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 
 /**
  * {@code registry-cache.storage.*}: where the cache keeps manifests, tags and blobs, and its disk
- * budget (docs/operations.md, "Disk budget"). The S3-API settings ({@code storage.s3.*}) are
- * bound with the S3 store.
+ * budget (docs/operations.md, "Disk budget"). The S3-API settings ({@code storage.s3.*}) are bound
+ * with the S3 store.
  *
  * @param type the store: {@code filesystem} (the default: blobs and manifests under {@code path})
  *     or {@code s3} (an S3-API bucket shared by replicas, {@code storage.s3.*}); any other value

@@ -17,8 +17,8 @@ import org.springframework.util.unit.DataSize;
  * @param dockerHubNaming Docker Hub naming rules: a single-component name gets the {@code library/}
  *     prefix; default false
  * @param username user name for the upstream; with {@code password} or {@code password-file}
- * @param password password or token; prefer {@code password-file} or an environment variable;
- *     never logged
+ * @param password password or token; prefer {@code password-file} or an environment variable; never
+ *     logged
  * @param passwordFile file holding the password (trailing newline ignored)
  * @param dockerConfigCredentials whether to look up credentials the way Docker does (config.json,
  *     credential helpers) when no username is configured; default false
@@ -35,12 +35,12 @@ import org.springframework.util.unit.DataSize;
  * @param minTransferRate slowest average transfer rate accepted for a response body, in bytes per
  *     second, measured from the response headers on; a slower body fails with 504; 0 turns the
  *     check off; default 1 KB
- * @param minTransferRateGrace how long a body may stay below {@code min-transfer-rate} at its
- *     start before it fails; default 30 s
+ * @param minTransferRateGrace how long a body may stay below {@code min-transfer-rate} at its start
+ *     before it fails; default 30 s
  * @param pullThrough which repositories of this upstream the cache serves at all; default all
- * @param credentials whose credentials the upstream is fetched with: {@code cache} (the
- *     configured {@code username} / {@code password}, Docker config, or none) or {@code
- *     passthrough} (each client's own, see {@link Credentials}); default {@code cache}
+ * @param credentials whose credentials the upstream is fetched with: {@code cache} (the configured
+ *     {@code username} / {@code password}, Docker config, or none) or {@code passthrough} (each
+ *     client's own, see {@link Credentials}); default {@code cache}
  * @param confirmAccessFor with {@code credentials: passthrough}, how long the upstream's
  *     confirmation that a client's credentials may pull a repository is remembered (per client
  *     credentials, upstream and repository) before it is asked again; default 5 minutes
@@ -71,49 +71,84 @@ public record UpstreamProperties(
   public UpstreamProperties {
     aliases = List.copyOf(aliases);
     if (confirmAccessFor.isNegative()) {
-      throw new IllegalArgumentException("registry-cache.upstreams.*.confirm-access-for must not be negative");
+      throw new IllegalArgumentException(
+          "registry-cache.upstreams.*.confirm-access-for must not be negative");
     }
     if (credentials == Credentials.PASSTHROUGH
-        && (username != null || password != null || passwordFile != null || dockerConfigCredentials)) {
-      throw new IllegalArgumentException("registry-cache.upstreams.*.credentials=passthrough uses each client's "
-          + "credentials: username, password, password-file and docker-config-credentials must not be set with it");
+        && (username != null
+            || password != null
+            || passwordFile != null
+            || dockerConfigCredentials)) {
+      throw new IllegalArgumentException(
+          "registry-cache.upstreams.*.credentials=passthrough uses each client's "
+              + "credentials: username, password, password-file and docker-config-credentials must not be set with it");
     }
   }
 
-  /** Whether this upstream is fetched with each client's own credentials ({@code credentials: passthrough}). */
+  /**
+   * Whether this upstream is fetched with each client's own credentials ({@code credentials:
+   * passthrough}).
+   */
   public boolean passthrough() {
     return credentials == Credentials.PASSTHROUGH;
   }
 
   /**
-   * Whose credentials an upstream is fetched with ({@code registry-cache.upstreams.<key>.credentials}).
+   * Whose credentials an upstream is fetched with ({@code
+   * registry-cache.upstreams.<key>.credentials}).
    */
   public enum Credentials {
-    /** The cache's own: {@code username} and {@code password(-file)}, Docker config, or anonymous. */
+    /**
+     * The cache's own: {@code username} and {@code password(-file)}, Docker config, or anonymous.
+     */
     CACHE,
     /**
      * Each client's own, as it gave them to the cache (HTTP Basic on the request, or the user name
-     * and password it gave the cache's token endpoint); anonymous for a client without any. Held
-     * in memory only, for as long as the request (or the token) lives; never logged or stored.
-     * Content fetched with one client's credentials is served to another only once the upstream
-     * confirmed, with that other client's credentials, that it may pull the repository.
+     * and password it gave the cache's token endpoint); anonymous for a client without any. Held in
+     * memory only, for as long as the request (or the token) lives; never logged or stored. Content
+     * fetched with one client's credentials is served to another only once the upstream confirmed,
+     * with that other client's credentials, that it may pull the repository.
      */
     PASSTHROUGH
   }
 
   /** This upstream at another {@code host} and {@code url}, every other setting kept. */
   public UpstreamProperties withHostAndUrl(String newHost, String newUrl) {
-    return new UpstreamProperties(newHost, newUrl, aliases, dockerHubNaming, username, password, passwordFile,
-        dockerConfigCredentials, tls, connectTimeout, readTimeout, maxConcurrentRequests, retry, circuitBreaker,
-        redirect, sendCredentialsOverHttp, minTransferRate, minTransferRateGrace, pullThrough, credentials,
+    return new UpstreamProperties(
+        newHost,
+        newUrl,
+        aliases,
+        dockerHubNaming,
+        username,
+        password,
+        passwordFile,
+        dockerConfigCredentials,
+        tls,
+        connectTimeout,
+        readTimeout,
+        maxConcurrentRequests,
+        retry,
+        circuitBreaker,
+        redirect,
+        sendCredentialsOverHttp,
+        minTransferRate,
+        minTransferRateGrace,
+        pullThrough,
+        credentials,
         confirmAccessFor);
   }
 
   @Override
   public String toString() {
     // Never print the password.
-    return "Upstream[host=" + host + ", url=" + url + ", username=" + username
-        + (passthrough() ? ", credentials=passthrough" : "") + "]";
+    return "Upstream[host="
+        + host
+        + ", url="
+        + url
+        + ", username="
+        + username
+        + (passthrough() ? ", credentials=passthrough" : "")
+        + "]";
   }
 
   /**
@@ -121,7 +156,8 @@ public record UpstreamProperties(
    * upstream failures of idempotent requests; never for 4xx or 429, never in the middle of a body.
    *
    * @param maxAttempts attempts in all, the first included; 1 turns retries off; default 3
-   * @param initialBackoff delay before the first retry, doubled for each further one; default 200 ms
+   * @param initialBackoff delay before the first retry, doubled for each further one; default 200
+   *     ms
    * @param maxBackoff upper bound of one delay; a 503 whose {@code Retry-After} asks for longer is
    *     not retried; default 2 s
    */
@@ -132,9 +168,9 @@ public record UpstreamProperties(
 
   /**
    * Circuit breaker of one upstream: opens when the failure rate over the last {@code
-   * sliding-window-size} requests reaches {@code failure-rate-threshold}; while open, requests
-   * fail at once with 503 (cached content is served stale without waiting for timeouts); after
-   * {@code wait-in-open} a few trial requests decide whether it closes again.
+   * sliding-window-size} requests reaches {@code failure-rate-threshold}; while open, requests fail
+   * at once with 503 (cached content is served stale without waiting for timeouts); after {@code
+   * wait-in-open} a few trial requests decide whether it closes again.
    *
    * @param enabled whether the breaker is used at all; default true
    * @param failureRateThreshold failure rate in percent at which the breaker opens; default 50
@@ -183,7 +219,11 @@ public record UpstreamProperties(
    * @param insecureSkipVerify skip certificate verification; insecure, for test setups only;
    *     default false
    */
-  public record Tls(Path caFile, Path certFile, Path keyFile, @DefaultValue("false") boolean insecureSkipVerify) {}
+  public record Tls(
+      Path caFile,
+      Path certFile,
+      Path keyFile,
+      @DefaultValue("false") boolean insecureSkipVerify) {}
 
   /**
    * Which repositories of this upstream are pulled through (and served from the cache) at all,
@@ -196,7 +236,8 @@ public record UpstreamProperties(
    * @param allow repository patterns served; default empty (all)
    * @param deny repository patterns never served; default empty (none)
    */
-  public record PullThrough(@DefaultValue List<RepositoryGlob> allow, @DefaultValue List<RepositoryGlob> deny) {
+  public record PullThrough(
+      @DefaultValue List<RepositoryGlob> allow, @DefaultValue List<RepositoryGlob> deny) {
     public PullThrough {
       allow = List.copyOf(allow);
       deny = List.copyOf(deny);

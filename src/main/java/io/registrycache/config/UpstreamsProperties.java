@@ -9,10 +9,10 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
 /**
  * The upstream registries and how requests reach them: the top-level keys {@code
  * registry-cache.default-upstream}, {@code allow-any-upstream}, {@code offline} and the map {@code
- * registry-cache.upstreams.<key>.*}. Upstream keys that appear only in the environment are found
- * in Spring Boot's canonical form ({@code REGISTRYCACHE_UPSTREAMS_<KEY>_URL}, dashes dropped).
- * With no upstream configured, a built-in {@code local} one (localhost:5000) is used; configuring
- * any upstream replaces it (see {@code upstream.Upstreams}).
+ * registry-cache.upstreams.<key>.*}. Upstream keys that appear only in the environment are found in
+ * Spring Boot's canonical form ({@code REGISTRYCACHE_UPSTREAMS_<KEY>_URL}, dashes dropped). With no
+ * upstream configured, a built-in {@code local} one (localhost:5000) is used; configuring any
+ * upstream replaces it (see {@code upstream.Upstreams}).
  *
  * @param defaultUpstream key of the upstream that serves bare-form requests ({@code
  *     /v2/<name>/...}); default {@code local}; left at {@code local} with upstreams of other keys,

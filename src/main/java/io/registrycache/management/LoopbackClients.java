@@ -18,8 +18,11 @@ import reactor.core.publisher.Mono;
 final class LoopbackClients implements ReactiveAuthorizationManager<AuthorizationContext> {
 
   @Override
-  public Mono<AuthorizationResult> authorize(Mono<Authentication> authentication, AuthorizationContext context) {
-    return Mono.just(new AuthorizationDecision(isLoopback(context.getExchange().getRequest().getRemoteAddress())));
+  public Mono<AuthorizationResult> authorize(
+      Mono<Authentication> authentication, AuthorizationContext context) {
+    return Mono.just(
+        new AuthorizationDecision(
+            isLoopback(context.getExchange().getRequest().getRemoteAddress())));
   }
 
   /** Whether {@code remote} is a resolved loopback address; {@code null} is not. */

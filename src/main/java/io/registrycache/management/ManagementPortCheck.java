@@ -34,14 +34,17 @@ class ManagementPortCheck implements SmartInitializingSingleton {
   @Override
   public void afterSingletonsInstantiated() {
     if (ManagementPortType.get(context.getEnvironment()) == ManagementPortType.SAME) {
-      throw new IllegalStateException("management.server.port must be a port of its own (8081 by default), not "
-          + "server.port: the actuator's admin operations are guarded on the management port only");
+      throw new IllegalStateException(
+          "management.server.port must be a port of its own (8081 by default), not "
+              + "server.port: the actuator's admin operations are guarded on the management port only");
     }
     String[] chains = context.getBeanNamesForType(WebFilterChainProxy.class, false, false);
     if (chains.length > 0) {
-      throw new IllegalStateException("Spring Security's web filter chain " + String.join(", ", chains)
-          + " is in the registry port's context; keep the security auto-configurations listed in "
-          + "spring.autoconfigure.exclude (application.yml) when setting that property");
+      throw new IllegalStateException(
+          "Spring Security's web filter chain "
+              + String.join(", ", chains)
+              + " is in the registry port's context; keep the security auto-configurations listed in "
+              + "spring.autoconfigure.exclude (application.yml) when setting that property");
     }
   }
 }

@@ -37,9 +37,9 @@ import reactor.core.publisher.Mono;
 
 /**
  * Who may use the management port (docs/security.md, "Management port"): Spring Security's web
- * filter chain, in the management server's own Spring context only, so the registry port's
- * requests never meet it. Its firewall ({@link StrictServerWebExchangeFirewall}) refuses, with 400
- * and {@code {"error": "..."}}, every request whose path holds an encoded or doubled slash, a dot
+ * filter chain, in the management server's own Spring context only, so the registry port's requests
+ * never meet it. Its firewall ({@link StrictServerWebExchangeFirewall}) refuses, with 400 and
+ * {@code {"error": "..."}}, every request whose path holds an encoded or doubled slash, a dot
  * segment, a {@code ;} path parameter, an encoded {@code .} or {@code %}, a backslash or a control
  * character, or whose method is not one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS; what
  * remains is matched the way WebFlux routes it (decoded, path parameters removed):
@@ -52,14 +52,13 @@ import reactor.core.publisher.Mono;
  *       token-file}): {@code Authorization: Bearer <token>} (RFC 6750), else 401 with {@code
  *       WWW-Authenticate: Bearer realm="registry-cache management"} (and {@code
  *       error="invalid_token"} when a token was sent but is not this one) ({@link ManagementToken})
- *   <li>everything else, without a token: loopback clients only, 403 with {@code {"error":
- *       "..."}} for anyone else ({@link LoopbackClients})
+ *   <li>everything else, without a token: loopback clients only, 403 with {@code {"error": "..."}}
+ *       for anyone else ({@link LoopbackClients})
  * </ul>
  *
- * No session, no CSRF token (no cookie is ever read), no login page, no generated password.
- * Loaded into the management server's context (registered as a management context
- * configuration); the copy that component scanning finds in the main context stays inert ({@link
- * ManagementServerContext}).
+ * No session, no CSRF token (no cookie is ever read), no login page, no generated password. Loaded
+ * into the management server's context (registered as a management context configuration); the copy
+ * that component scanning finds in the main context stays inert ({@link ManagementServerContext}).
  */
 @ManagementContextConfiguration(value = ManagementContextType.CHILD, proxyBeanMethods = false)
 @Conditional(ManagementSecurity.ManagementServerContext.class)
@@ -71,19 +70,26 @@ public class ManagementSecurity {
   /** The realm of the 401 challenge. */
   static final String REALM = "registry-cache management";
 
-  static final byte[] LOOPBACK_ONLY = json("management endpoints answer loopback clients only; set "
-      + "registry-cache.admin.token-file (or REGISTRY_CACHE_ADMIN_TOKEN) to allow others with a bearer token");
-  static final byte[] FIREWALL_REFUSAL = json("request refused: an encoded or doubled slash, a dot segment, a ';' "
-      + "path parameter, an encoded '.' or '%', a backslash or a control character in the path, or a method the "
-      + "management port does not take");
+  static final byte[] LOOPBACK_ONLY =
+      json(
+          "management endpoints answer loopback clients only; set "
+              + "registry-cache.admin.token-file (or REGISTRY_CACHE_ADMIN_TOKEN) to allow others with a bearer token");
+  static final byte[] FIREWALL_REFUSAL =
+      json(
+          "request refused: an encoded or doubled slash, a dot segment, a ';' "
+              + "path parameter, an encoded '.' or '%', a backslash or a control character in the path, or a method the "
+              + "management port does not take");
 
   /** Health (and its probes) and, when public, prometheus: no credentials looked at. */
   @Bean
   @Order(Ordered.HIGHEST_PRECEDENCE)
-  SecurityWebFilterChain publicManagementEndpoints(ServerHttpSecurity http, RegistryCacheProperties properties) {
-    ServerWebExchangeMatcher open = properties.admin().publicPrometheus()
-        ? new OrServerWebExchangeMatcher(EndpointRequest.to("health"), EndpointRequest.to("prometheus"))
-        : EndpointRequest.to("health");
+  SecurityWebFilterChain publicManagementEndpoints(
+      ServerHttpSecurity http, RegistryCacheProperties properties) {
+    ServerWebExchangeMatcher open =
+        properties.admin().publicPrometheus()
+            ? new OrServerWebExchangeMatcher(
+                EndpointRequest.to("health"), EndpointRequest.to("prometheus"))
+            : EndpointRequest.to("health");
     return stateless(http)
         .securityMatcher(open)
         .authorizeExchange(exchanges -> exchanges.anyExchange().permitAll())
@@ -93,27 +99,39 @@ public class ManagementSecurity {
   /** Everything else on the management port: the token, or without one loopback clients only. */
   @Bean
   @Order(Ordered.LOWEST_PRECEDENCE)
-  SecurityWebFilterChain protectedManagementEndpoints(ServerHttpSecurity http, RegistryCacheProperties properties) {
+  SecurityWebFilterChain protectedManagementEndpoints(
+      ServerHttpSecurity http, RegistryCacheProperties properties) {
     AdminProperties admin = properties.admin();
     Optional<ManagementToken> token = ManagementToken.of(admin);
     stateless(http);
     if (token.isPresent()) {
-      BearerTokenServerAuthenticationEntryPoint challenge = new BearerTokenServerAuthenticationEntryPoint();
+      BearerTokenServerAuthenticationEntryPoint challenge =
+          new BearerTokenServerAuthenticationEntryPoint();
       challenge.setRealmName(REALM);
       ManagementToken manager = token.get();
-      http.oauth2ResourceServer(bearer -> bearer
-              .authenticationManagerResolver(exchange -> Mono.just(manager))
-              .authenticationEntryPoint(challenge))
+      http.oauth2ResourceServer(
+              bearer ->
+                  bearer
+                      .authenticationManagerResolver(exchange -> Mono.just(manager))
+                      .authenticationEntryPoint(challenge))
           .exceptionHandling(errors -> errors.authenticationEntryPoint(challenge))
-          .authorizeExchange(exchanges -> exchanges.anyExchange().hasAuthority(ManagementToken.AUTHORITY.getAuthority()));
+          .authorizeExchange(
+              exchanges ->
+                  exchanges.anyExchange().hasAuthority(ManagementToken.AUTHORITY.getAuthority()));
     } else {
-      ServerAuthenticationEntryPoint forbidden = (exchange, denied) -> write(exchange, HttpStatus.FORBIDDEN, LOOPBACK_ONLY);
-      http.exceptionHandling(errors -> errors
-              .authenticationEntryPoint(forbidden)
-              .accessDeniedHandler((exchange, denied) -> write(exchange, HttpStatus.FORBIDDEN, LOOPBACK_ONLY)))
+      ServerAuthenticationEntryPoint forbidden =
+          (exchange, denied) -> write(exchange, HttpStatus.FORBIDDEN, LOOPBACK_ONLY);
+      http.exceptionHandling(
+              errors ->
+                  errors
+                      .authenticationEntryPoint(forbidden)
+                      .accessDeniedHandler(
+                          (exchange, denied) ->
+                              write(exchange, HttpStatus.FORBIDDEN, LOOPBACK_ONLY)))
           .authorizeExchange(exchanges -> exchanges.anyExchange().access(new LoopbackClients()));
     }
-    log.info(token.isEmpty()
+    log.info(
+        token.isEmpty()
             ? "Management endpoints other than health{}: loopback clients only (no registry-cache.admin.token set)"
             : "Management endpoints other than health{}: bearer token required",
         admin.publicPrometheus() ? " and prometheus" : "");
@@ -131,8 +149,7 @@ public class ManagementSecurity {
 
   /** No session, no saved request, no CSRF token, login page, logout or Basic challenge. */
   private static ServerHttpSecurity stateless(ServerHttpSecurity http) {
-    return http
-        .securityContextRepository(NoOpServerSecurityContextRepository.getInstance())
+    return http.securityContextRepository(NoOpServerSecurityContextRepository.getInstance())
         .requestCache(cache -> cache.requestCache(NoOpServerRequestCache.getInstance()))
         .csrf(ServerHttpSecurity.CsrfSpec::disable)
         .httpBasic(ServerHttpSecurity.HttpBasicSpec::disable)
@@ -157,8 +174,8 @@ public class ManagementSecurity {
   }
 
   /**
-   * True in the management server's own Spring context (server namespace {@code management}),
-   * false in the main one, which component scanning would otherwise put this configuration in.
+   * True in the management server's own Spring context (server namespace {@code management}), false
+   * in the main one, which component scanning would otherwise put this configuration in.
    */
   static final class ManagementServerContext implements Condition {
     @Override

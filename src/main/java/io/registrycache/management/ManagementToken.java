@@ -42,9 +42,9 @@ final class ManagementToken implements ReactiveAuthenticationManager {
    * The configured token, or empty when none is set (then only loopback clients are let in).
    *
    * @throws UncheckedIOException when {@code token-file} cannot be read
-   * @throws IllegalStateException when {@code token-file} is empty, or the token is not an RFC
-   *     6750 {@code b64token} (letters, digits, {@code -._~+/}, then {@code =} padding), which no
-   *     client could send
+   * @throws IllegalStateException when {@code token-file} is empty, or the token is not an RFC 6750
+   *     {@code b64token} (letters, digits, {@code -._~+/}, then {@code =} padding), which no client
+   *     could send
    */
   static Optional<ManagementToken> of(AdminProperties admin) {
     String token = admin.token() == null ? "" : admin.token().strip();
@@ -64,21 +64,25 @@ final class ManagementToken implements ReactiveAuthenticationManager {
       return Optional.empty();
     }
     if (!B64TOKEN.matcher(token).matches()) {
-      throw new IllegalStateException(source + " holds a character that 'Authorization: Bearer' cannot carry (RFC 6750 "
-          + "b64token: letters, digits and -._~+/ then = padding), e.g. from 'openssl rand -base64 32'");
+      throw new IllegalStateException(
+          source
+              + " holds a character that 'Authorization: Bearer' cannot carry (RFC 6750 "
+              + "b64token: letters, digits and -._~+/ then = padding), e.g. from 'openssl rand -base64 32'");
     }
     return Optional.of(new ManagementToken(token));
   }
 
   @Override
   public Mono<Authentication> authenticate(Authentication authentication) {
-    return Mono.fromSupplier(() -> {
-      if (authentication instanceof BearerTokenAuthenticationToken bearer
-          && MessageDigest.isEqual(tokenHash, sha256(bearer.getToken()))) {
-        return UsernamePasswordAuthenticationToken.authenticated("management", null, List.of(AUTHORITY));
-      }
-      throw new InvalidBearerTokenException("not the management token");
-    });
+    return Mono.fromSupplier(
+        () -> {
+          if (authentication instanceof BearerTokenAuthenticationToken bearer
+              && MessageDigest.isEqual(tokenHash, sha256(bearer.getToken()))) {
+            return UsernamePasswordAuthenticationToken.authenticated(
+                "management", null, List.of(AUTHORITY));
+          }
+          throw new InvalidBearerTokenException("not the management token");
+        });
   }
 
   private static byte[] sha256(String value) {

@@ -4,11 +4,11 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.springframework.stereotype.Component;
 
 /**
- * Pull requests on the pull port: how many have started and how many have ended, counted by
- * {@link ResponseStatusFilter} for every {@code /v2/<name>/...} request (manifests, blobs, tags,
+ * Pull requests on the pull port: how many have started and how many have ended, counted by {@link
+ * ResponseStatusFilter} for every {@code /v2/<name>/...} request (manifests, blobs, tags,
  * referrers; not the {@code GET /v2/} version check, which load balancers and health checks send
- * all the time). Background work that should not compete with pulls for the CPU can wait for
- * {@link #snapshot()} to stay the same and idle.
+ * all the time). Background work that should not compete with pulls for the CPU can wait for {@link
+ * #snapshot()} to stay the same and idle.
  */
 @Component
 public class PullActivity {
@@ -31,7 +31,8 @@ public class PullActivity {
    * mean no pull request ran in between.
    */
   public Snapshot snapshot() {
-    long e = ended.get(); // ended first: a request that ends between the two reads counts as running
+    long e =
+        ended.get(); // ended first: a request that ends between the two reads counts as running
     return new Snapshot(started.get(), e);
   }
 

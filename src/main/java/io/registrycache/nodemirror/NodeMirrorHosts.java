@@ -35,8 +35,8 @@ import picocli.CommandLine.Spec;
  * {@code ?ns=<registry>} form, which the cache resolves by an upstream's {@code host} or {@code
  * aliases}) with the registry itself as the fallback {@code server}. It marks each file it writes
  * with {@link #MARK} on the first line, and only ever replaces or deletes files that carry it (or
- * one of the {@link #FORMER_MARKS}): a
- * {@code hosts.toml} someone else wrote is left alone (and its registry skipped, with a warning).
+ * one of the {@link #FORMER_MARKS}): a {@code hosts.toml} someone else wrote is left alone (and its
+ * registry skipped, with a warning).
  *
  * <p>Run from the service image by the chart's node mirror DaemonSet ({@code nodeMirror.*}, see
  * docs/deploy.md), or by hand:
@@ -50,12 +50,12 @@ import picocli.CommandLine.Spec;
  * <p>Options: {@code --dir <folder>} (required: containerd's {@code config_path}); {@code --cache
  * <url>} (required unless {@code --remove}: the cache's base URL as the node reaches it, {@code
  * http} or {@code https}); {@code --registry <host>[=<server url>]} (repeatable, at least one
- * unless {@code --remove}: the registry host as image references name it, with an optional
- * fallback server URL, default {@code https://<host>}); {@code --authorization-file <file>} (a
- * fixed {@code Authorization} header value for the cache, e.g. {@code Basic <base64>}, read from
- * the file and never printed); {@code --remove} (delete every file it wrote, then exit); {@code
- * --stay} (after writing, wait until terminated, then delete what it wrote). Exit status 0, 1 on
- * an I/O failure, 2 on wrong options.
+ * unless {@code --remove}: the registry host as image references name it, with an optional fallback
+ * server URL, default {@code https://<host>}); {@code --authorization-file <file>} (a fixed {@code
+ * Authorization} header value for the cache, e.g. {@code Basic <base64>}, read from the file and
+ * never printed); {@code --remove} (delete every file it wrote, then exit); {@code --stay} (after
+ * writing, wait until terminated, then delete what it wrote). Exit status 0, 1 on an I/O failure, 2
+ * on wrong options.
  */
 public final class NodeMirrorHosts {
 
@@ -67,10 +67,13 @@ public final class NodeMirrorHosts {
    * was then: still its own files, replaced or removed like the others.
    */
   static final Set<String> FORMER_MARKS =
-      Set.of("# Written by registry-cache's node mirror generator (io.registrycache.admin.NodeMirrorHosts).");
+      Set.of(
+          "# Written by registry-cache's node mirror generator (io.registrycache.admin.NodeMirrorHosts).");
 
   private static final String FILE = "hosts.toml";
-  private static final Pattern HOST = Pattern.compile("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?");
+  private static final Pattern HOST =
+      Pattern.compile("[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?");
+
   /** Characters that cannot be written into a TOML basic string as they are. */
   private static final Pattern UNSAFE = Pattern.compile("[\"\\\\\\p{Cntrl}]");
 
@@ -126,52 +129,70 @@ public final class NodeMirrorHosts {
    *     query); written as the mirror host
    * @param authorization a fixed {@code Authorization} header value containerd sends the cache, or
    *     null for none
-   * @throws IllegalArgumentException when {@code cache} is not such a URL, or {@code
-   *     authorization} holds quotes, backslashes or control characters
+   * @throws IllegalArgumentException when {@code cache} is not such a URL, or {@code authorization}
+   *     holds quotes, backslashes or control characters
    */
   public NodeMirrorHosts(URI cache, String authorization) {
     requireHttpUrl(cache, "cache URL");
     if (cache.getRawQuery() != null || cache.getRawFragment() != null) {
       throw new IllegalArgumentException("cache URL with a query or fragment: " + cache);
     }
-    if (authorization != null && (authorization.isBlank() || UNSAFE.matcher(authorization).find())) {
-      throw new IllegalArgumentException("authorization value empty or with quotes, backslashes or control characters");
+    if (authorization != null
+        && (authorization.isBlank() || UNSAFE.matcher(authorization).find())) {
+      throw new IllegalArgumentException(
+          "authorization value empty or with quotes, backslashes or control characters");
     }
     this.cache = cache;
     this.authorization = authorization;
   }
 
   private static void requireHttpUrl(URI url, String what) {
-    if (url == null || !url.isAbsolute() || url.getHost() == null
+    if (url == null
+        || !url.isAbsolute()
+        || url.getHost() == null
         || !("http".equals(url.getScheme()) || "https".equals(url.getScheme()))
         || UNSAFE.matcher(url.toString()).find()) {
       throw new IllegalArgumentException(what + " is not an http or https URL: " + url);
     }
   }
 
-  /** The {@code hosts.toml} of {@code registry}: {@link #MARK}, the fallback server, the cache as its mirror. */
+  /**
+   * The {@code hosts.toml} of {@code registry}: {@link #MARK}, the fallback server, the cache as
+   * its mirror.
+   */
   public String hostsToml(Registry registry) {
     String mirror = "[host.\"" + cache + "\"]";
-    StringBuilder toml = new StringBuilder()
-        .append(MARK).append('\n')
-        .append("# containerd tries the cache first (it appends ?ns=").append(registry.host())
-        .append(", by which the cache picks the upstream),\n")
-        .append("# then falls back to the registry itself. Replaced or removed by the generator: do not edit.\n")
-        .append("server = \"").append(registry.server()).append("\"\n\n")
-        .append(mirror).append('\n')
-        .append("  capabilities = [\"pull\", \"resolve\"]\n");
+    StringBuilder toml =
+        new StringBuilder()
+            .append(MARK)
+            .append('\n')
+            .append("# containerd tries the cache first (it appends ?ns=")
+            .append(registry.host())
+            .append(", by which the cache picks the upstream),\n")
+            .append(
+                "# then falls back to the registry itself. Replaced or removed by the generator: do not edit.\n")
+            .append("server = \"")
+            .append(registry.server())
+            .append("\"\n\n")
+            .append(mirror)
+            .append('\n')
+            .append("  capabilities = [\"pull\", \"resolve\"]\n");
     if (authorization != null) {
-      toml.append("  [host.\"").append(cache).append("\".header]\n")
-          .append("    authorization = \"").append(authorization).append("\"\n");
+      toml.append("  [host.\"")
+          .append(cache)
+          .append("\".header]\n")
+          .append("    authorization = \"")
+          .append(authorization)
+          .append("\"\n");
     }
     return toml.toString();
   }
 
   /**
    * Writes {@code <dir>/<host>/hosts.toml} for each of {@code registries} (each file replaced
-   * atomically, so containerd never reads half of one), then deletes the files this generator
-   * wrote for registries no longer listed (and their folders once empty). A {@code hosts.toml}
-   * without {@link #MARK} is never replaced or deleted: its registry is reported as foreign.
+   * atomically, so containerd never reads half of one), then deletes the files this generator wrote
+   * for registries no longer listed (and their folders once empty). A {@code hosts.toml} without
+   * {@link #MARK} is never replaced or deleted: its registry is reported as foreign.
    *
    * @param dir containerd's hosts folder ({@code config_path}); created when missing
    * @throws IOException when a file cannot be read, written or deleted
@@ -200,7 +221,8 @@ public final class NodeMirrorHosts {
         Path tmp = folder.resolve(".hosts.toml.registry-cache.tmp");
         Files.writeString(tmp, text, StandardCharsets.UTF_8);
         try {
-          Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+          Files.move(
+              tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (AtomicMoveNotSupportedException e) {
           Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
         }
@@ -248,7 +270,10 @@ public final class NodeMirrorHosts {
 
   private static boolean ours(Path file) throws IOException {
     try (var lines = Files.lines(file, StandardCharsets.UTF_8)) {
-      return lines.findFirst().map(first -> first.equals(MARK) || FORMER_MARKS.contains(first)).orElse(false);
+      return lines
+          .findFirst()
+          .map(first -> first.equals(MARK) || FORMER_MARKS.contains(first))
+          .orElse(false);
     } catch (NoSuchFileException e) {
       return false;
     } catch (UncheckedIOException e) {
@@ -256,7 +281,9 @@ public final class NodeMirrorHosts {
     }
   }
 
-  /** The command line; see the class documentation. Exits 0, 1 (I/O failure) or 2 (wrong options). */
+  /**
+   * The command line; see the class documentation. Exits 0, 1 (I/O failure) or 2 (wrong options).
+   */
   public static void main(String[] args) {
     int status = run(args, System.out, System.err);
     if (status != 0) {
@@ -271,49 +298,68 @@ public final class NodeMirrorHosts {
    * @return the exit status: 0, 1 on an I/O failure, 2 on wrong options
    */
   static int run(String[] args, PrintStream out, PrintStream err) {
-    CommandLine line = new CommandLine(new Cli(out, err))
-        .registerConverter(Registry.class, Registry::parse)
-        .setErr(new PrintWriter(err, true, err.charset()))
-        .setOut(new PrintWriter(out, true, out.charset()));
-    line.setParameterExceptionHandler((e, arguments) -> {
-      err.println("node-mirror: " + e.getMessage());
-      e.getCommandLine().usage(err);
-      return 2;
-    });
-    line.setExecutionExceptionHandler((e, command, parsed) -> {
-      if (e instanceof IllegalArgumentException) {
-        err.println("node-mirror: " + e.getMessage());
-        return 2;
-      }
-      err.println("node-mirror: " + e);
-      return 1;
-    });
+    CommandLine line =
+        new CommandLine(new Cli(out, err))
+            .registerConverter(Registry.class, Registry::parse)
+            .setErr(new PrintWriter(err, true, err.charset()))
+            .setOut(new PrintWriter(out, true, out.charset()));
+    line.setParameterExceptionHandler(
+        (e, arguments) -> {
+          err.println("node-mirror: " + e.getMessage());
+          e.getCommandLine().usage(err);
+          return 2;
+        });
+    line.setExecutionExceptionHandler(
+        (e, command, parsed) -> {
+          if (e instanceof IllegalArgumentException) {
+            err.println("node-mirror: " + e.getMessage());
+            return 2;
+          }
+          err.println("node-mirror: " + e);
+          return 1;
+        });
     return line.execute(args);
   }
 
   /** The options; see the class documentation. */
-  @Command(name = "node-mirror", description = "Writes containerd's hosts.toml making the cache each registry's mirror.")
+  @Command(
+      name = "node-mirror",
+      description = "Writes containerd's hosts.toml making the cache each registry's mirror.")
   static final class Cli implements Callable<Integer> {
-    @Option(names = "--dir", required = true, paramLabel = "<folder>", description = "containerd's config_path")
+    @Option(
+        names = "--dir",
+        required = true,
+        paramLabel = "<folder>",
+        description = "containerd's config_path")
     Path dir;
 
-    @Option(names = "--cache", paramLabel = "<url>", description = "the cache's base URL as the nodes reach it")
+    @Option(
+        names = "--cache",
+        paramLabel = "<url>",
+        description = "the cache's base URL as the nodes reach it")
     URI cache;
 
-    @Option(names = "--registry", paramLabel = "<host>[=<server url>]", description = "a registry to mirror (repeatable)")
+    @Option(
+        names = "--registry",
+        paramLabel = "<host>[=<server url>]",
+        description = "a registry to mirror (repeatable)")
     List<Registry> registries = new ArrayList<>();
 
-    @Option(names = "--authorization-file", paramLabel = "<file>", description = "a fixed Authorization header value for the cache")
+    @Option(
+        names = "--authorization-file",
+        paramLabel = "<file>",
+        description = "a fixed Authorization header value for the cache")
     Path authorizationFile;
 
     @Option(names = "--remove", description = "delete every file this generator wrote, then exit")
     boolean remove;
 
-    @Option(names = "--stay", description = "after writing, wait until terminated, then delete what was written")
+    @Option(
+        names = "--stay",
+        description = "after writing, wait until terminated, then delete what was written")
     boolean stay;
 
-    @Spec
-    CommandSpec spec;
+    @Spec CommandSpec spec;
 
     private final PrintStream out;
     private final PrintStream err;
@@ -333,27 +379,38 @@ public final class NodeMirrorHosts {
         return 0;
       }
       if (cache == null || registries.isEmpty()) {
-        throw new ParameterException(spec.commandLine(), "--cache and at least one --registry are required");
+        throw new ParameterException(
+            spec.commandLine(), "--cache and at least one --registry are required");
       }
-      String authorization = authorizationFile == null ? null
-          : Files.readString(authorizationFile, StandardCharsets.UTF_8).strip();
-      NodeMirrorHosts generator = new NodeMirrorHosts(cache, authorization); // IllegalArgumentException: 2
+      String authorization =
+          authorizationFile == null
+              ? null
+              : Files.readString(authorizationFile, StandardCharsets.UTF_8).strip();
+      NodeMirrorHosts generator =
+          new NodeMirrorHosts(cache, authorization); // IllegalArgumentException: 2
       Outcome outcome = generator.write(dir, registries);
       report(out, dir, outcome);
       for (String host : outcome.foreign()) {
-        err.println("node-mirror: " + dir.resolve(host).resolve(FILE) + " was not written by registry-cache: left alone");
+        err.println(
+            "node-mirror: "
+                + dir.resolve(host).resolve(FILE)
+                + " was not written by registry-cache: left alone");
       }
       if (stay) {
         Path folder = dir;
         CountDownLatch done = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-          try {
-            report(out, folder, removeAll(folder));
-          } catch (IOException e) {
-            err.println("node-mirror: removing the files failed: " + e);
-          }
-          done.countDown();
-        }, "node-mirror-remove"));
+        Runtime.getRuntime()
+            .addShutdownHook(
+                new Thread(
+                    () -> {
+                      try {
+                        report(out, folder, removeAll(folder));
+                      } catch (IOException e) {
+                        err.println("node-mirror: removing the files failed: " + e);
+                      }
+                      done.countDown();
+                    },
+                    "node-mirror-remove"));
         out.println("node-mirror: waiting; the files are removed when this process is terminated");
         out.flush();
         done.await();

@@ -14,7 +14,6 @@ import java.util.HexFormat;
  */
 public record Digest(String algorithm, String hex) {
 
-
   /**
    * Validates the parts.
    *

@@ -4,10 +4,10 @@ import java.util.Locale;
 import java.util.Optional;
 
 /**
- * The {@code Link} header of a paged list (OCI Distribution Spec v1.1, "Listing Tags" and
- * "Listing Referrers"; RFC 8288): read and written here only. A header may carry several links,
- * separated by commas, each {@code <target>} with parameters; only a link whose {@code rel} is
- * {@code next} (quoted or not, among other relation types or alone) names the next page.
+ * The {@code Link} header of a paged list (OCI Distribution Spec v1.1, "Listing Tags" and "Listing
+ * Referrers"; RFC 8288): read and written here only. A header may carry several links, separated by
+ * commas, each {@code <target>} with parameters; only a link whose {@code rel} is {@code next}
+ * (quoted or not, among other relation types or alone) names the next page.
  */
 public final class LinkHeader {
 
@@ -37,7 +37,9 @@ public final class LinkHeader {
       if (close < 0) {
         return Optional.empty();
       }
-      int end = header.indexOf('<', close + 1); // parameters run to the next link (a '<' is not legal in them)
+      int end =
+          header.indexOf(
+              '<', close + 1); // parameters run to the next link (a '<' is not legal in them)
       String params = header.substring(close + 1, end < 0 ? header.length() : end);
       if (relIsNext(params)) {
         return Optional.of(header.substring(open + 1, close));
@@ -49,7 +51,10 @@ public final class LinkHeader {
     }
   }
 
-  /** Whether the parameters {@code ; rel="prev next"; title=...} name the relation type {@code next}. */
+  /**
+   * Whether the parameters {@code ; rel="prev next"; title=...} name the relation type {@code
+   * next}.
+   */
   private static boolean relIsNext(String params) {
     for (String param : params.split(";", -1)) {
       String p = param.strip();

@@ -34,7 +34,8 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
      * fetch them from their URLs (OCI Image Spec, "Non-distributable layers").
      */
     public boolean distributable() {
-      return mediaType == null || !(mediaType.contains("foreign") || mediaType.contains("nondistributable"));
+      return mediaType == null
+          || !(mediaType.contains("foreign") || mediaType.contains("nondistributable"));
     }
   }
 
@@ -53,7 +54,10 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
     return references.stream().map(Descriptor::digest).toList();
   }
 
-  /** {@code os/architecture[/variant]} of an index's children, in order; empty for an image manifest. */
+  /**
+   * {@code os/architecture[/variant]} of an index's children, in order; empty for an image
+   * manifest.
+   */
   public List<String> platforms() {
     return references.stream().map(Descriptor::platform).filter(Objects::nonNull).toList();
   }
@@ -70,8 +74,9 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
    * @param contentType the upstream's {@code Content-Type}; may be {@code null}
    * @throws OciException {@code MANIFEST_INVALID} (400) when the body is not a JSON object, has no
    *     media type at all, its media type (from the body, else a non-generic {@code Content-Type})
-   *     is not one of {@link MediaTypes#ALL_MANIFESTS}, is a schema 1 manifest, its {@code mediaType} contradicts a manifest
-   *     {@code Content-Type}, or a descriptor's digest is malformed
+   *     is not one of {@link MediaTypes#ALL_MANIFESTS}, is a schema 1 manifest, its {@code
+   *     mediaType} contradicts a manifest {@code Content-Type}, or a descriptor's digest is
+   *     malformed
    */
   public static ManifestContent parse(byte[] body, MediaType contentType) {
     return parse(body, contentType == null ? null : contentType.value());
@@ -96,7 +101,8 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
     if (schemaVersion != null && schemaVersion.isNumber() && schemaVersion.intValue() == 1) {
       throw invalid("Docker schema 1 manifests are not supported");
     }
-    String declared = root.path("mediaType").isString() ? root.get("mediaType").stringValue() : null;
+    String declared =
+        root.path("mediaType").isString() ? root.get("mediaType").stringValue() : null;
     String header = MediaTypes.essence(contentType);
     String mediaType;
     if (declared != null && !declared.isBlank()) {
@@ -109,7 +115,8 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
     } else if (header != null && !header.isBlank() && !MediaTypes.isGeneric(header)) {
       // A web page or an error body, not a manifest (OCI Distribution Spec: manifest media types
       // only).
-      throw invalid("Content-Type " + header + " is not a manifest media type and the body declares none");
+      throw invalid(
+          "Content-Type " + header + " is not a manifest media type and the body declares none");
     } else if (root.has("manifests")) {
       mediaType = MediaTypes.OCI_INDEX;
     } else if (root.has("config")) {
@@ -118,7 +125,8 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
       throw invalid("no media type in the body or the Content-Type");
     }
     if (!MediaTypes.ALL_MANIFESTS.contains(mediaType)) {
-      throw invalid("media type " + mediaType + " is not a manifest media type " + MediaTypes.ALL_MANIFESTS);
+      throw invalid(
+          "media type " + mediaType + " is not a manifest media type " + MediaTypes.ALL_MANIFESTS);
     }
     List<Descriptor> refs = new ArrayList<>();
     addDescriptor(refs, root.get("config"), null);
@@ -165,6 +173,7 @@ public record ManifestContent(MediaType mediaType, List<Descriptor> references) 
   }
 
   private static OciException invalid(String why) {
-    return new OciException(OciErrorCode.MANIFEST_INVALID, "invalid manifest from upstream: " + why);
+    return new OciException(
+        OciErrorCode.MANIFEST_INVALID, "invalid manifest from upstream: " + why);
   }
 }

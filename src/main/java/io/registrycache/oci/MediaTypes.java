@@ -40,6 +40,8 @@ public final class MediaTypes {
       return null;
     }
     int semicolon = mediaType.indexOf(';');
-    return (semicolon < 0 ? mediaType : mediaType.substring(0, semicolon)).trim().toLowerCase(Locale.ROOT);
+    return (semicolon < 0 ? mediaType : mediaType.substring(0, semicolon))
+        .trim()
+        .toLowerCase(Locale.ROOT);
   }
 }

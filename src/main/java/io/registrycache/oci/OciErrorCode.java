@@ -19,7 +19,9 @@ public enum OciErrorCode {
   DENIED(HttpStatus.FORBIDDEN),
   UNSUPPORTED(HttpStatus.METHOD_NOT_ALLOWED),
   TOOMANYREQUESTS(HttpStatus.TOO_MANY_REQUESTS),
-  /** Not in the spec's table: the upstream could not be reached or answered nonsense (502/503/504). */
+  /**
+   * Not in the spec's table: the upstream could not be reached or answered nonsense (502/503/504).
+   */
   UPSTREAM_UNAVAILABLE(HttpStatus.BAD_GATEWAY),
   /**
    * Not in the spec's table (distribution's {@code errcode.ErrorCodeUnavailable}): the service is

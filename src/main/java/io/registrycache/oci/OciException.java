@@ -57,11 +57,13 @@ public class OciException extends RuntimeException {
   }
 
   public static OciException nameInvalid(String name, String why) {
-    return new OciException(OciErrorCode.NAME_INVALID, "invalid repository name '" + abbreviate(name) + "': " + why);
+    return new OciException(
+        OciErrorCode.NAME_INVALID, "invalid repository name '" + abbreviate(name) + "': " + why);
   }
 
   public static OciException digestInvalid(String digest, String why) {
-    return new OciException(OciErrorCode.DIGEST_INVALID, "invalid digest '" + abbreviate(digest) + "': " + why);
+    return new OciException(
+        OciErrorCode.DIGEST_INVALID, "invalid digest '" + abbreviate(digest) + "': " + why);
   }
 
   public static OciException manifestUnknown(String what) {

@@ -1,9 +1,9 @@
 package io.registrycache.oci;
 
 /**
- * A repository name as the OCI Distribution Spec v1.1 defines it ("Pulling manifests", the
- * {@code <name>} grammar): lowercase path components separated by {@code /}, each matching
- * {@code [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*}, at most 255 characters in total.
+ * A repository name as the OCI Distribution Spec v1.1 defines it ("Pulling manifests", the {@code
+ * <name>} grammar): lowercase path components separated by {@code /}, each matching {@code
+ * [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*}, at most 255 characters in total.
  *
  * @param value the name, e.g. {@code library/alpine}
  */

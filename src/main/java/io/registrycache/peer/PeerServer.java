@@ -20,8 +20,8 @@ import reactor.netty.resources.LoopResources;
 /**
  * The internal port of a replica, {@code registry-cache.cluster.peer-port} (default 8082): a
  * Reactor Netty server of its own, apart from the pull port and the management port, bound only
- * when a cluster is configured. It serves {@link PeerEndpoint} and nothing else, on event
- * loops of its own ({@code peer-server-*}) so closing it never touches another server's.
+ * when a cluster is configured. It serves {@link PeerEndpoint} and nothing else, on event loops of
+ * its own ({@code peer-server-*}) so closing it never touches another server's.
  *
  * <p>The peer port speaks plain HTTP; the shared token authenticates. Keep it reachable only from
  * the other replicas: bind it to a private network's address ({@code
@@ -53,8 +53,10 @@ public class PeerServer implements SmartLifecycle {
     this.membership = membership;
     this.properties = properties;
     this.endpoint = endpoint;
-    this.address = properties.peerAddress() != null ? properties.peerAddress()
-        : serverAddress == null || serverAddress.isBlank() ? null : serverAddress;
+    this.address =
+        properties.peerAddress() != null
+            ? properties.peerAddress()
+            : serverAddress == null || serverAddress.isBlank() ? null : serverAddress;
   }
 
   @Override
@@ -62,16 +64,18 @@ public class PeerServer implements SmartLifecycle {
     if (!membership.enabled() || server != null) {
       return;
     }
-    HttpHandler handler = RouterFunctions.toHttpHandler(RouterFunctions.route(RequestPredicates.all(), endpoint::handle));
+    HttpHandler handler =
+        RouterFunctions.toHttpHandler(
+            RouterFunctions.route(RequestPredicates.all(), endpoint::handle));
     loops = LoopResources.create("peer-server", 1, 2, true);
     HttpServer http = HttpServer.create().port(properties.peerPort());
     if (address != null) {
       http = http.host(address);
     }
-    server = http
-        .runOn(loops)
-        .handle(new ReactorHttpHandlerAdapter(handler))
-        .bindNow(Duration.ofSeconds(10));
+    server =
+        http.runOn(loops)
+            .handle(new ReactorHttpHandlerAdapter(handler))
+            .bindNow(Duration.ofSeconds(10));
     log.info("peer endpoint listening on {} (members: {})", server.address(), membership.members());
   }
 
@@ -96,10 +100,10 @@ public class PeerServer implements SmartLifecycle {
 
   /**
    * After the blob service has started ({@code DEFAULT_PHASE - 4096}) and before the start-up
-   * warm-up ({@code admin.StartupWarmUp}, {@code DEFAULT_PHASE - 3072}) and the pull port: the other
-   * replicas reach this one as the owner of its blobs while it still warms up, instead of finding
-   * its peer port closed, suspecting it and fetching its blobs from the upstream themselves. On
-   * shutdown it stops after the pull port has drained.
+   * warm-up ({@code admin.StartupWarmUp}, {@code DEFAULT_PHASE - 3072}) and the pull port: the
+   * other replicas reach this one as the owner of its blobs while it still warms up, instead of
+   * finding its peer port closed, suspecting it and fetching its blobs from the upstream
+   * themselves. On shutdown it stops after the pull port has drained.
    */
   @Override
   public int getPhase() {

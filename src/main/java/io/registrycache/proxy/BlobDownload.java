@@ -62,12 +62,18 @@ public final class BlobDownload {
    * every concurrent fill pays: a service with 32 MiB of direct memory runs a dozen large fills.
    */
   static final int WRITE_BATCH_BYTES = 512 * 1024;
+
   /** Write batches queued for the storage thread; the upstream is not read further meanwhile. */
   private static final int WRITES_QUEUED = 2;
-  /** About the most bytes received and not yet written: batches queued, one gathered, the prefetch. */
+
+  /**
+   * About the most bytes received and not yet written: batches queued, one gathered, the prefetch.
+   */
   static final int MAX_UNWRITTEN_BYTES = (WRITES_QUEUED + 2) * WRITE_BATCH_BYTES;
+
   /** Bytes the fill may be ahead of its fastest reader still wanting bytes. */
   static final int PACE_BYTES = 1 << 20;
+
   /** Upstream buffers requested at a time (each up to the upstream connection's largest read). */
   private static final int UPSTREAM_PREFETCH = 4;
 
@@ -103,8 +109,10 @@ public final class BlobDownload {
 
   private volatile long expectedSize = -1;
   private volatile ContentWriter writer;
+
   /** Times the body was resumed so far. */
   private volatile int resumes;
+
   /** Bytes gathered into the write batch under way (the fill's thread only). */
   private long gathered;
 
@@ -112,9 +120,15 @@ public final class BlobDownload {
   private final Sinks.One<Long> completion = Sinks.one();
   private volatile Disposable fill;
   private volatile Disposable orphanTimer;
-  /** The span of the request that started this download, or {@code null} (tracing off, prefetch). */
+
+  /**
+   * The span of the request that started this download, or {@code null} (tracing off, prefetch).
+   */
   private volatile PullSpan trace;
-  /** {@code blob body}: from the first response headers to the last byte verified, or {@code null}. */
+
+  /**
+   * {@code blob body}: from the first response headers to the last byte verified, or {@code null}.
+   */
   private volatile PullSpan bodySpan;
 
   /**
@@ -161,38 +175,52 @@ public final class BlobDownload {
     armOrphanTimer();
     // The temporary file is created on a worker of the storage scheduler, as the fill's writes are
     // (start() runs on a request's event loop).
-    fill = Mono.defer(() -> Mono.fromCallable(newWriter))
-        .subscribeOn(scheduler)
-        .onErrorMap(e -> new UncheckedIOException("cannot create a temporary file for " + description,
-            e instanceof IOException io ? io : new IOException(e)))
-        .doOnNext(w -> writer = w)
-        .thenMany(Flux.defer(() -> body(window.received()))
-            .retryWhen(Retry.max(resumeAttempts)
-                .filter(this::resumable)
-                .doBeforeRetry(s -> {
-                  resumes = (int) s.totalRetries() + 1;
-                  log.warn("blob download {} broke off after {} of {} bytes ({}); resuming from there, attempt {} of {}",
-                      description, window.received(), expectedSize, s.failure().getCause(), resumes, resumeAttempts);
+    fill =
+        Mono.defer(() -> Mono.fromCallable(newWriter))
+            .subscribeOn(scheduler)
+            .onErrorMap(
+                e ->
+                    new UncheckedIOException(
+                        "cannot create a temporary file for " + description,
+                        e instanceof IOException io ? io : new IOException(e)))
+            .doOnNext(w -> writer = w)
+            .thenMany(
+                Flux.defer(() -> body(window.received()))
+                    .retryWhen(
+                        Retry.max(resumeAttempts)
+                            .filter(this::resumable)
+                            .doBeforeRetry(
+                                s -> {
+                                  resumes = (int) s.totalRetries() + 1;
+                                  log.warn(
+                                      "blob download {} broke off after {} of {} bytes ({}); resuming from there, attempt {} of {}",
+                                      description,
+                                      window.received(),
+                                      expectedSize,
+                                      s.failure().getCause(),
+                                      resumes,
+                                      resumeAttempts);
+                                })
+                            .onRetryExhaustedThrow((spec, s) -> s.failure()))
+                    .onErrorMap(BrokeOff.class, Throwable::getCause))
+            .<FillWindow.Chunk>handle(
+                (buffer, sink) -> {
+                  try {
+                    FillWindow.Chunk chunk = window.add(buffer);
+                    if (chunk != null) {
+                      sink.next(chunk);
+                    }
+                  } catch (ContentVerificationException e) {
+                    sink.error(e);
+                  }
                 })
-                .onRetryExhaustedThrow((spec, s) -> s.failure()))
-            .onErrorMap(BrokeOff.class, Throwable::getCause))
-        .<FillWindow.Chunk>handle((buffer, sink) -> {
-          try {
-            FillWindow.Chunk chunk = window.add(buffer);
-            if (chunk != null) {
-              sink.next(chunk);
-            }
-          } catch (ContentVerificationException e) {
-            sink.error(e);
-          }
-        })
-        .concatMap(chunk -> window.paced().thenReturn(chunk), UPSTREAM_PREFETCH)
-        .bufferUntil(this::batchFull)
-        .publishOn(scheduler, WRITES_QUEUED)
-        .doOnNext(this::write)
-        .then(Mono.fromRunnable(this::verifyAndCommit))
-        .doOnDiscard(DataBuffer.class, DataBufferUtils::release)
-        .subscribe(null, this::fail);
+            .concatMap(chunk -> window.paced().thenReturn(chunk), UPSTREAM_PREFETCH)
+            .bufferUntil(this::batchFull)
+            .publishOn(scheduler, WRITES_QUEUED)
+            .doOnNext(this::write)
+            .then(Mono.fromRunnable(this::verifyAndCommit))
+            .doOnDiscard(DataBuffer.class, DataBufferUtils::release)
+            .subscribe(null, this::fail);
   }
 
   /** Requests the bytes from {@code offset} on; the body's own errors come as {@link BrokeOff}. */
@@ -202,35 +230,48 @@ public final class BlobDownload {
     if (t != null) {
       opened = opened.contextWrite(t::into);
     }
-    return opened.flatMapMany(blob -> {
-      long size = expectedSize;
-      if (offset > 0 && size >= 0 && blob.size() >= 0 && blob.size() != size) {
-        blob.body().take(0).subscribe(); // lets the connection go
-        return Flux.error(new ContentVerificationException(
-            description + ": the upstream's size changed from " + size + " to " + blob.size() + " bytes"));
-      }
-      if (offset == 0) {
-        expectedSize = blob.size();
-        window.size(blob.size());
-        try {
-          writer.reserve(blob.size()); // before any reader sees a byte or the size
-        } catch (IOException | RuntimeException e) {
-          blob.body().take(0).subscribe();
-          return Flux.error(e);
-        }
-        sizeSink.tryEmitValue(blob.size());
-      }
-      if (t != null && bodySpan == null) {
-        bodySpan = t.child("blob body").tag("registry.digest", digest.toString()).tag("registry.size", blob.size());
-      }
-      return blob.body().onErrorMap(BrokeOff::new);
-    });
+    return opened.flatMapMany(
+        blob -> {
+          long size = expectedSize;
+          if (offset > 0 && size >= 0 && blob.size() >= 0 && blob.size() != size) {
+            blob.body().take(0).subscribe(); // lets the connection go
+            return Flux.error(
+                new ContentVerificationException(
+                    description
+                        + ": the upstream's size changed from "
+                        + size
+                        + " to "
+                        + blob.size()
+                        + " bytes"));
+          }
+          if (offset == 0) {
+            expectedSize = blob.size();
+            window.size(blob.size());
+            try {
+              writer.reserve(blob.size()); // before any reader sees a byte or the size
+            } catch (IOException | RuntimeException e) {
+              blob.body().take(0).subscribe();
+              return Flux.error(e);
+            }
+            sizeSink.tryEmitValue(blob.size());
+          }
+          if (t != null && bodySpan == null) {
+            bodySpan =
+                t.child("blob body")
+                    .tag("registry.digest", digest.toString())
+                    .tag("registry.size", blob.size());
+          }
+          return blob.body().onErrorMap(BrokeOff::new);
+        });
   }
 
-  /** A broken body is resumed from the next byte, keeping what was received (and the digest state). */
+  /**
+   * A broken body is resumed from the next byte, keeping what was received (and the digest state).
+   */
   private boolean resumable(Throwable error) {
     long size = expectedSize;
-    return error instanceof BrokeOff && window.state() == FillWindow.State.RUNNING
+    return error instanceof BrokeOff
+        && window.state() == FillWindow.State.RUNNING
         && !(size >= 0 && window.received() >= size);
   }
 
@@ -268,7 +309,10 @@ public final class BlobDownload {
     return digest;
   }
 
-  /** Streams the whole blob as it arrives, in heap buffers; see {@link #read(long, long, DataBufferFactory)}. */
+  /**
+   * Streams the whole blob as it arrives, in heap buffers; see {@link #read(long, long,
+   * DataBufferFactory)}.
+   */
   public Flux<DataBuffer> read(long start, long endInclusive) {
     return read(start, endInclusive, DefaultDataBufferFactory.sharedInstance);
   }
@@ -282,16 +326,27 @@ public final class BlobDownload {
    * @param endInclusive last byte offset, or -1 for "to the end"
    */
   public Flux<DataBuffer> read(long start, long endInclusive, DataBufferFactory factory) {
-    return Flux.defer(() -> {
-      BlobReader reader = new BlobReader(window, () -> writer, scheduler, description, start,
-          endInclusive < 0 ? -1 : endInclusive + 1, factory);
-      disposeOrphanTimer();
-      return reader.bytes().doFinally(signal -> {
-        if (reader.close() == 0) {
-          armOrphanTimer();
-        }
-      });
-    });
+    return Flux.defer(
+        () -> {
+          BlobReader reader =
+              new BlobReader(
+                  window,
+                  () -> writer,
+                  scheduler,
+                  description,
+                  start,
+                  endInclusive < 0 ? -1 : endInclusive + 1,
+                  factory);
+          disposeOrphanTimer();
+          return reader
+              .bytes()
+              .doFinally(
+                  signal -> {
+                    if (reader.close() == 0) {
+                      armOrphanTimer();
+                    }
+                  });
+        });
   }
 
   /** Bytes this download holds in memory now (readers hold slices of the same buffers). */
@@ -338,14 +393,16 @@ public final class BlobDownload {
     }
     long stored;
     PullSpan t = trace;
-    PullSpan commit = t == null ? null : t.child("storage commit").tag("registry.digest", digest.toString());
+    PullSpan commit =
+        t == null ? null : t.child("storage commit").tag("registry.digest", digest.toString());
     try {
       stored = w.commit(expectedSize);
     } catch (IOException | RuntimeException e) {
       if (commit != null) {
         commit.error(e);
       }
-      throw e instanceof IOException io ? new UncheckedIOException("cannot store " + description, io)
+      throw e instanceof IOException io
+          ? new UncheckedIOException("cannot store " + description, io)
           : (RuntimeException) e;
     } finally {
       if (commit != null) {
@@ -362,24 +419,27 @@ public final class BlobDownload {
 
   private void fail(Throwable error) {
     ContentWriter w = writer;
-    window.fail(error, () -> {
-      if (w != null) {
-        w.abort();
-      }
-    }, () -> {
-      Disposable f = fill;
-      if (f != null) {
-        f.dispose();
-      }
-      PullSpan bs = bodySpan;
-      if (bs != null) {
-        bs.error(error).end();
-      }
-      disposeOrphanTimer();
-      log.warn("blob download {} failed, nothing kept: {}", description, error.toString());
-      sizeSink.tryEmitError(error); // ignored when the size was already announced
-      completion.tryEmitError(error);
-    });
+    window.fail(
+        error,
+        () -> {
+          if (w != null) {
+            w.abort();
+          }
+        },
+        () -> {
+          Disposable f = fill;
+          if (f != null) {
+            f.dispose();
+          }
+          PullSpan bs = bodySpan;
+          if (bs != null) {
+            bs.error(error).end();
+          }
+          disposeOrphanTimer();
+          log.warn("blob download {} failed, nothing kept: {}", description, error.toString());
+          sizeSink.tryEmitError(error); // ignored when the size was already announced
+          completion.tryEmitError(error);
+        });
   }
 
   private void armOrphanTimer() {
@@ -387,12 +447,16 @@ public final class BlobDownload {
       return;
     }
     disposeOrphanTimer();
-    orphanTimer = Mono.delay(orphanTimeout)
-        .subscribe(tick -> {
-          if (window.readers() == 0 && window.state() == FillWindow.State.RUNNING) {
-            fail(new IOException("no client has waited for " + orphanTimeout + "; download stopped"));
-          }
-        });
+    orphanTimer =
+        Mono.delay(orphanTimeout)
+            .subscribe(
+                tick -> {
+                  if (window.readers() == 0 && window.state() == FillWindow.State.RUNNING) {
+                    fail(
+                        new IOException(
+                            "no client has waited for " + orphanTimeout + "; download stopped"));
+                  }
+                });
   }
 
   private void disposeOrphanTimer() {

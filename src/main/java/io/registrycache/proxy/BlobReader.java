@@ -20,8 +20,8 @@ import reactor.core.scheduler.Scheduler;
  * what the {@link FillWindow} holds when it starts:
  *
  * <ul>
- *   <li>the next bytes are only in the file (written, and gone from memory: the reader joined
- *       late or fell behind): read up to {@value #FILE_READ_BYTES} bytes from it, on the storage
+ *   <li>the next bytes are only in the file (written, and gone from memory: the reader joined late
+ *       or fell behind): read up to {@value #FILE_READ_BYTES} bytes from it, on the storage
  *       scheduler;
  *   <li>they are in memory: take retained slices of the received buffers (no copy), as the client
  *       asks for them ({@link Flux#generate});
@@ -29,16 +29,16 @@ import reactor.core.scheduler.Scheduler;
  *       download failed).
  * </ul>
  *
- * <p>Steps repeat until the blob is verified and the range read. A reader holds no queue of its
- * own and never holds up the fill or another reader beyond the fill's pacing ({@link
- * FillWindow#paced}). Errors are the download's own failure (its OCI code kept), or an
- * {@link IOException} for a file this reader could not read.
+ * <p>Steps repeat until the blob is verified and the range read. A reader holds no queue of its own
+ * and never holds up the fill or another reader beyond the fill's pacing ({@link
+ * FillWindow#paced}). Errors are the download's own failure (its OCI code kept), or an {@link
+ * IOException} for a file this reader could not read.
  */
 final class BlobReader {
 
   /**
-   * Bytes read from the file per read: a response holds up to 32 of them in direct memory
-   * ({@code RegistryCacheApplication#SEND_PREFETCH}) while its client drains them.
+   * Bytes read from the file per read: a response holds up to 32 of them in direct memory ({@code
+   * RegistryCacheApplication#SEND_PREFETCH}) while its client drains them.
    */
   static final int FILE_READ_BYTES = 64 * 1024;
 
@@ -59,8 +59,14 @@ final class BlobReader {
    * @param scheduler where file reads run (never a Netty event loop)
    * @param endExclusive one past the last byte wanted, or -1 for the blob's end
    */
-  BlobReader(FillWindow window, Supplier<ContentWriter> writer, Scheduler scheduler, String description, long start,
-      long endExclusive, DataBufferFactory factory) {
+  BlobReader(
+      FillWindow window,
+      Supplier<ContentWriter> writer,
+      Scheduler scheduler,
+      String description,
+      long start,
+      long endExclusive,
+      DataBufferFactory factory) {
     this.window = window;
     this.writer = writer;
     this.scheduler = scheduler;
@@ -77,7 +83,9 @@ final class BlobReader {
         .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease);
   }
 
-  /** Ends the reader: its file is closed, and it no longer paces the fill. Returns the readers left. */
+  /**
+   * Ends the reader: its file is closed, and it no longer paces the fill. Returns the readers left.
+   */
   int close() {
     synchronized (fileLock) {
       closed = true;
@@ -116,20 +124,24 @@ final class BlobReader {
       long upTo = Math.min(limit, v.written());
       return Mono.fromCallable(() -> readFile(upTo)).subscribeOn(scheduler).flux();
     }
-    return Flux.generate(sink -> {
-      ByteBuf slice = window.slice(position, limit);
-      if (slice == null) {
-        sink.complete();
-        return;
-      }
-      sink.next(slice);
-      if (position.next() >= limit) {
-        sink.complete();
-      }
-    });
+    return Flux.generate(
+        sink -> {
+          ByteBuf slice = window.slice(position, limit);
+          if (slice == null) {
+            sink.complete();
+            return;
+          }
+          sink.next(slice);
+          if (position.next() >= limit) {
+            sink.complete();
+          }
+        });
   }
 
-  /** Reads the file from the reader's next byte up to {@code limit}, at most {@value #FILE_READ_BYTES} bytes; null once closed. */
+  /**
+   * Reads the file from the reader's next byte up to {@code limit}, at most {@value
+   * #FILE_READ_BYTES} bytes; null once closed.
+   */
   private ByteBuf readFile(long limit) throws IOException {
     long from = position.next();
     int n = (int) Math.min(FILE_READ_BYTES, limit - from);
@@ -143,8 +155,11 @@ final class BlobReader {
           file = (FileChannel) writer.get().openReader();
         }
         // the response's own allocator where it has one (the server's pool), so its limits apply
-        b = (factory instanceof NettyDataBufferFactory netty ? netty.getByteBufAllocator() : ByteBufAllocator.DEFAULT)
-            .directBuffer(n);
+        b =
+            (factory instanceof NettyDataBufferFactory netty
+                    ? netty.getByteBufAllocator()
+                    : ByteBufAllocator.DEFAULT)
+                .directBuffer(n);
         for (int got = 0; got < n; ) {
           int r = b.writeBytes(file, from + got, n - got);
           if (r < 0) {
@@ -156,7 +171,8 @@ final class BlobReader {
         release(b);
         FillWindow.View v = window.view();
         Throwable cause = v.failure() != null ? v.failure() : e;
-        throw new IOException("download of " + description + " failed: " + cause.getMessage(), cause);
+        throw new IOException(
+            "download of " + description + " failed: " + cause.getMessage(), cause);
       } catch (IOException | RuntimeException e) {
         release(b);
         throw e;

@@ -31,8 +31,8 @@ public sealed interface BlobSource permits BlobSource.Stored, BlobSource.Downloa
 
   /**
    * Bytes {@code [start, start + count)} ({@code count} -1: to the end) as buffers of {@code
-   * factory}; the subscriber releases them. Of a blob still arriving: as they arrive, the last
-   * byte once the whole blob is verified (a bad blob ends in an error, never a clean end).
+   * factory}; the subscriber releases them. Of a blob still arriving: as they arrive, the last byte
+   * once the whole blob is verified (a bad blob ends in an error, never a clean end).
    */
   Flux<DataBuffer> read(long start, long count, DataBufferFactory factory);
 
@@ -41,7 +41,10 @@ public sealed interface BlobSource permits BlobSource.Stored, BlobSource.Downloa
     return Optional.empty();
   }
 
-  /** A URL the client may fetch these bytes from itself ({@code storage.s3.redirect}); usually empty. */
+  /**
+   * A URL the client may fetch these bytes from itself ({@code storage.s3.redirect}); usually
+   * empty.
+   */
   default Optional<URI> redirect() {
     return Optional.empty();
   }
@@ -99,10 +102,11 @@ public sealed interface BlobSource permits BlobSource.Stored, BlobSource.Downloa
    * A blob still arriving from the upstream: served from the download as it arrives.
    *
    * @param size bytes as the upstream announced them, or -1 when unknown
-   * @param stored completes with the size once the blob is verified, stored and linked here;
-   *     errors when the download failed
+   * @param stored completes with the size once the blob is verified, stored and linked here; errors
+   *     when the download failed
    */
-  record Downloading(Digest digest, BlobDownload download, long size, Mono<Long> stored) implements BlobSource {
+  record Downloading(Digest digest, BlobDownload download, long size, Mono<Long> stored)
+      implements BlobSource {
     @Override
     public boolean complete() {
       return false;

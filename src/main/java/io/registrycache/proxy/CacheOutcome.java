@@ -5,10 +5,10 @@ import java.util.function.Function;
 import reactor.core.publisher.Mono;
 
 /**
- * How the cache answered one request (hit, miss, stale, error) and which upstream it concerned,
- * for the access log. A holder is put in the Reactor context by the access log's web filter; the
- * proxy services record into it as their results pass. Without a holder nothing is recorded. The
- * first result recorded wins (a blob HEAD that waits for its download is still a miss).
+ * How the cache answered one request (hit, miss, stale, error) and which upstream it concerned, for
+ * the access log. A holder is put in the Reactor context by the access log's web filter; the proxy
+ * services record into it as their results pass. Without a holder nothing is recorded. The first
+ * result recorded wins (a blob HEAD that waits for its download is still a miss).
  */
 public final class CacheOutcome {
 

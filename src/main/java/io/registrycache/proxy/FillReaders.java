@@ -13,7 +13,10 @@ import reactor.core.publisher.Sinks;
  */
 final class FillReaders {
 
-  /** Where one reader is: its next byte, and the end of its range (exclusive; MAX_VALUE: the blob's end). */
+  /**
+   * Where one reader is: its next byte, and the end of its range (exclusive; MAX_VALUE: the blob's
+   * end).
+   */
   static final class Position {
     private volatile long next; // written under the window's lock
     private final long end;
@@ -70,7 +73,10 @@ final class FillReaders {
     return pause.asMono();
   }
 
-  /** The pause to end (outside the lock) now that the fastest reader is close enough to {@code received}, or null. */
+  /**
+   * The pause to end (outside the lock) now that the fastest reader is close enough to {@code
+   * received}, or null.
+   */
   Sinks.Empty<Void> resumable(long received) {
     if (pause == null || behind(received) >= BlobDownload.PACE_BYTES / 2) {
       return null;

@@ -18,10 +18,10 @@ import reactor.core.publisher.Sinks;
  * and where each of its readers is: the state the fill and its readers share, under one lock.
  *
  * <p>A received buffer stays here until the store has written it and the fastest reader has passed
- * it (so a reader keeping up never reads the file back); the one holding the last byte of a blob
- * of known size stays until the blob is verified, and readers see that last byte only then. A
- * download that fails releases them all. Readers take retained slices, so a buffer released here
- * stays valid for a reader that holds a slice of it.
+ * it (so a reader keeping up never reads the file back); the one holding the last byte of a blob of
+ * known size stays until the blob is verified, and readers see that last byte only then. A download
+ * that fails releases them all. Readers take retained slices, so a buffer released here stays valid
+ * for a reader that holds a slice of it.
  *
  * <p>Readers wait for a change with {@link #changedSince}; the fill waits for its fastest reader
  * with {@link #paced} ({@link FillReaders}, guarded by the same lock). Both are {@link Mono}s
@@ -36,25 +36,39 @@ final class FillWindow {
     }
   }
 
-  enum State { RUNNING, VERIFIED, COMMITTED, FAILED }
+  enum State {
+    RUNNING,
+    VERIFIED,
+    COMMITTED,
+    FAILED
+  }
 
   /**
    * The window as one reader step sees it.
    *
    * @param memoryStart first offset still in memory ({@code received} when none is)
-   * @param readable bytes a reader may have now: all received, but the last byte of a blob of
-   *     known size only once verified
+   * @param readable bytes a reader may have now: all received, but the last byte of a blob of known
+   *     size only once verified
    * @param size the announced size in bytes, or -1
    * @param version changes whenever {@code received} or {@code state} does
    */
-  record View(State state, Throwable failure, long received, long written, long memoryStart, long readable,
-      long size, long version) {
+  record View(
+      State state,
+      Throwable failure,
+      long received,
+      long written,
+      long memoryStart,
+      long readable,
+      long size,
+      long version) {
     boolean verified() {
       return state == State.VERIFIED || state == State.COMMITTED;
     }
   }
 
-  /** What to do once the lock is let go: buffers to release, readers to wake, the fill to resume. */
+  /**
+   * What to do once the lock is let go: buffers to release, readers to wake, the fill to resume.
+   */
   private static final class After {
     final List<ByteBuf> release = new ArrayList<>(0);
     List<MonoSink<Void>> wake = List.of();
@@ -80,16 +94,22 @@ final class FillWindow {
   private long size = -1;
   private long version;
   private State state = State.RUNNING;
+
   /** {@link #fail} began: nothing more is written, verified or stored. */
   private boolean failing;
+
   private Throwable failure;
 
-  /** @param description for errors, e.g. {@code local/library/alpine@sha256:...} */
+  /**
+   * @param description for errors, e.g. {@code local/library/alpine@sha256:...}
+   */
   FillWindow(String description) {
     this.description = description;
   }
 
-  /** Bytes held in memory: received and not yet written, or not yet passed by the fastest reader. */
+  /**
+   * Bytes held in memory: received and not yet written, or not yet passed by the fastest reader.
+   */
   long buffered() {
     synchronized (lock) {
       Chunk first = chunks.peekFirst();
@@ -100,7 +120,14 @@ final class FillWindow {
   View view() {
     synchronized (lock) {
       Chunk first = chunks.peekFirst();
-      return new View(state, failure, received, written, first != null ? first.offset() : received, readable(), size,
+      return new View(
+          state,
+          failure,
+          received,
+          written,
+          first != null ? first.offset() : received,
+          readable(),
+          size,
           version);
     }
   }
@@ -143,7 +170,8 @@ final class FillWindow {
    * waiting for bytes.
    *
    * @return the buffer's chunk, or null (empty, or the download failed: the buffer is released)
-   * @throws ContentVerificationException when it goes past the announced size (the buffer is released)
+   * @throws ContentVerificationException when it goes past the announced size (the buffer is
+   *     released)
    */
   Chunk add(DataBuffer buffer) {
     ByteBuf buf;
@@ -165,7 +193,8 @@ final class FillWindow {
       }
       if (size >= 0 && received + n > size) {
         buf.release();
-        throw new ContentVerificationException(description + ": upstream sent more than its Content-Length of " + size + " bytes");
+        throw new ContentVerificationException(
+            description + ": upstream sent more than its Content-Length of " + size + " bytes");
       }
       chunk = new Chunk(buf, received);
       chunks.addLast(chunk);
@@ -263,8 +292,8 @@ final class FillWindow {
   }
 
   /**
-   * The size and digest checked out, every byte is written: readers may have the last byte and
-   * end; what no reader still needs leaves memory. False once failed.
+   * The size and digest checked out, every byte is written: readers may have the last byte and end;
+   * what no reader still needs leaves memory. False once failed.
    */
   boolean verified() {
     After after = new After();
@@ -299,10 +328,10 @@ final class FillWindow {
 
   /**
    * Fails the download unless it is stored or failing already: {@code first} runs under the lock
-   * (the bytes go before any reader can hear of the failure), then {@code announce} outside it
-   * (the download's own signals: the single-flight is left before a reader retries), then the
-   * readers see the failure, the fill and the waiting readers are woken and the bytes in memory
-   * released. Meanwhile nothing more is written, verified or stored.
+   * (the bytes go before any reader can hear of the failure), then {@code announce} outside it (the
+   * download's own signals: the single-flight is left before a reader retries), then the readers
+   * see the failure, the fill and the waiting readers are woken and the bytes in memory released.
+   * Meanwhile nothing more is written, verified or stored.
    *
    * @return whether this call failed it
    */
@@ -328,26 +357,31 @@ final class FillWindow {
     return true;
   }
 
-  /** Completes once the window changed from {@code seen} (a {@link View#version}), at once if it has. */
+  /**
+   * Completes once the window changed from {@code seen} (a {@link View#version}), at once if it
+   * has.
+   */
   Mono<Void> changedSince(long seen) {
-    return Mono.create(sink -> {
-      boolean now;
-      synchronized (lock) {
-        now = version != seen;
-        if (!now) {
-          waiters.add(sink);
-        }
-      }
-      if (now) {
-        sink.success();
-      } else {
-        sink.onCancel(() -> {
+    return Mono.create(
+        sink -> {
+          boolean now;
           synchronized (lock) {
-            waiters.remove(sink);
+            now = version != seen;
+            if (!now) {
+              waiters.add(sink);
+            }
+          }
+          if (now) {
+            sink.success();
+          } else {
+            sink.onCancel(
+                () -> {
+                  synchronized (lock) {
+                    waiters.remove(sink);
+                  }
+                });
           }
         });
-      }
-    });
   }
 
   private List<MonoSink<Void>> changed() {

@@ -32,15 +32,14 @@ import reactor.core.publisher.Mono;
  * io.registrycache.upstream.ClientCredential#id()}, upstream, repository) for {@code
  * confirm-access-for}; refusals are not remembered.
  *
- * <p>Only a 2xx confirms. Otherwise the upstream's answer is the client's: 401 {@code
- * UNAUTHORIZED} (wrong or no credentials), 403 {@code DENIED}, 404 {@code MANIFEST_UNKNOWN} /
- * {@code BLOB_UNKNOWN} / {@code NAME_UNKNOWN}, 429, or 502/503/504 when the upstream cannot be
- * asked (fail closed: nothing cached is served to a client whose access is not confirmed).
- * Offline ({@code registry-cache.offline}), a client not confirmed before is refused with 403
- * {@code DENIED}.
+ * <p>Only a 2xx confirms. Otherwise the upstream's answer is the client's: 401 {@code UNAUTHORIZED}
+ * (wrong or no credentials), 403 {@code DENIED}, 404 {@code MANIFEST_UNKNOWN} / {@code
+ * BLOB_UNKNOWN} / {@code NAME_UNKNOWN}, 429, or 502/503/504 when the upstream cannot be asked (fail
+ * closed: nothing cached is served to a client whose access is not confirmed). Offline ({@code
+ * registry-cache.offline}), a client not confirmed before is refused with 403 {@code DENIED}.
  *
- * <p>Concurrent confirmations of one key share one {@code HEAD} ({@link SingleFlight}). Requests
- * to an upstream fetched with the cache's credentials pass at once. Each {@code HEAD} is counted in
+ * <p>Concurrent confirmations of one key share one {@code HEAD} ({@link SingleFlight}). Requests to
+ * an upstream fetched with the cache's credentials pass at once. Each {@code HEAD} is counted in
  * {@code registry_cache_passthrough_checks_total{upstream,outcome}}.
  */
 @Service
@@ -62,16 +61,20 @@ public class PassthroughAccess {
 
   private final UpstreamClient upstreams;
   private final boolean offline;
+
   /** Confirmed (client id | upstream key | repository) → how long it is remembered. */
-  private final Cache<String, Duration> confirmed = Caffeine.newBuilder()
-      .maximumSize(100_000)
-      .expireAfter(Expiry.<String, Duration>creating((key, remember) -> remember))
-      .build();
+  private final Cache<String, Duration> confirmed =
+      Caffeine.newBuilder()
+          .maximumSize(100_000)
+          .expireAfter(Expiry.<String, Duration>creating((key, remember) -> remember))
+          .build();
+
   private final SingleFlight<String, Mono<Boolean>> confirming = new SingleFlight<>();
 
   private final CacheMetrics metrics;
 
-  public PassthroughAccess(UpstreamClient upstreams, RegistryCacheProperties properties, CacheMetrics metrics) {
+  public PassthroughAccess(
+      UpstreamClient upstreams, RegistryCacheProperties properties, CacheMetrics metrics) {
     this.upstreams = upstreams;
     this.offline = properties.upstreams().offline();
     this.metrics = metrics;
@@ -94,23 +97,43 @@ public class PassthroughAccess {
       return Mono.empty();
     }
     if (offline) {
-      return Mono.error(new OciException(OciErrorCode.DENIED, HttpStatus.FORBIDDEN,
-          "the cache is offline: access to '" + name + "' of pass-through upstream '" + upstream.key()
-              + "' cannot be confirmed"));
+      return Mono.error(
+          new OciException(
+              OciErrorCode.DENIED,
+              HttpStatus.FORBIDDEN,
+              "the cache is offline: access to '"
+                  + name
+                  + "' of pass-through upstream '"
+                  + upstream.key()
+                  + "' cannot be confirmed"));
     }
     // The key names the client credentials (an HMAC), so clients never share a confirmation.
-    return SingleFlight.shared(confirming, key, () -> ask(upstream, name, probe)
-            .thenReturn(Boolean.TRUE)
-            .doOnSuccess(ok -> metrics.passthroughCheck(upstream.key(), "confirmed"))
-            .doOnError(e -> metrics.passthroughCheck(upstream.key(),
-                e instanceof OciException oci && oci.status().is4xxClientError() ? "refused" : "failed")))
-        .doOnNext(ok -> {
-          Duration remember = upstream.settings().confirmAccessFor();
-          if (!remember.isZero()) {
-            confirmed.put(key, remember);
-          }
-          log.debug("upstream '{}' confirmed {} may pull {}", upstream.key(), upstream.clientCredential(), name);
-        })
+    return SingleFlight.shared(
+            confirming,
+            key,
+            () ->
+                ask(upstream, name, probe)
+                    .thenReturn(Boolean.TRUE)
+                    .doOnSuccess(ok -> metrics.passthroughCheck(upstream.key(), "confirmed"))
+                    .doOnError(
+                        e ->
+                            metrics.passthroughCheck(
+                                upstream.key(),
+                                e instanceof OciException oci && oci.status().is4xxClientError()
+                                    ? "refused"
+                                    : "failed")))
+        .doOnNext(
+            ok -> {
+              Duration remember = upstream.settings().confirmAccessFor();
+              if (!remember.isZero()) {
+                confirmed.put(key, remember);
+              }
+              log.debug(
+                  "upstream '{}' confirmed {} may pull {}",
+                  upstream.key(),
+                  upstream.clientCredential(),
+                  name);
+            })
         .then();
   }
 

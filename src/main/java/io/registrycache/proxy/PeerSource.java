@@ -16,11 +16,11 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.tracing.PullSpan;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamException;
 import io.registrycache.upstream.UpstreamManifest;
-import io.registrycache.tracing.PullSpan;
 import jakarta.annotation.PreDestroy;
 import java.net.ConnectException;
 import java.net.URI;
@@ -51,10 +51,10 @@ import reactor.netty.resources.LoopResources;
 
 /**
  * The blob miss path's hook for replicas (issue 11): a blob whose owner ({@link
- * ClusterMembership#ownerElsewhere}) is another replica is fetched from that owner's peer
- * endpoint ({@link PeerProtocol}) instead of the upstream, into the same {@link BlobDownload}, so
- * it is verified and stored here as any fill; the owner's own pull-through (single-flight, content
- * scope) makes the one upstream fetch.
+ * ClusterMembership#ownerElsewhere}) is another replica is fetched from that owner's peer endpoint
+ * ({@link PeerProtocol}) instead of the upstream, into the same {@link BlobDownload}, so it is
+ * verified and stored here as any fill; the owner's own pull-through (single-flight, content scope)
+ * makes the one upstream fetch.
  *
  * <p>Availability beats deduplication: when the owner cannot be reached, does not answer within
  * {@code cluster.read-timeout}, or answers an error status other than "no such blob", the blob is
@@ -65,15 +65,15 @@ import reactor.netty.resources.LoopResources;
  * ClusterMembership#suspect}): for {@code cluster.suspect-for} its blobs get the next owner.
  *
  * <p>A hung owner (a stopped process: its kernel still accepts connections, nothing answers) is
- * told from a busy one (whose answer waits for its own upstream or a fill permit) by a probe:
- * when the owner's response headers have not come within {@code cluster.first-byte-timeout} of
- * the request's start, {@link PeerProtocol#PING} is sent on another connection; an owner that
- * answers it, whatever the status, is waited for (up to {@code read-timeout}), one that does not
- * within {@code first-byte-timeout} more is suspected and the request given up here (the upstream
- * asked instead). So a hung owner costs one miss at most twice {@code first-byte-timeout}, and
- * the misses after it none while it is a suspect. A body that stalls after the headers breaks off
- * after {@code read-timeout} as before and is resumed from the upstream.
- * Independent of the store: it only supplies the bytes of a fill.
+ * told from a busy one (whose answer waits for its own upstream or a fill permit) by a probe: when
+ * the owner's response headers have not come within {@code cluster.first-byte-timeout} of the
+ * request's start, {@link PeerProtocol#PING} is sent on another connection; an owner that answers
+ * it, whatever the status, is waited for (up to {@code read-timeout}), one that does not within
+ * {@code first-byte-timeout} more is suspected and the request given up here (the upstream asked
+ * instead). So a hung owner costs one miss at most twice {@code first-byte-timeout}, and the misses
+ * after it none while it is a suspect. A body that stalls after the headers breaks off after {@code
+ * read-timeout} as before and is resumed from the upstream. Independent of the store: it only
+ * supplies the bytes of a fill.
  */
 @Component
 public class PeerSource {
@@ -86,46 +86,65 @@ public class PeerSource {
   private final LoopResources loops;
   private final ConnectionProvider pool;
   private final WebClient client;
+
   /** For pings only: a new connection each, never one queued behind the pool's requests. */
   private final WebClient pingClient;
+
   private final Duration firstByteTimeout;
 
-  /** A single replica (no cluster configured, so no cluster beans): every blob from the upstream. */
+  /**
+   * A single replica (no cluster configured, so no cluster beans): every blob from the upstream.
+   */
   @Autowired
   public PeerSource(
-      ObjectProvider<ClusterMembership> membership, ClusterProperties properties,
-      ObjectProvider<PeerToken> token, ObjectProvider<PeerMetrics> metrics) {
+      ObjectProvider<ClusterMembership> membership,
+      ClusterProperties properties,
+      ObjectProvider<PeerToken> token,
+      ObjectProvider<PeerMetrics> metrics) {
     this(membership.getIfAvailable(), properties, token.getIfAvailable(), metrics.getIfAvailable());
   }
 
-  /** @param membership the cluster, or {@code null} for a single replica */
-  public PeerSource(ClusterMembership membership, ClusterProperties properties, PeerToken token, PeerMetrics metrics) {
+  /**
+   * @param membership the cluster, or {@code null} for a single replica
+   */
+  public PeerSource(
+      ClusterMembership membership,
+      ClusterProperties properties,
+      PeerToken token,
+      PeerMetrics metrics) {
     this.membership = membership;
     this.token = token;
     this.metrics = metrics;
     this.firstByteTimeout = properties.firstByteTimeout();
     if (membership != null && membership.enabled()) {
       this.loops = LoopResources.create("peer-client", 2, true);
-      this.pool = ConnectionProvider.builder("peer-client")
-          .maxConnections(256)
-          .pendingAcquireMaxCount(4096)
-          .maxIdleTime(Duration.ofSeconds(30))
-          .build();
+      this.pool =
+          ConnectionProvider.builder("peer-client")
+              .maxConnections(256)
+              .pendingAcquireMaxCount(4096)
+              .maxIdleTime(Duration.ofSeconds(30))
+              .build();
       HttpClient http =
           HttpClient.create(pool)
               .runOn(loops)
-              .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.connectTimeout().toMillis())
+              .option(
+                  ChannelOption.CONNECT_TIMEOUT_MILLIS,
+                  (int) properties.connectTimeout().toMillis())
               .responseTimeout(properties.readTimeout())
               .followRedirect(false)
               .compress(false);
-      this.client = WebClient.builder().clientConnector(new ReactorClientHttpConnector(http)).build();
+      this.client =
+          WebClient.builder().clientConnector(new ReactorClientHttpConnector(http)).build();
       HttpClient ping =
           HttpClient.create(ConnectionProvider.newConnection())
               .runOn(loops)
-              .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) properties.firstByteTimeout().toMillis())
+              .option(
+                  ChannelOption.CONNECT_TIMEOUT_MILLIS,
+                  (int) properties.firstByteTimeout().toMillis())
               .followRedirect(false)
               .compress(false);
-      this.pingClient = WebClient.builder().clientConnector(new ReactorClientHttpConnector(ping)).build();
+      this.pingClient =
+          WebClient.builder().clientConnector(new ReactorClientHttpConnector(ping)).build();
     } else {
       this.loops = null;
       this.pool = null;
@@ -161,28 +180,43 @@ public class PeerSource {
   }
 
   /**
-   * {@code GET} of the blob from {@code owner}'s peer endpoint; {@code fromUpstream} when the
-   * owner cannot give it.
+   * {@code GET} of the blob from {@code owner}'s peer endpoint; {@code fromUpstream} when the owner
+   * cannot give it.
    *
    * @return the blob's size and body as the owner (or the upstream) sends them, unverified; an
    *     {@code OciException} {@code BLOB_UNKNOWN} (404) when the owner's upstream has no such blob
    */
   Mono<UpstreamBlob> fetch(
-      Member owner, Upstream upstream, RepositoryName name, Digest digest, Supplier<Mono<UpstreamBlob>> fromUpstream) {
-    URI uri = URI.create("http://" + owner.id() + PeerProtocol.BLOBS
-        + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8) + "/" + name.value() + "/" + digest);
+      Member owner,
+      Upstream upstream,
+      RepositoryName name,
+      Digest digest,
+      Supplier<Mono<UpstreamBlob>> fromUpstream) {
+    URI uri =
+        URI.create(
+            "http://"
+                + owner.id()
+                + PeerProtocol.BLOBS
+                + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8)
+                + "/"
+                + name.value()
+                + "/"
+                + digest);
     String what = upstream.key() + "/" + name + "@" + digest + " from owner " + owner;
-    return PullSpan.aroundWith("peer fetch", hop -> fetch(uri, what, owner, hop, fromUpstream),
-        "registry.peer.owner", owner.id(), "registry.digest", digest.toString());
+    return PullSpan.aroundWith(
+        "peer fetch",
+        hop -> fetch(uri, what, owner, hop, fromUpstream),
+        "registry.peer.owner",
+        owner.id(),
+        "registry.digest",
+        digest.toString());
   }
 
   private Mono<UpstreamBlob> fetch(
       URI uri, String what, Member owner, PullSpan hop, Supplier<Mono<UpstreamBlob>> fromUpstream) {
     AtomicBoolean answered = new AtomicBoolean();
-    WebClient.RequestHeadersSpec<?> request = client
-        .get()
-        .uri(uri)
-        .header(HttpHeaders.AUTHORIZATION, token.authorization());
+    WebClient.RequestHeadersSpec<?> request =
+        client.get().uri(uri).header(HttpHeaders.AUTHORIZATION, token.authorization());
     if (hop != null) {
       hop.inject((header, value) -> request.header(header, value));
     }
@@ -193,19 +227,26 @@ public class PeerSource {
         .doOnNext(entity -> answered.set(true))
         .timeout(silence(owner, answered), Mono.error(() -> new OwnerSilent(firstByteTimeout)))
         .flatMap(entity -> answer(entity, what, fromUpstream))
-        .onErrorResume(e -> !(e instanceof OciException), e -> ownerUnusable(owner, "blob " + what, e, fromUpstream));
+        .onErrorResume(
+            e -> !(e instanceof OciException),
+            e -> ownerUnusable(owner, "blob " + what, e, fromUpstream));
   }
 
-  /** The replica that owns manifest {@code reference} of {@code name} at {@code upstream}, when another one. */
-  Optional<Member> manifestOwnerElsewhere(Upstream upstream, RepositoryName name, Reference reference) {
+  /**
+   * The replica that owns manifest {@code reference} of {@code name} at {@code upstream}, when
+   * another one.
+   */
+  Optional<Member> manifestOwnerElsewhere(
+      Upstream upstream, RepositoryName name, Reference reference) {
     if (membership == null) {
       return Optional.empty();
     }
     // A digest has one owner wherever it is pulled from (as a blob's); a tag, per upstream and
     // repository.
-    return membership.ownerElsewhere(reference instanceof Reference.ByDigest byDigest
-        ? byDigest.digest().toString()
-        : upstream.key() + "/" + name.value() + ":" + reference);
+    return membership.ownerElsewhere(
+        reference instanceof Reference.ByDigest byDigest
+            ? byDigest.digest().toString()
+            : upstream.key() + "/" + name.value() + ":" + reference);
   }
 
   /**
@@ -218,68 +259,108 @@ public class PeerSource {
    *     owner's upstream has no such manifest
    */
   Mono<UpstreamManifest> fetchManifest(
-      Member owner, Upstream upstream, RepositoryName name, Reference reference, int maxBytes,
+      Member owner,
+      Upstream upstream,
+      RepositoryName name,
+      Reference reference,
+      int maxBytes,
       Supplier<Mono<UpstreamManifest>> fromUpstream) {
-    URI uri = URI.create("http://" + owner.id() + PeerProtocol.MANIFESTS
-        + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8) + "/" + name.value() + "/" + reference);
-    String what = "manifest " + upstream.key() + "/" + name + ":" + reference + " from owner " + owner;
-    return PullSpan.aroundWith("peer fetch", hop -> fetchManifest(uri, what, owner, hop, maxBytes, fromUpstream, upstream),
-        "registry.peer.owner", owner.id(), "registry.reference", reference.toString());
+    URI uri =
+        URI.create(
+            "http://"
+                + owner.id()
+                + PeerProtocol.MANIFESTS
+                + UriUtils.encodePathSegment(upstream.key(), StandardCharsets.UTF_8)
+                + "/"
+                + name.value()
+                + "/"
+                + reference);
+    String what =
+        "manifest " + upstream.key() + "/" + name + ":" + reference + " from owner " + owner;
+    return PullSpan.aroundWith(
+        "peer fetch",
+        hop -> fetchManifest(uri, what, owner, hop, maxBytes, fromUpstream, upstream),
+        "registry.peer.owner",
+        owner.id(),
+        "registry.reference",
+        reference.toString());
   }
 
   private Mono<UpstreamManifest> fetchManifest(
-      URI uri, String what, Member owner, PullSpan hop, int maxBytes, Supplier<Mono<UpstreamManifest>> fromUpstream,
+      URI uri,
+      String what,
+      Member owner,
+      PullSpan hop,
+      int maxBytes,
+      Supplier<Mono<UpstreamManifest>> fromUpstream,
       Upstream upstream) {
     AtomicBoolean answered = new AtomicBoolean();
-    WebClient.RequestHeadersSpec<?> request = client
-        .get()
-        .uri(uri)
-        .header(HttpHeaders.AUTHORIZATION, token.authorization());
+    WebClient.RequestHeadersSpec<?> request =
+        client.get().uri(uri).header(HttpHeaders.AUTHORIZATION, token.authorization());
     if (hop != null) {
       hop.inject((header, value) -> request.header(header, value));
     }
     return request
-        .exchangeToMono(response -> {
-          answered.set(true);
-          int status = response.statusCode().value();
-          if (status == 200) {
-            HttpHeaders headers = response.headers().asHttpHeaders();
-            String digest = headers.getFirst("Docker-Content-Digest");
-            String type = headers.getContentType() == null ? null
-                : headers.getContentType().getType() + "/" + headers.getContentType().getSubtype();
-            return DataBufferUtils.join(response.bodyToFlux(DataBuffer.class), maxBytes)
-                .map(buffer -> {
-                  byte[] bytes = new byte[buffer.readableByteCount()];
-                  buffer.read(bytes);
-                  DataBufferUtils.release(buffer);
-                  return bytes;
-                })
-                .defaultIfEmpty(new byte[0])
-                .map(body -> {
-                  metrics.request(Direction.OUT, Outcome.OK);
-                  return new UpstreamManifest(body, type, digest == null ? null : ownersDigest(digest));
-                });
-          }
-          if (status == 404 && response.headers().asHttpHeaders().containsHeader(PeerProtocol.HEADER)) {
-            metrics.request(Direction.OUT, Outcome.NOT_FOUND);
-            return response.releaseBody().then(Mono.error(new UpstreamException(
-                upstream.key(), OciErrorCode.MANIFEST_UNKNOWN, HttpStatus.NOT_FOUND,
-                what + ": the upstream has no such manifest", null, null)));
-          }
-          metrics.request(Direction.OUT, Outcome.FAILED);
-          metrics.fallback(FallbackReason.ERROR_STATUS);
-          log.warn("{}: owner answered {}; fetching from the upstream", what, status);
-          return response.releaseBody().then(Mono.defer(fromUpstream));
-        })
+        .exchangeToMono(
+            response -> {
+              answered.set(true);
+              int status = response.statusCode().value();
+              if (status == 200) {
+                HttpHeaders headers = response.headers().asHttpHeaders();
+                String digest = headers.getFirst("Docker-Content-Digest");
+                String type =
+                    headers.getContentType() == null
+                        ? null
+                        : headers.getContentType().getType()
+                            + "/"
+                            + headers.getContentType().getSubtype();
+                return DataBufferUtils.join(response.bodyToFlux(DataBuffer.class), maxBytes)
+                    .map(
+                        buffer -> {
+                          byte[] bytes = new byte[buffer.readableByteCount()];
+                          buffer.read(bytes);
+                          DataBufferUtils.release(buffer);
+                          return bytes;
+                        })
+                    .defaultIfEmpty(new byte[0])
+                    .map(
+                        body -> {
+                          metrics.request(Direction.OUT, Outcome.OK);
+                          return new UpstreamManifest(
+                              body, type, digest == null ? null : ownersDigest(digest));
+                        });
+              }
+              if (status == 404
+                  && response.headers().asHttpHeaders().containsHeader(PeerProtocol.HEADER)) {
+                metrics.request(Direction.OUT, Outcome.NOT_FOUND);
+                return response
+                    .releaseBody()
+                    .then(
+                        Mono.error(
+                            new UpstreamException(
+                                upstream.key(),
+                                OciErrorCode.MANIFEST_UNKNOWN,
+                                HttpStatus.NOT_FOUND,
+                                what + ": the upstream has no such manifest",
+                                null,
+                                null)));
+              }
+              metrics.request(Direction.OUT, Outcome.FAILED);
+              metrics.fallback(FallbackReason.ERROR_STATUS);
+              log.warn("{}: owner answered {}; fetching from the upstream", what, status);
+              return response.releaseBody().then(Mono.defer(fromUpstream));
+            })
         .timeout(silence(owner, answered), Mono.error(() -> new OwnerSilent(firstByteTimeout)))
-        .onErrorResume(e -> !(e instanceof OciException), e -> ownerUnusable(owner, what, e, fromUpstream));
+        .onErrorResume(
+            e -> !(e instanceof OciException), e -> ownerUnusable(owner, what, e, fromUpstream));
   }
 
   /**
    * The owner did not answer, or its answer broke off or was unusable: counted as a fallback, the
    * owner suspected when its connection failed or it stayed silent, and the upstream asked instead.
    */
-  private <T> Mono<T> ownerUnusable(Member owner, String what, Throwable e, Supplier<Mono<T>> fromUpstream) {
+  private <T> Mono<T> ownerUnusable(
+      Member owner, String what, Throwable e, Supplier<Mono<T>> fromUpstream) {
     metrics.request(Direction.OUT, Outcome.FAILED);
     metrics.fallback(FallbackReason.UNREACHABLE);
     if (connectionFailed(e)) {
@@ -291,7 +372,10 @@ public class PeerSource {
         metrics.suspicion(SuspicionReason.SILENT);
       }
     }
-    log.warn("{}: owner unreachable or its answer unusable ({}); fetching from the upstream", what, e.toString());
+    log.warn(
+        "{}: owner unreachable or its answer unusable ({}); fetching from the upstream",
+        what,
+        e.toString());
     return fromUpstream.get();
   }
 
@@ -303,15 +387,20 @@ public class PeerSource {
    */
   private Mono<Long> silence(Member owner, AtomicBoolean answered) {
     return Mono.delay(firstByteTimeout)
-        .flatMap(tick -> answered.get()
-            ? Mono.<Long>never()
-            : alive(owner).flatMap(alive -> alive || answered.get() ? Mono.<Long>never() : Mono.just(tick)));
+        .flatMap(
+            tick ->
+                answered.get()
+                    ? Mono.<Long>never()
+                    : alive(owner)
+                        .flatMap(
+                            alive ->
+                                alive || answered.get() ? Mono.<Long>never() : Mono.just(tick)));
   }
 
   /**
    * Whether {@code owner} answers {@link PeerProtocol#PING} with any HTTP status within {@code
-   * first-byte-timeout}, on a new connection (not one waiting in the pool behind requests to a
-   * busy owner); false when it does not, or refuses the connection.
+   * first-byte-timeout}, on a new connection (not one waiting in the pool behind requests to a busy
+   * owner); false when it does not, or refuses the connection.
    */
   Mono<Boolean> alive(Member owner) {
     return pingClient
@@ -326,16 +415,26 @@ public class PeerSource {
   /** An owner that accepted a request and answered neither it nor a probe in time: hung. */
   static final class OwnerSilent extends RuntimeException {
     OwnerSilent(Duration timeout) {
-      super("the owner started no answer within " + timeout + " and answered no ping within as long again", null, false, false);
+      super(
+          "the owner started no answer within "
+              + timeout
+              + " and answered no ping within as long again",
+          null,
+          false,
+          false);
     }
   }
 
-  /** The owner's {@code Docker-Content-Digest}; a malformed one makes its answer unusable (not the client's error). */
+  /**
+   * The owner's {@code Docker-Content-Digest}; a malformed one makes its answer unusable (not the
+   * client's error).
+   */
   private static Digest ownersDigest(String header) {
     try {
       return Digest.parse(header);
     } catch (OciException e) {
-      throw new IllegalStateException("malformed Docker-Content-Digest from the owner: " + header, e);
+      throw new IllegalStateException(
+          "malformed Docker-Content-Digest from the owner: " + header, e);
     }
   }
 
@@ -350,18 +449,23 @@ public class PeerSource {
   }
 
   private Mono<UpstreamBlob> answer(
-      ResponseEntity<Flux<DataBuffer>> entity, String what, Supplier<Mono<UpstreamBlob>> fromUpstream) {
+      ResponseEntity<Flux<DataBuffer>> entity,
+      String what,
+      Supplier<Mono<UpstreamBlob>> fromUpstream) {
     int status = entity.getStatusCode().value();
     Flux<DataBuffer> body = entity.getBody() == null ? Flux.empty() : entity.getBody();
     if (status == 200) {
       metrics.request(Direction.OUT, Outcome.OK);
       log.debug("blob {}: streaming", what);
-      return Mono.just(new UpstreamBlob(entity.getHeaders().getContentLength(), resumable(body, what, fromUpstream)));
+      return Mono.just(
+          new UpstreamBlob(
+              entity.getHeaders().getContentLength(), resumable(body, what, fromUpstream)));
     }
     Mono<Void> drain = body.doOnNext(DataBufferUtils::release).then().onErrorComplete();
     if (status == 404 && entity.getHeaders().containsHeader(PeerProtocol.HEADER)) {
       metrics.request(Direction.OUT, Outcome.NOT_FOUND);
-      return drain.then(Mono.error(OciException.blobUnknown(what + ": the upstream has no such blob")));
+      return drain.then(
+          Mono.error(OciException.blobUnknown(what + ": the upstream has no such blob")));
     }
     metrics.request(Direction.OUT, Outcome.FAILED);
     metrics.fallback(FallbackReason.ERROR_STATUS);
@@ -370,14 +474,19 @@ public class PeerSource {
   }
 
   /** The owner's body; if it breaks off, the rest of a fresh upstream fetch. */
-  private Flux<DataBuffer> resumable(Flux<DataBuffer> body, String what, Supplier<Mono<UpstreamBlob>> fromUpstream) {
+  private Flux<DataBuffer> resumable(
+      Flux<DataBuffer> body, String what, Supplier<Mono<UpstreamBlob>> fromUpstream) {
     AtomicLong received = new AtomicLong();
     return body.doOnNext(b -> received.addAndGet(b.readableByteCount()))
         .onErrorResume(
             e -> {
               long skip = received.get();
               metrics.fallback(FallbackReason.BROKEN_BODY);
-              log.warn("blob {}: owner's body broke off after {} bytes ({}); the rest from the upstream", what, skip, e.toString());
+              log.warn(
+                  "blob {}: owner's body broke off after {} bytes ({}); the rest from the upstream",
+                  what,
+                  skip,
+                  e.toString());
               return Mono.defer(fromUpstream).flatMapMany(blob -> skip(blob.body(), skip));
             });
   }

@@ -25,9 +25,9 @@ import reactor.core.publisher.Mono;
  * each, join fills already running. The cache knows from the manifest exactly what comes next.
  *
  * <p>Bounded: blobs of one manifest in order until {@code max-bytes-per-manifest}, and at most
- * {@code max-in-flight} prefetch fills per upstream; the rest wait in a queue of their upstream
- * (up to {@value #MAX_QUEUED} blobs, beyond which prefetches are dropped). Clients' own requests
- * take no slot, so a prefetch never delays one: a client asking for a queued blob starts its fill
+ * {@code max-in-flight} prefetch fills per upstream; the rest wait in a queue of their upstream (up
+ * to {@value #MAX_QUEUED} blobs, beyond which prefetches are dropped). Clients' own requests take
+ * no slot, so a prefetch never delays one: a client asking for a queued blob starts its fill
  * itself. Foreign (non-distributable) layers are never fetched.
  */
 @Component
@@ -56,8 +56,15 @@ public class Prefetcher {
   /** No prefetch (for services built without Spring). */
   static Prefetcher none() {
     BlobsProperties.Prefetch d = BlobsProperties.Prefetch.DEFAULTS;
-    return new Prefetcher(null, new BlobsProperties.Prefetch(
-        false, d.maxBytesPerManifest(), d.maxInFlight(), d.platforms(), d.unrequestedAfter(), d.minUpstreamLatency()));
+    return new Prefetcher(
+        null,
+        new BlobsProperties.Prefetch(
+            false,
+            d.maxBytesPerManifest(),
+            d.maxInFlight(),
+            d.platforms(),
+            d.unrequestedAfter(),
+            d.minUpstreamLatency()));
   }
 
   /** Whether prefetch on manifest is on. */
@@ -68,9 +75,9 @@ public class Prefetcher {
   /**
    * Whether a manifest of {@code upstream} that took {@code took} to arrive (from the request to
    * the last byte of its body) starts prefetches: only when the upstream is at least {@code
-   * blobs.prefetch.min-upstream-latency} away. On a nearby upstream a client's own request costs
-   * no round trip worth hiding, and the prefetch would only add work (measured: cold images/s
-   * 28.3 without, 25.1 with, on loopback).
+   * blobs.prefetch.min-upstream-latency} away. On a nearby upstream a client's own request costs no
+   * round trip worth hiding, and the prefetch would only add work (measured: cold images/s 28.3
+   * without, 25.1 with, on loopback).
    *
    * <p>The distance is the quickest fetch of the last one to two minutes, not this one: on a busy
    * cache every fetch of a nearby upstream takes longer (queues, not the network), and prefetching
@@ -80,7 +87,10 @@ public class Prefetcher {
     if (!settings.enabled()) {
       return false;
     }
-    long floor = distances.computeIfAbsent(upstream, k -> new Distance()).record(took.toNanos(), System.nanoTime());
+    long floor =
+        distances
+            .computeIfAbsent(upstream, k -> new Distance())
+            .record(took.toNanos(), System.nanoTime());
     return floor >= settings.minUpstreamLatency().toNanos();
   }
 
@@ -91,7 +101,9 @@ public class Prefetcher {
     private long current = Long.MAX_VALUE;
     private long previous = Long.MAX_VALUE;
 
-    /** Records a fetch of {@code tookNanos} at {@code nowNanos}; returns the floor (nanoseconds). */
+    /**
+     * Records a fetch of {@code tookNanos} at {@code nowNanos}; returns the floor (nanoseconds).
+     */
     synchronized long record(long tookNanos, long nowNanos) {
       if (windowStart == Long.MIN_VALUE) {
         windowStart = nowNanos;
@@ -105,14 +117,17 @@ public class Prefetcher {
     }
   }
 
-  /** Whether the layers of an index entry for {@code platform} are prefetched along with its manifest. */
+  /**
+   * Whether the layers of an index entry for {@code platform} are prefetched along with its
+   * manifest.
+   */
   boolean layersOf(String platform) {
     return settings.layersOf(platform);
   }
 
   /**
-   * An image manifest of {@code name} arrived from {@code upstream}: its config and layers that
-   * are not stored are queued for prefetch. Returns at once.
+   * An image manifest of {@code name} arrived from {@code upstream}: its config and layers that are
+   * not stored are queued for prefetch. Returns at once.
    */
   void imageManifest(Upstream upstream, RepositoryName name, ManifestContent manifest) {
     if (!settings.enabled() || manifest.isIndex()) {
@@ -127,7 +142,11 @@ public class Prefetcher {
       }
       planned += Math.max(0, d.size());
       if (planned > budget) {
-        log.debug("prefetch of {}/{} stops at {} bytes (blobs.prefetch.max-bytes-per-manifest)", upstream.key(), name, budget);
+        log.debug(
+            "prefetch of {}/{} stops at {} bytes (blobs.prefetch.max-bytes-per-manifest)",
+            upstream.key(),
+            name,
+            budget);
         break;
       }
       lane.submit(() -> blobs.prefetch(upstream, name, d.digest()));
@@ -139,7 +158,10 @@ public class Prefetcher {
    * max-concurrent-requests} (its connection pool), at least 1.
    */
   int slots(Upstream upstream) {
-    int pool = upstream.settings() == null ? Integer.MAX_VALUE : upstream.settings().maxConcurrentRequests();
+    int pool =
+        upstream.settings() == null
+            ? Integer.MAX_VALUE
+            : upstream.settings().maxConcurrentRequests();
     return Math.max(1, Math.min(settings.maxInFlight(), pool / 2));
   }
 

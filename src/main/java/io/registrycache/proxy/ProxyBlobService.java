@@ -38,14 +38,14 @@ import reactor.core.scheduler.Scheduler;
  * downloads are shared only within one scope.
  *
  * <p>With replicas ({@code registry-cache.cluster.*}), a miss of a blob owned by another replica is
- * filled from that owner ({@link PeerSource}) rather than from the upstream — unless the
- * store, when shared (S3 API), already holds the owner's copy: that is asked first ({@link
+ * filled from that owner ({@link PeerSource}) rather than from the upstream — unless the store,
+ * when shared (S3 API), already holds the owner's copy: that is asked first ({@link
  * BlobStore#recheck}, one {@code HEAD}), and then served from there; requests from peers ({@link
  * #getForPeer}) are always filled from the upstream, so a request never travels on.
  *
  * <p>On shutdown, once the server stopped answering, downloads in flight are let finish: a client
- * gets its last byte when the blob is verified, before the commit (fsync and rename, or upload),
- * so a pull that just ended may still be committing. Spring's {@code
+ * gets its last byte when the blob is verified, before the commit (fsync and rename, or upload), so
+ * a pull that just ended may still be committing. Spring's {@code
  * spring.lifecycle.timeout-per-shutdown-phase} (30 s by default) bounds the wait; a download cut
  * off then keeps nothing.
  */
@@ -61,15 +61,31 @@ public class ProxyBlobService implements SmartLifecycle {
   private final BlobsProperties blobSettings;
   private final boolean offline;
   private final PeerSource peers;
-  /** Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in vain. */
+
+  /**
+   * Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in
+   * vain.
+   */
   private final Cache<String, Unrequested> unrequested;
+
   private volatile boolean running;
-  /** Prefetch fills in the single-flight now (a stored blob is looked for among them only when some are). */
+
+  /**
+   * Prefetch fills in the single-flight now (a stored blob is looked for among them only when some
+   * are).
+   */
   private final AtomicInteger prefetchFills = new AtomicInteger();
-  /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
+
+  /**
+   * {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link
+   * FillPermits}.
+   */
   private final boolean fillLimits;
 
-  /** @param context the upstream client, storage pool, metrics, settings and peers every service shares */
+  /**
+   * @param context the upstream client, storage pool, metrics, settings and peers every service
+   *     shares
+   */
   public ProxyBlobService(PullThroughContext context, BlobStore store) {
     RegistryCacheProperties properties = context.properties();
     CacheMetrics metrics = context.metrics();
@@ -79,16 +95,18 @@ public class ProxyBlobService implements SmartLifecycle {
     this.metrics = metrics;
     this.storage = context.storage();
     this.blobSettings = properties.blobs();
-    this.unrequested = Caffeine.newBuilder()
-        .maximumSize(100_000)
-        .expireAfterWrite(properties.blobs().prefetch().unrequestedAfter())
-        .scheduler(com.github.benmanes.caffeine.cache.Scheduler.systemScheduler())
-        .<String, Unrequested>removalListener((key, value, cause) -> {
-          if (cause == RemovalCause.EXPIRED && value != null) {
-            metrics.prefetchUnrequested(value.upstream(), value.size());
-          }
-        })
-        .build();
+    this.unrequested =
+        Caffeine.newBuilder()
+            .maximumSize(100_000)
+            .expireAfterWrite(properties.blobs().prefetch().unrequestedAfter())
+            .scheduler(com.github.benmanes.caffeine.cache.Scheduler.systemScheduler())
+            .<String, Unrequested>removalListener(
+                (key, value, cause) -> {
+                  if (cause == RemovalCause.EXPIRED && value != null) {
+                    metrics.prefetchUnrequested(value.upstream(), value.size());
+                  }
+                })
+            .build();
     this.offline = properties.upstreams().offline();
     this.fillLimits = properties.rateLimit().enabled();
   }
@@ -115,12 +133,12 @@ public class ProxyBlobService implements SmartLifecycle {
 
   /**
    * Where to read blob {@code digest} from. A miss starts (or joins) the upstream download and
-   * completes once the upstream answered with its headers — or, when {@code want} cannot be
-   * served from a download in progress, once the blob is verified and stored.
+   * completes once the upstream answered with its headers — or, when {@code want} cannot be served
+   * from a download in progress, once the blob is verified and stored.
    *
    * @return a {@link BlobSource.Stored} on a hit (or after waiting), a {@link
-   *     BlobSource.Downloading} on a miss; errors with the upstream's failure ({@code
-   *     BLOB_UNKNOWN} 404, 502/503/504, ...) when the download could not start or failed
+   *     BlobSource.Downloading} on a miss; errors with the upstream's failure ({@code BLOB_UNKNOWN}
+   *     404, 502/503/504, ...) when the download could not start or failed
    */
   public Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want) {
     return get(upstream, name, digest, want, Asker.CLIENT);
@@ -135,31 +153,51 @@ public class ProxyBlobService implements SmartLifecycle {
     return get(upstream, name, digest, Want.BODY, Asker.PEER);
   }
 
-  private Mono<BlobSource> get(Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker) {
+  private Mono<BlobSource> get(
+      Upstream upstream, RepositoryName name, Digest digest, Want want, Asker asker) {
     // With rate limits on, a client's request may start a fill only within its identity's limit
     // (FillPermits in its context). With tracing on, the request's span is in its context too: a
     // fill this request starts is traced under it (docs/tracing.md).
-    return Mono.deferContextual(context -> {
-      BlobRequest request = new BlobRequest(upstream, name, digest, asker,
-          fillLimits && asker == Asker.CLIENT ? FillPermits.of(context) : null, PullSpan.of(context));
-      return lookup(request)
-          .transform(CacheOutcome.track(upstream.key(),
-              s -> s instanceof BlobSource.Stored st && !st.fetched() ? CacheMetrics.Result.HIT : CacheMetrics.Result.MISS))
-          .flatMap(source -> source instanceof BlobSource.Downloading d
-                  && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))
-              // served only once stored: looked up again then, as fetched for this
-              // request
-              ? d.stored().then(lookup(request))
-                  .map(again -> again instanceof BlobSource.Stored st ? new BlobSource.Stored(st.content(), true) : again)
-              : Mono.just(source));
-    });
+    return Mono.deferContextual(
+        context -> {
+          BlobRequest request =
+              new BlobRequest(
+                  upstream,
+                  name,
+                  digest,
+                  asker,
+                  fillLimits && asker == Asker.CLIENT ? FillPermits.of(context) : null,
+                  PullSpan.of(context));
+          return lookup(request)
+              .transform(
+                  CacheOutcome.track(
+                      upstream.key(),
+                      s ->
+                          s instanceof BlobSource.Stored st && !st.fetched()
+                              ? CacheMetrics.Result.HIT
+                              : CacheMetrics.Result.MISS))
+              .flatMap(
+                  source ->
+                      source instanceof BlobSource.Downloading d
+                              && (want == Want.RANGE || (want == Want.HEAD && d.size() < 0))
+                          // served only once stored: looked up again then, as fetched for this
+                          // request
+                          ? d.stored()
+                              .then(lookup(request))
+                              .map(
+                                  again ->
+                                      again instanceof BlobSource.Stored st
+                                          ? new BlobSource.Stored(st.content(), true)
+                                          : again)
+                          : Mono.just(source));
+        });
   }
 
   /**
-   * Starts (or joins) the fill of a blob that a manifest just fetched from the upstream
-   * references, before any client asks for it (prefetch on manifest): the same single-flight,
-   * content scope and owner replica as a client's request, so a client asking meanwhile joins it.
-   * A blob stored already is left alone (not even confirmed with the upstream).
+   * Starts (or joins) the fill of a blob that a manifest just fetched from the upstream references,
+   * before any client asks for it (prefetch on manifest): the same single-flight, content scope and
+   * owner replica as a client's request, so a client asking meanwhile joins it. A blob stored
+   * already is left alone (not even confirmed with the upstream).
    *
    * @return completes with the blob's size once it is stored and linked, empty when there was
    *     nothing to do; errors as the fill does
@@ -169,7 +207,8 @@ public class ProxyBlobService implements SmartLifecycle {
       return Mono.empty();
     }
     return lookup(new BlobRequest(upstream, name, digest, Asker.PREFETCH, null, null))
-        .flatMap(source -> source instanceof BlobSource.Downloading d ? d.stored() : Mono.<Long>empty());
+        .flatMap(
+            source -> source instanceof BlobSource.Downloading d ? d.stored() : Mono.<Long>empty());
   }
 
   /** {@link #get} of the whole body. */
@@ -184,7 +223,12 @@ public class ProxyBlobService implements SmartLifecycle {
    * @param trace the request's span, or {@code null}
    */
   private record BlobRequest(
-      Upstream upstream, RepositoryName name, Digest digest, Asker asker, FillPermits permits, PullSpan trace) {}
+      Upstream upstream,
+      RepositoryName name,
+      Digest digest,
+      Asker asker,
+      FillPermits permits,
+      PullSpan trace) {}
 
   /**
    * Where to read the blob from: one {@link Lookup} step after another, each looking at the store
@@ -193,16 +237,20 @@ public class ProxyBlobService implements SmartLifecycle {
    * lookup looks again; nothing calls back up.
    */
   private Mono<BlobSource> lookup(BlobRequest request) {
-    return Mono.defer(() -> {
-      Lookup lookup = new Lookup(request);
-      // a hit answers from the first step; only a step that ends empty pays for the repeat
-      return lookup.step().switchIfEmpty(Mono.defer(lookup::step).repeatWhenEmpty(again -> again));
-    });
+    return Mono.defer(
+        () -> {
+          Lookup lookup = new Lookup(request);
+          // a hit answers from the first step; only a step that ends empty pays for the repeat
+          return lookup
+              .step()
+              .switchIfEmpty(Mono.defer(lookup::step).repeatWhenEmpty(again -> again));
+        });
   }
 
   /** The state of one lookup across its steps. */
   private final class Lookup {
     private final BlobRequest r;
+
     /** The shared store was asked for the owner's copy already (one {@code HEAD} per lookup). */
     private boolean storeRechecked;
 
@@ -216,25 +264,32 @@ public class ProxyBlobService implements SmartLifecycle {
       Digest digest = r.digest();
       Optional<StoredContent> stored = store.open(digest);
       if (stored.isPresent()) {
-        if (store.links().servable(digest, upstream.key(), r.name().value(), upstream.passthrough())) {
-          if (r.asker() == Asker.CLIENT && (unrequested.estimatedSize() > 0 || prefetchFills.get() > 0)
+        if (store
+            .links()
+            .servable(digest, upstream.key(), r.name().value(), upstream.passthrough())) {
+          if (r.asker() == Asker.CLIENT
+              && (unrequested.estimatedSize() > 0 || prefetchFills.get() > 0)
               && takePrefetched(digest + "|" + scopeKey(upstream, r.name()))) {
             metrics.prefetchHit(upstream.key());
-            return Mono.just(new BlobSource.Stored(stored.get(), true)); // fetched for this pull: a miss
+            return Mono.just(
+                new BlobSource.Stored(stored.get(), true)); // fetched for this pull: a miss
           }
           return Mono.just(new BlobSource.Stored(stored.get()));
         }
         return confirm();
       }
       if (offline) {
-        return Mono.error(OciException.blobUnknown(digest + " is not cached and the cache is offline"));
+        return Mono.error(
+            OciException.blobUnknown(digest + " is not cached and the cache is offline"));
       }
       // A fill from an owner and one from the upstream are different calls: a peer's request never
       // joins a fill that waits on a peer (two replicas that disagree on the owner cannot
       // deadlock). A pass-through upstream is filled here, with this client's credentials, which no
       // peer has.
-      Optional<Member> owner = r.asker() == Asker.PEER || upstream.passthrough()
-          ? Optional.empty() : peers.ownerElsewhere(digest);
+      Optional<Member> owner =
+          r.asker() == Asker.PEER || upstream.passthrough()
+              ? Optional.empty()
+              : peers.ownerElsewhere(digest);
       if (owner.isPresent() && !storeRechecked) {
         // The owner stores what it fills; in a shared store its copy may be there already (one
         // HEAD).
@@ -255,23 +310,40 @@ public class ProxyBlobService implements SmartLifecycle {
       Upstream upstream = r.upstream();
       String repository = r.name().value();
       Digest digest = r.digest();
-      return Mono.fromCallable(() -> store.links().recheck(digest, upstream.key(), repository, upstream.passthrough()))
+      return Mono.fromCallable(
+              () ->
+                  store.links().recheck(digest, upstream.key(), repository, upstream.passthrough()))
           .subscribeOn(storage)
-          .flatMap(linked -> {
-            if (linked) {
-              return Mono.empty();
-            }
-            if (offline) {
-              return Mono.error(OciException.blobUnknown(
-                  digest + " is not cached for " + upstream.key() + "/" + r.name() + " and the cache is offline"));
-            }
-            return upstreams.headBlob(upstream, r.name(), digest)
-                .switchIfEmpty(Mono.error(() -> OciException.blobUnknown(
-                    digest + " is not confirmed by " + upstream.key() + "/" + r.name())))
-                .publishOn(storage)
-                .doOnNext(confirmed -> store.links().link(digest, upstream.key(), repository))
-                .then(Mono.empty());
-          });
+          .flatMap(
+              linked -> {
+                if (linked) {
+                  return Mono.empty();
+                }
+                if (offline) {
+                  return Mono.error(
+                      OciException.blobUnknown(
+                          digest
+                              + " is not cached for "
+                              + upstream.key()
+                              + "/"
+                              + r.name()
+                              + " and the cache is offline"));
+                }
+                return upstreams
+                    .headBlob(upstream, r.name(), digest)
+                    .switchIfEmpty(
+                        Mono.error(
+                            () ->
+                                OciException.blobUnknown(
+                                    digest
+                                        + " is not confirmed by "
+                                        + upstream.key()
+                                        + "/"
+                                        + r.name())))
+                    .publishOn(storage)
+                    .doOnNext(confirmed -> store.links().link(digest, upstream.key(), repository))
+                    .then(Mono.empty());
+              });
     }
 
     /** Joins the fill of the blob, or starts one; empty when it was stored meanwhile. */
@@ -284,35 +356,39 @@ public class ProxyBlobService implements SmartLifecycle {
       // the owner seen may have changed meanwhile (one suspected), and two fills would fetch twice.
       // Only a peer's request keeps to fills from the upstream, so replicas never wait on each
       // other.
-      Fill fill = r.asker() == Asker.PEER || !peers.clustered() ? null
-          : downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
+      Fill fill =
+          r.asker() == Asker.PEER || !peers.clustered()
+              ? null
+              : downloads.current(
+                  k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
       // A fill stores (and links) its blob before it leaves the single-flight, so a blob missing
       // above but stored now was filled meanwhile: looked up again, not fetched a second time.
       FillPermits permits = r.permits();
       boolean[] refused = {false};
       if (fill == null) {
-        fill = downloads.join(
-            key,
-            k -> {
-              if (store.size(digest).isPresent()) {
-                return null;
-              }
-              // Only the request that starts the fill takes a permit (under the map's lock,
-              // never blocking).
-              if (permits != null && !permits.tryAcquire()) {
-                refused[0] = true;
-                return null;
-              }
-              try {
-                return newFill(r, k, owner);
-              } catch (RuntimeException e) {
-                if (permits != null) {
-                  permits.release();
-                }
-                throw e;
-              }
-            },
-            Fill::start);
+        fill =
+            downloads.join(
+                key,
+                k -> {
+                  if (store.size(digest).isPresent()) {
+                    return null;
+                  }
+                  // Only the request that starts the fill takes a permit (under the map's lock,
+                  // never blocking).
+                  if (permits != null && !permits.tryAcquire()) {
+                    refused[0] = true;
+                    return null;
+                  }
+                  try {
+                    return newFill(r, k, owner);
+                  } catch (RuntimeException e) {
+                    if (permits != null) {
+                      permits.release();
+                    }
+                    throw e;
+                  }
+                },
+                Fill::start);
       }
       if (refused[0]) {
         return Mono.error(permits.refused());
@@ -330,8 +406,12 @@ public class ProxyBlobService implements SmartLifecycle {
       if (r.trace() != null && joined.download.trace() != r.trace()) {
         waiting(r.trace(), joined);
       }
-      return joined.download.announcedSize()
-          .map(announced -> new BlobSource.Downloading(digest, joined.download, announced, joined.stored));
+      return joined
+          .download
+          .announcedSize()
+          .map(
+              announced ->
+                  new BlobSource.Downloading(digest, joined.download, announced, joined.stored));
     }
   }
 
@@ -340,8 +420,14 @@ public class ProxyBlobService implements SmartLifecycle {
    * (or prefetch) started: from the join until that fill stored its blob or failed.
    */
   private static void waiting(PullSpan trace, Fill joined) {
-    PullSpan wait = trace.child("blob wait").tag("registry.fill.started_by",
-        joined.byPrefetch ? "prefetch" : joined.download.trace() == null ? "untraced request" : "another request");
+    PullSpan wait =
+        trace
+            .child("blob wait")
+            .tag(
+                "registry.fill.started_by",
+                joined.byPrefetch
+                    ? "prefetch"
+                    : joined.download.trace() == null ? "untraced request" : "another request");
     joined.stored.doOnError(wait::error).doFinally(signal -> wait.end()).subscribe(null, e -> {});
   }
 
@@ -358,7 +444,8 @@ public class ProxyBlobService implements SmartLifecycle {
     if (prefetchFills.get() == 0) {
       return false;
     }
-    Fill fill = downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
+    Fill fill =
+        downloads.current(k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
     if (fill == null || !fill.byPrefetch || fill.requested) {
       return false;
     }
@@ -391,40 +478,53 @@ public class ProxyBlobService implements SmartLifecycle {
     Asker asker = r.asker();
     FillPermits permits = r.permits();
     PullSpan trace = r.trace();
-    BlobDownload.Source source = owner.isEmpty()
-        ? (offset, ownerGaveUp) -> upstreams.getBlob(upstream, name, digest, offset)
-        // When the owner gives up, the bytes come from the upstream here, and no owner stores
-        // them; the rest of a transfer that broke off comes from the upstream too.
-        : (offset, ownerGaveUp) -> {
-          Supplier<Mono<UpstreamBlob>> fromUpstream = () -> {
-            ownerGaveUp.run();
-            return upstreams.getBlob(upstream, name, digest, offset);
-          };
-          return offset == 0 ? peers.fetch(owner.get(), upstream, name, digest, fromUpstream) : fromUpstream.get();
-        };
-    BlobDownload download = new BlobDownload(
-        digest,
-        upstream.key() + "/" + name + "@" + digest,
-        () -> {
-          ContentWriter writer = owner.isPresent() ? store.newWriterBehindOwner(digest) : store.newWriter(digest);
-          // Linked before the blob becomes visible: a replica on a shared store that finds the
-          // object finds the link too, and serves it without an upstream HEAD (issue 24).
-          writer.beforeVisible(() -> store.links().link(digest, upstream.key(), name.value()));
-          return writer;
-        },
-        source,
-        storage,
-        blobSettings);
+    BlobDownload.Source source =
+        owner.isEmpty()
+            ? (offset, ownerGaveUp) -> upstreams.getBlob(upstream, name, digest, offset)
+            // When the owner gives up, the bytes come from the upstream here, and no owner stores
+            // them; the rest of a transfer that broke off comes from the upstream too.
+            : (offset, ownerGaveUp) -> {
+              Supplier<Mono<UpstreamBlob>> fromUpstream =
+                  () -> {
+                    ownerGaveUp.run();
+                    return upstreams.getBlob(upstream, name, digest, offset);
+                  };
+              return offset == 0
+                  ? peers.fetch(owner.get(), upstream, name, digest, fromUpstream)
+                  : fromUpstream.get();
+            };
+    BlobDownload download =
+        new BlobDownload(
+            digest,
+            upstream.key() + "/" + name + "@" + digest,
+            () -> {
+              ContentWriter writer =
+                  owner.isPresent() ? store.newWriterBehindOwner(digest) : store.newWriter(digest);
+              // Linked before the blob becomes visible: a replica on a shared store that finds the
+              // object finds the link too, and serves it without an upstream HEAD (issue 24).
+              writer.beforeVisible(() -> store.links().link(digest, upstream.key(), name.value()));
+              return writer;
+            },
+            source,
+            storage,
+            blobSettings);
     download.traced(trace);
-    Fill fill = new Fill(key, download, size -> {
-      store.links().link(digest, upstream.key(), name.value());
-    }, asker == Asker.PREFETCH, permits);
+    Fill fill =
+        new Fill(
+            key,
+            download,
+            size -> {
+              store.links().link(digest, upstream.key(), name.value());
+            },
+            asker == Asker.PREFETCH,
+            permits);
     if (fill.byPrefetch) {
       fill.stored.subscribe(
           size -> {
             metrics.prefetched(upstream.key(), size);
             if (!fill.requested) {
-              unrequested.put(digest + "|" + scopeKey(upstream, name), new Unrequested(upstream.key(), size));
+              unrequested.put(
+                  digest + "|" + scopeKey(upstream, name), new Unrequested(upstream.key(), size));
             }
           },
           e -> {});
@@ -442,28 +542,37 @@ public class ProxyBlobService implements SmartLifecycle {
   private final class Fill {
     final BlobDownload download;
     final Mono<Long> stored;
+
     /** Started by prefetch on manifest rather than by a request. */
     final boolean byPrefetch;
+
     /** A client or a peer has asked for it. */
     volatile boolean requested;
 
-    Fill(String key, BlobDownload download, LongConsumer link, boolean byPrefetch,
+    Fill(
+        String key,
+        BlobDownload download,
+        LongConsumer link,
+        boolean byPrefetch,
         FillPermits permits) {
       this.download = download;
       this.byPrefetch = byPrefetch;
-      this.stored = download.completion()
-          .doOnNext(link::accept)
-          .doFinally(signal -> {
-            downloads.finished(key, this);
-            if (byPrefetch) {
-              prefetchFills.decrementAndGet();
-            }
-            metrics.fetchInFlight(-1);
-            if (permits != null) {
-              permits.release();
-            }
-          })
-          .cache();
+      this.stored =
+          download
+              .completion()
+              .doOnNext(link::accept)
+              .doFinally(
+                  signal -> {
+                    downloads.finished(key, this);
+                    if (byPrefetch) {
+                      prefetchFills.decrementAndGet();
+                    }
+                    metrics.fetchInFlight(-1);
+                    if (permits != null) {
+                      permits.release();
+                    }
+                  })
+              .cache();
     }
 
     void start() {
@@ -486,7 +595,10 @@ public class ProxyBlobService implements SmartLifecycle {
     return running;
   }
 
-  /** After the web server's stop ({@code DEFAULT_PHASE - 2048}), so no request starts a new download. */
+  /**
+   * After the web server's stop ({@code DEFAULT_PHASE - 2048}), so no request starts a new
+   * download.
+   */
   @Override
   public int getPhase() {
     return SmartLifecycle.DEFAULT_PHASE - 4096;

@@ -44,8 +44,8 @@ import reactor.core.scheduler.Scheduler;
  * <ul>
  *   <li>By digest: immutable; a stored manifest is always served, never revalidated.
  *   <li>By tag: the tag link is served for {@code tag-ttl}; after that a HEAD to the upstream
- *       revalidates it. If the upstream is down or rate-limits, the cached manifest is served
- *       stale (logged, counted).
+ *       revalidates it. If the upstream is down or rate-limits, the cached manifest is served stale
+ *       (logged, counted).
  *   <li>Content negotiation: the upstream is always asked for every manifest media type; a tag's
  *       manifest is served when the client accepts its media type (or sent no {@code Accept}),
  *       otherwise the answer is {@code MANIFEST_UNKNOWN} (404), as the distribution registry's.
@@ -67,16 +67,23 @@ public class ProxyManifestService {
   private final TagFreshness freshness;
   private final int maxBytes;
   private final boolean offline;
-  /** {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link FillPermits}. */
+
+  /**
+   * {@code registry-cache.rate-limit.enabled}: whether a client's request carries {@link
+   * FillPermits}.
+   */
   private final boolean fillLimits;
+
   private final PeerSource peers;
   private final Prefetcher prefetcher;
+
   /**
-   * Image manifests fetched without their blobs (an index's child for a platform left out of
-   * {@code blobs.prefetch.platforms}): a client that asks for one prefetches them then.
+   * Image manifests fetched without their blobs (an index's child for a platform left out of {@code
+   * blobs.prefetch.platforms}): a client that asks for one prefetches them then.
    */
   private final Cache<Digest, Boolean> withoutLayers =
       Caffeine.newBuilder().maximumSize(10_000).expireAfterWrite(Duration.ofMinutes(10)).build();
+
   private final SingleFlight<String, Mono<StoredManifest>> fetches = new SingleFlight<>();
   private final SingleFlight<String, Mono<ManifestResult>> revalidations = new SingleFlight<>();
 
@@ -88,10 +95,12 @@ public class ProxyManifestService {
   /**
    * @param context the upstream client, storage pool, metrics, settings, clock and peers (where
    *     misses and revalidations of manifests owned by another replica go)
-   * @param prefetcher where manifests fetched from the upstream send their blobs ahead of the client
+   * @param prefetcher where manifests fetched from the upstream send their blobs ahead of the
+   *     client
    */
   @Autowired
-  public ProxyManifestService(PullThroughContext context, ManifestStore store, Prefetcher prefetcher) {
+  public ProxyManifestService(
+      PullThroughContext context, ManifestStore store, Prefetcher prefetcher) {
     RegistryCacheProperties properties = context.properties();
     Clock clock = context.clock();
     this.peers = context.peers();
@@ -100,7 +109,8 @@ public class ProxyManifestService {
     this.store = store;
     this.storage = context.storage();
     this.metrics = context.metrics();
-    this.freshness = new TagFreshness(properties.manifests().tagTtl(), clock, properties.upstreams().offline());
+    this.freshness =
+        new TagFreshness(properties.manifests().tagTtl(), clock, properties.upstreams().offline());
     this.maxBytes = properties.manifests().maxSizeBytes();
     this.offline = properties.upstreams().offline();
     this.fillLimits = properties.rateLimit().enabled();
@@ -109,8 +119,8 @@ public class ProxyManifestService {
   /**
    * The manifest {@code name:reference} from {@code upstream}, from the cache when possible.
    *
-   * @param accept the media types the client accepts, from its {@code Accept} header; empty when
-   *     it sent none
+   * @param accept the media types the client accepts, from its {@code Accept} header; empty when it
+   *     sent none
    * @return the manifest and whether it was a hit, a miss or served stale; errors with {@link
    *     OciException} ({@code MANIFEST_UNKNOWN} 404, {@code MANIFEST_INVALID} 502, upstream errors
    *     as {@link UpstreamException})
@@ -121,11 +131,12 @@ public class ProxyManifestService {
   }
 
   /**
-   * {@link #get} for preloading, every media type accepted: the same pull-through, without
-   * prefetch on manifest (preload fetches what it chose itself: {@code preload.platforms} says
-   * which children of an index it wants).
+   * {@link #get} for preloading, every media type accepted: the same pull-through, without prefetch
+   * on manifest (preload fetches what it chose itself: {@code preload.platforms} says which
+   * children of an index it wants).
    */
-  public Mono<ManifestResult> getForPreload(Upstream upstream, RepositoryName name, Reference reference) {
+  public Mono<ManifestResult> getForPreload(
+      Upstream upstream, RepositoryName name, Reference reference) {
     return get(upstream, name, reference, MediaTypes.ALL_MANIFESTS, false)
         .contextWrite(context -> context.put(NO_PREFETCH, true));
   }
@@ -138,12 +149,17 @@ public class ProxyManifestService {
    * pull-through, except that a miss or a revalidation always goes to the upstream, never to a
    * third replica, so peer requests cannot loop.
    */
-  public Mono<ManifestResult> getForPeer(Upstream upstream, RepositoryName name, Reference reference) {
+  public Mono<ManifestResult> getForPeer(
+      Upstream upstream, RepositoryName name, Reference reference) {
     return get(upstream, name, reference, List.of(), true);
   }
 
   private Mono<ManifestResult> get(
-      Upstream upstream, RepositoryName name, Reference reference, List<String> accept, boolean forPeer) {
+      Upstream upstream,
+      RepositoryName name,
+      Reference reference,
+      List<String> accept,
+      boolean forPeer) {
     Mono<ManifestResult> result =
         reference instanceof Reference.ByDigest byDigest
             ? byDigest(upstream, name, byDigest, forPeer)
@@ -155,28 +171,50 @@ public class ProxyManifestService {
   /**
    * Content negotiation for a tag, as the distribution registry does it: the manifest is served
    * when the client accepts its media type, else {@code MANIFEST_UNKNOWN} (404). The upstream is
-   * always asked for every manifest type, so a client's narrow {@code Accept} never reaches it.
-   * A digest is served whatever the {@code Accept}: the client named the exact bytes.
+   * always asked for every manifest type, so a client's narrow {@code Accept} never reaches it. A
+   * digest is served whatever the {@code Accept}: the client named the exact bytes.
    */
   private static Mono<ManifestResult> negotiate(
-      Upstream upstream, RepositoryName name, Reference reference, ManifestResult result, List<String> accept) {
+      Upstream upstream,
+      RepositoryName name,
+      Reference reference,
+      ManifestResult result,
+      List<String> accept) {
     String type = result.manifest().mediaType().value();
     if (acceptable(type, accept)) {
       return Mono.just(result);
     }
-    return Mono.error(OciException.manifestUnknown(
-        upstream.key() + "/" + name + ":" + reference + " is a " + type + ", which the client's Accept "
-            + accept + " leaves out"));
+    return Mono.error(
+        OciException.manifestUnknown(
+            upstream.key()
+                + "/"
+                + name
+                + ":"
+                + reference
+                + " is a "
+                + type
+                + ", which the client's Accept "
+                + accept
+                + " leaves out"));
   }
 
   private Mono<ManifestResult> byDigest(
       Upstream upstream, RepositoryName name, Reference.ByDigest reference, boolean forPeer) {
-    boolean servable = store.links().servable(reference.digest(), upstream.key(), name.value(), upstream.passthrough());
-    Optional<StoredManifest> inMemory = servable ? store.cached(reference.digest()) : Optional.empty();
+    boolean servable =
+        store
+            .links()
+            .servable(reference.digest(), upstream.key(), name.value(), upstream.passthrough());
+    Optional<StoredManifest> inMemory =
+        servable ? store.cached(reference.digest()) : Optional.empty();
     if (inMemory.isPresent()) {
-      if (!forPeer && withoutLayers.estimatedSize() > 0 && withoutLayers.asMap().remove(reference.digest()) != null) {
-        Mono.fromRunnable(() -> store.content(reference.digest())
-                .ifPresent(content -> prefetcher.imageManifest(upstream, name, content)))
+      if (!forPeer
+          && withoutLayers.estimatedSize() > 0
+          && withoutLayers.asMap().remove(reference.digest()) != null) {
+        Mono.fromRunnable(
+                () ->
+                    store
+                        .content(reference.digest())
+                        .ifPresent(content -> prefetcher.imageManifest(upstream, name, content)))
             .subscribeOn(storage)
             .subscribe(null, e -> log.debug("prefetch of {} failed: {}", reference, e.toString()));
       }
@@ -187,10 +225,17 @@ public class ProxyManifestService {
         .flatMap(
             found -> {
               if (found.isEmpty()) {
-                Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
-                    store.links().servable(reference.digest(), upstream.key(), name.value(), upstream.passthrough())
-                        ? store.cached(reference.digest())
-                        : Optional.empty();
+                Supplier<Optional<StoredManifest>> storedMeanwhile =
+                    () ->
+                        store
+                                .links()
+                                .servable(
+                                    reference.digest(),
+                                    upstream.key(),
+                                    name.value(),
+                                    upstream.passthrough())
+                            ? store.cached(reference.digest())
+                            : Optional.empty();
                 return fetch(upstream, name, reference, forPeer, storedMeanwhile, true)
                     .map(m -> new ManifestResult(m, Result.MISS));
               }
@@ -204,17 +249,25 @@ public class ProxyManifestService {
   /**
    * A manifest stored, but not for this repository (or upstream) ({@code storage.content-scope}):
    * served when another replica on a shared store linked it there since start-up (one request to
-   * the store, on this storage thread), otherwise only once this upstream confirms it has it
-   * there, with a {@code HEAD} and that upstream's credentials; then linked. Offline, it is not there.
+   * the store, on this storage thread), otherwise only once this upstream confirms it has it there,
+   * with a {@code HEAD} and that upstream's credentials; then linked. Offline, it is not there.
    */
   private Mono<ManifestResult> confirm(
       Upstream upstream, RepositoryName name, Reference.ByDigest reference, StoredManifest stored) {
-    if (store.links().recheck(stored.digest(), upstream.key(), name.value(), upstream.passthrough())) {
+    if (store
+        .links()
+        .recheck(stored.digest(), upstream.key(), name.value(), upstream.passthrough())) {
       return Mono.just(new ManifestResult(stored, Result.HIT));
     }
     if (offline) {
-      return Mono.error(OciException.manifestUnknown(
-          upstream.key() + "/" + name + ":" + reference + " is not cached there and the cache is offline"));
+      return Mono.error(
+          OciException.manifestUnknown(
+              upstream.key()
+                  + "/"
+                  + name
+                  + ":"
+                  + reference
+                  + " is not cached there and the cache is offline"));
     }
     return upstreams
         .headManifest(upstream, name, reference, MediaTypes.ALL_MANIFESTS)
@@ -223,37 +276,51 @@ public class ProxyManifestService {
             head -> {
               if (head.digest() != null && !head.digest().equals(stored.digest())) {
                 throw OciException.manifestUnknown(
-                    upstream.key() + "/" + name + ":" + reference + ": the upstream answered another digest " + head.digest());
+                    upstream.key()
+                        + "/"
+                        + name
+                        + ":"
+                        + reference
+                        + ": the upstream answered another digest "
+                        + head.digest());
               }
               store.links().link(stored.digest(), upstream.key(), name.value());
               return new ManifestResult(stored, Result.HIT);
             });
   }
 
-  private Mono<ManifestResult> byTag(Upstream upstream, RepositoryName name, Reference.Tag tag, boolean forPeer) {
+  private Mono<ManifestResult> byTag(
+      Upstream upstream, RepositoryName name, Reference.Tag tag, boolean forPeer) {
     // A warm tag (link and manifest both in memory) is answered on the calling thread; only a
     // lookup that may read the disk or the object store goes to the storage scheduler.
-    Optional<CachedTag> inMemory = store.cachedTag(upstream.key(), name.value(), tag)
-        .flatMap(link -> store.cached(link.digest()).map(m -> new CachedTag(link, m)));
-    Mono<Optional<CachedTag>> lookup = inMemory.isPresent()
-        ? Mono.just(inMemory)
-        : Mono.fromCallable(() -> cachedTag(upstream, name, tag)).subscribeOn(storage);
-    return lookup
-        .flatMap(
-            cached -> {
-              if (cached.isEmpty()) {
-                Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
-                    store.cachedTag(upstream.key(), name.value(), tag).flatMap(link -> store.cached(link.digest()));
-                return fetch(upstream, name, tag, forPeer, storedMeanwhile, true)
-                    .map(m -> new ManifestResult(m, Result.MISS));
-              }
-              CachedTag hit = cached.get();
-              if (freshness.of(hit.link()) == TagFreshness.Verdict.FRESH) {
-                return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
-              }
-              String key = upstream.key() + "|" + name + "|" + tag.name() + (forPeer ? "|for-peer" : "");
-              return SingleFlight.shared(revalidations, key, () -> revalidate(upstream, name, tag, hit, forPeer));
-            });
+    Optional<CachedTag> inMemory =
+        store
+            .cachedTag(upstream.key(), name.value(), tag)
+            .flatMap(link -> store.cached(link.digest()).map(m -> new CachedTag(link, m)));
+    Mono<Optional<CachedTag>> lookup =
+        inMemory.isPresent()
+            ? Mono.just(inMemory)
+            : Mono.fromCallable(() -> cachedTag(upstream, name, tag)).subscribeOn(storage);
+    return lookup.flatMap(
+        cached -> {
+          if (cached.isEmpty()) {
+            Supplier<Optional<StoredManifest>> storedMeanwhile =
+                () ->
+                    store
+                        .cachedTag(upstream.key(), name.value(), tag)
+                        .flatMap(link -> store.cached(link.digest()));
+            return fetch(upstream, name, tag, forPeer, storedMeanwhile, true)
+                .map(m -> new ManifestResult(m, Result.MISS));
+          }
+          CachedTag hit = cached.get();
+          if (freshness.of(hit.link()) == TagFreshness.Verdict.FRESH) {
+            return Mono.just(new ManifestResult(hit.manifest(), Result.HIT));
+          }
+          String key =
+              upstream.key() + "|" + name + "|" + tag.name() + (forPeer ? "|for-peer" : "");
+          return SingleFlight.shared(
+              revalidations, key, () -> revalidate(upstream, name, tag, hit, forPeer));
+        });
   }
 
   private record CachedTag(TagRef link, StoredManifest manifest) {}
@@ -276,43 +343,66 @@ public class ProxyManifestService {
       CachedTag cached,
       boolean forPeer) {
     Digest current = cached.manifest().digest();
-    Mono<ManifestResult> check = !forPeer && !upstream.passthrough() && peers.manifestOwnerElsewhere(upstream, name, tag).isPresent()
-        ? fetch(upstream, name, tag, false, Optional::empty, true)
-            .map(m -> new ManifestResult(m, m.digest().equals(current) ? Result.HIT : Result.MISS))
-        : upstreams
-            .headManifest(upstream, name, tag, MediaTypes.ALL_MANIFESTS)
-            .flatMap(
-                head -> {
-                  if (current.equals(head.digest())) {
-                    return Mono.fromRunnable(() -> store.touchTag(upstream.key(), name.value(), tag, freshness.confirmedNow()))
-                        .subscribeOn(storage)
-                        .thenReturn(new ManifestResult(cached.manifest(), Result.HIT));
-                  }
-                  log.info(
-                      "tag {}/{}:{} moved upstream from {} to {}",
-                      upstream.key(), name, tag, current, head.digest());
-                  return fetch(upstream, name, tag, forPeer, Optional::empty, true)
-                      .map(m -> new ManifestResult(m, Result.MISS));
-                });
-    return check
-        .onErrorResume(
-            UpstreamException.class,
-            e -> {
-              if (e.isNotFound()) {
-                log.info("tag {}/{}:{} is gone upstream; dropping the cached link", upstream.key(), name, tag);
-                return Mono.fromRunnable(() -> store.deleteTag(upstream.key(), name.value(), tag))
-                    .subscribeOn(storage)
-                    .then(Mono.error(e));
-              }
-              if (!TagFreshness.servesStale(e)) {
-                return Mono.error(e);
-              }
-              log.warn(
-                  "serving cached {}/{}:{} ({}) stale: upstream failed revalidation: {}",
-                  upstream.key(), name, tag, cached.manifest().digest(), e.getMessage());
-              metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
-              return Mono.just(new ManifestResult(cached.manifest(), Result.STALE));
-            });
+    Mono<ManifestResult> check =
+        !forPeer
+                && !upstream.passthrough()
+                && peers.manifestOwnerElsewhere(upstream, name, tag).isPresent()
+            ? fetch(upstream, name, tag, false, Optional::empty, true)
+                .map(
+                    m ->
+                        new ManifestResult(
+                            m, m.digest().equals(current) ? Result.HIT : Result.MISS))
+            : upstreams
+                .headManifest(upstream, name, tag, MediaTypes.ALL_MANIFESTS)
+                .flatMap(
+                    head -> {
+                      if (current.equals(head.digest())) {
+                        return Mono.fromRunnable(
+                                () ->
+                                    store.touchTag(
+                                        upstream.key(),
+                                        name.value(),
+                                        tag,
+                                        freshness.confirmedNow()))
+                            .subscribeOn(storage)
+                            .thenReturn(new ManifestResult(cached.manifest(), Result.HIT));
+                      }
+                      log.info(
+                          "tag {}/{}:{} moved upstream from {} to {}",
+                          upstream.key(),
+                          name,
+                          tag,
+                          current,
+                          head.digest());
+                      return fetch(upstream, name, tag, forPeer, Optional::empty, true)
+                          .map(m -> new ManifestResult(m, Result.MISS));
+                    });
+    return check.onErrorResume(
+        UpstreamException.class,
+        e -> {
+          if (e.isNotFound()) {
+            log.info(
+                "tag {}/{}:{} is gone upstream; dropping the cached link",
+                upstream.key(),
+                name,
+                tag);
+            return Mono.fromRunnable(() -> store.deleteTag(upstream.key(), name.value(), tag))
+                .subscribeOn(storage)
+                .then(Mono.error(e));
+          }
+          if (!TagFreshness.servesStale(e)) {
+            return Mono.error(e);
+          }
+          log.warn(
+              "serving cached {}/{}:{} ({}) stale: upstream failed revalidation: {}",
+              upstream.key(),
+              name,
+              tag,
+              cached.manifest().digest(),
+              e.getMessage());
+          metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
+          return Mono.just(new ManifestResult(cached.manifest(), Result.STALE));
+        });
   }
 
   /**
@@ -321,59 +411,96 @@ public class ProxyManifestService {
    * upstream); verified and stored either way.
    *
    * @param storedMeanwhile for a miss: the manifest if a fetch stored it since this request looked
-   *     (in memory, asked again when joining the single-flight), so it is served instead of
-   *     fetched a second time; {@code Optional::empty} for a revalidation, which must fetch
+   *     (in memory, asked again when joining the single-flight), so it is served instead of fetched
+   *     a second time; {@code Optional::empty} for a revalidation, which must fetch
    * @param layers whether the blobs of an image manifest fetched now are prefetched (false for the
    *     child manifest of an index whose platform {@code blobs.prefetch.platforms} leaves out)
    */
   private Mono<StoredManifest> fetch(
-      Upstream upstream, RepositoryName name, Reference reference, boolean forPeer,
-      Supplier<Optional<StoredManifest>> storedMeanwhile, boolean layers) {
+      Upstream upstream,
+      RepositoryName name,
+      Reference reference,
+      boolean forPeer,
+      Supplier<Optional<StoredManifest>> storedMeanwhile,
+      boolean layers) {
     if (offline) {
-      return Mono.error(OciException.manifestUnknown(
-          upstream.key() + "/" + name + ":" + reference + " is not cached and the cache is offline"));
+      return Mono.error(
+          OciException.manifestUnknown(
+              upstream.key()
+                  + "/"
+                  + name
+                  + ":"
+                  + reference
+                  + " is not cached and the cache is offline"));
     }
     // A pass-through upstream is fetched here, with this client's credentials, which no peer has.
-    Optional<Member> owner = forPeer || upstream.passthrough()
-        ? Optional.empty() : peers.manifestOwnerElsewhere(upstream, name, reference);
+    Optional<Member> owner =
+        forPeer || upstream.passthrough()
+            ? Optional.empty()
+            : peers.manifestOwnerElsewhere(upstream, name, reference);
     Supplier<Mono<UpstreamManifest>> fromUpstream =
         () -> upstreams.getManifest(upstream, name, reference, MediaTypes.ALL_MANIFESTS, maxBytes);
     // As for blobs: a peer's request never joins a fetch that waits on a peer, so two replicas
     // that disagree on the owner cannot wait on each other.
-    String key = upstream.key() + "|" + name + "|" + reference + (owner.isPresent() ? "|via-owner" : "");
+    String key =
+        upstream.key() + "|" + name + "|" + reference + (owner.isPresent() ? "|via-owner" : "");
     // A client's request starts a fetch only within its identity's limit (FillPermits in its
     // context); one that joins a fetch in flight takes no permit. Peers' requests carry none.
-    return Mono.deferContextual(requestContext -> SingleFlight.shared(
-        fetches,
-        key,
-        storedMeanwhile,
-        forPeer || !fillLimits ? null : FillPermits.of(requestContext),
-        () -> Mono.deferContextual(context -> {
-          // A peer's request is not prefetched for: the replica its client asked
-          // does it, through the blobs' owners, so the cluster still fetches each
-          // blob once.
-          boolean prefetch = !forPeer && !context.hasKey(NO_PREFETCH);
-          long started = System.nanoTime();
-          return (owner.isEmpty() ? fromUpstream.get() : peers.fetchManifest(owner.get(), upstream, name, reference, maxBytes, fromUpstream))
-                .doOnSubscribe(s -> metrics.fetchInFlight(1))
-                .doFinally(s -> metrics.fetchInFlight(-1))
-                .map(response -> verify(upstream, name, reference, response))
-                .map(verified -> prefetch && prefetcher.worthIt(upstream.key(), Duration.ofNanos(System.nanoTime() - started))
-                    ? verified.withPrefetch() : verified)
-                .publishOn(storage)
-                .map(verified -> keep(upstream, name, reference, verified, layers));
-        })));
+    return Mono.deferContextual(
+        requestContext ->
+            SingleFlight.shared(
+                fetches,
+                key,
+                storedMeanwhile,
+                forPeer || !fillLimits ? null : FillPermits.of(requestContext),
+                () ->
+                    Mono.deferContextual(
+                        context -> {
+                          // A peer's request is not prefetched for: the replica its client asked
+                          // does it, through the blobs' owners, so the cluster still fetches each
+                          // blob once.
+                          boolean prefetch = !forPeer && !context.hasKey(NO_PREFETCH);
+                          long started = System.nanoTime();
+                          return (owner.isEmpty()
+                                  ? fromUpstream.get()
+                                  : peers.fetchManifest(
+                                      owner.get(),
+                                      upstream,
+                                      name,
+                                      reference,
+                                      maxBytes,
+                                      fromUpstream))
+                              .doOnSubscribe(s -> metrics.fetchInFlight(1))
+                              .doFinally(s -> metrics.fetchInFlight(-1))
+                              .map(response -> verify(upstream, name, reference, response))
+                              .map(
+                                  verified ->
+                                      prefetch
+                                              && prefetcher.worthIt(
+                                                  upstream.key(),
+                                                  Duration.ofNanos(System.nanoTime() - started))
+                                          ? verified.withPrefetch()
+                                          : verified)
+                              .publishOn(storage)
+                              .map(verified -> keep(upstream, name, reference, verified, layers));
+                        })));
   }
 
   /**
-   * Stores a manifest just fetched and verified (unless an equal one is in memory), links it to
-   * the repository, points the tag at it, and starts prefetch on manifest when it is worth it.
-   * On the storage scheduler.
+   * Stores a manifest just fetched and verified (unless an equal one is in memory), links it to the
+   * repository, points the tag at it, and starts prefetch on manifest when it is worth it. On the
+   * storage scheduler.
    */
   private StoredManifest keep(
-      Upstream upstream, RepositoryName name, Reference reference, Verified verified, boolean layers) {
+      Upstream upstream,
+      RepositoryName name,
+      Reference reference,
+      Verified verified,
+      boolean layers) {
     StoredManifest manifest = verified.manifest();
-    if (store.cached(manifest.digest()).isEmpty()) { // a revalidation through the owner: often the same bytes
+    if (store
+        .cached(manifest.digest())
+        .isEmpty()) { // a revalidation through the owner: often the same bytes
       store.put(manifest, verified.content());
       // Prefetch hides round trips: worth it only where the manifest took one.
       if (verified.prefetch()) {
@@ -386,7 +513,12 @@ public class ProxyManifestService {
     }
     log.debug(
         "stored manifest {}/{}:{} {} ({}, {} bytes)",
-        upstream.key(), name, reference, manifest.digest(), manifest.mediaType(), manifest.body().length);
+        upstream.key(),
+        name,
+        reference,
+        manifest.digest(),
+        manifest.mediaType(),
+        manifest.body().length);
     return manifest;
   }
 
@@ -405,26 +537,34 @@ public class ProxyManifestService {
     try {
       content = ManifestContent.parse(body, response.mediaType());
     } catch (OciException e) {
-      throw new OciException(OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY, what + ": " + e.getMessage());
+      throw new OciException(
+          OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY, what + ": " + e.getMessage());
     }
     // The bytes are hashed once, when the manifest is made (StoredManifest checks its digest):
     // against the digest asked for, else the upstream's Docker-Content-Digest, else their own.
     Digest announced = response.upstreamDigest();
-    Digest expected = reference instanceof Reference.ByDigest byDigest ? byDigest.digest()
-        : announced != null ? announced : Digest.sha256(body);
+    Digest expected =
+        reference instanceof Reference.ByDigest byDigest
+            ? byDigest.digest()
+            : announced != null ? announced : Digest.sha256(body);
     StoredManifest manifest;
     try {
       manifest = new StoredManifest(expected, content.mediaType(), body);
     } catch (ContentVerificationException e) {
-      throw lying(what, expected.equals(announced)
-          ? "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced
-          : "the manifest bytes do not have the requested digest " + expected);
+      throw lying(
+          what,
+          expected.equals(announced)
+              ? "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced
+              : "the manifest bytes do not have the requested digest " + expected);
     }
     if (announced != null && !announced.equals(expected)) {
       // Asked by digest, and the upstream announced another one for the same bytes: a lie unless
       // it is the same bytes under another algorithm.
-      if (announced.algorithm().equals(expected.algorithm()) || !announced.recompute(body).equals(announced)) {
-        throw lying(what, "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced);
+      if (announced.algorithm().equals(expected.algorithm())
+          || !announced.recompute(body).equals(announced)) {
+        throw lying(
+            what,
+            "the manifest bytes do not match the upstream's Docker-Content-Digest " + announced);
       }
     }
     return new Verified(manifest, content, false);
@@ -435,7 +575,12 @@ public class ProxyManifestService {
    * {@code layers}), an index's child manifests (each with its layers when its platform is in
    * {@code blobs.prefetch.platforms}). In the background; a failure costs nothing but the prefetch.
    */
-  private void prefetch(Upstream upstream, RepositoryName name, Digest digest, ManifestContent content, boolean layers) {
+  private void prefetch(
+      Upstream upstream,
+      RepositoryName name,
+      Digest digest,
+      ManifestContent content,
+      boolean layers) {
     if (!prefetcher.enabled()) {
       return;
     }
@@ -452,16 +597,39 @@ public class ProxyManifestService {
       if (store.entry(child.digest()).isPresent()) {
         continue;
       }
-      Supplier<Optional<StoredManifest>> storedMeanwhile = () ->
-          store.links().servable(child.digest(), upstream.key(), name.value(), upstream.passthrough()) ? store.cached(child.digest()) : Optional.empty();
-      fetch(upstream, name, reference, false, storedMeanwhile, prefetcher.layersOf(child.platform()))
-          .subscribe(null, e -> log.debug("prefetch of {}/{}@{} failed: {}", upstream.key(), name, child.digest(), e.toString()));
+      Supplier<Optional<StoredManifest>> storedMeanwhile =
+          () ->
+              store
+                      .links()
+                      .servable(
+                          child.digest(), upstream.key(), name.value(), upstream.passthrough())
+                  ? store.cached(child.digest())
+                  : Optional.empty();
+      fetch(
+              upstream,
+              name,
+              reference,
+              false,
+              storedMeanwhile,
+              prefetcher.layersOf(child.platform()))
+          .subscribe(
+              null,
+              e ->
+                  log.debug(
+                      "prefetch of {}/{}@{} failed: {}",
+                      upstream.key(),
+                      name,
+                      child.digest(),
+                      e.toString()));
     }
   }
 
   private static OciException lying(String what, String why) {
     log.warn("upstream sent a bad manifest for {}: {}; nothing kept", what, why);
-    return new OciException(OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY, "upstream manifest for " + what + " rejected: " + why);
+    return new OciException(
+        OciErrorCode.MANIFEST_INVALID,
+        HttpStatus.BAD_GATEWAY,
+        "upstream manifest for " + what + " rejected: " + why);
   }
 
   /**

@@ -13,7 +13,6 @@ import io.registrycache.storage.ReferrersStore;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
-import java.net.URI;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -42,10 +41,10 @@ import tools.jackson.databind.node.ObjectNode;
  *       whole list is stored ({@link ReferrersStore}) and served for {@code referrers.ttl}; after
  *       that the upstream is asked again. When it is down or rate-limits, or the cache is offline,
  *       the stored list is served (stale).
- *   <li>Upstream answering 404 on the endpoint: the referrers tag schema ({@code <alg>-<hex>},
- *       an image index that clients such as oras and cosign maintain) is pulled through like any
- *       tag ({@link ProxyManifestService}, with its tag TTL, revalidation and stale serving); no
- *       such tag is an empty list. That the upstream lacks the API is remembered for the TTL.
+ *   <li>Upstream answering 404 on the endpoint: the referrers tag schema ({@code <alg>-<hex>}, an
+ *       image index that clients such as oras and cosign maintain) is pulled through like any tag
+ *       ({@link ProxyManifestService}, with its tag TTL, revalidation and stale serving); no such
+ *       tag is an empty list. That the upstream lacks the API is remembered for the TTL.
  * </ul>
  *
  * Filtering ({@code artifactType}) and paging are done by the caller on the whole list, so they
@@ -57,6 +56,7 @@ public class ProxyReferrersService {
   private static final Logger log = LoggerFactory.getLogger(ProxyReferrersService.class);
   private static final JsonMapper JSON = Json.MAPPER;
   private static final String INDEX = "application/vnd.oci.image.index.v1+json";
+
   /** Bound on upstream pages followed for one list (a loop guard). */
   private static final int MAX_PAGES = 1000;
 
@@ -70,8 +70,12 @@ public class ProxyReferrersService {
   private final Clock clock;
   private final SingleFlight<String, Mono<Referrers>> fetches = new SingleFlight<>();
 
-  /** @param manifests where the referrers tag schema's index is pulled through, when the upstream has no referrers API */
-  public ProxyReferrersService(PullThroughContext context, ProxyManifestService manifests, ReferrersStore store) {
+  /**
+   * @param manifests where the referrers tag schema's index is pulled through, when the upstream
+   *     has no referrers API
+   */
+  public ProxyReferrersService(
+      PullThroughContext context, ProxyManifestService manifests, ReferrersStore store) {
     RegistryCacheProperties properties = context.properties();
     this.upstreams = context.upstreams();
     this.manifests = manifests;
@@ -86,8 +90,8 @@ public class ProxyReferrersService {
   /**
    * Every referrer of {@code subject} in {@code name}.
    *
-   * @return the descriptors and how the cache answered; errors with {@link UpstreamException}
-   *     when the upstream fails and nothing is cached, {@code MANIFEST_INVALID} (502) when the
+   * @return the descriptors and how the cache answered; errors with {@link UpstreamException} when
+   *     the upstream fails and nothing is cached, {@code MANIFEST_INVALID} (502) when the
    *     upstream's list is not an image index
    */
   public Mono<Referrers> list(Upstream upstream, RepositoryName name, Digest subject) {
@@ -98,7 +102,10 @@ public class ProxyReferrersService {
   }
 
   private Mono<Referrers> decide(
-      Upstream upstream, RepositoryName name, Digest subject, Optional<ReferrersStore.Entry> cached) {
+      Upstream upstream,
+      RepositoryName name,
+      Digest subject,
+      Optional<ReferrersStore.Entry> cached) {
     if (cached.isPresent()) {
       ReferrersStore.Entry entry = cached.get();
       boolean fresh = Duration.between(entry.fetchedAt(), clock.instant()).compareTo(ttl) < 0;
@@ -117,44 +124,69 @@ public class ProxyReferrersService {
   }
 
   private Mono<Referrers> fetch(
-      Upstream upstream, RepositoryName name, Digest subject, Optional<ReferrersStore.Entry> cached) {
+      Upstream upstream,
+      RepositoryName name,
+      Digest subject,
+      Optional<ReferrersStore.Entry> cached) {
     return upstreams
         .listReferrers(upstream, name, subject, null)
-        .expand(page -> page.next() == null
-            ? Mono.empty()
-            : upstreams.listReferrers(upstream, name, subject, page.next()))
+        .expand(
+            page ->
+                page.next() == null
+                    ? Mono.empty()
+                    : upstreams.listReferrers(upstream, name, subject, page.next()))
         .take(MAX_PAGES)
         .map(page -> descriptors(upstream, name, subject, page.body()))
         .collectList()
         .publishOn(storage)
-        .map(pages -> {
-          ArrayNode all = JSON.createArrayNode();
-          pages.forEach(all::addAll);
-          store.put(upstream.key(), name.value(), subject, new ReferrersStore.Entry(true, all, clock.instant()));
-          return new Referrers(list(all), Result.MISS);
-        })
-        .onErrorResume(UpstreamException.class, e -> {
-          if (e.isNotFound()) {
-            log.debug("{} has no referrers API ({}); using the referrers tag schema", upstream.key(), e.getMessage());
-            return Mono.fromRunnable(() -> store.put(
-                    upstream.key(), name.value(), subject,
-                    new ReferrersStore.Entry(false, JSON.createArrayNode(), clock.instant())))
-                .subscribeOn(storage)
-                .then(fromTag(upstream, name, subject));
-          }
-          if (!e.isUnavailable()) {
-            return Mono.error(e);
-          }
-          if (cached.isPresent() && cached.get().fromApi()) {
-            log.warn("serving cached referrers of {}/{}@{} stale: upstream failed: {}",
-                upstream.key(), name, subject, e.getMessage());
-            metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
-            return Mono.just(new Referrers(list(cached.get().manifests()), Result.STALE));
-          }
-          // Nothing from the API is cached: the tag schema may be (ProxyManifestService serves
-          // it stale), else the upstream's error stands.
-          return fromTag(upstream, name, subject).onErrorResume(OciException.class, t -> Mono.error(e));
-        });
+        .map(
+            pages -> {
+              ArrayNode all = JSON.createArrayNode();
+              pages.forEach(all::addAll);
+              store.put(
+                  upstream.key(),
+                  name.value(),
+                  subject,
+                  new ReferrersStore.Entry(true, all, clock.instant()));
+              return new Referrers(list(all), Result.MISS);
+            })
+        .onErrorResume(
+            UpstreamException.class,
+            e -> {
+              if (e.isNotFound()) {
+                log.debug(
+                    "{} has no referrers API ({}); using the referrers tag schema",
+                    upstream.key(),
+                    e.getMessage());
+                return Mono.fromRunnable(
+                        () ->
+                            store.put(
+                                upstream.key(),
+                                name.value(),
+                                subject,
+                                new ReferrersStore.Entry(
+                                    false, JSON.createArrayNode(), clock.instant())))
+                    .subscribeOn(storage)
+                    .then(fromTag(upstream, name, subject));
+              }
+              if (!e.isUnavailable()) {
+                return Mono.error(e);
+              }
+              if (cached.isPresent() && cached.get().fromApi()) {
+                log.warn(
+                    "serving cached referrers of {}/{}@{} stale: upstream failed: {}",
+                    upstream.key(),
+                    name,
+                    subject,
+                    e.getMessage());
+                metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
+                return Mono.just(new Referrers(list(cached.get().manifests()), Result.STALE));
+              }
+              // Nothing from the API is cached: the tag schema may be (ProxyManifestService serves
+              // it stale), else the upstream's error stands.
+              return fromTag(upstream, name, subject)
+                  .onErrorResume(OciException.class, t -> Mono.error(e));
+            });
   }
 
   /** The referrers tag schema: tag {@code <alg>-<hex>} holding an image index of the referrers. */
@@ -162,14 +194,21 @@ public class ProxyReferrersService {
     Reference.Tag tag = new Reference.Tag(subject.algorithm() + "-" + subject.hex());
     return manifests
         .get(upstream, name, tag, List.of(INDEX))
-        .map(result -> new Referrers(
-            list(descriptors(upstream, name, subject, result.manifest().body())), result.result()))
-        .onErrorResume(OciException.class, e -> e.code() == OciErrorCode.MANIFEST_UNKNOWN
-            ? Mono.just(new Referrers(List.of(), offline ? Result.HIT : Result.MISS))
-            : Mono.error(e));
+        .map(
+            result ->
+                new Referrers(
+                    list(descriptors(upstream, name, subject, result.manifest().body())),
+                    result.result()))
+        .onErrorResume(
+            OciException.class,
+            e ->
+                e.code() == OciErrorCode.MANIFEST_UNKNOWN
+                    ? Mono.just(new Referrers(List.of(), offline ? Result.HIT : Result.MISS))
+                    : Mono.error(e));
   }
 
-  private static ArrayNode descriptors(Upstream upstream, RepositoryName name, Digest subject, byte[] body) {
+  private static ArrayNode descriptors(
+      Upstream upstream, RepositoryName name, Digest subject, byte[] body) {
     try {
       JsonNode manifests = JSON.readTree(body).path("manifests");
       if (manifests instanceof ArrayNode array) {
@@ -181,17 +220,20 @@ public class ProxyReferrersService {
     } catch (JacksonException e) {
       // reported below
     }
-    throw new OciException(OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY,
+    throw new OciException(
+        OciErrorCode.MANIFEST_INVALID,
+        HttpStatus.BAD_GATEWAY,
         upstream.key() + "/" + name + ": the referrers of " + subject + " are not an image index");
   }
 
   private static List<JsonNode> list(JsonNode array) {
     List<JsonNode> out = new ArrayList<>();
-    array.forEach(d -> {
-      if (d instanceof ObjectNode) {
-        out.add(d);
-      }
-    });
+    array.forEach(
+        d -> {
+          if (d instanceof ObjectNode) {
+            out.add(d);
+          }
+        });
     return out;
   }
 
@@ -205,23 +247,28 @@ public class ProxyReferrersService {
 
     /**
      * One response page: an image index of the descriptors with {@code artifactType} (when not
-     * null), ordered by digest, with digests after {@code last} (when not null), at most
-     * {@code pageSize}.
+     * null), ordered by digest, with digests after {@code last} (when not null), at most {@code
+     * pageSize}.
      *
      * @return the index body and the digest to continue after, or null on the last page
      */
     public Page page(String artifactType, String last, int pageSize) {
-      List<JsonNode> matching = descriptors.stream()
-          .filter(d -> artifactType == null || artifactType.equals(d.path("artifactType").asString(null)))
-          // By digest: upstreams list in no stable order (go-containerregistry's changes per
-          // call), and a list fetched again between two pages must still page without gaps or
-          // repeats.
-          .sorted(Comparator.comparing((JsonNode d) -> d.path("digest").asString("")))
-          .toList();
+      List<JsonNode> matching =
+          descriptors.stream()
+              .filter(
+                  d ->
+                      artifactType == null
+                          || artifactType.equals(d.path("artifactType").asString(null)))
+              // By digest: upstreams list in no stable order (go-containerregistry's changes per
+              // call), and a list fetched again between two pages must still page without gaps or
+              // repeats.
+              .sorted(Comparator.comparing((JsonNode d) -> d.path("digest").asString("")))
+              .toList();
       int from = 0;
       if (last != null) {
         // Strictly after last in digest order: also right when last has been removed meanwhile.
-        while (from < matching.size() && matching.get(from).path("digest").asString("").compareTo(last) <= 0) {
+        while (from < matching.size()
+            && matching.get(from).path("digest").asString("").compareTo(last) <= 0) {
           from++;
         }
       }
@@ -231,7 +278,8 @@ public class ProxyReferrersService {
       index.put("mediaType", INDEX);
       ArrayNode page = index.putArray("manifests");
       matching.subList(from, to).forEach(page::add);
-      String next = to < matching.size() ? matching.get(to - 1).path("digest").asString(null) : null;
+      String next =
+          to < matching.size() ? matching.get(to - 1).path("digest").asString(null) : null;
       return new Page(JSON.writeValueAsBytes(index), next);
     }
   }
@@ -244,5 +292,4 @@ public class ProxyReferrersService {
    */
   @SuppressWarnings("ArrayRecordComponent") // a carrier of bytes, never compared or hashed
   public record Page(byte[] body, String nextAfter) {}
-
 }

@@ -74,8 +74,10 @@ public class ProxyTagService {
    */
   public Mono<TagPage> list(Upstream upstream, RepositoryName name, Integer n, String last) {
     return page(upstream, name, n, last)
-        .transform(CacheOutcome.track(
-            upstream.key(), p -> p.fromCache() ? CacheMetrics.Result.STALE : CacheMetrics.Result.MISS));
+        .transform(
+            CacheOutcome.track(
+                upstream.key(),
+                p -> p.fromCache() ? CacheMetrics.Result.STALE : CacheMetrics.Result.MISS));
   }
 
   private Mono<TagPage> page(Upstream upstream, RepositoryName name, Integer n, String last) {
@@ -90,7 +92,11 @@ public class ProxyTagService {
               if (!e.isUnavailable()) {
                 return Mono.error(e);
               }
-              log.warn("listing cached tags of {}/{}: upstream failed: {}", upstream.key(), name, e.getMessage());
+              log.warn(
+                  "listing cached tags of {}/{}: upstream failed: {}",
+                  upstream.key(),
+                  name,
+                  e.getMessage());
               metrics.staleServed(upstream.key(), e.code().name().toLowerCase(Locale.ROOT));
               return cached(upstream, name, n, last);
             });
@@ -106,10 +112,17 @@ public class ProxyTagService {
               int before = all.size();
               all.addAll(tagsOf(upstream, name, page.body()));
               if (all.size() > maxTags) {
-                return Mono.error(new OciException(
-                    OciErrorCode.UNSUPPORTED, HttpStatus.BAD_GATEWAY,
-                    "the tag list of " + name + " at upstream " + upstream.key() + " has more than " + maxTags
-                        + " tags (registry-cache.manifests.tag-list-max-tags)"));
+                return Mono.error(
+                    new OciException(
+                        OciErrorCode.UNSUPPORTED,
+                        HttpStatus.BAD_GATEWAY,
+                        "the tag list of "
+                            + name
+                            + " at upstream "
+                            + upstream.key()
+                            + " has more than "
+                            + maxTags
+                            + " tags (registry-cache.manifests.tag-list-max-tags)"));
               }
               MultiValueMap<String, String> next = nextOf(page.link());
               // a page that adds nothing ends the walk: an upstream cannot send us round in circles
@@ -130,8 +143,12 @@ public class ProxyTagService {
       return out;
     } catch (JacksonException e) {
       throw new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-          "upstream " + upstream.key() + " answered a tag list of " + name + " that is not JSON", null, e);
+          upstream.key(),
+          OciErrorCode.UPSTREAM_UNAVAILABLE,
+          HttpStatus.BAD_GATEWAY,
+          "upstream " + upstream.key() + " answered a tag list of " + name + " that is not JSON",
+          null,
+          e);
     }
   }
 
@@ -141,10 +158,14 @@ public class ProxyTagService {
     if (query == null) {
       return null;
     }
-    MultiValueMap<String, String> raw = UriComponentsBuilder.newInstance().query(query).build().getQueryParams();
+    MultiValueMap<String, String> raw =
+        UriComponentsBuilder.newInstance().query(query).build().getQueryParams();
     MultiValueMap<String, String> decoded = new LinkedMultiValueMap<>();
-    raw.forEach((k, values) -> values.forEach(
-        v -> decoded.add(k, v == null ? null : UriUtils.decode(v, StandardCharsets.UTF_8))));
+    raw.forEach(
+        (k, values) ->
+            values.forEach(
+                v ->
+                    decoded.add(k, v == null ? null : UriUtils.decode(v, StandardCharsets.UTF_8))));
     return decoded;
   }
 
@@ -176,7 +197,8 @@ public class ProxyTagService {
      * The page of {@code all} after {@code last} (exclusive), at most {@code n} tags, in lexical
      * order; a next query while more remain.
      */
-    static TagPage of(String name, SortedSet<String> all, Integer n, String last, boolean fromCache) {
+    static TagPage of(
+        String name, SortedSet<String> all, Integer n, String last, boolean fromCache) {
       SortedSet<String> after = last == null ? all : all.tailSet(last + "\0");
       List<String> page = new ArrayList<>(n == null ? after.size() : Math.min(n, after.size()));
       for (String tag : after) {
@@ -187,12 +209,13 @@ public class ProxyTagService {
       }
       String next = null;
       if (n != null && n > 0 && page.size() < after.size()) {
-        next = UriComponentsBuilder.newInstance()
-            .queryParam("n", n)
-            .queryParam("last", "{last}")
-            .encode()
-            .buildAndExpand(Map.of("last", page.get(page.size() - 1)))
-            .getQuery();
+        next =
+            UriComponentsBuilder.newInstance()
+                .queryParam("n", n)
+                .queryParam("last", "{last}")
+                .encode()
+                .buildAndExpand(Map.of("last", page.get(page.size() - 1)))
+                .getQuery();
       }
       Map<String, Object> json = new LinkedHashMap<>();
       json.put("name", name);

@@ -32,7 +32,12 @@ public record PullThroughContext(
 
   /** A single replica's context (no other replicas), for services built without Spring. */
   public static PullThroughContext single(
-      UpstreamClient upstreams, Scheduler storage, CacheMetrics metrics, RegistryCacheProperties properties, Clock clock) {
-    return new PullThroughContext(upstreams, storage, metrics, properties, clock, PeerSource.none());
+      UpstreamClient upstreams,
+      Scheduler storage,
+      CacheMetrics metrics,
+      RegistryCacheProperties properties,
+      Clock clock) {
+    return new PullThroughContext(
+        upstreams, storage, metrics, properties, clock, PeerSource.none());
   }
 }

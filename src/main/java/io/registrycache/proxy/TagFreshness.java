@@ -1,15 +1,14 @@
 package io.registrycache.proxy;
 
 import io.registrycache.storage.TagRef;
-import io.registrycache.storage.ManifestStore;
 import io.registrycache.upstream.UpstreamException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 
 /**
- * Whether a cached tag is served as it is, revalidated with the upstream, or served stale — the
- * one place that decides, by the injected clock ({@code manifests.tag-ttl}, {@code offline}). The
+ * Whether a cached tag is served as it is, revalidated with the upstream, or served stale — the one
+ * place that decides, by the injected clock ({@code manifests.tag-ttl}, {@code offline}). The
  * stores only keep the time it gives them ({@link #confirmedNow}); a digest is content-addressed
  * and never revalidated.
  */
@@ -51,8 +50,8 @@ final class TagFreshness {
   }
 
   /**
-   * Whether a revalidation that failed with {@code e} serves the cached tag stale: the upstream
-   * was unreachable, failing or rate-limiting — not when it said the tag is gone ({@code
+   * Whether a revalidation that failed with {@code e} serves the cached tag stale: the upstream was
+   * unreachable, failing or rate-limiting — not when it said the tag is gone ({@code
    * MANIFEST_UNKNOWN}) or refused the cache's credentials.
    */
   static boolean servesStale(UpstreamException e) {

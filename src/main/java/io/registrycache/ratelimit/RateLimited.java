@@ -7,8 +7,8 @@ import java.util.Locale;
 import org.springframework.http.HttpStatus;
 
 /**
- * 429 {@code TOOMANYREQUESTS} (OCI Distribution Spec v1.1, "Error Codes") for a request over one
- * of its identity's limits ({@code registry-cache.rate-limit}); the response carries {@code
+ * 429 {@code TOOMANYREQUESTS} (OCI Distribution Spec v1.1, "Error Codes") for a request over one of
+ * its identity's limits ({@code registry-cache.rate-limit}); the response carries {@code
  * Retry-After} in whole seconds, at least 1 (RFC 9110 10.2.3).
  */
 public class RateLimited extends OciException {
@@ -29,11 +29,17 @@ public class RateLimited extends OciException {
   private final Limit limit;
 
   /**
-   * @param retryAfter how long until the request may succeed; rounded up to whole seconds, at
-   *     least 1
+   * @param retryAfter how long until the request may succeed; rounded up to whole seconds, at least
+   *     1
    */
   public RateLimited(Limit limit, String message, Duration retryAfter) {
-    super(OciErrorCode.TOOMANYREQUESTS, HttpStatus.TOO_MANY_REQUESTS, message, null, wholeSeconds(retryAfter), null);
+    super(
+        OciErrorCode.TOOMANYREQUESTS,
+        HttpStatus.TOO_MANY_REQUESTS,
+        message,
+        null,
+        wholeSeconds(retryAfter),
+        null);
     this.limit = limit;
   }
 

@@ -22,8 +22,8 @@ import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.stereotype.Component;
 
 /**
- * The pull port's per-identity limits ({@code registry-cache.rate-limit}): requests per second
- * (a Bucket4j token bucket: {@code burst} tokens, refilled greedily at {@code requests-per-second})
+ * The pull port's per-identity limits ({@code registry-cache.rate-limit}): requests per second (a
+ * Bucket4j token bucket: {@code burst} tokens, refilled greedily at {@code requests-per-second})
  * and concurrent upstream fills (a resilience4j semaphore {@link Bulkhead} that never waits), for
  * each user and each robot, and for anonymous requests per client address. The limits of an
  * identity live in a bounded Caffeine map ({@code max-tracked} entries, forgotten after {@code
@@ -61,10 +61,11 @@ public class RateLimits {
     this.settings = settings;
     this.clock = clock;
     this.meters = meters == null ? new SimpleMeterRegistry() : meters;
-    this.allowances = Caffeine.newBuilder()
-        .maximumSize(settings.maxTracked())
-        .expireAfterAccess(settings.idleExpiry())
-        .build();
+    this.allowances =
+        Caffeine.newBuilder()
+            .maximumSize(settings.maxTracked())
+            .expireAfterAccess(settings.idleExpiry())
+            .build();
   }
 
   /** Whether any limit applies ({@code registry-cache.rate-limit.enabled}). */
@@ -75,8 +76,8 @@ public class RateLimits {
   /**
    * Admits one pull request: takes one token of the identity's request bucket.
    *
-   * @param identity who the request is from ({@link Identity#ANONYMOUS} when auth is off or it
-   *     sent no credentials)
+   * @param identity who the request is from ({@link Identity#ANONYMOUS} when auth is off or it sent
+   *     no credentials)
    * @param clientAddress the client's IP address, text; keys anonymous limits (one bucket per
    *     address); {@code null} when unknown (then all such anonymous requests share one)
    * @return the identity's fill permits, to put in the request's Reactor context under {@link
@@ -90,17 +91,30 @@ public class RateLimits {
     // bucket is per client address, with the authenticated limits, so names do not multiply
     // buckets.
     String address = clientAddress == null ? "-" : clientAddress;
-    String key = anonymous ? "anonymous@" + address
-        : identity.kind() == Identity.Kind.PASSTHROUGH ? "passthrough@" + address
-        : identity.toString();
-    Allowance allowance = allowances.get(key, k -> new Allowance(identity, anonymous ? settings.anonymous() : settings.authenticated()));
+    String key =
+        anonymous
+            ? "anonymous@" + address
+            : identity.kind() == Identity.Kind.PASSTHROUGH
+                ? "passthrough@" + address
+                : identity.toString();
+    Allowance allowance =
+        allowances.get(
+            key,
+            k ->
+                new Allowance(
+                    identity, anonymous ? settings.anonymous() : settings.authenticated()));
     if (allowance.requests != null) {
       ConsumptionProbe probe = allowance.requests.tryConsumeAndReturnRemaining(1);
       if (!probe.isConsumed()) {
         refused(identity, RateLimited.Limit.REQUESTS);
-        throw new RateLimited(RateLimited.Limit.REQUESTS,
-            describe(identity, anonymous) + " is over its " + allowance.limits.requestsPerSecond()
-                + " requests per second (burst " + allowance.limits.burst() + ")",
+        throw new RateLimited(
+            RateLimited.Limit.REQUESTS,
+            describe(identity, anonymous)
+                + " is over its "
+                + allowance.limits.requestsPerSecond()
+                + " requests per second (burst "
+                + allowance.limits.burst()
+                + ")",
             Duration.ofNanos(probe.getNanosToWaitForRefill()));
       }
     }
@@ -108,12 +122,15 @@ public class RateLimits {
   }
 
   /**
-   * Counts a request refused because its client address failed too many credential checks
-   * ({@code registry-cache.rate-limit.failed-checks}): {@code identity="unauthenticated"}, {@code
+   * Counts a request refused because its client address failed too many credential checks ({@code
+   * registry-cache.rate-limit.failed-checks}): {@code identity="unauthenticated"}, {@code
    * limit="failed-checks"}.
    */
   public void failedChecksRefused() {
-    refusals.computeIfAbsent("unauthenticated|failed-checks", k -> counter("unauthenticated", "failed-checks")).increment();
+    refusals
+        .computeIfAbsent(
+            "unauthenticated|failed-checks", k -> counter("unauthenticated", "failed-checks"))
+        .increment();
   }
 
   private Counter counter(String identity, String limit) {
@@ -130,30 +147,46 @@ public class RateLimits {
 
   private void refused(Identity identity, RateLimited.Limit limit) {
     String label = identity.metricLabel();
-    refusals.computeIfAbsent(label + "|" + limit.label(), k -> counter(label, limit.label())).increment();
+    refusals
+        .computeIfAbsent(label + "|" + limit.label(), k -> counter(label, limit.label()))
+        .increment();
   }
 
   /** The limits of one identity (or anonymous address): a request bucket and a fill bulkhead. */
   private final class Allowance implements FillPermits {
     final Identity identity;
     final RateLimitProperties.Limits limits;
+
     /** {@code null}: no requests limit. */
     final Bucket requests;
+
     /** {@code null}: no fills limit. */
     final Bulkhead fills;
 
     Allowance(Identity identity, RateLimitProperties.Limits limits) {
       this.identity = identity;
       this.limits = limits;
-      this.requests = limits.requestsPerSecond() == 0 ? null : Bucket.builder()
-          .addLimit(limit -> limit.capacity(limits.burst()).refillGreedy(limits.requestsPerSecond(), Duration.ofSeconds(1)))
-          .withCustomTimePrecision(clock)
-          .build();
-      this.fills = limits.concurrentFills() == 0 ? null : Bulkhead.of(identity.metricLabel(), BulkheadConfig.custom()
-          .maxConcurrentCalls(limits.concurrentFills())
-          .maxWaitDuration(Duration.ZERO)
-          .writableStackTraceEnabled(false)
-          .build());
+      this.requests =
+          limits.requestsPerSecond() == 0
+              ? null
+              : Bucket.builder()
+                  .addLimit(
+                      limit ->
+                          limit
+                              .capacity(limits.burst())
+                              .refillGreedy(limits.requestsPerSecond(), Duration.ofSeconds(1)))
+                  .withCustomTimePrecision(clock)
+                  .build();
+      this.fills =
+          limits.concurrentFills() == 0
+              ? null
+              : Bulkhead.of(
+                  identity.metricLabel(),
+                  BulkheadConfig.custom()
+                      .maxConcurrentCalls(limits.concurrentFills())
+                      .maxWaitDuration(Duration.ZERO)
+                      .writableStackTraceEnabled(false)
+                      .build());
     }
 
     @Override
@@ -171,8 +204,11 @@ public class RateLimits {
     @Override
     public OciException refused() {
       RateLimits.this.refused(identity, RateLimited.Limit.FILLS);
-      return new RateLimited(RateLimited.Limit.FILLS,
-          describe(identity, identity.anonymous()) + " has " + limits.concurrentFills()
+      return new RateLimited(
+          RateLimited.Limit.FILLS,
+          describe(identity, identity.anonymous())
+              + " has "
+              + limits.concurrentFills()
               + " upstream fills running, its limit of concurrent fills",
           FILL_RETRY_AFTER);
     }

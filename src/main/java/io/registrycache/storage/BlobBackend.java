@@ -14,9 +14,9 @@ import reactor.core.publisher.Mono;
  * in-memory index (sizes, last pulls, eviction order), writers per digest, deferred deletes,
  * verification — is {@link BlobStore}'s, the same for every backend.
  *
- * <p>Five required methods: {@link #scan}, {@link #open}, {@link #sink}, {@link #delete} and
- * {@link #links}; the rest have defaults fit for a store that only this process writes. A new
- * backend passes {@code BlobStoreContract} (src/test) by subclassing it.
+ * <p>Five required methods: {@link #scan}, {@link #open}, {@link #sink}, {@link #delete} and {@link
+ * #links}; the rest have defaults fit for a store that only this process writes. A new backend
+ * passes {@code BlobStoreContract} (src/test) by subclassing it.
  */
 public interface BlobBackend extends AutoCloseable {
 
@@ -36,26 +36,25 @@ public interface BlobBackend extends AutoCloseable {
   }
 
   /**
-   * Visits every stored blob: at start-up, and every {@link #rescanEvery} for a backend shared
-   * with other processes. Blocking.
+   * Visits every stored blob: at start-up, and every {@link #rescanEvery} for a backend shared with
+   * other processes. Blocking.
    */
   void scan(Found visitor);
 
   /**
-   * The stored blob {@code digest} of {@code size} bytes (as indexed), to read: the hit path, so
-   * it does no I/O before the transfer.
+   * The stored blob {@code digest} of {@code size} bytes (as indexed), to read: the hit path, so it
+   * does no I/O before the transfer.
    */
   StoredContent open(Digest digest, long size);
 
   /**
-   * Where the bytes of a new blob go ({@link BlobWriter}'s temporary file is written by the
-   * writer; the sink makes it visible under the digest in {@link BlobSink#store}, only
-   * after verification). {@code closed} is called once, after {@link BlobStore} indexed a stored
-   * blob. Blocking.
+   * Where the bytes of a new blob go ({@link BlobWriter}'s temporary file is written by the writer;
+   * the sink makes it visible under the digest in {@link BlobSink#store}, only after verification).
+   * {@code closed} is called once, after {@link BlobStore} indexed a stored blob. Blocking.
    *
-   * @param behindOwner another replica (the blob's owner) stores the same bytes in a shared
-   *     backend now: keep them local until the commit ({@link BlobStore#newWriterBehindOwner});
-   *     a backend of this process alone ignores it
+   * @param behindOwner another replica (the blob's owner) stores the same bytes in a shared backend
+   *     now: keep them local until the commit ({@link BlobStore#newWriterBehindOwner}); a backend
+   *     of this process alone ignores it
    */
   BlobSink sink(Digest digest, boolean behindOwner) throws IOException;
 
@@ -89,29 +88,31 @@ public interface BlobBackend extends AutoCloseable {
   default void started(Index index) {}
 
   /**
-   * The index dropped a blob (evicted here, or found gone from a shared backend): drop what is
-   * kept beside its bytes, such as a local copy. Its bytes go later, by {@link #delete}, if at all.
+   * The index dropped a blob (evicted here, or found gone from a shared backend): drop what is kept
+   * beside its bytes, such as a local copy. Its bytes go later, by {@link #delete}, if at all.
    */
   default void dropped(Digest digest) {}
 
   /**
    * Records the last pulls of stored blobs durably, if the backend can: digest → epoch
-   * milliseconds, the blobs whose last pull moved since the previous call. A backend may write
-   * them later in one batch (S3: one object per {@code storage.s3.access-flush}). Blocking.
+   * milliseconds, the blobs whose last pull moved since the previous call. A backend may write them
+   * later in one batch (S3: one object per {@code storage.s3.access-flush}). Blocking.
    *
    * @throws IOException when nothing could be recorded (the store calls again with them later)
    */
   default void recordPulls(Map<Digest, Long> pulls) throws IOException {}
 
-  /** Whether {@link #recordPulls} keeps anything: when not, last-pulled times live in memory only. */
+  /**
+   * Whether {@link #recordPulls} keeps anything: when not, last-pulled times live in memory only.
+   */
   default boolean recordsPulls() {
     return false;
   }
 
   /**
-   * Whether other processes store and evict in this backend too (a bucket shared by replicas):
-   * then the index is brought up to date ({@link BlobStore#rescan}) before a listing or an
-   * eviction pass covers the whole store.
+   * Whether other processes store and evict in this backend too (a bucket shared by replicas): then
+   * the index is brought up to date ({@link BlobStore#rescan}) before a listing or an eviction pass
+   * covers the whole store.
    */
   default boolean shared() {
     return false;

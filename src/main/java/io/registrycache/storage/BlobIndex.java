@@ -12,11 +12,11 @@ import java.util.function.BiConsumer;
 import java.util.function.Predicate;
 
 /**
- * The in-memory index of stored blobs, the same for every store: digest → {@link Entry}
- * (size, when stored, when last pulled) and the total of their sizes. A hit reads it without a
- * lock; every change of one digest runs under the map's lock for that digest, so a store can do
- * its file-system or bucket step for a digest atomically with the index change ({@link #locked},
- * {@link #ifAbsent}).
+ * The in-memory index of stored blobs, the same for every store: digest → {@link Entry} (size, when
+ * stored, when last pulled) and the total of their sizes. A hit reads it without a lock; every
+ * change of one digest runs under the map's lock for that digest, so a store can do its file-system
+ * or bucket step for a digest atomically with the index change ({@link #locked}, {@link
+ * #ifAbsent}).
  */
 public final class BlobIndex {
 
@@ -67,19 +67,22 @@ public final class BlobIndex {
   }
 
   /**
-   * Indexes a blob found in the store (start-up, a refresh); when it is indexed already, its
-   * last pull moves to {@code lastPulledMillis} if that is later (a pull another replica recorded
-   * in a shared store), taken as persisted.
+   * Indexes a blob found in the store (start-up, a refresh); when it is indexed already, its last
+   * pull moves to {@code lastPulledMillis} if that is later (a pull another replica recorded in a
+   * shared store), taken as persisted.
    *
    * @return whether the blob was added
    */
   public boolean found(Digest digest, long size, long createdMillis, long lastPulledMillis) {
     boolean[] added = {false};
-    Entry e = entries.computeIfAbsent(digest, d -> {
-      bytes.addAndGet(size);
-      added[0] = true;
-      return new Entry(size, createdMillis, lastPulledMillis);
-    });
+    Entry e =
+        entries.computeIfAbsent(
+            digest,
+            d -> {
+              bytes.addAndGet(size);
+              added[0] = true;
+              return new Entry(size, createdMillis, lastPulledMillis);
+            });
     if (!added[0] && lastPulledMillis > e.lastPulledMillis) {
       e.lastPulledMillis = lastPulledMillis; // a racing hit stores nearly the same value
       if (lastPulledMillis > e.persistedMillis) {
@@ -91,20 +94,24 @@ public final class BlobIndex {
 
   /** A blob was stored now: the entry is (re)made, created and pulled now. */
   public void stored(Digest digest, long size, long nowMillis) {
-    entries.compute(digest, (d, existing) -> {
-      if (existing == null) {
-        bytes.addAndGet(size);
-      }
-      return new Entry(size, nowMillis, nowMillis);
-    });
+    entries.compute(
+        digest,
+        (d, existing) -> {
+          if (existing == null) {
+            bytes.addAndGet(size);
+          }
+          return new Entry(size, nowMillis, nowMillis);
+        });
   }
 
   /** Runs {@code underLock} under the index's lock for the digest, whether it is indexed or not. */
   public void locked(Digest digest, Runnable underLock) {
-    entries.compute(digest, (d, e) -> {
-      underLock.run();
-      return e;
-    });
+    entries.compute(
+        digest,
+        (d, e) -> {
+          underLock.run();
+          return e;
+        });
   }
 
   /**
@@ -114,39 +121,45 @@ public final class BlobIndex {
    */
   public long evict(Digest digest, long ifNotPulledSince) {
     long[] freed = {-1};
-    entries.computeIfPresent(digest, (d, e) -> {
-      if (e.lastPulledMillis() > ifNotPulledSince) {
-        return e;
-      }
-      freed[0] = e.size();
-      bytes.addAndGet(-e.size());
-      return null;
-    });
+    entries.computeIfPresent(
+        digest,
+        (d, e) -> {
+          if (e.lastPulledMillis() > ifNotPulledSince) {
+            return e;
+          }
+          freed[0] = e.size();
+          bytes.addAndGet(-e.size());
+          return null;
+        });
     return freed[0];
   }
 
   /** Takes a blob out of the index when {@code which} accepts its entry; whether it did. */
   public boolean removeIf(Digest digest, Predicate<Entry> which) {
     boolean[] removed = {false};
-    entries.computeIfPresent(digest, (d, e) -> {
-      if (!which.test(e)) {
-        return e;
-      }
-      bytes.addAndGet(-e.size());
-      removed[0] = true;
-      return null;
-    });
+    entries.computeIfPresent(
+        digest,
+        (d, e) -> {
+          if (!which.test(e)) {
+            return e;
+          }
+          bytes.addAndGet(-e.size());
+          removed[0] = true;
+          return null;
+        });
     return removed[0];
   }
 
   /** Runs {@code underLock} when the blob is not indexed, under the index's lock for it. */
   public void ifAbsent(Digest digest, Runnable underLock) {
-    entries.compute(digest, (d, e) -> {
-      if (e == null) {
-        underLock.run();
-      }
-      return e;
-    });
+    entries.compute(
+        digest,
+        (d, e) -> {
+          if (e == null) {
+            underLock.run();
+          }
+          return e;
+        });
   }
 
   /** Visits every entry (a snapshot per entry; changes meanwhile may or may not be seen). */
@@ -157,8 +170,14 @@ public final class BlobIndex {
   /** Every stored blob, unordered. */
   public List<BlobInfo> list() {
     List<BlobInfo> out = new ArrayList<>(entries.size());
-    entries.forEach((d, e) -> out.add(new BlobInfo(
-        d, e.size(), Instant.ofEpochMilli(e.createdMillis()), Instant.ofEpochMilli(e.lastPulledMillis()))));
+    entries.forEach(
+        (d, e) ->
+            out.add(
+                new BlobInfo(
+                    d,
+                    e.size(),
+                    Instant.ofEpochMilli(e.createdMillis()),
+                    Instant.ofEpochMilli(e.lastPulledMillis()))));
     return out;
   }
 

@@ -3,11 +3,9 @@ package io.registrycache.storage;
 import io.registrycache.config.ContentScope;
 import io.registrycache.oci.Digest;
 import java.io.IOException;
-import java.nio.channels.SeekableByteChannel;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -27,24 +25,25 @@ import reactor.core.publisher.Mono;
 
 /**
  * Blobs, content-addressed, over one {@link BlobBackend} (the file system: {@link FileBlobStore};
- * an S3-API bucket: {@code s3.S3BlobStore}): the in-memory index (digest → size, when stored,
- * when last pulled: {@link BlobIndex}), writers, eviction and deferred deletes are here, the same
- * for every backend; the backend keeps the bytes.
+ * an S3-API bucket: {@code s3.S3BlobStore}): the in-memory index (digest → size, when stored, when
+ * last pulled: {@link BlobIndex}), writers, eviction and deferred deletes are here, the same for
+ * every backend; the backend keeps the bytes.
  *
  * <p>Reading: {@link #lookup} / {@link #open} (the hit path: memory only, recording a pull with a
- * lock-free volatile store), {@link #size} (no pull recorded). Writing: {@link #newWriter} →
- * {@link ContentWriter#append} → {@link ContentWriter#commit}(expected size), which verifies size and digest
- * before the backend makes the bytes visible, or {@link ContentWriter#abort}. Where a stored blob may be
- * served: {@link #links}.
+ * lock-free volatile store), {@link #size} (no pull recorded). Writing: {@link #newWriter} → {@link
+ * ContentWriter#append} → {@link ContentWriter#commit}(expected size), which verifies size and
+ * digest before the backend makes the bytes visible, or {@link ContentWriter#abort}. Where a stored
+ * blob may be served: {@link #links}.
  *
- * <p>Removing a blob ({@link #evict}) takes it out of the index at once — later requests are
- * misses and fetch it again — but deletes its bytes only after {@code storage.delete-grace}, so a
- * request that looked the blob up just before can still read it; a delete waits while a writer of
- * the same digest is open, and runs under the index's lock for the digest.
+ * <p>Removing a blob ({@link #evict}) takes it out of the index at once — later requests are misses
+ * and fetch it again — but deletes its bytes only after {@code storage.delete-grace}, so a request
+ * that looked the blob up just before can still read it; a delete waits while a writer of the same
+ * digest is open, and runs under the index's lock for the digest.
  */
 public class BlobStore implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(BlobStore.class);
+
   /** Longest wait at {@link #close} for the deletes that were waiting out their grace. */
   private static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
 
@@ -53,12 +52,18 @@ public class BlobStore implements AutoCloseable {
   private final Clock clock;
   private final Duration deleteGrace;
   private final BlobIndex index = new BlobIndex();
-  /** Open writers per digest: a pending delete waits for them. Registered under the index's lock. */
+
+  /**
+   * Open writers per digest: a pending delete waits for them. Registered under the index's lock.
+   */
   private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
+
   /** Tasks waiting for their delay (deletes), run at {@link #close} instead. */
   private final Set<Runnable> waiting = ConcurrentHashMap.newKeySet();
+
   /** Evicted blobs whose bytes wait for their delete. */
   private final Set<Digest> deleting = ConcurrentHashMap.newKeySet();
+
   private final ScheduledExecutorService executor;
   private final ScheduledFuture<?> rescans;
   private final ContentLinks links;
@@ -74,37 +79,53 @@ public class BlobStore implements AutoCloseable {
    * @param deleteGrace how long an evicted blob's bytes stay after it left the index
    * @param scope where a stored blob may be served ({@link ContentLinks})
    */
-  public BlobStore(BlobBackend backend, StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope) {
+  public BlobStore(
+      BlobBackend backend,
+      StorageLayout layout,
+      Clock clock,
+      Duration deleteGrace,
+      ContentScope scope) {
     this.backend = backend;
     this.layout = layout;
     this.clock = clock;
     this.deleteGrace = deleteGrace;
-    this.executor = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "blob-deleter");
-      t.setDaemon(true);
-      return t;
-    });
+    this.executor =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "blob-deleter");
+              t.setDaemon(true);
+              return t;
+            });
     long started = System.nanoTime();
     backend.scan(index::found);
-    log.info("blob index: {} blobs, {} bytes, loaded in {} ms",
-        index.count(), index.bytes(), (System.nanoTime() - started) / 1_000_000);
-    backend.started(new BlobBackend.Index() {
-      @Override
-      public Optional<Long> size(Digest digest) {
-        return index.size(digest);
-      }
+    log.info(
+        "blob index: {} blobs, {} bytes, loaded in {} ms",
+        index.count(),
+        index.bytes(),
+        (System.nanoTime() - started) / 1_000_000);
+    backend.started(
+        new BlobBackend.Index() {
+          @Override
+          public Optional<Long> size(Digest digest) {
+            return index.size(digest);
+          }
 
-      @Override
-      public void gone(Digest digest) {
-        if (index.removeIf(digest, e -> true)) {
-          log.warn("blob {} is gone from the store (removed by another replica?); dropped from the index", digest);
-        }
-        backend.dropped(digest);
-      }
-    });
+          @Override
+          public void gone(Digest digest) {
+            if (index.removeIf(digest, e -> true)) {
+              log.warn(
+                  "blob {} is gone from the store (removed by another replica?); dropped from the index",
+                  digest);
+            }
+            backend.dropped(digest);
+          }
+        });
     long every = backend.rescanEvery().toMillis();
-    this.rescans = every <= 0 ? null
-        : executor.scheduleWithFixedDelay(this::rescanSafely, every, every, TimeUnit.MILLISECONDS);
+    this.rescans =
+        every <= 0
+            ? null
+            : executor.scheduleWithFixedDelay(
+                this::rescanSafely, every, every, TimeUnit.MILLISECONDS);
     this.links = new ContentLinks(backend.links(), "blobs", scope, index::contains);
   }
 
@@ -125,22 +146,28 @@ public class BlobStore implements AutoCloseable {
     long started = clock.millis();
     Set<Digest> seen = new HashSet<>();
     int[] changed = {0};
-    backend.scan((d, size, created, pulled) -> {
-      seen.add(d);
-      if (index.found(d, size, created, pulled)) {
-        changed[0]++;
-      }
-    });
-    index.forEach((d, listed) -> {
-      if (!seen.contains(d) && listed.createdMillis() < started && !writing.containsKey(d)) {
-        if (index.removeIf(d, e -> e == listed)) { // not if stored again meanwhile
-          changed[0]++;
-          backend.dropped(d);
-        }
-      }
-    });
+    backend.scan(
+        (d, size, created, pulled) -> {
+          seen.add(d);
+          if (index.found(d, size, created, pulled)) {
+            changed[0]++;
+          }
+        });
+    index.forEach(
+        (d, listed) -> {
+          if (!seen.contains(d) && listed.createdMillis() < started && !writing.containsKey(d)) {
+            if (index.removeIf(d, e -> e == listed)) { // not if stored again meanwhile
+              changed[0]++;
+              backend.dropped(d);
+            }
+          }
+        });
     if (changed[0] > 0) {
-      log.info("blob index rescanned: {} changes, {} blobs, {} bytes", changed[0], index.count(), index.bytes());
+      log.info(
+          "blob index rescanned: {} changes, {} blobs, {} bytes",
+          changed[0],
+          index.count(),
+          index.bytes());
     }
     return changed[0];
   }
@@ -165,33 +192,40 @@ public class BlobStore implements AutoCloseable {
 
   /**
    * Whether blob {@code digest} is stored, asking the backend when the index does not know it: a
-   * backend shared by replicas may hold a blob another replica stored since the last scan
-   * ({@link BlobBackend#stat}); it is indexed then, as created now (so a rescan that listed the
-   * backend before it appeared does not drop it).
+   * backend shared by replicas may hold a blob another replica stored since the last scan ({@link
+   * BlobBackend#stat}); it is indexed then, as created now (so a rescan that listed the backend
+   * before it appeared does not drop it).
    *
-   * @return {@code true} when stored (and now indexed); {@code false} when not, or when the
-   *     backend cannot be asked (the caller fills the blob as a miss)
+   * @return {@code true} when stored (and now indexed); {@code false} when not, or when the backend
+   *     cannot be asked (the caller fills the blob as a miss)
    */
   public Mono<Boolean> recheck(Digest digest) {
     if (index.contains(digest)) {
       return Mono.just(true);
     }
-    return backend.stat(digest)
-        .map(size -> {
-          size.ifPresent(s -> {
-            long now = clock.millis();
-            if (index.found(digest, s, now, now)) {
-              // Found because a client asks for it: a pull here, to be recorded.
-              index.entry(digest).ifPresent(e -> e.persistedMillis = 0);
-              log.debug("{} found in the store, stored by another replica", digest);
-            }
-          });
-          return size.isPresent();
-        })
-        .onErrorResume(e -> {
-          log.warn("cannot look for {} in the store, filling it as a miss: {}", digest, e.toString());
-          return Mono.just(false);
-        });
+    return backend
+        .stat(digest)
+        .map(
+            size -> {
+              size.ifPresent(
+                  s -> {
+                    long now = clock.millis();
+                    if (index.found(digest, s, now, now)) {
+                      // Found because a client asks for it: a pull here, to be recorded.
+                      index.entry(digest).ifPresent(e -> e.persistedMillis = 0);
+                      log.debug("{} found in the store, stored by another replica", digest);
+                    }
+                  });
+              return size.isPresent();
+            })
+        .onErrorResume(
+            e -> {
+              log.warn(
+                  "cannot look for {} in the store, filling it as a miss: {}",
+                  digest,
+                  e.toString());
+              return Mono.just(false);
+            });
   }
 
   /** Size in bytes of a stored blob, recording a pull of it now. Memory only; empty: a miss. */
@@ -206,7 +240,9 @@ public class BlobStore implements AutoCloseable {
     return e == null ? Optional.empty() : Optional.of(backend.open(digest, e.size()));
   }
 
-  /** Records a pull of a stored blob now (a manifest referencing it was pulled); no-op if absent. */
+  /**
+   * Records a pull of a stored blob now (a manifest referencing it was pulled); no-op if absent.
+   */
   public void touch(Digest digest) {
     index.pulled(digest, clock.millis());
   }
@@ -222,8 +258,8 @@ public class BlobStore implements AutoCloseable {
   }
 
   /**
-   * A writer for blob {@code digest}, over a new temporary file; several writers of one digest
-   * may exist at once (the last commit wins; the bytes are the same). Blocking.
+   * A writer for blob {@code digest}, over a new temporary file; several writers of one digest may
+   * exist at once (the last commit wins; the bytes are the same). Blocking.
    */
   public ContentWriter newWriter(Digest digest) throws IOException {
     return newWriter(digest, false);
@@ -231,10 +267,10 @@ public class BlobStore implements AutoCloseable {
 
   /**
    * A writer for blob {@code digest} whose bytes another replica (the blob's owner) is storing in
-   * the same shared backend at the same time: such a backend keeps them local until the commit
-   * and stores them only if the owner's object is not there by then, so a cold rollout over N
-   * replicas writes each blob to the bucket once rather than N times. A backend of this replica
-   * alone makes a plain writer. Blocking.
+   * the same shared backend at the same time: such a backend keeps them local until the commit and
+   * stores them only if the owner's object is not there by then, so a cold rollout over N replicas
+   * writes each blob to the bucket once rather than N times. A backend of this replica alone makes
+   * a plain writer. Blocking.
    */
   public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
     return newWriter(digest, true);
@@ -244,33 +280,36 @@ public class BlobStore implements AutoCloseable {
     index.locked(digest, () -> writing.merge(digest, 1, Integer::sum));
     try {
       BlobSink sink = backend.sink(digest, behindOwner);
-      return new BlobWriter(digest, layout.newTempFile("blob-" + digest.hex().substring(0, 12)), new BlobSink() {
-        @Override
-        public void appended(Path temp, long written) throws IOException {
-          sink.appended(temp, written);
-        }
+      return new BlobWriter(
+          digest,
+          layout.newTempFile("blob-" + digest.hex().substring(0, 12)),
+          new BlobSink() {
+            @Override
+            public void appended(Path temp, long written) throws IOException {
+              sink.appended(temp, written);
+            }
 
-        @Override
-        public Path store(Path temp, long size) throws IOException {
-          Path stored = sink.store(temp, size);
-          index.stored(digest, size, clock.millis());
-          return stored;
-        }
+            @Override
+            public Path store(Path temp, long size) throws IOException {
+              Path stored = sink.store(temp, size);
+              index.stored(digest, size, clock.millis());
+              return stored;
+            }
 
-        @Override
-        public void closed(boolean stored) {
-          writerClosed(digest);
-          sink.closed(stored);
-          if (stored) {
-            onStored.run();
-          }
-        }
+            @Override
+            public void closed(boolean stored) {
+              writerClosed(digest);
+              sink.closed(stored);
+              if (stored) {
+                onStored.run();
+              }
+            }
 
-        @Override
-        public void ownerGaveUp() {
-          sink.ownerGaveUp();
-        }
-      });
+            @Override
+            public void ownerGaveUp() {
+              sink.ownerGaveUp();
+            }
+          });
     } catch (IOException | RuntimeException e) {
       writerClosed(digest);
       throw e;
@@ -294,7 +333,8 @@ public class BlobStore implements AutoCloseable {
    * @return bytes freed, or -1 when the blob was not stored or was kept
    */
   public long evict(Digest digest, long ifNotPulledSince) {
-    long lastPulled = index.entry(digest).map(BlobIndex.Entry::lastPulledMillis).orElse(ifNotPulledSince);
+    long lastPulled =
+        index.entry(digest).map(BlobIndex.Entry::lastPulledMillis).orElse(ifNotPulledSince);
     long freed = index.evict(digest, ifNotPulledSince);
     if (freed >= 0) {
       backend.dropped(digest);
@@ -319,11 +359,14 @@ public class BlobStore implements AutoCloseable {
     }
     waiting.add(task);
     try {
-      executor.schedule(() -> {
-        if (waiting.remove(task)) {
-          task.run();
-        }
-      }, delay.toMillis(), TimeUnit.MILLISECONDS);
+      executor.schedule(
+          () -> {
+            if (waiting.remove(task)) {
+              task.run();
+            }
+          },
+          delay.toMillis(),
+          TimeUnit.MILLISECONDS);
     } catch (RejectedExecutionException e) {
       if (waiting.remove(task)) {
         task.run(); // shutting down
@@ -334,25 +377,32 @@ public class BlobStore implements AutoCloseable {
   /**
    * Deletes the bytes of an evicted blob unless it was stored again meanwhile, another process
    * recorded a pull of it after {@code lastPulled} (the time its eviction went by; {@link
-   * BlobBackend#pulledAfter}: then it stays), or a writer of it is open (then later). Under the index's lock for the digest, where writers register, so a
-   * writer either registered before (and the delete waits) or starts after the delete.
+   * BlobBackend#pulledAfter}: then it stays), or a writer of it is open (then later). Under the
+   * index's lock for the digest, where writers register, so a writer either registered before (and
+   * the delete waits) or starts after the delete.
    */
   private void deleteIfUnused(Digest digest, long lastPulled) {
     if (backend.pulledAfter(digest, lastPulled)) {
       deleting.remove(digest);
-      log.info("evicted blob {} kept in the store: another replica pulled it since it was selected", digest);
+      log.info(
+          "evicted blob {} kept in the store: another replica pulled it since it was selected",
+          digest);
       return;
     }
     boolean[] busy = {false};
-    index.ifAbsent(digest, () -> {
-      if (writing.containsKey(digest)) {
-        busy[0] = true;
-      } else {
-        backend.delete(digest);
-      }
-    });
+    index.ifAbsent(
+        digest,
+        () -> {
+          if (writing.containsKey(digest)) {
+            busy[0] = true;
+          } else {
+            backend.delete(digest);
+          }
+        });
     if (busy[0]) {
-      schedule(() -> deleteIfUnused(digest, lastPulled), deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
+      schedule(
+          () -> deleteIfUnused(digest, lastPulled),
+          deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
     } else {
       deleting.remove(digest);
     }
@@ -371,28 +421,33 @@ public class BlobStore implements AutoCloseable {
     }
     Map<Digest, Long> changed = new HashMap<>();
     Map<Digest, BlobIndex.Entry> entries = new HashMap<>();
-    index.forEach((digest, e) -> {
-      long pulled = e.lastPulledMillis;
-      if (pulled > e.persistedMillis) {
-        changed.put(digest, pulled);
-        entries.put(digest, e);
-      }
-    });
+    index.forEach(
+        (digest, e) -> {
+          long pulled = e.lastPulledMillis;
+          if (pulled > e.persistedMillis) {
+            changed.put(digest, pulled);
+            entries.put(digest, e);
+          }
+        });
     if (changed.isEmpty()) {
       return 0;
     }
     try {
       backend.recordPulls(changed);
     } catch (IOException ex) {
-      log.warn("cannot record the last pulls of {} blobs, will try again: {}", changed.size(), ex.toString());
+      log.warn(
+          "cannot record the last pulls of {} blobs, will try again: {}",
+          changed.size(),
+          ex.toString());
       return 0;
     }
-    changed.forEach((digest, pulled) -> {
-      BlobIndex.Entry e = entries.get(digest);
-      if (pulled > e.persistedMillis) {
-        e.persistedMillis = pulled;
-      }
-    });
+    changed.forEach(
+        (digest, pulled) -> {
+          BlobIndex.Entry e = entries.get(digest);
+          if (pulled > e.persistedMillis) {
+            e.persistedMillis = pulled;
+          }
+        });
     return changed.size();
   }
 
@@ -433,13 +488,16 @@ public class BlobStore implements AutoCloseable {
     executor.shutdownNow(); // a delayed task the executor hands back would not run after shutdown
     // On a daemon thread, waited for at most CLOSE_WAIT: a store that is gone (a bucket no
     // longer answering) must not hold the process; the deletes left are then the store's to redo.
-    Thread deletes = new Thread(() -> {
-      for (Runnable pending : List.copyOf(waiting)) {
-        if (waiting.remove(pending)) {
-          pending.run();
-        }
-      }
-    }, "blob-deleter-close");
+    Thread deletes =
+        new Thread(
+            () -> {
+              for (Runnable pending : List.copyOf(waiting)) {
+                if (waiting.remove(pending)) {
+                  pending.run();
+                }
+              }
+            },
+            "blob-deleter-close");
     deletes.setDaemon(true);
     deletes.start();
     try {
@@ -448,7 +506,9 @@ public class BlobStore implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     if (deletes.isAlive()) {
-      log.warn("closing: deletes of evicted blobs still running after {}; left to the store", CLOSE_WAIT);
+      log.warn(
+          "closing: deletes of evicted blobs still running after {}; left to the store",
+          CLOSE_WAIT);
     }
     links.close();
     backend.close();

@@ -17,18 +17,23 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Writes one blob into a store through a local temporary file: {@link #append} the bytes, then
- * {@link #commit} them with the expected size — the digest and size are checked there, so no
- * caller can store unverified content — or {@link #abort}. Until the commit the blob is not in the
- * store; readers may tail the bytes written so far ({@link #openReader}), and keep reading a file
- * with the same bytes once it is committed. What the store does with the verified file is its
- * {@link BlobSink}: {@link FileBlobStore} renames it into place, the S3-API store uploads it.
+ * {@link #commit} them with the expected size — the digest and size are checked there, so no caller
+ * can store unverified content — or {@link #abort}. Until the commit the blob is not in the store;
+ * readers may tail the bytes written so far ({@link #openReader}), and keep reading a file with the
+ * same bytes once it is committed. What the store does with the verified file is its {@link
+ * BlobSink}: {@link FileBlobStore} renames it into place, the S3-API store uploads it.
  *
  * <p>One thread appends and commits; {@link #openReader} and {@link #abort} may come from others.
  */
 public final class BlobWriter implements ContentWriter {
 
   /** STORING: the sink's {@code store} runs, without the lock (readers keep opening meanwhile). */
-  private enum State { OPEN, STORING, COMMITTED, ABORTED }
+  private enum State {
+    OPEN,
+    STORING,
+    COMMITTED,
+    ABORTED
+  }
 
   /** The volume of each temporary folder, found once (finding it reads the mount table). */
   private static final Map<Path, Volume> VOLUMES = new ConcurrentHashMap<>();
@@ -37,7 +42,8 @@ public final class BlobWriter implements ContentWriter {
     Volume known = VOLUMES.get(folder);
     if (known == null) {
       FileStore store = Files.getFileStore(folder);
-      known = VOLUMES.computeIfAbsent(folder, f -> new Volume(store::getUsableSpace, System::nanoTime));
+      known =
+          VOLUMES.computeIfAbsent(folder, f -> new Volume(store::getUsableSpace, System::nanoTime));
     }
     return known;
   }
@@ -46,14 +52,15 @@ public final class BlobWriter implements ContentWriter {
    * The usable space of one volume for {@link #reserve}, measured ({@code statvfs}) only when a
    * reservation is not clearly small against the last measurement: a blob is taken without a new
    * measurement when the last one is younger than {@value #FRESH_NANOS} ns and this blob plus the
-   * bytes taken since then are at most 1/{@value #SHARE} of the space it found. So an acceptance
-   * is at most 1 s stale, and wrong only when something other than this cache's writers used more
-   * than 63/64 of the free space in that second; a refusal always rests on a measurement made for
-   * it (and the next reservation measures again). Thread-safe.
+   * bytes taken since then are at most 1/{@value #SHARE} of the space it found. So an acceptance is
+   * at most 1 s stale, and wrong only when something other than this cache's writers used more than
+   * 63/64 of the free space in that second; a refusal always rests on a measurement made for it
+   * (and the next reservation measures again). Thread-safe.
    */
   static final class Volume {
     /** How long a measurement is used for small reservations: 1 s, in nanoseconds. */
     static final long FRESH_NANOS = 1_000_000_000L;
+
     /** Reservations since a measurement may take up to 1/SHARE of the space it found. */
     static final long SHARE = 64;
 
@@ -85,7 +92,9 @@ public final class BlobWriter implements ContentWriter {
         return -1;
       }
       synchronized (this) {
-        if (measured >= 0 && nanoTime.getAsLong() - measuredAt < FRESH_NANOS && size <= measured / SHARE - taken) {
+        if (measured >= 0
+            && nanoTime.getAsLong() - measuredAt < FRESH_NANOS
+            && size <= measured / SHARE - taken) {
           taken += size;
           return -1;
         }
@@ -109,11 +118,15 @@ public final class BlobWriter implements ContentWriter {
   private final MessageDigest md;
   private final Object lock = new Object();
   private volatile long written;
+
   /** Size and digest checked out ({@link #verify}); the digest state is consumed then. */
   private boolean verified;
+
   private State state = State.OPEN;
+
   /** Run in {@link #commit} between the verification and the sink's store step. */
   private volatile Runnable beforeVisible = () -> {};
+
   /** What readers open: the temporary file, then what the sink names. */
   private Path readable;
 
@@ -165,15 +178,22 @@ public final class BlobWriter implements ContentWriter {
    * {@link Volume}): a {@code statvfs} per small blob cost 0.4 % of a cold pull's CPU.
    *
    * @param size bytes, or negative when unknown (then nothing is checked)
-   * @throws IOException "No space left on device" when they do not fit (a measurement made now
-   *     says so), or when the volume cannot be measured
+   * @throws IOException "No space left on device" when they do not fit (a measurement made now says
+   *     so), or when the volume cannot be measured
    */
   @Override
   public void reserve(long size) throws IOException {
     long free = volumeOf(temp.getParent()).take(size);
     if (free >= 0) {
-      throw new IOException("No space left on device: blob " + digest + " needs " + size + " bytes, "
-          + free + " are free on the volume of " + temp.getParent());
+      throw new IOException(
+          "No space left on device: blob "
+              + digest
+              + " needs "
+              + size
+              + " bytes, "
+              + free
+              + " are free on the volume of "
+              + temp.getParent());
     }
   }
 
@@ -203,8 +223,8 @@ public final class BlobWriter implements ContentWriter {
    *
    * @param expectedSize the size the bytes must have, or -1 when unknown
    * @return the stored size in bytes
-   * @throws ContentVerificationException when the size or the digest does not match; the bytes
-   *     are deleted (as by {@link #abort})
+   * @throws ContentVerificationException when the size or the digest does not match; the bytes are
+   *     deleted (as by {@link #abort})
    * @throws IOException when the file cannot be stored; the bytes are deleted
    */
   @Override
@@ -223,7 +243,10 @@ public final class BlobWriter implements ContentWriter {
         beforeVisible.run();
       } catch (RuntimeException e) {
         LoggerFactory.getLogger(BlobWriter.class)
-            .warn("blob {}: the step before it becomes visible failed, storing it anyway: {}", digest, e.toString());
+            .warn(
+                "blob {}: the step before it becomes visible failed, storing it anyway: {}",
+                digest,
+                e.toString());
       }
       // Not under the lock: a store step can take long (an fsync, an object-store upload), and
       // readers opening the file meanwhile must not wait for it (they open temp; see openReader).
@@ -259,7 +282,8 @@ public final class BlobWriter implements ContentWriter {
     }
     if (!digest.matches(md)) {
       abort();
-      throw new ContentVerificationException("blob " + digest + ": the " + size + " bytes do not match the digest");
+      throw new ContentVerificationException(
+          "blob " + digest + ": the " + size + " bytes do not match the digest");
     }
     verified = true;
     return size;
@@ -276,8 +300,8 @@ public final class BlobWriter implements ContentWriter {
   }
 
   /**
-   * Deletes what was written; the store is unchanged. Idempotent; a no-op after a commit, and
-   * while one is storing (that commit then stores, or fails and deletes).
+   * Deletes what was written; the store is unchanged. Idempotent; a no-op after a commit, and while
+   * one is storing (that commit then stores, or fails and deletes).
    */
   @Override
   public void abort() {
@@ -299,8 +323,8 @@ public final class BlobWriter implements ContentWriter {
   }
 
   /**
-   * A channel reading the bytes written so far, and those written later: a file with the same
-   * bytes before and after the commit.
+   * A channel reading the bytes written so far, and those written later: a file with the same bytes
+   * before and after the commit.
    *
    * @throws NoSuchFileException when the writer was aborted
    */
@@ -337,6 +361,7 @@ public final class BlobWriter implements ContentWriter {
   }
 
   private NoSuchFileException aborted() {
-    return new NoSuchFileException(temp.toString(), null, "the write of blob " + digest + " was aborted");
+    return new NoSuchFileException(
+        temp.toString(), null, "the write of blob " + digest + " was aborted");
   }
 }

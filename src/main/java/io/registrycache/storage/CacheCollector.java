@@ -3,7 +3,6 @@ package io.registrycache.storage;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.config.StorageProperties;
 import io.registrycache.oci.Digest;
-import io.registrycache.storage.TagRef;
 import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayDeque;
@@ -24,25 +23,25 @@ import org.slf4j.LoggerFactory;
 import org.springframework.stereotype.Component;
 
 /**
- * The one place that removes content from the cache: eviction under the disk budget (least
- * recently pulled first), and removal of chosen tags and manifests with the content only they use
- * (pruning, evicting one image). Every removal runs under one lock, off the request path; the
- * request path never takes it.
+ * The one place that removes content from the cache: eviction under the disk budget (least recently
+ * pulled first), and removal of chosen tags and manifests with the content only they use (pruning,
+ * evicting one image). Every removal runs under one lock, off the request path; the request path
+ * never takes it.
  *
  * <p>Rules, whatever the reason:
  *
  * <ul>
  *   <li>A blob is removed only when no remaining manifest references it (pruning), or when it is
  *       the least recently pulled item under budget pressure — then every manifest referencing it
- *       goes too (and every index referencing those, and the tag links pointing at any of them),
- *       so no manifest whose blobs are gone is served as complete.
+ *       goes too (and every index referencing those, and the tag links pointing at any of them), so
+ *       no manifest whose blobs are gone is served as complete.
  *   <li>An item pulled after it was selected is kept: it became hot meanwhile.
  *   <li>A blob download in flight is never touched (it is not in the index until verified).
  * </ul>
  *
- * A pull racing a removal either gets a complete image or misses and fetches again: tag link
- * gone → the tag is fetched; manifest gone → fetched; blob gone from the index → fetched, while a
- * request that looked it up just before still opens the file within the delete grace.
+ * A pull racing a removal either gets a complete image or misses and fetches again: tag link gone →
+ * the tag is fetched; manifest gone → fetched; blob gone from the index → fetched, while a request
+ * that looked it up just before still opens the file within the delete grace.
  */
 @Component
 public class CacheCollector {
@@ -74,7 +73,8 @@ public class CacheCollector {
    * @param bytes bytes freed (manifests and blobs)
    * @param dryRun whether nothing was actually removed
    */
-  public record Removal(List<TagRef> tags, List<Item> manifests, List<Item> blobs, long bytes, boolean dryRun) {}
+  public record Removal(
+      List<TagRef> tags, List<Item> manifests, List<Item> blobs, long bytes, boolean dryRun) {}
 
   private final BlobStore blobs;
   private final ManifestStore manifests;
@@ -86,7 +86,10 @@ public class CacheCollector {
   private final ReentrantLock lock = new ReentrantLock();
 
   public CacheCollector(
-      BlobStore blobs, ManifestStore manifests, StorageMetrics metrics, RegistryCacheProperties properties) {
+      BlobStore blobs,
+      ManifestStore manifests,
+      StorageMetrics metrics,
+      RegistryCacheProperties properties) {
     StorageProperties s = properties.storage();
     this.blobs = blobs;
     this.manifests = manifests;
@@ -137,8 +140,8 @@ public class CacheCollector {
   }
 
   /**
-   * Evicts the least recently pulled content while the stored bytes exceed the high watermark,
-   * down to the low watermark, {@code eviction-batch-size} items at a time. Blocking.
+   * Evicts the least recently pulled content while the stored bytes exceed the high watermark, down
+   * to the low watermark, {@code eviction-batch-size} items at a time. Blocking.
    *
    * @return what was evicted (empty when under the high watermark or unlimited)
    */
@@ -169,7 +172,13 @@ public class CacheCollector {
       }
       log.info(
           "disk budget: evicted {} blobs and {} manifests ({} bytes), stored {} -> {} bytes (budget {}, low watermark {})",
-          acc.blobs.size(), acc.manifests.size(), acc.bytes, before, storedBytes(), maxBytes, target);
+          acc.blobs.size(),
+          acc.manifests.size(),
+          acc.bytes,
+          before,
+          storedBytes(),
+          maxBytes,
+          target);
       return acc.toRemoval(false);
     } finally {
       lock.unlock();
@@ -210,13 +219,19 @@ public class CacheCollector {
       if (!seen.add(m)) {
         continue;
       }
-      if (removeManifest(m, graph, acc, reason, c.manifest() && m.equals(c.digest()) ? c.lastPulled() : Long.MAX_VALUE)) {
+      if (removeManifest(
+          m,
+          graph,
+          acc,
+          reason,
+          c.manifest() && m.equals(c.digest()) ? c.lastPulled() : Long.MAX_VALUE)) {
         manifestQueue.addAll(graph.referrers(m));
       }
     }
   }
 
-  private boolean removeManifest(Digest m, Graph graph, Acc acc, Reason reason, long ifNotPulledSince) {
+  private boolean removeManifest(
+      Digest m, Graph graph, Acc acc, Reason reason, long ifNotPulledSince) {
     ManifestStore.Entry e = manifests.entry(m).orElse(null);
     if (e == null || e.lastPulledMillis() > ifNotPulledSince) {
       return false;
@@ -249,7 +264,11 @@ public class CacheCollector {
    * @param dryRun report only, remove nothing
    */
   public Removal remove(
-      Collection<TagRef> tags, Collection<Digest> roots, Instant orphanBlobsPulledBefore, Reason reason, boolean dryRun) {
+      Collection<TagRef> tags,
+      Collection<Digest> roots,
+      Instant orphanBlobsPulledBefore,
+      Reason reason,
+      boolean dryRun) {
     lock.lock();
     try {
       Graph graph = Graph.build(manifests);
@@ -280,8 +299,10 @@ public class CacheCollector {
         linkedByRemoved.add(t.digest());
       }
       for (Digest m : graph.manifests) {
-        if (graph.tagsOf(m).isEmpty() && graph.referrers(m).isEmpty()
-            && !linkedByRemoved.contains(m) && !removedRoots.contains(m)) {
+        if (graph.tagsOf(m).isEmpty()
+            && graph.referrers(m).isEmpty()
+            && !linkedByRemoved.contains(m)
+            && !removedRoots.contains(m)) {
           live.add(m);
         }
       }
@@ -308,7 +329,8 @@ public class CacheCollector {
       }
       if (orphanBlobsPulledBefore != null) {
         for (BlobIndex.BlobInfo b : blobs.list()) {
-          if (!reachable.contains(b.digest()) && graph.referrers(b.digest()).isEmpty()
+          if (!reachable.contains(b.digest())
+              && graph.referrers(b.digest()).isEmpty()
               && b.lastPulled().isBefore(orphanBlobsPulledBefore)) {
             deadBlobs.add(b.digest());
           }
@@ -316,10 +338,20 @@ public class CacheCollector {
       }
       if (dryRun) {
         for (Digest m : deadManifests) {
-          manifests.entry(m).ifPresent(e -> acc.manifestDry(new Item(m, e.size(), Instant.ofEpochMilli(e.lastPulledMillis()))));
+          manifests
+              .entry(m)
+              .ifPresent(
+                  e ->
+                      acc.manifestDry(
+                          new Item(m, e.size(), Instant.ofEpochMilli(e.lastPulledMillis()))));
         }
         for (Digest b : deadBlobs) {
-          blobs.entry(b).ifPresent(e -> acc.blobDry(new Item(b, e.size(), Instant.ofEpochMilli(e.lastPulledMillis()))));
+          blobs
+              .entry(b)
+              .ifPresent(
+                  e ->
+                      acc.blobDry(
+                          new Item(b, e.size(), Instant.ofEpochMilli(e.lastPulledMillis()))));
         }
         return acc.toRemoval(true);
       }
@@ -354,7 +386,11 @@ public class CacheCollector {
       }
       log.info(
           "{}: removed {} tag links, {} manifests, {} blobs ({} bytes)",
-          reason.name().toLowerCase(Locale.ROOT), acc.tags.size(), acc.manifests.size(), acc.blobs.size(), acc.bytes);
+          reason.name().toLowerCase(Locale.ROOT),
+          acc.tags.size(),
+          acc.manifests.size(),
+          acc.blobs.size(),
+          acc.bytes);
       return acc.toRemoval(false);
     } finally {
       lock.unlock();
@@ -372,14 +408,24 @@ public class CacheCollector {
       blobs.add(i);
       bytes += i.size();
       metrics.evicted("blob", reason.name().toLowerCase(Locale.ROOT), i.size());
-      log.debug("{}: removed blob {} ({} bytes, last pulled {})", reason, i.digest(), i.size(), i.lastPulled());
+      log.debug(
+          "{}: removed blob {} ({} bytes, last pulled {})",
+          reason,
+          i.digest(),
+          i.size(),
+          i.lastPulled());
     }
 
     void manifest(Item i, Reason reason) {
       manifests.add(i);
       bytes += i.size();
       metrics.evicted("manifest", reason.name().toLowerCase(Locale.ROOT), i.size());
-      log.debug("{}: removed manifest {} ({} bytes, last pulled {})", reason, i.digest(), i.size(), i.lastPulled());
+      log.debug(
+          "{}: removed manifest {} ({} bytes, last pulled {})",
+          reason,
+          i.digest(),
+          i.size(),
+          i.lastPulled());
     }
 
     void blobDry(Item i) {
@@ -393,7 +439,8 @@ public class CacheCollector {
     }
 
     Removal toRemoval(boolean dryRun) {
-      return new Removal(List.copyOf(tags), List.copyOf(manifests), List.copyOf(blobs), bytes, dryRun);
+      return new Removal(
+          List.copyOf(tags), List.copyOf(manifests), List.copyOf(blobs), bytes, dryRun);
     }
   }
 
@@ -412,13 +459,16 @@ public class CacheCollector {
     static Graph build(ManifestStore store) {
       Graph g = new Graph(store.allTags());
       for (Digest m : store.digests()) {
-        store.content(m).ifPresent(c -> {
-          g.manifests.add(m);
-          g.refs.put(m, c.referencedDigests());
-          for (Digest r : c.referencedDigests()) {
-            g.referrers.computeIfAbsent(r, k -> new ArrayList<>()).add(m);
-          }
-        });
+        store
+            .content(m)
+            .ifPresent(
+                c -> {
+                  g.manifests.add(m);
+                  g.refs.put(m, c.referencedDigests());
+                  for (Digest r : c.referencedDigests()) {
+                    g.referrers.computeIfAbsent(r, k -> new ArrayList<>()).add(m);
+                  }
+                });
       }
       for (TagRef t : g.tags) {
         g.tagsByDigest.computeIfAbsent(t.digest(), k -> new ArrayList<>()).add(t);

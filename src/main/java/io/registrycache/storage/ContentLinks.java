@@ -20,12 +20,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Durably through a {@link LinkPersistence}: on disk ({@link #files}), one append-only journal
  * {@code links/<kind>.journal} with a line per link made and per digest removed, compacted at
- * start-up ({@link LinkJournal}); in the object
- * store ({@code storage.type=s3}) empty objects {@code links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link},
- * so a replica that starts empty (or offline) serves what another linked. In memory, digest →
- * {@code <upstream>/<repository>} keys, loaded at start-up (links of digests that are no longer
- * stored are dropped then), or, when the persistence says so ({@link LinkPersistence#onDemand}), one
- * digest's at a time on first use ({@link #recheck}). Link and unlink block.
+ * start-up ({@link LinkJournal}); in the object store ({@code storage.type=s3}) empty objects
+ * {@code links/<kind>/<algorithm>/<hex>/<upstream>/<repository>/_link}, so a replica that starts
+ * empty (or offline) serves what another linked. In memory, digest → {@code
+ * <upstream>/<repository>} keys, loaded at start-up (links of digests that are no longer stored are
+ * dropped then), or, when the persistence says so ({@link LinkPersistence#onDemand}), one digest's
+ * at a time on first use ({@link #recheck}). Link and unlink block.
  */
 public final class ContentLinks {
 
@@ -48,7 +48,8 @@ public final class ContentLinks {
    *
    * @param kind {@code blobs} or {@code manifests}
    */
-  public ContentLinks(StorageLayout layout, String kind, ContentScope scope, Predicate<Digest> stored) {
+  public ContentLinks(
+      StorageLayout layout, String kind, ContentScope scope, Predicate<Digest> stored) {
     this(files(layout, kind), kind, scope, stored);
   }
 
@@ -56,7 +57,8 @@ public final class ContentLinks {
    * Loads the links of {@code kind} from {@code persistence}, dropping those whose digest {@code
    * stored} rejects.
    */
-  public ContentLinks(LinkPersistence persistence, String kind, ContentScope scope, Predicate<Digest> stored) {
+  public ContentLinks(
+      LinkPersistence persistence, String kind, ContentScope scope, Predicate<Digest> stored) {
     this.persistence = persistence;
     this.scope = scope;
     if (persistence.onDemand()) {
@@ -74,7 +76,11 @@ public final class ContentLinks {
         });
     // deleted after the walk, which must not see its folders vanish
     orphans.forEach(persistence::removeAll);
-    log.info("{} links: {} digests linked; links of {} digests no longer stored dropped", kind, links.size(), orphans.size());
+    log.info(
+        "{} links: {} digests linked; links of {} digests no longer stored dropped",
+        kind,
+        links.size(),
+        orphans.size());
   }
 
   /** The scope this cache serves content in. */
@@ -91,11 +97,12 @@ public final class ContentLinks {
   }
 
   /**
-   * As {@link #servable(Digest, String, String)}; with {@code repositoryOnly}, as if the scope
-   * were {@link ContentScope#REPOSITORY} whatever is configured (for an upstream whose clients
-   * may see different repositories). Memory only.
+   * As {@link #servable(Digest, String, String)}; with {@code repositoryOnly}, as if the scope were
+   * {@link ContentScope#REPOSITORY} whatever is configured (for an upstream whose clients may see
+   * different repositories). Memory only.
    */
-  public boolean servable(Digest digest, String upstreamKey, String repository, boolean repositoryOnly) {
+  public boolean servable(
+      Digest digest, String upstreamKey, String repository, boolean repositoryOnly) {
     ContentScope scope = repositoryOnly ? ContentScope.REPOSITORY : this.scope;
     if (scope == ContentScope.SHARED) {
       return true;
@@ -117,28 +124,37 @@ public final class ContentLinks {
   }
 
   /**
-   * Whether another replica on a shared store linked {@code digest} where {@link #servable} says
-   * it is not (one request to an object store; nothing on the file system); a link found is
-   * kept in memory. Lets a replica serve what another fetched for that repository without asking
-   * the upstream again. Blocking.
+   * Whether another replica on a shared store linked {@code digest} where {@link #servable} says it
+   * is not (one request to an object store; nothing on the file system); a link found is kept in
+   * memory. Lets a replica serve what another fetched for that repository without asking the
+   * upstream again. Blocking.
    */
   public boolean recheck(Digest digest, String upstreamKey, String repository) {
     return recheck(digest, upstreamKey, repository, false);
   }
 
-  /** As {@link #recheck(Digest, String, String)}, with {@code repositoryOnly} as {@link #servable(Digest, String, String, boolean)}. */
-  public boolean recheck(Digest digest, String upstreamKey, String repository, boolean repositoryOnly) {
+  /**
+   * As {@link #recheck(Digest, String, String)}, with {@code repositoryOnly} as {@link
+   * #servable(Digest, String, String, boolean)}.
+   */
+  public boolean recheck(
+      Digest digest, String upstreamKey, String repository, boolean repositoryOnly) {
     if (servable(digest, upstreamKey, repository, repositoryOnly)) {
       return true;
     }
     boolean inRepository = repositoryOnly || scope == ContentScope.REPOSITORY;
-    Optional<String> found = persistence.find(
-        digest, StorageLayout.safeSegment(upstreamKey), inRepository ? repository : null);
-    found.ifPresent(key -> links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet()).add(key));
+    Optional<String> found =
+        persistence.find(
+            digest, StorageLayout.safeSegment(upstreamKey), inRepository ? repository : null);
+    found.ifPresent(
+        key -> links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet()).add(key));
     return found.isPresent();
   }
 
-  /** Records that {@code digest} may be served in {@code repository} of {@code upstreamKey}. Blocking; idempotent. */
+  /**
+   * Records that {@code digest} may be served in {@code repository} of {@code upstreamKey}.
+   * Blocking; idempotent.
+   */
   public void link(Digest digest, String upstreamKey, String repository) {
     String key = key(upstreamKey, repository);
     Set<String> keys = links.computeIfAbsent(digest, d -> ConcurrentHashMap.newKeySet());

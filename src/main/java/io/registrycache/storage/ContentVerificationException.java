@@ -5,9 +5,9 @@ import io.registrycache.oci.OciException;
 import org.springframework.http.HttpStatus;
 
 /**
- * The bytes offered to a store are not the content they claim to be (wrong digest or size):
- * {@code DIGEST_INVALID}, 502 — the cache only ever stores what an upstream sent, so the upstream
- * is at fault. Nothing was kept.
+ * The bytes offered to a store are not the content they claim to be (wrong digest or size): {@code
+ * DIGEST_INVALID}, 502 — the cache only ever stores what an upstream sent, so the upstream is at
+ * fault. Nothing was kept.
  */
 public class ContentVerificationException extends OciException {
 

@@ -28,8 +28,8 @@ public interface ContentWriter {
    *
    * @param expectedSize the size the bytes must have, or -1 when unknown
    * @return the stored size in bytes
-   * @throws ContentVerificationException when the size or digest does not match; nothing is
-   *     stored (as by {@link #abort})
+   * @throws ContentVerificationException when the size or digest does not match; nothing is stored
+   *     (as by {@link #abort})
    * @throws IOException when the bytes cannot be stored; nothing is stored
    */
   long commit(long expectedSize) throws IOException;
@@ -38,8 +38,8 @@ public interface ContentWriter {
   void abort();
 
   /**
-   * Appends all remaining bytes of {@code bytes}, in order: one gathering write where the
-   * writer has a file. Blocking.
+   * Appends all remaining bytes of {@code bytes}, in order: one gathering write where the writer
+   * has a file. Blocking.
    */
   default void append(ByteBuffer[] bytes) throws IOException {
     for (ByteBuffer b : bytes) {
@@ -48,9 +48,9 @@ public interface ContentWriter {
   }
 
   /**
-   * Makes sure {@code size} more bytes fit where this writer writes, before any of them is
-   * handed to a reader: a blob that cannot be stored fails at once, with a clean error to its
-   * clients, rather than part-way. A store with no such limit does nothing.
+   * Makes sure {@code size} more bytes fit where this writer writes, before any of them is handed
+   * to a reader: a blob that cannot be stored fails at once, with a clean error to its clients,
+   * rather than part-way. A store with no such limit does nothing.
    *
    * @throws IOException "No space left on device" when they do not fit
    */
@@ -64,32 +64,32 @@ public interface ContentWriter {
   SeekableByteChannel openReader() throws IOException;
 
   /**
-   * Checks the size and digest of the bytes appended so far, once all are in, without storing
-   * them: readers may be given the last byte from here on, before the (slower) {@link #commit}
-   * forces and stores them. {@link #commit} verifies by itself when this was not called.
-   * Blocking (hashing is done while appending; this compares).
+   * Checks the size and digest of the bytes appended so far, once all are in, without storing them:
+   * readers may be given the last byte from here on, before the (slower) {@link #commit} forces and
+   * stores them. {@link #commit} verifies by itself when this was not called. Blocking (hashing is
+   * done while appending; this compares).
    *
    * @param expectedSize the size the bytes must have, or -1 when unknown
    * @return the verified size in bytes
-   * @throws ContentVerificationException when the size or digest does not match; the bytes
-   *     are dropped (as by {@link #abort})
+   * @throws ContentVerificationException when the size or digest does not match; the bytes are
+   *     dropped (as by {@link #abort})
    */
   long verify(long expectedSize);
 
   /**
-   * For a writer made by {@link BlobStore#newWriterBehindOwner}: the owner gave up (unreachable, an error,
-   * its body broke off, so the bytes come from the upstream here): store them as a plain writer
-   * does, without waiting for an owner's copy. No-op for other writers.
+   * For a writer made by {@link BlobStore#newWriterBehindOwner}: the owner gave up (unreachable, an
+   * error, its body broke off, so the bytes come from the upstream here): store them as a plain
+   * writer does, without waiting for an owner's copy. No-op for other writers.
    */
   default void ownerGaveUp() {}
 
   /**
-   * Runs {@code action} in {@link #commit} once the bytes are verified and before the blob
-   * becomes visible in the store (before the object store's upload completes, before the file
-   * is moved into place), on the committing thread; blocking work is allowed. The pull path
-   * links the blob to its repository there, so a replica sharing the store that sees the blob
-   * sees its link too ({@link ContentLinks}). An exception from {@code action} is logged and the
-   * commit goes on. Call before {@link #commit}; the last call wins. No-op by default.
+   * Runs {@code action} in {@link #commit} once the bytes are verified and before the blob becomes
+   * visible in the store (before the object store's upload completes, before the file is moved into
+   * place), on the committing thread; blocking work is allowed. The pull path links the blob to its
+   * repository there, so a replica sharing the store that sees the blob sees its link too ({@link
+   * ContentLinks}). An exception from {@code action} is logged and the commit goes on. Call before
+   * {@link #commit}; the last call wins. No-op by default.
    */
   default void beforeVisible(Runnable action) {}
 }

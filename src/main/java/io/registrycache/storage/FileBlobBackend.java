@@ -14,8 +14,8 @@ import org.slf4j.LoggerFactory;
  * Blobs as files under {@code <storage.path>/blobs/<algorithm>/<2 hex>/<hex>} ({@link
  * StorageLayout}): the file-system {@link BlobBackend}. A stored blob is read from its file (sent
  * zero-copy); a new one is renamed from its verified temporary file to its content address; the
- * last pull is kept as the file's access time ({@code atime}), read back by {@link #scan}. A file
- * a reader has open may be unlinked at any time: on Linux the reader keeps the inode.
+ * last pull is kept as the file's access time ({@code atime}), read back by {@link #scan}. A file a
+ * reader has open may be unlinked at any time: on Linux the reader keeps the inode.
  */
 public final class FileBlobBackend implements BlobBackend {
 
@@ -23,7 +23,9 @@ public final class FileBlobBackend implements BlobBackend {
 
   private final StorageLayout layout;
 
-  /** @param layout the folders */
+  /**
+   * @param layout the folders
+   */
   public FileBlobBackend(StorageLayout layout) {
     this.layout = layout;
   }
@@ -31,10 +33,13 @@ public final class FileBlobBackend implements BlobBackend {
   /** One {@code stat} per file: created = mtime, last pulled = the later of atime and mtime. */
   @Override
   public void scan(Found visitor) {
-    layout.scanContent(layout.blobsRoot(), (digest, attrs) -> {
-      long created = attrs.lastModifiedTime().toMillis();
-      visitor.found(digest, attrs.size(), created, Math.max(created, attrs.lastAccessTime().toMillis()));
-    });
+    layout.scanContent(
+        layout.blobsRoot(),
+        (digest, attrs) -> {
+          long created = attrs.lastModifiedTime().toMillis();
+          visitor.found(
+              digest, attrs.size(), created, Math.max(created, attrs.lastAccessTime().toMillis()));
+        });
   }
 
   @Override
@@ -74,14 +79,15 @@ public final class FileBlobBackend implements BlobBackend {
    */
   @Override
   public void recordPulls(Map<Digest, Long> pulls) {
-    pulls.forEach((digest, millis) -> {
-      try {
-        Files.getFileAttributeView(layout.blob(digest), BasicFileAttributeView.class)
-            .setTimes(null, FileTime.fromMillis(millis), null);
-      } catch (IOException e) {
-        log.debug("cannot record the last pull of {}: {}", digest, e.toString());
-      }
-    });
+    pulls.forEach(
+        (digest, millis) -> {
+          try {
+            Files.getFileAttributeView(layout.blob(digest), BasicFileAttributeView.class)
+                .setTimes(null, FileTime.fromMillis(millis), null);
+          } catch (IOException e) {
+            log.debug("cannot record the last pull of {}: {}", digest, e.toString());
+          }
+        });
   }
 
   @Override

@@ -43,7 +43,8 @@ public class FileBlobStore extends BlobStore {
    * @param deleteGrace how long an evicted blob's file stays on disk after leaving the index
    * @param scope where a stored blob may be served ({@link ContentLinks})
    */
-  public FileBlobStore(StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope) {
+  public FileBlobStore(
+      StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope) {
     super(new FileBlobBackend(layout), layout, clock, deleteGrace, scope);
     this.layout = layout;
   }

@@ -17,10 +17,9 @@ import org.springframework.stereotype.Component;
 
 /**
  * Manifests on the file system under {@code storage.path}: {@code
- * manifests/<algorithm>/<xx>/<hex>}, with a {@code .type} file beside it when the media type is
- * not the body's own {@code mediaType}; the last pull is the
- * file's access time; tag links beside them ({@link FileTagPersistence}). Every write is atomic
- * (temporary file, rename).
+ * manifests/<algorithm>/<xx>/<hex>}, with a {@code .type} file beside it when the media type is not
+ * the body's own {@code mediaType}; the last pull is the file's access time; tag links beside them
+ * ({@link FileTagPersistence}). Every write is atomic (temporary file, rename).
  */
 @Component
 @ConditionalOnStorageType(StorageProperties.Type.FILESYSTEM)
@@ -65,9 +64,10 @@ public final class FileManifestPersistence implements ManifestPersistence {
     try {
       byte[] body = Files.readAllBytes(p);
       Path typeFile = layout.manifestType(digest);
-      String type = Files.exists(typeFile)
-          ? Files.readString(typeFile, StandardCharsets.UTF_8).trim()
-          : ManifestPersistence.mediaTypeField(body);
+      String type =
+          Files.exists(typeFile)
+              ? Files.readString(typeFile, StandardCharsets.UTF_8).trim()
+              : ManifestPersistence.mediaTypeField(body);
       return Optional.of(new Stored(type, body));
     } catch (NoSuchFileException e) {
       return Optional.empty(); // deleted since the check
@@ -85,7 +85,8 @@ public final class FileManifestPersistence implements ManifestPersistence {
     if (!Files.exists(target)) {
       String type = mediaType.toString();
       if (!type.equals(ManifestPersistence.mediaTypeField(body))) {
-        layout.writeAtomically(layout.manifestType(digest), (type + "\n").getBytes(StandardCharsets.UTF_8));
+        layout.writeAtomically(
+            layout.manifestType(digest), (type + "\n").getBytes(StandardCharsets.UTF_8));
       }
       layout.writeAtomically(target, body);
     }

@@ -27,7 +27,9 @@ public final class FileTagPersistence implements TagPersistence {
 
   private final StorageLayout layout;
 
-  /** @param layout the folders */
+  /**
+   * @param layout the folders
+   */
   public FileTagPersistence(StorageLayout layout) {
     this.layout = layout;
   }
@@ -39,7 +41,9 @@ public final class FileTagPersistence implements TagPersistence {
     try (Stream<Path> files = Files.walk(root)) {
       for (Path p : (Iterable<Path>) files::iterator) {
         Path parent = p.getParent();
-        if (parent == null || !parent.getFileName().toString().equals("_tags") || !Files.isRegularFile(p)) {
+        if (parent == null
+            || !parent.getFileName().toString().equals("_tags")
+            || !Files.isRegularFile(p)) {
           continue;
         }
         Path rel = root.relativize(parent.getParent());
@@ -50,8 +54,13 @@ public final class FileTagPersistence implements TagPersistence {
         String repository = rel.subpath(1, rel.getNameCount()).toString().replace('\\', '/');
         try {
           String value = Files.readString(p, StandardCharsets.UTF_8).trim();
-          out.add(new TagRef(upstream, repository, p.getFileName().toString(), Digest.parse(value),
-              Files.getLastModifiedTime(p).toInstant()));
+          out.add(
+              new TagRef(
+                  upstream,
+                  repository,
+                  p.getFileName().toString(),
+                  Digest.parse(value),
+                  Files.getLastModifiedTime(p).toInstant()));
         } catch (NoSuchFileException e) {
           // removed meanwhile
         } catch (IOException | RuntimeException e) {
@@ -67,8 +76,8 @@ public final class FileTagPersistence implements TagPersistence {
   /**
    * The tag link, read from disk. A missing link (every cold tag) is found by {@link Files#exists},
    * which answers with a boolean: opening a missing file throws {@link NoSuchFileException}, whose
-   * stack trace cost 0.8 % of a cold pull's CPU. A link deleted between that check and the read
-   * is a miss as well.
+   * stack trace cost 0.8 % of a cold pull's CPU. A link deleted between that check and the read is
+   * a miss as well.
    *
    * @throws UncheckedIOException when the link exists but cannot be read
    */

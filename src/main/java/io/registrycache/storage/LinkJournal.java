@@ -23,22 +23,22 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The content links of one kind on the file system, as one append-only text file {@code
- * links/<kind>.journal}: a line {@code + <digest> <upstream>/<repository>} per link made and
- * {@code - <digest>} when a digest's content left the store. One {@code write} per link instead of
- * an empty file in three new folders ({@code
+ * links/<kind>.journal}: a line {@code + <digest> <upstream>/<repository>} per link made and {@code
+ * - <digest>} when a digest's content left the store. One {@code write} per link instead of an
+ * empty file in three new folders ({@code
  * links/<kind>/<algorithm>/<xx>/<hex>/<upstream>/<repository>/_link}, the layout before: about 60
  * more file-system calls per cold image, docs/performance.md).
  *
  * <p>{@link #scan} (at start-up) reads the folders of the old layout if there are any, then the
  * journal, visits the result, and, when some lines are no longer live (removed, repeated,
  * unreadable) or old folders were read, rewrites the journal with only the live links (a temporary
- * file, forced, renamed over it) before removing the old folders. A running service compacts it the same
- * way once it has appended more lines than it held live at the last compaction (at least {@value
- * #COMPACT_AFTER_LINES}), so eviction and re-fetching cannot grow it without bound. Appends are not
- * forced: a link lost to a power failure costs one {@code HEAD} to the upstream when the content is
- * next asked for in that repository ({@link ContentLinks#servable}); it never makes content
- * servable where it was not. A last line cut short by a crash is skipped at the next start. Every
- * method blocks.
+ * file, forced, renamed over it) before removing the old folders. A running service compacts it the
+ * same way once it has appended more lines than it held live at the last compaction (at least
+ * {@value #COMPACT_AFTER_LINES}), so eviction and re-fetching cannot grow it without bound. Appends
+ * are not forced: a link lost to a power failure costs one {@code HEAD} to the upstream when the
+ * content is next asked for in that repository ({@link ContentLinks#servable}); it never makes
+ * content servable where it was not. A last line cut short by a crash is skipped at the next start.
+ * Every method blocks.
  */
 final class LinkJournal implements LinkPersistence {
 
@@ -76,7 +76,9 @@ final class LinkJournal implements LinkPersistence {
     Map<Digest, Set<String>> links = new LinkedHashMap<>();
     boolean hadLegacy = Files.isDirectory(legacy);
     if (hadLegacy) {
-      layout.scanLinks(legacy, (digest, key) -> links.computeIfAbsent(digest, d -> new LinkedHashSet<>()).add(key));
+      layout.scanLinks(
+          legacy,
+          (digest, key) -> links.computeIfAbsent(digest, d -> new LinkedHashSet<>()).add(key));
     }
     Replayed replayed = replay(links);
     links.forEach((digest, keys) -> keys.forEach(key -> visitor.accept(digest, key)));
@@ -91,12 +93,16 @@ final class LinkJournal implements LinkPersistence {
       log.info("content links moved from {} into {}", legacy, journal);
     }
     if (replayed.skipped() > 0) {
-      log.warn("{}: {} unreadable lines skipped (a write cut short by a crash)", journal, replayed.skipped());
+      log.warn(
+          "{}: {} unreadable lines skipped (a write cut short by a crash)",
+          journal,
+          replayed.skipped());
     }
   }
 
   @Override
-  public synchronized void create(Digest digest, String upstreamSegment, String repository) throws IOException {
+  public synchronized void create(Digest digest, String upstreamSegment, String repository)
+      throws IOException {
     append("+ " + digest + " " + upstreamSegment + "/" + repository + "\n");
   }
 
@@ -105,7 +111,11 @@ final class LinkJournal implements LinkPersistence {
     try {
       append("- " + digest + "\n");
     } catch (IOException e) {
-      log.warn("could not record the removal of the links of {} in {}: {}", digest, journal, e.toString());
+      log.warn(
+          "could not record the removal of the links of {} in {}: {}",
+          digest,
+          journal,
+          e.toString());
     }
   }
 
@@ -135,7 +145,12 @@ final class LinkJournal implements LinkPersistence {
     }
     appended++;
     if (out == null) {
-      out = FileChannel.open(journal, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+      out =
+          FileChannel.open(
+              journal,
+              StandardOpenOption.CREATE,
+              StandardOpenOption.WRITE,
+              StandardOpenOption.APPEND);
     }
     ByteBuffer bytes = ByteBuffer.wrap(line.getBytes(StandardCharsets.UTF_8));
     while (bytes.hasRemaining()) {
@@ -164,7 +179,9 @@ final class LinkJournal implements LinkPersistence {
             if (space < 0 || key.indexOf('/') <= 0 || key.endsWith("/")) {
               throw new IllegalArgumentException(line);
             }
-            links.computeIfAbsent(Digest.parse(line.substring(2, space)), d -> new LinkedHashSet<>()).add(key);
+            links
+                .computeIfAbsent(Digest.parse(line.substring(2, space)), d -> new LinkedHashSet<>())
+                .add(key);
           } else if (line.startsWith("- ")) {
             links.remove(Digest.parse(line.substring(2)));
           } else {
@@ -186,8 +203,12 @@ final class LinkJournal implements LinkPersistence {
     close();
     long live = 0;
     try {
-      try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-          StandardOpenOption.TRUNCATE_EXISTING)) {
+      try (FileChannel channel =
+          FileChannel.open(
+              temp,
+              StandardOpenOption.CREATE,
+              StandardOpenOption.WRITE,
+              StandardOpenOption.TRUNCATE_EXISTING)) {
         StringBuilder lines = new StringBuilder();
         for (Map.Entry<Digest, Set<String>> e : links.entrySet()) {
           for (String key : e.getValue()) {
@@ -201,7 +222,8 @@ final class LinkJournal implements LinkPersistence {
         write(channel, lines);
         channel.force(true);
       }
-      Files.move(temp, journal, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      Files.move(
+          temp, journal, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
       appended = 0;
       liveAtCompaction = live;
     } catch (IOException e) {

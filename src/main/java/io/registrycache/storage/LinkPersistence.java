@@ -24,18 +24,18 @@ public interface LinkPersistence {
   void removeAll(Digest digest);
 
   /**
-   * Looks for a link recorded since {@link #scan} (by another replica on a shared store): the
-   * link of {@code digest} to {@code repository} of the upstream, or to any repository of it
-   * when {@code repository} is null. Returns its {@code <upstream>/<repository>} key. The
-   * default finds nothing: a store only this process writes has every link in memory.
+   * Looks for a link recorded since {@link #scan} (by another replica on a shared store): the link
+   * of {@code digest} to {@code repository} of the upstream, or to any repository of it when {@code
+   * repository} is null. Returns its {@code <upstream>/<repository>} key. The default finds
+   * nothing: a store only this process writes has every link in memory.
    */
   default Optional<String> find(Digest digest, String upstreamSegment, String repository) {
     return Optional.empty();
   }
 
   /**
-   * Whether links are looked up on first use ({@link #find}, through {@link ContentLinks#recheck}) instead
-   * of all read by {@link #scan} at start-up.
+   * Whether links are looked up on first use ({@link #find}, through {@link ContentLinks#recheck})
+   * instead of all read by {@link #scan} at start-up.
    */
   default boolean onDemand() {
     return false;

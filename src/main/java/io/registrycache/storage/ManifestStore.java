@@ -33,8 +33,8 @@ import org.springframework.stereotype.Component;
  * <p>Every stored manifest has an index {@link Entry} in memory (size, stored, last pulled, and
  * once read: media type and references), built at start-up from one {@code stat} per file. A pull
  * ({@link #cached}, {@link #find}) records its time without a lock and touches what the manifest
- * references — the blobs of an image manifest, the child manifests of an index — so that content
- * in use is never the least recently pulled.
+ * references — the blobs of an image manifest, the child manifests of an index — so that content in
+ * use is never the least recently pulled.
  *
  * <p>All methods do file-system work and block: call them from a storage scheduler, never from a
  * Netty event loop. {@link #cached} alone is memory-only and safe anywhere.
@@ -73,7 +73,8 @@ public class ManifestStore {
   private final ContentLinks links;
 
   /** A store on the file system under {@code layout} ({@link FileManifestPersistence}). */
-  public ManifestStore(StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
+  public ManifestStore(
+      StorageLayout layout, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
       throws IOException {
     this(new FileManifestPersistence(layout), blobs, properties, clock);
   }
@@ -89,11 +90,15 @@ public class ManifestStore {
   /**
    * A store in {@code persistence}.
    *
-   * @param persistence where manifests and tag links are kept: the file system or the object
-   *     store ({@code storage.type})
+   * @param persistence where manifests and tag links are kept: the file system or the object store
+   *     ({@code storage.type})
    */
   @Autowired
-  public ManifestStore(ManifestPersistence persistence, BlobStore blobs, RegistryCacheProperties properties, Clock clock)
+  public ManifestStore(
+      ManifestPersistence persistence,
+      BlobStore blobs,
+      RegistryCacheProperties properties,
+      Clock clock)
       throws IOException {
     this.persistence = persistence;
     this.tags = persistence.tags();
@@ -108,14 +113,24 @@ public class ManifestStore {
     long started = System.nanoTime();
     persistence.scan(
         found -> {
-          if (index.put(found.digest(), new Entry(found.size(), found.createdMillis(), found.lastPulledMillis())) == null) {
+          if (index.put(
+                  found.digest(),
+                  new Entry(found.size(), found.createdMillis(), found.lastPulledMillis()))
+              == null) {
             bytes.addAndGet(found.size());
           }
         });
     log.info(
         "manifest storage: {} manifests, {} bytes, scanned in {} ms",
-        index.size(), bytes.get(), (System.nanoTime() - started) / 1_000_000);
-    this.links = new ContentLinks(persistence.links(), "manifests", properties.storage().contentScope(), index::containsKey);
+        index.size(),
+        bytes.get(),
+        (System.nanoTime() - started) / 1_000_000);
+    this.links =
+        new ContentLinks(
+            persistence.links(),
+            "manifests",
+            properties.storage().contentScope(),
+            index::containsKey);
   }
 
   /**
@@ -241,7 +256,8 @@ public class ManifestStore {
         manifest.digest(),
         d -> {
           fresh[0] = new Entry(manifest.body().length, now, now);
-          fresh[0].content = parsed != null ? parsed : contentOf(manifest.mediaType(), manifest.body());
+          fresh[0].content =
+              parsed != null ? parsed : contentOf(manifest.mediaType(), manifest.body());
           bytes.addAndGet(manifest.body().length);
           return fresh[0];
         });
@@ -271,8 +287,8 @@ public class ManifestStore {
   }
 
   /**
-   * Media type and references of a stored manifest, read from disk once and then kept in the
-   * index; records no pull (the file's access time is put back). Blocking.
+   * Media type and references of a stored manifest, read from disk once and then kept in the index;
+   * records no pull (the file's access time is put back). Blocking.
    *
    * @return empty when the manifest is not stored
    */
@@ -351,9 +367,12 @@ public class ManifestStore {
   }
 
   /** Points a tag at a digest, confirmed by the upstream at {@code validatedAt}. Blocking. */
-  public void putTag(String upstreamKey, String name, Reference.Tag tag, Digest digest, Instant validatedAt) {
+  public void putTag(
+      String upstreamKey, String name, Reference.Tag tag, Digest digest, Instant validatedAt) {
     tags.put(upstreamKey, name, tag.name(), digest, validatedAt);
-    tagLinks.put(new TagKey(upstreamKey, name, tag.name()), new TagRef(upstreamKey, name, tag.name(), digest, validatedAt));
+    tagLinks.put(
+        new TagKey(upstreamKey, name, tag.name()),
+        new TagRef(upstreamKey, name, tag.name(), digest, validatedAt));
   }
 
   /** Records that the upstream confirmed a tag link at {@code validatedAt}. Blocking. */
@@ -389,28 +408,38 @@ public class ManifestStore {
     long started = clock.millis();
     Set<Digest> seen = new HashSet<>();
     int[] changed = {0};
-    persistence.scan(found -> {
-      seen.add(found.digest());
-      Entry e = index.computeIfAbsent(found.digest(), d -> {
-        bytes.addAndGet(found.size());
-        changed[0]++;
-        return new Entry(found.size(), found.createdMillis(), found.lastPulledMillis());
-      });
-      if (found.lastPulledMillis() > e.lastPulledMillis) {
-        e.lastPulledMillis = found.lastPulledMillis();
-        e.persistedMillis = Math.max(e.persistedMillis, found.lastPulledMillis());
-      }
-    });
+    persistence.scan(
+        found -> {
+          seen.add(found.digest());
+          Entry e =
+              index.computeIfAbsent(
+                  found.digest(),
+                  d -> {
+                    bytes.addAndGet(found.size());
+                    changed[0]++;
+                    return new Entry(found.size(), found.createdMillis(), found.lastPulledMillis());
+                  });
+          if (found.lastPulledMillis() > e.lastPulledMillis) {
+            e.lastPulledMillis = found.lastPulledMillis();
+            e.persistedMillis = Math.max(e.persistedMillis, found.lastPulledMillis());
+          }
+        });
     for (Map.Entry<Digest, Entry> me : index.entrySet()) {
       Entry e = me.getValue();
-      if (!seen.contains(me.getKey()) && e.createdMillis() < started && index.remove(me.getKey(), e)) {
+      if (!seen.contains(me.getKey())
+          && e.createdMillis() < started
+          && index.remove(me.getKey(), e)) {
         bytes.addAndGet(-e.size);
         memory.invalidate(me.getKey());
         changed[0]++;
       }
     }
     if (changed[0] > 0) {
-      log.info("manifest index rescanned: {} changes, {} manifests, {} bytes", changed[0], index.size(), bytes.get());
+      log.info(
+          "manifest index rescanned: {} changes, {} manifests, {} bytes",
+          changed[0],
+          index.size(),
+          bytes.get());
     }
     return changed[0];
   }

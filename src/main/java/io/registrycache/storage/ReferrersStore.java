@@ -1,7 +1,7 @@
 package io.registrycache.storage;
 
-import io.registrycache.oci.Json;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.Json;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -22,11 +22,11 @@ import tools.jackson.databind.node.ObjectNode;
 
 /**
  * Referrers lists as an upstream's referrers API gave them, one small JSON file per upstream,
- * repository and subject digest under {@code referrers/} of the storage root (the file name is
- * the sha256 of {@code <upstream>|<repository>|<digest>}, so no name reaches the file system).
- * Files are written to {@code tmp/} and moved in place: a reader never sees half a file. The
- * referrer manifests themselves are ordinary stored manifests; these lists are only their index.
- * Blocking: call on the storage scheduler.
+ * repository and subject digest under {@code referrers/} of the storage root (the file name is the
+ * sha256 of {@code <upstream>|<repository>|<digest>}, so no name reaches the file system). Files
+ * are written to {@code tmp/} and moved in place: a reader never sees half a file. The referrer
+ * manifests themselves are ordinary stored manifests; these lists are only their index. Blocking:
+ * call on the storage scheduler.
  */
 @Component
 public class ReferrersStore {
@@ -58,8 +58,11 @@ public class ReferrersStore {
     Path file = file(upstreamKey, repository, subject);
     try {
       JsonNode node = JSON.readTree(Files.readAllBytes(file));
-      return Optional.of(new Entry(
-          node.path("api").asBoolean(), node.path("manifests"), Instant.ofEpochMilli(node.path("fetchedAt").asLong())));
+      return Optional.of(
+          new Entry(
+              node.path("api").asBoolean(),
+              node.path("manifests"),
+              Instant.ofEpochMilli(node.path("fetchedAt").asLong())));
     } catch (NoSuchFileException e) {
       return Optional.empty();
     } catch (IOException | JacksonException e) {

@@ -17,10 +17,10 @@ import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Component;
 
 /**
- * The background task that keeps the cache within its disk budget and records access times on
- * disk. It runs on its own thread ({@code storage-janitor}), every {@code
- * storage.janitor-interval}, and at once when a newly stored blob takes the cache over the high
- * watermark — never on the request path.
+ * The background task that keeps the cache within its disk budget and records access times on disk.
+ * It runs on its own thread ({@code storage-janitor}), every {@code storage.janitor-interval}, and
+ * at once when a newly stored blob takes the cache over the high watermark — never on the request
+ * path.
  */
 @Component
 public class StorageJanitor implements SmartLifecycle {
@@ -33,12 +33,17 @@ public class StorageJanitor implements SmartLifecycle {
   private final Duration interval;
   private final AtomicBoolean queued = new AtomicBoolean();
   private final EvictionTurn turn;
+
   /** The evicting replica last logged, so a non-owner says why it skips once per change. */
   private final AtomicReference<String> evictorLogged = new AtomicReference<>("");
+
   private volatile ScheduledExecutorService executor;
 
   public StorageJanitor(
-      CacheCollector collector, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties) {
+      CacheCollector collector,
+      BlobStore blobs,
+      ManifestStore manifests,
+      RegistryCacheProperties properties) {
     this(collector, blobs, manifests, properties, EvictionTurn.HERE);
   }
 
@@ -47,13 +52,19 @@ public class StorageJanitor implements SmartLifecycle {
    */
   @Autowired
   public StorageJanitor(
-      CacheCollector collector, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties,
+      CacheCollector collector,
+      BlobStore blobs,
+      ManifestStore manifests,
+      RegistryCacheProperties properties,
       ObjectProvider<EvictionTurn> turn) {
     this(collector, blobs, manifests, properties, turn.getIfAvailable(() -> EvictionTurn.HERE));
   }
 
   private StorageJanitor(
-      CacheCollector collector, BlobStore blobs, ManifestStore manifests, RegistryCacheProperties properties,
+      CacheCollector collector,
+      BlobStore blobs,
+      ManifestStore manifests,
+      RegistryCacheProperties properties,
       EvictionTurn turn) {
     this.turn = turn;
     this.collector = collector;
@@ -81,7 +92,8 @@ public class StorageJanitor implements SmartLifecycle {
           }
         });
     if (collector.maxBytes() > 0) {
-      log.info("disk budget {} bytes; stored {} bytes", collector.maxBytes(), collector.storedBytes());
+      log.info(
+          "disk budget {} bytes; stored {} bytes", collector.maxBytes(), collector.storedBytes());
       trigger();
     }
   }
@@ -99,10 +111,10 @@ public class StorageJanitor implements SmartLifecycle {
   }
 
   /**
-   * One pass: enforce the budget, then record access times. On a store shared by replicas only
-   * the evicting replica ({@link EvictionTurn}) enforces the budget, over the whole store: it
-   * rescans blobs and manifests first (every replica's content, every replica's recorded pulls),
-   * and folds the pull records afterwards; the others only record their pulls. Blocking.
+   * One pass: enforce the budget, then record access times. On a store shared by replicas only the
+   * evicting replica ({@link EvictionTurn}) enforces the budget, over the whole store: it rescans
+   * blobs and manifests first (every replica's content, every replica's recorded pulls), and folds
+   * the pull records afterwards; the others only record their pulls. Blocking.
    */
   public void runOnce() {
     queued.set(false);
@@ -110,10 +122,14 @@ public class StorageJanitor implements SmartLifecycle {
     String evictor = elsewhere.orElse("this replica");
     if (!evictor.equals(evictorLogged.getAndSet(evictor)) && blobs.shared()) {
       if (elsewhere.isPresent()) {
-        log.info("storage janitor: eviction and pruning of the shared store run on {} (owner of the key '{}'); not here",
-            evictor, EvictionTurn.KEY);
+        log.info(
+            "storage janitor: eviction and pruning of the shared store run on {} (owner of the key '{}'); not here",
+            evictor,
+            EvictionTurn.KEY);
       } else {
-        log.info("storage janitor: this replica evicts and prunes for the shared store (owner of the key '{}')", EvictionTurn.KEY);
+        log.info(
+            "storage janitor: this replica evicts and prunes for the shared store (owner of the key '{}')",
+            EvictionTurn.KEY);
       }
     }
     if (elsewhere.isEmpty()) {

@@ -13,9 +13,9 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
-import java.util.UUID;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,7 +61,8 @@ public class StorageLayout {
   static final int KNOWN_FOLDERS = 4096;
 
   /** Folders known to exist: a rename into them needs no {@code mkdir} first. */
-  private final Cache<Path, Boolean> knownFolders = Caffeine.newBuilder().maximumSize(KNOWN_FOLDERS).build();
+  private final Cache<Path, Boolean> knownFolders =
+      Caffeine.newBuilder().maximumSize(KNOWN_FOLDERS).build();
 
   public StorageLayout(RegistryCacheProperties properties) throws IOException {
     this.root = properties.storage().path().toAbsolutePath().normalize();
@@ -177,7 +178,8 @@ public class StorageLayout {
    * {@code SecureRandom} draw per file (0.25 % of a cold pull's CPU).
    */
   public Path newTempFile(String purpose) {
-    return tmp.resolve(purpose + "-" + tempPrefix + Long.toString(tempCounter.incrementAndGet(), 36));
+    return tmp.resolve(
+        purpose + "-" + tempPrefix + Long.toString(tempCounter.incrementAndGet(), 36));
   }
 
   /**
@@ -197,14 +199,13 @@ public class StorageLayout {
   }
 
   /**
-   * Atomically renames {@code temp} to {@code target}, replacing it. Same file system. The
-   * target's folder is made first unless it is among the folders known to exist (at most {@value
-   * #KNOWN_FOLDERS}; beyond that Caffeine's size eviction drops some), without an exception when
-   * it exists or is made: a failed rename or {@code Files.createDirectories} costs a thrown
-   * exception with its stack trace, once per blob and manifest stored (4 % of a cold pull's CPU).
-   * Nothing in the cache deletes folders today; should one go anyway (by hand, another tool)
-   * while it is known, the rename says so, the folder is forgotten, made again and the rename
-   * repeated.
+   * Atomically renames {@code temp} to {@code target}, replacing it. Same file system. The target's
+   * folder is made first unless it is among the folders known to exist (at most {@value
+   * #KNOWN_FOLDERS}; beyond that Caffeine's size eviction drops some), without an exception when it
+   * exists or is made: a failed rename or {@code Files.createDirectories} costs a thrown exception
+   * with its stack trace, once per blob and manifest stored (4 % of a cold pull's CPU). Nothing in
+   * the cache deletes folders today; should one go anyway (by hand, another tool) while it is
+   * known, the rename says so, the folder is forgotten, made again and the rename repeated.
    *
    * @throws java.nio.file.NoSuchFileException when {@code temp} does not exist
    * @throws IOException when the folder cannot be made (e.g. a file has its name) or the rename
@@ -230,12 +231,12 @@ public class StorageLayout {
   }
 
   /**
-   * Makes {@code folder} and its missing parents. On the default file system one {@code mkdir}
-   * per level through {@link File#mkdir} and {@link File#isDirectory}, which answer with
-   * booleans where {@link Files#createDirectories} throws and catches an exception per existing
-   * or missing level, and where {@link File#mkdirs} resolves the whole path again ({@code
-   * realpath}: a {@code readlink} per component) for every missing level. {@link
-   * Files#createDirectories} then only reports why it failed.
+   * Makes {@code folder} and its missing parents. On the default file system one {@code mkdir} per
+   * level through {@link File#mkdir} and {@link File#isDirectory}, which answer with booleans where
+   * {@link Files#createDirectories} throws and catches an exception per existing or missing level,
+   * and where {@link File#mkdirs} resolves the whole path again ({@code realpath}: a {@code
+   * readlink} per component) for every missing level. {@link Files#createDirectories} then only
+   * reports why it failed.
    */
   private static void makeFolder(Path folder) throws IOException {
     if (folder.getFileSystem().equals(FileSystems.getDefault()) && makeFolders(folder.toFile())) {
@@ -292,7 +293,9 @@ public class StorageLayout {
   }
 
   private static Path contentPath(Path base, Digest digest) {
-    return base.resolve(digest.algorithm()).resolve(digest.hex().substring(0, 2)).resolve(digest.hex());
+    return base.resolve(digest.algorithm())
+        .resolve(digest.hex().substring(0, 2))
+        .resolve(digest.hex());
   }
 
   /**
@@ -325,7 +328,12 @@ public class StorageLayout {
   }
 
   private static boolean isSafe(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-        || c == '.' || c == '_' || c == ':' || c == '-';
+    return (c >= 'a' && c <= 'z')
+        || (c >= 'A' && c <= 'Z')
+        || (c >= '0' && c <= '9')
+        || c == '.'
+        || c == '_'
+        || c == ':'
+        || c == '-';
   }
 }

@@ -10,9 +10,9 @@ import org.springframework.core.io.buffer.DataBufferUtils;
 import reactor.core.publisher.Flux;
 
 /**
- * The reader side of a store: one stored, verified blob, to send whole or ranged. A store on a
- * file system also names the file ({@link #file}), so the HTTP layer can send it zero-copy; any
- * other store (an S3-API object store) streams {@link #read}.
+ * The reader side of a store: one stored, verified blob, to send whole or ranged. A store on a file
+ * system also names the file ({@link #file}), so the HTTP layer can send it zero-copy; any other
+ * store (an S3-API object store) streams {@link #read}.
  */
 public interface StoredContent {
 

@@ -16,12 +16,13 @@ public record StoredManifest(Digest digest, MediaType mediaType, byte[] body) {
   /**
    * Checks {@code body} against {@code digest}.
    *
-   * @throws ContentVerificationException when {@code body} does not have {@code digest}
-   *     ({@code DIGEST_INVALID})
+   * @throws ContentVerificationException when {@code body} does not have {@code digest} ({@code
+   *     DIGEST_INVALID})
    */
   public StoredManifest {
     if (!digest.recompute(body).equals(digest)) {
-      throw new ContentVerificationException("manifest " + digest + ": the " + body.length + " bytes do not match the digest");
+      throw new ContentVerificationException(
+          "manifest " + digest + ": the " + body.length + " bytes do not match the digest");
     }
   }
 }

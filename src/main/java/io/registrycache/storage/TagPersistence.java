@@ -7,9 +7,10 @@ import java.util.Optional;
 
 /**
  * Where tag links are kept durably: a tag of a repository of an upstream → a digest, with when the
- * upstream last confirmed it ({@link TagRef}). Files under {@code tags/} ({@link FileTagPersistence})
- * or objects in the bucket ({@code s3.S3TagPersistence}). What is fresh, to revalidate or stale is
- * decided above it ({@code proxy.TagFreshness}); this only stores it. Every method blocks.
+ * upstream last confirmed it ({@link TagRef}). Files under {@code tags/} ({@link
+ * FileTagPersistence}) or objects in the bucket ({@code s3.S3TagPersistence}). What is fresh, to
+ * revalidate or stale is decided above it ({@code proxy.TagFreshness}); this only stores it. Every
+ * method blocks.
  */
 public interface TagPersistence {
 

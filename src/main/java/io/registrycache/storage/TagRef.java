@@ -12,7 +12,8 @@ import java.time.Instant;
  * @param digest the manifest it points at
  * @param validatedAt when the upstream last confirmed it
  */
-public record TagRef(String upstream, String repository, String tag, Digest digest, Instant validatedAt) {
+public record TagRef(
+    String upstream, String repository, String tag, Digest digest, Instant validatedAt) {
   /** {@code <upstream>/<repository>:<tag>}, what prune patterns match. */
   public String image() {
     return upstream + "/" + repository + ":" + tag;

@@ -15,8 +15,8 @@ import reactor.util.context.ContextView;
  * children. It travels in the request's Reactor context under {@link #CONTEXT_KEY} — never in a
  * {@code ThreadLocal}: a pull hops between Netty event loops and the storage scheduler — and is
  * passed by hand where work outlives the request that started it (a blob download shared by a
- * single-flight). There is none in the context when tracing is off ({@link PullTracing}), and
- * every helper here is then a pass-through.
+ * single-flight). There is none in the context when tracing is off ({@link PullTracing}), and every
+ * helper here is then a pass-through.
  *
  * <p>Tags carry names, digests, sizes and statuses; never credentials, tokens or header values.
  */
@@ -59,7 +59,10 @@ public final class PullSpan {
     return this;
   }
 
-  /** Marks the span failed with {@code error} (its class and message; messages never hold credentials). */
+  /**
+   * Marks the span failed with {@code error} (its class and message; messages never hold
+   * credentials).
+   */
   public PullSpan error(Throwable error) {
     span.error(error);
     return this;
@@ -70,7 +73,10 @@ public final class PullSpan {
     span.end();
   }
 
-  /** Writes this span's W3C trace context ({@code traceparent}, and {@code tracestate} when set) as headers. */
+  /**
+   * Writes this span's W3C trace context ({@code traceparent}, and {@code tracestate} when set) as
+   * headers.
+   */
   public void inject(BiConsumer<String, String> header) {
     propagator.inject(span.context(), header, BiConsumer::accept);
   }
@@ -87,17 +93,18 @@ public final class PullSpan {
    * @param tagKey a tag to set, or {@code null}
    */
   public static <T> Mono<T> around(String name, String tagKey, String tagValue, Mono<T> mono) {
-    return Mono.deferContextual(context -> {
-      PullSpan parent = of(context);
-      if (parent == null) {
-        return mono;
-      }
-      PullSpan step = parent.child(name);
-      if (tagKey != null) {
-        step.tag(tagKey, tagValue);
-      }
-      return ended(step, mono);
-    });
+    return Mono.deferContextual(
+        context -> {
+          PullSpan parent = of(context);
+          if (parent == null) {
+            return mono;
+          }
+          PullSpan step = parent.child(name);
+          if (tagKey != null) {
+            step.tag(tagKey, tagValue);
+          }
+          return ended(step, mono);
+        });
   }
 
   /**
@@ -106,29 +113,31 @@ public final class PullSpan {
    *
    * @param tags tag keys and values, alternating
    */
-  public static <T> Mono<T> aroundWith(String name, Function<PullSpan, Mono<T>> build, String... tags) {
-    return Mono.deferContextual(context -> {
-      PullSpan parent = of(context);
-      if (parent == null) {
-        return build.apply(null);
-      }
-      PullSpan step = parent.child(name);
-      for (int i = 0; i + 1 < tags.length; i += 2) {
-        step.tag(tags[i], tags[i + 1]);
-      }
-      return ended(step, build.apply(step));
-    });
+  public static <T> Mono<T> aroundWith(
+      String name, Function<PullSpan, Mono<T>> build, String... tags) {
+    return Mono.deferContextual(
+        context -> {
+          PullSpan parent = of(context);
+          if (parent == null) {
+            return build.apply(null);
+          }
+          PullSpan step = parent.child(name);
+          for (int i = 0; i + 1 < tags.length; i += 2) {
+            step.tag(tags[i], tags[i + 1]);
+          }
+          return ended(step, build.apply(step));
+        });
   }
 
   private static <T> Mono<T> ended(PullSpan step, Mono<T> mono) {
-    return mono
-        .doOnError(step::error)
-        .doFinally(signal -> {
-          if (signal == SignalType.CANCEL) {
-            step.tag("registry.cancelled", "true");
-          }
-          step.end();
-        })
+    return mono.doOnError(step::error)
+        .doFinally(
+            signal -> {
+              if (signal == SignalType.CANCEL) {
+                step.tag("registry.cancelled", "true");
+              }
+              step.end();
+            })
         .contextWrite(step::into);
   }
 }

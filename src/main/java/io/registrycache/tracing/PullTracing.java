@@ -10,16 +10,16 @@ import org.springframework.beans.factory.annotation.Value;
 import org.springframework.stereotype.Component;
 
 /**
- * Where pull spans start (docs/tracing.md): the pull route's span of each request ({@link
- * #start}), and the owner replica's span of a peer request, continued from the asking replica's
- * W3C {@code traceparent} header ({@link #continueFrom}). Built on Micrometer Tracing's {@link
- * Tracer} (Spring Boot's OpenTelemetry bridge, exported with OTLP).
+ * Where pull spans start (docs/tracing.md): the pull route's span of each request ({@link #start}),
+ * and the owner replica's span of a peer request, continued from the asking replica's W3C {@code
+ * traceparent} header ({@link #continueFrom}). Built on Micrometer Tracing's {@link Tracer} (Spring
+ * Boot's OpenTelemetry bridge, exported with OTLP).
  *
  * <p>Off by default ({@code management.tracing.export.enabled=false} in {@code application.yml}):
- * {@link #enabled()} is then a constant {@code false}, the route starts nothing and puts nothing
- * in a request's context, so the warm path does not pay for it. On, each request's root span is
- * sampled with {@code management.tracing.sampling.probability}; a peer request follows the
- * sampling decision of the replica that asked.
+ * {@link #enabled()} is then a constant {@code false}, the route starts nothing and puts nothing in
+ * a request's context, so the warm path does not pay for it. On, each request's root span is
+ * sampled with {@code management.tracing.sampling.probability}; a peer request follows the sampling
+ * decision of the replica that asked.
  */
 @Component
 public class PullTracing {
@@ -30,11 +30,13 @@ public class PullTracing {
   private final Propagator propagator;
 
   /**
-   * @param enabled {@code management.tracing.export.enabled} (this service's default: {@code false})
+   * @param enabled {@code management.tracing.export.enabled} (this service's default: {@code
+   *     false})
    */
   @Autowired
   public PullTracing(
-      ObjectProvider<Tracer> tracer, ObjectProvider<Propagator> propagator,
+      ObjectProvider<Tracer> tracer,
+      ObjectProvider<Propagator> propagator,
       @Value("${management.tracing.export.enabled:false}") boolean enabled) {
     Tracer t = enabled ? tracer.getIfAvailable() : null;
     Propagator p = enabled ? propagator.getIfAvailable() : null;
@@ -73,8 +75,8 @@ public class PullTracing {
   }
 
   /**
-   * A server span {@code name} continuing the trace whose context {@code header} gives (W3C
-   * {@code traceparent}); a new trace when the request carries none.
+   * A server span {@code name} continuing the trace whose context {@code header} gives (W3C {@code
+   * traceparent}); a new trace when the request carries none.
    *
    * @param header a request header's first value by name, {@code null} when absent
    * @return the started span, or {@code null} when tracing is off
@@ -83,7 +85,8 @@ public class PullTracing {
     if (tracer == null) {
       return null;
     }
-    Span span = propagator.extract(header, Function::apply).name(name).kind(Span.Kind.SERVER).start();
+    Span span =
+        propagator.extract(header, Function::apply).name(name).kind(Span.Kind.SERVER).start();
     return new PullSpan(tracer, propagator, span);
   }
 }

@@ -15,13 +15,14 @@ import org.springframework.core.env.Environment;
  *
  * <p>An {@link AutoConfigurationImportFilter} (registered in {@code META-INF/spring.factories}) is
  * Spring Boot's own hook for dropping auto-configurations before their classes are read; unlike
- * {@code spring.autoconfigure.exclude}, it decides from the environment at every start, so
- * tracing stays switchable at run time ({@code MANAGEMENT_TRACING_EXPORT_ENABLED=true}, as
- * docs/tracing.md says). Unset, the setting is {@code true}, as in Spring Boot. First among the
- * filters, so that Spring Boot's class conditions do not load the tracing classes they name.
+ * {@code spring.autoconfigure.exclude}, it decides from the environment at every start, so tracing
+ * stays switchable at run time ({@code MANAGEMENT_TRACING_EXPORT_ENABLED=true}, as docs/tracing.md
+ * says). Unset, the setting is {@code true}, as in Spring Boot. First among the filters, so that
+ * Spring Boot's class conditions do not load the tracing classes they name.
  */
 @Order(Ordered.HIGHEST_PRECEDENCE)
-public final class TracingAutoConfigurationFilter implements AutoConfigurationImportFilter, EnvironmentAware {
+public final class TracingAutoConfigurationFilter
+    implements AutoConfigurationImportFilter, EnvironmentAware {
 
   /** Spring Boot's switch for exporting traces; this service's switch for tracing as a whole. */
   static final String ENABLED = "management.tracing.export.enabled";
@@ -49,7 +50,10 @@ public final class TracingAutoConfigurationFilter implements AutoConfigurationIm
     return matches;
   }
 
-  /** Whether {@code autoConfiguration} (a class name, or null for a slot already filtered out) belongs to tracing. */
+  /**
+   * Whether {@code autoConfiguration} (a class name, or null for a slot already filtered out)
+   * belongs to tracing.
+   */
   static boolean isTracing(String autoConfiguration) {
     if (autoConfiguration == null) {
       return false;

@@ -17,7 +17,8 @@ import java.util.regex.Pattern;
 record AuthChallenge(String scheme, Map<String, String> params) {
 
   private static final Pattern PARAM =
-      Pattern.compile("([A-Za-z0-9_!#$%&'*+.^`|~-]+)\\s*=\\s*(?:\"((?:[^\"\\\\]|\\\\.)*)\"|([^\\s,]*))");
+      Pattern.compile(
+          "([A-Za-z0-9_!#$%&'*+.^`|~-]+)\\s*=\\s*(?:\"((?:[^\"\\\\]|\\\\.)*)\"|([^\\s,]*))");
 
   static AuthChallenge parse(String header) {
     String trimmed = header == null ? "" : header.trim();

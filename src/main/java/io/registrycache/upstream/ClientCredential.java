@@ -16,9 +16,9 @@ import javax.crypto.spec.SecretKeySpec;
  * ({@link #toString()} prints the user name only) and never written anywhere.
  *
  * <p>{@link #id()} names the credentials where they must be told apart without being kept: an
- * HMAC-SHA256 (hex, 64 characters) of user name and password under a key made at start-up, so
- * it is worthless outside this process and says nothing of the password. Upstream tokens got with
- * these credentials, and the upstream's confirmations of their access, are remembered under it.
+ * HMAC-SHA256 (hex, 64 characters) of user name and password under a key made at start-up, so it is
+ * worthless outside this process and says nothing of the password. Upstream tokens got with these
+ * credentials, and the upstream's confirmations of their access, are remembered under it.
  *
  * @param user the user name, possibly empty for {@link #ANONYMOUS}
  * @param password the password or token, possibly empty
@@ -28,22 +28,27 @@ public record ClientCredential(String user, String password) {
   /** A client that gave no credentials: the upstream is asked anonymously. */
   public static final ClientCredential ANONYMOUS = new ClientCredential("", "");
 
-  /** One keyed HMAC per thread (a provider lookup and key set-up per request cost more than the HMAC). */
+  /**
+   * One keyed HMAC per thread (a provider lookup and key set-up per request cost more than the
+   * HMAC).
+   */
   private static final ThreadLocal<Mac> MACS;
 
   static {
     byte[] bytes = new byte[32];
     new SecureRandom().nextBytes(bytes);
     SecretKeySpec key = new SecretKeySpec(bytes, "HmacSHA256");
-    MACS = ThreadLocal.withInitial(() -> {
-      try {
-        Mac mac = Mac.getInstance("HmacSHA256");
-        mac.init(key);
-        return mac;
-      } catch (GeneralSecurityException e) {
-        throw new IllegalStateException(e);
-      }
-    });
+    MACS =
+        ThreadLocal.withInitial(
+            () -> {
+              try {
+                Mac mac = Mac.getInstance("HmacSHA256");
+                mac.init(key);
+                return mac;
+              } catch (GeneralSecurityException e) {
+                throw new IllegalStateException(e);
+              }
+            });
   }
 
   public ClientCredential {
@@ -70,7 +75,8 @@ public record ClientCredential(String user, String password) {
   @Override
   public boolean equals(Object other) {
     return other instanceof ClientCredential c
-        && MessageDigest.isEqual(user.getBytes(StandardCharsets.UTF_8), c.user.getBytes(StandardCharsets.UTF_8))
+        && MessageDigest.isEqual(
+            user.getBytes(StandardCharsets.UTF_8), c.user.getBytes(StandardCharsets.UTF_8))
         && MessageDigest.isEqual(
             password.getBytes(StandardCharsets.UTF_8), c.password.getBytes(StandardCharsets.UTF_8));
   }
@@ -82,6 +88,8 @@ public record ClientCredential(String user, String password) {
 
   @Override
   public String toString() {
-    return anonymous() ? "ClientCredential[anonymous]" : "ClientCredential[user=" + user + ", password=***]";
+    return anonymous()
+        ? "ClientCredential[anonymous]"
+        : "ClientCredential[user=" + user + ", password=***]";
   }
 }

@@ -30,55 +30,86 @@ final class ManifestPuller {
    * @return errors {@code MANIFEST_UNKNOWN} (404), {@code MANIFEST_INVALID} above {@code maxBytes},
    *     else as {@link UpstreamErrors}
    */
-  Mono<UpstreamManifest> get(Upstream upstream, RepositoryName name, Reference reference, List<String> accept, int maxBytes) {
+  Mono<UpstreamManifest> get(
+      Upstream upstream,
+      RepositoryName name,
+      Reference reference,
+      List<String> accept,
+      int maxBytes) {
     String what = "manifest " + UpstreamCaller.describe(name, reference);
     URI uri = UpstreamCaller.uri(upstream, name, "manifests", reference.toString());
-    return caller.call(upstream, "manifest", what, Request.get(uri, name, accept), reply -> {
-      if (!reply.ok()) {
-        return caller.failure(upstream, what, OciErrorCode.MANIFEST_UNKNOWN, reply);
-      }
-      long declared = reply.headers().getContentLength();
-      if (declared > maxBytes) {
-        return UpstreamCaller.drain(reply).then(Mono.error(tooLarge(upstream, what, declared + " bytes", maxBytes)));
-      }
-      Digest digest;
-      try {
-        digest = UpstreamCaller.upstreamDigest(upstream, what, reply.headers());
-      } catch (UpstreamException e) {
-        return UpstreamCaller.drain(reply).then(Mono.error(e));
-      }
-      String mediaType = UpstreamCaller.mediaType(reply.headers());
-      // join(…, max) stops reading and cancels as soon as the limit is passed.
-      return DataBufferUtils.join(reply.body(), maxBytes)
-          .map(UpstreamCaller::toBytes)
-          .defaultIfEmpty(new byte[0])
-          .onErrorMap(
-              DataBufferLimitException.class,
-              e -> tooLarge(upstream, what, "more than " + maxBytes + " bytes", maxBytes))
-          .map(body -> new UpstreamManifest(body, mediaType, digest));
-    });
+    return caller.call(
+        upstream,
+        "manifest",
+        what,
+        Request.get(uri, name, accept),
+        reply -> {
+          if (!reply.ok()) {
+            return caller.failure(upstream, what, OciErrorCode.MANIFEST_UNKNOWN, reply);
+          }
+          long declared = reply.headers().getContentLength();
+          if (declared > maxBytes) {
+            return UpstreamCaller.drain(reply)
+                .then(Mono.error(tooLarge(upstream, what, declared + " bytes", maxBytes)));
+          }
+          Digest digest;
+          try {
+            digest = UpstreamCaller.upstreamDigest(upstream, what, reply.headers());
+          } catch (UpstreamException e) {
+            return UpstreamCaller.drain(reply).then(Mono.error(e));
+          }
+          String mediaType = UpstreamCaller.mediaType(reply.headers());
+          // join(…, max) stops reading and cancels as soon as the limit is passed.
+          return DataBufferUtils.join(reply.body(), maxBytes)
+              .map(UpstreamCaller::toBytes)
+              .defaultIfEmpty(new byte[0])
+              .onErrorMap(
+                  DataBufferLimitException.class,
+                  e -> tooLarge(upstream, what, "more than " + maxBytes + " bytes", maxBytes))
+              .map(body -> new UpstreamManifest(body, mediaType, digest));
+        });
   }
 
   /** The manifest's digest, media type and size without its body; errors as {@link #get}. */
-  Mono<UpstreamManifestHead> head(Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
+  Mono<UpstreamManifestHead> head(
+      Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
     String what = "manifest " + UpstreamCaller.describe(name, reference);
     URI uri = UpstreamCaller.uri(upstream, name, "manifests", reference.toString());
-    return caller.call(upstream, "manifest", what, Request.head(uri, name, accept), reply -> {
-      if (!reply.ok()) {
-        return caller.failure(upstream, what, OciErrorCode.MANIFEST_UNKNOWN, reply);
-      }
-      return UpstreamCaller.drain(reply).then(Mono.fromCallable(() -> new UpstreamManifestHead(
-          UpstreamCaller.upstreamDigest(upstream, what, reply.headers()),
-          UpstreamCaller.mediaType(reply.headers()),
-          reply.headers().getContentLength())));
-    });
+    return caller.call(
+        upstream,
+        "manifest",
+        what,
+        Request.head(uri, name, accept),
+        reply -> {
+          if (!reply.ok()) {
+            return caller.failure(upstream, what, OciErrorCode.MANIFEST_UNKNOWN, reply);
+          }
+          return UpstreamCaller.drain(reply)
+              .then(
+                  Mono.fromCallable(
+                      () ->
+                          new UpstreamManifestHead(
+                              UpstreamCaller.upstreamDigest(upstream, what, reply.headers()),
+                              UpstreamCaller.mediaType(reply.headers()),
+                              reply.headers().getContentLength())));
+        });
   }
 
-  private static UpstreamException tooLarge(Upstream upstream, String what, String size, int maxBytes) {
+  private static UpstreamException tooLarge(
+      Upstream upstream, String what, String size, int maxBytes) {
     return new UpstreamException(
-        upstream.key(), OciErrorCode.MANIFEST_INVALID, HttpStatus.BAD_GATEWAY,
-        UpstreamErrors.name(upstream) + ": " + what + " is " + size + ", above the limit of "
-            + maxBytes + " bytes (registry-cache.manifests.max-size-bytes)",
-        null, null);
+        upstream.key(),
+        OciErrorCode.MANIFEST_INVALID,
+        HttpStatus.BAD_GATEWAY,
+        UpstreamErrors.name(upstream)
+            + ": "
+            + what
+            + " is "
+            + size
+            + ", above the limit of "
+            + maxBytes
+            + " bytes (registry-cache.manifests.max-size-bytes)",
+        null,
+        null);
   }
 }

@@ -20,23 +20,24 @@ import reactor.core.publisher.Mono;
 
 /**
  * {@link UpstreamClient} on Reactor Netty's {@code HttpClient} (token requests alone go through
- * Spring's {@code WebClient}, in {@link WebClientTokenProvider}): one small class
- * per registry endpoint ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link
- * ReferrersLister}) over one {@link UpstreamCaller}, which owns connections, authentication
- * (tokens from {@link WebClientTokenProvider}, credentials from jib-core's public API, see {@code
- * docs/jib-core.md}), redirects, retries and metrics, as jib-core's {@code registry/} package does.
+ * Spring's {@code WebClient}, in {@link WebClientTokenProvider}): one small class per registry
+ * endpoint ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link ReferrersLister})
+ * over one {@link UpstreamCaller}, which owns connections, authentication (tokens from {@link
+ * WebClientTokenProvider}, credentials from jib-core's public API, see {@code docs/jib-core.md}),
+ * redirects, retries and metrics, as jib-core's {@code registry/} package does.
  *
  * <p>Per upstream: one connection pool with the upstream's TLS, {@code connect-timeout}, {@code
  * read-timeout} (between two reads) and {@code max-concurrent-requests} ({@link
  * UpstreamConnection}). Every request runs behind the upstream's circuit breaker and is retried
- * after transient failures, up to the response headers, never in the middle of a blob body
- * ({@link UpstreamResilience}, {@code docs/resilience.md}).
+ * after transient failures, up to the response headers, never in the middle of a blob body ({@link
+ * UpstreamResilience}, {@code docs/resilience.md}).
  *
  * <p>Metrics: timer {@code registry.cache.upstream.request{upstream,kind,outcome}} (per attempt),
  * counter {@code registry.cache.upstream.fetched.bytes{upstream}} ({@link UpstreamMetrics}).
  */
 @Component
-public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBean, EnvironmentAware {
+public class ReactorNettyUpstreamClient
+    implements UpstreamClient, DisposableBean, EnvironmentAware {
 
   /** {@code User-Agent} of every upstream request, token requests included. */
   public static final String USER_AGENT = "registry-cache";
@@ -54,13 +55,17 @@ public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBea
    * @throws IllegalStateException naming the setting that is wrong
    */
   @Autowired
-  public ReactorNettyUpstreamClient(Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
+  public ReactorNettyUpstreamClient(
+      Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
     this(upstreams, meterRegistry, resilience, Ticker.systemTicker());
   }
 
   /** As the public constructor, with {@code tokenTicker} timing token reuse (tests move it). */
   ReactorNettyUpstreamClient(
-      Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience, Ticker tokenTicker) {
+      Upstreams upstreams,
+      MeterRegistry meterRegistry,
+      UpstreamResilience resilience,
+      Ticker tokenTicker) {
     this.caller = new UpstreamCaller(meterRegistry, resilience, USER_AGENT, tokenTicker);
     this.manifests = new ManifestPuller(caller);
     this.blobs = new BlobPuller(caller);
@@ -83,7 +88,11 @@ public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBea
         () -> {
           Set<Integer> ports = new LinkedHashSet<>();
           for (String property :
-              List.of("local.server.port", "local.management.port", "server.port", "management.server.port")) {
+              List.of(
+                  "local.server.port",
+                  "local.management.port",
+                  "server.port",
+                  "management.server.port")) {
             Integer port = environment.getProperty(property, Integer.class);
             if (port != null && port > 0) {
               ports.add(port);
@@ -94,7 +103,8 @@ public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBea
           if (environment.containsProperty("registry-cache.cluster.peers[0]")
               || environment.containsProperty("registry-cache.cluster.peers")
               || environment.containsProperty("registry-cache.cluster.peers-dns")) {
-            ports.add(environment.getProperty("registry-cache.cluster.peer-port", Integer.class, 8082));
+            ports.add(
+                environment.getProperty("registry-cache.cluster.peer-port", Integer.class, 8082));
           }
           return ports;
         });
@@ -107,7 +117,11 @@ public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBea
 
   @Override
   public Mono<UpstreamManifest> getManifest(
-      Upstream upstream, RepositoryName name, Reference reference, List<String> accept, int maxBytes) {
+      Upstream upstream,
+      RepositoryName name,
+      Reference reference,
+      List<String> accept,
+      int maxBytes) {
     return manifests.get(upstream, name, reference, accept, maxBytes);
   }
 
@@ -123,7 +137,8 @@ public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBea
   }
 
   @Override
-  public Mono<UpstreamBlob> getBlob(Upstream upstream, RepositoryName name, Digest digest, long offset) {
+  public Mono<UpstreamBlob> getBlob(
+      Upstream upstream, RepositoryName name, Digest digest, long offset) {
     return blobs.get(upstream, name, digest, offset);
   }
 
@@ -133,12 +148,14 @@ public class ReactorNettyUpstreamClient implements UpstreamClient, DisposableBea
   }
 
   @Override
-  public Mono<UpstreamTags> listTags(Upstream upstream, RepositoryName name, Integer n, String last) {
+  public Mono<UpstreamTags> listTags(
+      Upstream upstream, RepositoryName name, Integer n, String last) {
     return tags.list(upstream, name, n, last);
   }
 
   @Override
-  public Mono<UpstreamReferrers> listReferrers(Upstream upstream, RepositoryName name, Digest subject, URI page) {
+  public Mono<UpstreamReferrers> listReferrers(
+      Upstream upstream, RepositoryName name, Digest subject, URI page) {
     return referrers.list(upstream, name, subject, page);
   }
 

@@ -30,30 +30,39 @@ final class ReferrersLister {
    */
   Mono<UpstreamReferrers> list(Upstream upstream, RepositoryName name, Digest subject, URI page) {
     String what = "referrers of " + name + "@" + subject;
-    URI uri = page != null ? page : UpstreamCaller.uri(upstream, name, "referrers", subject.toString());
+    URI uri =
+        page != null ? page : UpstreamCaller.uri(upstream, name, "referrers", subject.toString());
     if (!UpstreamAddressPolicy.sameOrigin(uri, upstream.url())) {
-      return Mono.error(UpstreamCaller.unavailable(upstream, what + ": next page is on another host", null));
+      return Mono.error(
+          UpstreamCaller.unavailable(upstream, what + ": next page is on another host", null));
     }
     Request request = Request.get(uri, name, List.of("application/vnd.oci.image.index.v1+json"));
-    return caller.call(upstream, "referrers", what, request, reply -> {
-      if (!reply.ok()) {
-        return caller.failure(upstream, what, OciErrorCode.NAME_UNKNOWN, reply);
-      }
-      URI next = nextPage(upstream.url(), reply.headers().getFirst(HttpHeaders.LINK));
-      return UpstreamCaller.listBody(upstream, what, reply).map(body -> new UpstreamReferrers(body, next));
-    });
+    return caller.call(
+        upstream,
+        "referrers",
+        what,
+        request,
+        reply -> {
+          if (!reply.ok()) {
+            return caller.failure(upstream, what, OciErrorCode.NAME_UNKNOWN, reply);
+          }
+          URI next = nextPage(upstream.url(), reply.headers().getFirst(HttpHeaders.LINK));
+          return UpstreamCaller.listBody(upstream, what, reply)
+              .map(body -> new UpstreamReferrers(body, next));
+        });
   }
 
   /** The target of {@code Link: <...>; rel="next"}, resolved against the upstream URL, or null. */
   static URI nextPage(URI base, String link) {
     return LinkHeader.nextTarget(link)
-        .map(target -> {
-          try {
-            return base.resolve(target);
-          } catch (IllegalArgumentException e) {
-            return null;
-          }
-        })
+        .map(
+            target -> {
+              try {
+                return base.resolve(target);
+              } catch (IllegalArgumentException e) {
+                return null;
+              }
+            })
         .orElse(null);
   }
 }

@@ -30,7 +30,8 @@ final class TagLister {
    */
   Mono<UpstreamTags> list(Upstream upstream, RepositoryName name, Integer n, String last) {
     String what = "tags of " + name;
-    UriComponentsBuilder builder = UriComponentsBuilder.fromUri(upstream.url()).path("/v2/" + name.value() + "/tags/list");
+    UriComponentsBuilder builder =
+        UriComponentsBuilder.fromUri(upstream.url()).path("/v2/" + name.value() + "/tags/list");
     if (n != null) {
       builder.queryParam("n", n);
     }
@@ -38,12 +39,18 @@ final class TagLister {
       builder.queryParam("last", "{last}"); // a template variable: encoded strictly, '+' too
     }
     URI uri = builder.encode().buildAndExpand(Map.of("last", Objects.toString(last, ""))).toUri();
-    return caller.call(upstream, "tags", what, Request.get(uri, name, List.of("application/json")), reply -> {
-      if (!reply.ok()) {
-        return caller.failure(upstream, what, OciErrorCode.NAME_UNKNOWN, reply);
-      }
-      String link = reply.headers().getFirst(HttpHeaders.LINK);
-      return UpstreamCaller.listBody(upstream, what, reply).map(body -> new UpstreamTags(body, link));
-    });
+    return caller.call(
+        upstream,
+        "tags",
+        what,
+        Request.get(uri, name, List.of("application/json")),
+        reply -> {
+          if (!reply.ok()) {
+            return caller.failure(upstream, what, OciErrorCode.NAME_UNKNOWN, reply);
+          }
+          String link = reply.headers().getFirst(HttpHeaders.LINK);
+          return UpstreamCaller.listBody(upstream, what, reply)
+              .map(body -> new UpstreamTags(body, link));
+        });
   }
 }

@@ -26,5 +26,8 @@ interface TokenProvider {
    *     safety margin
    */
   Mono<UpstreamAuthorization> token(
-      Upstream upstream, RepositoryName repository, AuthChallenge challenge, Optional<Credential> credential);
+      Upstream upstream,
+      RepositoryName repository,
+      AuthChallenge challenge,
+      Optional<Credential> credential);
 }

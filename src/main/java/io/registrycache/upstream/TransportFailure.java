@@ -13,10 +13,10 @@ import javax.net.ssl.SSLException;
 import reactor.netty.http.client.PrematureCloseException;
 
 /**
- * The one classification of a failure to exchange with an upstream (not an HTTP status): used
- * for the error the client sees ({@link UpstreamErrors#fromTransport}), for retries and the
- * circuit breaker ({@link UpstreamFailures}) and for the metric outcome. Earlier entries win when
- * the cause chain holds several kinds.
+ * The one classification of a failure to exchange with an upstream (not an HTTP status): used for
+ * the error the client sees ({@link UpstreamErrors#fromTransport}), for retries and the circuit
+ * breaker ({@link UpstreamFailures}) and for the metric outcome. Earlier entries win when the cause
+ * chain holds several kinds.
  */
 enum TransportFailure {
   /** Our own {@code max-concurrent-requests} queue was full or waited too long. */
@@ -53,12 +53,17 @@ enum TransportFailure {
     if (has(failure, ConnectTimeoutException.class::isInstance)) {
       return CONNECT_TIMEOUT;
     }
-    if (has(failure, c -> c instanceof TimeoutException
-        || c instanceof SocketTimeoutException
-        || c instanceof java.util.concurrent.TimeoutException)) {
+    if (has(
+        failure,
+        c ->
+            c instanceof TimeoutException
+                || c instanceof SocketTimeoutException
+                || c instanceof java.util.concurrent.TimeoutException)) {
       return READ_TIMEOUT;
     }
-    if (has(failure, c -> c instanceof UnknownHostException || c instanceof UnresolvedAddressException)) {
+    if (has(
+        failure,
+        c -> c instanceof UnknownHostException || c instanceof UnresolvedAddressException)) {
       return UNKNOWN_HOST;
     }
     if (has(failure, c -> c instanceof ConnectException || c instanceof NoRouteToHostException)) {

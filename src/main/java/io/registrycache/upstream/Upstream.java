@@ -16,9 +16,9 @@ import java.util.Set;
  * @param aliases other host names meaning this upstream
  * @param dockerHubNaming whether single-component names get the {@code library/} prefix
  * @param settings the configuration this upstream was built from (credentials, TLS, timeouts)
- * @param client for a pass-through upstream ({@code credentials: passthrough}), the credentials
- *     of the client this upstream is fetched for ({@link #forClient}); {@code null} otherwise, and
- *     on the configured upstream itself (then the upstream is asked anonymously)
+ * @param client for a pass-through upstream ({@code credentials: passthrough}), the credentials of
+ *     the client this upstream is fetched for ({@link #forClient}); {@code null} otherwise, and on
+ *     the configured upstream itself (then the upstream is asked anonymously)
  */
 public record Upstream(
     String key,
@@ -29,18 +29,31 @@ public record Upstream(
     UpstreamProperties settings,
     ClientCredential client) {
 
-  /** @throws IllegalArgumentException when {@code key} is not a valid {@link UpstreamKey} */
+  /**
+   * @throws IllegalArgumentException when {@code key} is not a valid {@link UpstreamKey}
+   */
   public Upstream {
     new UpstreamKey(key);
   }
 
-  /** An upstream as configured, fetched with the cache's credentials (or, if pass-through, anonymously). */
+  /**
+   * An upstream as configured, fetched with the cache's credentials (or, if pass-through,
+   * anonymously).
+   */
   public Upstream(
-      String key, String host, URI url, Set<String> aliases, boolean dockerHubNaming, UpstreamProperties settings) {
+      String key,
+      String host,
+      URI url,
+      Set<String> aliases,
+      boolean dockerHubNaming,
+      UpstreamProperties settings) {
     this(key, host, url, aliases, dockerHubNaming, settings, null);
   }
 
-  /** Whether this upstream is fetched with each client's own credentials ({@code credentials: passthrough}). */
+  /**
+   * Whether this upstream is fetched with each client's own credentials ({@code credentials:
+   * passthrough}).
+   */
   public boolean passthrough() {
     return settings != null && settings.passthrough();
   }
@@ -54,23 +67,37 @@ public record Upstream(
     if (!passthrough()) {
       return this;
     }
-    return new Upstream(key, host, url, aliases, dockerHubNaming, settings,
+    return new Upstream(
+        key,
+        host,
+        url,
+        aliases,
+        dockerHubNaming,
+        settings,
         credential == null ? ClientCredential.ANONYMOUS : credential);
   }
 
-  /** This upstream without any client's credentials, as configured: what may be kept beyond a request. */
+  /**
+   * This upstream without any client's credentials, as configured: what may be kept beyond a
+   * request.
+   */
   public Upstream withoutClient() {
-    return client == null ? this : new Upstream(key, host, url, aliases, dockerHubNaming, settings, null);
+    return client == null
+        ? this
+        : new Upstream(key, host, url, aliases, dockerHubNaming, settings, null);
   }
 
-  /** The client credentials this upstream is fetched with: {@link ClientCredential#ANONYMOUS} when none. */
+  /**
+   * The client credentials this upstream is fetched with: {@link ClientCredential#ANONYMOUS} when
+   * none.
+   */
   public ClientCredential clientCredential() {
     return client == null ? ClientCredential.ANONYMOUS : client;
   }
 
   /**
-   * The name under which a repository is fetched and cached: with Docker Hub naming, {@code
-   * alpine} becomes {@code library/alpine}.
+   * The name under which a repository is fetched and cached: with Docker Hub naming, {@code alpine}
+   * becomes {@code library/alpine}.
    */
   public RepositoryName canonical(RepositoryName name) {
     if (dockerHubNaming && name.componentCount() == 1) {
@@ -80,7 +107,8 @@ public record Upstream(
   }
 
   /**
-   * Checks this upstream's pull-through lists ({@code registry-cache.upstreams.<key>.pull-through}).
+   * Checks this upstream's pull-through lists ({@code
+   * registry-cache.upstreams.<key>.pull-through}).
    *
    * @param name the canonical repository name
    * @throws OciException 404 {@code NAME_UNKNOWN} when the lists refuse {@code name}: the cache
@@ -89,8 +117,13 @@ public record Upstream(
    */
   public void requirePullThrough(RepositoryName name) {
     if (settings != null && !settings.pullThrough().permits(name.value())) {
-      throw new OciException(OciErrorCode.NAME_UNKNOWN,
-          "repository '" + name.value() + "' is not served through upstream '" + key + "' by this cache");
+      throw new OciException(
+          OciErrorCode.NAME_UNKNOWN,
+          "repository '"
+              + name.value()
+              + "' is not served through upstream '"
+              + key
+              + "' by this cache");
     }
   }
 

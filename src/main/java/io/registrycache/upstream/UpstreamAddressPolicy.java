@@ -1,14 +1,14 @@
 package io.registrycache.upstream;
 
-import io.netty.handler.ipfilter.IpSubnetFilterRule;
 import io.netty.handler.ipfilter.IpFilterRuleType;
-import io.registrycache.oci.OciErrorCode;
+import io.netty.handler.ipfilter.IpSubnetFilterRule;
 import io.netty.resolver.AbstractAddressResolver;
 import io.netty.resolver.AddressResolver;
 import io.netty.resolver.AddressResolverGroup;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
+import io.registrycache.oci.OciErrorCode;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -28,14 +28,14 @@ import reactor.core.scheduler.Schedulers;
 /**
  * Where an upstream may send the cache: the targets of its redirects and of its token realms.
  *
- * <p>The upstream's own origin (scheme, host, port of its {@code url}) is always allowed. Any
- * other target must be http or https; its host is resolved and refused when an address is
- * loopback, link-local, any-local, multicast or private (10/8, 172.16/12, 192.168/16,
- * fc00::/7), unless the host name or a matching address/CIDR is in {@code
- * redirect.allowed-hosts}; a local address on one of the cache's own ports is always refused.
+ * <p>The upstream's own origin (scheme, host, port of its {@code url}) is always allowed. Any other
+ * target must be http or https; its host is resolved and refused when an address is loopback,
+ * link-local, any-local, multicast or private (10/8, 172.16/12, 192.168/16, fc00::/7), unless the
+ * host name or a matching address/CIDR is in {@code redirect.allowed-hosts}; a local address on one
+ * of the cache's own ports is always refused.
  *
- * <p>Checked twice: {@link #check} before each redirect or token request (clear messages, also
- * for IP literals, which are never resolved), and {@link #resolverGroup} on the addresses the
+ * <p>Checked twice: {@link #check} before each redirect or token request (clear messages, also for
+ * IP literals, which are never resolved), and {@link #resolverGroup} on the addresses the
  * connection is actually made to (against DNS rebinding).
  */
 final class UpstreamAddressPolicy {
@@ -45,7 +45,9 @@ final class UpstreamAddressPolicy {
 
   private final Supplier<Collection<Integer>> ownPorts;
 
-  /** @param ownPorts the cache's own server and management ports, read at each check */
+  /**
+   * @param ownPorts the cache's own server and management ports, read at each check
+   */
   UpstreamAddressPolicy(Supplier<Collection<Integer>> ownPorts) {
     this.ownPorts = ownPorts;
   }
@@ -71,7 +73,10 @@ final class UpstreamAddressPolicy {
     return Mono.fromCallable(() -> verdict(upstream, target))
         .subscribeOn(Schedulers.boundedElastic()) // name resolution blocks
         .flatMap(
-            why -> why.isEmpty() ? Mono.<Void>empty() : Mono.<Void>error(refused(upstream, target, what, why)));
+            why ->
+                why.isEmpty()
+                    ? Mono.<Void>empty()
+                    : Mono.<Void>error(refused(upstream, target, what, why)));
   }
 
   /** Empty when allowed, else why not. */
@@ -92,7 +97,9 @@ final class UpstreamAddressPolicy {
     return "";
   }
 
-  /** Empty when {@code host} (another origin than the upstream's) may be reached at {@code address}. */
+  /**
+   * Empty when {@code host} (another origin than the upstream's) may be reached at {@code address}.
+   */
   private String addressVerdict(Upstream upstream, String host, int port, InetAddress address) {
     if (ownPorts.get().contains(port) && isLocal(address)) {
       return "it is this cache's own port " + port;
@@ -104,17 +111,24 @@ final class UpstreamAddressPolicy {
     String kind = restrictedKind(address);
     return kind == null
         ? ""
-        : host + " resolves to " + kind + " address " + address.getHostAddress()
-            + " (allow it with registry-cache.upstreams." + upstream.key() + ".redirect.allowed-hosts)";
+        : host
+            + " resolves to "
+            + kind
+            + " address "
+            + address.getHostAddress()
+            + " (allow it with registry-cache.upstreams."
+            + upstream.key()
+            + ".redirect.allowed-hosts)";
   }
 
   /**
-   * A Netty resolver group for the connections of {@code upstream} that applies this policy to
-   * the addresses actually connected to, so a name that resolved to a public address for {@link
-   * #check} and to a private one now (DNS rebinding) is still refused. The upstream's own host
-   * and port are not checked. Names are resolved by {@code delegate}.
+   * A Netty resolver group for the connections of {@code upstream} that applies this policy to the
+   * addresses actually connected to, so a name that resolved to a public address for {@link #check}
+   * and to a private one now (DNS rebinding) is still refused. The upstream's own host and port are
+   * not checked. Names are resolved by {@code delegate}.
    */
-  AddressResolverGroup<InetSocketAddress> resolverGroup(Upstream upstream, AddressResolverGroup<?> delegate) {
+  AddressResolverGroup<InetSocketAddress> resolverGroup(
+      Upstream upstream, AddressResolverGroup<?> delegate) {
     String ownHost = stripBrackets(upstream.url().getHost());
     int ownPort = port(upstream.url());
     return new AddressResolverGroup<>() {
@@ -130,35 +144,43 @@ final class UpstreamAddressPolicy {
           }
 
           @Override
-          protected void doResolve(InetSocketAddress unresolved, Promise<InetSocketAddress> promise) {
-            inner.resolve(unresolved).addListener((Future<InetSocketAddress> f) -> {
-              if (!f.isSuccess()) {
-                promise.tryFailure(f.cause());
-                return;
-              }
-              Refused refused = refusal(unresolved, List.of(f.getNow()));
-              if (refused == null) {
-                promise.trySuccess(f.getNow());
-              } else {
-                promise.tryFailure(refused);
-              }
-            });
+          protected void doResolve(
+              InetSocketAddress unresolved, Promise<InetSocketAddress> promise) {
+            inner
+                .resolve(unresolved)
+                .addListener(
+                    (Future<InetSocketAddress> f) -> {
+                      if (!f.isSuccess()) {
+                        promise.tryFailure(f.cause());
+                        return;
+                      }
+                      Refused refused = refusal(unresolved, List.of(f.getNow()));
+                      if (refused == null) {
+                        promise.trySuccess(f.getNow());
+                      } else {
+                        promise.tryFailure(refused);
+                      }
+                    });
           }
 
           @Override
-          protected void doResolveAll(InetSocketAddress unresolved, Promise<List<InetSocketAddress>> promise) {
-            inner.resolveAll(unresolved).addListener((Future<List<InetSocketAddress>> f) -> {
-              if (!f.isSuccess()) {
-                promise.tryFailure(f.cause());
-                return;
-              }
-              Refused refused = refusal(unresolved, f.getNow());
-              if (refused == null) {
-                promise.trySuccess(f.getNow());
-              } else {
-                promise.tryFailure(refused);
-              }
-            });
+          protected void doResolveAll(
+              InetSocketAddress unresolved, Promise<List<InetSocketAddress>> promise) {
+            inner
+                .resolveAll(unresolved)
+                .addListener(
+                    (Future<List<InetSocketAddress>> f) -> {
+                      if (!f.isSuccess()) {
+                        promise.tryFailure(f.cause());
+                        return;
+                      }
+                      Refused refused = refusal(unresolved, f.getNow());
+                      if (refused == null) {
+                        promise.trySuccess(f.getNow());
+                      } else {
+                        promise.tryFailure(refused);
+                      }
+                    });
           }
         };
       }
@@ -173,10 +195,18 @@ final class UpstreamAddressPolicy {
           if (!why.isEmpty()) {
             return new Refused(
                 new UpstreamException(
-                    upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-                    UpstreamErrors.name(upstream) + ": connection to " + host + ":" + unresolved.getPort()
-                        + " refused: " + why,
-                    null, null));
+                    upstream.key(),
+                    OciErrorCode.UPSTREAM_UNAVAILABLE,
+                    HttpStatus.BAD_GATEWAY,
+                    UpstreamErrors.name(upstream)
+                        + ": connection to "
+                        + host
+                        + ":"
+                        + unresolved.getPort()
+                        + " refused: "
+                        + why,
+                    null,
+                    null));
           }
         }
         return null;
@@ -208,7 +238,8 @@ final class UpstreamAddressPolicy {
     if (a.isMulticastAddress()) {
       return "a multicast";
     }
-    if (a.isSiteLocalAddress() || (a.getAddress().length == 16 && (a.getAddress()[0] & 0xfe) == 0xfc)) {
+    if (a.isSiteLocalAddress()
+        || (a.getAddress().length == 16 && (a.getAddress()[0] & 0xfe) == 0xfc)) {
       return "a private";
     }
     return null;
@@ -226,9 +257,9 @@ final class UpstreamAddressPolicy {
   }
 
   /**
-   * Whether {@code allowed} is an IP address or CIDR range holding {@code address} (Netty's
-   * {@link IpSubnetFilterRule}); a host name, a prefix out of range ({@code /-1}, {@code /33}
-   * for IPv4) or another address family holds nothing.
+   * Whether {@code allowed} is an IP address or CIDR range holding {@code address} (Netty's {@link
+   * IpSubnetFilterRule}); a host name, a prefix out of range ({@code /-1}, {@code /33} for IPv4) or
+   * another address family holds nothing.
    */
   static boolean matches(String allowed, InetAddress address) {
     String[] parts = allowed.trim().split("/", 2);
@@ -243,7 +274,8 @@ final class UpstreamAddressPolicy {
       if (bits < 0 || bits > max || network.getAddress().length != address.getAddress().length) {
         return false;
       }
-      return new IpSubnetFilterRule(network, bits, IpFilterRuleType.ACCEPT).matches(new InetSocketAddress(address, 0));
+      return new IpSubnetFilterRule(network, bits, IpFilterRuleType.ACCEPT)
+          .matches(new InetSocketAddress(address, 0));
     } catch (UnknownHostException | IllegalArgumentException e) {
       return false;
     }
@@ -251,14 +283,20 @@ final class UpstreamAddressPolicy {
 
   private static UpstreamException refused(Upstream upstream, URI target, String what, String why) {
     return new UpstreamException(
-        upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
+        upstream.key(),
+        OciErrorCode.UPSTREAM_UNAVAILABLE,
+        HttpStatus.BAD_GATEWAY,
         UpstreamErrors.name(upstream) + ": " + what + " to " + origin(target) + " refused: " + why,
-        null, null);
+        null,
+        null);
   }
 
   /** Scheme, host and port only: a redirect's query may hold a signature. */
   static String origin(URI uri) {
-    return uri.getScheme() + "://" + uri.getHost() + (uri.getPort() >= 0 ? ":" + uri.getPort() : "");
+    return uri.getScheme()
+        + "://"
+        + uri.getHost()
+        + (uri.getPort() >= 0 ? ":" + uri.getPort() : "");
   }
 
   static boolean sameOrigin(URI a, URI b) {

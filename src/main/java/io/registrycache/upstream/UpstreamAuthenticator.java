@@ -4,9 +4,9 @@ import com.github.benmanes.caffeine.cache.AsyncCache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.Expiry;
 import com.github.benmanes.caffeine.cache.Ticker;
-import io.registrycache.tracing.PullSpan;
 import com.google.cloud.tools.jib.api.Credential;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.tracing.PullSpan;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
@@ -21,34 +21,37 @@ import reactor.core.scheduler.Scheduler;
  * (RFC 7617); a {@code Bearer} challenge gets a token from the {@link TokenProvider}.
  *
  * <p>The resulting {@link UpstreamAuthorization} is cached per (upstream, repository) — for a
- * pass-through upstream per (upstream, repository, client credentials' {@link ClientCredential#id()}),
- * never shared between clients — and used for
- * manifests, blobs and tags alike, until its own {@link UpstreamAuthorization#reuseFor()} (the
- * token's {@code expires_in} less a margin) ends. Loading is single-flight: concurrent requests for
- * one key share one token request. The credential lookup blocks (files, credential helpers), so
- * it runs on a dedicated bounded scheduler. The last challenge of each upstream is remembered so
- * that a repository seen for the first time gets its token before its first request.
+ * pass-through upstream per (upstream, repository, client credentials' {@link
+ * ClientCredential#id()}), never shared between clients — and used for manifests, blobs and tags
+ * alike, until its own {@link UpstreamAuthorization#reuseFor()} (the token's {@code expires_in}
+ * less a margin) ends. Loading is single-flight: concurrent requests for one key share one token
+ * request. The credential lookup blocks (files, credential helpers), so it runs on a dedicated
+ * bounded scheduler. The last challenge of each upstream is remembered so that a repository seen
+ * for the first time gets its token before its first request.
  *
- * <p>Never log an authorization's header or a jib {@code Credential}: its {@code toString()}
- * prints the secret.
+ * <p>Never log an authorization's header or a jib {@code Credential}: its {@code toString()} prints
+ * the secret.
  */
 final class UpstreamAuthenticator {
 
   /**
    * Key of a cached authorization. {@code client} is the {@link ClientCredential#id()} of the
-   * client credentials for a pass-through upstream (so a token got with one client's credentials
-   * is never sent for another), empty otherwise.
+   * client credentials for a pass-through upstream (so a token got with one client's credentials is
+   * never sent for another), empty otherwise.
    */
   record Key(String upstreamKey, String repository, String client) {
     static Key of(Upstream upstream, RepositoryName repository) {
-      return new Key(upstream.key(), repository.value(), upstream.passthrough() ? upstream.clientCredential().id() : "");
+      return new Key(
+          upstream.key(),
+          repository.value(),
+          upstream.passthrough() ? upstream.clientCredential().id() : "");
     }
   }
 
   /**
-   * Outcome of one token load. Failures are values, not failed futures: Caffeine logs every
-   * failed asynchronous load as a warning with its stack trace, and a wrong password is not a
-   * reason for that. A failed outcome is removed from the cache at once.
+   * Outcome of one token load. Failures are values, not failed futures: Caffeine logs every failed
+   * asynchronous load as a warning with its stack trace, and a wrong password is not a reason for
+   * that. A failed outcome is removed from the cache at once.
    */
   private record Outcome(UpstreamAuthorization authorization, Throwable failure) {}
 
@@ -58,8 +61,11 @@ final class UpstreamAuthenticator {
   private final TokenProvider tokens;
   private final UpstreamMetrics metrics;
 
-  /** @param ticker the time source of {@link UpstreamAuthorization#reuseFor()} */
-  UpstreamAuthenticator(Scheduler blocking, TokenProvider tokens, UpstreamMetrics metrics, Ticker ticker) {
+  /**
+   * @param ticker the time source of {@link UpstreamAuthorization#reuseFor()}
+   */
+  UpstreamAuthenticator(
+      Scheduler blocking, TokenProvider tokens, UpstreamMetrics metrics, Ticker ticker) {
     this.blocking = blocking;
     this.tokens = tokens;
     this.metrics = metrics;
@@ -68,7 +74,9 @@ final class UpstreamAuthenticator {
             .expireAfter(
                 Expiry.<Key, Outcome>creating(
                     (key, outcome) ->
-                        outcome.failure() != null ? Duration.ZERO : outcome.authorization().reuseFor()))
+                        outcome.failure() != null
+                            ? Duration.ZERO
+                            : outcome.authorization().reuseFor()))
             .maximumSize(10_000)
             .ticker(ticker)
             .buildAsync();
@@ -93,11 +101,14 @@ final class UpstreamAuthenticator {
 
   /**
    * Answers a challenge: a new authorization for {@code repository}, shared with concurrent
-   * callers. {@code rejected} (what the upstream just refused, or {@code null}) is dropped from
-   * the cache first, but only if no one replaced it yet, so a burst of 401s costs one token.
+   * callers. {@code rejected} (what the upstream just refused, or {@code null}) is dropped from the
+   * cache first, but only if no one replaced it yet, so a burst of 401s costs one token.
    */
   Mono<UpstreamAuthorization> answer(
-      Upstream upstream, RepositoryName repository, String challenge, UpstreamAuthorization rejected) {
+      Upstream upstream,
+      RepositoryName repository,
+      String challenge,
+      UpstreamAuthorization rejected) {
     challenges.put(upstream.key(), challenge);
     Key key = Key.of(upstream, repository);
     forget(key, rejected);
@@ -130,7 +141,10 @@ final class UpstreamAuthenticator {
             key,
             (k, executor) ->
                 metrics
-                    .time(upstream, "auth", authorize(upstream, repository, AuthChallenge.parse(challenge)))
+                    .time(
+                        upstream,
+                        "auth",
+                        authorize(upstream, repository, AuthChallenge.parse(challenge)))
                     .map(authorization -> new Outcome(authorization, null))
                     .onErrorResume(e -> Mono.just(new Outcome(null, e)))
                     .toFuture());
@@ -171,13 +185,16 @@ final class UpstreamAuthenticator {
                                 upstream.passthrough()
                                     ? "requires a login (Basic challenge) and the client gave no credentials"
                                     : "requires a login (Basic challenge) but no credentials are configured "
-                                        + "(registry-cache.upstreams." + upstream.key() + ".username)"));
+                                        + "(registry-cache.upstreams."
+                                        + upstream.key()
+                                        + ".username)"));
                 return Mono.just(UpstreamAuthorization.basic(c.getUsername(), c.getPassword()));
               }
               if (!challenge.isBearer()) {
                 return Mono.error(
                     WebClientTokenProvider.unauthorized(
-                        upstream, "unsupported authentication scheme '" + challenge.scheme() + "'"));
+                        upstream,
+                        "unsupported authentication scheme '" + challenge.scheme() + "'"));
               }
               return tokens.token(upstream, repository, challenge, credential);
             });
@@ -186,7 +203,9 @@ final class UpstreamAuthenticator {
   private static Optional<Credential> credential(Upstream upstream, RepositoryName repository) {
     if (upstream.passthrough()) {
       ClientCredential client = upstream.clientCredential();
-      return client.anonymous() ? Optional.empty() : Optional.of(Credential.from(client.user(), client.password()));
+      return client.anonymous()
+          ? Optional.empty()
+          : Optional.of(Credential.from(client.user(), client.password()));
     }
     try {
       return UpstreamCredentials.resolve(upstream, repository);

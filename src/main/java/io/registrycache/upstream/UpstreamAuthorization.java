@@ -1,8 +1,8 @@
 package io.registrycache.upstream;
 
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Base64;
-import java.nio.charset.StandardCharsets;
 
 /**
  * An {@code Authorization} header value for one upstream and repository, and how long it may be
@@ -20,7 +20,9 @@ record UpstreamAuthorization(String scheme, String credentials, Duration reuseFo
   static UpstreamAuthorization basic(String username, String password) {
     String pair = username + ":" + (password == null ? "" : password);
     return new UpstreamAuthorization(
-        "Basic", Base64.getEncoder().encodeToString(pair.getBytes(StandardCharsets.UTF_8)), BASIC_REUSE);
+        "Basic",
+        Base64.getEncoder().encodeToString(pair.getBytes(StandardCharsets.UTF_8)),
+        BASIC_REUSE);
   }
 
   /** The {@code Authorization} header value. */

@@ -2,7 +2,6 @@ package io.registrycache.upstream;
 
 import com.github.benmanes.caffeine.cache.Ticker;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.registrycache.tracing.PullSpan;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
@@ -10,6 +9,7 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.tracing.PullSpan;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
@@ -43,15 +43,15 @@ import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.LoopResources;
 
 /**
- * The one caller every upstream endpoint goes through, as jib-core's {@code RegistryEndpointCaller}:
- * per upstream one connection pool ({@link UpstreamConnection}); per (upstream, repository) one
- * cached {@code Authorization}, answered from a {@code 401} challenge and sent again once ({@link
- * UpstreamAuthenticator}); redirects (RFC 9110 section 15.4) followed at most {@code
- * redirect.max-hops} and only where {@link UpstreamAddressPolicy} allows, {@code Authorization}
- * only to the upstream's own origin; each attempt timed ({@link UpstreamMetrics}) and put behind
- * the upstream's circuit breaker and retries ({@link UpstreamResilience}). The endpoint classes
- * ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link ReferrersLister}) say
- * only what to ask and how to read the answer.
+ * The one caller every upstream endpoint goes through, as jib-core's {@code
+ * RegistryEndpointCaller}: per upstream one connection pool ({@link UpstreamConnection}); per
+ * (upstream, repository) one cached {@code Authorization}, answered from a {@code 401} challenge
+ * and sent again once ({@link UpstreamAuthenticator}); redirects (RFC 9110 section 15.4) followed
+ * at most {@code redirect.max-hops} and only where {@link UpstreamAddressPolicy} allows, {@code
+ * Authorization} only to the upstream's own origin; each attempt timed ({@link UpstreamMetrics})
+ * and put behind the upstream's circuit breaker and retries ({@link UpstreamResilience}). The
+ * endpoint classes ({@link ManifestPuller}, {@link BlobPuller}, {@link TagLister}, {@link
+ * ReferrersLister}) say only what to ask and how to read the answer.
  *
  * <p>Requests go out on the connection's Reactor Netty {@code HttpClient} directly, not through
  * Spring's {@code WebClient} (fewer layers and classes on every cold pull, docs/performance.md);
@@ -61,13 +61,16 @@ final class UpstreamCaller {
 
   /** Largest tags or referrers list page read, in bytes. */
   static final int MAX_LIST_BYTES = 16 * 1024 * 1024;
+
   /** How much of an error body is read for the message, in bytes. */
   static final int ERROR_BODY_BYTES = 4096;
+
   /** How much of a redirect or challenge body is drained to keep the connection, in bytes. */
   static final int DRAIN_BYTES = 64 * 1024;
 
   /** What to send: method, target, and the optional {@code Accept} list and {@code Range} value. */
-  record Request(HttpMethod method, URI uri, RepositoryName name, List<String> accept, String range) {
+  record Request(
+      HttpMethod method, URI uri, RepositoryName name, List<String> accept, String range) {
     static Request get(URI uri, RepositoryName name, List<String> accept) {
       return new Request(HttpMethod.GET, uri, name, accept, null);
     }
@@ -79,7 +82,11 @@ final class UpstreamCaller {
 
   /** One HTTP exchange as received; {@code body} must be consumed or drained. */
   record Reply(
-      int status, HttpHeaders headers, Flux<DataBuffer> body, UpstreamAuthorization sent, boolean fromUpstream) {
+      int status,
+      HttpHeaders headers,
+      Flux<DataBuffer> body,
+      UpstreamAuthorization sent,
+      boolean fromUpstream) {
     boolean ok() {
       return status >= 200 && status < 300;
     }
@@ -88,7 +95,8 @@ final class UpstreamCaller {
   private final String userAgent;
   private final Map<String, UpstreamConnection> connections = new ConcurrentHashMap<>();
   private final LoopResources loops =
-      LoopResources.create("upstream", Math.max(2, Runtime.getRuntime().availableProcessors()), true);
+      LoopResources.create(
+          "upstream", Math.max(2, Runtime.getRuntime().availableProcessors()), true);
   private final UpstreamMetrics metrics;
   private final UpstreamResilience resilience;
   private final UpstreamAuthenticator authenticator;
@@ -101,8 +109,14 @@ final class UpstreamCaller {
     this(meterRegistry, resilience, userAgent, Ticker.systemTicker());
   }
 
-  /** @param tokenTicker the time source of token reuse ({@link UpstreamAuthenticator}) */
-  UpstreamCaller(MeterRegistry meterRegistry, UpstreamResilience resilience, String userAgent, Ticker tokenTicker) {
+  /**
+   * @param tokenTicker the time source of token reuse ({@link UpstreamAuthenticator})
+   */
+  UpstreamCaller(
+      MeterRegistry meterRegistry,
+      UpstreamResilience resilience,
+      String userAgent,
+      Ticker tokenTicker) {
     this.userAgent = userAgent;
     this.metrics = new UpstreamMetrics(meterRegistry);
     this.resilience = resilience;
@@ -112,7 +126,8 @@ final class UpstreamCaller {
     this.authenticator =
         new UpstreamAuthenticator(
             authScheduler,
-            new WebClientTokenProvider(upstream -> connection(upstream).webClient(), policy, userAgent),
+            new WebClientTokenProvider(
+                upstream -> connection(upstream).webClient(), policy, userAgent),
             metrics,
             tokenTicker);
   }
@@ -134,19 +149,21 @@ final class UpstreamCaller {
     }
     // The pool outlives any request: never the client credentials of a pass-through upstream.
     Upstream configured = upstream.withoutClient();
-    return connections.computeIfAbsent(upstream.key(), k -> new UpstreamConnection(configured, loops, policy));
+    return connections.computeIfAbsent(
+        upstream.key(), k -> new UpstreamConnection(configured, loops, policy));
   }
 
   /**
-   * Sends {@code request} and hands the reply to {@code read}, as one attempt behind the
-   * upstream's circuit breaker and retries, timed as {@code kind}. The attempt ends when {@code
-   * read}'s {@code Mono} does: a blob's reader returns with the headers and the body follows as a
-   * {@code Flux}, so a retry never starts in the middle of a body. An attempt that ends without a
-   * result (cancelled, failed, empty) reads and drops every reply body nobody subscribed to, so
-   * its connection goes back to the pool instead of waiting for {@code read-timeout}. Transport
-   * failures become {@link UpstreamException}s naming {@code what}.
+   * Sends {@code request} and hands the reply to {@code read}, as one attempt behind the upstream's
+   * circuit breaker and retries, timed as {@code kind}. The attempt ends when {@code read}'s {@code
+   * Mono} does: a blob's reader returns with the headers and the body follows as a {@code Flux}, so
+   * a retry never starts in the middle of a body. An attempt that ends without a result (cancelled,
+   * failed, empty) reads and drops every reply body nobody subscribed to, so its connection goes
+   * back to the pool instead of waiting for {@code read-timeout}. Transport failures become {@link
+   * UpstreamException}s naming {@code what}.
    */
-  <T> Mono<T> call(Upstream upstream, String kind, String what, Request request, Function<Reply, Mono<T>> read) {
+  <T> Mono<T> call(
+      Upstream upstream, String kind, String what, Request request, Function<Reply, Mono<T>> read) {
     Mono<T> attempt =
         metrics.time(
             upstream,
@@ -164,18 +181,30 @@ final class UpstreamCaller {
                     e -> UpstreamErrors.fromTransport(upstream, what, e)));
     // One span per attempt (docs/tracing.md): a blob's ends with the response headers, its first
     // byte.
-    return resilience.protect(upstream, what, PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt));
+    return resilience.protect(
+        upstream,
+        what,
+        PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt));
   }
 
   /**
-   * Sends the request with the cached authorization; on a 401 challenge from the upstream, gets
-   * a new authorization (single-flight) and sends once more.
+   * Sends the request with the cached authorization; on a 401 challenge from the upstream, gets a
+   * new authorization (single-flight) and sends once more.
    */
   private Mono<Reply> execute(Upstream upstream, Request request, Attempt attempt) {
     UpstreamConnection connection = connection(upstream);
     return authenticator
         .current(upstream, request.name())
-        .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth.orElse(null), 0, attempt))
+        .flatMap(
+            auth ->
+                follow(
+                    connection,
+                    request.method(),
+                    request.uri(),
+                    request,
+                    auth.orElse(null),
+                    0,
+                    attempt))
         .flatMap(
             reply -> {
               if (reply.status() != 401 || !reply.fromUpstream()) {
@@ -187,7 +216,16 @@ final class UpstreamCaller {
               }
               return drain(reply)
                   .then(authenticator.answer(upstream, request.name(), challenge, reply.sent()))
-                  .flatMap(auth -> follow(connection, request.method(), request.uri(), request, auth, 0, attempt))
+                  .flatMap(
+                      auth ->
+                          follow(
+                              connection,
+                              request.method(),
+                              request.uri(),
+                              request,
+                              auth,
+                              0,
+                              attempt))
                   .doOnNext(
                       second -> {
                         if (second.status() == 401 && second.fromUpstream()) {
@@ -215,7 +253,8 @@ final class UpstreamCaller {
     int maxHops = Math.max(0, upstream.settings().redirect().maxHops());
     // The first request goes to the upstream's own origin; every redirect target is checked.
     Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
-    return allowed.then(Mono.defer(() -> send(connection, method, uri, request, sent, sameOrigin, attempt)))
+    return allowed
+        .then(Mono.defer(() -> send(connection, method, uri, request, sent, sameOrigin, attempt)))
         .flatMap(
             reply -> {
               String location = reply.headers().getFirst(HttpHeaders.LOCATION);
@@ -224,18 +263,34 @@ final class UpstreamCaller {
               }
               if (hops >= maxHops) {
                 return drain(reply)
-                    .then(Mono.error(unavailable(upstream, "more than " + maxHops + " redirects for " + uri.getPath()
-                        + " (registry-cache.upstreams." + upstream.key() + ".redirect.max-hops)", null)));
+                    .then(
+                        Mono.error(
+                            unavailable(
+                                upstream,
+                                "more than "
+                                    + maxHops
+                                    + " redirects for "
+                                    + uri.getPath()
+                                    + " (registry-cache.upstreams."
+                                    + upstream.key()
+                                    + ".redirect.max-hops)",
+                                null)));
               }
               URI next;
               try {
                 next = uri.resolve(location);
               } catch (IllegalArgumentException e) {
                 return drain(reply)
-                    .then(Mono.error(unavailable(upstream, "redirect to an invalid Location for " + uri.getPath(), e)));
+                    .then(
+                        Mono.error(
+                            unavailable(
+                                upstream,
+                                "redirect to an invalid Location for " + uri.getPath(),
+                                e)));
               }
               HttpMethod nextMethod = reply.status() == 303 ? HttpMethod.GET : method;
-              return drain(reply).then(follow(connection, nextMethod, next, request, auth, hops + 1, attempt));
+              return drain(reply)
+                  .then(follow(connection, nextMethod, next, request, auth, hops + 1, attempt));
             });
   }
 
@@ -255,7 +310,9 @@ final class UpstreamCaller {
       UpstreamAuthorization sent,
       boolean sameOrigin,
       Attempt attempt) {
-    return connection.httpClient().headers(
+    return connection
+        .httpClient()
+        .headers(
             h -> {
               h.set(HttpHeaderNames.USER_AGENT, userAgent);
               if (request.accept() != null && !request.accept().isEmpty()) {
@@ -274,24 +331,33 @@ final class UpstreamCaller {
             (response, exchange) -> {
               int status = response.status().code();
               HttpHeaders headers =
-                  HttpHeaders.readOnlyHttpHeaders(new Netty4HeadersAdapter(response.responseHeaders()));
+                  HttpHeaders.readOnlyHttpHeaders(
+                      new Netty4HeadersAdapter(response.responseHeaders()));
               NettyBody body = new NettyBody(exchange, mayHaveBody(method, status, headers));
               attempt.add(body);
-              return Mono.just(new Reply(
-                  status, headers, minTransferRate(connection.upstream(), body.flux()), sent, sameOrigin));
+              return Mono.just(
+                  new Reply(
+                      status,
+                      headers,
+                      minTransferRate(connection.upstream(), body.flux()),
+                      sent,
+                      sameOrigin));
             })
         .next();
   }
 
   /** Whether a response may carry a body (RFC 9110 sections 6.4.1, 15.3.5 and 15.3.6). */
   private static boolean mayHaveBody(HttpMethod method, int status, HttpHeaders headers) {
-    return !(status / 100 == 1 || status == 204 || status == 205
-        || HttpMethod.HEAD.equals(method) || headers.getContentLength() == 0);
+    return !(status / 100 == 1
+        || status == 204
+        || status == 205
+        || HttpMethod.HEAD.equals(method)
+        || headers.getContentLength() == 0);
   }
 
   /**
-   * The reply bodies of one attempt (the first request, a redirect's, a challenge's), so that
-   * those nobody subscribed to are released when the attempt ends without handing a result on.
+   * The reply bodies of one attempt (the first request, a redirect's, a challenge's), so that those
+   * nobody subscribed to are released when the attempt ends without handing a result on.
    */
   private static final class Attempt {
     private final List<NettyBody> bodies = new ArrayList<>(2);
@@ -344,21 +410,24 @@ final class UpstreamCaller {
           .doOnSubscribe(
               s -> {
                 if (!state.compareAndSet(UNSUBSCRIBED, SUBSCRIBED) && state.get() == RELEASED) {
-                  throw new IllegalStateException("the upstream reply's body was released already, unread");
+                  throw new IllegalStateException(
+                      "the upstream reply's body was released already, unread");
                 }
               })
           .map(buf -> buffers.wrap(buf.retain()));
     }
 
     /**
-     * Reads and drops the body when nobody subscribed to it, once: up to {@value UpstreamCaller#DRAIN_BYTES}
-     * bytes, so a small body leaves the connection in the pool; a larger one is cut off (Reactor
-     * Netty closes that connection) rather than read to its end, as {@link UpstreamCaller#drain} does.
+     * Reads and drops the body when nobody subscribed to it, once: up to {@value
+     * UpstreamCaller#DRAIN_BYTES} bytes, so a small body leaves the connection in the pool; a
+     * larger one is cut off (Reactor Netty closes that connection) rather than read to its end, as
+     * {@link UpstreamCaller#drain} does.
      */
     void releaseUnsubscribed() {
       if (mayHaveBody && state.compareAndSet(UNSUBSCRIBED, RELEASED)) {
         AtomicLong read = new AtomicLong();
-        inbound.receive()
+        inbound
+            .receive()
             .takeWhile(buf -> read.addAndGet(buf.readableBytes()) <= DRAIN_BYTES)
             .subscribe(buf -> {}, e -> {});
       }
@@ -367,21 +436,24 @@ final class UpstreamCaller {
 
   /**
    * One tick a second for every body's rate check, from one timer shared by all the bodies being
-   * received (a timer per body costs a scheduled task and a thread hop per blob); it stops while
-   * no body is received.
+   * received (a timer per body costs a scheduled task and a thread hop per blob); it stops while no
+   * body is received.
    */
-  private static final Flux<Long> RATE_CHECKS = Flux.interval(Duration.ofSeconds(1), Duration.ofSeconds(1)).share();
+  private static final Flux<Long> RATE_CHECKS =
+      Flux.interval(Duration.ofSeconds(1), Duration.ofSeconds(1)).share();
 
   /**
-   * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average
-   * rate since the response headers falls below {@code min-transfer-rate} after {@code
+   * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average rate
+   * since the response headers falls below {@code min-transfer-rate} after {@code
    * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
    * read-timeout} but not this. After {@code n} bytes the next {@code n} are due by {@code grace +
    * n / rate} from the start. Checked once a second ({@link #RATE_CHECKS}), not per buffer.
    */
   static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
-    long rate = upstream.settings().minTransferRate() == null
-        ? 0 : upstream.settings().minTransferRate().toBytes();
+    long rate =
+        upstream.settings().minTransferRate() == null
+            ? 0
+            : upstream.settings().minTransferRate().toBytes();
     if (rate <= 0) {
       return body;
     }
@@ -390,35 +462,55 @@ final class UpstreamCaller {
         () -> {
           long start = System.nanoTime();
           AtomicLong received = new AtomicLong();
-          Mono<Void> tooSlow = RATE_CHECKS
-              .filter(tick -> System.nanoTime() - start > grace.toNanos() + received.get() * 1_000_000_000L / rate)
-              .next()
-              .flatMap(tick -> Mono.<Void>error(
-                  new TransportFailure.SlowTransferException(
-                      "body slower than min-transfer-rate " + rate + " bytes/s: "
-                          + received.get() + " bytes in "
-                          + Duration.ofNanos(System.nanoTime() - start).toMillis() + " ms"
-                          + " (registry-cache.upstreams." + upstream.key() + ".min-transfer-rate)")));
+          Mono<Void> tooSlow =
+              RATE_CHECKS
+                  .filter(
+                      tick ->
+                          System.nanoTime() - start
+                              > grace.toNanos() + received.get() * 1_000_000_000L / rate)
+                  .next()
+                  .flatMap(
+                      tick ->
+                          Mono.<Void>error(
+                              new TransportFailure.SlowTransferException(
+                                  "body slower than min-transfer-rate "
+                                      + rate
+                                      + " bytes/s: "
+                                      + received.get()
+                                      + " bytes in "
+                                      + Duration.ofNanos(System.nanoTime() - start).toMillis()
+                                      + " ms"
+                                      + " (registry-cache.upstreams."
+                                      + upstream.key()
+                                      + ".min-transfer-rate)")));
           return body.doOnNext(buffer -> received.addAndGet(buffer.readableByteCount()))
               .takeUntilOther(tooSlow)
               .doOnDiscard(DataBuffer.class, DataBufferUtils::release);
         });
   }
 
-  /** The error for a non-2xx reply: {@code notFound} for a 404, else by {@link UpstreamErrors#fromStatus}. */
+  /**
+   * The error for a non-2xx reply: {@code notFound} for a 404, else by {@link
+   * UpstreamErrors#fromStatus}.
+   */
   <T> Mono<T> failure(Upstream upstream, String what, OciErrorCode notFound, Reply reply) {
     return errorText(reply)
         .flatMap(
             text ->
                 Mono.error(
                     UpstreamErrors.fromStatus(
-                        upstream, what, notFound, reply.status(),
-                        reply.headers().getFirst(HttpHeaders.RETRY_AFTER), text, clock)));
+                        upstream,
+                        what,
+                        notFound,
+                        reply.status(),
+                        reply.headers().getFirst(HttpHeaders.RETRY_AFTER),
+                        text,
+                        clock)));
   }
 
   /**
-   * The body of a tag or referrers list, at most {@value #MAX_LIST_BYTES} bytes; beyond that
-   * {@code UPSTREAM_UNAVAILABLE} (502).
+   * The body of a tag or referrers list, at most {@value #MAX_LIST_BYTES} bytes; beyond that {@code
+   * UPSTREAM_UNAVAILABLE} (502).
    */
   static Mono<byte[]> listBody(Upstream upstream, String what, Reply reply) {
     return DataBufferUtils.join(reply.body(), MAX_LIST_BYTES)
@@ -432,8 +524,12 @@ final class UpstreamCaller {
   /** {@code UPSTREAM_UNAVAILABLE} (502) with {@code message} after the upstream's name. */
   static UpstreamException unavailable(Upstream upstream, String message, Throwable cause) {
     return new UpstreamException(
-        upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-        UpstreamErrors.name(upstream) + ": " + message, null, cause);
+        upstream.key(),
+        OciErrorCode.UPSTREAM_UNAVAILABLE,
+        HttpStatus.BAD_GATEWAY,
+        UpstreamErrors.name(upstream) + ": " + message,
+        null,
+        cause);
   }
 
   /** The start of an error body (for the message); the rest is not read. */
@@ -476,7 +572,8 @@ final class UpstreamCaller {
     try {
       return Digest.parse(value.trim());
     } catch (OciException e) {
-      throw unavailable(upstream, "upstream sent an invalid digest for " + what + " (" + e.getMessage() + ")", e);
+      throw unavailable(
+          upstream, "upstream sent an invalid digest for " + what + " (" + e.getMessage() + ")", e);
     }
   }
 

@@ -1,9 +1,8 @@
 package io.registrycache.upstream;
 
-import io.registrycache.config.UpstreamProperties;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.ChannelOption;
-import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.config.UpstreamProperties;
 import java.time.Duration;
 import javax.net.ssl.SSLEngine;
 import javax.net.ssl.SSLParameters;
@@ -17,11 +16,10 @@ import reactor.netty.resources.ConnectionProvider;
 import reactor.netty.resources.LoopResources;
 
 /**
- * The HTTP side of one upstream: its own connection pool and Reactor Netty {@link HttpClient}
- * with the upstream's TLS, timeouts and concurrency bound. Registry requests (manifests, blobs,
- * tags, referrers) go out on the {@link HttpClient} itself ({@link UpstreamCaller}); token
- * requests ({@link WebClientTokenProvider}, rare) on a {@link WebClient} over the same client and
- * pool.
+ * The HTTP side of one upstream: its own connection pool and Reactor Netty {@link HttpClient} with
+ * the upstream's TLS, timeouts and concurrency bound. Registry requests (manifests, blobs, tags,
+ * referrers) go out on the {@link HttpClient} itself ({@link UpstreamCaller}); token requests
+ * ({@link WebClientTokenProvider}, rare) on a {@link WebClient} over the same client and pool.
  *
  * <ul>
  *   <li>{@code connect-timeout}: TCP connect ({@code CONNECT_TIMEOUT_MILLIS}).
@@ -37,9 +35,9 @@ import reactor.netty.resources.LoopResources;
 final class UpstreamConnection implements AutoCloseable {
 
   /**
-   * Largest single read from an upstream connection, in bytes. Above 256 KiB Netty's allocator
-   * does not pool (with the shipped heap), but a GiB in 1,024 buffers instead of 4,096 costs less
-   * CPU all the same (docs/performance.md).
+   * Largest single read from an upstream connection, in bytes. Above 256 KiB Netty's allocator does
+   * not pool (with the shipped heap), but a GiB in 1,024 buffers instead of 4,096 costs less CPU
+   * all the same (docs/performance.md).
    */
   static final int RECEIVE_BUFFER_MAX = 1 << 20;
 
@@ -68,7 +66,8 @@ final class UpstreamConnection implements AutoCloseable {
     this.tls = UpstreamTls.from(upstream.key(), settings.tls());
     if (tls.insecureSkipVerify()) {
       log.warn(
-          "upstream '{}': TLS certificate verification is OFF (tls.insecure-skip-verify)", upstream.key());
+          "upstream '{}': TLS certificate verification is OFF (tls.insecure-skip-verify)",
+          upstream.key());
     }
     int max = Math.max(1, settings.maxConcurrentRequests());
     Duration readTimeout = settings.readTimeout();
@@ -76,17 +75,23 @@ final class UpstreamConnection implements AutoCloseable {
         ConnectionProvider.builder("upstream-" + upstream.key())
             .maxConnections(max)
             .pendingAcquireMaxCount(max * 16)
-            .pendingAcquireTimeout(readTimeout.compareTo(Duration.ofSeconds(45)) > 0 ? readTimeout : Duration.ofSeconds(45))
+            .pendingAcquireTimeout(
+                readTimeout.compareTo(Duration.ofSeconds(45)) > 0
+                    ? readTimeout
+                    : Duration.ofSeconds(45))
             .maxIdleTime(Duration.ofSeconds(30))
             .evictInBackground(Duration.ofSeconds(30))
             .build();
     HttpClient http =
         HttpClient.create(pool)
             .runOn(loops)
-            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) settings.connectTimeout().toMillis())
+            .option(
+                ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) settings.connectTimeout().toMillis())
             // Reads of up to 1 MiB when the socket has that much (a large blob on a fast link):
             // fewer reads, fewer buffers handed through the pull path per GiB.
-            .option(ChannelOption.RCVBUF_ALLOCATOR, new AdaptiveRecvByteBufAllocator(512, 16 * 1024, RECEIVE_BUFFER_MAX))
+            .option(
+                ChannelOption.RCVBUF_ALLOCATOR,
+                new AdaptiveRecvByteBufAllocator(512, 16 * 1024, RECEIVE_BUFFER_MAX))
             .responseTimeout(readTimeout)
             // The body as it was read (not cut into 8 KiB pieces, Netty's default).
             .httpResponseDecoder(spec -> spec.maxChunkSize(RECEIVE_BUFFER_MAX))

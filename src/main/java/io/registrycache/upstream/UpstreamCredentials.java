@@ -1,13 +1,12 @@
 package io.registrycache.upstream;
 
-import io.registrycache.config.UpstreamProperties;
 import com.google.cloud.tools.jib.api.Credential;
 import com.google.cloud.tools.jib.api.CredentialRetriever;
 import com.google.cloud.tools.jib.api.ImageReference;
 import com.google.cloud.tools.jib.api.LogEvent;
 import com.google.cloud.tools.jib.frontend.CredentialRetrieverFactory;
 import com.google.cloud.tools.jib.registry.credentials.CredentialRetrievalException;
-import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.config.UpstreamProperties;
 import io.registrycache.oci.RepositoryName;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -42,7 +41,9 @@ final class UpstreamCredentials {
     boolean hasPassword = settings.password() != null || settings.passwordFile() != null;
     if (settings.username() != null && !hasPassword) {
       throw new IllegalStateException(
-          "registry-cache.upstreams." + upstreamKey + ".username is set without password or password-file");
+          "registry-cache.upstreams."
+              + upstreamKey
+              + ".username is set without password or password-file");
     }
     if (settings.username() == null && hasPassword) {
       throw new IllegalStateException(
@@ -82,11 +83,16 @@ final class UpstreamCredentials {
     }
     try {
       // Read on every token fetch, so a rotated file takes effect without a restart.
-      return stripTrailingNewline(Files.readString(settings.passwordFile(), StandardCharsets.UTF_8));
+      return stripTrailingNewline(
+          Files.readString(settings.passwordFile(), StandardCharsets.UTF_8));
     } catch (IOException e) {
       throw new IllegalStateException(
-          "registry-cache.upstreams." + upstream.key() + ".password-file "
-              + settings.passwordFile() + " cannot be read: " + e.getClass().getSimpleName());
+          "registry-cache.upstreams."
+              + upstream.key()
+              + ".password-file "
+              + settings.passwordFile()
+              + " cannot be read: "
+              + e.getClass().getSimpleName());
     }
   }
 
@@ -103,9 +109,11 @@ final class UpstreamCredentials {
   private static Optional<Credential> fromDockerConfig(
       Upstream upstream, RepositoryName repository, Map<String, String> environment) {
     Consumer<LogEvent> logger =
-        event -> log.debug("upstream '{}' credential lookup: {}", upstream.key(), event.getMessage());
+        event ->
+            log.debug("upstream '{}' credential lookup: {}", upstream.key(), event.getMessage());
     ImageReference image = ImageReference.of(upstream.host(), repository.value(), null);
-    CredentialRetrieverFactory factory = CredentialRetrieverFactory.forImage(image, logger, environment);
+    CredentialRetrieverFactory factory =
+        CredentialRetrieverFactory.forImage(image, logger, environment);
     List<CredentialRetriever> sources = new ArrayList<>();
     // jib-core's dockerConfig() reads only ~/.docker/config.json; the Docker CLI honours
     // DOCKER_CONFIG first, and so do we (jib's Maven and Gradle plugins do the same).
@@ -124,7 +132,8 @@ final class UpstreamCredentials {
       } catch (CredentialRetrievalException e) {
         log.warn(
             "upstream '{}': Docker credential lookup failed ({}); trying the next source",
-            upstream.key(), e.getClass().getSimpleName());
+            upstream.key(),
+            e.getClass().getSimpleName());
       }
     }
     return Optional.empty();

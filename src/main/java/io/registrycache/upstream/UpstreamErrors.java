@@ -23,6 +23,7 @@ final class UpstreamErrors {
 
   /** Metric outcomes ({@code outcome} tag of {@code registry.cache.upstream.request}). */
   static final String SUCCESS = "success";
+
   static final String NOT_FOUND = "not_found";
   static final String CLIENT_ERROR = "client_error";
   static final String SERVER_ERROR = "server_error";
@@ -59,38 +60,70 @@ final class UpstreamErrors {
     String prefix = name(upstream) + ": ";
     if (status == 404) {
       return new UpstreamException(
-          upstream.key(), notFound, HttpStatus.NOT_FOUND, prefix + what + " not found (" + reason + ")", null, null, status);
+          upstream.key(),
+          notFound,
+          HttpStatus.NOT_FOUND,
+          prefix + what + " not found (" + reason + ")",
+          null,
+          null,
+          status);
     }
     if (status == 401) {
       return new UpstreamException(
-          upstream.key(), OciErrorCode.UNAUTHORIZED, HttpStatus.UNAUTHORIZED,
-          prefix + "not authorized for " + what + " even after authenticating (" + reason
+          upstream.key(),
+          OciErrorCode.UNAUTHORIZED,
+          HttpStatus.UNAUTHORIZED,
+          prefix
+              + "not authorized for "
+              + what
+              + " even after authenticating ("
+              + reason
               + (upstream.passthrough()
                   ? "); the upstream refuses the client's own credentials (credentials: passthrough)"
                   : "); check the configured credentials"),
-          null, null, status);
+          null,
+          null,
+          status);
     }
     if (status == 403) {
       return new UpstreamException(
-          upstream.key(), OciErrorCode.DENIED, HttpStatus.FORBIDDEN,
-          prefix + "access to " + what + " denied (" + reason + ")", null, null, status);
+          upstream.key(),
+          OciErrorCode.DENIED,
+          HttpStatus.FORBIDDEN,
+          prefix + "access to " + what + " denied (" + reason + ")",
+          null,
+          null,
+          status);
     }
     if (status == 429) {
       return new UpstreamException(
-          upstream.key(), OciErrorCode.TOOMANYREQUESTS, HttpStatus.TOO_MANY_REQUESTS,
+          upstream.key(),
+          OciErrorCode.TOOMANYREQUESTS,
+          HttpStatus.TOO_MANY_REQUESTS,
           prefix + "rate limit reached fetching " + what + " (" + reason + ")",
-          parseRetryAfter(retryAfter, clock), null, status);
+          parseRetryAfter(retryAfter, clock),
+          null,
+          status);
     }
     if (status == 503) {
       return new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.SERVICE_UNAVAILABLE,
+          upstream.key(),
+          OciErrorCode.UPSTREAM_UNAVAILABLE,
+          HttpStatus.SERVICE_UNAVAILABLE,
           prefix + "unavailable fetching " + what + " (" + reason + ")",
-          parseRetryAfter(retryAfter, clock), null, status);
+          parseRetryAfter(retryAfter, clock),
+          null,
+          status);
     }
     String kind = status >= 500 ? "failed" : "answered unexpectedly";
     return new UpstreamException(
-        upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-        prefix + kind + " fetching " + what + " (" + reason + ")", null, null, status);
+        upstream.key(),
+        OciErrorCode.UPSTREAM_UNAVAILABLE,
+        HttpStatus.BAD_GATEWAY,
+        prefix + kind + " fetching " + what + " (" + reason + ")",
+        null,
+        null,
+        status);
   }
 
   /** The error for a transport failure: refused, unresolvable, timed out, TLS, cut off. */
@@ -98,49 +131,111 @@ final class UpstreamErrors {
     if (failure instanceof UpstreamException e) {
       return e;
     }
-    UpstreamAddressPolicy.Refused refused = TransportFailure.find(failure, UpstreamAddressPolicy.Refused.class);
+    UpstreamAddressPolicy.Refused refused =
+        TransportFailure.find(failure, UpstreamAddressPolicy.Refused.class);
     if (refused != null) {
-      return refused.error; // refused by the redirect policy when connecting: not a transport failure
+      return refused
+          .error; // refused by the redirect policy when connecting: not a transport failure
     }
     String prefix = name(upstream) + ": ";
     var settings = upstream.settings();
     return switch (TransportFailure.of(failure)) {
-      case LOCAL_LIMIT -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.SERVICE_UNAVAILABLE,
-          prefix + "too many requests in flight (max-concurrent-requests "
-              + settings.maxConcurrentRequests() + ") fetching " + what,
-          null, failure);
-      case SLOW_TRANSFER -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
-          prefix + "timed out fetching " + what + " (" + TransportFailure.root(failure).getMessage() + ")",
-          null, failure);
-      case CONNECT_TIMEOUT -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
-          prefix + "timed out fetching " + what + " (no connection within connect-timeout "
-              + settings.connectTimeout() + ")",
-          null, failure);
-      case READ_TIMEOUT -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.GATEWAY_TIMEOUT,
-          prefix + "timed out fetching " + what + " (no data within read-timeout "
-              + settings.readTimeout() + ")",
-          null, failure);
-      case UNKNOWN_HOST -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-          prefix + "unknown host fetching " + what, null, failure);
-      case UNREACHABLE -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-          prefix + "unreachable fetching " + what + " (connection refused or no route)", null, failure);
-      case TLS -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-          prefix + "TLS failed fetching " + what + " (" + rootMessage(failure)
-              + "); check tls.ca-file / tls.cert-file",
-          null, failure);
-      case CLOSED_EARLY -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-          prefix + "closed the connection early fetching " + what, null, failure);
-      case IO, OTHER -> new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-          prefix + "failed fetching " + what + " (" + rootMessage(failure) + ")", null, failure);
+      case LOCAL_LIMIT ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.SERVICE_UNAVAILABLE,
+              prefix
+                  + "too many requests in flight (max-concurrent-requests "
+                  + settings.maxConcurrentRequests()
+                  + ") fetching "
+                  + what,
+              null,
+              failure);
+      case SLOW_TRANSFER ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.GATEWAY_TIMEOUT,
+              prefix
+                  + "timed out fetching "
+                  + what
+                  + " ("
+                  + TransportFailure.root(failure).getMessage()
+                  + ")",
+              null,
+              failure);
+      case CONNECT_TIMEOUT ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.GATEWAY_TIMEOUT,
+              prefix
+                  + "timed out fetching "
+                  + what
+                  + " (no connection within connect-timeout "
+                  + settings.connectTimeout()
+                  + ")",
+              null,
+              failure);
+      case READ_TIMEOUT ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.GATEWAY_TIMEOUT,
+              prefix
+                  + "timed out fetching "
+                  + what
+                  + " (no data within read-timeout "
+                  + settings.readTimeout()
+                  + ")",
+              null,
+              failure);
+      case UNKNOWN_HOST ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.BAD_GATEWAY,
+              prefix + "unknown host fetching " + what,
+              null,
+              failure);
+      case UNREACHABLE ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.BAD_GATEWAY,
+              prefix + "unreachable fetching " + what + " (connection refused or no route)",
+              null,
+              failure);
+      case TLS ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.BAD_GATEWAY,
+              prefix
+                  + "TLS failed fetching "
+                  + what
+                  + " ("
+                  + rootMessage(failure)
+                  + "); check tls.ca-file / tls.cert-file",
+              null,
+              failure);
+      case CLOSED_EARLY ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.BAD_GATEWAY,
+              prefix + "closed the connection early fetching " + what,
+              null,
+              failure);
+      case IO, OTHER ->
+          new UpstreamException(
+              upstream.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.BAD_GATEWAY,
+              prefix + "failed fetching " + what + " (" + rootMessage(failure) + ")",
+              null,
+              failure);
     };
   }
 
@@ -210,7 +305,8 @@ final class UpstreamErrors {
       return "";
     }
     JsonNode message = first.get("message");
-    return " " + abbreviate(code.stringValue())
+    return " "
+        + abbreviate(code.stringValue())
         + (message != null && message.isString() && !message.stringValue().isBlank()
             ? ": " + abbreviate(message.stringValue())
             : "");

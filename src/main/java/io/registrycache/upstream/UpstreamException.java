@@ -28,8 +28,8 @@ public class UpstreamException extends OciException {
   }
 
   /**
-   * @param upstreamStatus the HTTP status the upstream answered with, or 0 when the failure is
-   *     not an upstream status (transport failure, bad answer, circuit open)
+   * @param upstreamStatus the HTTP status the upstream answered with, or 0 when the failure is not
+   *     an upstream status (transport failure, bad answer, circuit open)
    */
   UpstreamException(
       String upstreamKey,
@@ -50,14 +50,16 @@ public class UpstreamException extends OciException {
   }
 
   /**
-   * The HTTP status the upstream answered with (e.g. 503 for an upstream 503 mapped to 503, or
-   * 500 mapped to 502), or 0 when there was no such answer.
+   * The HTTP status the upstream answered with (e.g. 503 for an upstream 503 mapped to 503, or 500
+   * mapped to 502), or 0 when there was no such answer.
    */
   public int upstreamStatus() {
     return upstreamStatus;
   }
 
-  /** Whether the upstream is unreachable, failing or rate-limiting (stale content may be served). */
+  /**
+   * Whether the upstream is unreachable, failing or rate-limiting (stale content may be served).
+   */
   public boolean isUnavailable() {
     return code() == OciErrorCode.UPSTREAM_UNAVAILABLE || code() == OciErrorCode.TOOMANYREQUESTS;
   }

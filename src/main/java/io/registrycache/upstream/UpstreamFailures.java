@@ -68,14 +68,14 @@ final class UpstreamFailures {
         return Kind.TRANSIENT;
       }
       if (status == 503) {
-        boolean waitLonger =
-            e.retryAfter().map(d -> d.compareTo(maxBackoff) > 0).orElse(false);
+        boolean waitLonger = e.retryAfter().map(d -> d.compareTo(maxBackoff) > 0).orElse(false);
         return waitLonger ? Kind.FAILED : Kind.TRANSIENT;
       }
       return status >= 500 ? Kind.FAILED : Kind.ANSWERED;
     }
     if (e.getCause() == null || e.getCause() instanceof OciException) {
-      return Kind.ANSWERED; // a rejected answer (bad digest, redirects, size), not a transport failure
+      return Kind
+          .ANSWERED; // a rejected answer (bad digest, redirects, size), not a transport failure
     }
     return of(TransportFailure.of(e.getCause()));
   }

@@ -24,8 +24,12 @@ final class UpstreamMetrics {
   static final String RESUMES = "registry.cache.upstream.resumes";
 
   private final MeterRegistry registry;
-  /** Meters by tag values, registered once: building and registering a meter per call is the cost. */
+
+  /**
+   * Meters by tag values, registered once: building and registering a meter per call is the cost.
+   */
   private final ConcurrentMap<TimerKey, Timer> timers = new ConcurrentHashMap<>();
+
   private final ConcurrentMap<String, Counter> fetched = new ConcurrentHashMap<>();
   private final ConcurrentMap<String, Counter> resumes = new ConcurrentHashMap<>();
 
@@ -55,29 +59,42 @@ final class UpstreamMetrics {
    */
   void resumed(Upstream upstream, boolean ranged) {
     String outcome = ranged ? "ranged" : "restarted";
-    resumes.computeIfAbsent(upstream.key() + "|" + outcome, key -> Counter.builder(RESUMES)
-        .description("Blob transfers resumed after the upstream connection broke off")
-        .tag("upstream", upstream.key())
-        .tag("outcome", outcome)
-        .register(registry)).increment();
+    resumes
+        .computeIfAbsent(
+            upstream.key() + "|" + outcome,
+            key ->
+                Counter.builder(RESUMES)
+                    .description("Blob transfers resumed after the upstream connection broke off")
+                    .tag("upstream", upstream.key())
+                    .tag("outcome", outcome)
+                    .register(registry))
+        .increment();
   }
 
   /** Counts the bytes of a blob body as they pass. */
   Flux<DataBuffer> countBytes(Upstream upstream, Flux<DataBuffer> body) {
-    Counter counter = fetched.computeIfAbsent(upstream.key(), key -> Counter.builder(FETCHED_BYTES)
-        .description("Blob bytes received from the upstream")
-        .baseUnit("bytes")
-        .tag("upstream", key)
-        .register(registry));
+    Counter counter =
+        fetched.computeIfAbsent(
+            upstream.key(),
+            key ->
+                Counter.builder(FETCHED_BYTES)
+                    .description("Blob bytes received from the upstream")
+                    .baseUnit("bytes")
+                    .tag("upstream", key)
+                    .register(registry));
     return body.doOnNext(buffer -> counter.increment(buffer.readableByteCount()));
   }
 
   private void stop(Timer.Sample sample, Upstream upstream, String kind, String outcome) {
-    sample.stop(timers.computeIfAbsent(new TimerKey(upstream.key(), kind, outcome), key -> Timer.builder(REQUEST_TIMER)
-        .description("Requests to upstream registries")
-        .tag("upstream", key.upstream())
-        .tag("kind", key.kind())
-        .tag("outcome", key.outcome())
-        .register(registry)));
+    sample.stop(
+        timers.computeIfAbsent(
+            new TimerKey(upstream.key(), kind, outcome),
+            key ->
+                Timer.builder(REQUEST_TIMER)
+                    .description("Requests to upstream registries")
+                    .tag("upstream", key.upstream())
+                    .tag("kind", key.kind())
+                    .tag("outcome", key.outcome())
+                    .register(registry)));
   }
 }

@@ -1,6 +1,5 @@
 package io.registrycache.upstream;
 
-import io.registrycache.config.UpstreamProperties;
 import io.github.resilience4j.circuitbreaker.CallNotPermittedException;
 import io.github.resilience4j.circuitbreaker.CircuitBreaker;
 import io.github.resilience4j.circuitbreaker.CircuitBreakerConfig;
@@ -9,7 +8,7 @@ import io.github.resilience4j.reactor.circuitbreaker.operator.CircuitBreakerOper
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.config.UpstreamProperties;
 import io.registrycache.oci.OciErrorCode;
 import java.time.Clock;
 import java.time.Duration;
@@ -34,8 +33,8 @@ import reactor.util.retry.RetryBackoffSpec;
  * (Reactor's {@link Retry#backoff}) around every request, as described in {@code
  * docs/resilience.md}.
  *
- * <p>Each attempt passes the breaker; retries wrap the breaker, so every attempt is one call in
- * the breaker's window and an attempt refused by an open breaker ends the retries at once. What is
+ * <p>Each attempt passes the breaker; retries wrap the breaker, so every attempt is one call in the
+ * breaker's window and an attempt refused by an open breaker ends the retries at once. What is
  * retried and what the breaker counts is decided by {@link UpstreamFailures}.
  *
  * <p>Meters: gauge {@value #CIRCUIT_STATE} ({@code upstream}, {@code state} =
@@ -57,7 +56,8 @@ public class UpstreamResilience {
   static final double JITTER = 0.5;
 
   private static final List<CircuitBreaker.State> REPORTED_STATES =
-      List.of(CircuitBreaker.State.CLOSED, CircuitBreaker.State.OPEN, CircuitBreaker.State.HALF_OPEN);
+      List.of(
+          CircuitBreaker.State.CLOSED, CircuitBreaker.State.OPEN, CircuitBreaker.State.HALF_OPEN);
 
   private final MeterRegistry meters;
   private final Clock clock;
@@ -157,8 +157,10 @@ public class UpstreamResilience {
     private final Upstream upstream;
     private final CircuitBreaker breaker;
     private final IntervalFunction waitInOpen;
+
     /** Rounds of the open state since the breaker last closed (Resilience4j's attempts). */
     private final AtomicInteger openRounds = new AtomicInteger(1);
+
     private final Duration maxBackoff;
     private final RetryBackoffSpec retry;
     private final Counter retries;
@@ -172,10 +174,14 @@ public class UpstreamResilience {
       UpstreamProperties.CircuitBreaker breakerSettings = upstream.settings().circuitBreaker();
       this.maxBackoff = retrySettings.maxBackoff();
       Duration first = breakerSettings.waitInOpen();
-      Duration max = breakerSettings.maxWaitInOpen() == null || breakerSettings.maxWaitInOpen().compareTo(first) < 0
-          ? first : breakerSettings.maxWaitInOpen();
+      Duration max =
+          breakerSettings.maxWaitInOpen() == null
+                  || breakerSettings.maxWaitInOpen().compareTo(first) < 0
+              ? first
+              : breakerSettings.maxWaitInOpen();
       this.waitInOpen =
-          IntervalFunction.ofExponentialBackoff(first, Math.max(1.0, breakerSettings.waitInOpenMultiplier()), max);
+          IntervalFunction.ofExponentialBackoff(
+              first, Math.max(1.0, breakerSettings.waitInOpenMultiplier()), max);
       this.stateSince = clock.instant();
       this.retries =
           Counter.builder(RETRIES)
@@ -184,7 +190,8 @@ public class UpstreamResilience {
               .register(meters);
       this.rejected =
           Counter.builder(REJECTED)
-              .description("Requests failed at once because the upstream's circuit breaker was open")
+              .description(
+                  "Requests failed at once because the upstream's circuit breaker was open")
               .tag("upstream", upstream.key())
               .register(meters);
       this.retry = retrySpec(retrySettings);
@@ -198,7 +205,8 @@ public class UpstreamResilience {
               .register(meters);
         }
         Gauge.builder(FAILURE_RATE, breaker, b -> b.getMetrics().getFailureRate())
-            .description("Failed upstream requests in the breaker's window, percent (-1: too few calls)")
+            .description(
+                "Failed upstream requests in the breaker's window, percent (-1: too few calls)")
             .tag("upstream", upstream.key())
             .register(meters);
       }
@@ -217,7 +225,9 @@ public class UpstreamResilience {
                 retries.increment();
                 log.debug(
                     "upstream '{}': retry {} after: {}",
-                    upstream.key(), signal.totalRetries() + 1, signal.failure().getMessage());
+                    upstream.key(),
+                    signal.totalRetries() + 1,
+                    signal.failure().getMessage());
               })
           // the upstream's own error, not Reactor's RetryExhaustedException
           .onRetryExhaustedThrow((spec, signal) -> signal.failure());
@@ -234,7 +244,8 @@ public class UpstreamResilience {
               // short first wait, growing while trials fail: recovery is seen within seconds
               // without hammering an upstream that stays down
               .waitIntervalFunctionInOpenState(waitInOpen)
-              .permittedNumberOfCallsInHalfOpenState(Math.max(1, settings.permittedCallsInHalfOpen()))
+              .permittedNumberOfCallsInHalfOpenState(
+                  Math.max(1, settings.permittedCallsInHalfOpen()))
               .recordException(e -> UpstreamFailures.classify(e, maxBackoff).breakerFailure)
               .ignoreException(e -> UpstreamFailures.classify(e, maxBackoff).breakerIgnores)
               .writableStackTraceEnabled(false)
@@ -262,21 +273,30 @@ public class UpstreamResilience {
       Failure last = lastFailure;
       String lastReason = last == null ? "none" : last.reason();
       switch (transition) {
-        case CLOSED_TO_OPEN -> log.warn(
-            "{}: circuit OPEN: {}% of the last {} requests failed (last: {}); failing fast for {},"
-                + " cached content is served stale",
-            UpstreamErrors.name(upstream), Math.round(breaker.getMetrics().getFailureRate()),
-            breaker.getMetrics().getNumberOfBufferedCalls(), lastReason, human(currentWait()));
-        case HALF_OPEN_TO_CLOSED -> log.warn(
-            "{}: circuit CLOSED: trial requests succeeded, the upstream is used again",
-            UpstreamErrors.name(upstream));
-        case HALF_OPEN_TO_OPEN -> log.info(
-            "{}: circuit stays OPEN: trial requests failed (last: {}); next trial in {}",
-            UpstreamErrors.name(upstream), lastReason, human(currentWait()));
-        case OPEN_TO_HALF_OPEN -> log.info(
-            "{}: circuit HALF_OPEN: letting {} trial requests through",
-            UpstreamErrors.name(upstream),
-            breaker.getCircuitBreakerConfig().getPermittedNumberOfCallsInHalfOpenState());
+        case CLOSED_TO_OPEN ->
+            log.warn(
+                "{}: circuit OPEN: {}% of the last {} requests failed (last: {}); failing fast for {},"
+                    + " cached content is served stale",
+                UpstreamErrors.name(upstream),
+                Math.round(breaker.getMetrics().getFailureRate()),
+                breaker.getMetrics().getNumberOfBufferedCalls(),
+                lastReason,
+                human(currentWait()));
+        case HALF_OPEN_TO_CLOSED ->
+            log.warn(
+                "{}: circuit CLOSED: trial requests succeeded, the upstream is used again",
+                UpstreamErrors.name(upstream));
+        case HALF_OPEN_TO_OPEN ->
+            log.info(
+                "{}: circuit stays OPEN: trial requests failed (last: {}); next trial in {}",
+                UpstreamErrors.name(upstream),
+                lastReason,
+                human(currentWait()));
+        case OPEN_TO_HALF_OPEN ->
+            log.info(
+                "{}: circuit HALF_OPEN: letting {} trial requests through",
+                UpstreamErrors.name(upstream),
+                breaker.getCircuitBreakerConfig().getPermittedNumberOfCallsInHalfOpenState());
         default -> log.info("{}: circuit {}", UpstreamErrors.name(upstream), transition);
       }
     }
@@ -316,19 +336,36 @@ public class UpstreamResilience {
         message.append("; trial requests in progress");
       }
       if (last != null) {
-        message.append(" (last failure at ").append(last.at()).append(": ").append(last.reason()).append(')');
+        message
+            .append(" (last failure at ")
+            .append(last.at())
+            .append(": ")
+            .append(last.reason())
+            .append(')');
       }
       return new UpstreamException(
-          upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.SERVICE_UNAVAILABLE,
-          message.toString(), retryAfter, cause);
+          upstream.key(),
+          OciErrorCode.UPSTREAM_UNAVAILABLE,
+          HttpStatus.SERVICE_UNAVAILABLE,
+          message.toString(),
+          retryAfter,
+          cause);
     }
 
     UpstreamState snapshot() {
       Failure last = lastFailure;
       if (breaker == null) {
         return new UpstreamState(
-            upstream.key(), upstream.url().toString(), "DISABLED", stateSince, -1, 0, 0,
-            last == null ? null : last.reason(), last == null ? null : last.at(), null);
+            upstream.key(),
+            upstream.url().toString(),
+            "DISABLED",
+            stateSince,
+            -1,
+            0,
+            0,
+            last == null ? null : last.reason(),
+            last == null ? null : last.at(),
+            null);
       }
       CircuitBreaker.State state = breaker.getState();
       CircuitBreaker.Metrics m = breaker.getMetrics();

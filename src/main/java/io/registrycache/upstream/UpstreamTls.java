@@ -1,10 +1,9 @@
 package io.registrycache.upstream;
 
-import io.registrycache.config.UpstreamProperties;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.util.InsecureTrustManagerFactory;
-import io.registrycache.config.RegistryCacheProperties;
+import io.registrycache.config.UpstreamProperties;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -41,7 +40,9 @@ final class UpstreamTls {
   private final boolean insecureSkipVerify;
 
   private UpstreamTls(
-      TrustManagerFactory trustManagers, KeyManagerFactory keyManagers, boolean insecureSkipVerify) {
+      TrustManagerFactory trustManagers,
+      KeyManagerFactory keyManagers,
+      boolean insecureSkipVerify) {
     this.trustManagers = trustManagers;
     this.keyManagers = keyManagers;
     this.insecureSkipVerify = insecureSkipVerify;
@@ -64,12 +65,14 @@ final class UpstreamTls {
       }
       KeyManagerFactory keys = null;
       if ((tls.certFile() == null) != (tls.keyFile() == null)) {
-        throw new IllegalStateException(prefix + "cert-file and " + prefix + "key-file go together");
+        throw new IllegalStateException(
+            prefix + "cert-file and " + prefix + "key-file go together");
       }
       if (tls.certFile() != null) {
         List<X509Certificate> chain = readCertificates(tls.certFile(), prefix + "cert-file");
         PrivateKey key =
-            readPkcs8Key(tls.keyFile(), chain.get(0).getPublicKey().getAlgorithm(), prefix + "key-file");
+            readPkcs8Key(
+                tls.keyFile(), chain.get(0).getPublicKey().getAlgorithm(), prefix + "key-file");
         keys = keyManagers(chain, key);
       }
       return new UpstreamTls(trust, keys, tls.insecureSkipVerify());
@@ -82,7 +85,10 @@ final class UpstreamTls {
     return insecureSkipVerify;
   }
 
-  /** True when no {@code tls.*} setting is made: the JVM's CAs, verification on, no client certificate. */
+  /**
+   * True when no {@code tls.*} setting is made: the JVM's CAs, verification on, no client
+   * certificate.
+   */
   boolean isJvmDefault() {
     return trustManagers == null && keyManagers == null && !insecureSkipVerify;
   }
@@ -109,7 +115,8 @@ final class UpstreamTls {
 
   private static TrustManagerFactory trustWithExtraCas(List<X509Certificate> extra)
       throws GeneralSecurityException {
-    TrustManagerFactory jvm = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+    TrustManagerFactory jvm =
+        TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
     jvm.init((KeyStore) null);
     KeyStore store = KeyStore.getInstance(KeyStore.getDefaultType());
     try {
@@ -144,7 +151,8 @@ final class UpstreamTls {
       throw new GeneralSecurityException(e);
     }
     store.setKeyEntry("client", key, password, chain.toArray(new Certificate[0]));
-    KeyManagerFactory factory = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+    KeyManagerFactory factory =
+        KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
     factory.init(store, password);
     return factory;
   }
@@ -160,7 +168,8 @@ final class UpstreamTls {
       }
       return result;
     } catch (IOException | GeneralSecurityException e) {
-      throw new IllegalStateException(setting + " " + file + " is not readable as PEM certificates: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          setting + " " + file + " is not readable as PEM certificates: " + e.getMessage(), e);
     }
   }
 
@@ -169,7 +178,8 @@ final class UpstreamTls {
     try {
       pem = Files.readString(file, StandardCharsets.US_ASCII);
     } catch (IOException e) {
-      throw new IllegalStateException(setting + " " + file + " is not readable: " + e.getMessage(), e);
+      throw new IllegalStateException(
+          setting + " " + file + " is not readable: " + e.getMessage(), e);
     }
     int begin = pem.indexOf("-----BEGIN PRIVATE KEY-----");
     int end = pem.indexOf("-----END PRIVATE KEY-----");
@@ -184,7 +194,8 @@ final class UpstreamTls {
       return KeyFactory.getInstance(algorithm).generatePrivate(new PKCS8EncodedKeySpec(der));
     } catch (IllegalArgumentException | GeneralSecurityException e) {
       throw new IllegalStateException(
-          setting + " " + file + " is not a valid " + algorithm + " PKCS#8 key matching cert-file", e);
+          setting + " " + file + " is not a valid " + algorithm + " PKCS#8 key matching cert-file",
+          e);
     }
   }
 }

@@ -31,6 +31,7 @@ public class Upstreams {
 
   /** Key (and default {@code default-upstream}) of the built-in upstream. */
   public static final String BUILT_IN_KEY = "local";
+
   static final String BUILT_IN_HOST = "localhost:5000";
 
   private final Map<String, Upstream> byHost = new ConcurrentHashMap<>();
@@ -42,45 +43,56 @@ public class Upstreams {
     this.allowAnyUpstream = properties.upstreams().allowAnyUpstream();
     Map<String, UpstreamProperties> configured = properties.upstreams().upstreams();
     if (configured.isEmpty()) {
-      configured = Map.of(BUILT_IN_KEY,
-          RegistryCacheProperties.upstream(Map.of("host", BUILT_IN_HOST, "url", "http://" + BUILT_IN_HOST)));
+      configured =
+          Map.of(
+              BUILT_IN_KEY,
+              RegistryCacheProperties.upstream(
+                  Map.of("host", BUILT_IN_HOST, "url", "http://" + BUILT_IN_HOST)));
     }
-    configured
-        .forEach(
-            (key, given) -> {
-              UpstreamProperties settings = given;
-              if (BUILT_IN_KEY.equals(key) && (settings.url() == null || settings.url().isBlank())) {
-                // settings given for the built-in upstream (e.g. only its aliases) amend it
-                settings = settings.withHostAndUrl(
-                    settings.host() == null ? BUILT_IN_HOST : settings.host(), "http://" + BUILT_IN_HOST);
-              }
-              if (settings.url() == null || settings.url().isBlank()) {
-                throw new IllegalStateException("registry-cache.upstreams." + key + ".url is not set");
-              }
-              URI url = URI.create(stripTrailingSlash(settings.url()));
-              if (!"http".equals(url.getScheme()) && !"https".equals(url.getScheme())) {
-                throw new IllegalStateException(
-                    "registry-cache.upstreams." + key + ".url must be http or https: " + url);
-              }
-              String host = settings.host() != null ? settings.host() : url.getAuthority();
-              Set<String> aliases = new LinkedHashSet<>();
-              settings.aliases().forEach(a -> aliases.add(a.toLowerCase(Locale.ROOT)));
-              Upstream upstream =
-                  new Upstream(
-                      key, host.toLowerCase(Locale.ROOT), url, Set.copyOf(aliases),
-                      settings.dockerHubNaming(), settings);
-              register(upstream);
-            });
+    configured.forEach(
+        (key, given) -> {
+          UpstreamProperties settings = given;
+          if (BUILT_IN_KEY.equals(key) && (settings.url() == null || settings.url().isBlank())) {
+            // settings given for the built-in upstream (e.g. only its aliases) amend it
+            settings =
+                settings.withHostAndUrl(
+                    settings.host() == null ? BUILT_IN_HOST : settings.host(),
+                    "http://" + BUILT_IN_HOST);
+          }
+          if (settings.url() == null || settings.url().isBlank()) {
+            throw new IllegalStateException("registry-cache.upstreams." + key + ".url is not set");
+          }
+          URI url = URI.create(stripTrailingSlash(settings.url()));
+          if (!"http".equals(url.getScheme()) && !"https".equals(url.getScheme())) {
+            throw new IllegalStateException(
+                "registry-cache.upstreams." + key + ".url must be http or https: " + url);
+          }
+          String host = settings.host() != null ? settings.host() : url.getAuthority();
+          Set<String> aliases = new LinkedHashSet<>();
+          settings.aliases().forEach(a -> aliases.add(a.toLowerCase(Locale.ROOT)));
+          Upstream upstream =
+              new Upstream(
+                  key,
+                  host.toLowerCase(Locale.ROOT),
+                  url,
+                  Set.copyOf(aliases),
+                  settings.dockerHubNaming(),
+                  settings);
+          register(upstream);
+        });
     String defaultKey = properties.upstreams().defaultUpstream();
     if (BUILT_IN_KEY.equals(defaultKey) && !byKey.containsKey(BUILT_IN_KEY)) {
       // left at its default while the operator's upstreams have other keys: their only upstream,
       // or none (bare-form requests are then refused)
       defaultKey = byKey.size() == 1 ? byKey.keySet().iterator().next() : null;
     }
-    this.defaultUpstream = defaultKey == null || defaultKey.isBlank() ? null : byKey.get(defaultKey);
+    this.defaultUpstream =
+        defaultKey == null || defaultKey.isBlank() ? null : byKey.get(defaultKey);
     if (defaultKey != null && !defaultKey.isBlank() && defaultUpstream == null) {
       throw new IllegalStateException(
-          "registry-cache.default-upstream '" + defaultKey + "' is not among the configured upstreams "
+          "registry-cache.default-upstream '"
+              + defaultKey
+              + "' is not among the configured upstreams "
               + byKey.keySet());
     }
   }
@@ -94,8 +106,8 @@ public class Upstreams {
   /**
    * The upstream for a registry host name as a client named it.
    *
-   * @throws OciException {@code DENIED} (403) when the host is not configured and any-upstream
-   *     mode is off
+   * @throws OciException {@code DENIED} (403) when the host is not configured and any-upstream mode
+   *     is off
    */
   public Upstream forHost(String host) {
     String normalized = host.toLowerCase(Locale.ROOT);
@@ -106,13 +118,17 @@ public class Upstreams {
     if (!allowAnyUpstream) {
       throw new OciException(
           OciErrorCode.DENIED,
-          "upstream registry '" + host + "' is not configured in this cache (registry-cache.upstreams)");
+          "upstream registry '"
+              + host
+              + "' is not configured in this cache (registry-cache.upstreams)");
     }
     return byHost.computeIfAbsent(
         normalized,
         h -> {
-          UpstreamProperties settings = RegistryCacheProperties.upstream(Map.of("host", h, "url", "https://" + h));
-          Upstream dynamic = new Upstream(h, h, URI.create("https://" + h), Set.of(), false, settings);
+          UpstreamProperties settings =
+              RegistryCacheProperties.upstream(Map.of("host", h, "url", "https://" + h));
+          Upstream dynamic =
+              new Upstream(h, h, URI.create("https://" + h), Set.of(), false, settings);
           byKey.put(dynamic.key(), dynamic);
           return dynamic;
         });
@@ -126,7 +142,8 @@ public class Upstreams {
   public Upstream defaultUpstream() {
     if (defaultUpstream == null) {
       throw new OciException(
-          OciErrorCode.DENIED, "no default upstream is configured: name the registry host in the path or with ns=");
+          OciErrorCode.DENIED,
+          "no default upstream is configured: name the registry host in the path or with ns=");
     }
     return defaultUpstream;
   }

@@ -15,8 +15,8 @@ import org.springframework.stereotype.Component;
  * <p>Never {@code DOWN}: with an upstream down the cache still serves what it holds, so this
  * indicator is kept out of the {@code readiness} group ({@code application.yml}) and reports
  * {@value #DEGRADED_CODE} (HTTP 200, ordered between {@code OUT_OF_SERVICE} and {@code UP}) while
- * any breaker is open or half-open, {@code UP} otherwise. It only reads in-memory state: no
- * request to any upstream.
+ * any breaker is open or half-open, {@code UP} otherwise. It only reads in-memory state: no request
+ * to any upstream.
  */
 @Component
 public class UpstreamsHealthIndicator implements HealthIndicator {
@@ -25,7 +25,8 @@ public class UpstreamsHealthIndicator implements HealthIndicator {
 
   /** Some upstream is failing: cached content is served, uncached content may fail. */
   public static final Status DEGRADED =
-      new Status(DEGRADED_CODE, "an upstream's circuit breaker is open: cached content is served stale");
+      new Status(
+          DEGRADED_CODE, "an upstream's circuit breaker is open: cached content is served stale");
 
   private final UpstreamResilience resilience;
 

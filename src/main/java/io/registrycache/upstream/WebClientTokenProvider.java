@@ -1,7 +1,7 @@
 package io.registrycache.upstream;
 
-import io.registrycache.oci.Json;
 import com.google.cloud.tools.jib.api.Credential;
+import io.registrycache.oci.Json;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.RepositoryName;
 import java.net.URI;
@@ -26,9 +26,9 @@ import tools.jackson.databind.json.JsonMapper;
  * {@link TokenProvider} on the upstream's own {@link WebClient} (its TLS, timeouts and connection
  * pool), parsing the token response with Jackson and honouring its {@code expires_in}.
  *
- * <p>Where the token request may go is decided by {@link UpstreamAddressPolicy} (the realm is
- * named by the upstream, so it gets the same policy as a redirect); configured credentials go to
- * another origin than the upstream's only over https, unless {@code send-credentials-over-http}.
+ * <p>Where the token request may go is decided by {@link UpstreamAddressPolicy} (the realm is named
+ * by the upstream, so it gets the same policy as a redirect); configured credentials go to another
+ * origin than the upstream's only over https, unless {@code send-credentials-over-http}.
  */
 final class WebClientTokenProvider implements TokenProvider {
 
@@ -52,7 +52,10 @@ final class WebClientTokenProvider implements TokenProvider {
 
   @Override
   public Mono<UpstreamAuthorization> token(
-      Upstream upstream, RepositoryName repository, AuthChallenge challenge, Optional<Credential> credential) {
+      Upstream upstream,
+      RepositoryName repository,
+      AuthChallenge challenge,
+      Optional<Credential> credential) {
     String realm = challenge.realm().orElse(null);
     if (realm == null) {
       return Mono.error(unauthorized(upstream, "Bearer challenge without a realm"));
@@ -79,8 +82,11 @@ final class WebClientTokenProvider implements TokenProvider {
       return Mono.error(
           unauthorized(
               upstream,
-              "token realm " + realm + " is plain http on another origin; credentials are sent there "
-                  + "only over https (registry-cache.upstreams." + upstream.key()
+              "token realm "
+                  + realm
+                  + " is plain http on another origin; credentials are sent there "
+                  + "only over https (registry-cache.upstreams."
+                  + upstream.key()
                   + ".send-credentials-over-http)"));
     }
     String what = "a token from " + realm;
@@ -97,7 +103,8 @@ final class WebClientTokenProvider implements TokenProvider {
                       h.setAccept(List.of(MediaType.APPLICATION_JSON));
                       if (sendCredential) {
                         Credential c = credential.get();
-                        h.set(HttpHeaders.AUTHORIZATION,
+                        h.set(
+                            HttpHeaders.AUTHORIZATION,
                             UpstreamAuthorization.basic(c.getUsername(), c.getPassword()).header());
                       }
                     })
@@ -106,14 +113,26 @@ final class WebClientTokenProvider implements TokenProvider {
                         response
                             .bodyToMono(byte[].class)
                             .defaultIfEmpty(new byte[0])
-                            .map(body -> answer(upstream, realm, response.statusCode().value(),
-                                response.headers().asHttpHeaders(), body))))
+                            .map(
+                                body ->
+                                    answer(
+                                        upstream,
+                                        realm,
+                                        response.statusCode().value(),
+                                        response.headers().asHttpHeaders(),
+                                        body))))
         .timeout(upstream.settings().connectTimeout().plus(upstream.settings().readTimeout()))
-        .onErrorMap(e -> !(e instanceof UpstreamException), e -> UpstreamErrors.fromTransport(upstream, what, e))
+        .onErrorMap(
+            e -> !(e instanceof UpstreamException),
+            e -> UpstreamErrors.fromTransport(upstream, what, e))
         .doOnNext(
-            a -> log.debug(
-                "upstream '{}': token for repository {} obtained from {}, reused for {}",
-                upstream.key(), repository, realm, a.reuseFor()));
+            a ->
+                log.debug(
+                    "upstream '{}': token for repository {} obtained from {}, reused for {}",
+                    upstream.key(),
+                    repository,
+                    realm,
+                    a.reuseFor()));
   }
 
   private static UpstreamAuthorization answer(
@@ -123,13 +142,22 @@ final class WebClientTokenProvider implements TokenProvider {
     }
     if (status == 403) {
       throw new UpstreamException(
-          upstream.key(), OciErrorCode.DENIED, HttpStatus.FORBIDDEN,
-          UpstreamErrors.name(upstream) + ": token realm " + realm + " denied pull access (403)", null, null);
+          upstream.key(),
+          OciErrorCode.DENIED,
+          HttpStatus.FORBIDDEN,
+          UpstreamErrors.name(upstream) + ": token realm " + realm + " denied pull access (403)",
+          null,
+          null);
     }
     if (status < 200 || status >= 300) {
       throw UpstreamErrors.fromStatus(
-          upstream, "a token from " + realm, OciErrorCode.UNAUTHORIZED, status,
-          headers.getFirst(HttpHeaders.RETRY_AFTER), null, Clock.systemUTC());
+          upstream,
+          "a token from " + realm,
+          OciErrorCode.UNAUTHORIZED,
+          status,
+          headers.getFirst(HttpHeaders.RETRY_AFTER),
+          null,
+          Clock.systemUTC());
     }
     return parse(upstream, realm, body);
   }
@@ -175,19 +203,29 @@ final class WebClientTokenProvider implements TokenProvider {
 
   private static String text(JsonNode root, String field) {
     JsonNode node = root == null ? null : root.get(field);
-    return node != null && node.isString() && !node.stringValue().isBlank() ? node.stringValue() : null;
+    return node != null && node.isString() && !node.stringValue().isBlank()
+        ? node.stringValue()
+        : null;
   }
 
   private static UpstreamException invalid(Upstream upstream, String realm, String why) {
     // The body is not quoted: it may hold a token.
     return new UpstreamException(
-        upstream.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.BAD_GATEWAY,
-        UpstreamErrors.name(upstream) + ": token realm " + realm + " answered 200 with " + why, null, null);
+        upstream.key(),
+        OciErrorCode.UPSTREAM_UNAVAILABLE,
+        HttpStatus.BAD_GATEWAY,
+        UpstreamErrors.name(upstream) + ": token realm " + realm + " answered 200 with " + why,
+        null,
+        null);
   }
 
   static UpstreamException unauthorized(Upstream upstream, String why) {
     return new UpstreamException(
-        upstream.key(), OciErrorCode.UNAUTHORIZED, HttpStatus.UNAUTHORIZED,
-        UpstreamErrors.name(upstream) + ": " + why, null, null);
+        upstream.key(),
+        OciErrorCode.UNAUTHORIZED,
+        HttpStatus.UNAUTHORIZED,
+        UpstreamErrors.name(upstream) + ": " + why,
+        null,
+        null);
   }
 }

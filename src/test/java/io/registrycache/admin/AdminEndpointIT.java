@@ -40,9 +40,9 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * The admin endpoint against the running service, registry:2 as upstream: listing, prune by
- * pattern / count / age with dry run, evicting one image and pulling it again, the access log,
- * and that the endpoint is not on the registry port.
+ * The admin endpoint against the running service, registry:2 as upstream: listing, prune by pattern
+ * / count / age with dry run, evicting one image and pulling it again, the access log, and that the
+ * endpoint is not on the registry port.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @Import(AdminEndpointIT.TestClock.class)
@@ -51,7 +51,9 @@ class AdminEndpointIT {
 
   @TempDir static Path storage;
 
-  /** The service's clock: the system's, moved ahead where a test needs pulls to be apart in time. */
+  /**
+   * The service's clock: the system's, moved ahead where a test needs pulls to be apart in time.
+   */
   static final AdvancingClock clock = new AdvancingClock();
 
   @TestConfiguration(proxyBeanMethods = false)
@@ -85,7 +87,10 @@ class AdminEndpointIT {
     return CacheClient.onPort(port);
   }
 
-  /** Pulls and checks {@code image}, then waits until its blobs are committed (what prune and evict see). */
+  /**
+   * Pulls and checks {@code image}, then waits until its blobs are committed (what prune and evict
+   * see).
+   */
   private void pull(Image image) {
     cache().pullAndVerify(image);
     ManualCache.awaitDownloadsCommitted(context);
@@ -140,7 +145,8 @@ class AdminEndpointIT {
     assertThat(v2.path("repository").asString()).isEqualTo("list/app");
     assertThat(v2.path("tag").asString()).isEqualTo("v2");
     assertThat(v2.path("digest").asString()).isEqualTo(b.manifest().digest());
-    assertThat(v2.path("mediaType").asString()).isEqualTo("application/vnd.oci.image.manifest.v1+json");
+    assertThat(v2.path("mediaType").asString())
+        .isEqualTo("application/vnd.oci.image.manifest.v1+json");
     assertThat(v2.path("size").asLong()).isGreaterThan(25_000);
     assertThat(v2.path("complete").asBoolean()).isTrue();
     assertThat(v2.path("lastPulled").asString()).isNotEmpty();
@@ -158,7 +164,8 @@ class AdminEndpointIT {
     pull(keep);
     pull(debug);
 
-    JsonNode dry = postJson(admin() + "/prune", "{\"pattern\":\"local/pat/app:.*-debug\",\"dryRun\":true}");
+    JsonNode dry =
+        postJson(admin() + "/prune", "{\"pattern\":\"local/pat/app:.*-debug\",\"dryRun\":true}");
     assertThat(dry.path("dryRun").asBoolean()).isTrue();
     assertThat(field(dry.path("tags"), "image")).containsExactly("local/pat/app:v1-debug");
     assertThat(field(dry.path("blobs"), "digest")).contains(debug.blobs().get(1).digest());
@@ -185,7 +192,8 @@ class AdminEndpointIT {
     pull(v3);
 
     JsonNode byCount = postJson(admin() + "/prune", "{\"keep\":1,\"pattern\":\"local/cnt/.*\"}");
-    assertThat(field(byCount.path("tags"), "image")).containsExactlyInAnyOrder("local/cnt/app:v1", "local/cnt/app:v2");
+    assertThat(field(byCount.path("tags"), "image"))
+        .containsExactlyInAnyOrder("local/cnt/app:v1", "local/cnt/app:v2");
     assertThat(field(byCount.path("blobs"), "digest")).doesNotContain(v3.blobs().get(1).digest());
     assertThat(images("cnt/")).containsExactly("local/cnt/app:v3");
 
@@ -194,7 +202,8 @@ class AdminEndpointIT {
     // machine.
     clock.advance(Duration.ofMillis(6100));
     pull(fresh);
-    JsonNode byAge = postJson(admin() + "/prune", "{\"olderThan\":\"5s\",\"pattern\":\"local/cnt/.*\"}");
+    JsonNode byAge =
+        postJson(admin() + "/prune", "{\"olderThan\":\"5s\",\"pattern\":\"local/cnt/.*\"}");
     assertThat(field(byAge.path("tags"), "image")).containsExactly("local/cnt/app:v3");
     assertThat(images("cnt/")).containsExactly("local/cnt/other:v1");
     // The pruned image pulls again, complete.
@@ -210,11 +219,14 @@ class AdminEndpointIT {
     assertThat(Files.exists(blobPath(layer))).isTrue();
     double missesBefore = blobMisses();
 
-    JsonNode evicted = postJson(admin() + "/evict", "{\"repository\":\"evict/app\",\"tag\":\"v1\"}");
-    assertThat(field(evicted.path("manifests"), "digest")).containsExactly(image.manifest().digest());
+    JsonNode evicted =
+        postJson(admin() + "/evict", "{\"repository\":\"evict/app\",\"tag\":\"v1\"}");
+    assertThat(field(evicted.path("manifests"), "digest"))
+        .containsExactly(image.manifest().digest());
     assertThat(field(evicted.path("blobs"), "digest")).contains(layer.toString());
     assertThat(images("evict/")).isEmpty();
-    await("the evicted layer's file deleted after the delete grace").atMost(Duration.ofSeconds(10))
+    await("the evicted layer's file deleted after the delete grace")
+        .atMost(Duration.ofSeconds(10))
         .until(() -> !Files.exists(blobPath(layer)));
 
     pull(image);
@@ -223,14 +235,19 @@ class AdminEndpointIT {
     assertThat(Files.exists(blobPath(layer))).isTrue();
 
     // by digest
-    JsonNode byDigest = postJson(admin() + "/evict", "{\"digest\":\"" + image.manifest().digest() + "\"}");
+    JsonNode byDigest =
+        postJson(admin() + "/evict", "{\"digest\":\"" + image.manifest().digest() + "\"}");
     assertThat(field(byDigest.path("tags"), "image")).containsExactly("local/evict/app:v1");
 
     // the access log saw hits and misses
-    assertThat(output.getOut()).containsPattern(
-        "method=GET path=/v2/evict/app/blobs/" + layer + " status=200 bytes=8000 duration_ms=\\d+ cache=hit upstream=local");
-    assertThat(output.getOut()).containsPattern(
-        "method=GET path=/v2/evict/app/manifests/v1 status=200 bytes=\\d+ duration_ms=\\d+ cache=miss upstream=local");
+    assertThat(output.getOut())
+        .containsPattern(
+            "method=GET path=/v2/evict/app/blobs/"
+                + layer
+                + " status=200 bytes=8000 duration_ms=\\d+ cache=hit upstream=local");
+    assertThat(output.getOut())
+        .containsPattern(
+            "method=GET path=/v2/evict/app/manifests/v1 status=200 bytes=\\d+ duration_ms=\\d+ cache=miss upstream=local");
   }
 
   @Test
@@ -249,6 +266,10 @@ class AdminEndpointIT {
   }
 
   private static Path blobPath(Digest d) {
-    return storage.resolve("blobs").resolve(d.algorithm()).resolve(d.hex().substring(0, 2)).resolve(d.hex());
+    return storage
+        .resolve("blobs")
+        .resolve(d.algorithm())
+        .resolve(d.hex().substring(0, 2))
+        .resolve(d.hex());
   }
 }

@@ -2,7 +2,6 @@ package io.registrycache.admin;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.oci.Digest;
 import io.registrycache.storage.StorageJanitor;
 import io.registrycache.testsupport.TestCache;
 import io.registrycache.upstream.Upstreams;
@@ -31,10 +30,21 @@ class CacheEndpointEvictTest {
   void setUp() {
     cache = new TestCache(root, 0, Duration.ZERO);
     CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs, cache.collector);
-    Pruner pruner = new Pruner(cache.manifests, inventory, cache.collector, cache.clock, new Upstreams(cache.properties));
-    endpoint = new CacheEndpoint(inventory, pruner,
-        new StorageJanitor(cache.collector, cache.blobs, cache.manifests, cache.properties), null, null,
-        cache.properties.admin());
+    Pruner pruner =
+        new Pruner(
+            cache.manifests,
+            inventory,
+            cache.collector,
+            cache.clock,
+            new Upstreams(cache.properties));
+    endpoint =
+        new CacheEndpoint(
+            inventory,
+            pruner,
+            new StorageJanitor(cache.collector, cache.blobs, cache.manifests, cache.properties),
+            null,
+            null,
+            cache.properties.admin());
     cache.tag("local", "app", "v1", cache.manifest(cache.blob(10), cache.blob(100)));
     cache.tag("retired", "app", "v1", cache.manifest(cache.blob(11), cache.blob(101)));
   }
@@ -59,8 +69,9 @@ class CacheEndpointEvictTest {
     WebEndpointResponse<Object> response = evict("lcoal", "false");
 
     assertThat(response.getStatus()).isEqualTo(404);
-    assertThat(((Map<?, ?>) response.getBody()).get("error")).isEqualTo(
-        "unknown upstream 'lcoal': neither configured nor the upstream of any cached tag; upstream keys: local");
+    assertThat(((Map<?, ?>) response.getBody()).get("error"))
+        .isEqualTo(
+            "unknown upstream 'lcoal': neither configured nor the upstream of any cached tag; upstream keys: local");
     assertThat(tags(evict("local", "true"))).as("nothing went").hasSize(1);
   }
 
@@ -69,6 +80,8 @@ class CacheEndpointEvictTest {
     assertThat(tags(evict("local", "false"))).hasSize(1);
     assertThat(tags(evict("local", "false"))).as("already gone: 200, nothing evicted").isEmpty();
     assertThat(tags(evict("retired", "false"))).hasSize(1);
-    assertThat(evict("retired", "false").getStatus()).as("nothing of it cached any more").isEqualTo(404);
+    assertThat(evict("retired", "false").getStatus())
+        .as("nothing of it cached any more")
+        .isEqualTo(404);
   }
 }

@@ -41,11 +41,15 @@ class CacheEndpointPatternTest {
 
   private CacheEndpoint endpoint(RegistryCacheProperties properties) {
     CacheInventory inventory = new CacheInventory(cache.manifests, cache.blobs, cache.collector);
-    Pruner pruner = new Pruner(
-        cache.manifests, inventory, cache.collector, cache.clock, new Upstreams(properties));
+    Pruner pruner =
+        new Pruner(
+            cache.manifests, inventory, cache.collector, cache.clock, new Upstreams(properties));
     return new CacheEndpoint(
-        inventory, pruner,
-        new StorageJanitor(cache.collector, cache.blobs, cache.manifests, properties), null, null,
+        inventory,
+        pruner,
+        new StorageJanitor(cache.collector, cache.blobs, cache.manifests, properties),
+        null,
+        null,
         properties.admin());
   }
 
@@ -79,22 +83,33 @@ class CacheEndpointPatternTest {
   void backreferencesAndLookaroundAreRefusedAsNotRe2() {
     assertThat(error(endpoint.list("images", "(app)\\1"))).contains("RE2");
     assertThat(error(endpoint.list("blobs", "sha256:(?=a)"))).contains("RE2");
-    assertThat(error(endpoint.act("prune", null, "(?!x).*", null, "true", null, null, null, null, null, null)))
+    assertThat(
+            error(
+                endpoint.act(
+                    "prune", null, "(?!x).*", null, "true", null, null, null, null, null, null)))
         .startsWith("pattern is not a regular expression in RE2 syntax");
   }
 
   @Test
   void tooLongPatternsAreRefused() {
-    endpoint = endpoint(RegistryCacheProperties.bind(Map.of(
-        "registry-cache.storage.path", root.toString(), "registry-cache.admin.max-pattern-length", "16")));
-    assertThat(error(endpoint.list("images", "local/app:v1|local/app:v2"))).isEqualTo("filter is longer than 16 characters");
+    endpoint =
+        endpoint(
+            RegistryCacheProperties.bind(
+                Map.of(
+                    "registry-cache.storage.path",
+                    root.toString(),
+                    "registry-cache.admin.max-pattern-length",
+                    "16")));
+    assertThat(error(endpoint.list("images", "local/app:v1|local/app:v2")))
+        .isEqualTo("filter is longer than 16 characters");
     assertThat(listed(endpoint.list("images", "local/app:v1"), "images")).hasSize(1);
   }
 
   @Test
   void pruneMatchesWithRe2Semantics() {
     WebEndpointResponse<Object> r =
-        endpoint.act("prune", null, "local/app:v\\d", null, "true", null, null, null, null, null, null);
+        endpoint.act(
+            "prune", null, "local/app:v\\d", null, "true", null, null, null, null, null, null);
     assertThat(r.getStatus()).isEqualTo(200);
     assertThat((List<?>) ((Map<?, ?>) r.getBody()).get("tags")).hasSize(1);
   }

@@ -37,8 +37,8 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
- * Eviction under a small disk budget while several clients pull: nobody ever gets a wrong byte,
- * and after the janitor ran the disk holds no more than the budget plus one download.
+ * Eviction under a small disk budget while several clients pull: nobody ever gets a wrong byte, and
+ * after the janitor ran the disk holds no more than the budget plus one download.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class DiskBudgetIT {
@@ -70,30 +70,39 @@ class DiskBudgetIT {
   void clientsPullingUnderASmallBudgetAlwaysGetTheRightBytes() throws Exception {
     List<Image> images = new ArrayList<>();
     for (int i = 0; i < 5; i++) {
-      images.add(upstream.pusher().push(
-          TestImages.withLayers("budget/app" + i, "v1", TestImages.randomBytes(LAYER, 100 + i))));
+      images.add(
+          upstream
+              .pusher()
+              .push(
+                  TestImages.withLayers(
+                      "budget/app" + i, "v1", TestImages.randomBytes(LAYER, 100 + i))));
     }
     CacheClient cache = CacheClient.onPort(port);
     AtomicLong maxStored = new AtomicLong();
     // the stored bytes sampled every 20 ms while the clients pull
     ScheduledExecutorService sampler = Executors.newSingleThreadScheduledExecutor();
     sampler.scheduleAtFixedRate(
-        () -> maxStored.accumulateAndGet(collector.storedBytes(), Math::max), 0, 20, TimeUnit.MILLISECONDS);
+        () -> maxStored.accumulateAndGet(collector.storedBytes(), Math::max),
+        0,
+        20,
+        TimeUnit.MILLISECONDS);
     ExecutorService clients = Executors.newFixedThreadPool(3);
     List<Future<?>> done = new ArrayList<>();
     for (int c = 0; c < 3; c++) {
       long seed = c;
-      done.add(clients.submit(() -> {
-        List<Image> order = new ArrayList<>(images);
-        Random random = new Random(seed);
-        for (int round = 0; round < 3; round++) {
-          Collections.shuffle(order, random);
-          for (Image image : order) {
-            cache.pullAndVerify(image); // asserts every digest
-          }
-        }
-        return null;
-      }));
+      done.add(
+          clients.submit(
+              () -> {
+                List<Image> order = new ArrayList<>(images);
+                Random random = new Random(seed);
+                for (int round = 0; round < 3; round++) {
+                  Collections.shuffle(order, random);
+                  for (Image image : order) {
+                    cache.pullAndVerify(image); // asserts every digest
+                  }
+                }
+                return null;
+              }));
     }
     for (Future<?> f : done) {
       f.get(120, TimeUnit.SECONDS);
@@ -105,20 +114,27 @@ class DiskBudgetIT {
 
     var janitor = CacheClient.onPort(managementPort).postJson("/actuator/cache/janitor", "{}");
     assertThat(janitor.statusCode()).isEqualTo(200);
-    await("evicted files deleted once the delete grace is over").atMost(Duration.ofSeconds(10))
-        .until(() -> bytesUnder(storage.resolve("blobs")) + bytesUnder(storage.resolve("manifests")) <= BUDGET + LAYER);
+    await("evicted files deleted once the delete grace is over")
+        .atMost(Duration.ofSeconds(10))
+        .until(
+            () ->
+                bytesUnder(storage.resolve("blobs")) + bytesUnder(storage.resolve("manifests"))
+                    <= BUDGET + LAYER);
 
     long onDisk = bytesUnder(storage.resolve("blobs")) + bytesUnder(storage.resolve("manifests"));
-    System.out.printf("disk budget %d: stored %d after the janitor, %d on disk, at most %d while pulling%n",
+    System.out.printf(
+        "disk budget %d: stored %d after the janitor, %d on disk, at most %d while pulling%n",
         BUDGET, collector.storedBytes(), onDisk, maxStored.get());
     assertThat(collector.storedBytes()).isLessThanOrEqualTo((long) (BUDGET * 0.9));
     assertThat(onDisk).isLessThanOrEqualTo(BUDGET + LAYER);
     // while pulling: budget, plus a download per client that committed before the janitor ran
     assertThat(maxStored.get()).isLessThanOrEqualTo(BUDGET + 3L * LAYER);
-    Counter evictions = meters.find("registry.cache.evictions").tags("kind", "blob", "reason", "budget").counter();
+    Counter evictions =
+        meters.find("registry.cache.evictions").tags("kind", "blob", "reason", "budget").counter();
     assertThat(evictions).isNotNull();
     assertThat(evictions.count()).isGreaterThan(0);
-    assertThat(meters.find("registry.cache.storage.budget.bytes").gauge().value()).isEqualTo(BUDGET);
+    assertThat(meters.find("registry.cache.storage.budget.bytes").gauge().value())
+        .isEqualTo(BUDGET);
   }
 
   private static long bytesUnder(Path dir) throws Exception {

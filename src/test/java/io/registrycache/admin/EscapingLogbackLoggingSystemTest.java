@@ -20,8 +20,8 @@ import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.mock.env.MockEnvironment;
 
 /**
- * Log messages with CR, LF and NUL from a request cannot forge log lines, in Spring Boot's
- * built-in console configuration (what the service runs with: no Logback XML in the jar) and in an
+ * Log messages with CR, LF and NUL from a request cannot forge log lines, in Spring Boot's built-in
+ * console configuration (what the service runs with: no Logback XML in the jar) and in an
  * operator's own {@code logging.config}; a configuration that registers its own converter for
  * {@code %m} keeps it.
  */
@@ -51,7 +51,8 @@ class EscapingLogbackLoggingSystemTest {
 
   @Test
   void springBootsSelectionPicksThisSystem() {
-    assertThat(LoggingSystem.get(getClass().getClassLoader())).isInstanceOf(EscapingLogbackLoggingSystem.class);
+    assertThat(LoggingSystem.get(getClass().getClassLoader()))
+        .isInstanceOf(EscapingLogbackLoggingSystem.class);
   }
 
   @Test
@@ -65,17 +66,22 @@ class EscapingLogbackLoggingSystemTest {
   void springBootsStartFailureReportKeepsItsLineFeedsButNothingElse(CapturedOutput output) {
     system.loadDefaults(context, null);
     LoggerFactory.getLogger("org.springframework.boot.diagnostics.LoggingFailureAnalysisReporter")
-        .error("\n\nAPPLICATION FAILED TO START\n\nDescription:\n\nPort 8080 is in use\r\nFORGED\0");
+        .error(
+            "\n\nAPPLICATION FAILED TO START\n\nDescription:\n\nPort 8080 is in use\r\nFORGED\0");
     log.error("Description:\nsecond line");
 
     assertThat(output.getOut())
-        .contains("\nAPPLICATION FAILED TO START\n\nDescription:\n\nPort 8080 is in use\\r\nFORGED\\0")
+        .contains(
+            "\nAPPLICATION FAILED TO START\n\nDescription:\n\nPort 8080 is in use\\r\nFORGED\\0")
         .contains("Description:\\nsecond line");
   }
 
   @Test
   void anOperatorsOwnConfigurationEscapesMessagesToo(CapturedOutput output) throws Exception {
-    Path xml = Files.writeString(dir.resolve("logback.xml"), """
+    Path xml =
+        Files.writeString(
+            dir.resolve("logback.xml"),
+            """
         <configuration>
           <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">
             <encoder><pattern>%level %logger %msg%n</pattern></encoder>
@@ -89,8 +95,12 @@ class EscapingLogbackLoggingSystemTest {
   }
 
   @Test
-  void aConverterTheConfigurationRegistersForTheMessageIsKept(CapturedOutput output) throws Exception {
-    Path xml = Files.writeString(dir.resolve("logback.xml"), """
+  void aConverterTheConfigurationRegistersForTheMessageIsKept(CapturedOutput output)
+      throws Exception {
+    Path xml =
+        Files.writeString(
+            dir.resolve("logback.xml"),
+            """
         <configuration>
           <conversionRule conversionWord="msg" class="ch.qos.logback.classic.pattern.LevelConverter"/>
           <appender name="OUT" class="ch.qos.logback.core.ConsoleAppender">

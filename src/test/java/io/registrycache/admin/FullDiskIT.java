@@ -42,10 +42,10 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Issue 7 point 8: the cache volume fills up during pulls. The storage is a tmpfs of {@value
- * #DISK_MB} MiB this test mounts (root needed: skipped elsewhere, but it fails under {@code CI=true}
- * so CI cannot skip it silently). Once full: readiness is DOWN, a new blob answers 507 with an OCI
- * body and leaves nothing in {@code tmp/}, content cached before still pulls with the right bytes;
- * freed, the new image pulls.
+ * #DISK_MB} MiB this test mounts (root needed: skipped elsewhere, but it fails under {@code
+ * CI=true} so CI cannot skip it silently). Once full: readiness is DOWN, a new blob answers 507
+ * with an OCI body and leaves nothing in {@code tmp/}, content cached before still pulls with the
+ * right bytes; freed, the new image pulls.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class FullDiskIT {
@@ -70,7 +70,8 @@ class FullDiskIT {
   private static Path mountTmpfs() {
     boolean root = new UnixSystem().getUid() == 0;
     if (!root && Command.inCi()) {
-      throw new IllegalStateException("FullDiskIT mounts a tmpfs and needs root; CI must run it as root");
+      throw new IllegalStateException(
+          "FullDiskIT mounts a tmpfs and needs root; CI must run it as root");
     }
     if (!root) {
       return null;
@@ -143,12 +144,17 @@ class FullDiskIT {
 
   @Test
   void aFullCacheVolumeFailsReadinessAndNewFillsCleanlyWhileCachedContentServes() throws Exception {
-    Assumptions.assumeTrue(storage != null, "FullDiskIT needs root to mount a tmpfs (CI runs it as root)");
+    Assumptions.assumeTrue(
+        storage != null, "FullDiskIT needs root to mount a tmpfs (CI runs it as root)");
     CacheClient cache = CacheClient.onPort(port);
-    Image cached = upstream.pusher().push(
-        TestImages.withLayers("full/cached", "v1", TestImages.randomBytes(300_000, 1)));
-    Image fresh = upstream.pusher().push(
-        TestImages.withLayers("full/fresh", "v1", TestImages.randomBytes(3_000_000, 2)));
+    Image cached =
+        upstream
+            .pusher()
+            .push(TestImages.withLayers("full/cached", "v1", TestImages.randomBytes(300_000, 1)));
+    Image fresh =
+        upstream
+            .pusher()
+            .push(TestImages.withLayers("full/fresh", "v1", TestImages.randomBytes(3_000_000, 2)));
     cache.pullAndVerify(cached);
     ManualCache.awaitDownloadsCommitted(context);
     assertThat(readiness().statusCode()).isEqualTo(200);
@@ -156,7 +162,9 @@ class FullDiskIT {
     Path filler = fill();
 
     HttpResponse<byte[]> down = readiness();
-    assertThat(down.statusCode()).as("readiness with the cache volume full: %s", text(down)).isEqualTo(503);
+    assertThat(down.statusCode())
+        .as("readiness with the cache volume full: %s", text(down))
+        .isEqualTo(503);
     assertThat(text(down)).contains("\"diskSpace\"").contains(storage.toString());
     Digest layer = Digest.parse(fresh.blobs().get(1).digest());
     HttpResponse<byte[]> blob = cache.get("/v2/" + fresh.repository() + "/blobs/" + layer);
@@ -165,7 +173,8 @@ class FullDiskIT {
     assertThat(error.path("code").asText()).isEqualTo("UNKNOWN");
     assertThat(error.path("message").asText()).contains("storage is full");
     assertThat(tmpFiles()).as("nothing left behind in tmp/").isEmpty();
-    assertThat(storage.resolve("blobs/sha256/" + layer.hex().substring(0, 2) + "/" + layer.hex())).doesNotExist();
+    assertThat(storage.resolve("blobs/sha256/" + layer.hex().substring(0, 2) + "/" + layer.hex()))
+        .doesNotExist();
 
     cache.pullAndVerify(cached); // from the disk, every digest checked
 
@@ -175,13 +184,14 @@ class FullDiskIT {
   }
 
   /**
-   * The volume fills while a blob streams in: the client never gets a complete 200 of those
-   * bytes (an error status, or a body cut short that it notices), the partial file is gone, the
-   * blob is not stored; with room again the same pull succeeds.
+   * The volume fills while a blob streams in: the client never gets a complete 200 of those bytes
+   * (an error status, or a body cut short that it notices), the partial file is gone, the blob is
+   * not stored; with room again the same pull succeeds.
    */
   @Test
   void aVolumeThatFillsDuringAPullLeavesNothingAndTheClientNoticesTheCut() throws Exception {
-    Assumptions.assumeTrue(storage != null, "FullDiskIT needs root to mount a tmpfs (CI runs it as root)");
+    Assumptions.assumeTrue(
+        storage != null, "FullDiskIT needs root to mount a tmpfs (CI runs it as root)");
     byte[] layerBytes = TestImages.randomBytes(6_000_000, 3);
     Image during = upstream.pusher().push(TestImages.withLayers("full/during", "v1", layerBytes));
     Digest layer = Digest.parse(during.blobs().get(1).digest());
@@ -193,22 +203,30 @@ class FullDiskIT {
     }
 
     HttpClient http = HttpClient.newHttpClient();
-    HttpRequest request = HttpRequest.newBuilder(
-        URI.create("http://127.0.0.1:" + port + "/v2/" + during.repository() + "/blobs/" + layer)).build();
+    HttpRequest request =
+        HttpRequest.newBuilder(
+                URI.create(
+                    "http://127.0.0.1:" + port + "/v2/" + during.repository() + "/blobs/" + layer))
+            .build();
     try {
       HttpResponse<byte[]> response = http.send(request, HttpResponse.BodyHandlers.ofByteArray());
-      boolean completeAndCorrect = response.statusCode() == 200
-          && Arrays.equals(response.body(), layerBytes);
-      assertThat(completeAndCorrect).as("a complete 200 of a blob the cache could not store (status %d, %d bytes)",
-          response.statusCode(), response.body().length).isFalse();
+      boolean completeAndCorrect =
+          response.statusCode() == 200 && Arrays.equals(response.body(), layerBytes);
+      assertThat(completeAndCorrect)
+          .as(
+              "a complete 200 of a blob the cache could not store (status %d, %d bytes)",
+              response.statusCode(), response.body().length)
+          .isFalse();
       assertThat(response.statusCode()).isIn(200, 507); // 200 only with a short body
     } catch (IOException cut) {
       // The body was cut mid-stream after the headers went out: what a client must notice.
     }
 
-    await().atMost(Duration.ofSeconds(10))
+    await()
+        .atMost(Duration.ofSeconds(10))
         .untilAsserted(() -> assertThat(tmpFiles()).as("the partial download deleted").isEmpty());
-    assertThat(storage.resolve("blobs/sha256/" + layer.hex().substring(0, 2) + "/" + layer.hex())).doesNotExist();
+    assertThat(storage.resolve("blobs/sha256/" + layer.hex().substring(0, 2) + "/" + layer.hex()))
+        .doesNotExist();
 
     Files.delete(filler);
     CacheClient.onPort(port).pullAndVerify(during);

@@ -21,8 +21,12 @@ class HtpasswdCommandTest {
   private final ByteArrayOutputStream err = new ByteArrayOutputStream();
 
   private int run(String stdin, String... args) {
-    return HtpasswdCommand.run(args, new ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)),
-        new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8), null);
+    return HtpasswdCommand.run(
+        args,
+        new ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)),
+        new PrintStream(out, true, StandardCharsets.UTF_8),
+        new PrintStream(err, true, StandardCharsets.UTF_8),
+        null);
   }
 
   private String out() {
@@ -35,7 +39,14 @@ class HtpasswdCommandTest {
 
   @Test
   void writesALineTheServiceReadsWithAHashOfThePassword() {
-    int status = run("s3cret wörd\nignored second line\n", "--user", "alice", "--password-stdin", "--cost", "4");
+    int status =
+        run(
+            "s3cret wörd\nignored second line\n",
+            "--user",
+            "alice",
+            "--password-stdin",
+            "--cost",
+            "4");
 
     assertThat(status).isZero();
     assertThat(err()).isEmpty();
@@ -63,7 +74,8 @@ class HtpasswdCommandTest {
 
   @Test
   void seventyTwoBytesPassAndSeventyThreeAreRefused() {
-    assertThat(run("a".repeat(72) + "\n", "--user", "alice", "--password-stdin", "--cost", "4")).isZero();
+    assertThat(run("a".repeat(72) + "\n", "--user", "alice", "--password-stdin", "--cost", "4"))
+        .isZero();
     out.reset();
 
     // 36 two-byte characters and one more byte: 73 bytes, 37 characters
@@ -71,7 +83,9 @@ class HtpasswdCommandTest {
 
     assertThat(status).isEqualTo(2);
     assertThat(out()).isEmpty();
-    assertThat(err()).isEqualTo("htpasswd: the password is 73 bytes long (UTF-8); bcrypt uses at most 72: choose a shorter one\n");
+    assertThat(err())
+        .isEqualTo(
+            "htpasswd: the password is 73 bytes long (UTF-8); bcrypt uses at most 72: choose a shorter one\n");
   }
 
   @Test
@@ -80,16 +94,24 @@ class HtpasswdCommandTest {
     assertThat(err()).isEqualTo("htpasswd: the password is empty\n");
     err.reset();
     assertThat(run("pw\n", "--user", "al:ice", "--password-stdin")).isEqualTo(2);
-    assertThat(err()).startsWith("htpasswd: the user name must not").doesNotContain("\n\n").hasLineCount(1);
+    assertThat(err())
+        .startsWith("htpasswd: the user name must not")
+        .doesNotContain("\n\n")
+        .hasLineCount(1);
     err.reset();
     assertThat(run("pw\n", "--user", "alice", "--password-stdin", "--cost", "3")).isEqualTo(2);
     assertThat(err()).isEqualTo("htpasswd: --cost must be 4 to 31, not 3\n");
     err.reset();
     assertThat(run("pw\n", "--password-stdin")).isEqualTo(2);
-    assertThat(err()).startsWith("htpasswd: Missing required option: '--user=<name>'").hasLineCount(1);
+    assertThat(err())
+        .startsWith("htpasswd: Missing required option: '--user=<name>'")
+        .hasLineCount(1);
     err.reset();
-    assertThat(run("pw\n", "--user", "alice")).as("no terminal and no --password-stdin").isEqualTo(2);
-    assertThat(err()).isEqualTo("htpasswd: no terminal to ask for the password on: give --password-stdin\n");
+    assertThat(run("pw\n", "--user", "alice"))
+        .as("no terminal and no --password-stdin")
+        .isEqualTo(2);
+    assertThat(err())
+        .isEqualTo("htpasswd: no terminal to ask for the password on: give --password-stdin\n");
     assertThat(out()).isEmpty();
   }
 }

@@ -39,7 +39,8 @@ class PreloadFileTest {
   void aListInOneStringTakesBlanksCommasLineBreaksAndComments() {
     assertThat(PreloadFile.parseList("a:v1 b:v2,c@sha256:x ,\n d # e:v9\n\t a:v1"))
         .containsExactly("a:v1", "b:v2", "c@sha256:x", "d");
-    assertThat(PreloadFile.parseList("linux/amd64,linux/arm64")).containsExactly("linux/amd64", "linux/arm64");
+    assertThat(PreloadFile.parseList("linux/amd64,linux/arm64"))
+        .containsExactly("linux/amd64", "linux/arm64");
     assertThat(PreloadFile.parseList(null)).isEmpty();
     assertThat(PreloadFile.parseList(" ,, ")).isEmpty();
   }
@@ -47,6 +48,7 @@ class PreloadFileTest {
   @Test
   void emptyAndMissingFiles() throws IOException {
     assertThat(PreloadFile.parse(List.of("", "# nothing", "   "))).isEmpty();
-    assertThatThrownBy(() -> PreloadFile.read(dir.resolve("missing.txt"))).isInstanceOf(IOException.class);
+    assertThatThrownBy(() -> PreloadFile.read(dir.resolve("missing.txt")))
+        .isInstanceOf(IOException.class);
   }
 }

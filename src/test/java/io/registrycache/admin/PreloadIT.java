@@ -37,8 +37,8 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Preloading against the running service, registry:2 as upstream: the start-up file, the admin
- * API with and without a platform filter, what the upstream was asked for (its own request log),
+ * Preloading against the running service, registry:2 as upstream: the start-up file, the admin API
+ * with and without a platform filter, what the upstream was asked for (its own request log),
  * idempotence, and that everything preloaded is then served with the upstream stopped.
  */
 @SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
@@ -51,28 +51,47 @@ class PreloadIT {
 
   /** Index preloaded for linux/arm64 only. */
   static final ImageIndex armOnly;
+
   /** Index preloaded with every platform, by digest. */
   static final ImageIndex everyPlatform;
+
   /** A plain image, preloaded in the bare form (default upstream). */
   static final Image plain;
+
   /** A plain image named in the preload file. */
   static final Image fromFile;
 
   static {
     upstream.start();
-    armOnly = upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("preload-arm"), "multi"));
-    everyPlatform = upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("preload-all"), "multi"));
-    plain = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("preload-plain"), "v1"));
-    fromFile = upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("preload-file"), "v3"));
+    armOnly =
+        upstream
+            .pusher()
+            .push(TestImages.index(TestImages.uniqueRepository("preload-arm"), "multi"));
+    everyPlatform =
+        upstream
+            .pusher()
+            .push(TestImages.index(TestImages.uniqueRepository("preload-all"), "multi"));
+    plain =
+        upstream
+            .pusher()
+            .push(TestImages.smallOci(TestImages.uniqueRepository("preload-plain"), "v1"));
+    fromFile =
+        upstream
+            .pusher()
+            .push(TestImages.dockerSchema2(TestImages.uniqueRepository("preload-file"), "v3"));
     try {
       storage = Files.createTempDirectory("preload-it-storage");
       preloadFile = Files.createTempFile("preload-it", ".txt");
       Files.writeString(
           preloadFile,
           "# images every node needs\n"
-              + upstream.hostAndPort() + "/" + fromFile.repository() + ":v3   # in-path form\n"
+              + upstream.hostAndPort()
+              + "/"
+              + fromFile.repository()
+              + ":v3   # in-path form\n"
               + "\n"
-              + fromFile.repository() + ":never-pushed\n");
+              + fromFile.repository()
+              + ":never-pushed\n");
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -112,8 +131,13 @@ class PreloadIT {
 
   private JsonNode post(String body, int status) {
     return json(
-        admin().send("POST", "/actuator/cache/preload", body.getBytes(StandardCharsets.UTF_8),
-            "Content-Type", "application/json"),
+        admin()
+            .send(
+                "POST",
+                "/actuator/cache/preload",
+                body.getBytes(StandardCharsets.UTF_8),
+                "Content-Type",
+                "application/json"),
         status);
   }
 
@@ -123,13 +147,15 @@ class PreloadIT {
         .atMost(Duration.ofSeconds(60))
         .pollDelay(Duration.ZERO)
         .pollInterval(Duration.ofMillis(100))
-        .until(() -> json(admin().get("/actuator/cache/preload/" + id), 200),
+        .until(
+            () -> json(admin().get("/actuator/cache/preload/" + id), 200),
             job -> "done".equals(job.path("state").asString()));
   }
 
   private JsonNode preload(String body) throws InterruptedException {
     JsonNode accepted = post(body, 202);
-    assertThat(accepted.path("status").asString()).isEqualTo("/actuator/cache/preload/" + accepted.path("id").asString());
+    assertThat(accepted.path("status").asString())
+        .isEqualTo("/actuator/cache/preload/" + accepted.path("id").asString());
     return await(accepted.path("id").asString());
   }
 
@@ -148,24 +174,29 @@ class PreloadIT {
   @Test
   @Order(1)
   void theFileIsPreloadedInTheBackgroundAfterStartUp() throws InterruptedException {
-    JsonNode fileJob = Awaitility.await("a job for the preload file")
-        .atMost(Duration.ofSeconds(60))
-        .pollDelay(Duration.ZERO)
-        .pollInterval(Duration.ofMillis(100))
-        .until(() -> {
-          for (JsonNode job : json(admin().get("/actuator/cache/preload"), 200).path("jobs")) {
-            if (job.path("source").asString().equals("file:" + preloadFile)) {
-              return job;
-            }
-          }
-          return null;
-        }, Objects::nonNull);
+    JsonNode fileJob =
+        Awaitility.await("a job for the preload file")
+            .atMost(Duration.ofSeconds(60))
+            .pollDelay(Duration.ZERO)
+            .pollInterval(Duration.ofMillis(100))
+            .until(
+                () -> {
+                  for (JsonNode job :
+                      json(admin().get("/actuator/cache/preload"), 200).path("jobs")) {
+                    if (job.path("source").asString().equals("file:" + preloadFile)) {
+                      return job;
+                    }
+                  }
+                  return null;
+                },
+                Objects::nonNull);
     JsonNode job = await(fileJob.path("id").asString());
     assertThat(job.path("total").asInt()).isEqualTo(2);
     assertThat(job.path("done").asInt()).isEqualTo(1);
     assertThat(job.path("failed").asInt()).isEqualTo(1);
     JsonNode good = job.path("references").get(0);
-    assertThat(good.path("reference").asString()).isEqualTo(upstream.hostAndPort() + "/" + fromFile.repository() + ":v3");
+    assertThat(good.path("reference").asString())
+        .isEqualTo(upstream.hostAndPort() + "/" + fromFile.repository() + ":v3");
     assertThat(good.path("state").asString()).isEqualTo("done");
     assertThat(good.path("digest").asString()).isEqualTo(fromFile.manifest().digest());
     assertThat(good.path("blobs").asInt()).isEqualTo(3);
@@ -182,17 +213,37 @@ class PreloadIT {
   void badRequestsAreRefusedAndNothingStarts() {
     int jobsBefore = json(admin().get("/actuator/cache/preload"), 200).path("jobs").size();
     assertThat(post("{}", 400).path("error").asString()).contains("references");
-    assertThat(post("{\"references\":\" # nothing\"}", 400).path("error").asString()).contains("references");
+    assertThat(post("{\"references\":\" # nothing\"}", 400).path("error").asString())
+        .contains("references");
     // a JSON array cannot be bound by the actuator: refused, nothing started
-    assertThat(admin().send("POST", "/actuator/cache/preload", "{\"references\":[\"a:v1\"]}".getBytes(StandardCharsets.UTF_8),
-        "Content-Type", "application/json").statusCode()).isEqualTo(400);
-    JsonNode invalid = post("{\"references\":" + list("team/app:ok", "team/app:", "registry.example.com/x:v1") + "}", 400);
+    assertThat(
+            admin()
+                .send(
+                    "POST",
+                    "/actuator/cache/preload",
+                    "{\"references\":[\"a:v1\"]}".getBytes(StandardCharsets.UTF_8),
+                    "Content-Type",
+                    "application/json")
+                .statusCode())
+        .isEqualTo(400);
+    JsonNode invalid =
+        post(
+            "{\"references\":"
+                + list("team/app:ok", "team/app:", "registry.example.com/x:v1")
+                + "}",
+            400);
     assertThat(invalid.path("references").size()).isEqualTo(2);
-    assertThat(invalid.path("references").get(1).asString()).contains("registry.example.com").contains("not configured");
-    assertThat(post("{\"references\":\"team/app:v1\",\"platforms\":\"linux\"}", 400).path("error").asString())
+    assertThat(invalid.path("references").get(1).asString())
+        .contains("registry.example.com")
+        .contains("not configured");
+    assertThat(
+            post("{\"references\":\"team/app:v1\",\"platforms\":\"linux\"}", 400)
+                .path("error")
+                .asString())
         .contains("os/architecture");
     assertThat(admin().get("/actuator/cache/preload/nosuchjob").statusCode()).isEqualTo(404);
-    assertThat(json(admin().get("/actuator/cache/preload"), 200).path("jobs").size()).isEqualTo(jobsBefore);
+    assertThat(json(admin().get("/actuator/cache/preload"), 200).path("jobs").size())
+        .isEqualTo(jobsBefore);
     // never on the registry port
     assertThat(CacheClient.onPort(port).get("/actuator/cache/preload").statusCode()).isEqualTo(404);
   }
@@ -206,7 +257,10 @@ class PreloadIT {
     double doneBefore = meters.counter("registry.cache.preload.images", "result", "done").count();
 
     JsonNode armJob =
-        preload("{\"references\":" + list(host + "/" + armOnly.repository() + ":multi") + ",\"platforms\":\"linux/arm64\"}");
+        preload(
+            "{\"references\":"
+                + list(host + "/" + armOnly.repository() + ":multi")
+                + ",\"platforms\":\"linux/arm64\"}");
     assertThat(armJob.path("done").asInt()).as(armJob.toString()).isEqualTo(1);
     assertThat(armJob.path("platforms").get(0).asString()).isEqualTo("linux/arm64");
     JsonNode armRef = armJob.path("references").get(0);
@@ -215,32 +269,53 @@ class PreloadIT {
 
     String everyDigest = everyPlatform.index().digest();
     JsonNode allJob =
-        preload("{\"references\":" + list(host + "/" + everyPlatform.repository() + "@" + everyDigest, plain.repository() + ":v1") + "}");
+        preload(
+            "{\"references\":"
+                + list(
+                    host + "/" + everyPlatform.repository() + "@" + everyDigest,
+                    plain.repository() + ":v1")
+                + "}");
     assertThat(allJob.path("done").asInt()).as(allJob.toString()).isEqualTo(2);
     assertThat(allJob.path("failed").asInt()).isZero();
     assertThat(allJob.path("references").get(0).path("manifests").asInt()).isEqualTo(3);
     assertThat(allJob.path("references").get(0).path("blobs").asInt()).isEqualTo(6);
-    assertThat(allJob.path("references").get(1).path("digest").asString()).isEqualTo(plain.manifest().digest());
+    assertThat(allJob.path("references").get(1).path("digest").asString())
+        .isEqualTo(plain.manifest().digest());
 
     // The upstream's own log: arm64 fetched once each, amd64 never.
     upstream.syncLogs();
     String repo = "/v2/" + armOnly.repository();
-    assertThat(upstream.countRequests("GET", repo + "/manifests/" + amd.manifest().digest())).isZero();
+    assertThat(upstream.countRequests("GET", repo + "/manifests/" + amd.manifest().digest()))
+        .isZero();
     for (Blob blob : amd.blobs()) {
-      assertThat(upstream.countRequests("GET", repo + "/blobs/" + blob.digest())).as("amd64 blob").isZero();
+      assertThat(upstream.countRequests("GET", repo + "/blobs/" + blob.digest()))
+          .as("amd64 blob")
+          .isZero();
     }
     for (Blob blob : arm.blobs()) {
-      assertThat(upstream.countRequests("GET", repo + "/blobs/" + blob.digest())).as("arm64 blob").isEqualTo(1);
+      assertThat(upstream.countRequests("GET", repo + "/blobs/" + blob.digest()))
+          .as("arm64 blob")
+          .isEqualTo(1);
     }
-    assertThat(meters.counter("registry.cache.preload.images", "result", "done").count() - doneBefore).isEqualTo(3);
+    assertThat(
+            meters.counter("registry.cache.preload.images", "result", "done").count() - doneBefore)
+        .isEqualTo(3);
     assertThat(meters.counter("registry.cache.preload.bytes").count()).isPositive();
 
     // Idempotent: the same lists again are hits, no blob is asked of the upstream.
     long blobGets = upstreamBlobGets();
     JsonNode armAgain =
-        preload("{\"references\":" + list(host + "/" + armOnly.repository() + ":multi") + ",\"platforms\":\"linux/arm64\"}");
+        preload(
+            "{\"references\":"
+                + list(host + "/" + armOnly.repository() + ":multi")
+                + ",\"platforms\":\"linux/arm64\"}");
     JsonNode allAgain =
-        preload("{\"references\":" + list(host + "/" + everyPlatform.repository() + "@" + everyDigest, plain.repository() + ":v1") + "}");
+        preload(
+            "{\"references\":"
+                + list(
+                    host + "/" + everyPlatform.repository() + "@" + everyDigest,
+                    plain.repository() + ":v1")
+                + "}");
     assertThat(armAgain.path("done").asInt()).isEqualTo(1);
     assertThat(allAgain.path("done").asInt()).isEqualTo(2);
     assertThat(armAgain.path("fetchedBytes").asLong()).isZero();
@@ -257,51 +332,75 @@ class PreloadIT {
     String host = upstream.hostAndPort();
 
     // arm64 only
-    assertManifest(cache.getManifest("/v2/" + armOnly.repository() + "/manifests/multi"), armOnly.index());
+    assertManifest(
+        cache.getManifest("/v2/" + armOnly.repository() + "/manifests/multi"), armOnly.index());
     Image arm = armOnly.platform("arm64").image();
-    assertManifest(cache.getManifest("/v2/" + armOnly.repository() + "/manifests/" + arm.manifest().digest()), arm.manifest());
+    assertManifest(
+        cache.getManifest("/v2/" + armOnly.repository() + "/manifests/" + arm.manifest().digest()),
+        arm.manifest());
     assertBlobs(cache, armOnly.repository(), arm);
     Image amd = armOnly.platform("amd64").image();
     HttpResponse<byte[]> notPreloaded =
         cache.getManifest("/v2/" + armOnly.repository() + "/manifests/" + amd.manifest().digest());
     assertThat(notPreloaded.statusCode()).as(describe(notPreloaded)).isIn(502, 503, 504);
-    HttpResponse<byte[]> amdBlob = cache.get("/v2/" + armOnly.repository() + "/blobs/" + amd.layers().get(0).digest());
+    HttpResponse<byte[]> amdBlob =
+        cache.get("/v2/" + armOnly.repository() + "/blobs/" + amd.layers().get(0).digest());
     assertThat(amdBlob.statusCode()).as(describe(amdBlob)).isIn(502, 503, 504);
 
     // every platform, preloaded by digest; also reachable in the in-path form
     assertManifest(
-        cache.getManifest("/v2/" + host + "/" + everyPlatform.repository() + "/manifests/" + everyPlatform.index().digest()),
+        cache.getManifest(
+            "/v2/"
+                + host
+                + "/"
+                + everyPlatform.repository()
+                + "/manifests/"
+                + everyPlatform.index().digest()),
         everyPlatform.index());
     for (var platform : everyPlatform.platforms()) {
       Image image = platform.image();
       assertManifest(
-          cache.getManifest("/v2/" + everyPlatform.repository() + "/manifests/" + image.manifest().digest()), image.manifest());
+          cache.getManifest(
+              "/v2/" + everyPlatform.repository() + "/manifests/" + image.manifest().digest()),
+          image.manifest());
       assertBlobs(cache, everyPlatform.repository(), image);
     }
 
     // the plain image by tag and by digest, and the one from the file
-    assertManifest(cache.getManifest("/v2/" + plain.repository() + "/manifests/v1"), plain.manifest());
-    assertManifest(cache.getManifest("/v2/" + plain.repository() + "/manifests/" + plain.manifest().digest()), plain.manifest());
+    assertManifest(
+        cache.getManifest("/v2/" + plain.repository() + "/manifests/v1"), plain.manifest());
+    assertManifest(
+        cache.getManifest("/v2/" + plain.repository() + "/manifests/" + plain.manifest().digest()),
+        plain.manifest());
     assertBlobs(cache, plain.repository(), plain);
-    assertManifest(cache.getManifest("/v2/" + fromFile.repository() + "/manifests/v3"), fromFile.manifest());
+    assertManifest(
+        cache.getManifest("/v2/" + fromFile.repository() + "/manifests/v3"), fromFile.manifest());
     assertBlobs(cache, fromFile.repository(), fromFile);
 
     // Preloading with the upstream down: what is cached is done (tag served from the cache),
     // what is not fails with the upstream's error; neither stops the other.
     JsonNode mixed;
     try {
-      mixed = preload("{\"references\":" + list(plain.repository() + ":v1", amd.repository() + "@" + amd.manifest().digest()) + "}");
+      mixed =
+          preload(
+              "{\"references\":"
+                  + list(
+                      plain.repository() + ":v1", amd.repository() + "@" + amd.manifest().digest())
+                  + "}");
     } catch (InterruptedException e) {
       throw new AssertionError(e);
     }
     assertThat(mixed.path("done").asInt()).as(mixed.toString()).isEqualTo(1);
     assertThat(mixed.path("failed").asInt()).isEqualTo(1);
-    assertThat(mixed.path("references").get(1).path("error").asString()).contains("UPSTREAM_UNAVAILABLE");
+    assertThat(mixed.path("references").get(1).path("error").asString())
+        .contains("UPSTREAM_UNAVAILABLE");
   }
 
   private static void assertManifest(HttpResponse<byte[]> response, Manifest expected) {
     assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
-    assertThat(response.body()).as("byte for byte as the upstream has it").isEqualTo(expected.bytes());
+    assertThat(response.body())
+        .as("byte for byte as the upstream has it")
+        .isEqualTo(expected.bytes());
     assertThat(response.headers().firstValue("Docker-Content-Digest")).hasValue(expected.digest());
     assertThat(response.headers().firstValue("Content-Type")).hasValue(expected.mediaType());
   }

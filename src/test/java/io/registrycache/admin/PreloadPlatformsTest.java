@@ -27,7 +27,8 @@ class PreloadPlatformsTest {
     assertThat(arm64.matches("unknown/unknown")).isFalse();
     assertThat(arm64.matches(null)).isFalse();
 
-    PreloadPlatforms v7 = PreloadPlatforms.of(List.of("linux/arm/v7", "linux/amd64", "linux/amd64"));
+    PreloadPlatforms v7 =
+        PreloadPlatforms.of(List.of("linux/arm/v7", "linux/amd64", "linux/amd64"));
     assertThat(v7.wanted()).containsExactly("linux/arm/v7", "linux/amd64");
     assertThat(v7.matches("linux/arm/v7")).isTrue();
     assertThat(v7.matches("linux/arm/v6")).isFalse();

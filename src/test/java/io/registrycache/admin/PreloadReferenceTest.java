@@ -9,7 +9,6 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.upstream.Upstreams;
-import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -56,33 +55,42 @@ class PreloadReferenceTest {
     assertThatThrownBy(() -> PreloadReference.parse(":v1")).isInstanceOf(OciException.class);
     assertThatThrownBy(() -> PreloadReference.parse("team/app:")).isInstanceOf(OciException.class);
     assertThatThrownBy(() -> PreloadReference.parse("team/app@sha256:xyz"))
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DIGEST_INVALID));
-    assertThatThrownBy(() -> PreloadReference.parse("team/app@latest")).isInstanceOf(OciException.class);
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DIGEST_INVALID));
+    assertThatThrownBy(() -> PreloadReference.parse("team/app@latest"))
+        .isInstanceOf(OciException.class);
   }
 
   @Test
   void resolvesLikeTheRegistryApi() {
-    RegistryCacheProperties props = RegistryCacheProperties.bind(Map.of(
-        "registry-cache.upstreams.local.host", "localhost:5000",
-        "registry-cache.upstreams.local.url", "http://127.0.0.1:5000",
-        "registry-cache.upstreams.hub.host", "hub.example.test",
-        "registry-cache.upstreams.hub.url", "https://registry.hub.example.test",
-        "registry-cache.upstreams.hub.aliases", "index.hub.example.test",
-        "registry-cache.upstreams.hub.docker-hub-naming", "true",
-        "registry-cache.default-upstream", "local"));
+    RegistryCacheProperties props =
+        RegistryCacheProperties.bind(
+            Map.of(
+                "registry-cache.upstreams.local.host", "localhost:5000",
+                "registry-cache.upstreams.local.url", "http://127.0.0.1:5000",
+                "registry-cache.upstreams.hub.host", "hub.example.test",
+                "registry-cache.upstreams.hub.url", "https://registry.hub.example.test",
+                "registry-cache.upstreams.hub.aliases", "index.hub.example.test",
+                "registry-cache.upstreams.hub.docker-hub-naming", "true",
+                "registry-cache.default-upstream", "local"));
     Upstreams upstreams = new Upstreams(props);
 
     RequestTarget hubTarget =
-        RequestTarget.resolve(PreloadReference.parse("index.hub.example.test/alpine:3").rawName(), null, upstreams);
+        RequestTarget.resolve(
+            PreloadReference.parse("index.hub.example.test/alpine:3").rawName(), null, upstreams);
     assertThat(hubTarget.upstream().key()).isEqualTo("hub");
     assertThat(hubTarget.name().value()).isEqualTo("library/alpine");
 
-    RequestTarget bare = RequestTarget.resolve(PreloadReference.parse("demo/app:v1").rawName(), null, upstreams);
+    RequestTarget bare =
+        RequestTarget.resolve(PreloadReference.parse("demo/app:v1").rawName(), null, upstreams);
     assertThat(bare.upstream().key()).isEqualTo("local");
     assertThat(bare.name().value()).isEqualTo("demo/app");
 
     assertThatThrownBy(
-            () -> RequestTarget.resolve(PreloadReference.parse("registry.example.com/x:v1").rawName(), null, upstreams))
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DENIED));
+            () ->
+                RequestTarget.resolve(
+                    PreloadReference.parse("registry.example.com/x:v1").rawName(), null, upstreams))
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DENIED));
   }
 }

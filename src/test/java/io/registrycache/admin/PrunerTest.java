@@ -28,8 +28,13 @@ class PrunerTest {
   void setUp() {
     cache = new TestCache(root, 0, Duration.ZERO);
     inventory = new CacheInventory(cache.manifests, cache.blobs, cache.collector);
-    pruner = new Pruner(
-        cache.manifests, inventory, cache.collector, cache.clock, new Upstreams(cache.properties));
+    pruner =
+        new Pruner(
+            cache.manifests,
+            inventory,
+            cache.collector,
+            cache.clock,
+            new Upstreams(cache.properties));
     shared = cache.blob(1000); // a base layer every image uses
   }
 
@@ -55,10 +60,13 @@ class PrunerTest {
     Digest v2 = image("app", "v2"); // 2 days ago
     Digest v3 = image("app", "v3"); // 1 day ago
 
-    CacheCollector.Removal r = pruner.prune(new PruneRequest(Duration.ofHours(36), null, null, false));
+    CacheCollector.Removal r =
+        pruner.prune(new PruneRequest(Duration.ofHours(36), null, null, false));
 
     assertThat(images(r)).isEqualTo("[local/app:v1, local/app:v2]");
-    assertThat(r.manifests()).extracting(CacheCollector.Item::digest).containsExactlyInAnyOrder(v1, v2);
+    assertThat(r.manifests())
+        .extracting(CacheCollector.Item::digest)
+        .containsExactlyInAnyOrder(v1, v2);
     assertThat(r.blobs()).hasSize(4); // two configs, two own layers; never the shared layer
     assertThat(cache.blobs.size(shared)).isPresent();
     assertThat(cache.manifests.entry(v3)).isPresent();
@@ -72,7 +80,8 @@ class PrunerTest {
     image("app", "v2");
     long before = cache.total();
 
-    CacheCollector.Removal r = pruner.prune(new PruneRequest(Duration.ofHours(36), null, null, true));
+    CacheCollector.Removal r =
+        pruner.prune(new PruneRequest(Duration.ofHours(36), null, null, true));
 
     assertThat(r.dryRun()).isTrue();
     assertThat(images(r)).isEqualTo("[local/app:v1]");
@@ -87,7 +96,8 @@ class PrunerTest {
     image("app", "v1-debug");
     image("other/app", "v1-debug");
 
-    CacheCollector.Removal r = pruner.prune(new PruneRequest(null, Pattern.compile("local/app:.*-debug"), null, false));
+    CacheCollector.Removal r =
+        pruner.prune(new PruneRequest(null, Pattern.compile("local/app:.*-debug"), null, false));
 
     assertThat(images(r)).isEqualTo("[local/app:v1-debug]");
     assertThat(cache.manifests.allTags()).hasSize(2);
@@ -112,7 +122,8 @@ class PrunerTest {
     image("app", "v2");
     image("app", "v3");
     CacheCollector.Removal r =
-        pruner.prune(new PruneRequest(Duration.ofHours(60), Pattern.compile(".*:v[12]"), null, true));
+        pruner.prune(
+            new PruneRequest(Duration.ofHours(60), Pattern.compile(".*:v[12]"), null, true));
     assertThat(images(r)).isEqualTo("[local/app:v1]");
   }
 
@@ -120,7 +131,8 @@ class PrunerTest {
   void aManifestStillTaggedElsewhereStays() {
     Digest m = image("app", "v1");
     cache.tag("local", "app", "latest", m);
-    CacheCollector.Removal r = pruner.prune(new PruneRequest(null, Pattern.compile(".*:v1"), null, false));
+    CacheCollector.Removal r =
+        pruner.prune(new PruneRequest(null, Pattern.compile(".*:v1"), null, false));
     assertThat(images(r)).isEqualTo("[local/app:v1]");
     assertThat(r.manifests()).isEmpty();
     assertThat(cache.manifests.entry(m)).isPresent();
@@ -149,8 +161,10 @@ class PrunerTest {
     image("app", "v1");
 
     assertThat(pruner.prune(new PruneRequest(null, Pattern.compile(".*"), null, true)).manifests())
-        .extracting(CacheCollector.Item::digest).doesNotContain(untagged);
-    CacheCollector.Removal r = pruner.prune(new PruneRequest(Duration.ofDays(1), null, null, false));
+        .extracting(CacheCollector.Item::digest)
+        .doesNotContain(untagged);
+    CacheCollector.Removal r =
+        pruner.prune(new PruneRequest(Duration.ofDays(1), null, null, false));
     assertThat(r.manifests()).extracting(CacheCollector.Item::digest).containsExactly(untagged);
     assertThat(r.blobs()).extracting(CacheCollector.Item::digest).contains(orphan);
     assertThat(cache.blobs.size(shared)).isPresent();
@@ -158,6 +172,7 @@ class PrunerTest {
 
   @Test
   void aRequestNeedsACriterion() {
-    assertThatThrownBy(() -> new PruneRequest(null, null, null, true)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new PruneRequest(null, null, null, true))
+        .isInstanceOf(IllegalArgumentException.class);
   }
 }

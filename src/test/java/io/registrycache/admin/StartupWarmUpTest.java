@@ -21,8 +21,14 @@ class StartupWarmUpTest {
 
   @Test
   void pullsEveryImageColdAndWarmAndLeavesNothingInTheStoragePath() throws IOException {
-    StartupWarmUp warmUp = new StartupWarmUp(RegistryCacheProperties.bind(Map.of(
-        "registry-cache.storage.path", root.toString(), "registry-cache.admin.warm-up-pulls", "12")));
+    StartupWarmUp warmUp =
+        new StartupWarmUp(
+            RegistryCacheProperties.bind(
+                Map.of(
+                    "registry-cache.storage.path",
+                    root.toString(),
+                    "registry-cache.admin.warm-up-pulls",
+                    "12")));
 
     assertThat(warmUp.run(12)).isEqualTo(12);
 
@@ -34,8 +40,14 @@ class StartupWarmUpTest {
 
   @Test
   void noPullsAtZero() throws IOException {
-    StartupWarmUp warmUp = new StartupWarmUp(RegistryCacheProperties.bind(Map.of(
-        "registry-cache.storage.path", root.toString(), "registry-cache.admin.warm-up-pulls", "0")));
+    StartupWarmUp warmUp =
+        new StartupWarmUp(
+            RegistryCacheProperties.bind(
+                Map.of(
+                    "registry-cache.storage.path",
+                    root.toString(),
+                    "registry-cache.admin.warm-up-pulls",
+                    "0")));
 
     warmUp.start();
 

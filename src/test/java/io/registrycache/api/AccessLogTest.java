@@ -10,11 +10,13 @@ class AccessLogTest {
 
   @Test
   void plainNamesAsTheyAreOthersQuotedAndEscaped() {
-    assertThat(AccessLog.value(new Identity(Identity.Kind.ROBOT, "ci-bot").logName())).isEqualTo("robot:ci-bot");
+    assertThat(AccessLog.value(new Identity(Identity.Kind.ROBOT, "ci-bot").logName()))
+        .isEqualTo("robot:ci-bot");
     assertThat(AccessLog.value(new Identity(Identity.Kind.USER, "alice@corp.example").logName()))
         .isEqualTo("user:alice@corp.example");
     assertThat(AccessLog.value(Identity.ANONYMOUS.logName())).isEqualTo("anonymous");
-    assertThat(AccessLog.value(new Identity(Identity.Kind.USER, "eve status=200 x=\"y\\").logName()))
+    assertThat(
+            AccessLog.value(new Identity(Identity.Kind.USER, "eve status=200 x=\"y\\").logName()))
         .isEqualTo("\"user:eve status=200 x=\\\"y\\\\\"");
   }
 }

@@ -4,7 +4,6 @@ import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.it.AbstractCacheIT;
-import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
@@ -19,14 +18,17 @@ class BlobPullIT extends AbstractCacheIT {
 
   @Test
   void blobsHaveTheirDigestAndHeaders() throws Exception {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("blob"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("blob"), "v1"));
     for (Blob blob : image.blobs()) {
-      HttpResponse<byte[]> response = cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
+      HttpResponse<byte[]> response =
+          cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
       assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
       assertThat(response.body()).isEqualTo(blob.bytes());
       assertThat(response.headers().firstValue("Docker-Content-Digest")).hasValue(blob.digest());
-      assertThat(response.headers().firstValue("Content-Length")).hasValue(Long.toString(blob.size()));
+      assertThat(response.headers().firstValue("Content-Length"))
+          .hasValue(Long.toString(blob.size()));
       assertThat(response.headers().firstValue("Content-Type")).isPresent();
       assertThat(response.headers().firstValue("Accept-Ranges")).hasValue("bytes");
 
@@ -36,7 +38,8 @@ class BlobPullIT extends AbstractCacheIT {
       assertThat(Files.readAllBytes(blobFile(storage, blob.digest()))).isEqualTo(blob.bytes());
 
       // warm: same again
-      HttpResponse<byte[]> warm = cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
+      HttpResponse<byte[]> warm =
+          cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
       assertThat(warm.statusCode()).isEqualTo(200);
       assertThat(warm.body()).isEqualTo(blob.bytes());
     }
@@ -44,7 +47,8 @@ class BlobPullIT extends AbstractCacheIT {
 
   @Test
   void headOfAColdAndAWarmBlob() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("bhead"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("bhead"), "v1"));
     Blob blob = image.layers().get(0);
     String path = "/v2/" + image.repository() + "/blobs/" + blob.digest();
     for (int i = 0; i < 2; i++) {
@@ -60,7 +64,8 @@ class BlobPullIT extends AbstractCacheIT {
 
   @Test
   void rangeRequests() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("range"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("range"), "v1"));
     Blob blob = image.layers().get(0);
     int size = blob.bytes().length;
     assertThat(size).isGreaterThan(2000);
@@ -80,14 +85,17 @@ class BlobPullIT extends AbstractCacheIT {
 
   @Test
   void unsatisfiableRanges() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("r416"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("r416"), "v1"));
     Blob blob = image.layers().get(0);
     int size = blob.bytes().length;
     String path = "/v2/" + image.repository() + "/blobs/" + blob.digest();
     assertThat(cache.get(path).statusCode()).isEqualTo(200);
 
     for (String range :
-        new String[] {"bytes=500-0", "bytes=" + size + "-", "bytes=" + (size + 10) + "-" + (size + 20)}) {
+        new String[] {
+          "bytes=500-0", "bytes=" + size + "-", "bytes=" + (size + 10) + "-" + (size + 20)
+        }) {
       HttpResponse<byte[]> response = cache.get(path, "Range", range);
       assertThat(response.statusCode()).as(range + ": " + describe(response)).isEqualTo(416);
     }
@@ -98,7 +106,8 @@ class BlobPullIT extends AbstractCacheIT {
   @Test
   void unsatisfiableRangeNamesTheSize() {
     // RFC 9110 15.5.17: a 416 to a byte-range request SHOULD carry "Content-Range: bytes */<size>".
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("r416s"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("r416s"), "v1"));
     Blob blob = image.layers().get(0);
     String path = "/v2/" + image.repository() + "/blobs/" + blob.digest();
     assertThat(cache.get(path).statusCode()).isEqualTo(200);

@@ -21,9 +21,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * containerd as a real client: {@code ctr images pull} of {@code upstream.test/<name>:<tag>} with a
- * {@code hosts.toml} that makes the cache a mirror of {@code upstream.test}, so containerd sends the
- * {@code ?ns=upstream.test} form. The image is unpacked too, which checks every layer against the
- * config's diff_ids. Uses the containerd that runs under dockerd, in a namespace of its own.
+ * {@code hosts.toml} that makes the cache a mirror of {@code upstream.test}, so containerd sends
+ * the {@code ?ns=upstream.test} form. The image is unpacked too, which checks every layer against
+ * the config's diff_ids. Uses the containerd that runs under dockerd, in a namespace of its own.
  */
 class ContainerdIT extends AbstractCacheIT {
 
@@ -43,7 +43,8 @@ class ContainerdIT extends AbstractCacheIT {
 
   @Test
   void pullsAndUnpacksThroughTheCacheAsAMirror() throws IOException {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ctr"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ctr"), "v1"));
     Containerd.writeHostsToml(hostsDir, UPSTREAM_HOST, port);
     String ref = UPSTREAM_HOST + "/" + image.repository() + ":v1";
 
@@ -52,8 +53,13 @@ class ContainerdIT extends AbstractCacheIT {
     assertThat(pull.output())
         .as("containerd used the cache as a mirror with ?ns=")
         .contains(
-            "url=\"http://localhost:" + port + "/v2/" + image.repository() + "/manifests/v1?ns="
-                + UPSTREAM_HOST + "\"");
+            "url=\"http://localhost:"
+                + port
+                + "/v2/"
+                + image.repository()
+                + "/manifests/v1?ns="
+                + UPSTREAM_HOST
+                + "\"");
 
     Command.Result list = containerd.ctr("images", "ls");
     assertThat(list.output()).contains(ref).contains(image.manifest().digest());
@@ -72,7 +78,9 @@ class ContainerdIT extends AbstractCacheIT {
     assertThat(containerd.complete(ref)).as(containerd.ctr("images", "check").output()).isTrue();
     upstream.syncLogs();
     for (var blob : image.blobs()) {
-      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+      assertThat(
+              upstream.countRequests(
+                  "GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
           .isEqualTo(1);
     }
   }
@@ -85,12 +93,18 @@ class ContainerdIT extends AbstractCacheIT {
    */
   @Test
   void pullsThroughTheCacheWithTheGeneratorsHostsFolder() throws IOException {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("mirror"), "v1"));
-    NodeMirrorHosts.Outcome outcome = new NodeMirrorHosts(URI.create("http://localhost:" + port), null).write(
-        hostsDir,
-        List.of(NodeMirrorHosts.Registry.of(UPSTREAM_HOST), NodeMirrorHosts.Registry.of("registry.example.com"),
-            NodeMirrorHosts.Registry.of("ghcr.io")));
-    assertThat(outcome.written()).containsExactlyInAnyOrder(UPSTREAM_HOST, "registry.example.com", "ghcr.io");
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("mirror"), "v1"));
+    NodeMirrorHosts.Outcome outcome =
+        new NodeMirrorHosts(URI.create("http://localhost:" + port), null)
+            .write(
+                hostsDir,
+                List.of(
+                    NodeMirrorHosts.Registry.of(UPSTREAM_HOST),
+                    NodeMirrorHosts.Registry.of("registry.example.com"),
+                    NodeMirrorHosts.Registry.of("ghcr.io")));
+    assertThat(outcome.written())
+        .containsExactlyInAnyOrder(UPSTREAM_HOST, "registry.example.com", "ghcr.io");
     assertThat(Files.readString(hostsDir.resolve(UPSTREAM_HOST).resolve("hosts.toml")))
         .startsWith(NodeMirrorHosts.MARK)
         .contains("server = \"https://" + UPSTREAM_HOST + "\"");
@@ -100,8 +114,14 @@ class ContainerdIT extends AbstractCacheIT {
     assertThat(pull.exitCode()).as(pull.output()).isZero();
     assertThat(pull.output())
         .as("containerd used the cache as a mirror with ?ns=")
-        .contains("url=\"http://localhost:" + port + "/v2/" + image.repository() + "/manifests/v1?ns="
-            + UPSTREAM_HOST + "\"");
+        .contains(
+            "url=\"http://localhost:"
+                + port
+                + "/v2/"
+                + image.repository()
+                + "/manifests/v1?ns="
+                + UPSTREAM_HOST
+                + "\"");
     assertPulledThroughTheCache(image, ref);
 
     // uninstall: the generator's files go, and containerd no longer has a mirror for the registry

@@ -24,8 +24,8 @@ import org.testcontainers.DockerClientFactory;
 /**
  * The Docker engine as a real client: the engine Testcontainers talks to pulls {@code
  * localhost:<port>/upstream.test/<name>:<tag>} (the in-path form) from the cache, unpacks every
- * layer (which checks it against the config's {@code rootfs.diff_ids}), and pulls it again from
- * the cache alone after {@code docker rmi} with the upstream stopped.
+ * layer (which checks it against the config's {@code rootfs.diff_ids}), and pulls it again from the
+ * cache alone after {@code docker rmi} with the upstream stopped.
  *
  * <p>The engine is a process on this host: it reaches the service on the loopback port the test
  * started it on, and treats a registry whose name resolves into 127.0.0.0/8 as insecure (plain
@@ -69,12 +69,17 @@ class DockerClientIT extends AbstractCacheIT {
     return "localhost:" + port + "/" + UPSTREAM_HOST + "/" + repository;
   }
 
-  /** {@code docker pull <repository>:<tag>}, 120 s at most; fails with the engine's error message. */
+  /**
+   * {@code docker pull <repository>:<tag>}, 120 s at most; fails with the engine's error message.
+   */
   InspectImageResponse pull(String repository, String tag) throws InterruptedException {
     String ref = repository + ":" + tag;
     pulled.add(ref);
     boolean done =
-        docker.pullImageCmd(repository).withTag(tag).exec(new PullImageResultCallback())
+        docker
+            .pullImageCmd(repository)
+            .withTag(tag)
+            .exec(new PullImageResultCallback())
             .awaitCompletion(120, TimeUnit.SECONDS);
     assertThat(done).as("docker pull " + ref + " finished within 120 s").isTrue();
     return docker.inspectImageCmd(ref).exec();
@@ -89,13 +94,15 @@ class DockerClientIT extends AbstractCacheIT {
   }
 
   /** The engine's image is the one pushed: its id is the config digest, its layers the diff_ids. */
-  static void assertEngineHas(InspectImageResponse inspected, String repository, String manifestDigest, Image image) {
+  static void assertEngineHas(
+      InspectImageResponse inspected, String repository, String manifestDigest, Image image) {
     assertThat(inspected.getId()).as("image id = config digest").isEqualTo(image.config().digest());
     assertThat(inspected.getRepoDigests())
         .as("RepoDigests name the manifest digest pulled")
         .contains(repository + "@" + manifestDigest);
     List<String> diffIds =
-        JsonPath.read(new String(image.config().bytes(), StandardCharsets.UTF_8), "$.rootfs.diff_ids");
+        JsonPath.read(
+            new String(image.config().bytes(), StandardCharsets.UTF_8), "$.rootfs.diff_ids");
     assertThat(inspected.getRootFS().getLayers())
         .as("every layer unpacked and registered under its diff_id")
         .containsExactlyElementsOf(diffIds);
@@ -111,15 +118,22 @@ class DockerClientIT extends AbstractCacheIT {
   @Test
   void pullsADockerImageInThePathFormAndAgainFromTheCacheWithTheUpstreamStopped()
       throws InterruptedException {
-    Image image = upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("docker"), "v1"));
+    Image image =
+        upstream
+            .pusher()
+            .push(TestImages.dockerSchema2(TestImages.uniqueRepository("docker"), "v1"));
     String repository = inPath(image.repository());
 
     InspectImageResponse first = pull(repository, "v1");
     assertEngineHas(first, repository, image.manifest().digest(), image);
     upstream.syncLogs();
     for (Blob blob : image.blobs()) {
-      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
-          .as("the upstream served %s once: the engine's pull went through the cache", blob.digest())
+      assertThat(
+              upstream.countRequests(
+                  "GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+          .as(
+              "the upstream served %s once: the engine's pull went through the cache",
+              blob.digest())
           .isEqualTo(1);
     }
     awaitDownloadsCommitted();
@@ -140,7 +154,10 @@ class DockerClientIT extends AbstractCacheIT {
 
   @Test
   void pullsTheEnginesPlatformOfAMultiPlatformIndex() throws InterruptedException {
-    ImageIndex index = upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("docker-index"), "multi"));
+    ImageIndex index =
+        upstream
+            .pusher()
+            .push(TestImages.index(TestImages.uniqueRepository("docker-index"), "multi"));
     String repository = inPath(index.repository());
     Image hostImage = index.platform(TestImages.hostArchitecture()).image();
 

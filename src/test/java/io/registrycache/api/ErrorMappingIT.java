@@ -25,7 +25,8 @@ import org.springframework.boot.test.web.server.LocalManagementPort;
  */
 class ErrorMappingIT extends AbstractCacheIT {
 
-  static final String SHA = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+  static final String SHA =
+      "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
   static Image known;
 
@@ -49,10 +50,12 @@ class ErrorMappingIT extends AbstractCacheIT {
 
   @Test
   void unknownTagIs404ManifestUnknown() {
-    HttpResponse<byte[]> response = cache.getManifest("/v2/" + known.repository() + "/manifests/no-such-tag");
+    HttpResponse<byte[]> response =
+        cache.getManifest("/v2/" + known.repository() + "/manifests/no-such-tag");
     assertThat(response.statusCode()).as(describe(response)).isEqualTo(404);
     assertThat(errorCode(response)).isEqualTo("MANIFEST_UNKNOWN");
-    HttpResponse<byte[]> head = cache.headManifest("/v2/" + known.repository() + "/manifests/no-such-tag");
+    HttpResponse<byte[]> head =
+        cache.headManifest("/v2/" + known.repository() + "/manifests/no-such-tag");
     assertThat(head.statusCode()).isEqualTo(404);
     assertThat(head.body()).isEmpty();
     assertStillServing();
@@ -107,20 +110,34 @@ class ErrorMappingIT extends AbstractCacheIT {
         Arguments.of("GET", "/v2/Foo/manifests/latest?ns=upstream.test", 400, "NAME_INVALID"),
         // invalid digests
         Arguments.of("GET", "/v2/foo/bar/blobs/sha256:abc", 400, "DIGEST_INVALID"),
-        Arguments.of("GET", "/v2/foo/bar/blobs/md5:d41d8cd98f00b204e9800998ecf8427e", 400, "DIGEST_INVALID"),
-        Arguments.of("GET", "/v2/foo/bar/blobs/" + SHA.toUpperCase().replace("SHA256", "sha256"), 400, "DIGEST_INVALID"),
+        Arguments.of(
+            "GET", "/v2/foo/bar/blobs/md5:d41d8cd98f00b204e9800998ecf8427e", 400, "DIGEST_INVALID"),
+        Arguments.of(
+            "GET",
+            "/v2/foo/bar/blobs/" + SHA.toUpperCase().replace("SHA256", "sha256"),
+            400,
+            "DIGEST_INVALID"),
         Arguments.of("GET", "/v2/foo/bar/blobs/latest", 400, "DIGEST_INVALID"),
         Arguments.of("HEAD", "/v2/foo/bar/blobs/sha256:xyz", 400, null),
         Arguments.of("GET", "/v2/foo/bar/manifests/sha256:1234", 400, "DIGEST_INVALID"),
-        Arguments.of("GET", "/v2/foo/bar/manifests/sha999:" + SHA.substring(7), 400, "DIGEST_INVALID"),
+        Arguments.of(
+            "GET", "/v2/foo/bar/manifests/sha999:" + SHA.substring(7), 400, "DIGEST_INVALID"),
         // invalid tags
         Arguments.of("GET", "/v2/foo/bar/manifests/-tag", 400, "TAG_INVALID"),
         Arguments.of("GET", "/v2/foo/bar/manifests/.tag", 400, "TAG_INVALID"),
         Arguments.of("GET", "/v2/foo/bar/manifests/" + "t".repeat(129), 400, "TAG_INVALID"),
         // push, upload and delete methods
         Arguments.of("POST", "/v2/foo/bar/blobs/uploads/", 405, "UNSUPPORTED"),
-        Arguments.of("PATCH", "/v2/foo/bar/blobs/uploads/0d2f5c1e-0000-4000-8000-000000000000", 405, "UNSUPPORTED"),
-        Arguments.of("PUT", "/v2/foo/bar/blobs/uploads/0d2f5c1e-0000-4000-8000-000000000000?digest=" + SHA, 405, "UNSUPPORTED"),
+        Arguments.of(
+            "PATCH",
+            "/v2/foo/bar/blobs/uploads/0d2f5c1e-0000-4000-8000-000000000000",
+            405,
+            "UNSUPPORTED"),
+        Arguments.of(
+            "PUT",
+            "/v2/foo/bar/blobs/uploads/0d2f5c1e-0000-4000-8000-000000000000?digest=" + SHA,
+            405,
+            "UNSUPPORTED"),
         Arguments.of("PUT", "/v2/foo/bar/manifests/latest", 405, "UNSUPPORTED"),
         Arguments.of("DELETE", "/v2/foo/bar/manifests/" + SHA, 405, "UNSUPPORTED"),
         Arguments.of("DELETE", "/v2/foo/bar/blobs/" + SHA, 405, "UNSUPPORTED"),
@@ -138,10 +155,13 @@ class ErrorMappingIT extends AbstractCacheIT {
   @ParameterizedTest(name = "{0} {1} -> {2} {3}")
   @MethodSource("badRequests")
   void badRequestsGetTheRightStatusAndCode(String method, String path, int status, String code) {
-    byte[] body = method.equals("PUT") || method.equals("PATCH") || method.equals("POST")
-        ? "{}".getBytes(StandardCharsets.UTF_8) : null;
+    byte[] body =
+        method.equals("PUT") || method.equals("PATCH") || method.equals("POST")
+            ? "{}".getBytes(StandardCharsets.UTF_8)
+            : null;
     HttpResponse<byte[]> response =
-        cache.send(method, path, body, "Content-Type", "application/vnd.oci.image.manifest.v1+json");
+        cache.send(
+            method, path, body, "Content-Type", "application/vnd.oci.image.manifest.v1+json");
     assertThat(response.statusCode()).as(describe(response)).isEqualTo(status);
     if (method.equals("HEAD")) {
       assertThat(response.body()).isEmpty();
@@ -155,7 +175,8 @@ class ErrorMappingIT extends AbstractCacheIT {
   @Test
   void pushIsNotForwardedUpstream() {
     String repo = TestImages.uniqueRepository("nopush");
-    HttpResponse<byte[]> response = cache.send("POST", "/v2/" + repo + "/blobs/uploads/", new byte[0]);
+    HttpResponse<byte[]> response =
+        cache.send("POST", "/v2/" + repo + "/blobs/uploads/", new byte[0]);
     assertThat(response.statusCode()).isEqualTo(405);
     upstream.syncLogs();
     assertThat(upstream.countRequestsUnder("/v2/" + repo + "/")).isZero();
@@ -170,7 +191,8 @@ class ErrorMappingIT extends AbstractCacheIT {
     String text = new String(response.body(), StandardCharsets.UTF_8);
     assertThat(text).contains("# TYPE").contains("jvm_").contains("registry_cache_");
     // Answers by status from ResponseStatusFilter; Spring's per-request observation is off.
-    assertThat(text).contains("registry_cache_responses_total{status=\"200\"}")
+    assertThat(text)
+        .contains("registry_cache_responses_total{status=\"200\"}")
         .doesNotContain("http_server_requests_seconds");
     HttpResponse<byte[]> readiness = management.get("/actuator/health/readiness");
     assertThat(readiness.statusCode()).isEqualTo(200);
@@ -178,7 +200,8 @@ class ErrorMappingIT extends AbstractCacheIT {
 
   /** A known manifest and blob still come back right. */
   void assertStillServing() {
-    HttpResponse<byte[]> manifest = cache.getManifest("/v2/" + known.repository() + "/manifests/v1");
+    HttpResponse<byte[]> manifest =
+        cache.getManifest("/v2/" + known.repository() + "/manifests/v1");
     assertThat(manifest.statusCode()).as(describe(manifest)).isEqualTo(200);
     assertThat(manifest.body()).isEqualTo(known.manifest().bytes());
     HttpResponse<byte[]> blob =

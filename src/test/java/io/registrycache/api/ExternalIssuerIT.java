@@ -40,8 +40,8 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Issue 23 point 1, bearer JWTs of an external issuer the operator trusts ({@code
- * registry-cache.auth.trusted-issuers}): the issuer's JWK set is served over HTTP on loopback by
- * a server this test starts; the cache, with its own token flow on as well (so that clients see a
+ * registry-cache.auth.trusted-issuers}): the issuer's JWK set is served over HTTP on loopback by a
+ * server this test starts; the cache, with its own token flow on as well (so that clients see a
  * {@code Bearer} challenge), accepts the issuer's tokens on {@code /v2} requests and applies the
  * same rules to their subject and groups. Tokens of another issuer, another audience, another key
  * or expired are 401 and never reach the upstream.
@@ -66,12 +66,14 @@ class ExternalIssuerIT extends AbstractCacheIT {
     try {
       HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
       byte[] body = new JWKSet(KEY.toPublicJWK()).toString(true).getBytes(StandardCharsets.UTF_8);
-      server.createContext("/jwks.json", exchange -> {
-        exchange.getResponseHeaders().set("Content-Type", "application/json");
-        exchange.sendResponseHeaders(200, body.length);
-        exchange.getResponseBody().write(body);
-        exchange.close();
-      });
+      server.createContext(
+          "/jwks.json",
+          exchange -> {
+            exchange.getResponseHeaders().set("Content-Type", "application/json");
+            exchange.sendResponseHeaders(200, body.length);
+            exchange.getResponseBody().write(body);
+            exchange.close();
+          });
       server.start();
       return server;
     } catch (IOException e) {
@@ -93,7 +95,8 @@ class ExternalIssuerIT extends AbstractCacheIT {
     registry.add("registry-cache.auth.trusted-issuers[0].key", () -> "idp");
     registry.add("registry-cache.auth.trusted-issuers[0].issuer", () -> ISSUER);
     registry.add("registry-cache.auth.trusted-issuers[0].audience", () -> AUDIENCE);
-    registry.add("registry-cache.auth.trusted-issuers[0].jwks-url",
+    registry.add(
+        "registry-cache.auth.trusted-issuers[0].jwks-url",
         () -> "http://127.0.0.1:" + JWKS.getAddress().getPort() + "/jwks.json");
     registry.add("registry-cache.auth.rules[0].subjects", () -> "jwt:idp/alice");
     registry.add("registry-cache.auth.rules[0].repositories", () -> "it/allowed-*");
@@ -108,18 +111,25 @@ class ExternalIssuerIT extends AbstractCacheIT {
     registry.add("registry-cache.upstreams.open.credentials", () -> "passthrough");
   }
 
-  /** A token of the trusted issuer for {@code subject}, valid for five minutes, changed by {@code more}. */
+  /**
+   * A token of the trusted issuer for {@code subject}, valid for five minutes, changed by {@code
+   * more}.
+   */
   static String token(ECKey key, String subject, Consumer<JWTClaimsSet.Builder> more) {
     Instant now = Instant.now();
-    JWTClaimsSet.Builder claims = new JWTClaimsSet.Builder()
-        .issuer(ISSUER)
-        .audience(AUDIENCE)
-        .subject(subject)
-        .issueTime(Date.from(now))
-        .expirationTime(Date.from(now.plus(Duration.ofMinutes(5))));
+    JWTClaimsSet.Builder claims =
+        new JWTClaimsSet.Builder()
+            .issuer(ISSUER)
+            .audience(AUDIENCE)
+            .subject(subject)
+            .issueTime(Date.from(now))
+            .expirationTime(Date.from(now.plus(Duration.ofMinutes(5))));
     more.accept(claims);
     try {
-      SignedJWT jwt = new SignedJWT(new JWSHeader.Builder(JWSAlgorithm.ES256).keyID(key.getKeyID()).build(), claims.build());
+      SignedJWT jwt =
+          new SignedJWT(
+              new JWSHeader.Builder(JWSAlgorithm.ES256).keyID(key.getKeyID()).build(),
+              claims.build());
       jwt.sign(new ECDSASigner(key));
       return jwt.serialize();
     } catch (Exception e) {
@@ -128,7 +138,8 @@ class ExternalIssuerIT extends AbstractCacheIT {
   }
 
   private HttpResponse<byte[]> get(String path, String token) {
-    return cache.get(path, "Accept", CacheClient.MANIFEST_ACCEPT, "Authorization", "Bearer " + token);
+    return cache.get(
+        path, "Accept", CacheClient.MANIFEST_ACCEPT, "Authorization", "Bearer " + token);
   }
 
   private void pullAndVerify(Image image, String token) {
@@ -153,45 +164,81 @@ class ExternalIssuerIT extends AbstractCacheIT {
 
   @Test
   void skopeoPullsWithTheIssuersTokenAndNotWithAnUntrustedOne() throws IOException {
-    Command.requireTool(Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    Command.requireTool(
+        Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
     String source = "docker://localhost:" + port + "/" + image.repository() + ":v1";
     long afterPush = upstreamRequests(image.repository());
 
-    String untrusted = token(ecKey("idp-key-1"), "alice", c -> c.issuer("https://elsewhere.it.test"));
-    Command.Result refused = Command.run(Duration.ofSeconds(150), List.of("skopeo", "--insecure-policy",
-        "--command-timeout", "120s", "copy", "--src-tls-verify=false", "--src-registry-token", untrusted,
-        source, "oci:" + work.resolve("refused") + ":v1"));
+    String untrusted =
+        token(ecKey("idp-key-1"), "alice", c -> c.issuer("https://elsewhere.it.test"));
+    Command.Result refused =
+        Command.run(
+            Duration.ofSeconds(150),
+            List.of(
+                "skopeo",
+                "--insecure-policy",
+                "--command-timeout",
+                "120s",
+                "copy",
+                "--src-tls-verify=false",
+                "--src-registry-token",
+                untrusted,
+                source,
+                "oci:" + work.resolve("refused") + ":v1"));
     assertThat(refused.exitCode()).as(refused.output()).isNotZero();
-    assertThat(upstreamRequests(image.repository())).as("the untrusted token reached nothing upstream")
+    assertThat(upstreamRequests(image.repository()))
+        .as("the untrusted token reached nothing upstream")
         .isEqualTo(afterPush);
 
     Path layout = work.resolve("layout");
-    Command.run(Duration.ofSeconds(150), List.of("skopeo", "--insecure-policy", "--command-timeout", "120s",
-        "copy", "--src-tls-verify=false", "--src-registry-token", token(KEY, "alice", c -> { }),
-        source, "oci:" + layout + ":v1")).assertSuccess();
+    Command.run(
+            Duration.ofSeconds(150),
+            List.of(
+                "skopeo",
+                "--insecure-policy",
+                "--command-timeout",
+                "120s",
+                "copy",
+                "--src-tls-verify=false",
+                "--src-registry-token",
+                token(KEY, "alice", c -> {}),
+                source,
+                "oci:" + layout + ":v1"))
+        .assertSuccess();
     for (Blob blob : image.blobs()) {
-      assertThat(Sha256.digest(layout.resolve("blobs/sha256/" + blob.digest().substring(7)))).isEqualTo(blob.digest());
+      assertThat(Sha256.digest(layout.resolve("blobs/sha256/" + blob.digest().substring(7))))
+          .isEqualTo(blob.digest());
     }
-    assertThat(Sha256.digest(layout.resolve("blobs/sha256/" + image.manifest().digest().substring(7))))
+    assertThat(
+            Sha256.digest(layout.resolve("blobs/sha256/" + image.manifest().digest().substring(7))))
         .isEqualTo(image.manifest().digest());
   }
 
   @Test
   void theTokensSubjectAndGroupsFollowTheRules() {
-    Image allowed = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
-    Image team = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("team"), "v1"));
-    pullAndVerify(allowed, token(KEY, "alice", c -> { }));
+    Image allowed =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    Image team =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("team"), "v1"));
+    pullAndVerify(allowed, token(KEY, "alice", c -> {}));
     pullAndVerify(team, token(KEY, "dave", c -> c.claim("groups", List.of("builders"))));
 
-    HttpResponse<byte[]> denied = get("/v2/" + allowed.repository() + "/manifests/v1",
-        token(KEY, "dave", c -> c.claim("groups", List.of("builders"))));
+    HttpResponse<byte[]> denied =
+        get(
+            "/v2/" + allowed.repository() + "/manifests/v1",
+            token(KEY, "dave", c -> c.claim("groups", List.of("builders"))));
     assertThat(denied.statusCode()).as(describe(denied)).isEqualTo(403);
     assertThat(errorCode(denied)).isEqualTo("DENIED");
-    HttpResponse<byte[]> noGroup = get("/v2/" + team.repository() + "/manifests/v1", token(KEY, "alice", c -> { }));
+    HttpResponse<byte[]> noGroup =
+        get("/v2/" + team.repository() + "/manifests/v1", token(KEY, "alice", c -> {}));
     assertThat(noGroup.statusCode()).as(describe(noGroup)).isEqualTo(403);
-    HttpResponse<byte[]> userName = get("/v2/" + allowed.repository() + "/manifests/v1", token(KEY, "carol", c -> { }));
-    assertThat(userName.statusCode()).as("user:carol does not name jwt:idp/carol: " + describe(userName)).isEqualTo(403);
+    HttpResponse<byte[]> userName =
+        get("/v2/" + allowed.repository() + "/manifests/v1", token(KEY, "carol", c -> {}));
+    assertThat(userName.statusCode())
+        .as("user:carol does not name jwt:idp/carol: " + describe(userName))
+        .isEqualTo(403);
   }
 
   /**
@@ -200,32 +247,44 @@ class ExternalIssuerIT extends AbstractCacheIT {
    */
   @Test
   void aPassthroughUpstreamIsAskedAnonymouslyForAnIssuersUser() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
-    pullAndVerify("/v2/" + PASSTHROUGH_HOST + "/" + image.repository(), image, token(KEY, "alice", c -> { }));
-    HttpResponse<byte[]> other = get("/v2/" + PASSTHROUGH_HOST + "/" + image.repository() + "/manifests/v1",
-        token(KEY, "erin", c -> { }));
-    assertThat(other.statusCode()).as("the rules still apply there: " + describe(other)).isEqualTo(403);
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    pullAndVerify(
+        "/v2/" + PASSTHROUGH_HOST + "/" + image.repository(), image, token(KEY, "alice", c -> {}));
+    HttpResponse<byte[]> other =
+        get(
+            "/v2/" + PASSTHROUGH_HOST + "/" + image.repository() + "/manifests/v1",
+            token(KEY, "erin", c -> {}));
+    assertThat(other.statusCode())
+        .as("the rules still apply there: " + describe(other))
+        .isEqualTo(403);
   }
 
   @Test
   void invalidTokensAre401WithTheChallengeAndNeverReachTheUpstream() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
     long afterPush = upstreamRequests(image.repository());
     String manifest = "/v2/" + image.repository() + "/manifests/v1";
-    List<String> invalid = List.of(
-        token(KEY, "alice", c -> c.issuer("https://elsewhere.it.test")),
-        token(KEY, "alice", c -> c.audience("another-service")),
-        token(KEY, "alice", c -> c.expirationTime(Date.from(Instant.now().minus(Duration.ofMinutes(10))))),
-        token(ecKey("idp-key-1"), "alice", c -> { }),
-        token(ecKey("idp-key-unknown"), "alice", c -> { }),
-        "not.a.token");
+    List<String> invalid =
+        List.of(
+            token(KEY, "alice", c -> c.issuer("https://elsewhere.it.test")),
+            token(KEY, "alice", c -> c.audience("another-service")),
+            token(
+                KEY,
+                "alice",
+                c -> c.expirationTime(Date.from(Instant.now().minus(Duration.ofMinutes(10))))),
+            token(ecKey("idp-key-1"), "alice", c -> {}),
+            token(ecKey("idp-key-unknown"), "alice", c -> {}),
+            "not.a.token");
     for (String token : invalid) {
       HttpResponse<byte[]> response = get(manifest, token);
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(401);
       assertThat(errorCode(response)).isEqualTo("UNAUTHORIZED");
       assertThat(response.headers().firstValue("WWW-Authenticate"))
           .as("the challenge of a failed authentication, as for a bad token of the cache's own")
-          .hasValue("Bearer realm=\"http://localhost:" + port + "/v2/token\",service=\"registry-cache\"");
+          .hasValue(
+              "Bearer realm=\"http://localhost:" + port + "/v2/token\",service=\"registry-cache\"");
       assertThat(new String(response.body(), StandardCharsets.UTF_8)).doesNotContain(token);
     }
     assertThat(upstreamRequests(image.repository())).isEqualTo(afterPush);

@@ -57,8 +57,10 @@ class HandshakeLogTest {
     assertThat(levels()).containsExactly(Level.INFO, Level.DEBUG, Level.DEBUG);
     assertThat(appender.list.get(0).getFormattedMessage())
         .startsWith("TLS handshake from /10.0.0.7:40001 on the plain HTTP port: answered 400")
-        .endsWith("falls back to plain HTTP (skopeo --tls-verify=false, containerd, Docker); later ones from this address at DEBUG");
-    assertThat(appender.list.get(1).getFormattedMessage()).startsWith("TLS handshake from /10.0.0.7:40002");
+        .endsWith(
+            "falls back to plain HTTP (skopeo --tls-verify=false, containerd, Docker); later ones from this address at DEBUG");
+    assertThat(appender.list.get(1).getFormattedMessage())
+        .startsWith("TLS handshake from /10.0.0.7:40002");
   }
 
   @Test

@@ -22,11 +22,13 @@ class KeepAliveIT extends AbstractCacheIT {
 
   @Test
   void aConnectionKeepsServingAfterAQueuedRequestAnsweredFromMemory() throws IOException {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("keepalive"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("keepalive"), "v1"));
     String blob = "/v2/" + image.repository() + "/blobs/" + image.layers().get(0).digest();
     String manifest = "/v2/" + image.repository() + "/manifests/" + image.manifest().digest();
     assertThat(cache.get(blob).statusCode()).isEqualTo(200);
-    assertThat(cache.get(manifest).statusCode()).isEqualTo(200); // now in memory: answered synchronously
+    assertThat(cache.get(manifest).statusCode())
+        .isEqualTo(200); // now in memory: answered synchronously
 
     try (Socket socket = new Socket("127.0.0.1", port)) {
       socket.setSoTimeout(5000);

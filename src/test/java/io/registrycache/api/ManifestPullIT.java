@@ -3,9 +3,9 @@ package io.registrycache.api;
 import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.jayway.jsonpath.JsonPath;
 import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.CacheClient;
-import com.jayway.jsonpath.JsonPath;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
@@ -21,7 +21,8 @@ class ManifestPullIT extends AbstractCacheIT {
 
   @Test
   void ociManifestByTagThenByDigestIsByteExact() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("man"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("man"), "v1"));
 
     HttpResponse<byte[]> byTag = cache.getManifest("/v2/" + image.repository() + "/manifests/v1");
     CacheClient.assertManifest(byTag, image.manifest());
@@ -34,23 +35,29 @@ class ManifestPullIT extends AbstractCacheIT {
 
   @Test
   void manifestByDigestFirstIsByteExact() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("man"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("man"), "v1"));
     CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest()),
         image.manifest());
-    CacheClient.assertManifest(cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
+    CacheClient.assertManifest(
+        cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
   }
 
   @Test
   void dockerSchema2ManifestKeepsItsMediaType() {
     Image image =
-        upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("docker"), "v2"));
-    CacheClient.assertManifest(cache.getManifest("/v2/" + image.repository() + "/manifests/v2"), image.manifest());
+        upstream
+            .pusher()
+            .push(TestImages.dockerSchema2(TestImages.uniqueRepository("docker"), "v2"));
+    CacheClient.assertManifest(
+        cache.getManifest("/v2/" + image.repository() + "/manifests/v2"), image.manifest());
     CacheClient.assertManifest(
         cache.getManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest()),
         image.manifest());
     for (Blob blob : image.blobs()) {
-      HttpResponse<byte[]> response = cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
+      HttpResponse<byte[]> response =
+          cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
       assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
     }
@@ -58,7 +65,8 @@ class ManifestPullIT extends AbstractCacheIT {
 
   @Test
   void headManifestHasTheHeadersOfGetAndNoBody() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("head"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("head"), "v1"));
     String path = "/v2/" + image.repository() + "/manifests/v1";
 
     // HEAD first (cold): must still be right
@@ -77,7 +85,8 @@ class ManifestPullIT extends AbstractCacheIT {
 
   @Test
   void indexLeadsToEachPlatformManifestByDigest() {
-    ImageIndex index = upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("index"), "multi"));
+    ImageIndex index =
+        upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("index"), "multi"));
 
     HttpResponse<byte[]> indexResponse =
         cache.getManifest("/v2/" + index.repository() + "/manifests/multi");
@@ -109,7 +118,8 @@ class ManifestPullIT extends AbstractCacheIT {
 
   @Test
   void secondPullOfATagIsServedFromTheCache() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("hit"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("hit"), "v1"));
     String path = "/v2/" + image.repository() + "/manifests/v1";
     CacheClient.assertManifest(cache.getManifest(path), image.manifest());
     upstream.syncLogs();

@@ -48,8 +48,12 @@ import org.springframework.test.context.TestPropertySource;
  */
 @ExtendWith(OutputCaptureExtension.class)
 // read before the logging system starts, unlike @DynamicPropertySource
-@TestPropertySource(properties = {
-    "logging.level.io.registrycache=DEBUG", "logging.level.reactor.netty=DEBUG", "logging.level.org.springframework.web=DEBUG"})
+@TestPropertySource(
+    properties = {
+      "logging.level.io.registrycache=DEBUG",
+      "logging.level.reactor.netty=DEBUG",
+      "logging.level.org.springframework.web=DEBUG"
+    })
 class PassthroughIT extends AbstractCacheIT {
 
   static final String EAST_HOST = "east.test";
@@ -58,7 +62,8 @@ class PassthroughIT extends AbstractCacheIT {
   static final String CAROL_PASSWORD = "carol-Pa55-1b2c3d";
   static final String BOB_PASSWORD = "bob-Pa55-9e8d7c";
 
-  static final UpstreamRegistryContainer east = started(Map.of("alice", ALICE_PASSWORD, "carol", CAROL_PASSWORD));
+  static final UpstreamRegistryContainer east =
+      started(Map.of("alice", ALICE_PASSWORD, "carol", CAROL_PASSWORD));
   static final UpstreamRegistryContainer west = started(Map.of("bob", BOB_PASSWORD));
 
   static final String ALICE = basic("alice", ALICE_PASSWORD);
@@ -66,7 +71,8 @@ class PassthroughIT extends AbstractCacheIT {
   static final String BOB = basic("bob", BOB_PASSWORD);
 
   private static UpstreamRegistryContainer started(Map<String, String> users) {
-    UpstreamRegistryContainer registry = new UpstreamRegistryContainer().withHtpasswd(new LinkedHashMap<>(users));
+    UpstreamRegistryContainer registry =
+        new UpstreamRegistryContainer().withHtpasswd(new LinkedHashMap<>(users));
     registry.start();
     return registry;
   }
@@ -83,7 +89,9 @@ class PassthroughIT extends AbstractCacheIT {
   }
 
   static String basic(String user, String password) {
-    return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+    return "Basic "
+        + Base64.getEncoder()
+            .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
   }
 
   private HttpResponse<byte[]> get(String path, String authorization) {
@@ -105,24 +113,31 @@ class PassthroughIT extends AbstractCacheIT {
     }
   }
 
-  /** Every way to read {@code image} through the cache: 401 with the Basic challenge, no bytes of it. */
+  /**
+   * Every way to read {@code image} through the cache: 401 with the Basic challenge, no bytes of
+   * it.
+   */
   private void assertRefused(String host, Image image, String authorization) {
     String base = "/v2/" + host + "/" + image.repository();
-    List<String> paths = new ArrayList<>(List.of(
-        base + "/manifests/" + image.tag(),
-        base + "/manifests/" + image.manifest().digest(),
-        base + "/tags/list"));
+    List<String> paths =
+        new ArrayList<>(
+            List.of(
+                base + "/manifests/" + image.tag(),
+                base + "/manifests/" + image.manifest().digest(),
+                base + "/tags/list"));
     image.blobs().forEach(b -> paths.add(base + "/blobs/" + b.digest()));
     for (String path : paths) {
       HttpResponse<byte[]> response = get(path, authorization);
       assertThat(response.statusCode()).as("%s: %s", path, describe(response)).isEqualTo(401);
       assertThat(errorCode(response)).isEqualTo("UNAUTHORIZED");
-      assertThat(response.headers().firstValue("WWW-Authenticate")).hasValueSatisfying(v -> assertThat(v).startsWith("Basic realm="));
+      assertThat(response.headers().firstValue("WWW-Authenticate"))
+          .hasValueSatisfying(v -> assertThat(v).startsWith("Basic realm="));
       for (Blob blob : image.blobs()) {
         assertThat(Sha256.digest(response.body())).isNotEqualTo(blob.digest());
       }
       assertThat(Sha256.digest(response.body())).isNotEqualTo(image.manifest().digest());
-      HttpResponse<byte[]> head = cache.head(path, "Authorization", authorization == null ? basic("", "") : authorization);
+      HttpResponse<byte[]> head =
+          cache.head(path, "Authorization", authorization == null ? basic("", "") : authorization);
       assertThat(head.statusCode()).as("HEAD %s", path).isEqualTo(401);
     }
   }
@@ -130,27 +145,39 @@ class PassthroughIT extends AbstractCacheIT {
   private static long blobGets(UpstreamRegistryContainer registry, Image image) {
     registry.syncLogs();
     return image.blobs().stream()
-        .mapToLong(b -> registry.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + b.digest()))
+        .mapToLong(
+            b ->
+                registry.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + b.digest()))
         .sum();
   }
 
   private static Result skopeo(String... args) {
-    List<String> command = new ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
+    List<String> command =
+        new ArrayList<>(List.of("skopeo", "--insecure-policy", "--command-timeout", "120s"));
     command.addAll(List.of(args));
     return Command.run(Duration.ofSeconds(150), command);
   }
 
-  /** skopeo, a real client: it learns the challenge from {@code GET /v2/} and sends its credentials. */
+  /**
+   * skopeo, a real client: it learns the challenge from {@code GET /v2/} and sends its credentials.
+   */
   @Test
-  void skopeoCopiesWithTheUsersOwnCredentialsOnly(@TempDir Path work)
-      throws Exception {
+  void skopeoCopiesWithTheUsersOwnCredentialsOnly(@TempDir Path work) throws Exception {
     Command.requireTool(
         Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
-    Image image = east.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("skopeo"), "v1"));
-    String source = "docker://localhost:" + port + "/" + EAST_HOST + "/" + image.repository() + ":v1";
+    Image image =
+        east.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("skopeo"), "v1"));
+    String source =
+        "docker://localhost:" + port + "/" + EAST_HOST + "/" + image.repository() + ":v1";
     Path layout = work.resolve("layout");
 
-    skopeo("copy", "--src-tls-verify=false", "--src-creds", "alice:" + ALICE_PASSWORD, source, "oci:" + layout + ":v1")
+    skopeo(
+            "copy",
+            "--src-tls-verify=false",
+            "--src-creds",
+            "alice:" + ALICE_PASSWORD,
+            source,
+            "oci:" + layout + ":v1")
         .assertSuccess();
     for (Blob blob : image.blobs()) {
       Path file = layout.resolve("blobs/sha256/" + blob.digest().substring("sha256:".length()));
@@ -158,12 +185,23 @@ class PassthroughIT extends AbstractCacheIT {
     }
     awaitDownloadsCommitted();
 
-    Result bob = skopeo("copy", "--src-tls-verify=false",
-        "--src-creds", "bob:" + BOB_PASSWORD, source, "oci:" + work.resolve("bob") + ":v1");
+    Result bob =
+        skopeo(
+            "copy",
+            "--src-tls-verify=false",
+            "--src-creds",
+            "bob:" + BOB_PASSWORD,
+            source,
+            "oci:" + work.resolve("bob") + ":v1");
     assertThat(bob.exitCode()).as(bob.output()).isNotZero();
     assertThat(bob.output()).containsIgnoringCase("unauthorized");
-    Result anonymous = skopeo("copy", "--src-tls-verify=false",
-        "--src-no-creds", source, "oci:" + work.resolve("anonymous") + ":v1");
+    Result anonymous =
+        skopeo(
+            "copy",
+            "--src-tls-verify=false",
+            "--src-no-creds",
+            source,
+            "oci:" + work.resolve("anonymous") + ":v1");
     assertThat(anonymous.exitCode()).as(anonymous.output()).isNotZero();
   }
 
@@ -171,14 +209,17 @@ class PassthroughIT extends AbstractCacheIT {
   void theBaseEndpointChallengesAClientWithoutCredentials() {
     HttpResponse<byte[]> anonymous = get("/v2/", null);
     assertThat(anonymous.statusCode()).as(describe(anonymous)).isEqualTo(401);
-    assertThat(anonymous.headers().firstValue("WWW-Authenticate")).hasValueSatisfying(v -> assertThat(v).startsWith("Basic realm="));
+    assertThat(anonymous.headers().firstValue("WWW-Authenticate"))
+        .hasValueSatisfying(v -> assertThat(v).startsWith("Basic realm="));
     assertThat(get("/v2/", ALICE).statusCode()).isEqualTo(200);
   }
 
   @Test
   void eachUserPullsTheirOwnAndNotTheOthers(CapturedOutput output) {
-    Image eastImage = east.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("east"), "v1"));
-    Image westImage = west.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("west"), "v1"));
+    Image eastImage =
+        east.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("east"), "v1"));
+    Image westImage =
+        west.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("west"), "v1"));
 
     pullAndVerify(EAST_HOST, eastImage, ALICE);
     pullAndVerify(WEST_HOST, westImage, BOB);
@@ -192,46 +233,77 @@ class PassthroughIT extends AbstractCacheIT {
     assertRefused(EAST_HOST, eastImage, BOB);
     assertRefused(EAST_HOST, eastImage, basic("alice", "not-" + ALICE_PASSWORD));
     // Content cached for one upstream is not served through the other by digest either.
-    HttpResponse<byte[]> crossed = get("/v2/" + EAST_HOST + "/" + eastImage.repository() + "/blobs/"
-        + westImage.config().digest(), ALICE);
+    HttpResponse<byte[]> crossed =
+        get(
+            "/v2/"
+                + EAST_HOST
+                + "/"
+                + eastImage.repository()
+                + "/blobs/"
+                + westImage.config().digest(),
+            ALICE);
     assertThat(crossed.statusCode()).as(describe(crossed)).isEqualTo(404);
 
     String output1 = output.getAll();
-    for (String secret : List.of(ALICE_PASSWORD, CAROL_PASSWORD, BOB_PASSWORD, ALICE.substring(6), BOB.substring(6),
-        CAROL.substring(6))) {
+    for (String secret :
+        List.of(
+            ALICE_PASSWORD,
+            CAROL_PASSWORD,
+            BOB_PASSWORD,
+            ALICE.substring(6),
+            BOB.substring(6),
+            CAROL.substring(6))) {
       assertThat(output1).as("the log").doesNotContain(secret);
     }
-    assertThat(output1).as("the log is at DEBUG and saw the confirmations")
-        .contains("DEBUG").contains("confirmed ClientCredential[user=alice, password=***] may pull " + eastImage.repository());
+    assertThat(output1)
+        .as("the log is at DEBUG and saw the confirmations")
+        .contains("DEBUG")
+        .contains(
+            "confirmed ClientCredential[user=alice, password=***] may pull "
+                + eastImage.repository());
   }
 
   @Test
   void anotherUserTheUpstreamConfirmsIsServedFromTheCache() {
-    Image image = east.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("shared"), "v1"));
+    Image image =
+        east.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("shared"), "v1"));
     pullAndVerify(EAST_HOST, image, ALICE);
     awaitDownloadsCommitted();
     long fetched = blobGets(east, image);
     assertThat(fetched).as("blob GETs at east after alice's pull").isEqualTo(image.blobs().size());
 
     east.syncLogs();
-    long carolHeadsBefore = east.countRequests("HEAD", "/v2/" + image.repository() + "/manifests/v1");
+    long carolHeadsBefore =
+        east.countRequests("HEAD", "/v2/" + image.repository() + "/manifests/v1");
     pullAndVerify(EAST_HOST, image, CAROL);
     pullAndVerify(EAST_HOST, image, CAROL);
-    assertThat(blobGets(east, image)).as("carol's pulls are served from the cache").isEqualTo(fetched);
+    assertThat(blobGets(east, image))
+        .as("carol's pulls are served from the cache")
+        .isEqualTo(fetched);
     east.syncLogs();
-    assertThat(east.countRequests("HEAD", "/v2/" + image.repository() + "/manifests/v1") - carolHeadsBefore)
-        .as("carol's access confirmed once, then remembered").isEqualTo(1);
+    assertThat(
+            east.countRequests("HEAD", "/v2/" + image.repository() + "/manifests/v1")
+                - carolHeadsBefore)
+        .as("carol's access confirmed once, then remembered")
+        .isEqualTo(1);
   }
 
   @Test
   void aUserTheUpstreamRefusesDoesNotJoinAnotherUsersDownload() throws Exception {
-    Image image = west.pusher().push(TestImages.withLargeLayer(TestImages.uniqueRepository("big"), "v1", 16 << 20));
+    Image image =
+        west.pusher()
+            .push(TestImages.withLargeLayer(TestImages.uniqueRepository("big"), "v1", 16 << 20));
     Blob layer = image.largestLayer();
     String path = "/v2/" + WEST_HOST + "/" + image.repository() + "/blobs/" + layer.digest();
-    CompletableFuture<HttpResponse<byte[]>> bobs = cache.http().sendAsync(
-        HttpRequest.newBuilder(URI.create(cache.baseUrl() + path))
-            .header("Authorization", BOB).GET().build(),
-        HttpResponse.BodyHandlers.ofByteArray());
+    CompletableFuture<HttpResponse<byte[]>> bobs =
+        cache
+            .http()
+            .sendAsync(
+                HttpRequest.newBuilder(URI.create(cache.baseUrl() + path))
+                    .header("Authorization", BOB)
+                    .GET()
+                    .build(),
+                HttpResponse.BodyHandlers.ofByteArray());
     // While bob's download is in flight (or stored, if it was quicker), alice is refused by west.
     HttpResponse<byte[]> alices = get(path, ALICE);
     assertThat(alices.statusCode()).as(describe(alices)).isEqualTo(401);

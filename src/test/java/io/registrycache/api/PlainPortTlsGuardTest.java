@@ -30,8 +30,7 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * A client that tries TLS first on the plain HTTP port (issue 9 point 12): it gets a plain-text
  * HTTP 400 (what makes Go clients fall back to HTTP), the log gets one line (per client address and
- * interval, issue 26 point 5) and no decoding stack,
- * and plain HTTP on the same port is untouched.
+ * interval, issue 26 point 5) and no decoding stack, and plain HTTP on the same port is untouched.
  */
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
@@ -52,11 +51,13 @@ class PlainPortTlsGuardTest {
   }
 
   @Test
-  void aTlsHandshakeIsAnsweredWithAPlainHttp400AndOneLogLine(CapturedOutput output) throws Exception {
+  void aTlsHandshakeIsAnsweredWithAPlainHttp400AndOneLogLine(CapturedOutput output)
+      throws Exception {
     SSLContext tls = SSLContext.getInstance("TLS");
     tls.init(null, null, null);
     for (int i = 0; i < 3; i++) {
-      try (SSLSocket socket = (SSLSocket) tls.getSocketFactory().createSocket(InetAddress.getLoopbackAddress(), port)) {
+      try (SSLSocket socket =
+          (SSLSocket) tls.getSocketFactory().createSocket(InetAddress.getLoopbackAddress(), port)) {
         socket.setSoTimeout(5_000);
         assertThatThrownBy(socket::startHandshake).isInstanceOf(SSLException.class);
       }
@@ -74,13 +75,17 @@ class PlainPortTlsGuardTest {
 
     String log = output.getAll();
     // four handshakes from one address: one INFO line, the other three at DEBUG (HandshakeLogTest)
-    assertThat(log.lines().filter(line -> line.contains("TLS handshake from")).count()).isEqualTo(1);
+    assertThat(log.lines().filter(line -> line.contains("TLS handshake from")).count())
+        .isEqualTo(1);
     assertThat(log).doesNotContain("HttpServerOperations").doesNotContain("DecoderException");
 
-    HttpResponse<String> plain = HttpClient.newHttpClient().send(
-        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v2/")).build(),
-        HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> plain =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v2/")).build(),
+                HttpResponse.BodyHandlers.ofString());
     assertThat(plain.statusCode()).isEqualTo(200);
-    assertThat(plain.headers().firstValue("Docker-Distribution-API-Version")).hasValue("registry/2.0");
+    assertThat(plain.headers().firstValue("Docker-Distribution-API-Version"))
+        .hasValue("registry/2.0");
   }
 }

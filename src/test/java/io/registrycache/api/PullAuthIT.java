@@ -49,9 +49,14 @@ class PullAuthIT extends AbstractCacheIT {
   @DynamicPropertySource
   static void auth(DynamicPropertyRegistry registry) {
     try {
-      Files.writeString(files.resolve("htpasswd"),
-          "alice:" + new BCryptPasswordEncoder(4).encode("s3cret") + "\n"
-              + "bob:" + new BCryptPasswordEncoder(4).encode("hunter2") + "\n");
+      Files.writeString(
+          files.resolve("htpasswd"),
+          "alice:"
+              + new BCryptPasswordEncoder(4).encode("s3cret")
+              + "\n"
+              + "bob:"
+              + new BCryptPasswordEncoder(4).encode("hunter2")
+              + "\n");
       Files.writeString(files.resolve("tokens"), "ci:" + ROBOT_TOKEN + "\n");
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -71,7 +76,9 @@ class PullAuthIT extends AbstractCacheIT {
   }
 
   static String basic(String user, String password) {
-    return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+    return "Basic "
+        + Base64.getEncoder()
+            .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
   }
 
   static final String ALICE = basic("alice", "s3cret");
@@ -103,16 +110,20 @@ class PullAuthIT extends AbstractCacheIT {
   }
 
   private static void assertUpstreamNotAskedAgain(String repository, long afterPush) {
-    assertThat(upstreamRequests(repository)).as("upstream requests for %s since its push", repository)
+    assertThat(upstreamRequests(repository))
+        .as("upstream requests for %s since its push", repository)
         .isEqualTo(afterPush);
   }
 
-  /** Manifest by tag and every blob, with {@code authorization}, each checked against its digest. */
+  /**
+   * Manifest by tag and every blob, with {@code authorization}, each checked against its digest.
+   */
   private void pullAndVerify(String base, Image image, String authorization) {
     HttpResponse<byte[]> manifest = get(base + "/manifests/" + image.tag(), authorization);
     assertThat(manifest.statusCode()).as(describe(manifest)).isEqualTo(200);
     assertThat(Sha256.digest(manifest.body())).isEqualTo(image.manifest().digest());
-    assertThat(manifest.headers().firstValue("Docker-Content-Digest")).hasValue(image.manifest().digest());
+    assertThat(manifest.headers().firstValue("Docker-Content-Digest"))
+        .hasValue(image.manifest().digest());
     for (Blob blob : image.blobs()) {
       HttpResponse<byte[]> response = get(base + "/blobs/" + blob.digest(), authorization);
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
@@ -133,10 +144,12 @@ class PullAuthIT extends AbstractCacheIT {
 
   @Test
   void rightBasicCredentialsPullManifestAndBlobsInEveryForm() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
     pullAndVerify("/v2/" + image.repository(), image, ALICE);
     pullAndVerify("/v2/" + UPSTREAM_HOST + "/" + image.repository(), image, ALICE);
-    HttpResponse<byte[]> ns = get("/v2/" + image.repository() + "/manifests/v1?ns=" + UPSTREAM_HOST, ALICE);
+    HttpResponse<byte[]> ns =
+        get("/v2/" + image.repository() + "/manifests/v1?ns=" + UPSTREAM_HOST, ALICE);
     assertThat(ns.statusCode()).as(describe(ns)).isEqualTo(200);
     assertThat(Sha256.digest(ns.body())).isEqualTo(image.manifest().digest());
     HttpResponse<byte[]> tags = get("/v2/" + image.repository() + "/tags/list", ALICE);
@@ -146,14 +159,16 @@ class PullAuthIT extends AbstractCacheIT {
 
   @Test
   void wrongOrMissingCredentialsAre401AndNeverReachTheUpstream() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
     long afterPush = upstreamRequests(image.repository());
     String manifest = "/v2/" + image.repository() + "/manifests/v1";
     assertUnauthorized(get(manifest, basic("alice", "S3cret")));
     assertUnauthorized(get(manifest, basic("mallory", "s3cret")));
     assertUnauthorized(get(manifest, basic("ci", ROBOT_TOKEN.substring(1))));
     assertUnauthorized(get(manifest, null));
-    assertUnauthorized(get("/v2/" + image.repository() + "/blobs/" + image.config().digest(), null));
+    assertUnauthorized(
+        get("/v2/" + image.repository() + "/blobs/" + image.config().digest(), null));
     HttpResponse<byte[]> head = cache.head(manifest);
     assertThat(head.statusCode()).isEqualTo(401);
     assertThat(head.body()).isEmpty();
@@ -163,10 +178,16 @@ class PullAuthIT extends AbstractCacheIT {
   @Test
   void malformedCredentialsAre401NotServerErrors() {
     String manifest = "/v2/" + TestImages.uniqueRepository("allowed") + "/manifests/v1";
-    for (String header : List.of("Basic", "Basic !!!", "Basic " + Base64.getEncoder().encodeToString("nocolon".getBytes()),
-        "Basic " + Base64.getEncoder().encodeToString(new byte[] {'a', ':', (byte) 0xff}),
-        "Bearer abc.def.ghi", "Digest username=\"alice\"", "basic " + ALICE.substring(6) + "====",
-        "Basic " + "QUFB".repeat(2047))) {
+    for (String header :
+        List.of(
+            "Basic",
+            "Basic !!!",
+            "Basic " + Base64.getEncoder().encodeToString("nocolon".getBytes()),
+            "Basic " + Base64.getEncoder().encodeToString(new byte[] {'a', ':', (byte) 0xff}),
+            "Bearer abc.def.ghi",
+            "Digest username=\"alice\"",
+            "basic " + ALICE.substring(6) + "====",
+            "Basic " + "QUFB".repeat(2047))) {
       assertUnauthorized(get(manifest, header));
     }
   }
@@ -174,26 +195,31 @@ class PullAuthIT extends AbstractCacheIT {
   @Test
   void anOverlongAuthorizationHeaderIs401AndAHugeOneNeverAServerError() {
     assertUnauthorized(get("/v2/it/allowed-x/manifests/v1", "Basic " + "QUFB".repeat(3000)));
-    HttpResponse<byte[]> huge = get("/v2/it/allowed-x/manifests/v1", "Basic " + "QUFB".repeat(5000));
-    assertThat(huge.statusCode()).as("beyond server.max-http-request-header-size: %s", describe(huge)).isEqualTo(431);
+    HttpResponse<byte[]> huge =
+        get("/v2/it/allowed-x/manifests/v1", "Basic " + "QUFB".repeat(5000));
+    assertThat(huge.statusCode())
+        .as("beyond server.max-http-request-header-size: %s", describe(huge))
+        .isEqualTo(431);
   }
 
   @Test
   void aKnownUserOnAForbiddenRepositoryIsDeniedInEveryFormAndEndpoint() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("secret"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("secret"), "v1"));
     String name = image.repository();
     long afterPush = upstreamRequests(name);
-    for (String path : List.of(
-        "/v2/" + name + "/manifests/v1",
-        "/v2/" + name + "/manifests/" + image.manifest().digest(),
-        "/v2/" + name + "/blobs/" + image.config().digest(),
-        "/v2/" + UPSTREAM_HOST + "/" + name + "/manifests/v1",
-        "/v2/" + name + "/manifests/v1?ns=" + UPSTREAM_HOST,
-        "/v2/" + name.toUpperCase() + "/manifests/v1",
-        "/v2/it/allowed-x/../" + name.substring(3) + "/manifests/v1",
-        "/v2/it/allowed-x%2F..%2F" + name.substring(3) + "/manifests/v1",
-        "/v2/" + name + "/tags/list",
-        "/v2/" + name + "/referrers/" + image.manifest().digest())) {
+    for (String path :
+        List.of(
+            "/v2/" + name + "/manifests/v1",
+            "/v2/" + name + "/manifests/" + image.manifest().digest(),
+            "/v2/" + name + "/blobs/" + image.config().digest(),
+            "/v2/" + UPSTREAM_HOST + "/" + name + "/manifests/v1",
+            "/v2/" + name + "/manifests/v1?ns=" + UPSTREAM_HOST,
+            "/v2/" + name.toUpperCase() + "/manifests/v1",
+            "/v2/it/allowed-x/../" + name.substring(3) + "/manifests/v1",
+            "/v2/it/allowed-x%2F..%2F" + name.substring(3) + "/manifests/v1",
+            "/v2/" + name + "/tags/list",
+            "/v2/" + name + "/referrers/" + image.manifest().digest())) {
       HttpResponse<byte[]> response = get(path, ALICE);
       assertThat(response.statusCode()).as("%s: %s", path, describe(response)).isIn(400, 403, 404);
       if (response.statusCode() == 403) {
@@ -215,33 +241,48 @@ class PullAuthIT extends AbstractCacheIT {
 
   @Test
   void anonymousPullsWhatTheAnonymousRuleAllowsAndNothingElse() {
-    Image open = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("public"), "v1"));
+    Image open =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("public"), "v1"));
     pullAndVerify("/v2/" + open.repository(), open, null);
-    Image closed = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    Image closed =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
     long afterPush = upstreamRequests(closed.repository());
     assertUnauthorized(get("/v2/" + closed.repository() + "/manifests/v1", null));
-    assertUnauthorized(get("/v2/" + UPSTREAM_HOST + "/" + closed.repository() + "/manifests/v1", null));
-    assertUnauthorized(get("/v2/" + closed.repository() + "/manifests/v1?ns=" + UPSTREAM_HOST, null));
+    assertUnauthorized(
+        get("/v2/" + UPSTREAM_HOST + "/" + closed.repository() + "/manifests/v1", null));
+    assertUnauthorized(
+        get("/v2/" + closed.repository() + "/manifests/v1?ns=" + UPSTREAM_HOST, null));
     assertUpstreamNotAskedAgain(closed.repository(), afterPush);
   }
 
   @Test
   void aPullThroughDeniedNameNeverReachesTheUpstreamNorIsPreloaded() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("blocked"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("blocked"), "v1"));
     long afterPush = upstreamRequests(image.repository());
-    for (String path : List.of(
-        "/v2/" + image.repository() + "/manifests/v1",
-        "/v2/" + UPSTREAM_HOST + "/" + image.repository() + "/manifests/v1",
-        "/v2/" + image.repository() + "/blobs/" + image.config().digest() + "?ns=" + UPSTREAM_HOST,
-        "/v2/" + image.repository() + "/tags/list")) {
+    for (String path :
+        List.of(
+            "/v2/" + image.repository() + "/manifests/v1",
+            "/v2/" + UPSTREAM_HOST + "/" + image.repository() + "/manifests/v1",
+            "/v2/"
+                + image.repository()
+                + "/blobs/"
+                + image.config().digest()
+                + "?ns="
+                + UPSTREAM_HOST,
+            "/v2/" + image.repository() + "/tags/list")) {
       HttpResponse<byte[]> response = get(path, CI);
       assertThat(response.statusCode()).as("%s: %s", path, describe(response)).isEqualTo(404);
       assertThat(errorCode(response)).isEqualTo("NAME_UNKNOWN");
     }
-    HttpResponse<byte[]> preload = CacheClient.onPort(managementPort).postJson("/actuator/cache/preload",
-        "{\"references\":\"" + UPSTREAM_HOST + "/" + image.repository() + ":v1\"}");
+    HttpResponse<byte[]> preload =
+        CacheClient.onPort(managementPort)
+            .postJson(
+                "/actuator/cache/preload",
+                "{\"references\":\"" + UPSTREAM_HOST + "/" + image.repository() + ":v1\"}");
     assertThat(preload.statusCode()).as(describe(preload)).isEqualTo(400);
-    assertThat(new String(preload.body(), StandardCharsets.UTF_8)).contains("is not served through upstream");
+    assertThat(new String(preload.body(), StandardCharsets.UTF_8))
+        .contains("is not served through upstream");
     assertUpstreamNotAskedAgain(image.repository(), afterPush);
   }
 
@@ -253,31 +294,75 @@ class PullAuthIT extends AbstractCacheIT {
 
   @Test
   void skopeoCopiesWithSourceCredentials() throws IOException {
-    Command.requireTool(Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
+    Command.requireTool(
+        Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("allowed"), "v1"));
     Path layout = work.resolve("layout");
-    String source = "docker://localhost:" + port + "/" + UPSTREAM_HOST + "/" + image.repository() + ":v1";
-    Command.Result refused = Command.run(Duration.ofSeconds(150), List.of("skopeo", "--insecure-policy",
-        "copy", "--src-tls-verify=false", "--src-creds", "alice:wrong", source, "oci:" + layout + ":v1"));
+    String source =
+        "docker://localhost:" + port + "/" + UPSTREAM_HOST + "/" + image.repository() + ":v1";
+    Command.Result refused =
+        Command.run(
+            Duration.ofSeconds(150),
+            List.of(
+                "skopeo",
+                "--insecure-policy",
+                "copy",
+                "--src-tls-verify=false",
+                "--src-creds",
+                "alice:wrong",
+                source,
+                "oci:" + layout + ":v1"));
     assertThat(refused.exitCode()).as(refused.output()).isNotZero();
-    Command.run(Duration.ofSeconds(150), List.of("skopeo", "--insecure-policy", "--command-timeout", "120s",
-        "copy", "--src-tls-verify=false", "--src-creds", "alice:s3cret", source, "oci:" + layout + ":v1"))
+    Command.run(
+            Duration.ofSeconds(150),
+            List.of(
+                "skopeo",
+                "--insecure-policy",
+                "--command-timeout",
+                "120s",
+                "copy",
+                "--src-tls-verify=false",
+                "--src-creds",
+                "alice:s3cret",
+                source,
+                "oci:" + layout + ":v1"))
         .assertSuccess();
     for (Blob blob : image.blobs()) {
       Path file = layout.resolve("blobs/sha256/" + blob.digest().substring("sha256:".length()));
       assertThat(Sha256.digest(file)).isEqualTo(blob.digest());
     }
-    assertThat(Sha256.digest(layout.resolve("blobs/sha256/" + image.manifest().digest().substring(7))))
+    assertThat(
+            Sha256.digest(layout.resolve("blobs/sha256/" + image.manifest().digest().substring(7))))
         .isEqualTo(image.manifest().digest());
 
     // Anonymous, as skopeo is without credentials (it answers the Basic challenge with empty ones).
-    Image open = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("public"), "v1"));
+    Image open =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("public"), "v1"));
     Path authFile = Files.writeString(work.resolve("auth.json"), "{}");
-    Command.run(Duration.ofSeconds(150), List.of("skopeo", "--insecure-policy", "--command-timeout", "120s",
-        "copy", "--src-tls-verify=false", "--src-authfile", authFile.toString(),
-        "docker://localhost:" + port + "/" + UPSTREAM_HOST + "/" + open.repository() + ":v1",
-        "oci:" + work.resolve("open") + ":v1")).assertSuccess();
-    assertThat(Sha256.digest(work.resolve("open/blobs/sha256/" + open.manifest().digest().substring(7))))
+    Command.run(
+            Duration.ofSeconds(150),
+            List.of(
+                "skopeo",
+                "--insecure-policy",
+                "--command-timeout",
+                "120s",
+                "copy",
+                "--src-tls-verify=false",
+                "--src-authfile",
+                authFile.toString(),
+                "docker://localhost:"
+                    + port
+                    + "/"
+                    + UPSTREAM_HOST
+                    + "/"
+                    + open.repository()
+                    + ":v1",
+                "oci:" + work.resolve("open") + ":v1"))
+        .assertSuccess();
+    assertThat(
+            Sha256.digest(
+                work.resolve("open/blobs/sha256/" + open.manifest().digest().substring(7))))
         .isEqualTo(open.manifest().digest());
   }
 
@@ -290,7 +375,8 @@ class PullAuthIT extends AbstractCacheIT {
   void containerdPullsWithTheRobotsBasicHeaderFromHostsTomlAndNotWithout() throws IOException {
     Containerd.require();
     Containerd containerd = new Containerd();
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ctr-auth"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ctr-auth"), "v1"));
     String ref = UPSTREAM_HOST + "/" + image.repository() + ":v1";
     try {
       Path without = Files.createDirectories(work.resolve("hosts-without"));
@@ -314,53 +400,101 @@ class PullAuthIT extends AbstractCacheIT {
   /**
    * crane with its own login (a Docker config of the test's own, never the user's) and oras with
    * {@code -u/-p}: each refused without credentials, and with the robot's pulls the image, checked
-   * against its digests (crane verifies every blob it writes; the manifest is compared byte for byte).
+   * against its digests (crane verifies every blob it writes; the manifest is compared byte for
+   * byte).
    */
   @Test
   void craneAndOrasPullWithTheirOwnLoginsAndAreRefusedWithout() throws IOException {
     Path crane = GoTools.require("crane");
     Path oras = GoTools.require("oras");
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("go-clients"), "v1"));
+    Image image =
+        upstream
+            .pusher()
+            .push(TestImages.smallOci(TestImages.uniqueRepository("go-clients"), "v1"));
     String host = "localhost:" + port;
     String ref = host + "/" + image.repository() + ":v1";
     Path config = Files.createDirectories(work.resolve("docker-config"));
     String dockerConfig = "DOCKER_CONFIG=" + config;
     Duration limit = Duration.ofMinutes(2);
 
-    Command.Result refused = Command.run(limit, "env", dockerConfig, crane.toString(), "digest", "--insecure", ref);
+    Command.Result refused =
+        Command.run(limit, "env", dockerConfig, crane.toString(), "digest", "--insecure", ref);
     assertThat(refused.exitCode()).as(refused.output()).isNotZero();
     assertThat(refused.output()).contains("UNAUTHORIZED");
-    Command.run(limit, "env", dockerConfig, crane.toString(), "auth", "login", host, "-u", "ci", "-p", ROBOT_TOKEN)
+    Command.run(
+            limit,
+            "env",
+            dockerConfig,
+            crane.toString(),
+            "auth",
+            "login",
+            host,
+            "-u",
+            "ci",
+            "-p",
+            ROBOT_TOKEN)
         .assertSuccess();
-    assertThat(Command.run(limit, "env", dockerConfig, crane.toString(), "digest", "--insecure", ref)
-        .assertSuccess().output().strip()).isEqualTo(image.manifest().digest());
+    assertThat(
+            Command.run(limit, "env", dockerConfig, crane.toString(), "digest", "--insecure", ref)
+                .assertSuccess()
+                .output()
+                .strip())
+        .isEqualTo(image.manifest().digest());
     Path layout = work.resolve("crane-oci");
-    Command.run(limit, "env", dockerConfig, crane.toString(), "pull", "--insecure", "--format", "oci", ref, layout.toString())
+    Command.run(
+            limit,
+            "env",
+            dockerConfig,
+            crane.toString(),
+            "pull",
+            "--insecure",
+            "--format",
+            "oci",
+            ref,
+            layout.toString())
         .assertSuccess();
     for (Blob blob : image.blobs()) {
       Path file = layout.resolve("blobs/sha256/" + blob.digest().substring("sha256:".length()));
       assertThat(Sha256.digest(Files.readAllBytes(file))).isEqualTo(blob.digest());
     }
 
-    Command.Result orasRefused = Command.run(limit, oras.toString(), "manifest", "fetch", "--plain-http", ref);
+    Command.Result orasRefused =
+        Command.run(limit, oras.toString(), "manifest", "fetch", "--plain-http", ref);
     assertThat(orasRefused.exitCode()).as(orasRefused.output()).isNotZero();
     Path manifest = work.resolve("oras-manifest.json");
-    Command.run(limit, oras.toString(), "manifest", "fetch", "--plain-http",
-        "-u", "ci", "-p", ROBOT_TOKEN, "--output", manifest.toString(), ref).assertSuccess();
+    Command.run(
+            limit,
+            oras.toString(),
+            "manifest",
+            "fetch",
+            "--plain-http",
+            "-u",
+            "ci",
+            "-p",
+            ROBOT_TOKEN,
+            "--output",
+            manifest.toString(),
+            ref)
+        .assertSuccess();
     assertThat(Sha256.digest(Files.readAllBytes(manifest))).isEqualTo(image.manifest().digest());
   }
 
   /**
    * Docker as the client: {@code docker login} to the cache (a Docker config of the test's own) and
-   * {@code docker pull} of an image through it; refused before the login. The engine treats
-   * {@code localhost} as a plain-HTTP registry. The pulled image's repository digest is the pushed
+   * {@code docker pull} of an image through it; refused before the login. The engine treats {@code
+   * localhost} as a plain-HTTP registry. The pulled image's repository digest is the pushed
    * manifest's.
    */
   @Test
   void dockerLogsInToTheCacheAndPullsThroughIt() throws IOException {
-    Command.requireTool(Command.onPath("docker")
-        && Command.run(Duration.ofSeconds(20), "docker", "info").exitCode() == 0, "no Docker engine answers");
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("docker-login"), "v1"));
+    Command.requireTool(
+        Command.onPath("docker")
+            && Command.run(Duration.ofSeconds(20), "docker", "info").exitCode() == 0,
+        "no Docker engine answers");
+    Image image =
+        upstream
+            .pusher()
+            .push(TestImages.smallOci(TestImages.uniqueRepository("docker-login"), "v1"));
     String host = "localhost:" + port;
     String ref = host + "/" + image.repository() + ":v1";
     String config = Files.createDirectories(work.resolve("docker-client-config")).toString();
@@ -368,11 +502,14 @@ class PullAuthIT extends AbstractCacheIT {
     try {
       Command.Result refused = Command.run(limit, "docker", "--config", config, "pull", ref);
       assertThat(refused.exitCode()).as(refused.output()).isNotZero();
-      Command.run(limit, "docker", "--config", config, "login", host, "-u", "ci", "-p", ROBOT_TOKEN).assertSuccess();
-      Command.run(limit, "docker", "--config", config, "pull", ref).assertSuccess();
-      Command.Result digests = Command.run(limit, "docker", "image", "inspect", "--format", "{{json .RepoDigests}}", ref)
+      Command.run(limit, "docker", "--config", config, "login", host, "-u", "ci", "-p", ROBOT_TOKEN)
           .assertSuccess();
-      assertThat(digests.output()).contains(host + "/" + image.repository() + "@" + image.manifest().digest());
+      Command.run(limit, "docker", "--config", config, "pull", ref).assertSuccess();
+      Command.Result digests =
+          Command.run(limit, "docker", "image", "inspect", "--format", "{{json .RepoDigests}}", ref)
+              .assertSuccess();
+      assertThat(digests.output())
+          .contains(host + "/" + image.repository() + "@" + image.manifest().digest());
     } finally {
       Command.run(limit, "docker", "image", "rm", "--force", ref);
     }

@@ -4,12 +4,12 @@ import static io.registrycache.testsupport.CacheClient.describe;
 import static io.registrycache.testsupport.CacheClient.errorCode;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.testsupport.TestFiles;
-import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
+import io.registrycache.testsupport.TestFiles;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.Socket;
@@ -68,10 +68,10 @@ class PullPortHardeningTest {
     cache = CacheClient.onPort(port);
   }
 
-
   private static void assertOciError(HttpResponse<byte[]> response, int status, String code) {
     assertThat(response.statusCode()).as(describe(response)).isEqualTo(status);
-    assertThat(response.headers().firstValue("Content-Type")).hasValueSatisfying(t -> assertThat(t).startsWith("application/json"));
+    assertThat(response.headers().firstValue("Content-Type"))
+        .hasValueSatisfying(t -> assertThat(t).startsWith("application/json"));
     assertThat(errorCode(response)).as(describe(response)).isEqualTo(code);
   }
 
@@ -88,25 +88,38 @@ class PullPortHardeningTest {
     assertThat(output.getAll()).contains("evil\\r\\nFORGED-LINE INFO").contains("\\0x");
   }
 
-  /** Sends {@code target} as is (java.net.http refuses malformed URIs); answers status line and body. */
+  /**
+   * Sends {@code target} as is (java.net.http refuses malformed URIs); answers status line and
+   * body.
+   */
   private String raw(String method, String target) throws IOException {
     try (Socket socket = new Socket(InetAddress.getLoopbackAddress(), port)) {
       socket.setSoTimeout(10_000);
-      socket.getOutputStream().write((method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-          .getBytes(StandardCharsets.ISO_8859_1));
+      socket
+          .getOutputStream()
+          .write(
+              (method + " " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                  .getBytes(StandardCharsets.ISO_8859_1));
       return new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     }
   }
 
   @Test
   void malformedPercentEscapesInPathOrQueryAre400WithAnOciBody() throws IOException {
-    for (String target : List.of(
-        "/v2/app%zz/manifests/latest", "/v2/app/blobs/sha256%4", "/v2/app/tags/list?n=%zz",
-        "/v2/app/manifests/latest?ns=%G0")) {
+    for (String target :
+        List.of(
+            "/v2/app%zz/manifests/latest",
+            "/v2/app/blobs/sha256%4",
+            "/v2/app/tags/list?n=%zz",
+            "/v2/app/manifests/latest?ns=%G0")) {
       String answer = raw("GET", target);
-      assertThat(answer).as(target).startsWith("HTTP/1.1 400 ").contains("application/json")
-          .endsWith("{\"errors\":[{\"code\":\"NAME_INVALID\",\"message\":"
-              + "\"malformed request target: an invalid percent-escape or a character not allowed in a URI\"}]}");
+      assertThat(answer)
+          .as(target)
+          .startsWith("HTTP/1.1 400 ")
+          .contains("application/json")
+          .endsWith(
+              "{\"errors\":[{\"code\":\"NAME_INVALID\",\"message\":"
+                  + "\"malformed request target: an invalid percent-escape or a character not allowed in a URI\"}]}");
     }
     String head = raw("HEAD", "/v2/app%zz/manifests/latest");
     assertThat(head).startsWith("HTTP/1.1 400 ").endsWith("\r\n\r\n");
@@ -118,7 +131,9 @@ class PullPortHardeningTest {
   void upstreamClosingRightAfterTheBlobHeadersIs502WithAnOciBody() {
     byte[] content = "layer bytes that never arrive".getBytes(StandardCharsets.UTF_8);
     String digest = Sha256.digest(content);
-    upstream.route("/v2/cut/blobs/" + digest, ex -> ScriptedHttp.sendTruncated(ex, "application/octet-stream", content, 0, digest));
+    upstream.route(
+        "/v2/cut/blobs/" + digest,
+        ex -> ScriptedHttp.sendTruncated(ex, "application/octet-stream", content, 0, digest));
 
     HttpResponse<byte[]> response = cache.get("/v2/cut/blobs/" + digest);
     assertOciError(response, 502, "UPSTREAM_UNAVAILABLE");
@@ -131,7 +146,11 @@ class PullPortHardeningTest {
   @Test
   void upstreamClosingRightAfterTheManifestHeadersIs502WithAnOciBody() {
     byte[] body = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
-    upstream.route("/v2/cutm/manifests/v1", ex -> ScriptedHttp.sendTruncated(ex, "application/vnd.oci.image.manifest.v1+json", body, 0, null));
+    upstream.route(
+        "/v2/cutm/manifests/v1",
+        ex ->
+            ScriptedHttp.sendTruncated(
+                ex, "application/vnd.oci.image.manifest.v1+json", body, 0, null));
     assertOciError(cache.getManifest("/v2/cutm/manifests/v1"), 502, "UPSTREAM_UNAVAILABLE");
   }
 }

@@ -50,14 +50,16 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
- * Issue 23, points 5 and 6, over real HTTP: the cache with {@code registry-cache.auth.enabled}
- * and {@code registry-cache.rate-limit.enabled}, in front of a scripted upstream that can hold a
- * blob's answer (so a fill is known to be running). Users alice and bob and robot ci each get 5
- * requests per second (burst 10) and one concurrent fill; a client address may fail 3 credential
- * checks. The access log and the metrics name identities, never secrets, and label only robots by
- * name. The failed-check test runs last: it uses up the tries of the test client's address.
+ * Issue 23, points 5 and 6, over real HTTP: the cache with {@code registry-cache.auth.enabled} and
+ * {@code registry-cache.rate-limit.enabled}, in front of a scripted upstream that can hold a blob's
+ * answer (so a fill is known to be running). Users alice and bob and robot ci each get 5 requests
+ * per second (burst 10) and one concurrent fill; a client address may fail 3 credential checks. The
+ * access log and the metrics name identities, never secrets, and label only robots by name. The
+ * failed-check test runs last: it uses up the tries of the test client's address.
  */
-@SpringBootTest(classes = RegistryCacheApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@SpringBootTest(
+    classes = RegistryCacheApplication.class,
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @ExtendWith(OutputCaptureExtension.class)
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class RateLimitIT {
@@ -69,9 +71,14 @@ class RateLimitIT {
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
     try {
-      Files.writeString(files.resolve("htpasswd"),
-          "alice:" + new BCryptPasswordEncoder(4).encode("s3cret") + "\n"
-              + "bob:" + new BCryptPasswordEncoder(4).encode("hunter2") + "\n");
+      Files.writeString(
+          files.resolve("htpasswd"),
+          "alice:"
+              + new BCryptPasswordEncoder(4).encode("s3cret")
+              + "\n"
+              + "bob:"
+              + new BCryptPasswordEncoder(4).encode("hunter2")
+              + "\n");
       Files.writeString(files.resolve("tokens"), "ci:" + ROBOT_TOKEN + "\n");
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -95,7 +102,9 @@ class RateLimitIT {
   }
 
   static String basic(String user, String password) {
-    return "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
+    return "Basic "
+        + Base64.getEncoder()
+            .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8));
   }
 
   static final String ALICE = basic("alice", "s3cret");
@@ -123,7 +132,8 @@ class RateLimitIT {
     byte[] bytes = content.getBytes(StandardCharsets.UTF_8);
     String digest = Sha256.digest(bytes);
     String path = "/v2/" + repository + "/blobs/" + digest;
-    upstream.route(path, ex -> ScriptedHttp.send(ex, 200, "application/octet-stream", bytes, digest));
+    upstream.route(
+        path, ex -> ScriptedHttp.send(ex, 200, "application/octet-stream", bytes, digest));
     return path;
   }
 
@@ -132,11 +142,12 @@ class RateLimitIT {
   }
 
   CompletableFuture<HttpResponse<byte[]>> getAsync(String path, String authorization) {
-    HttpRequest request = HttpRequest.newBuilder(URI.create(cache.baseUrl() + path))
-        .header("Authorization", authorization)
-        .timeout(Duration.ofSeconds(60))
-        .GET()
-        .build();
+    HttpRequest request =
+        HttpRequest.newBuilder(URI.create(cache.baseUrl() + path))
+            .header("Authorization", authorization)
+            .timeout(Duration.ofSeconds(60))
+            .GET()
+            .build();
     return cache.http().sendAsync(request, HttpResponse.BodyHandlers.ofByteArray());
   }
 
@@ -148,13 +159,17 @@ class RateLimitIT {
   static void assertTooManyRequests(HttpResponse<byte[]> response) {
     assertThat(response.statusCode()).as(describe(response)).isEqualTo(429);
     assertThat(errorCode(response)).isEqualTo("TOOMANYREQUESTS");
-    assertThat(response.headers().firstValue("Retry-After")).as("Retry-After, in seconds").isPresent();
-    assertThat(Long.parseLong(response.headers().firstValue("Retry-After").get())).isBetween(1L, 60L);
+    assertThat(response.headers().firstValue("Retry-After"))
+        .as("Retry-After, in seconds")
+        .isPresent();
+    assertThat(Long.parseLong(response.headers().firstValue("Retry-After").get()))
+        .isBetween(1L, 60L);
   }
 
   @Test
   @Order(1)
-  void anIdentityOverItsRequestsPerSecondGets429WithRetryAfterWhileAnotherIsServed() throws Exception {
+  void anIdentityOverItsRequestsPerSecondGets429WithRetryAfterWhileAnotherIsServed()
+      throws Exception {
     String path = blob("rl/rate", "rate limited blob");
     assertThat(get(path, BOB).statusCode()).isEqualTo(200);
     double before = counter("registry.cache.rate.limited", "identity", "user", "limit", "requests");
@@ -167,57 +182,84 @@ class RateLimitIT {
     for (CompletableFuture<HttpResponse<byte[]>> f : burst) {
       answers.add(f.get(60, TimeUnit.SECONDS));
     }
-    List<HttpResponse<byte[]>> refused = answers.stream().filter(r -> r.statusCode() == 429).toList();
+    List<HttpResponse<byte[]>> refused =
+        answers.stream().filter(r -> r.statusCode() == 429).toList();
     assertThat(refused).as("bob's requests over his burst").isNotEmpty();
     assertThat(answers).allSatisfy(r -> assertThat(r.statusCode()).as(describe(r)).isIn(200, 429));
     refused.forEach(RateLimitIT::assertTooManyRequests);
 
     HttpResponse<byte[]> alice = get(path, ALICE);
-    assertThat(alice.statusCode()).as("another identity is still served: " + describe(alice)).isEqualTo(200);
+    assertThat(alice.statusCode())
+        .as("another identity is still served: " + describe(alice))
+        .isEqualTo(200);
     assertThat(new String(alice.body(), StandardCharsets.UTF_8)).isEqualTo("rate limited blob");
-    assertThat(counter("registry.cache.rate.limited", "identity", "user", "limit", "requests") - before)
+    assertThat(
+            counter("registry.cache.rate.limited", "identity", "user", "limit", "requests")
+                - before)
         .isEqualTo(refused.size());
   }
 
   @Test
   @Order(2)
-  void aSecondFillOfTheSameIdentityWaitsForTheFirstWhileJoinersAndOthersAreServed() throws Exception {
+  void aSecondFillOfTheSameIdentityWaitsForTheFirstWhileJoinersAndOthersAreServed()
+      throws Exception {
     byte[] slowBytes = "a blob the upstream holds back".getBytes(StandardCharsets.UTF_8);
     String slowDigest = Sha256.digest(slowBytes);
     String slow = "/v2/rl/fills/blobs/" + slowDigest;
     CountDownLatch gate = new CountDownLatch(1);
-    upstream.route(slow, ex -> {
-      try {
-        gate.await(30, TimeUnit.SECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      ScriptedHttp.send(ex, 200, "application/octet-stream", slowBytes, slowDigest);
-    });
+    upstream.route(
+        slow,
+        ex -> {
+          try {
+            gate.await(30, TimeUnit.SECONDS);
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          ScriptedHttp.send(ex, 200, "application/octet-stream", slowBytes, slowDigest);
+        });
     String other = blob("rl/fills", "another blob");
     String manifest = "/v2/rl/fills/manifests/v1";
-    byte[] manifestBytes = ("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
-        + "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" + slowDigest
-        + "\",\"size\":" + slowBytes.length + "},\"layers\":[]}").getBytes(StandardCharsets.UTF_8);
-    upstream.route(manifest, ex -> ScriptedHttp.send(
-        ex, 200, "application/vnd.oci.image.manifest.v1+json", manifestBytes, Sha256.digest(manifestBytes)));
+    byte[] manifestBytes =
+        ("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\","
+                + "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\""
+                + slowDigest
+                + "\",\"size\":"
+                + slowBytes.length
+                + "},\"layers\":[]}")
+            .getBytes(StandardCharsets.UTF_8);
+    upstream.route(
+        manifest,
+        ex ->
+            ScriptedHttp.send(
+                ex,
+                200,
+                "application/vnd.oci.image.manifest.v1+json",
+                manifestBytes,
+                Sha256.digest(manifestBytes)));
 
     CompletableFuture<HttpResponse<byte[]>> first = getAsync(slow, CI);
     await().atMost(Duration.ofSeconds(20)).until(() -> upstream.count("GET", slow) == 1);
-    double before = counter("registry.cache.rate.limited", "identity", "robot:ci", "limit", "fills");
+    double before =
+        counter("registry.cache.rate.limited", "identity", "robot:ci", "limit", "fills");
 
     // the robot's second fill, a blob or a manifest, is refused and never reaches the upstream
     assertTooManyRequests(get(other, CI));
     assertThat(get(other, CI).headers().firstValue("Retry-After")).hasValue("1");
-    assertTooManyRequests(cache.get(manifest, "Authorization", CI, "Accept", CacheClient.MANIFEST_ACCEPT));
+    assertTooManyRequests(
+        cache.get(manifest, "Authorization", CI, "Accept", CacheClient.MANIFEST_ACCEPT));
     assertThat(upstream.count(other)).isZero();
     assertThat(upstream.count(manifest)).isZero();
-    assertThat(counter("registry.cache.rate.limited", "identity", "robot:ci", "limit", "fills") - before).isEqualTo(3);
+    assertThat(
+            counter("registry.cache.rate.limited", "identity", "robot:ci", "limit", "fills")
+                - before)
+        .isEqualTo(3);
 
     // joining the fill running takes no permit; another identity has its own
     PullActivity.Snapshot running = activity.snapshot();
     CompletableFuture<HttpResponse<byte[]>> joiner = getAsync(slow, CI);
-    await().atMost(Duration.ofSeconds(20)).until(() -> activity.snapshot().started() > running.started());
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .until(() -> activity.snapshot().started() > running.started());
     HttpResponse<byte[]> alice = get(other, ALICE);
     assertThat(alice.statusCode()).as(describe(alice)).isEqualTo(200);
     assertThat(joiner).as("the joiner waits on the fill, it is not refused").isNotDone();
@@ -231,15 +273,23 @@ class RateLimitIT {
     assertThat(upstream.count("GET", slow)).as("one fill for both").isEqualTo(1);
 
     // the fill ended: its permit is back (polled gently, within the requests per second)
-    await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(400))
-        .until(() -> cache.get(manifest, "Authorization", CI, "Accept", CacheClient.MANIFEST_ACCEPT).statusCode() == 200);
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .pollInterval(Duration.ofMillis(400))
+        .until(
+            () ->
+                cache
+                        .get(manifest, "Authorization", CI, "Accept", CacheClient.MANIFEST_ACCEPT)
+                        .statusCode()
+                    == 200);
     assertThat(upstream.count("GET", manifest)).isEqualTo(1);
     assertThat(get(other, CI).statusCode()).as("a hit needs no permit").isEqualTo(200);
   }
 
   @Test
   @Order(3)
-  void theAccessLogAndTheMetricsNameIdentitiesNeverSecretsAndOnlyRobotsByName(CapturedOutput output) {
+  void theAccessLogAndTheMetricsNameIdentitiesNeverSecretsAndOnlyRobotsByName(
+      CapturedOutput output) {
     String path = blob("rl/log", "logged blob");
     assertThat(get(path, ALICE).statusCode()).isEqualTo(200);
     // the client has its last byte before the store's commit: a request before that joins the
@@ -249,24 +299,38 @@ class RateLimitIT {
     // refused before any check (so the failed-check test after this one has all its tries)
     assertThat(get(path, "Basic !not-base64!").statusCode()).isEqualTo(401);
 
-    await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
-      assertThat(output.getOut()).containsPattern(
-          "method=GET path=" + path + " status=200 bytes=\\S+ duration_ms=\\d+ cache=miss upstream=local identity=user:alice");
-      assertThat(output.getOut()).containsPattern(
-          "method=GET path=" + path + " status=200 bytes=\\S+ duration_ms=\\d+ cache=hit upstream=local identity=robot:ci");
-      assertThat(output.getOut()).containsPattern(
-          "method=GET path=" + path + " status=401 .* identity=-");
-    });
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(
+            () -> {
+              assertThat(output.getOut())
+                  .containsPattern(
+                      "method=GET path="
+                          + path
+                          + " status=200 bytes=\\S+ duration_ms=\\d+ cache=miss upstream=local identity=user:alice");
+              assertThat(output.getOut())
+                  .containsPattern(
+                      "method=GET path="
+                          + path
+                          + " status=200 bytes=\\S+ duration_ms=\\d+ cache=hit upstream=local identity=robot:ci");
+              assertThat(output.getOut())
+                  .containsPattern("method=GET path=" + path + " status=401 .* identity=-");
+            });
     String all = output.getAll();
-    for (String secret : List.of("s3cret", "hunter2", ROBOT_TOKEN, ALICE.substring(6), CI.substring(6))) {
+    for (String secret :
+        List.of("s3cret", "hunter2", ROBOT_TOKEN, ALICE.substring(6), CI.substring(6))) {
       assertThat(all).as("the log shows no password, token or credentials").doesNotContain(secret);
     }
 
-    Set<String> identities = meters.find("registry.cache.identity.requests").counters().stream()
-        .map(c -> c.getId().getTag("identity")).collect(Collectors.toSet());
+    Set<String> identities =
+        meters.find("registry.cache.identity.requests").counters().stream()
+            .map(c -> c.getId().getTag("identity"))
+            .collect(Collectors.toSet());
     assertThat(identities).contains("robot:ci", "user").isSubsetOf("robot:ci", "user", "anonymous");
-    Set<String> limited = meters.find("registry.cache.rate.limited").counters().stream()
-        .map(c -> c.getId().getTag("identity")).collect(Collectors.toSet());
+    Set<String> limited =
+        meters.find("registry.cache.rate.limited").counters().stream()
+            .map(c -> c.getId().getTag("identity"))
+            .collect(Collectors.toSet());
     assertThat(limited).isSubsetOf("robot:ci", "user", "anonymous", "unauthenticated");
   }
 
@@ -281,12 +345,19 @@ class RateLimitIT {
     }
     HttpResponse<byte[]> refused = get(path, basic("alice", "guess-3"));
     assertTooManyRequests(refused);
-    assertThat(Long.parseLong(refused.headers().firstValue("Retry-After").get())).as("one try comes back every 20 s")
+    assertThat(Long.parseLong(refused.headers().firstValue("Retry-After").get()))
+        .as("one try comes back every 20 s")
         .isBetween(15L, 20L);
     assertThat(errorCode(get("/v2/token?service=registry-cache", basic("bob", "guess-4"))))
         .as("the token endpoint is off here; /v2/token is a repository path, refused all the same")
         .isEqualTo("TOOMANYREQUESTS");
-    assertThat(counter("registry.cache.rate.limited", "identity", "unauthenticated", "limit", "failed-checks"))
+    assertThat(
+            counter(
+                "registry.cache.rate.limited",
+                "identity",
+                "unauthenticated",
+                "limit",
+                "failed-checks"))
         .isEqualTo(2);
     assertThat(upstream.count(path)).as("nothing reached the upstream").isZero();
   }

@@ -34,7 +34,8 @@ class RegistryHandlerReadinessTest {
       }
 
       @Override
-      public <S extends AvailabilityState> AvailabilityChangeEvent<S> getLastChangeEvent(Class<S> type) {
+      public <S extends AvailabilityState> AvailabilityChangeEvent<S> getLastChangeEvent(
+          Class<S> type) {
         return null;
       }
     };
@@ -42,7 +43,9 @@ class RegistryHandlerReadinessTest {
 
   private static ServerResponse base(ReadinessState state, HttpMethod method) {
     RegistryHandler handler = new RegistryHandler(null, null, null, null, null, readiness(state));
-    return handler.base(MockServerRequest.builder().method(method).uri(URI.create("/v2/")).build()).block();
+    return handler
+        .base(MockServerRequest.builder().method(method).uri(URI.create("/v2/")).build())
+        .block();
   }
 
   @Test

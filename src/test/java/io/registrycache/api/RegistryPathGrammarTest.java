@@ -21,10 +21,12 @@ import org.junit.jupiter.params.provider.MethodSource;
 class RegistryPathGrammarTest {
 
   private static final Pattern MANIFEST = Pattern.compile("(.+)/manifests/([^/]+)", Pattern.DOTALL);
-  private static final Pattern BLOB_UPLOAD = Pattern.compile("(.+)/blobs/uploads(?:/.*)?", Pattern.DOTALL);
+  private static final Pattern BLOB_UPLOAD =
+      Pattern.compile("(.+)/blobs/uploads(?:/.*)?", Pattern.DOTALL);
   private static final Pattern BLOB = Pattern.compile("(.+)/blobs/([^/]+)", Pattern.DOTALL);
   private static final Pattern TAGS = Pattern.compile("(.+)/tags/list", Pattern.DOTALL);
-  private static final Pattern REFERRERS = Pattern.compile("(.+)/referrers/([^/]+)", Pattern.DOTALL);
+  private static final Pattern REFERRERS =
+      Pattern.compile("(.+)/referrers/([^/]+)", Pattern.DOTALL);
 
   /** What the regular expressions said: endpoint, name, reference; null when none matched. */
   private static RegistryPath oracle(String path) {
@@ -47,10 +49,30 @@ class RegistryPathGrammarTest {
     return null;
   }
 
-  private static final List<String> TOKENS = List.of(
-      "/", "//", "a", "b/c", "manifests", "blobs", "uploads", "tags", "list", "referrers", "/manifests/",
-      "/blobs/", "/blobs/uploads", "/blobs/uploads/", "/tags/list", "/referrers/", "sha256:ab", "v1", "\n", "\r",
-      ":", ".");
+  private static final List<String> TOKENS =
+      List.of(
+          "/",
+          "//",
+          "a",
+          "b/c",
+          "manifests",
+          "blobs",
+          "uploads",
+          "tags",
+          "list",
+          "referrers",
+          "/manifests/",
+          "/blobs/",
+          "/blobs/uploads",
+          "/blobs/uploads/",
+          "/tags/list",
+          "/referrers/",
+          "sha256:ab",
+          "v1",
+          "\n",
+          "\r",
+          ":",
+          ".");
 
   static Stream<String> paths() {
     return Generated.values(20_243, 5000, r -> Generated.tokens(r, TOKENS, 10));
@@ -70,7 +92,9 @@ class RegistryPathGrammarTest {
   void sameAnswerAsTheRegularExpressions(String path) {
     RegistryPath expected = oracle(path);
     if (expected == null) {
-      assertThat(catchThrowable(() -> RegistryPath.parse(path))).as(path).isInstanceOf(OciException.class);
+      assertThat(catchThrowable(() -> RegistryPath.parse(path)))
+          .as(path)
+          .isInstanceOf(OciException.class);
     } else {
       assertThat(RegistryPath.parse(path)).as(path).isEqualTo(expected);
     }

@@ -27,17 +27,22 @@ class RegistryPathTest {
 
   @Test
   void blobTagsAndUploads() {
-    assertThat(RegistryPath.parse("localhost:5000/x/blobs/sha256:ab").endpoint()).isEqualTo(Endpoint.BLOB);
+    assertThat(RegistryPath.parse("localhost:5000/x/blobs/sha256:ab").endpoint())
+        .isEqualTo(Endpoint.BLOB);
     assertThat(RegistryPath.parse("x/tags/list").endpoint()).isEqualTo(Endpoint.TAGS);
     assertThat(RegistryPath.parse("x/blobs/uploads/").endpoint()).isEqualTo(Endpoint.BLOB_UPLOAD);
-    assertThat(RegistryPath.parse("x/blobs/uploads/1234-abcd").endpoint()).isEqualTo(Endpoint.BLOB_UPLOAD);
-    assertThat(RegistryPath.parse("x/referrers/sha256:ab").endpoint()).isEqualTo(Endpoint.REFERRERS);
+    assertThat(RegistryPath.parse("x/blobs/uploads/1234-abcd").endpoint())
+        .isEqualTo(Endpoint.BLOB_UPLOAD);
+    assertThat(RegistryPath.parse("x/referrers/sha256:ab").endpoint())
+        .isEqualTo(Endpoint.REFERRERS);
   }
 
   @Test
   void unknownEndpointIsNameUnknown() {
     assertThatThrownBy(() -> RegistryPath.parse("x/whatever"))
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN));
-    assertThatThrownBy(() -> RegistryPath.parse("manifests/latest")).isInstanceOf(OciException.class);
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN));
+    assertThatThrownBy(() -> RegistryPath.parse("manifests/latest"))
+        .isInstanceOf(OciException.class);
   }
 }

@@ -14,13 +14,15 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The three request forms — bare {@code /v2/<name>}, in-path {@code /v2/<host>/<name>} and
- * containerd's {@code /v2/<name>?ns=<host>} — name the same cache entry: only the first one fetches.
+ * containerd's {@code /v2/<name>?ns=<host>} — name the same cache entry: only the first one
+ * fetches.
  */
 class RequestFormsIT extends AbstractCacheIT {
 
   @Test
   void allFormsShareOneBlobEntry() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("forms"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("forms"), "v1"));
     Blob blob = image.layers().get(0);
     String upstreamPath = "/v2/" + image.repository() + "/blobs/" + blob.digest();
 
@@ -42,7 +44,8 @@ class RequestFormsIT extends AbstractCacheIT {
 
   @Test
   void startingFromTheNsFormTheOthersAreHits() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("forms"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("forms"), "v1"));
     String prefix = "/v2/" + image.repository() + "/";
     String[] forms = {
       "/v2/" + image.repository() + "/manifests/v1?ns=" + UPSTREAM_HOST,
@@ -59,20 +62,29 @@ class RequestFormsIT extends AbstractCacheIT {
         afterFirst = n;
         assertThat(n).as("the first form fetches").isPositive();
       } else {
-        assertThat(n).as("upstream requests after form %d (%s)", i + 1, forms[i]).isEqualTo(afterFirst);
+        assertThat(n)
+            .as("upstream requests after form %d (%s)", i + 1, forms[i])
+            .isEqualTo(afterFirst);
       }
     }
   }
 
   @Test
   void nsFormEchoesTheNamespace() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ns"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("ns"), "v1"));
     HttpResponse<byte[]> manifest =
         cache.getManifest("/v2/" + image.repository() + "/manifests/v1?ns=" + UPSTREAM_HOST);
     assertThat(manifest.statusCode()).as(describe(manifest)).isEqualTo(200);
     assertThat(manifest.headers().firstValue("OCI-Namespace")).hasValue(UPSTREAM_HOST);
     HttpResponse<byte[]> blob =
-        cache.get("/v2/" + image.repository() + "/blobs/" + image.config().digest() + "?ns=" + UPSTREAM_HOST);
+        cache.get(
+            "/v2/"
+                + image.repository()
+                + "/blobs/"
+                + image.config().digest()
+                + "?ns="
+                + UPSTREAM_HOST);
     assertThat(blob.statusCode()).isEqualTo(200);
     assertThat(blob.headers().firstValue("OCI-Namespace")).hasValue(UPSTREAM_HOST);
     assertThat(blob.body()).isEqualTo(image.config().bytes());
@@ -80,7 +92,10 @@ class RequestFormsIT extends AbstractCacheIT {
 
   @Test
   void inPathFormServesManifestsAndBlobsByteExact() {
-    Image image = upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("inpath"), "v1"));
+    Image image =
+        upstream
+            .pusher()
+            .push(TestImages.dockerSchema2(TestImages.uniqueRepository("inpath"), "v1"));
     String base = "/v2/" + UPSTREAM_HOST + "/" + image.repository();
     CacheClient.assertManifest(cache.getManifest(base + "/manifests/v1"), image.manifest());
     CacheClient.assertManifest(

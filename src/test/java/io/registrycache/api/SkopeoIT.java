@@ -22,9 +22,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A real OCI client through the cache: {@code skopeo copy} from the in-path form
- * {@code localhost:<port>/upstream.test/<name>:<tag>} into an OCI layout; the copied manifests and
- * blobs are checked independently of skopeo's own verification.
+ * A real OCI client through the cache: {@code skopeo copy} from the in-path form {@code
+ * localhost:<port>/upstream.test/<name>:<tag>} into an OCI layout; the copied manifests and blobs
+ * are checked independently of skopeo's own verification.
  */
 class SkopeoIT extends AbstractCacheIT {
 
@@ -32,7 +32,8 @@ class SkopeoIT extends AbstractCacheIT {
 
   @BeforeAll
   static void needsSkopeo() {
-    Command.requireTool(Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
+    Command.requireTool(
+        Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
   }
 
   String source(String repository, String tag) {
@@ -48,10 +49,16 @@ class SkopeoIT extends AbstractCacheIT {
 
   @Test
   void copiesAnImageIntoAnOciLayout() throws IOException {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("skopeo"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("skopeo"), "v1"));
     Path layout = work.resolve("layout");
 
-    skopeo("copy", "--src-tls-verify=false", "--src-no-creds", source(image.repository(), "v1"), "oci:" + layout + ":v1");
+    skopeo(
+        "copy",
+        "--src-tls-verify=false",
+        "--src-no-creds",
+        source(image.repository(), "v1"),
+        "oci:" + layout + ":v1");
 
     String index = Files.readString(layout.resolve("index.json"));
     List<String> manifests = JsonPath.read(index, "$.manifests[*].digest");
@@ -69,24 +76,40 @@ class SkopeoIT extends AbstractCacheIT {
 
   @Test
   void inspectRawReturnsTheExactManifest() {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("skopeo"), "raw"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("skopeo"), "raw"));
     String raw =
-        skopeo("inspect", "--raw", "--tls-verify=false", "--no-creds", source(image.repository(), "raw")).output();
+        skopeo(
+                "inspect",
+                "--raw",
+                "--tls-verify=false",
+                "--no-creds",
+                source(image.repository(), "raw"))
+            .output();
     assertThat(raw.strip()).isEqualTo(image.manifest().text().strip());
   }
 
   @Test
   void copiesAnIndexWithAllPlatforms() throws IOException {
-    ImageIndex index = upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("skopeo-all"), "multi"));
+    ImageIndex index =
+        upstream
+            .pusher()
+            .push(TestImages.index(TestImages.uniqueRepository("skopeo-all"), "multi"));
     Path layout = work.resolve("all");
 
-    skopeo("copy", "--all", "--src-tls-verify=false", "--src-no-creds",
-        source(index.repository(), "multi"), "oci:" + layout + ":multi");
+    skopeo(
+        "copy",
+        "--all",
+        "--src-tls-verify=false",
+        "--src-no-creds",
+        source(index.repository(), "multi"),
+        "oci:" + layout + ":multi");
 
     String indexJson = Files.readString(layout.resolve("index.json"));
     List<String> top = JsonPath.read(indexJson, "$.manifests[*].digest");
     assertThat(top).containsExactly(index.index().digest());
-    assertThat(Files.readAllBytes(blobPath(layout, index.index().digest()))).isEqualTo(index.index().bytes());
+    assertThat(Files.readAllBytes(blobPath(layout, index.index().digest())))
+        .isEqualTo(index.index().bytes());
     for (String arch : List.of("amd64", "arm64")) {
       Image platform = index.platform(arch).image();
       assertThat(Files.readAllBytes(blobPath(layout, platform.manifest().digest())))

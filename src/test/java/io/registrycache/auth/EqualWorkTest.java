@@ -23,15 +23,20 @@ import org.springframework.security.crypto.password.PasswordEncoder;
 /**
  * Every failed Basic check does the same work, pinned by counting the password encoder's calls and
  * the bcrypt cost of each, never by timing: one bcrypt, at the highest cost of the htpasswd file
- * for everything that is not a known user (an unknown name, a robot with a wrong token), the
- * user's own for a known user; a password over 72 bytes never matches, at the same cost.
+ * for everything that is not a known user (an unknown name, a robot with a wrong token), the user's
+ * own for a known user; a password over 72 bytes never matches, at the same cost.
  */
 class EqualWorkTest {
 
-  /** A password of exactly bcrypt's 72 bytes: its hash also matches any longer password that starts with it. */
+  /**
+   * A password of exactly bcrypt's 72 bytes: its hash also matches any longer password that starts
+   * with it.
+   */
   static final String LONGEST = "c".repeat(72);
 
-  /** Counts {@code matches} calls and the cost of the hash each was given; checks with real bcrypt. */
+  /**
+   * Counts {@code matches} calls and the cost of the hash each was given; checks with real bcrypt.
+   */
   static final class CountingEncoder implements PasswordEncoder {
     final List<Integer> costs = new ArrayList<>();
     final List<String> passwords = new ArrayList<>();
@@ -54,15 +59,23 @@ class EqualWorkTest {
 
   private PullAuthentication authentication() throws Exception {
     Path dir = TestFiles.tempDirectory("equal-work-");
-    Path htpasswd = Files.writeString(dir.resolve("htpasswd"), HtpasswdTest.ALICE + "\n"
-        + "carol:" + BCrypt.hashpw(LONGEST, BCrypt.gensalt(6)) + "\n");
+    Path htpasswd =
+        Files.writeString(
+            dir.resolve("htpasswd"),
+            HtpasswdTest.ALICE
+                + "\n"
+                + "carol:"
+                + BCrypt.hashpw(LONGEST, BCrypt.gensalt(6))
+                + "\n");
     Path tokens = Files.writeString(dir.resolve("tokens"), "ci:" + RobotTokensTest.TOKEN + "\n");
-    RegistryCacheProperties properties = RegistryCacheProperties.bind(Map.of(
-        "registry-cache.auth.enabled", "true",
-        "registry-cache.auth.htpasswd-file", htpasswd.toString(),
-        "registry-cache.auth.tokens-file", tokens.toString()));
-    return new PullAuthentication(properties, new TokenService(properties),
-        TimeMeter.SYSTEM_NANOTIME, encoder);
+    RegistryCacheProperties properties =
+        RegistryCacheProperties.bind(
+            Map.of(
+                "registry-cache.auth.enabled", "true",
+                "registry-cache.auth.htpasswd-file", htpasswd.toString(),
+                "registry-cache.auth.tokens-file", tokens.toString()));
+    return new PullAuthentication(
+        properties, new TokenService(properties), TimeMeter.SYSTEM_NANOTIME, encoder);
   }
 
   private Optional<Identity> check(PullAuthentication auth, String user, String password) {
@@ -77,7 +90,9 @@ class EqualWorkTest {
     assertThat(check(auth, "mallory", "a-guess")).isEmpty();
     assertThat(encoder.costs).as("unknown name").containsExactly(6);
     assertThat(check(auth, "ci", RobotTokensTest.TOKEN + "0")).isEmpty();
-    assertThat(encoder.costs).as("a robot's wrong token: the unknown name's path").containsExactly(6);
+    assertThat(encoder.costs)
+        .as("a robot's wrong token: the unknown name's path")
+        .containsExactly(6);
     assertThat(check(auth, "ci", "short")).isEmpty();
     assertThat(encoder.costs).containsExactly(6);
   }
@@ -89,7 +104,8 @@ class EqualWorkTest {
     assertThat(encoder.costs).containsExactly(4);
     assertThat(check(auth, "alice", "s3cret")).contains(new Identity(Identity.Kind.USER, "alice"));
     assertThat(encoder.costs).containsExactly(4);
-    assertThat(check(auth, "ci", RobotTokensTest.TOKEN)).contains(new Identity(Identity.Kind.ROBOT, "ci"));
+    assertThat(check(auth, "ci", RobotTokensTest.TOKEN))
+        .contains(new Identity(Identity.Kind.ROBOT, "ci"));
     assertThat(encoder.costs).as("a robot's right token needs no bcrypt").isEmpty();
   }
 
@@ -102,9 +118,13 @@ class EqualWorkTest {
     logged.start();
     logger.addAppender(logged);
     try {
-      assertThat(check(auth, "carol", LONGEST + "anything")).as("bcrypt would read only the first 72 bytes").isEmpty();
+      assertThat(check(auth, "carol", LONGEST + "anything"))
+          .as("bcrypt would read only the first 72 bytes")
+          .isEmpty();
       assertThat(encoder.costs).containsExactly(6);
-      assertThat(encoder.passwords).as("the long password is not what bcrypt is given").doesNotContain(LONGEST + "anything");
+      assertThat(encoder.passwords)
+          .as("the long password is not what bcrypt is given")
+          .doesNotContain(LONGEST + "anything");
       assertThat(check(auth, "carol", LONGEST + "again")).isEmpty();
       assertThat(check(auth, "alice", "é".repeat(37))).as("74 bytes in UTF-8").isEmpty();
       assertThat(encoder.costs).containsExactly(4);
@@ -113,7 +133,8 @@ class EqualWorkTest {
     } finally {
       logger.detachAppender(logged);
     }
-    assertThat(logged.list).filteredOn(e -> e.getFormattedMessage().contains("more than 72 bytes"))
+    assertThat(logged.list)
+        .filteredOn(e -> e.getFormattedMessage().contains("more than 72 bytes"))
         .extracting(ILoggingEvent::getFormattedMessage)
         .as("one warning per user, naming the user, never the password")
         .hasSize(2)

@@ -1,6 +1,5 @@
 package io.registrycache.auth;
 
-import static io.registrycache.auth.ExternalTokensTest.ISSUER;
 import static io.registrycache.auth.ExternalTokensTest.NOW;
 import static io.registrycache.auth.ExternalTokensTest.generateEc;
 import static io.registrycache.auth.ExternalTokensTest.generateRsa;
@@ -37,14 +36,16 @@ class ExternalTokensJwksUrlTest {
   @BeforeEach
   void start() throws Exception {
     server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext("/.well-known/jwks.json", exchange -> {
-      fetches.incrementAndGet();
-      byte[] body = served.get().toString(true).getBytes(StandardCharsets.UTF_8);
-      exchange.getResponseHeaders().set("Content-Type", "application/json");
-      exchange.sendResponseHeaders(200, body.length);
-      exchange.getResponseBody().write(body);
-      exchange.close();
-    });
+    server.createContext(
+        "/.well-known/jwks.json",
+        exchange -> {
+          fetches.incrementAndGet();
+          byte[] body = served.get().toString(true).getBytes(StandardCharsets.UTF_8);
+          exchange.getResponseHeaders().set("Content-Type", "application/json");
+          exchange.sendResponseHeaders(200, body.length);
+          exchange.getResponseBody().write(body);
+          exchange.close();
+        });
     server.start();
   }
 
@@ -54,11 +55,14 @@ class ExternalTokensJwksUrlTest {
   }
 
   private ExternalTokens tokens() {
-    Map<String, String> map = settings(
-        "registry-cache.auth.trusted-issuers[0].jwks-url",
-        "http://127.0.0.1:" + server.getAddress().getPort() + "/.well-known/jwks.json",
-        "registry-cache.auth.trusted-issuers[0].jwks-timeout", "2s");
-    return new ExternalTokens(RegistryCacheProperties.bind(map), Clock.fixed(NOW, ZoneOffset.UTC), System::nanoTime);
+    Map<String, String> map =
+        settings(
+            "registry-cache.auth.trusted-issuers[0].jwks-url",
+            "http://127.0.0.1:" + server.getAddress().getPort() + "/.well-known/jwks.json",
+            "registry-cache.auth.trusted-issuers[0].jwks-timeout",
+            "2s");
+    return new ExternalTokens(
+        RegistryCacheProperties.bind(map), Clock.fixed(NOW, ZoneOffset.UTC), System::nanoTime);
   }
 
   private void serve(JWK... keys) {
@@ -73,7 +77,9 @@ class ExternalTokensJwksUrlTest {
     ExternalTokens tokens = tokens();
     assertThat(fetches).as("nothing fetched before the first token").hasValue(0);
 
-    assertThat(tokens.verify(token(first))).hasValue(Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", Set.of("platform", "ci")));
+    assertThat(tokens.verify(token(first)))
+        .hasValue(
+            Identity.external(ExternalTokensTest.ISSUER_KEY, "alice", Set.of("platform", "ci")));
     assertThat(tokens.verify(token(first, c -> c.subject("bob")))).isPresent();
     assertThat(fetches).as("the set is cached").hasValue(1);
 
@@ -84,9 +90,14 @@ class ExternalTokensJwksUrlTest {
     assertThat(tokens.verify(token(next, c -> c.subject("carol")))).isPresent();
     assertThat(fetches).hasValue(2);
 
-    assertThat(tokens.verify(token(generateRsa("2026-12")))).as("another key under a listed kid").isEmpty();
-    assertThat(tokens.verify(token(generateRsa("never-listed")))).as("a kid the issuer never listed").isEmpty();
-    assertThat(fetches).as("at most twice per 30 s: an unknown kid cannot make the cache hammer the issuer")
+    assertThat(tokens.verify(token(generateRsa("2026-12"))))
+        .as("another key under a listed kid")
+        .isEmpty();
+    assertThat(tokens.verify(token(generateRsa("never-listed"))))
+        .as("a kid the issuer never listed")
+        .isEmpty();
+    assertThat(fetches)
+        .as("at most twice per 30 s: an unknown kid cannot make the cache hammer the issuer")
         .hasValue(2);
   }
 

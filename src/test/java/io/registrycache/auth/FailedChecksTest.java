@@ -27,29 +27,39 @@ import org.springframework.security.crypto.bcrypt.BCryptPasswordEncoder;
 class FailedChecksTest {
 
   final AtomicLong now = new AtomicLong();
-  final TimeMeter clock = new TimeMeter() {
-    @Override
-    public long currentTimeNanos() {
-      return now.get();
-    }
+  final TimeMeter clock =
+      new TimeMeter() {
+        @Override
+        public long currentTimeNanos() {
+          return now.get();
+        }
 
-    @Override
-    public boolean isWallClockBased() {
-      return false;
-    }
-  };
+        @Override
+        public boolean isWallClockBased() {
+          return false;
+        }
+      };
 
   private static List<String> basic(String user, String password) {
-    return List.of("Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8)));
+    return List.of(
+        "Basic "
+            + Base64.getEncoder()
+                .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8)));
   }
 
   private PullAuthentication authentication(String... keyValues) throws Exception {
     Path dir = TestFiles.tempDirectory("failed-checks-");
-    Path htpasswd = Files.writeString(dir.resolve("htpasswd"),
-        HtpasswdTest.ALICE + "\nbob:" + new BCryptPasswordEncoder(4).encode("hunter2") + "\n");
-    Map<String, String> properties = new HashMap<>(Map.of(
-        "registry-cache.auth.enabled", "true",
-        "registry-cache.auth.htpasswd-file", htpasswd.toString()));
+    Path htpasswd =
+        Files.writeString(
+            dir.resolve("htpasswd"),
+            HtpasswdTest.ALICE + "\nbob:" + new BCryptPasswordEncoder(4).encode("hunter2") + "\n");
+    Map<String, String> properties =
+        new HashMap<>(
+            Map.of(
+                "registry-cache.auth.enabled",
+                "true",
+                "registry-cache.auth.htpasswd-file",
+                htpasswd.toString()));
     for (int i = 0; i < keyValues.length; i += 2) {
       properties.put(keyValues[i], keyValues[i + 1]);
     }
@@ -62,24 +72,31 @@ class FailedChecksTest {
         .isInstanceOf(AuthenticationRequired.class);
   }
 
-  private static void tooMany(PullAuthentication auth, List<String> header, String client, Duration retryAfter) {
+  private static void tooMany(
+      PullAuthentication auth, List<String> header, String client, Duration retryAfter) {
     assertThatThrownBy(() -> auth.authenticate(header, null, client).block())
-        .isInstanceOfSatisfying(OciException.class, e -> {
-          assertThat(e).isNotInstanceOf(AuthenticationRequired.class);
-          assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS);
-          assertThat(e.status().value()).isEqualTo(429);
-          assertThat(e.retryAfter()).hasValue(retryAfter);
-          assertThat(e.getMessage()).contains("too many failed credential checks").doesNotContain("alice");
-        });
+        .isInstanceOfSatisfying(
+            OciException.class,
+            e -> {
+              assertThat(e).isNotInstanceOf(AuthenticationRequired.class);
+              assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS);
+              assertThat(e.status().value()).isEqualTo(429);
+              assertThat(e.retryAfter()).hasValue(retryAfter);
+              assertThat(e.getMessage())
+                  .contains("too many failed credential checks")
+                  .doesNotContain("alice");
+            });
   }
 
   @Test
   void anAddressOverItsFailuresIsRefusedBeforeAnyCheckAndOthersAreNot() throws Exception {
-    PullAuthentication auth = authentication(
-        "registry-cache.rate-limit.enabled", "true",
-        "registry-cache.rate-limit.failed-checks.per-minute", "6",
-        "registry-cache.rate-limit.failed-checks.burst", "3");
-    assertThat(auth.authenticate(basic("alice", "s3cret"), null, "10.0.0.1").block().name()).isEqualTo("alice");
+    PullAuthentication auth =
+        authentication(
+            "registry-cache.rate-limit.enabled", "true",
+            "registry-cache.rate-limit.failed-checks.per-minute", "6",
+            "registry-cache.rate-limit.failed-checks.burst", "3");
+    assertThat(auth.authenticate(basic("alice", "s3cret"), null, "10.0.0.1").block().name())
+        .isEqualTo("alice");
     for (int i = 0; i < 3; i++) {
       wrong(auth, "10.0.0.1");
     }
@@ -88,11 +105,14 @@ class FailedChecksTest {
     // right credentials not remembered are not even checked while the address is out of tries...
     tooMany(auth, basic("bob", "hunter2"), "10.0.0.1", Duration.ofSeconds(10));
     // ...remembered ones cost no bcrypt and pass; anonymous needs no check
-    assertThat(auth.authenticate(basic("alice", "s3cret"), null, "10.0.0.1").block().name()).isEqualTo("alice");
-    assertThat(auth.authenticate(List.of(), null, "10.0.0.1").block()).isEqualTo(Identity.ANONYMOUS);
+    assertThat(auth.authenticate(basic("alice", "s3cret"), null, "10.0.0.1").block().name())
+        .isEqualTo("alice");
+    assertThat(auth.authenticate(List.of(), null, "10.0.0.1").block())
+        .isEqualTo(Identity.ANONYMOUS);
     // another address has its own tries
     wrong(auth, "10.0.0.2");
-    assertThat(auth.authenticate(basic("bob", "hunter2"), null, "10.0.0.2").block().name()).isEqualTo("bob");
+    assertThat(auth.authenticate(basic("bob", "hunter2"), null, "10.0.0.2").block().name())
+        .isEqualTo("bob");
 
     now.addAndGet(Duration.ofSeconds(9).toNanos());
     tooMany(auth, basic("alice", "wrong"), "10.0.0.1", Duration.ofSeconds(1));
@@ -103,33 +123,42 @@ class FailedChecksTest {
 
   @Test
   void aCheckThatSucceedsGivesItsTryBack() throws Exception {
-    PullAuthentication auth = authentication(
-        "registry-cache.rate-limit.enabled", "true",
-        "registry-cache.rate-limit.failed-checks.per-minute", "1",
-        "registry-cache.rate-limit.failed-checks.burst", "2");
+    PullAuthentication auth =
+        authentication(
+            "registry-cache.rate-limit.enabled", "true",
+            "registry-cache.rate-limit.failed-checks.per-minute", "1",
+            "registry-cache.rate-limit.failed-checks.burst", "2");
     wrong(auth, "10.0.0.1");
-    assertThat(auth.authenticate(basic("bob", "hunter2"), null, "10.0.0.1").block().name()).isEqualTo("bob");
+    assertThat(auth.authenticate(basic("bob", "hunter2"), null, "10.0.0.1").block().name())
+        .isEqualTo("bob");
     wrong(auth, "10.0.0.1");
     tooMany(auth, basic("alice", "wrong"), "10.0.0.1", Duration.ofSeconds(60));
   }
 
   @Test
   void theTokenEndpointsPasswordGrantCountsToo() throws Exception {
-    PullAuthentication auth = authentication(
-        "registry-cache.rate-limit.enabled", "true",
-        "registry-cache.rate-limit.failed-checks.per-minute", "1",
-        "registry-cache.rate-limit.failed-checks.burst", "1");
+    PullAuthentication auth =
+        authentication(
+            "registry-cache.rate-limit.enabled", "true",
+            "registry-cache.rate-limit.failed-checks.per-minute", "1",
+            "registry-cache.rate-limit.failed-checks.burst", "1");
     assertThatThrownBy(() -> auth.authenticate("alice", "wrong", "10.0.0.1").block())
         .isInstanceOf(AuthenticationRequired.class);
     assertThatThrownBy(() -> auth.authenticate("alice", "s3cret", "10.0.0.1").block())
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS));
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS));
   }
 
   @Test
   void noLimitUnlessRateLimitsAreOnOrWithPerMinuteZero() throws Exception {
-    for (PullAuthentication auth : List.of(
-        authentication(),
-        authentication("registry-cache.rate-limit.enabled", "true", "registry-cache.rate-limit.failed-checks.per-minute", "0"))) {
+    for (PullAuthentication auth :
+        List.of(
+            authentication(),
+            authentication(
+                "registry-cache.rate-limit.enabled",
+                "true",
+                "registry-cache.rate-limit.failed-checks.per-minute",
+                "0"))) {
       for (int i = 0; i < 20; i++) {
         wrong(auth, "10.0.0.1");
       }

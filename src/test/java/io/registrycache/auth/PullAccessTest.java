@@ -32,28 +32,30 @@ class PullAccessTest {
   static final Identity ISSUER_CI = Identity.external("idp", "ci", Set.of());
   static final Identity ISSUER_BOB = Identity.external("idp", "bob", Set.of());
 
-  static final Upstream LOCAL = TestUpstreams.upstream("local", "http://local.invalid", s -> { });
-  static final Upstream HUB = TestUpstreams.upstream("hub", "http://hub.invalid", s -> { });
-  static final Upstream OTHER = TestUpstreams.upstream("other", "http://other.invalid", s -> { });
-  static final Upstream ELSEWHERE = TestUpstreams.upstream("elsewhere", "http://elsewhere.invalid", s -> { });
+  static final Upstream LOCAL = TestUpstreams.upstream("local", "http://local.invalid", s -> {});
+  static final Upstream HUB = TestUpstreams.upstream("hub", "http://hub.invalid", s -> {});
+  static final Upstream OTHER = TestUpstreams.upstream("other", "http://other.invalid", s -> {});
+  static final Upstream ELSEWHERE =
+      TestUpstreams.upstream("elsewhere", "http://elsewhere.invalid", s -> {});
 
-  static final Map<String, String> SETTINGS = Map.ofEntries(
-      Map.entry("registry-cache.auth.enabled", "true"),
-      Map.entry("registry-cache.auth.groups.devs", "user:bob,robot:ci"),
-      Map.entry("registry-cache.auth.rules[0].subjects", "user:alice"),
-      Map.entry("registry-cache.auth.rules[0].upstreams", "local"),
-      Map.entry("registry-cache.auth.rules[0].repositories", "team/**"),
-      Map.entry("registry-cache.auth.rules[1].subjects", "group:devs"),
-      Map.entry("registry-cache.auth.rules[1].repositories", "dev/*"),
-      Map.entry("registry-cache.auth.rules[2].subjects", "anonymous"),
-      Map.entry("registry-cache.auth.rules[2].upstreams", "hub"),
-      Map.entry("registry-cache.auth.rules[2].repositories", "library/*"),
-      Map.entry("registry-cache.auth.rules[3].subjects", "authenticated"),
-      Map.entry("registry-cache.auth.rules[3].upstreams", "hub"),
-      Map.entry("registry-cache.auth.rules[3].repositories", "**"),
-      Map.entry("registry-cache.auth.rules[4].subjects", "jwt:idp/dave,group:jwt:idp/ops"),
-      Map.entry("registry-cache.auth.rules[4].upstreams", "local"),
-      Map.entry("registry-cache.auth.rules[4].repositories", "ops/*"));
+  static final Map<String, String> SETTINGS =
+      Map.ofEntries(
+          Map.entry("registry-cache.auth.enabled", "true"),
+          Map.entry("registry-cache.auth.groups.devs", "user:bob,robot:ci"),
+          Map.entry("registry-cache.auth.rules[0].subjects", "user:alice"),
+          Map.entry("registry-cache.auth.rules[0].upstreams", "local"),
+          Map.entry("registry-cache.auth.rules[0].repositories", "team/**"),
+          Map.entry("registry-cache.auth.rules[1].subjects", "group:devs"),
+          Map.entry("registry-cache.auth.rules[1].repositories", "dev/*"),
+          Map.entry("registry-cache.auth.rules[2].subjects", "anonymous"),
+          Map.entry("registry-cache.auth.rules[2].upstreams", "hub"),
+          Map.entry("registry-cache.auth.rules[2].repositories", "library/*"),
+          Map.entry("registry-cache.auth.rules[3].subjects", "authenticated"),
+          Map.entry("registry-cache.auth.rules[3].upstreams", "hub"),
+          Map.entry("registry-cache.auth.rules[3].repositories", "**"),
+          Map.entry("registry-cache.auth.rules[4].subjects", "jwt:idp/dave,group:jwt:idp/ops"),
+          Map.entry("registry-cache.auth.rules[4].upstreams", "local"),
+          Map.entry("registry-cache.auth.rules[4].repositories", "ops/*"));
 
   static PullAccess access(Map<String, String> settings) {
     RegistryCacheProperties properties = RegistryCacheProperties.bind(settings);
@@ -62,7 +64,8 @@ class PullAccessTest {
 
   private final PullAccess access = access(SETTINGS);
 
-  private boolean allows(PullAccess access, Identity identity, Upstream upstream, String repository) {
+  private boolean allows(
+      PullAccess access, Identity identity, Upstream upstream, String repository) {
     return access.grants(identity, upstream, RepositoryName.parse(repository));
   }
 
@@ -73,25 +76,44 @@ class PullAccessTest {
   @Test
   void namesOfDifferentKindsNeverMatchOneAnother() {
     assertThat(allows(ALICE, LOCAL, "team/app")).isTrue();
-    assertThat(allows(ALICE_ROBOT, LOCAL, "team/app")).as("robot:alice is not user:alice").isFalse();
-    assertThat(allows(ISSUER_ALICE, LOCAL, "team/app")).as("jwt:idp/alice is not user:alice").isFalse();
+    assertThat(allows(ALICE_ROBOT, LOCAL, "team/app"))
+        .as("robot:alice is not user:alice")
+        .isFalse();
+    assertThat(allows(ISSUER_ALICE, LOCAL, "team/app"))
+        .as("jwt:idp/alice is not user:alice")
+        .isFalse();
     assertThat(allows(CI, LOCAL, "dev/app")).as("robot:ci in group devs").isTrue();
-    assertThat(allows(ISSUER_CI, LOCAL, "dev/app")).as("jwt:idp/ci is not the group's robot:ci").isFalse();
-    assertThat(allows(ISSUER_BOB, LOCAL, "dev/app")).as("jwt:idp/bob is not the group's user:bob").isFalse();
-    assertThat(allows(new Identity(Identity.Kind.USER, "ci"), LOCAL, "dev/app")).as("user:ci is not robot:ci").isFalse();
+    assertThat(allows(ISSUER_CI, LOCAL, "dev/app"))
+        .as("jwt:idp/ci is not the group's robot:ci")
+        .isFalse();
+    assertThat(allows(ISSUER_BOB, LOCAL, "dev/app"))
+        .as("jwt:idp/bob is not the group's user:bob")
+        .isFalse();
+    assertThat(allows(new Identity(Identity.Kind.USER, "ci"), LOCAL, "dev/app"))
+        .as("user:ci is not robot:ci")
+        .isFalse();
   }
 
   @Test
   void anIssuersSubjectsAndGroupsAreNamedWithTheIssuer() {
-    assertThat(allows(Identity.external("idp", "dave", Set.of()), LOCAL, "ops/app")).as("jwt:idp/dave").isTrue();
-    assertThat(allows(Identity.external("other-idp", "dave", Set.of()), LOCAL, "ops/app")).as("another issuer's dave")
+    assertThat(allows(Identity.external("idp", "dave", Set.of()), LOCAL, "ops/app"))
+        .as("jwt:idp/dave")
+        .isTrue();
+    assertThat(allows(Identity.external("other-idp", "dave", Set.of()), LOCAL, "ops/app"))
+        .as("another issuer's dave")
         .isFalse();
-    assertThat(allows(Identity.external("idp", "erin", Set.of("ops")), LOCAL, "ops/app")).as("group:jwt:idp/ops").isTrue();
+    assertThat(allows(Identity.external("idp", "erin", Set.of("ops")), LOCAL, "ops/app"))
+        .as("group:jwt:idp/ops")
+        .isTrue();
     assertThat(allows(Identity.external("other-idp", "erin", Set.of("ops")), LOCAL, "ops/app"))
-        .as("another issuer's group ops").isFalse();
+        .as("another issuer's group ops")
+        .isFalse();
     assertThat(allows(Identity.external("idp", "erin", Set.of("devs")), LOCAL, "dev/app"))
-        .as("a groups claim naming an operator's group does not put the subject in it").isFalse();
-    assertThat(allows(Identity.external("idp", "erin", Set.of()), HUB, "x/y")).as("authenticated").isTrue();
+        .as("a groups claim naming an operator's group does not put the subject in it")
+        .isFalse();
+    assertThat(allows(Identity.external("idp", "erin", Set.of()), HUB, "x/y"))
+        .as("authenticated")
+        .isTrue();
   }
 
   @Test
@@ -100,19 +122,25 @@ class PullAccessTest {
     legacy.put("registry-cache.auth.legacy-identity-names", "true");
     legacy.put("registry-cache.auth.groups.devs", "bob,robot:ci");
     PullAccess old = access(legacy);
-    assertThat(allows(old, ISSUER_ALICE, LOCAL, "team/app")).as("user:alice matched sub alice").isTrue();
-    assertThat(allows(old, ALICE_ROBOT, LOCAL, "team/app")).as("robots stayed apart from users").isFalse();
-    assertThat(allows(old, ISSUER_BOB, LOCAL, "dev/app")).as("a bare group member matched any kind").isTrue();
+    assertThat(allows(old, ISSUER_ALICE, LOCAL, "team/app"))
+        .as("user:alice matched sub alice")
+        .isTrue();
+    assertThat(allows(old, ALICE_ROBOT, LOCAL, "team/app"))
+        .as("robots stayed apart from users")
+        .isFalse();
+    assertThat(allows(old, ISSUER_BOB, LOCAL, "dev/app"))
+        .as("a bare group member matched any kind")
+        .isTrue();
     assertThat(allows(old, BOB, LOCAL, "dev/app")).isTrue();
     assertThat(allows(old, Identity.external("idp", "erin", Set.of("devs")), LOCAL, "dev/app"))
-        .as("group:devs took the groups claim").isTrue();
+        .as("group:devs took the groups claim")
+        .isTrue();
   }
 
   @Test
   void theLegacySettingWarnsAtStart() {
     Logger logger = (Logger) LoggerFactory.getLogger(PullAccess.class);
-    ListAppender<ILoggingEvent> logged =
-        new ListAppender<>();
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
     logged.start();
     logger.addAppender(logged);
     try {
@@ -124,10 +152,15 @@ class PullAccessTest {
     } finally {
       logger.detachAppender(logged);
     }
-    assertThat(logged.list).singleElement().satisfies(e -> {
-      assertThat(e.getLevel()).isEqualTo(Level.WARN);
-      assertThat(e.getFormattedMessage()).contains("legacy-identity-names").contains("next release");
-    });
+    assertThat(logged.list)
+        .singleElement()
+        .satisfies(
+            e -> {
+              assertThat(e.getLevel()).isEqualTo(Level.WARN);
+              assertThat(e.getFormattedMessage())
+                  .contains("legacy-identity-names")
+                  .contains("next release");
+            });
   }
 
   @Test
@@ -171,29 +204,52 @@ class PullAccessTest {
     assertThat(allows(none, Identity.ANONYMOUS, LOCAL, "team/app")).isFalse();
   }
 
-  private <T> T decided(PullAccess access, Identity identity, String requested, Upstream upstream, String repository) {
+  private <T> T decided(
+      PullAccess access,
+      Identity identity,
+      String requested,
+      Upstream upstream,
+      String repository) {
     @SuppressWarnings("unchecked")
-    T served = (T) access.decide(identity, requested, upstream, RepositoryName.parse(repository), () -> null,
-        List.of(), null, u -> Mono.just(u)).block();
+    T served =
+        (T)
+            access
+                .decide(
+                    identity,
+                    requested,
+                    upstream,
+                    RepositoryName.parse(repository),
+                    () -> null,
+                    List.of(),
+                    null,
+                    u -> Mono.just(u))
+                .block();
     return served;
   }
 
   @Test
   void theDecisionAnswers401ForAnonymous403ForAKnownIdentityAndServesWithTheCachesCredentials() {
     Upstream served = decided(access, ALICE, "team/app", LOCAL, "team/app");
-    assertThat(served).as("an upstream of the cache's own credentials: asked as it is").isSameAs(LOCAL);
+    assertThat(served)
+        .as("an upstream of the cache's own credentials: asked as it is")
+        .isSameAs(LOCAL);
     assertThatThrownBy(() -> decided(access, Identity.ANONYMOUS, "team/app", LOCAL, "team/app"))
-        .isInstanceOfSatisfying(AuthenticationRequired.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
-          assertThat(e.status().value()).isEqualTo(401);
-          assertThat(e.challenge()).isEqualTo("Basic realm=\"registry-cache\", charset=\"UTF-8\"");
-        });
+        .isInstanceOfSatisfying(
+            AuthenticationRequired.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
+              assertThat(e.status().value()).isEqualTo(401);
+              assertThat(e.challenge())
+                  .isEqualTo("Basic realm=\"registry-cache\", charset=\"UTF-8\"");
+            });
     assertThatThrownBy(() -> decided(access, ALICE, "secret/app", LOCAL, "secret/app"))
-        .isInstanceOfSatisfying(OciException.class, e -> {
-          assertThat(e).isNotInstanceOf(AuthenticationRequired.class);
-          assertThat(e.code()).isEqualTo(OciErrorCode.DENIED);
-          assertThat(e.status().value()).isEqualTo(403);
-        });
+        .isInstanceOfSatisfying(
+            OciException.class,
+            e -> {
+              assertThat(e).isNotInstanceOf(AuthenticationRequired.class);
+              assertThat(e.code()).isEqualTo(OciErrorCode.DENIED);
+              assertThat(e.status().value()).isEqualTo(403);
+            });
   }
 
   @Test
@@ -201,39 +257,64 @@ class PullAccessTest {
     Identity token = new Identity(Identity.Kind.USER, "alice", Set.of("team/app"));
     assertThat((Upstream) decided(access, token, "team/app", LOCAL, "team/app")).isSameAs(LOCAL);
     assertThatThrownBy(() -> decided(access, token, "team/other", LOCAL, "team/other"))
-        .isInstanceOf(AuthenticationRequired.class).hasMessageContaining("does not grant pull of 'team/other'");
+        .isInstanceOf(AuthenticationRequired.class)
+        .hasMessageContaining("does not grant pull of 'team/other'");
   }
 
   @Test
   void thePullThroughListsAre404AfterTheRulesAuthOnOrOff() {
-    Upstream listed = TestUpstreams.upstream("local", "http://local.invalid",
-        s -> s.put("pull-through.allow", "team/app"));
+    Upstream listed =
+        TestUpstreams.upstream(
+            "local", "http://local.invalid", s -> s.put("pull-through.allow", "team/app"));
     assertThat((Upstream) decided(access, ALICE, "team/app", listed, "team/app")).isSameAs(listed);
     assertThatThrownBy(() -> decided(access, ALICE, "team/other", listed, "team/other"))
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN));
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN));
     assertThatThrownBy(() -> decided(access, BOB, "team/other", listed, "team/other"))
         .as("the rules first: who may not pull learns nothing of the lists")
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DENIED));
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DENIED));
     PullAccess off = access(Map.of());
     assertThatThrownBy(() -> decided(off, Identity.ANONYMOUS, "team/other", listed, "team/other"))
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN));
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN));
     assertThat(allows(off, Identity.ANONYMOUS, listed, "team/other")).isFalse();
     assertThat(allows(off, Identity.ANONYMOUS, LOCAL, "anything")).as("auth off: anyone").isTrue();
   }
 
   @Test
   void badRulesFailBindingWithAClearMessage() {
-    assertThatThrownBy(() -> RegistryCacheProperties.bind(Map.of(
-        "registry-cache.auth.rules[0].subjects", "alice", "registry-cache.auth.rules[0].repositories", "**")))
+    assertThatThrownBy(
+            () ->
+                RegistryCacheProperties.bind(
+                    Map.of(
+                        "registry-cache.auth.rules[0].subjects",
+                        "alice",
+                        "registry-cache.auth.rules[0].repositories",
+                        "**")))
         .hasStackTraceContaining("user:<name>");
-    assertThatThrownBy(() -> RegistryCacheProperties.bind(Map.of(
-        "registry-cache.auth.rules[0].subjects", "jwt:idp", "registry-cache.auth.rules[0].repositories", "**")))
+    assertThatThrownBy(
+            () ->
+                RegistryCacheProperties.bind(
+                    Map.of(
+                        "registry-cache.auth.rules[0].subjects",
+                        "jwt:idp",
+                        "registry-cache.auth.rules[0].repositories",
+                        "**")))
         .hasStackTraceContaining("jwt:<issuer-key>/<subject>");
-    assertThatThrownBy(() -> RegistryCacheProperties.bind(Map.of(
-        "registry-cache.auth.rules[0].subjects", "user:alice")))
+    assertThatThrownBy(
+            () ->
+                RegistryCacheProperties.bind(
+                    Map.of("registry-cache.auth.rules[0].subjects", "user:alice")))
         .hasStackTraceContaining("at least one repository pattern");
-    assertThatThrownBy(() -> RegistryCacheProperties.bind(Map.of(
-        "registry-cache.auth.rules[0].subjects", "user:alice", "registry-cache.auth.rules[0].repositories", "Team/**")))
+    assertThatThrownBy(
+            () ->
+                RegistryCacheProperties.bind(
+                    Map.of(
+                        "registry-cache.auth.rules[0].subjects",
+                        "user:alice",
+                        "registry-cache.auth.rules[0].repositories",
+                        "Team/**")))
         .hasStackTraceContaining("lowercase");
   }
 }

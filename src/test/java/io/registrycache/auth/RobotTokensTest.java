@@ -11,7 +11,8 @@ class RobotTokensTest {
 
   @Test
   void verifiesTokensByName() {
-    RobotTokens tokens = RobotTokens.parse("# robots\nci : " + TOKEN + " \n\nbuild:" + TOKEN + "-other\n");
+    RobotTokens tokens =
+        RobotTokens.parse("# robots\nci : " + TOKEN + " \n\nbuild:" + TOKEN + "-other\n");
     assertThat(tokens.contains("ci")).isTrue();
     assertThat(tokens.verify("ci", TOKEN)).isTrue();
     assertThat(tokens.verify("ci", TOKEN + "x")).isFalse();
@@ -25,8 +26,11 @@ class RobotTokensTest {
   @Test
   void refusesShortTokensWithoutQuotingThem() {
     assertThatThrownBy(() -> RobotTokens.parse("ci:short-token-123"))
-        .hasMessageContaining("robot 'ci'").hasMessageContaining("at least 32").hasMessageNotContaining("short-token-123");
+        .hasMessageContaining("robot 'ci'")
+        .hasMessageContaining("at least 32")
+        .hasMessageNotContaining("short-token-123");
     assertThatThrownBy(() -> RobotTokens.parse("ci" + TOKEN)).hasMessageContaining("name:token");
-    assertThatThrownBy(() -> RobotTokens.parse("ci:" + TOKEN + "\nci:" + TOKEN)).hasMessageContaining("given twice");
+    assertThatThrownBy(() -> RobotTokens.parse("ci:" + TOKEN + "\nci:" + TOKEN))
+        .hasMessageContaining("given twice");
   }
 }

@@ -28,8 +28,13 @@ class TokenServiceTest {
   static final Instant NOW = Instant.parse("2026-11-26T03:00:00Z");
 
   private static Map<String, String> settings(String... more) {
-    Map<String, String> map = new HashMap<>(Map.of(
-        "registry-cache.auth.enabled", "true", "registry-cache.auth.token.enabled", "true"));
+    Map<String, String> map =
+        new HashMap<>(
+            Map.of(
+                "registry-cache.auth.enabled",
+                "true",
+                "registry-cache.auth.token.enabled",
+                "true"));
     for (int i = 0; i < more.length; i += 2) {
       map.put(more[i], more[i + 1]);
     }
@@ -37,7 +42,8 @@ class TokenServiceTest {
   }
 
   private static TokenService service(Instant now, String... more) {
-    return new TokenService(RegistryCacheProperties.bind(settings(more)), Clock.fixed(now, ZoneOffset.UTC));
+    return new TokenService(
+        RegistryCacheProperties.bind(settings(more)), Clock.fixed(now, ZoneOffset.UTC));
   }
 
   @Test
@@ -50,8 +56,13 @@ class TokenServiceTest {
     assertThat(identity.kind()).isEqualTo(Identity.Kind.USER);
     assertThat(identity.name()).isEqualTo("alice");
     assertThat(identity.pullable()).containsExactlyInAnyOrder("team/a", "upstream.test/team/b");
-    String payload = new String(Base64.getUrlDecoder().decode(issued.token().split("\\.")[1]), StandardCharsets.UTF_8);
-    assertThat(payload).contains("\"access\"").contains("\"actions\":[\"pull\"]").contains("\"iss\":\"registry-cache\"");
+    String payload =
+        new String(
+            Base64.getUrlDecoder().decode(issued.token().split("\\.")[1]), StandardCharsets.UTF_8);
+    assertThat(payload)
+        .contains("\"access\"")
+        .contains("\"actions\":[\"pull\"]")
+        .contains("\"iss\":\"registry-cache\"");
     assertThat(issued.toString()).doesNotContain(issued.token());
   }
 
@@ -59,21 +70,40 @@ class TokenServiceTest {
   void expiredTamperedUnsignedAndForeignTokensAreRefused() {
     TokenService tokens = service(NOW);
     String token = tokens.issue(ALICE, Set.of("team/a")).token();
-    assertThat(service(NOW.plus(Duration.ofMinutes(6)), "registry-cache.auth.token.ttl", "5m").verify(token))
-        .as("another key (each service made its own)").isEmpty();
-    assertThat(new TokenService(RegistryCacheProperties.bind(settings()), Clock.fixed(NOW.plus(Duration.ofMinutes(7)), ZoneOffset.UTC))
-        .verify(token)).isEmpty();
+    assertThat(
+            service(NOW.plus(Duration.ofMinutes(6)), "registry-cache.auth.token.ttl", "5m")
+                .verify(token))
+        .as("another key (each service made its own)")
+        .isEmpty();
+    assertThat(
+            new TokenService(
+                    RegistryCacheProperties.bind(settings()),
+                    Clock.fixed(NOW.plus(Duration.ofMinutes(7)), ZoneOffset.UTC))
+                .verify(token))
+        .isEmpty();
 
     String[] parts = token.split("\\.");
-    String forgedPayload = Base64.getUrlEncoder().withoutPadding().encodeToString(
-        new String(Base64.getUrlDecoder().decode(parts[1]), StandardCharsets.UTF_8)
-            .replace("team/a", "team/b").getBytes(StandardCharsets.UTF_8));
-    assertThat(tokens.verify(parts[0] + "." + forgedPayload + "." + parts[2])).as("tampered").isEmpty();
+    String forgedPayload =
+        Base64.getUrlEncoder()
+            .withoutPadding()
+            .encodeToString(
+                new String(Base64.getUrlDecoder().decode(parts[1]), StandardCharsets.UTF_8)
+                    .replace("team/a", "team/b")
+                    .getBytes(StandardCharsets.UTF_8));
+    assertThat(tokens.verify(parts[0] + "." + forgedPayload + "." + parts[2]))
+        .as("tampered")
+        .isEmpty();
 
-    String none = Base64.getUrlEncoder().withoutPadding().encodeToString("{\"alg\":\"none\"}".getBytes(StandardCharsets.UTF_8));
+    String none =
+        Base64.getUrlEncoder()
+            .withoutPadding()
+            .encodeToString("{\"alg\":\"none\"}".getBytes(StandardCharsets.UTF_8));
     assertThat(tokens.verify(none + "." + parts[1] + ".")).as("alg none").isEmpty();
     assertThat(tokens.verify(none + "." + parts[1])).as("alg none, two parts").isEmpty();
-    String hs = Base64.getUrlEncoder().withoutPadding().encodeToString("{\"alg\":\"HS256\"}".getBytes(StandardCharsets.UTF_8));
+    String hs =
+        Base64.getUrlEncoder()
+            .withoutPadding()
+            .encodeToString("{\"alg\":\"HS256\"}".getBytes(StandardCharsets.UTF_8));
     assertThat(tokens.verify(hs + "." + parts[1] + "." + parts[2])).as("alg HS256").isEmpty();
     assertThat(tokens.verify("not a token")).isEmpty();
     assertThat(tokens.verify("")).isEmpty();
@@ -93,11 +123,23 @@ class TokenServiceTest {
   @Test
   void aTokenVerifiedBeforeIsStillRefusedOnceExpiredOrBeforeItsStart() {
     Instant[] now = {NOW};
-    Clock moving = new Clock() {
-      @Override public Instant instant() { return now[0]; }
-      @Override public ZoneId getZone() { return ZoneOffset.UTC; }
-      @Override public Clock withZone(ZoneId zone) { return this; }
-    };
+    Clock moving =
+        new Clock() {
+          @Override
+          public Instant instant() {
+            return now[0];
+          }
+
+          @Override
+          public ZoneId getZone() {
+            return ZoneOffset.UTC;
+          }
+
+          @Override
+          public Clock withZone(ZoneId zone) {
+            return this;
+          }
+        };
     TokenService tokens = new TokenService(RegistryCacheProperties.bind(settings()), moving);
     String token = tokens.issue(ALICE, Set.of("team/a")).token();
     assertThat(tokens.verify(token)).isPresent(); // remembered from here on
@@ -113,7 +155,9 @@ class TokenServiceTest {
 
   /** The same key file, another clock. */
   private static TokenService withClock(TokenService ignored, Instant now) {
-    return new TokenService(RegistryCacheProperties.bind(settings("registry-cache.auth.token.key-file", KEY.toString())),
+    return new TokenService(
+        RegistryCacheProperties.bind(
+            settings("registry-cache.auth.token.key-file", KEY.toString())),
         Clock.fixed(now, ZoneOffset.UTC));
   }
 
@@ -125,8 +169,10 @@ class TokenServiceTest {
       KeyPairGenerator generator = KeyPairGenerator.getInstance("RSA");
       generator.initialize(2048);
       byte[] pkcs8 = generator.generateKeyPair().getPrivate().getEncoded();
-      String pem = "-----BEGIN PRIVATE KEY-----\n" + Base64.getMimeEncoder(64, "\n".getBytes()).encodeToString(pkcs8)
-          + "\n-----END PRIVATE KEY-----\n";
+      String pem =
+          "-----BEGIN PRIVATE KEY-----\n"
+              + Base64.getMimeEncoder(64, "\n".getBytes()).encodeToString(pkcs8)
+              + "\n-----END PRIVATE KEY-----\n";
       return Files.writeString(TestFiles.tempDirectory("token-key-").resolve("key.pem"), pem);
     } catch (Exception e) {
       throw new IllegalStateException(e);
@@ -135,14 +181,21 @@ class TokenServiceTest {
 
   @Test
   void aPrivateJwkFileSignsEs256Tokens() throws Exception {
-    Path jwk = Files.writeString(TestFiles.tempDirectory("token-key-").resolve("key.jwk"),
-        new ECKeyGenerator(Curve.P_256).generate().toJSONString());
+    Path jwk =
+        Files.writeString(
+            TestFiles.tempDirectory("token-key-").resolve("key.jwk"),
+            new ECKeyGenerator(Curve.P_256).generate().toJSONString());
     TokenService one = service(NOW, "registry-cache.auth.token.key-file", jwk.toString());
     String token = one.issue(ALICE, Set.of("team/a")).token();
-    assertThat(new String(Base64.getUrlDecoder().decode(token.split("\\.")[0]), StandardCharsets.UTF_8)).contains("ES256");
-    assertThat(service(NOW, "registry-cache.auth.token.key-file", jwk.toString()).verify(token)).isPresent();
+    assertThat(
+            new String(
+                Base64.getUrlDecoder().decode(token.split("\\.")[0]), StandardCharsets.UTF_8))
+        .contains("ES256");
+    assertThat(service(NOW, "registry-cache.auth.token.key-file", jwk.toString()).verify(token))
+        .isPresent();
     assertThat(service(NOW, "registry-cache.auth.token.key-file", KEY.toString()).verify(token))
-        .as("an RS256 service refuses an ES256 token").isEmpty();
+        .as("an RS256 service refuses an ES256 token")
+        .isEmpty();
   }
 
   @Test
@@ -154,14 +207,18 @@ class TokenServiceTest {
 
   @Test
   void aBadKeyFileStopsStartUp() throws Exception {
-    Path bad = Files.writeString(TestFiles.tempDirectory("token-key-").resolve("bad.pem"), "not a key\n");
+    Path bad =
+        Files.writeString(TestFiles.tempDirectory("token-key-").resolve("bad.pem"), "not a key\n");
     assertThatThrownBy(() -> service(NOW, "registry-cache.auth.token.key-file", bad.toString()))
-        .isInstanceOf(IllegalStateException.class).hasMessageContaining("registry-cache.auth.token.key-file");
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("registry-cache.auth.token.key-file");
   }
 
   @Test
   void offUnlessAuthIsOnToo() {
-    TokenService off = new TokenService(RegistryCacheProperties.bind(Map.of("registry-cache.auth.token.enabled", "true")));
+    TokenService off =
+        new TokenService(
+            RegistryCacheProperties.bind(Map.of("registry-cache.auth.token.enabled", "true")));
     assertThat(off.enabled()).isFalse();
     assertThat(off.verify("x.y.z")).isEmpty();
   }

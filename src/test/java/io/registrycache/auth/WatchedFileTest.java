@@ -27,7 +27,12 @@ class WatchedFileTest {
     Path file = TestFiles.tempDirectory("watched-").resolve("robots");
     write(file, "ci:" + RobotTokensTest.TOKEN, 0);
     WatchedFile<RobotTokens> watched =
-        new WatchedFile<>(file, "registry-cache.auth.tokens-file", RobotTokens::parse, now::get, changes::incrementAndGet);
+        new WatchedFile<>(
+            file,
+            "registry-cache.auth.tokens-file",
+            RobotTokens::parse,
+            now::get,
+            changes::incrementAndGet);
     assertThat(watched.get().contains("ci")).isTrue();
 
     write(file, "build:" + RobotTokensTest.TOKEN, 10);
@@ -43,7 +48,12 @@ class WatchedFileTest {
     Path file = TestFiles.tempDirectory("watched-").resolve("robots");
     write(file, "ci:" + RobotTokensTest.TOKEN, 0);
     WatchedFile<RobotTokens> watched =
-        new WatchedFile<>(file, "registry-cache.auth.tokens-file", RobotTokens::parse, now::get, changes::incrementAndGet);
+        new WatchedFile<>(
+            file,
+            "registry-cache.auth.tokens-file",
+            RobotTokens::parse,
+            now::get,
+            changes::incrementAndGet);
     write(file, "ci:tooshort", 10);
     now.addAndGet(2_000_000_000L);
     assertThat(watched.get().verify("ci", RobotTokensTest.TOKEN)).isTrue();
@@ -56,8 +66,16 @@ class WatchedFileTest {
   @Test
   void aBrokenOrMissingFileAtStartIsAnErrorNamingTheSetting() {
     Path missing = TestFiles.tempDirectory("watched-").resolve("absent");
-    assertThatThrownBy(() -> new WatchedFile<>(missing, "registry-cache.auth.htpasswd-file", Htpasswd::parse, now::get, () -> {}))
+    assertThatThrownBy(
+            () ->
+                new WatchedFile<>(
+                    missing,
+                    "registry-cache.auth.htpasswd-file",
+                    Htpasswd::parse,
+                    now::get,
+                    () -> {}))
         .isInstanceOf(IllegalStateException.class)
-        .hasMessageContaining("registry-cache.auth.htpasswd-file").hasMessageContaining("absent");
+        .hasMessageContaining("registry-cache.auth.htpasswd-file")
+        .hasMessageContaining("absent");
   }
 }

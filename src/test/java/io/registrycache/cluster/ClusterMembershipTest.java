@@ -34,7 +34,8 @@ class ClusterMembershipTest {
 
   @Test
   void aSingleReplicaHasNoMembers() {
-    ClusterMembership membership = new ClusterMembership(props(List.of(), null, null), Clock.systemUTC());
+    ClusterMembership membership =
+        new ClusterMembership(props(List.of(), null, null), Clock.systemUTC());
     assertThat(membership.enabled()).isFalse();
     assertThat(membership.members()).isEmpty();
     assertThat(health(membership).health().getDetails()).containsEntry("mode", "single");
@@ -42,9 +43,12 @@ class ClusterMembershipTest {
 
   @Test
   void staticPeersAreParsedSortedAndSelfIsRecognisedByLocalAddressAndPort() {
-    ClusterMembership membership = new ClusterMembership(
-        props(List.of("127.0.0.1:5001", "10.255.0.2", "127.0.0.1", "[::1]:5002"), null, null), Clock.systemUTC());
-    assertThat(membership.members()).extracting(Member::id)
+    ClusterMembership membership =
+        new ClusterMembership(
+            props(List.of("127.0.0.1:5001", "10.255.0.2", "127.0.0.1", "[::1]:5002"), null, null),
+            Clock.systemUTC());
+    assertThat(membership.members())
+        .extracting(Member::id)
         .containsExactly("10.255.0.2:5000", "127.0.0.1:5000", "127.0.0.1:5001", "[::1]:5002");
     // Only 127.0.0.1:5000 is local *and* on peer-port.
     assertThat(membership.view().self()).contains(new Member("127.0.0.1", 5000));
@@ -52,38 +56,58 @@ class ClusterMembershipTest {
 
   @Test
   void theConfiguredSelfWins() {
-    ClusterMembership membership = new ClusterMembership(
-        props(List.of("a.test:5000", "b.test:5000"), null, "b.test:5000"), Clock.systemUTC());
+    ClusterMembership membership =
+        new ClusterMembership(
+            props(List.of("a.test:5000", "b.test:5000"), null, "b.test:5000"), Clock.systemUTC());
     assertThat(membership.view().self()).contains(new Member("b.test", 5000));
   }
 
   @Test
   void aDnsNameIsResolvedToItsAddressesOnThePeerPort() throws UnknownHostException {
-    ClusterMembership membership = new ClusterMembership(props(List.of(), "localhost", null), Clock.systemUTC());
-    List<String> expected = Arrays.stream(InetAddress.getAllByName("localhost"))
-        .map(a -> new Member(a.getHostAddress(), 5000).id()).sorted().toList();
+    ClusterMembership membership =
+        new ClusterMembership(props(List.of(), "localhost", null), Clock.systemUTC());
+    List<String> expected =
+        Arrays.stream(InetAddress.getAllByName("localhost"))
+            .map(a -> new Member(a.getHostAddress(), 5000).id())
+            .sorted()
+            .toList();
     assertThat(expected).isNotEmpty();
     assertThat(membership.members()).extracting(Member::id).containsExactlyElementsOf(expected);
     assertThat(membership.view().lastError()).isEmpty();
     assertThat(health(membership).health().getDetails())
-        .containsEntry("mode", "replicas").containsEntry("members", expected).containsEntry("ownerFallbacks", 0L);
+        .containsEntry("mode", "replicas")
+        .containsEntry("members", expected)
+        .containsEntry("ownerFallbacks", 0L);
   }
 
   @Test
   void aFailedLookupKeepsTheMembersLastSeen() {
     AtomicBoolean dnsDown = new AtomicBoolean(false);
-    ClusterMembership membership = new ClusterMembership(props(List.of(), "peers.test", null), name -> {
-      if (dnsDown.get()) {
-        throw new UnknownHostException(name);
-      }
-      return new InetAddress[] {InetAddress.getByAddress(new byte[] {10, 0, 0, 1}), InetAddress.getByAddress(new byte[] {10, 0, 0, 2})};
-    }, Clock.systemUTC(), false);
-    assertThat(membership.members()).extracting(Member::id).containsExactly("10.0.0.1:5000", "10.0.0.2:5000");
+    ClusterMembership membership =
+        new ClusterMembership(
+            props(List.of(), "peers.test", null),
+            name -> {
+              if (dnsDown.get()) {
+                throw new UnknownHostException(name);
+              }
+              return new InetAddress[] {
+                InetAddress.getByAddress(new byte[] {10, 0, 0, 1}),
+                InetAddress.getByAddress(new byte[] {10, 0, 0, 2})
+              };
+            },
+            Clock.systemUTC(),
+            false);
+    assertThat(membership.members())
+        .extracting(Member::id)
+        .containsExactly("10.0.0.1:5000", "10.0.0.2:5000");
 
     dnsDown.set(true);
     membership.refresh();
-    assertThat(membership.members()).extracting(Member::id).containsExactly("10.0.0.1:5000", "10.0.0.2:5000");
-    assertThat(membership.view().lastError()).hasValueSatisfying(e -> assertThat(e).contains("peers.test"));
+    assertThat(membership.members())
+        .extracting(Member::id)
+        .containsExactly("10.0.0.1:5000", "10.0.0.2:5000");
+    assertThat(membership.view().lastError())
+        .hasValueSatisfying(e -> assertThat(e).contains("peers.test"));
 
     dnsDown.set(false);
     membership.refresh();
@@ -93,8 +117,10 @@ class ClusterMembershipTest {
   @Test
   void theOwnerElsewhereIsTheRendezvousOwnerUnlessItIsThisReplica() {
     List<String> peers = List.of("a.test:8082", "b.test:8082", "c.test:8082");
-    ClusterMembership asB = new ClusterMembership(
-        new ClusterProperties(peers, null, 8082, Duration.ofSeconds(10), "b.test:8082"), Clock.systemUTC());
+    ClusterMembership asB =
+        new ClusterMembership(
+            new ClusterProperties(peers, null, 8082, Duration.ofSeconds(10), "b.test:8082"),
+            Clock.systemUTC());
     int elsewhere = 0;
     for (int i = 0; i < 300; i++) {
       String key = "sha256:" + String.format("%064x", i);
@@ -106,12 +132,17 @@ class ClusterMembershipTest {
         elsewhere++;
       }
     }
-    assertThat(elsewhere).as("about two thirds of 300 keys are owned by a or c").isBetween(150, 250);
-    ClusterMembership single = new ClusterMembership(props(List.of(), null, null), Clock.systemUTC());
+    assertThat(elsewhere)
+        .as("about two thirds of 300 keys are owned by a or c")
+        .isBetween(150, 250);
+    ClusterMembership single =
+        new ClusterMembership(props(List.of(), null, null), Clock.systemUTC());
     assertThat(single.ownerElsewhere("sha256:" + "0".repeat(64))).isEmpty();
     // Not recognised among the members: the owner is asked even if it may be this replica.
-    ClusterMembership unknownSelf = new ClusterMembership(
-        new ClusterProperties(List.of("a.test:8082"), null, 8082, Duration.ofSeconds(10), null), Clock.systemUTC());
+    ClusterMembership unknownSelf =
+        new ClusterMembership(
+            new ClusterProperties(List.of("a.test:8082"), null, 8082, Duration.ofSeconds(10), null),
+            Clock.systemUTC());
     assertThat(unknownSelf.ownerElsewhere("k")).contains(new Member("a.test", 8082));
   }
 
@@ -119,8 +150,9 @@ class ClusterMembershipTest {
   void aSuspectMemberLeavesOwnershipForSuspectForThenComesBack() {
     MutableClock clock = new MutableClock();
     List<String> peers = List.of("a.test:8082", "b.test:8082", "c.test:8082");
-    ClusterMembership asA = new ClusterMembership(
-        new ClusterProperties(peers, null, 8082, Duration.ofSeconds(10), "a.test:8082"), clock);
+    ClusterMembership asA =
+        new ClusterMembership(
+            new ClusterProperties(peers, null, 8082, Duration.ofSeconds(10), "a.test:8082"), clock);
     Member b = new Member("b.test", 8082);
     Member c = new Member("c.test", 8082);
     List<String> ownedByB = new ArrayList<>();
@@ -137,8 +169,12 @@ class ClusterMembershipTest {
     assertThat(asA.suspect(new Member("a.test", 8082))).isFalse(); // never itself
     assertThat(asA.suspects()).containsExactly(b);
     for (String key : ownedByB) {
-      Member next = RendezvousHashing.owner(key, new TreeSet<>(List.of(new Member("a.test", 8082), c))).orElseThrow();
-      assertThat(asA.ownerElsewhere(key)).as("the next owner of %s", key).isEqualTo(next.equals(c) ? Optional.of(c) : Optional.empty());
+      Member next =
+          RendezvousHashing.owner(key, new TreeSet<>(List.of(new Member("a.test", 8082), c)))
+              .orElseThrow();
+      assertThat(asA.ownerElsewhere(key))
+          .as("the next owner of %s", key)
+          .isEqualTo(next.equals(c) ? Optional.of(c) : Optional.empty());
     }
 
     clock.advance(Duration.ofSeconds(10));
@@ -150,18 +186,40 @@ class ClusterMembershipTest {
 
   @Test
   void aSuspectForOfZeroNeverSuspects() {
-    ClusterMembership membership = new ClusterMembership(new ClusterProperties(
-        List.of("a.test:8082", "b.test:8082"), null, 8082, Duration.ofSeconds(10), "a.test:8082", null, null,
-        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ZERO, null), Clock.systemUTC());
+    ClusterMembership membership =
+        new ClusterMembership(
+            new ClusterProperties(
+                List.of("a.test:8082", "b.test:8082"),
+                null,
+                8082,
+                Duration.ofSeconds(10),
+                "a.test:8082",
+                null,
+                null,
+                Duration.ofSeconds(2),
+                Duration.ofSeconds(60),
+                Duration.ZERO,
+                null),
+            Clock.systemUTC());
     membership.suspect(new Member("b.test", 8082));
     assertThat(membership.suspects()).isEmpty();
   }
 
   @Test
   void theTokenNeverAppearsInThePropertiesText() {
-    ClusterProperties p = new ClusterProperties(
-        List.of("a.test"), null, 8082, Duration.ofSeconds(10), null, "s3cret-s3cret-s3cret", null,
-        Duration.ofSeconds(2), Duration.ofSeconds(60), Duration.ofSeconds(10), null);
+    ClusterProperties p =
+        new ClusterProperties(
+            List.of("a.test"),
+            null,
+            8082,
+            Duration.ofSeconds(10),
+            null,
+            "s3cret-s3cret-s3cret",
+            null,
+            Duration.ofSeconds(2),
+            Duration.ofSeconds(60),
+            Duration.ofSeconds(10),
+            null);
     assertThat(p.toString()).doesNotContain("s3cret").contains("token=(set)");
   }
 
@@ -177,28 +235,40 @@ class ClusterMembershipTest {
 
   @Test
   void propertiesBindFromTheEnvironmentAndABadPeerFailsAtStartUp() {
-    ApplicationContextRunner runner = new ApplicationContextRunner().withUserConfiguration(Config.class);
-    runner.withPropertyValues("registry-cache.cluster.peers=a.test:5000,b.test", "registry-cache.cluster.peer-port=6000",
+    ApplicationContextRunner runner =
+        new ApplicationContextRunner().withUserConfiguration(Config.class);
+    runner
+        .withPropertyValues(
+            "registry-cache.cluster.peers=a.test:5000,b.test",
+            "registry-cache.cluster.peer-port=6000",
             "registry-cache.cluster.refresh-interval=30s")
-        .run(context -> {
+        .run(
+            context -> {
+              ClusterProperties p = context.getBean(ClusterProperties.class);
+              assertThat(p.peers()).containsExactly("a.test:5000", "b.test");
+              assertThat(p.peerPort()).isEqualTo(6000);
+              assertThat(p.refreshInterval()).isEqualTo(Duration.ofSeconds(30));
+              assertThat(p.enabled()).isTrue();
+            });
+    runner.run(
+        context -> {
           ClusterProperties p = context.getBean(ClusterProperties.class);
-          assertThat(p.peers()).containsExactly("a.test:5000", "b.test");
-          assertThat(p.peerPort()).isEqualTo(6000);
-          assertThat(p.refreshInterval()).isEqualTo(Duration.ofSeconds(30));
-          assertThat(p.enabled()).isTrue();
+          assertThat(p.enabled()).isFalse();
+          assertThat(p.peerPort()).isEqualTo(8082);
+          assertThat(p.refreshInterval()).isEqualTo(Duration.ofSeconds(10));
+          assertThat(p.connectTimeout()).isEqualTo(Duration.ofSeconds(2));
+          assertThat(p.readTimeout()).isEqualTo(Duration.ofSeconds(60));
+          assertThat(p.token()).isNull();
         });
-    runner.run(context -> {
-      ClusterProperties p = context.getBean(ClusterProperties.class);
-      assertThat(p.enabled()).isFalse();
-      assertThat(p.peerPort()).isEqualTo(8082);
-      assertThat(p.refreshInterval()).isEqualTo(Duration.ofSeconds(10));
-      assertThat(p.connectTimeout()).isEqualTo(Duration.ofSeconds(2));
-      assertThat(p.readTimeout()).isEqualTo(Duration.ofSeconds(60));
-      assertThat(p.token()).isNull();
-    });
-    runner.withPropertyValues("registry-cache.cluster.peers=a.test:http")
-        .run(context -> assertThat(context).hasFailed()
-            .getFailure().rootCause().hasMessageContaining("not a number"));
+    runner
+        .withPropertyValues("registry-cache.cluster.peers=a.test:http")
+        .run(
+            context ->
+                assertThat(context)
+                    .hasFailed()
+                    .getFailure()
+                    .rootCause()
+                    .hasMessageContaining("not a number"));
   }
 
   @Configuration(proxyBeanMethods = false)

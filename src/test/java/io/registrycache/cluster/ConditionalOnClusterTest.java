@@ -18,7 +18,8 @@ class ConditionalOnClusterTest {
     }
   }
 
-  private final ApplicationContextRunner runner = new ApplicationContextRunner().withUserConfiguration(ClusterOnly.class);
+  private final ApplicationContextRunner runner =
+      new ApplicationContextRunner().withUserConfiguration(ClusterOnly.class);
 
   @Test
   void noPeersNoBean() {
@@ -27,25 +28,31 @@ class ConditionalOnClusterTest {
 
   @Test
   void blankPeersNoBean() {
-    runner.withPropertyValues("registry-cache.cluster.peers=", "registry-cache.cluster.peers-dns= ")
+    runner
+        .withPropertyValues("registry-cache.cluster.peers=", "registry-cache.cluster.peers-dns= ")
         .run(context -> assertThat(context).doesNotHaveBean("clusterBean"));
   }
 
   @Test
   void aStaticListMakesTheBean() {
-    runner.withPropertyValues("registry-cache.cluster.peers[0]=10.0.0.1:8082", "registry-cache.cluster.peers[1]=10.0.0.2:8082")
+    runner
+        .withPropertyValues(
+            "registry-cache.cluster.peers[0]=10.0.0.1:8082",
+            "registry-cache.cluster.peers[1]=10.0.0.2:8082")
         .run(context -> assertThat(context).hasBean("clusterBean"));
   }
 
   @Test
   void aCommaSeparatedListAsFromAnEnvironmentVariableMakesTheBean() {
-    runner.withPropertyValues("registry-cache.cluster.peers=10.0.0.1:8082,10.0.0.2:8082")
+    runner
+        .withPropertyValues("registry-cache.cluster.peers=10.0.0.1:8082,10.0.0.2:8082")
         .run(context -> assertThat(context).hasBean("clusterBean"));
   }
 
   @Test
   void aDnsNameMakesTheBean() {
-    runner.withPropertyValues("registry-cache.cluster.peers-dns=registry-cache-peers.default.svc")
+    runner
+        .withPropertyValues("registry-cache.cluster.peers-dns=registry-cache-peers.default.svc")
         .run(context -> assertThat(context).hasBean("clusterBean"));
   }
 }

@@ -26,9 +26,13 @@ class RendezvousHashingTest {
     return members;
   }
 
-  /** 1,000 keys (1 to 80 characters of any kind) with a member count of 1 to 9 and a member index of 0 to 8. */
+  /**
+   * 1,000 keys (1 to 80 characters of any kind) with a member count of 1 to 9 and a member index of
+   * 0 to 8.
+   */
   static Stream<Arguments> keysAndCounts() {
-    return Generated.values(20_261, 1000, r -> Arguments.of(Generated.any(r, 1, 80), 1 + r.nextInt(9), r.nextInt(9)));
+    return Generated.values(
+        20_261, 1000, r -> Arguments.of(Generated.any(r, 1, 80), 1 + r.nextInt(9), r.nextInt(9)));
   }
 
   @ParameterizedTest(name = "[{index}] {1} members")

@@ -28,7 +28,8 @@ final class ConfigurationReference {
 
   private ConfigurationReference() {}
 
-  private static final String HEADER = """
+  private static final String HEADER =
+      """
       # Configuration reference
 
       Every `registry-cache.*` setting (and the admin endpoint's own), with its type, default and
@@ -52,15 +53,23 @@ final class ConfigurationReference {
     }
     StringBuilder out = new StringBuilder(HEADER.formatted(COMMAND));
     for (Map.Entry<String, List<JsonNode>> section : sections.entrySet()) {
-      out.append("\n## `").append(section.getKey()).append("`\n\n")
+      out.append("\n## `")
+          .append(section.getKey())
+          .append("`\n\n")
           .append("| property | type | default | description |\n|---|---|---|---|\n");
       section.getValue().stream()
           .sorted(Comparator.comparing(p -> p.path("name").asString()))
-          .forEach(p -> out.append("| `").append(p.path("name").asString()).append("` | ")
-              .append(cell(type(p.path("type").asString()), true)).append(" | ")
-              .append(cell(defaultValue(p.path("defaultValue")), true)).append(" | ")
-              .append(cell(description(p.path("description").asString()), false))
-              .append(" |\n"));
+          .forEach(
+              p ->
+                  out.append("| `")
+                      .append(p.path("name").asString())
+                      .append("` | ")
+                      .append(cell(type(p.path("type").asString()), true))
+                      .append(" | ")
+                      .append(cell(defaultValue(p.path("defaultValue")), true))
+                      .append(" | ")
+                      .append(cell(description(p.path("description").asString()), false))
+                      .append(" |\n"));
     }
     return out.toString();
   }

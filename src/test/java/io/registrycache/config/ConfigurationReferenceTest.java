@@ -17,8 +17,8 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * docs/configuration.md is the reference generated from the configuration metadata, and the
  * metadata names every setting of an upstream, an access rule and a trusted issuer (the processor
- * does not descend into map and list values, so those come from
- * {@code additional-spring-configuration-metadata.json}, checked here against the records).
+ * does not descend into map and list values, so those come from {@code
+ * additional-spring-configuration-metadata.json}, checked here against the records).
  */
 class ConfigurationReferenceTest {
 
@@ -38,9 +38,11 @@ class ConfigurationReferenceTest {
     }
     String committed = Files.exists(REFERENCE) ? Files.readString(REFERENCE) : "";
     assertThat(committed)
-        .as("docs/configuration.md differs from the configuration metadata; regenerate it: %s"
-            + " (after a change to additional-spring-configuration-metadata.json alone, with"
-            + " 'clean' first: javac merges it)", ConfigurationReference.COMMAND)
+        .as(
+            "docs/configuration.md differs from the configuration metadata; regenerate it: %s"
+                + " (after a change to additional-spring-configuration-metadata.json alone, with"
+                + " 'clean' first: javac merges it)",
+            ConfigurationReference.COMMAND)
         .isEqualTo(generated);
   }
 
@@ -48,16 +50,19 @@ class ConfigurationReferenceTest {
   void theMetadataNamesEverySettingOfAnUpstreamARuleAndATrustedIssuer() throws IOException {
     Set<String> named = new TreeSet<>();
     metadata().path("properties").forEach(p -> named.add(p.path("name").asString()));
-    for (Root root : List.of(
-        new Root(UpstreamProperties.class, "registry-cache.upstreams.*."),
-        new Root(AuthProperties.Rule.class, "registry-cache.auth.rules[*]."),
-        new Root(AuthProperties.TrustedIssuer.class, "registry-cache.auth.trusted-issuers[*]."))) {
+    for (Root root :
+        List.of(
+            new Root(UpstreamProperties.class, "registry-cache.upstreams.*."),
+            new Root(AuthProperties.Rule.class, "registry-cache.auth.rules[*]."),
+            new Root(
+                AuthProperties.TrustedIssuer.class, "registry-cache.auth.trusted-issuers[*]."))) {
       Set<String> settings = new TreeSet<>();
       settings(root.type(), root.prefix(), settings);
       Set<String> inMetadata = new TreeSet<>(named);
       inMetadata.removeIf(n -> !n.startsWith(root.prefix()));
       assertThat(inMetadata)
-          .as("additional-spring-configuration-metadata.json for %s (an entry per component)",
+          .as(
+              "additional-spring-configuration-metadata.json for %s (an entry per component)",
               root.type())
           .isEqualTo(settings);
     }

@@ -48,8 +48,17 @@ class RepositoryGlobTest {
   void namesCannotEscapeAPatternWithDotsEncodedSlashesOrCase() {
     // The API decodes %2F and then validates the name by the OCI grammar: '..', '.', upper case
     // and empty components never become a RepositoryName that a pattern is matched against.
-    for (String escape : List.of("team/../secret", "team/./secret", "team//secret", "Team/app", "team/%2fsecret", "team/app/")) {
-      assertThatThrownBy(() -> new RepositoryName(escape)).as(escape).isInstanceOf(OciException.class);
+    for (String escape :
+        List.of(
+            "team/../secret",
+            "team/./secret",
+            "team//secret",
+            "Team/app",
+            "team/%2fsecret",
+            "team/app/")) {
+      assertThatThrownBy(() -> new RepositoryName(escape))
+          .as(escape)
+          .isInstanceOf(OciException.class);
     }
     // Matched on the raw string, they would not match a narrower pattern anyway: matching is by
     // component.
@@ -59,28 +68,56 @@ class RepositoryGlobTest {
 
   @Test
   void patternsThatCouldNeverMatchOrMeanSomethingElseAreRefused() {
-    for (String bad : List.of("", " ", "Team/*", "team/../x", "team//x", "/team", "team/", "team/a**", "team/?",
-        "team/{x}", "team/[ab]", "./x")) {
-      assertThatThrownBy(() -> new RepositoryGlob(bad)).as("'%s'", bad).isInstanceOf(IllegalArgumentException.class);
+    for (String bad :
+        List.of(
+            "",
+            " ",
+            "Team/*",
+            "team/../x",
+            "team//x",
+            "/team",
+            "team/",
+            "team/a**",
+            "team/?",
+            "team/{x}",
+            "team/[ab]",
+            "./x")) {
+      assertThatThrownBy(() -> new RepositoryGlob(bad))
+          .as("'%s'", bad)
+          .isInstanceOf(IllegalArgumentException.class);
     }
   }
 
   @Test
   void pullThroughListsBindFromPropertiesAndDenyWins() {
-    UpstreamProperties upstream = RegistryCacheProperties.upstream(Map.of(
-        "url", "http://x", "pull-through.allow", "team/**,library/*", "pull-through.deny", "team/secret/**"));
+    UpstreamProperties upstream =
+        RegistryCacheProperties.upstream(
+            Map.of(
+                "url",
+                "http://x",
+                "pull-through.allow",
+                "team/**,library/*",
+                "pull-through.deny",
+                "team/secret/**"));
     UpstreamProperties.PullThrough lists = upstream.pullThrough();
     assertThat(lists.permits("team/app")).isTrue();
     assertThat(lists.permits("library/alpine")).isTrue();
     assertThat(lists.permits("other/app")).isFalse();
     assertThat(lists.permits("team/secret/app")).isFalse();
     assertThat(lists.permits("team/secret")).isFalse();
-    assertThat(RegistryCacheProperties.upstream(Map.of("url", "http://x")).pullThrough().permits("any/name")).isTrue();
+    assertThat(
+            RegistryCacheProperties.upstream(Map.of("url", "http://x"))
+                .pullThrough()
+                .permits("any/name"))
+        .isTrue();
   }
 
   @Test
   void aBadPatternInConfigurationFailsBinding() {
-    assertThatThrownBy(() -> RegistryCacheProperties.upstream(Map.of("url", "http://x", "pull-through.deny", "Team/*")))
+    assertThatThrownBy(
+            () ->
+                RegistryCacheProperties.upstream(
+                    Map.of("url", "http://x", "pull-through.deny", "Team/*")))
         .hasStackTraceContaining("lowercase");
   }
 }

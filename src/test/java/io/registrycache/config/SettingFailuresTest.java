@@ -33,10 +33,14 @@ class SettingFailuresTest {
     return catchThrowable(() -> SettingsCheck.check(RegistryCacheProperties.bind(settings)));
   }
 
-  /** The analysis of {@code failure} as Spring Boot would get it: wrapped, as a failed bean creation. */
+  /**
+   * The analysis of {@code failure} as Spring Boot would get it: wrapped, as a failed bean
+   * creation.
+   */
   private static FailureAnalysis analysis(FailureAnalyzer analyzer, Throwable failure) {
     assertThat(failure).as("the check refuses the setting").isNotNull();
-    FailureAnalysis analysis = analyzer.analyze(new BeanCreationException("someBean", "creation failed", failure));
+    FailureAnalysis analysis =
+        analyzer.analyze(new BeanCreationException("someBean", "creation failed", failure));
     assertThat(analysis).as("analysis of " + failure).isNotNull();
     assertThat(analysis.getDescription()).doesNotContain("\n");
     assertThat(analysis.getAction()).doesNotContain("\n");
@@ -45,12 +49,16 @@ class SettingFailuresTest {
 
   @Test
   void anUpstreamUrlThatIsNotAUrl() {
-    FailureAnalysis analysis = analysis(new SettingFailures.UpstreamUrlAnalyzer(),
-        checked(Map.of("registry-cache.upstreams.x.url", "notaurl")));
+    FailureAnalysis analysis =
+        analysis(
+            new SettingFailures.UpstreamUrlAnalyzer(),
+            checked(Map.of("registry-cache.upstreams.x.url", "notaurl")));
 
     assertThat(analysis.getDescription())
-        .isEqualTo("registry-cache.upstreams.x.url is 'notaurl', which is not an http or https URL with a host.");
-    assertThat(analysis.getAction()).startsWith("Set registry-cache.upstreams.x.url to the registry's base URL, e.g. https://");
+        .isEqualTo(
+            "registry-cache.upstreams.x.url is 'notaurl', which is not an http or https URL with a host.");
+    assertThat(analysis.getAction())
+        .startsWith("Set registry-cache.upstreams.x.url to the registry's base URL, e.g. https://");
   }
 
   @Test
@@ -65,58 +73,85 @@ class SettingFailuresTest {
 
   @Test
   void anUpstreamWithoutUrl() {
-    FailureAnalysis analysis = analysis(new SettingFailures.UpstreamUrlAnalyzer(),
-        checked(Map.of("registry-cache.upstreams.x.host", "registry.example.com")));
+    FailureAnalysis analysis =
+        analysis(
+            new SettingFailures.UpstreamUrlAnalyzer(),
+            checked(Map.of("registry-cache.upstreams.x.host", "registry.example.com")));
 
     assertThat(analysis.getDescription())
-        .isEqualTo("registry-cache.upstreams.x.url is not set: the cache does not know where upstream 'x' is.");
+        .isEqualTo(
+            "registry-cache.upstreams.x.url is not set: the cache does not know where upstream 'x' is.");
   }
 
   @Test
   void theBuiltInUpstreamNeedsNoUrlAndGoodSettingsPass() {
-    assertThatCode(() -> SettingsCheck.check(RegistryCacheProperties.bind(Map.of(
-        "registry-cache.upstreams.local.aliases", "mirror.example.com")))).doesNotThrowAnyException();
-    assertThatCode(() -> SettingsCheck.check(RegistryCacheProperties.bind(Map.of(
-        "registry-cache.upstreams.hub.url", "https://registry.example.com/",
-        "registry-cache.upstreams.own.url", "http://localhost:5000",
-        "registry-cache.default-upstream", "hub")))).doesNotThrowAnyException();
+    assertThatCode(
+            () ->
+                SettingsCheck.check(
+                    RegistryCacheProperties.bind(
+                        Map.of("registry-cache.upstreams.local.aliases", "mirror.example.com"))))
+        .doesNotThrowAnyException();
+    assertThatCode(
+            () ->
+                SettingsCheck.check(
+                    RegistryCacheProperties.bind(
+                        Map.of(
+                            "registry-cache.upstreams.hub.url", "https://registry.example.com/",
+                            "registry-cache.upstreams.own.url", "http://localhost:5000",
+                            "registry-cache.default-upstream", "hub"))))
+        .doesNotThrowAnyException();
     // left at 'local' with other keys: the only upstream (or none), as upstream.Upstreams resolves
     // it
-    assertThatCode(() -> SettingsCheck.check(RegistryCacheProperties.bind(Map.of(
-        "registry-cache.upstreams.hub.url", "https://registry.example.com")))).doesNotThrowAnyException();
+    assertThatCode(
+            () ->
+                SettingsCheck.check(
+                    RegistryCacheProperties.bind(
+                        Map.of(
+                            "registry-cache.upstreams.hub.url", "https://registry.example.com"))))
+        .doesNotThrowAnyException();
   }
 
   @Test
   void anUnknownDefaultUpstream() {
-    FailureAnalysis analysis = analysis(new SettingFailures.UnknownUpstreamAnalyzer(),
-        checked(Map.of("registry-cache.default-upstream", "hub")));
+    FailureAnalysis analysis =
+        analysis(
+            new SettingFailures.UnknownUpstreamAnalyzer(),
+            checked(Map.of("registry-cache.default-upstream", "hub")));
 
     assertThat(analysis.getDescription())
-        .isEqualTo("registry-cache.default-upstream names upstream 'hub', which is not configured (upstream keys: local).");
+        .isEqualTo(
+            "registry-cache.default-upstream names upstream 'hub', which is not configured (upstream keys: local).");
     assertThat(analysis.getAction())
-        .isEqualTo("Set registry-cache.default-upstream to one of local, or configure registry-cache.upstreams.hub.url.");
+        .isEqualTo(
+            "Set registry-cache.default-upstream to one of local, or configure registry-cache.upstreams.hub.url.");
   }
 
   private static Map<String, String> ruleFor(String upstream) {
-    Map<String, String> settings = new HashMap<>(Map.of(
-        "registry-cache.auth.enabled", "true",
-        "registry-cache.upstreams.own.url", "http://localhost:5000",
-        "registry-cache.auth.rules[0].subjects", "anonymous",
-        "registry-cache.auth.rules[0].repositories", "team/**",
-        "registry-cache.auth.rules[1].subjects", "anonymous",
-        "registry-cache.auth.rules[1].repositories", "library/*"));
+    Map<String, String> settings =
+        new HashMap<>(
+            Map.of(
+                "registry-cache.auth.enabled", "true",
+                "registry-cache.upstreams.own.url", "http://localhost:5000",
+                "registry-cache.auth.rules[0].subjects", "anonymous",
+                "registry-cache.auth.rules[0].repositories", "team/**",
+                "registry-cache.auth.rules[1].subjects", "anonymous",
+                "registry-cache.auth.rules[1].repositories", "library/*"));
     settings.put("registry-cache.auth.rules[1].upstreams", upstream);
     return settings;
   }
 
   @Test
   void aRuleNamingAnUnknownUpstream() {
-    FailureAnalysis analysis = analysis(new SettingFailures.UnknownUpstreamAnalyzer(), checked(ruleFor("own,hub")));
+    FailureAnalysis analysis =
+        analysis(new SettingFailures.UnknownUpstreamAnalyzer(), checked(ruleFor("own,hub")));
 
     assertThat(analysis.getDescription())
-        .isEqualTo("registry-cache.auth.rules[1].upstreams names upstream 'hub', which is not configured (upstream keys: own).");
-    assertThat(analysis.getAction()).isEqualTo("Name one of own or *, configure registry-cache.upstreams.hub.url, "
-        + "or set registry-cache.allow-any-upstream=true to name registry hosts in rules.");
+        .isEqualTo(
+            "registry-cache.auth.rules[1].upstreams names upstream 'hub', which is not configured (upstream keys: own).");
+    assertThat(analysis.getAction())
+        .isEqualTo(
+            "Name one of own or *, configure registry-cache.upstreams.hub.url, "
+                + "or set registry-cache.allow-any-upstream=true to name registry hosts in rules.");
   }
 
   @Test
@@ -134,30 +169,57 @@ class SettingFailuresTest {
   @Test
   void aMissingHtpasswdFile() {
     Path missing = dir.resolve("users.htpasswd");
-    FailureAnalysis analysis = analysis(new SettingFailures.SettingFileAnalyzer(), checked(Map.of(
-        "registry-cache.auth.enabled", "true",
-        "registry-cache.auth.htpasswd-file", missing.toString())));
+    FailureAnalysis analysis =
+        analysis(
+            new SettingFailures.SettingFileAnalyzer(),
+            checked(
+                Map.of(
+                    "registry-cache.auth.enabled",
+                    "true",
+                    "registry-cache.auth.htpasswd-file",
+                    missing.toString())));
 
-    assertThat(analysis.getDescription()).isEqualTo("registry-cache.auth.htpasswd-file is " + missing + ", which does not exist.");
-    assertThat(analysis.getAction()).isEqualTo("Create it (java -jar registry-cache.jar htpasswd --user <name> --password-stdin >> "
-        + missing + "), or set registry-cache.auth.htpasswd-file to an existing file.");
+    assertThat(analysis.getDescription())
+        .isEqualTo("registry-cache.auth.htpasswd-file is " + missing + ", which does not exist.");
+    assertThat(analysis.getAction())
+        .isEqualTo(
+            "Create it (java -jar registry-cache.jar htpasswd --user <name> --password-stdin >> "
+                + missing
+                + "), or set registry-cache.auth.htpasswd-file to an existing file.");
   }
 
   @Test
   void aFolderWhereAFileBelongs() throws IOException {
     Path folder = Files.createDirectory(dir.resolve("ca.pem"));
-    FailureAnalysis analysis = analysis(new SettingFailures.SettingFileAnalyzer(), checked(Map.of(
-        "registry-cache.upstreams.x.url", "https://registry.example.com",
-        "registry-cache.upstreams.x.tls.ca-file", folder.toString())));
+    FailureAnalysis analysis =
+        analysis(
+            new SettingFailures.SettingFileAnalyzer(),
+            checked(
+                Map.of(
+                    "registry-cache.upstreams.x.url",
+                    "https://registry.example.com",
+                    "registry-cache.upstreams.x.tls.ca-file",
+                    folder.toString())));
 
-    assertThat(analysis.getDescription()).isEqualTo("registry-cache.upstreams.x.tls.ca-file is " + folder + ", which is not a regular file.");
-    assertThat(analysis.getAction()).isEqualTo("Create it, or set registry-cache.upstreams.x.tls.ca-file to an existing file.");
+    assertThat(analysis.getDescription())
+        .isEqualTo(
+            "registry-cache.upstreams.x.tls.ca-file is "
+                + folder
+                + ", which is not a regular file.");
+    assertThat(analysis.getAction())
+        .isEqualTo("Create it, or set registry-cache.upstreams.x.tls.ca-file to an existing file.");
   }
 
   @Test
   void existingFilesPass() throws IOException {
     Path users = Files.writeString(dir.resolve("users.htpasswd"), "");
-    assertThat(checked(Map.of("registry-cache.auth.enabled", "true", "registry-cache.auth.htpasswd-file", users.toString())))
+    assertThat(
+            checked(
+                Map.of(
+                    "registry-cache.auth.enabled",
+                    "true",
+                    "registry-cache.auth.htpasswd-file",
+                    users.toString())))
         .isNull();
   }
 
@@ -165,14 +227,28 @@ class SettingFailuresTest {
   void aPortInUse() throws IOException {
     try (ServerSocket taken = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
       int port = taken.getLocalPort();
-      Binder binder = new Binder(new MapConfigurationPropertySource(Map.of(
-          "server.port", "0", "server.address", "127.0.0.1", "management.server.port", String.valueOf(port))));
-      FailureAnalysis analysis = analysis(new SettingFailures.ListenPortAnalyzer(),
-          catchThrowable(() -> SettingsCheck.checkPorts(binder)));
+      Binder binder =
+          new Binder(
+              new MapConfigurationPropertySource(
+                  Map.of(
+                      "server.port",
+                      "0",
+                      "server.address",
+                      "127.0.0.1",
+                      "management.server.port",
+                      String.valueOf(port))));
+      FailureAnalysis analysis =
+          analysis(
+              new SettingFailures.ListenPortAnalyzer(),
+              catchThrowable(() -> SettingsCheck.checkPorts(binder)));
 
-      assertThat(analysis.getDescription()).isEqualTo("Port " + port + " (management.server.port) is already in use.");
-      assertThat(analysis.getAction()).startsWith("Stop the process that listens on port " + port
-          + ", or set management.server.port to a free port");
+      assertThat(analysis.getDescription())
+          .isEqualTo("Port " + port + " (management.server.port) is already in use.");
+      assertThat(analysis.getAction())
+          .startsWith(
+              "Stop the process that listens on port "
+                  + port
+                  + ", or set management.server.port to a free port");
     }
   }
 
@@ -181,25 +257,40 @@ class SettingFailuresTest {
     try (ServerSocket taken = new ServerSocket()) {
       taken.bind(new InetSocketAddress(0));
       int port = taken.getLocalPort();
-      Map<String, String> settings = new HashMap<>(Map.of(
-          "server.port", "0", "registry-cache.cluster.peer-port", String.valueOf(port)));
-      assertThatCode(() -> SettingsCheck.checkPorts(new Binder(new MapConfigurationPropertySource(settings))))
-          .as("no cluster: no peer port").doesNotThrowAnyException();
+      Map<String, String> settings =
+          new HashMap<>(
+              Map.of("server.port", "0", "registry-cache.cluster.peer-port", String.valueOf(port)));
+      assertThatCode(
+              () ->
+                  SettingsCheck.checkPorts(
+                      new Binder(new MapConfigurationPropertySource(settings))))
+          .as("no cluster: no peer port")
+          .doesNotThrowAnyException();
       settings.put("registry-cache.cluster.peers", "a.example:" + port);
 
-      assertThat(catchThrowable(() -> SettingsCheck.checkPorts(new Binder(new MapConfigurationPropertySource(settings)))))
-          .isInstanceOfSatisfying(SettingFailures.ListenPortException.class, e -> {
-            assertThat(e.setting()).isEqualTo("registry-cache.cluster.peer-port");
-            assertThat(e.inUse()).isTrue();
-          });
+      assertThat(
+              catchThrowable(
+                  () ->
+                      SettingsCheck.checkPorts(
+                          new Binder(new MapConfigurationPropertySource(settings)))))
+          .isInstanceOfSatisfying(
+              SettingFailures.ListenPortException.class,
+              e -> {
+                assertThat(e.setting()).isEqualTo("registry-cache.cluster.peer-port");
+                assertThat(e.inUse()).isTrue();
+              });
     }
   }
 
   @Test
   void aValueThatDoesNotConvertNamesTheSettingAndTheValue() {
-    Throwable failure = catchThrowable(() -> RegistryCacheProperties.bind(Map.of(
-        "registry-cache.upstreams.x.url", "https://registry.example.com",
-        "registry-cache.upstreams.x.connect-timeout", "abc")));
+    Throwable failure =
+        catchThrowable(
+            () ->
+                RegistryCacheProperties.bind(
+                    Map.of(
+                        "registry-cache.upstreams.x.url", "https://registry.example.com",
+                        "registry-cache.upstreams.x.connect-timeout", "abc")));
     FailureAnalysis analysis = analysis(new SettingFailures.SettingValueAnalyzer(), failure);
 
     assertThat(analysis.getDescription())
@@ -210,21 +301,32 @@ class SettingFailuresTest {
 
   @Test
   void aValueARecordRefuses() {
-    Throwable failure = catchThrowable(() -> RegistryCacheProperties.bind(Map.of("registry-cache.auth.realm", "a\"b")));
+    Throwable failure =
+        catchThrowable(
+            () -> RegistryCacheProperties.bind(Map.of("registry-cache.auth.realm", "a\"b")));
     FailureAnalysis analysis = analysis(new SettingFailures.SettingValueAnalyzer(), failure);
 
-    assertThat(analysis.getDescription()).isEqualTo("Invalid settings under registry-cache.auth: "
-        + "registry-cache.auth.realm must be non-empty printable text without quotes or backslashes.");
+    assertThat(analysis.getDescription())
+        .isEqualTo(
+            "Invalid settings under registry-cache.auth: "
+                + "registry-cache.auth.realm must be non-empty printable text without quotes or backslashes.");
   }
 
   @Test
   void anyOtherRefusalThatNamesItsSetting() {
-    FailureAnalysis analysis = analysis(new SettingFailures.SettingMessageAnalyzer(), new IllegalStateException(
-        "registry-cache.auth.htpasswd-file /x cannot be used: line 2, user 'bob': only bcrypt hashes are accepted"));
+    FailureAnalysis analysis =
+        analysis(
+            new SettingFailures.SettingMessageAnalyzer(),
+            new IllegalStateException(
+                "registry-cache.auth.htpasswd-file /x cannot be used: line 2, user 'bob': only bcrypt hashes are accepted"));
 
-    assertThat(analysis.getDescription()).isEqualTo(
-        "registry-cache.auth.htpasswd-file /x cannot be used: line 2, user 'bob': only bcrypt hashes are accepted.");
-    assertThat(new SettingFailures.SettingMessageAnalyzer().analyze(new IllegalStateException("something else")))
-        .as("not about a setting: left to Spring Boot").isNull();
+    assertThat(analysis.getDescription())
+        .isEqualTo(
+            "registry-cache.auth.htpasswd-file /x cannot be used: line 2, user 'bob': only bcrypt hashes are accepted.");
+    assertThat(
+            new SettingFailures.SettingMessageAnalyzer()
+                .analyze(new IllegalStateException("something else")))
+        .as("not about a setting: left to Spring Boot")
+        .isNull();
   }
 }

@@ -31,7 +31,8 @@ class SettingsStartupTest {
     args[1] = "--management.server.port=0";
     args[2] = "--registry-cache.admin.warm-up-pulls=1";
     System.arraycopy(settings, 0, args, 3, settings.length);
-    return catchThrowable(() -> new SpringApplicationBuilder(RegistryCacheApplication.class).run(args).close());
+    return catchThrowable(
+        () -> new SpringApplicationBuilder(RegistryCacheApplication.class).run(args).close());
   }
 
   @Test
@@ -44,9 +45,14 @@ class SettingsStartupTest {
 
       assertThat(failure).isInstanceOf(SettingFailures.ListenPortException.class);
       assertThat(output.getOut())
-          .contains("APPLICATION FAILED TO START\n***************************\n\nDescription:\n\n"
-              + "Port " + port + " (server.port) is already in use.\n\nAction:\n\n"
-              + "Stop the process that listens on port " + port + ", or set server.port to a free port")
+          .contains(
+              "APPLICATION FAILED TO START\n***************************\n\nDescription:\n\n"
+                  + "Port "
+                  + port
+                  + " (server.port) is already in use.\n\nAction:\n\n"
+                  + "Stop the process that listens on port "
+                  + port
+                  + ", or set server.port to a free port")
           .doesNotContain("start-up warm-up")
           .doesNotContain("\tat ");
     }
@@ -58,8 +64,9 @@ class SettingsStartupTest {
 
     assertThat(failure).isInstanceOf(SettingFailures.UpstreamUrlException.class);
     assertThat(output.getOut())
-        .contains("Description:\n\nregistry-cache.upstreams.x.url is 'notaurl', which is not an http or https URL with a host.\n\n"
-            + "Action:\n\nSet registry-cache.upstreams.x.url to the registry's base URL")
+        .contains(
+            "Description:\n\nregistry-cache.upstreams.x.url is 'notaurl', which is not an http or https URL with a host.\n\n"
+                + "Action:\n\nSet registry-cache.upstreams.x.url to the registry's base URL")
         .doesNotContain("start-up warm-up")
         .doesNotContain("\tat ");
   }

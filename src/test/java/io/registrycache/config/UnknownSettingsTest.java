@@ -5,14 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import io.registrycache.cluster.ClusterProperties;
+import io.registrycache.storage.s3.S3StorageProperties;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
-import io.registrycache.cluster.ClusterProperties;
-import io.registrycache.storage.s3.S3StorageProperties;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.core.env.StandardEnvironment;
@@ -43,20 +43,31 @@ class UnknownSettingsTest {
     return appender.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
   }
 
-  /** The settings records of other packages, which the application's @ConfigurationPropertiesScan finds. */
+  /**
+   * The settings records of other packages, which the application's @ConfigurationPropertiesScan
+   * finds.
+   */
   @EnableConfigurationProperties({ClusterProperties.class, S3StorageProperties.class})
   static class OtherPackagesSettings {}
 
   @Test
   void misspeltKeysAreWarnedAboutOnceEachAndKnownOnesNot() {
     new ApplicationContextRunner()
-        .withUserConfiguration(PropertiesConfiguration.class, OtherPackagesSettings.class, UnknownSettings.class)
-        .withInitializer(context -> context.getEnvironment().getPropertySources().addFirst(
-            new SystemEnvironmentPropertySource(StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME, Map.of(
-                "REGISTRYCACHE_UPSTREAMS_LOCAL_ALIASES_0", "mirror.example.com",
-                "REGISTRYCACHE_AUTH_GROUPS_DEVS", "user:alice,robot:ci",
-                "REGISTRYCACHE_STORAGE_MAXBYTES", "10737418240",
-                "REGISTRYCACHE_UPSTREAMS_LOCAL_RETRY_MAXATTEMPS", "2"))))
+        .withUserConfiguration(
+            PropertiesConfiguration.class, OtherPackagesSettings.class, UnknownSettings.class)
+        .withInitializer(
+            context ->
+                context
+                    .getEnvironment()
+                    .getPropertySources()
+                    .addFirst(
+                        new SystemEnvironmentPropertySource(
+                            StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+                            Map.of(
+                                "REGISTRYCACHE_UPSTREAMS_LOCAL_ALIASES_0", "mirror.example.com",
+                                "REGISTRYCACHE_AUTH_GROUPS_DEVS", "user:alice,robot:ci",
+                                "REGISTRYCACHE_STORAGE_MAXBYTES", "10737418240",
+                                "REGISTRYCACHE_UPSTREAMS_LOCAL_RETRY_MAXATTEMPS", "2"))))
         .withPropertyValues(
             "registry-cache.uptreams.x.url=https://registry.example.com",
             "registry-cache.upstreams.hub.url=https://registry.example.com",
@@ -70,17 +81,47 @@ class UnknownSettingsTest {
             "registry-cache.default-upstream=hub",
             "registry-cache.storage.s3.bucket=cache",
             "registry-cache.cluster.peer-port=9000")
-        .run(context -> {
-          assertThat(context).hasNotFailed();
-          assertThat(warnings()).hasSize(4);
-          assertThat(warnings()).anySatisfy(w -> assertThat(w).startsWith("Unknown setting registry-cache.uptreams.x.url ("));
-          assertThat(warnings()).anySatisfy(w -> assertThat(w).startsWith("Unknown setting registry-cache.upstreams.hub.tls.insecure ("));
-          assertThat(warnings()).anySatisfy(w -> assertThat(w).startsWith("Unknown setting registry-cache.auth.rules[0].upstream ("));
-          assertThat(warnings()).anySatisfy(w -> assertThat(w)
-              .startsWith("Unknown setting registrycache.upstreams.local.retry.maxattemps (")
-              .contains("(from systemEnvironment as REGISTRYCACHE_UPSTREAMS_LOCAL_RETRY_MAXATTEMPS)"));
-          assertThat(warnings()).anySatisfy(w -> assertThat(w).startsWith("Unknown setting registry-cache.uptreams.x.url (from test):"));
-          assertThat(warnings()).allSatisfy(w -> assertThat(w).endsWith("no setting of registry-cache has this name, so it has no effect (misspelt?)"));
-        });
+        .run(
+            context -> {
+              assertThat(context).hasNotFailed();
+              assertThat(warnings()).hasSize(4);
+              assertThat(warnings())
+                  .anySatisfy(
+                      w ->
+                          assertThat(w)
+                              .startsWith("Unknown setting registry-cache.uptreams.x.url ("));
+              assertThat(warnings())
+                  .anySatisfy(
+                      w ->
+                          assertThat(w)
+                              .startsWith(
+                                  "Unknown setting registry-cache.upstreams.hub.tls.insecure ("));
+              assertThat(warnings())
+                  .anySatisfy(
+                      w ->
+                          assertThat(w)
+                              .startsWith(
+                                  "Unknown setting registry-cache.auth.rules[0].upstream ("));
+              assertThat(warnings())
+                  .anySatisfy(
+                      w ->
+                          assertThat(w)
+                              .startsWith(
+                                  "Unknown setting registrycache.upstreams.local.retry.maxattemps (")
+                              .contains(
+                                  "(from systemEnvironment as REGISTRYCACHE_UPSTREAMS_LOCAL_RETRY_MAXATTEMPS)"));
+              assertThat(warnings())
+                  .anySatisfy(
+                      w ->
+                          assertThat(w)
+                              .startsWith(
+                                  "Unknown setting registry-cache.uptreams.x.url (from test):"));
+              assertThat(warnings())
+                  .allSatisfy(
+                      w ->
+                          assertThat(w)
+                              .endsWith(
+                                  "no setting of registry-cache has this name, so it has no effect (misspelt?)"));
+            });
   }
 }

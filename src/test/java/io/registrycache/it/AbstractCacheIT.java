@@ -17,14 +17,14 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Base of the service-level ITs that can share one world: the real service in-process on a random
- * port, and one real {@code registry:2} upstream per JVM. Subclasses in one JVM get the same
- * Spring context (same properties, so Spring's test context cache reuses it); failsafe runs IT
- * classes one after another in each of its reused JVMs (docs/testing.md), so subclasses that add
- * no properties of their own share one upstream container and one context. Each context gets a
- * storage directory of its own ({@link #storage}): a subclass with properties of its own (say
- * S3 storage) has another context, alive in the same JVM, and must not see the other's files.
- * Every test pushes content unique to itself ({@code TestImages.uniqueRepository}), so tests
- * cannot see each other's cache entries or upstream requests.
+ * port, and one real {@code registry:2} upstream per JVM. Subclasses in one JVM get the same Spring
+ * context (same properties, so Spring's test context cache reuses it); failsafe runs IT classes one
+ * after another in each of its reused JVMs (docs/testing.md), so subclasses that add no properties
+ * of their own share one upstream container and one context. Each context gets a storage directory
+ * of its own ({@link #storage}): a subclass with properties of its own (say S3 storage) has another
+ * context, alive in the same JVM, and must not see the other's files. Every test pushes content
+ * unique to itself ({@code TestImages.uniqueRepository}), so tests cannot see each other's cache
+ * entries or upstream requests.
  *
  * <p>The upstream is configured as host {@value #UPSTREAM_HOST} (a valid path component, so the
  * in-path form {@code /v2/upstream.test/<name>/...} works with clients like skopeo) and is the
@@ -48,8 +48,7 @@ public abstract class AbstractCacheIT {
 
   @LocalServerPort protected int port;
 
-  @Autowired
-  protected ApplicationContext context;
+  @Autowired protected ApplicationContext context;
 
   protected CacheClient cache;
 

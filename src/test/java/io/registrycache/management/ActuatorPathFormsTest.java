@@ -45,19 +45,34 @@ import tools.jackson.databind.json.JsonMapper;
  * serve, is no endpoint); a path of a protected endpoint is refused (400 from the firewall or 401
  * with the Bearer challenge) and its answer holds nothing of the endpoint's own.
  */
-@SpringBootTest(classes = RegistryCacheApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@SpringBootTest(
+    classes = RegistryCacheApplication.class,
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 @Import(HandlerProbe.class)
 class ActuatorPathFormsTest {
 
   static final String TOKEN = "walk-every-form-5d1c8a";
   static final Path storage = TestFiles.tempDirectory("registry-cache-actuator-forms-");
   private static final JsonMapper JSON = JsonMapper.builder().build();
+
   /** Link names open to anyone: health (and its probes) and prometheus. */
   private static final Set<String> PUBLIC_LINKS = Set.of("health", "health-path", "prometheus");
+
   private static final Pattern TEMPLATE_VARIABLE = Pattern.compile("\\{\\*?([^}]+)}");
+
   /** Values for template variables, so the endpoint answers with what it holds rather than 404. */
-  private static final Map<String, String> SAMPLE_VALUES = Map.of(
-      "what", "images", "requiredMetricName", "jvm.threads.live", "path", "liveness", "id", "1", "action", "janitor");
+  private static final Map<String, String> SAMPLE_VALUES =
+      Map.of(
+          "what",
+          "images",
+          "requiredMetricName",
+          "jvm.threads.live",
+          "path",
+          "liveness",
+          "id",
+          "1",
+          "action",
+          "janitor");
 
   @LocalManagementPort int managementPort;
 
@@ -66,7 +81,10 @@ class ActuatorPathFormsTest {
     CacheProperties.cache(storage).set("registry-cache.admin.token", TOKEN).addTo(registry);
   }
 
-  /** One link of {@code /actuator}: its name, its href's path as a template, and that path filled in. */
+  /**
+   * One link of {@code /actuator}: its name, its href's path as a template, and that path filled
+   * in.
+   */
   record Endpoint(String name, String template, String path) {
     boolean isPublic() {
       return PUBLIC_LINKS.contains(name);
@@ -74,7 +92,8 @@ class ActuatorPathFormsTest {
   }
 
   private List<Endpoint> endpoints() throws Exception {
-    RawHttp.Response links = RawHttp.get(managementPort, "/actuator", "Authorization: Bearer " + TOKEN);
+    RawHttp.Response links =
+        RawHttp.get(managementPort, "/actuator", "Authorization: Bearer " + TOKEN);
     assertThat(links.status()).as(links.toString()).isEqualTo(200);
     List<Endpoint> endpoints = new ArrayList<>();
     endpoints.add(new Endpoint("links", "/actuator", "/actuator"));
@@ -83,8 +102,10 @@ class ActuatorPathFormsTest {
       if (link.getKey().equals("self")) {
         continue;
       }
-      String template = URI.create(link.getValue().path("href").asString()
-          .replace("{", "%7B").replace("}", "%7D")).getPath();
+      String template =
+          URI.create(
+                  link.getValue().path("href").asString().replace("{", "%7B").replace("}", "%7D"))
+              .getPath();
       Matcher m = TEMPLATE_VARIABLE.matcher(template);
       StringBuilder path = new StringBuilder();
       while (m.find()) {
@@ -99,12 +120,25 @@ class ActuatorPathFormsTest {
   @Test
   void theLinksListTheAdminApiAndTheProbeSeesItsHandler() throws Exception {
     List<Endpoint> endpoints = endpoints();
-    assertThat(endpoints).extracting(Endpoint::name)
-        .contains("health", "health-path", "prometheus", "metrics", "info", "cache", "cache-what", "cache-what-id");
+    assertThat(endpoints)
+        .extracting(Endpoint::name)
+        .contains(
+            "health",
+            "health-path",
+            "prometheus",
+            "metrics",
+            "info",
+            "cache",
+            "cache-what",
+            "cache-what-id");
     // The oracle works: with the token the request reaches the handler and the probe names it.
     String id = HandlerProbe.nextId();
-    RawHttp.Response images = RawHttp.get(managementPort, "/actuator/cache/images",
-        "Authorization: Bearer " + TOKEN, HandlerProbe.HEADER + ": " + id);
+    RawHttp.Response images =
+        RawHttp.get(
+            managementPort,
+            "/actuator/cache/images",
+            "Authorization: Bearer " + TOKEN,
+            HandlerProbe.HEADER + ": " + id);
     assertThat(images.status()).as(images.toString()).isEqualTo(200);
     assertThat(HandlerProbe.matchedPattern(id)).contains("/actuator/cache/{what}");
   }
@@ -130,7 +164,8 @@ class ActuatorPathFormsTest {
       // changed case
       forms.add(join(segments, i, segment.toUpperCase(Locale.ROOT)));
       if (!segment.isEmpty()) {
-        forms.add(join(segments, i, Character.toUpperCase(segment.charAt(0)) + segment.substring(1)));
+        forms.add(
+            join(segments, i, Character.toUpperCase(segment.charAt(0)) + segment.substring(1)));
       }
       // dot segments that lead back to the same path, doubled slashes, a backslash
       forms.add(join(segments, i, "./" + segment));
@@ -186,25 +221,39 @@ class ActuatorPathFormsTest {
   }
 
   @TestFactory
-  Stream<DynamicTest> everyEndpointInEveryPathFormGivesAnonymousClientsNothingProtectedAndNo500() throws Exception {
+  Stream<DynamicTest> everyEndpointInEveryPathFormGivesAnonymousClientsNothingProtectedAndNo500()
+      throws Exception {
     List<Endpoint> endpoints = endpoints();
     Set<String> protectedPatterns = new LinkedHashSet<>();
     Map<String, String> protectedBodies = new LinkedHashMap<>();
     for (Endpoint e : endpoints) {
       if (!e.isPublic()) {
         protectedPatterns.add(e.template());
-        RawHttp.Response withToken = RawHttp.get(managementPort, e.path(), "Authorization: Bearer " + TOKEN);
+        RawHttp.Response withToken =
+            RawHttp.get(managementPort, e.path(), "Authorization: Bearer " + TOKEN);
         if (withToken.status() == 200 && withToken.body().length > 2) {
           protectedBodies.put(e.name(), withToken.bodyText());
         }
       }
     }
     assertThat(protectedBodies).containsKeys("links", "cache", "cache-what", "metrics");
-    return endpoints.stream().flatMap(e -> Stream.of("GET", "POST").map(method -> DynamicTest.dynamicTest(
-        method + " " + e.path() + " (" + e.name() + ")", () -> walk(e, method, protectedPatterns, protectedBodies.values()))));
+    return endpoints.stream()
+        .flatMap(
+            e ->
+                Stream.of("GET", "POST")
+                    .map(
+                        method ->
+                            DynamicTest.dynamicTest(
+                                method + " " + e.path() + " (" + e.name() + ")",
+                                () ->
+                                    walk(e, method, protectedPatterns, protectedBodies.values()))));
   }
 
-  private void walk(Endpoint endpoint, String method, Set<String> protectedPatterns, Collection<String> protectedBodies)
+  private void walk(
+      Endpoint endpoint,
+      String method,
+      Set<String> protectedPatterns,
+      Collection<String> protectedBodies)
       throws Exception {
     SoftAssertions softly = new SoftAssertions();
     byte[] body = "POST".equals(method) ? "{}".getBytes(StandardCharsets.UTF_8) : new byte[0];
@@ -224,16 +273,30 @@ class ActuatorPathFormsTest {
           headers.add("Authorization: " + authorization);
         }
         RawHttp.Response answer = RawHttp.send(managementPort, method, form, headers, body);
-        String what = method + " " + form + (authorization == null ? "" : " with " + authorization.split(" ")[0] + " but not the token")
-            + " -> " + answer;
+        String what =
+            method
+                + " "
+                + form
+                + (authorization == null
+                    ? ""
+                    : " with " + authorization.split(" ")[0] + " but not the token")
+                + " -> "
+                + answer;
         softly.assertThat(answer.status()).as(what).isBetween(200, 499);
         Optional<String> reached = HandlerProbe.matchedPattern(id);
-        reached.ifPresent(pattern -> softly.assertThat(protectedPatterns).as(what + " reached the handler of " + pattern)
-            .doesNotContain(pattern));
+        reached.ifPresent(
+            pattern ->
+                softly
+                    .assertThat(protectedPatterns)
+                    .as(what + " reached the handler of " + pattern)
+                    .doesNotContain(pattern));
         if (!endpoint.isPublic()) {
           softly.assertThat(answer.status()).as(what).isIn(400, 401);
           if (answer.status() == 401) {
-            softly.assertThat(answer.header("WWW-Authenticate")).as(what).startsWith("Bearer realm=\"registry-cache management\"");
+            softly
+                .assertThat(answer.header("WWW-Authenticate"))
+                .as(what)
+                .startsWith("Bearer realm=\"registry-cache management\"");
           }
           for (String secret : protectedBodies) {
             softly.assertThat(answer.bodyText()).as(what).doesNotContain(secret);

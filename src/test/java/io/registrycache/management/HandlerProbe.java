@@ -28,6 +28,7 @@ class HandlerProbe {
 
   /** Probe id → matched pattern ("" when no handler matched), set when the request completes. */
   private static final Map<String, String> reached = new ConcurrentHashMap<>();
+
   private static final AtomicLong ids = new AtomicLong();
 
   static String nextId() {
@@ -56,10 +57,15 @@ class HandlerProbe {
       if (id == null) {
         return chain.filter(exchange);
       }
-      Runnable record = () -> {
-        Object pattern = exchange.getAttribute(HandlerMapping.BEST_MATCHING_PATTERN_ATTRIBUTE);
-        reached.put(id, pattern instanceof PathPattern p ? p.getPatternString() : pattern == null ? "" : pattern.toString());
-      };
+      Runnable record =
+          () -> {
+            Object pattern = exchange.getAttribute(HandlerMapping.BEST_MATCHING_PATTERN_ATTRIBUTE);
+            reached.put(
+                id,
+                pattern instanceof PathPattern p
+                    ? p.getPatternString()
+                    : pattern == null ? "" : pattern.toString());
+          };
       // Before the first byte of the answer leaves (routing is decided by then).
       exchange.getResponse().beforeCommit(() -> Mono.fromRunnable(record));
       return chain.filter(exchange);

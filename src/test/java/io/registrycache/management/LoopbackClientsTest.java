@@ -29,18 +29,29 @@ class LoopbackClientsTest {
   }
 
   private static boolean granted(ServerWebExchange exchange) {
-    AuthorizationResult result = new LoopbackClients().authorize(Mono.empty(), new AuthorizationContext(exchange)).block();
+    AuthorizationResult result =
+        new LoopbackClients().authorize(Mono.empty(), new AuthorizationContext(exchange)).block();
     return result != null && result.isGranted();
   }
 
   @ParameterizedTest(name = "{0} -> {1}")
   @CsvSource({
-      "127.0.0.1, true", "127.8.9.10, true", "::1, true", "::ffff:127.0.0.1, true",
-      "10.0.0.1, false", "192.168.1.20, false", "203.0.113.7, false", "::2, false", "fe80::1, false", "0.0.0.0, false"})
+    "127.0.0.1, true",
+    "127.8.9.10, true",
+    "::1, true",
+    "::ffff:127.0.0.1, true",
+    "10.0.0.1, false",
+    "192.168.1.20, false",
+    "203.0.113.7, false",
+    "::2, false",
+    "fe80::1, false",
+    "0.0.0.0, false"
+  })
   void theTcpPeersAddressDecides(String address, boolean loopback) throws Exception {
     InetSocketAddress remote = new InetSocketAddress(InetAddress.getByName(address), 40_000);
     assertThat(LoopbackClients.isLoopback(remote)).isEqualTo(loopback);
-    assertThat(granted(MockServerHttpRequest.get("/actuator/cache").remoteAddress(remote).build())).isEqualTo(loopback);
+    assertThat(granted(MockServerHttpRequest.get("/actuator/cache").remoteAddress(remote).build()))
+        .isEqualTo(loopback);
   }
 
   /**
@@ -49,23 +60,31 @@ class LoopbackClientsTest {
    * Security): behind a proxy, the management port wants the token.
    */
   @ParameterizedTest(name = "X-Forwarded-For: {0}")
-  @ValueSource(strings = {"127.0.0.1", "::1", "203.0.113.7", "localhost", "203.0.113.7, 127.0.0.1", "junk"})
+  @ValueSource(
+      strings = {"127.0.0.1", "::1", "203.0.113.7", "localhost", "203.0.113.7, 127.0.0.1", "junk"})
   void behindTheFrameworksForwardedHeadersNoForwardedClientIsLoopback(String forwardedFor) {
-    MockServerHttpRequest fromProxy = MockServerHttpRequest.get("/actuator/cache")
-        .remoteAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 40_000))
-        .header("X-Forwarded-For", forwardedFor)
-        .build();
-    assertThat(granted(fromProxy)).as("the TCP peer, a proxy on loopback, when forwarded headers are not read").isTrue();
+    MockServerHttpRequest fromProxy =
+        MockServerHttpRequest.get("/actuator/cache")
+            .remoteAddress(new InetSocketAddress(InetAddress.getLoopbackAddress(), 40_000))
+            .header("X-Forwarded-For", forwardedFor)
+            .build();
+    assertThat(granted(fromProxy))
+        .as("the TCP peer, a proxy on loopback, when forwarded headers are not read")
+        .isTrue();
     ServerHttpRequest forwarded = new ForwardedHeaderTransformer().apply(fromProxy);
-    assertThat(forwarded.getRemoteAddress()).as("the forwarded address, as a name").isNotNull()
+    assertThat(forwarded.getRemoteAddress())
+        .as("the forwarded address, as a name")
+        .isNotNull()
         .satisfies(a -> assertThat(a.isUnresolved()).isTrue());
-    assertThat(granted(MockServerWebExchange.from(fromProxy).mutate().request(forwarded).build())).isFalse();
+    assertThat(granted(MockServerWebExchange.from(fromProxy).mutate().request(forwarded).build()))
+        .isFalse();
   }
 
   @Test
   void noOrAnUnresolvedAddressIsNotLoopback() {
     assertThat(LoopbackClients.isLoopback(null)).isFalse();
-    assertThat(LoopbackClients.isLoopback(InetSocketAddress.createUnresolved("localhost", 1))).isFalse();
+    assertThat(LoopbackClients.isLoopback(InetSocketAddress.createUnresolved("localhost", 1)))
+        .isFalse();
     assertThat(granted(MockServerHttpRequest.get("/actuator/cache").build())).isFalse();
   }
 }

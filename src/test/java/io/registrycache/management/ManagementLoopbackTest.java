@@ -3,9 +3,9 @@ package io.registrycache.management;
 import static io.registrycache.management.ManagementTokenTest.send;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.testsupport.TestFiles;
-import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.RegistryCacheApplication;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.TestFiles;
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
@@ -21,10 +21,10 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
- * The default, without a token: the admin operations answer loopback clients only (so {@code
- * ./mvnw spring-boot:run} works as is), other clients get 403; health and prometheus stay open.
- * Skipped where the machine has no address but loopback; {@link LoopbackClientsTest} covers the
- * decision itself.
+ * The default, without a token: the admin operations answer loopback clients only (so {@code ./mvnw
+ * spring-boot:run} works as is), other clients get 403; health and prometheus stay open. Skipped
+ * where the machine has no address but loopback; {@link LoopbackClientsTest} covers the decision
+ * itself.
  */
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
@@ -40,11 +40,20 @@ class ManagementLoopbackTest {
     CacheProperties.cache(storage).addTo(registry);
   }
 
-
-  /** An IPv4 address of this machine that is not loopback, for a connection that is not from loopback. */
+  /**
+   * An IPv4 address of this machine that is not loopback, for a connection that is not from
+   * loopback.
+   */
   private static Optional<String> nonLoopbackAddress() throws SocketException {
     return NetworkInterface.networkInterfaces()
-        .filter(i -> { try { return i.isUp() && !i.isLoopback(); } catch (SocketException e) { return false; } })
+        .filter(
+            i -> {
+              try {
+                return i.isUp() && !i.isLoopback();
+              } catch (SocketException e) {
+                return false;
+              }
+            })
         .flatMap(NetworkInterface::inetAddresses)
         .filter(a -> a instanceof Inet4Address && !a.isLoopbackAddress() && !a.isLinkLocalAddress())
         .map(InetAddress::getHostAddress)
@@ -53,16 +62,21 @@ class ManagementLoopbackTest {
 
   @Test
   void loopbackClientsMayUseTheAdminApi() throws Exception {
-    HttpResponse<String> janitor = send("POST", "http://127.0.0.1:" + managementPort + "/actuator/cache/janitor");
+    HttpResponse<String> janitor =
+        send("POST", "http://127.0.0.1:" + managementPort + "/actuator/cache/janitor");
     assertThat(janitor.statusCode()).as(janitor.body()).isEqualTo(200);
   }
 
   @Test
   void otherClientsAreRefusedButHealthIsOpen() throws Exception {
     Optional<String> address = nonLoopbackAddress();
-    Assumptions.assumeTrue(address.isPresent(), "this machine has no non-loopback IPv4 address to connect from");
+    Assumptions.assumeTrue(
+        address.isPresent(), "this machine has no non-loopback IPv4 address to connect from");
     String base = "http://" + address.get() + ":" + managementPort + "/actuator";
-    for (String[] call : new String[][] {{"POST", "/cache/janitor"}, {"POST", "/cache/prune"}, {"GET", "/cache/images"}}) {
+    for (String[] call :
+        new String[][] {
+          {"POST", "/cache/janitor"}, {"POST", "/cache/prune"}, {"GET", "/cache/images"}
+        }) {
       HttpResponse<String> r = send(call[0], base + call[1]);
       assertThat(r.statusCode()).as(call[0] + " " + call[1]).isEqualTo(403);
       assertThat(r.body()).contains("loopback clients only");

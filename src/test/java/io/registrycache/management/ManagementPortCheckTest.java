@@ -10,22 +10,28 @@ import org.junit.jupiter.api.Test;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 
 /**
- * The start-up checks that keep Spring Security off the registry port: the actuator on the
- * registry port (where nothing would guard it), and a {@code spring.autoconfigure.exclude} that
- * drops the security entries of {@code application.yml} (Spring Security's chain, firewall and a
- * generated password in front of {@code /v2}), each stop the start.
+ * The start-up checks that keep Spring Security off the registry port: the actuator on the registry
+ * port (where nothing would guard it), and a {@code spring.autoconfigure.exclude} that drops the
+ * security entries of {@code application.yml} (Spring Security's chain, firewall and a generated
+ * password in front of {@code /v2}), each stop the start.
  */
 class ManagementPortCheckTest {
 
-  /** Starts (and closes) the service with {@code properties} as name, value pairs over the test defaults. */
+  /**
+   * Starts (and closes) the service with {@code properties} as name, value pairs over the test
+   * defaults.
+   */
   private static void start(Object... properties) {
-    CacheProperties cache = CacheProperties.cache(TestFiles.tempDirectory("registry-cache-port-check-"))
-        .set("server.port", "0")
-        .set("registry-cache.admin.warm-up-pulls", "0");
+    CacheProperties cache =
+        CacheProperties.cache(TestFiles.tempDirectory("registry-cache-port-check-"))
+            .set("server.port", "0")
+            .set("registry-cache.admin.warm-up-pulls", "0");
     for (int i = 0; i < properties.length; i += 2) {
       cache.set((String) properties[i], String.valueOf(properties[i + 1]));
     }
-    new SpringApplicationBuilder(RegistryCacheApplication.class).run(cache.asArguments().toArray(String[]::new)).close();
+    new SpringApplicationBuilder(RegistryCacheApplication.class)
+        .run(cache.asArguments().toArray(String[]::new))
+        .close();
   }
 
   @Test
@@ -37,8 +43,11 @@ class ManagementPortCheckTest {
 
   @Test
   void anExcludeListWithoutTheSecurityEntriesStopsTheStart() {
-    assertThatThrownBy(() -> start("spring.autoconfigure.exclude",
-            "org.springframework.boot.actuate.autoconfigure.endpoint.jackson.Jackson2EndpointAutoConfiguration"))
+    assertThatThrownBy(
+            () ->
+                start(
+                    "spring.autoconfigure.exclude",
+                    "org.springframework.boot.actuate.autoconfigure.endpoint.jackson.Jackson2EndpointAutoConfiguration"))
         .hasStackTraceContaining("Spring Security's web filter chain")
         .hasStackTraceContaining("spring.autoconfigure.exclude");
   }

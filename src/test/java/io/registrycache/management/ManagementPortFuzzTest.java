@@ -44,20 +44,82 @@ class ManagementPortFuzzTest {
   static final String TOKEN = "fuzz-management-token-4e7b1";
   private static final JsonMapper JSON = JsonMapper.builder().build();
 
-  private static final String[] METHODS = {"GET", "POST", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH", "TRACE", "CONNECT", "get", "BREW"};
+  private static final String[] METHODS = {
+    "GET", "POST", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH", "TRACE", "CONNECT", "get", "BREW"
+  };
   private static final String[] SEGMENTS = {
-      "actuator", "cache", "images", "blobs", "preload", "janitor", "prune", "evict", "health", "liveness", "readiness",
-      "prometheus", "metrics", "info", "jvm.threads.live", "diskSpace", "v2", "", ".", "..", "%2e", "%2E%2e", ".%2e",
-      "%61ctuator", "ACTUATOR", "c%61che", "C%41CHE", "h%65alth", "%68%65%61%6C%74%68", "actuator;x=y", "cache;",
-      "health;a=b", "..;", "%2F", "%2f", "%5C", "\\", "%25", "%252e", "%00", "%c0%ae", "%u002e", "~", "*", "{what}"};
+    "actuator",
+    "cache",
+    "images",
+    "blobs",
+    "preload",
+    "janitor",
+    "prune",
+    "evict",
+    "health",
+    "liveness",
+    "readiness",
+    "prometheus",
+    "metrics",
+    "info",
+    "jvm.threads.live",
+    "diskSpace",
+    "v2",
+    "",
+    ".",
+    "..",
+    "%2e",
+    "%2E%2e",
+    ".%2e",
+    "%61ctuator",
+    "ACTUATOR",
+    "c%61che",
+    "C%41CHE",
+    "h%65alth",
+    "%68%65%61%6C%74%68",
+    "actuator;x=y",
+    "cache;",
+    "health;a=b",
+    "..;",
+    "%2F",
+    "%2f",
+    "%5C",
+    "\\",
+    "%25",
+    "%252e",
+    "%00",
+    "%c0%ae",
+    "%u002e",
+    "~",
+    "*",
+    "{what}"
+  };
   private static final String[] HEADER_NAMES = {
-      "Authorization", "X-Forwarded-For", "Forwarded", "X-Forwarded-Prefix", "X-Forwarded-Host", "X-Forwarded-Proto",
-      "X-Forwarded-Port", "Host", "Content-Type", "Accept", "Origin", "Access-Control-Request-Method", "Cookie",
-      "X-HTTP-Method-Override", "X-Original-URL", "X-Rewrite-URL"};
+    "Authorization",
+    "X-Forwarded-For",
+    "Forwarded",
+    "X-Forwarded-Prefix",
+    "X-Forwarded-Host",
+    "X-Forwarded-Proto",
+    "X-Forwarded-Port",
+    "Host",
+    "Content-Type",
+    "Accept",
+    "Origin",
+    "Access-Control-Request-Method",
+    "Cookie",
+    "X-HTTP-Method-Override",
+    "X-Original-URL",
+    "X-Rewrite-URL"
+  };
 
   private static ConfigurableApplicationContext service;
-  /** Why the service did not start, so that later inputs fail at once instead of starting it again. */
+
+  /**
+   * Why the service did not start, so that later inputs fail at once instead of starting it again.
+   */
   private static Exception failedStart;
+
   private static int port;
   private static Set<String> protectedPatterns;
 
@@ -79,11 +141,14 @@ class ManagementPortFuzzTest {
 
   private static void startService() throws Exception {
     List<String> args = new ArrayList<>(List.of("--server.port=0"));
-    args.addAll(CacheProperties.cache(TestFiles.tempDirectory("registry-cache-management-fuzz-"))
-        .set("registry-cache.admin.token", TOKEN)
-        .set("registry-cache.admin.warm-up-pulls", "0")
-        .asArguments());
-    service = new SpringApplicationBuilder(RegistryCacheApplication.class, HandlerProbe.class).run(args.toArray(String[]::new));
+    args.addAll(
+        CacheProperties.cache(TestFiles.tempDirectory("registry-cache-management-fuzz-"))
+            .set("registry-cache.admin.token", TOKEN)
+            .set("registry-cache.admin.warm-up-pulls", "0")
+            .asArguments());
+    service =
+        new SpringApplicationBuilder(RegistryCacheApplication.class, HandlerProbe.class)
+            .run(args.toArray(String[]::new));
     port = Integer.parseInt(service.getEnvironment().getRequiredProperty("local.management.port"));
     RawHttp.Response links;
     try (SilentCloseable loopback = loopbackOnly()) {
@@ -91,12 +156,17 @@ class ManagementPortFuzzTest {
     }
     assertThat(links.status()).as(links.toString()).isEqualTo(200);
     Set<String> patterns = new LinkedHashSet<>();
-    for (Map.Entry<String, JsonNode> link : JSON.readTree(links.bodyText()).path("_links").properties()) {
+    for (Map.Entry<String, JsonNode> link :
+        JSON.readTree(links.bodyText()).path("_links").properties()) {
       if (!Set.of("health", "health-path", "prometheus").contains(link.getKey())) {
-        patterns.add(URI.create(link.getValue().path("href").asString().replace("{", "%7B").replace("}", "%7D")).getPath());
+        patterns.add(
+            URI.create(
+                    link.getValue().path("href").asString().replace("{", "%7B").replace("}", "%7D"))
+                .getPath());
       }
     }
-    assertThat(patterns).contains("/actuator", "/actuator/cache", "/actuator/cache/{what}", "/actuator/metrics");
+    assertThat(patterns)
+        .contains("/actuator", "/actuator/cache", "/actuator/cache/{what}", "/actuator/metrics");
     protectedPatterns = patterns;
   }
 
@@ -126,7 +196,10 @@ class ManagementPortFuzzTest {
     StringBuilder target = new StringBuilder();
     int segments = data.consumeInt(0, 6);
     for (int i = 0; i < segments; i++) {
-      target.append(data.consumeBoolean() ? "/" : data.pickValue(new String[] {"//", "%2F", "\\", "/./", "/../"}));
+      target.append(
+          data.consumeBoolean()
+              ? "/"
+              : data.pickValue(new String[] {"//", "%2F", "\\", "/./", "/../"}));
       target.append(data.consumeBoolean() ? data.pickValue(SEGMENTS) : data.consumeString(12));
     }
     if (target.length() == 0 || data.consumeBoolean()) {
@@ -134,7 +207,9 @@ class ManagementPortFuzzTest {
     }
     String t = target.toString();
     return (t.startsWith("/") || t.startsWith("*") || t.startsWith("http") ? t : "/" + t)
-        .replace("\r", "").replace("\n", "").replace(" ", "%20");
+        .replace("\r", "")
+        .replace("\n", "")
+        .replace(" ", "%20");
   }
 
   @FuzzTest(maxDuration = "10m")
@@ -147,9 +222,11 @@ class ManagementPortFuzzTest {
     headers.add(HandlerProbe.HEADER + ": " + probe);
     for (int i = data.consumeInt(0, 4); i > 0; i--) {
       String name = data.pickValue(HEADER_NAMES);
-      String value = name.equals("Authorization")
-          ? data.pickValue(new String[] {"Bearer ", "bearer ", "Basic ", "", "Bearer  "}) + data.consumeString(48)
-          : data.consumeString(48);
+      String value =
+          name.equals("Authorization")
+              ? data.pickValue(new String[] {"Bearer ", "bearer ", "Basic ", "", "Bearer  "})
+                  + data.consumeString(48)
+              : data.consumeString(48);
       String clean = value.replace("\r", "").replace("\n", "");
       assertThat(clean).doesNotContain(TOKEN);
       headers.add(name + ": " + clean);
@@ -168,10 +245,15 @@ class ManagementPortFuzzTest {
     Optional<String> reached = HandlerProbe.matchedPattern(probe);
     String what = method + " " + target + " " + headers + " -> " + answer;
     assertThat(answer.status()).as(what).isLessThan(500);
-    reached.ifPresent(pattern -> assertThat(protectedPatterns).as(what + " reached " + pattern).doesNotContain(pattern));
+    reached.ifPresent(
+        pattern ->
+            assertThat(protectedPatterns).as(what + " reached " + pattern).doesNotContain(pattern));
     if (answer.status() >= 200 && answer.status() < 300) {
-      assertThat(new String(answer.body(), StandardCharsets.UTF_8)).as(what)
-          .doesNotContain("\"_links\"").doesNotContain("storedBytes").doesNotContain("\"names\"");
+      assertThat(new String(answer.body(), StandardCharsets.UTF_8))
+          .as(what)
+          .doesNotContain("\"_links\"")
+          .doesNotContain("storedBytes")
+          .doesNotContain("\"names\"");
     }
   }
 }

@@ -19,7 +19,8 @@ class ResponseStatusFilterTest {
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   private final PullActivity activity = new PullActivity();
   private final ResponseStatusFilter filter =
-      new ResponseStatusFilter(new CacheMetrics(registry, RegistryCacheProperties.bind(Map.of())), activity);
+      new ResponseStatusFilter(
+          new CacheMetrics(registry, RegistryCacheProperties.bind(Map.of())), activity);
 
   private double count(String status) {
     var c = registry.find("registry.cache.responses").tag("status", status).counter();
@@ -28,12 +29,16 @@ class ResponseStatusFilterTest {
 
   private void answer(String path, HttpStatus status) {
     MockServerWebExchange exchange = MockServerWebExchange.from(MockServerHttpRequest.get(path));
-    filter.filter(exchange, ex -> {
-      if (status != null) {
-        ex.getResponse().setStatusCode(status);
-      }
-      return Mono.empty();
-    }).block();
+    filter
+        .filter(
+            exchange,
+            ex -> {
+              if (status != null) {
+                ex.getResponse().setStatusCode(status);
+              }
+              return Mono.empty();
+            })
+        .block();
   }
 
   @Test
@@ -62,7 +67,8 @@ class ResponseStatusFilterTest {
     answer("/v2/", HttpStatus.OK);
     assertThat(activity.snapshot()).isEqualTo(new PullActivity.Snapshot(0, 0));
 
-    MockServerWebExchange exchange = MockServerWebExchange.from(MockServerHttpRequest.get("/v2/x/blobs/sha256:0"));
+    MockServerWebExchange exchange =
+        MockServerWebExchange.from(MockServerHttpRequest.get("/v2/x/blobs/sha256:0"));
     Empty<Void> body = Sinks.empty();
     Mono<Void> pending = filter.filter(exchange, ex -> body.asMono());
     var subscription = pending.subscribe();

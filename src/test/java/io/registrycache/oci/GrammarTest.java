@@ -13,19 +13,22 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * The hand-written grammars accept exactly what the specs' regular expressions accept (the
- * expressions live here only, as the oracle), over strings built from the characters and
- * separators that matter, so that near-valid input is common.
+ * expressions live here only, as the oracle), over strings built from the characters and separators
+ * that matter, so that near-valid input is common.
  */
 class GrammarTest {
 
-  private static final Pattern COMPONENT = Pattern.compile("[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*");
+  private static final Pattern COMPONENT =
+      Pattern.compile("[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*");
   private static final Pattern TAG = Pattern.compile("[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}");
-  private static final Pattern DIGEST = Pattern.compile("[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+");
+  private static final Pattern DIGEST =
+      Pattern.compile("[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+");
   private static final Pattern HEX = Pattern.compile("[a-f0-9]+");
 
-  private static final List<String> TOKENS = List.of(
-      "a", "z", "0", "9", "ab", "Q", "F", "f", "e3", ".", "..", "_", "__", "___", "-", "--", "+", ":", "=", "/",
-      " ", "\n", "é", "sha256", "sha512");
+  private static final List<String> TOKENS =
+      List.of(
+          "a", "z", "0", "9", "ab", "Q", "F", "f", "e3", ".", "..", "_", "__", "___", "-", "--",
+          "+", ":", "=", "/", " ", "\n", "é", "sha256", "sha512");
 
   /** Tokens joined; characters of the grammars; or {@code <tokens>:<tokens>}, a digest's shape. */
   private static String nearValid(Random random) {
@@ -56,7 +59,9 @@ class GrammarTest {
   @ParameterizedTest(name = "[{index}]")
   @MethodSource("nearValid")
   void nameComponentsAsTheSpecExpression(String value) {
-    assertThat(Grammar.nameComponent(value, 0, value.length())).as(value).isEqualTo(COMPONENT.matcher(value).matches());
+    assertThat(Grammar.nameComponent(value, 0, value.length()))
+        .as(value)
+        .isEqualTo(COMPONENT.matcher(value).matches());
   }
 
   @ParameterizedTest(name = "[{index}]")
@@ -87,6 +92,8 @@ class GrammarTest {
   @MethodSource("nearValid")
   void componentsInsideALongerString(String value) {
     String framed = "x/" + value + "/y";
-    assertThat(Grammar.nameComponent(framed, 2, 2 + value.length())).as(value).isEqualTo(COMPONENT.matcher(value).matches());
+    assertThat(Grammar.nameComponent(framed, 2, 2 + value.length()))
+        .as(value)
+        .isEqualTo(COMPONENT.matcher(value).matches());
   }
 }

@@ -4,13 +4,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
 
-/** The paging {@code Link} header (RFC 8288): only a link whose relation type is {@code next} counts. */
+/**
+ * The paging {@code Link} header (RFC 8288): only a link whose relation type is {@code next}
+ * counts.
+ */
 class LinkHeaderTest {
 
   @Test
   void theNextLinkIsFoundWhateverItsSpellingAndPlace() {
-    assertThat(LinkHeader.nextTarget("</v2/a/tags/list?n=2&last=b>; rel=\"next\"")).contains("/v2/a/tags/list?n=2&last=b");
-    assertThat(LinkHeader.nextTarget("</v2/a/tags/list?last=b>; rel=next")).contains("/v2/a/tags/list?last=b");
+    assertThat(LinkHeader.nextTarget("</v2/a/tags/list?n=2&last=b>; rel=\"next\""))
+        .contains("/v2/a/tags/list?n=2&last=b");
+    assertThat(LinkHeader.nextTarget("</v2/a/tags/list?last=b>; rel=next"))
+        .contains("/v2/a/tags/list?last=b");
     assertThat(LinkHeader.nextTarget("</p1>; rel=\"prev\", </p3>; rel=\"next\"")).contains("/p3");
     assertThat(LinkHeader.nextTarget("</x>; title=\"a;b\"; REL=\"prev next\"")).contains("/x");
   }

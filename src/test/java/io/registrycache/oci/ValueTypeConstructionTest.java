@@ -16,10 +16,12 @@ class ValueTypeConstructionTest {
   @Test
   void digestConstructorValidates() {
     assertCode(() -> new Digest("sha256", "abc"), OciErrorCode.DIGEST_INVALID);
-    assertCode(() -> new Digest("md5", "d41d8cd98f00b204e9800998ecf8427e"), OciErrorCode.DIGEST_INVALID);
+    assertCode(
+        () -> new Digest("md5", "d41d8cd98f00b204e9800998ecf8427e"), OciErrorCode.DIGEST_INVALID);
     assertCode(() -> new Digest("sha256", "A".repeat(64)), OciErrorCode.DIGEST_INVALID);
     assertCode(() -> new Digest(null, null), OciErrorCode.DIGEST_INVALID);
-    assertThat(new Digest("sha256", "a".repeat(64))).isEqualTo(Digest.parse("sha256:" + "a".repeat(64)));
+    assertThat(new Digest("sha256", "a".repeat(64)))
+        .isEqualTo(Digest.parse("sha256:" + "a".repeat(64)));
   }
 
   @Test
@@ -45,8 +47,10 @@ class ValueTypeConstructionTest {
         .isEqualTo(MediaTypes.OCI_MANIFEST);
     assertThat(MediaType.parse(MediaTypes.OCI_INDEX).isIndex()).isTrue();
     assertThat(MediaType.parse("text/html").isManifest()).isFalse();
-    assertThatThrownBy(() -> new MediaType("Text/HTML")).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> new MediaType("no-slash")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new MediaType("Text/HTML"))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new MediaType("no-slash"))
+        .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> MediaType.parse("a/b/c")).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> MediaType.parse(null)).isInstanceOf(IllegalArgumentException.class);
   }

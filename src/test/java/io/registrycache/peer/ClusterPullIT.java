@@ -27,7 +27,6 @@ import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.net.URI;
@@ -57,9 +56,9 @@ import org.junit.jupiter.api.TestMethodOrder;
 import reactor.netty.resources.LoopResources;
 
 /**
- * Issue 11, one upstream fetch per blob across replicas: three replicas of the real service in
- * this JVM (own storage, random pull ports, a static peers list naming each other's peer ports)
- * in front of one real registry:2, whose log counts the upstream requests.
+ * Issue 11, one upstream fetch per blob across replicas: three replicas of the real service in this
+ * JVM (own storage, random pull ports, a static peers list naming each other's peer ports) in front
+ * of one real registry:2, whose log counts the upstream requests.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class ClusterPullIT {
@@ -77,14 +76,15 @@ class ClusterPullIT {
     ports.forEach(p -> members.add(new Member("127.0.0.1", p)));
     String peers = members.stream().map(Member::id).collect(Collectors.joining(","));
     for (int i = 0; i < REPLICAS; i++) {
-      replicas.add(ManualCache.start(
-          CacheProperties.cache(TestFiles.tempDirectory("registry-cache-cluster-" + i + "-"))
-              .localUpstream(upstream::baseUrl)
-              .set("registry-cache.cluster.peers", peers)
-              .set("registry-cache.cluster.peer-port", ports.get(i))
-              .set("registry-cache.cluster.peer-address", "127.0.0.1")
-              .set("registry-cache.cluster.self", members.get(i).id())
-              .set("registry-cache.cluster.token", TOKEN)));
+      replicas.add(
+          ManualCache.start(
+              CacheProperties.cache(TestFiles.tempDirectory("registry-cache-cluster-" + i + "-"))
+                  .localUpstream(upstream::baseUrl)
+                  .set("registry-cache.cluster.peers", peers)
+                  .set("registry-cache.cluster.peer-port", ports.get(i))
+                  .set("registry-cache.cluster.peer-address", "127.0.0.1")
+                  .set("registry-cache.cluster.self", members.get(i).id())
+                  .set("registry-cache.cluster.token", TOKEN)));
     }
   }
 
@@ -113,7 +113,8 @@ class ClusterPullIT {
 
   @Test
   @Order(2)
-  void anImagePulledThroughEveryReplicaAtOnceIsFetchedFromTheUpstreamOncePerBlob() throws Exception {
+  void anImagePulledThroughEveryReplicaAtOnceIsFetchedFromTheUpstreamOncePerBlob()
+      throws Exception {
     Image image = upstream.pusher().push(imageOwnedByEveryReplica("together", 2));
     ExecutorService pool = Executors.newFixedThreadPool(REPLICAS * 2);
     try {
@@ -121,10 +122,13 @@ class ClusterPullIT {
       List<CompletableFuture<Void>> pulls = new ArrayList<>();
       for (int round = 0; round < 2; round++) {
         for (ManualCache replica : replicas) {
-          pulls.add(CompletableFuture.runAsync(() -> {
-            await(go);
-            replica.client().withTimeout(Duration.ofSeconds(120)).pullAndVerify(image);
-          }, pool));
+          pulls.add(
+              CompletableFuture.runAsync(
+                  () -> {
+                    await(go);
+                    replica.client().withTimeout(Duration.ofSeconds(120)).pullAndVerify(image);
+                  },
+                  pool));
         }
       }
       go.countDown();
@@ -141,12 +145,20 @@ class ClusterPullIT {
   @Order(3)
   void thePeerPortListensOnlyOnItsPeerAddress() throws Exception {
     int peerPort = members.get(0).port();
-    InetAddress other = Collections.list(NetworkInterface.getNetworkInterfaces()).stream()
-        .filter(i -> { try { return i.isUp() && !i.isLoopback(); } catch (SocketException e) { return false; } })
-        .flatMap(i -> Collections.list(i.getInetAddresses()).stream())
-        .filter(a -> a instanceof Inet4Address)
-        .findFirst()
-        .orElse(null);
+    InetAddress other =
+        Collections.list(NetworkInterface.getNetworkInterfaces()).stream()
+            .filter(
+                i -> {
+                  try {
+                    return i.isUp() && !i.isLoopback();
+                  } catch (SocketException e) {
+                    return false;
+                  }
+                })
+            .flatMap(i -> Collections.list(i.getInetAddresses()).stream())
+            .filter(a -> a instanceof Inet4Address)
+            .findFirst()
+            .orElse(null);
     Assumptions.assumeTrue(other != null, "no non-loopback IPv4 address on this machine");
     try (Socket loopback = new Socket()) {
       loopback.connect(new InetSocketAddress("127.0.0.1", peerPort), 5_000);
@@ -163,7 +175,8 @@ class ClusterPullIT {
   @Test
   @Order(3)
   void thePeerPortAnswersOnlyWithTheToken() throws Exception {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("peer-auth"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("peer-auth"), "v1"));
     Blob blob = image.layers().get(0);
     String path = "/internal/v1/blobs/local/" + image.repository() + "/" + blob.digest();
     ManualCache first = replicas.get(0);
@@ -171,34 +184,53 @@ class ClusterPullIT {
     long refusedBefore = metrics(first).requests(Direction.IN, Outcome.UNAUTHORIZED);
 
     assertThat(peerGet(peerPort, path, null).statusCode()).isEqualTo(401);
-    assertThat(peerGet(peerPort, path, "Bearer wrong-token-0123456789abcdef").statusCode()).isEqualTo(401);
+    assertThat(peerGet(peerPort, path, "Bearer wrong-token-0123456789abcdef").statusCode())
+        .isEqualTo(401);
     assertThat(peerGet(peerPort, path, "Basic " + TOKEN).statusCode()).isEqualTo(401);
-    assertThat(peerGet(peerPort, "/v2/", null).statusCode()).as("nothing but 401 without the token").isEqualTo(401);
-    assertThat(metrics(first).requests(Direction.IN, Outcome.UNAUTHORIZED)).isEqualTo(refusedBefore + 4);
+    assertThat(peerGet(peerPort, "/v2/", null).statusCode())
+        .as("nothing but 401 without the token")
+        .isEqualTo(401);
+    assertThat(metrics(first).requests(Direction.IN, Outcome.UNAUTHORIZED))
+        .isEqualTo(refusedBefore + 4);
     upstream.syncLogs();
-    assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest())).isZero();
+    assertThat(
+            upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+        .isZero();
 
     HttpResponse<byte[]> ok = peerGet(peerPort, path, "Bearer " + TOKEN);
     assertThat(ok.statusCode()).isEqualTo(200);
     assertThat(Sha256.digest(ok.body())).isEqualTo(blob.digest());
     assertThat(ok.headers().firstValue("Registry-Cache-Peer")).contains("1");
-    HttpResponse<byte[]> missing = peerGet(peerPort,
-        "/internal/v1/blobs/local/" + image.repository() + "/" + TestImages.unknownDigest(), "Bearer " + TOKEN);
+    HttpResponse<byte[]> missing =
+        peerGet(
+            peerPort,
+            "/internal/v1/blobs/local/" + image.repository() + "/" + TestImages.unknownDigest(),
+            "Bearer " + TOKEN);
     assertThat(missing.statusCode()).isEqualTo(404);
     assertThat(CacheClient.errorCode(missing)).isEqualTo("BLOB_UNKNOWN");
 
-    HttpResponse<byte[]> manifest = peerGet(peerPort,
-        "/internal/v1/manifests/local/" + image.repository() + "/" + image.tag(), "Bearer " + TOKEN);
+    HttpResponse<byte[]> manifest =
+        peerGet(
+            peerPort,
+            "/internal/v1/manifests/local/" + image.repository() + "/" + image.tag(),
+            "Bearer " + TOKEN);
     assertThat(manifest.statusCode()).isEqualTo(200);
     assertThat(manifest.body()).isEqualTo(image.manifest().bytes());
-    assertThat(manifest.headers().firstValue("Docker-Content-Digest")).contains(Sha256.digest(image.manifest().bytes()));
-    assertThat(manifest.headers().firstValue("Content-Type")).contains(image.manifest().mediaType());
-    HttpResponse<byte[]> noTag = peerGet(peerPort,
-        "/internal/v1/manifests/local/" + image.repository() + "/no-such-tag", "Bearer " + TOKEN);
+    assertThat(manifest.headers().firstValue("Docker-Content-Digest"))
+        .contains(Sha256.digest(image.manifest().bytes()));
+    assertThat(manifest.headers().firstValue("Content-Type"))
+        .contains(image.manifest().mediaType());
+    HttpResponse<byte[]> noTag =
+        peerGet(
+            peerPort,
+            "/internal/v1/manifests/local/" + image.repository() + "/no-such-tag",
+            "Bearer " + TOKEN);
     assertThat(noTag.statusCode()).isEqualTo(404);
     assertThat(noTag.headers().firstValue("Registry-Cache-Peer")).contains("1");
     assertThat(CacheClient.errorCode(noTag)).isEqualTo("MANIFEST_UNKNOWN");
-    assertThat(peerGet(peerPort, "/internal/v1/manifests/local/" + image.repository() + "/v1", null).statusCode())
+    assertThat(
+            peerGet(peerPort, "/internal/v1/manifests/local/" + image.repository() + "/v1", null)
+                .statusCode())
         .isEqualTo(401);
 
     HttpResponse<byte[]> ping = peerGet(peerPort, "/internal/v1/ping", "Bearer " + TOKEN);
@@ -206,7 +238,8 @@ class ClusterPullIT {
     assertThat(ping.headers().firstValue("Registry-Cache-Peer")).contains("1");
 
     // The peer endpoint is not on the pull port.
-    assertThat(first.client().get(path, "Authorization", "Bearer " + TOKEN).statusCode()).isEqualTo(404);
+    assertThat(first.client().get(path, "Authorization", "Bearer " + TOKEN).statusCode())
+        .isEqualTo(404);
   }
 
   @Test
@@ -216,7 +249,10 @@ class ClusterPullIT {
     int gone = REPLICAS - 1;
     replicas.get(gone).close();
     Map<String, Member> owners = owners(image);
-    List<Blob> orphaned = image.blobs().stream().filter(b -> owners.get(b.digest()).equals(members.get(gone))).toList();
+    List<Blob> orphaned =
+        image.blobs().stream()
+            .filter(b -> owners.get(b.digest()).equals(members.get(gone)))
+            .toList();
     assertThat(orphaned).isNotEmpty();
 
     ManualCache survivor = replicas.get(0);
@@ -227,14 +263,16 @@ class ClusterPullIT {
     assertThat(metrics(survivor).fallbacks(FallbackReason.UNREACHABLE) - before)
         .as("blobs owned by the stopped replica, fetched from the upstream by the survivor")
         .isBetween(1L, (long) orphaned.size());
-    assertThat(survivor.context().getBean(ClusterMembership.class).suspects()).containsExactly(members.get(gone));
+    assertThat(survivor.context().getBean(ClusterMembership.class).suspects())
+        .containsExactly(members.get(gone));
     assertOneUpstreamGetPerBlob(image);
 
     // A second survivor pays at worst one more upstream fetch per orphaned blob, and never fails.
     replicas.get(1).client().pullAndVerify(image);
     upstream.syncLogs();
     for (Blob blob : image.blobs()) {
-      long gets = upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest());
+      long gets =
+          upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest());
       if (orphaned.contains(blob)) {
         assertThat(gets).as("upstream GETs of orphaned %s", blob.digest()).isBetween(1L, 2L);
       } else {
@@ -252,7 +290,8 @@ class ClusterPullIT {
     int hung = 1;
     ManualCache asker = replicas.get(0);
     Map<String, Member> owners = owners(image);
-    assertThat(image.blobs().stream().filter(b -> owners.get(b.digest()).equals(members.get(hung)))).isNotEmpty();
+    assertThat(image.blobs().stream().filter(b -> owners.get(b.digest()).equals(members.get(hung))))
+        .isNotEmpty();
     long silentBefore = metrics(asker).suspicions(SuspicionReason.SILENT);
     CountDownLatch resume = new CountDownLatch(1);
     LoopResources loops = replicas.get(hung).context().getBean(PeerServer.class).loops();
@@ -260,10 +299,13 @@ class ClusterPullIT {
     loops.onServerSelect(true).forEach(held::add);
     loops.onServer(true).forEach(held::add);
     CountDownLatch allHeld = new CountDownLatch(held.size());
-    held.forEach(loop -> loop.execute(() -> {
-      allHeld.countDown();
-      await(resume);
-    }));
+    held.forEach(
+        loop ->
+            loop.execute(
+                () -> {
+                  allHeld.countDown();
+                  await(resume);
+                }));
     try {
       await(allHeld);
       // Each request of the pull may take 30 s, half of read-timeout (60 s): a miss that waited for
@@ -272,7 +314,8 @@ class ClusterPullIT {
       assertThat(metrics(asker).suspicions(SuspicionReason.SILENT) - silentBefore)
           .as("the hung owner, suspected once: the misses after the first do not ask it")
           .isEqualTo(1);
-      assertThat(asker.context().getBean(ClusterMembership.class).suspects()).contains(members.get(hung));
+      assertThat(asker.context().getBean(ClusterMembership.class).suspects())
+          .contains(members.get(hung));
     } finally {
       resume.countDown();
     }
@@ -287,28 +330,46 @@ class ClusterPullIT {
     String repository = TestImages.uniqueRepository("cluster-" + purpose);
     List<byte[]> layers = new ArrayList<>();
     Map<Member, Integer> owned = new HashMap<>();
-    for (long seed = 0; owned.size() < REPLICAS || owned.values().stream().anyMatch(n -> n < each); seed++) {
-      byte[] layer = TestImages.randomBytes(256 * 1024 + (int) (seed * 4099), repository.hashCode() * 31L + seed);
+    for (long seed = 0;
+        owned.size() < REPLICAS || owned.values().stream().anyMatch(n -> n < each);
+        seed++) {
+      byte[] layer =
+          TestImages.randomBytes(
+              256 * 1024 + (int) (seed * 4099), repository.hashCode() * 31L + seed);
       layers.add(layer);
-      owned.merge(RendezvousHashing.owner(Sha256.digest(layer), members).orElseThrow(), 1, Integer::sum);
+      owned.merge(
+          RendezvousHashing.owner(Sha256.digest(layer), members).orElseThrow(), 1, Integer::sum);
     }
     return TestImages.withLayers(repository, "v1", layers.toArray(byte[][]::new));
   }
 
   static Map<String, Member> owners(Image image) {
     Map<String, Member> owners = new HashMap<>();
-    image.blobs().forEach(b -> owners.put(b.digest(), RendezvousHashing.owner(b.digest(), members).orElseThrow()));
+    image
+        .blobs()
+        .forEach(
+            b ->
+                owners.put(b.digest(), RendezvousHashing.owner(b.digest(), members).orElseThrow()));
     return owners;
   }
 
   static void assertOneUpstreamGetPerBlob(Image image) {
     upstream.syncLogs();
-    System.out.printf("ClusterPullIT %s: %d blobs, %d replicas, upstream blob GETs %s%n", image.repository(),
-        image.blobs().size(), REPLICAS, image.blobs().stream()
-            .map(b -> upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + b.digest()))
+    System.out.printf(
+        "ClusterPullIT %s: %d blobs, %d replicas, upstream blob GETs %s%n",
+        image.repository(),
+        image.blobs().size(),
+        REPLICAS,
+        image.blobs().stream()
+            .map(
+                b ->
+                    upstream.countRequests(
+                        "GET", "/v2/" + image.repository() + "/blobs/" + b.digest()))
             .toList());
     for (Blob blob : image.blobs()) {
-      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+      assertThat(
+              upstream.countRequests(
+                  "GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
           .as("upstream GETs of blob %s (%d bytes)", blob.digest(), blob.size())
           .isEqualTo(1);
     }
@@ -317,7 +378,9 @@ class ClusterPullIT {
   /** The tag's owner fetched it for every replica (manifest references have owners too). */
   static void assertOneUpstreamGetOfTheManifest(Image image) {
     upstream.syncLogs();
-    assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/manifests/" + image.tag()))
+    assertThat(
+            upstream.countRequests(
+                "GET", "/v2/" + image.repository() + "/manifests/" + image.tag()))
         .as("upstream GETs of %s:%s", image.repository(), image.tag())
         .isEqualTo(1);
   }
@@ -334,15 +397,17 @@ class ClusterPullIT {
     return replica.context().getBean(PeerMetrics.class);
   }
 
-  static HttpResponse<byte[]> peerGet(int port, String path, String authorization) throws Exception {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
-        .timeout(Duration.ofSeconds(30));
+  static HttpResponse<byte[]> peerGet(int port, String path, String authorization)
+      throws Exception {
+    HttpRequest.Builder request =
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
+            .timeout(Duration.ofSeconds(30));
     if (authorization != null) {
       request.header("Authorization", authorization);
     }
-    return HttpClient.newHttpClient().send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+    return HttpClient.newHttpClient()
+        .send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
   }
-
 
   static void await(CountDownLatch latch) {
     try {

@@ -16,7 +16,6 @@ import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.URI;
 import java.net.URLEncoder;
 import java.net.http.HttpClient;
@@ -39,13 +38,13 @@ import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * A cold pull through two replicas is one trace per request in a real Jaeger
- * (v1.76.0, built from the Go module proxy: {@code bash .ci/go-tools.sh jaeger}), received over
- * OTLP/HTTP and read back from Jaeger's query API. Replica A serves the pull; a blob owned by
- * replica B is fetched by A from B's peer port, and B continues A's trace (W3C {@code
- * traceparent}), so the trace holds A's {@code pull blob}, its {@code peer fetch}, B's {@code peer
- * serve blob}, B's {@code upstream blob} exchange, both replicas' {@code blob body} and {@code
- * storage commit}. Prefetch is off here, so every blob's fill is started by the client's request.
+ * A cold pull through two replicas is one trace per request in a real Jaeger (v1.76.0, built from
+ * the Go module proxy: {@code bash .ci/go-tools.sh jaeger}), received over OTLP/HTTP and read back
+ * from Jaeger's query API. Replica A serves the pull; a blob owned by replica B is fetched by A
+ * from B's peer port, and B continues A's trace (W3C {@code traceparent}), so the trace holds A's
+ * {@code pull blob}, its {@code peer fetch}, B's {@code peer serve blob}, B's {@code upstream blob}
+ * exchange, both replicas' {@code blob body} and {@code storage commit}. Prefetch is off here, so
+ * every blob's fill is started by the client's request.
  */
 @NeedsGoTool("jaeger")
 class TracingIT {
@@ -74,7 +73,9 @@ class TracingIT {
     // Jaeger v2 (an OpenTelemetry Collector): OTLP/HTTP in, memory storage, the query API; every
     // port free.
     Path config = work.resolve("jaeger.yaml");
-    Files.writeString(config, """
+    Files.writeString(
+        config,
+        """
         service:
           extensions: [jaeger_storage, jaeger_query]
           pipelines:
@@ -109,10 +110,14 @@ class TracingIT {
         exporters:
           jaeger_storage_exporter:
             trace_storage: memory_store
-        """.formatted(ports.get(1), ports.get(2), otlp));
+        """
+            .formatted(ports.get(1), ports.get(2), otlp));
     jaegerLog = work.resolve("jaeger.log");
-    jaeger = new ProcessBuilder(binary.toString(), "--config", config.toString())
-        .redirectErrorStream(true).redirectOutput(jaegerLog.toFile()).start();
+    jaeger =
+        new ProcessBuilder(binary.toString(), "--config", config.toString())
+            .redirectErrorStream(true)
+            .redirectOutput(jaegerLog.toFile())
+            .start();
     try {
       await("jaeger's query API answering")
           .atMost(Duration.ofSeconds(60))
@@ -121,27 +126,31 @@ class TracingIT {
           .ignoreExceptionsInstanceOf(IOException.class) // not listening yet
           .until(() -> get(query + "/api/services").statusCode() == 200);
     } catch (ConditionTimeoutException notStarted) {
-      throw new IllegalStateException("jaeger did not start:\n" + Files.readString(jaegerLog), notStarted);
+      throw new IllegalStateException(
+          "jaeger did not start:\n" + Files.readString(jaegerLog), notStarted);
     }
 
     members.add(new Member("127.0.0.1", ports.get(3)));
     members.add(new Member("127.0.0.1", ports.get(4)));
     String peers = members.get(0).id() + "," + members.get(1).id();
     for (int i = 0; i < 2; i++) {
-      replicas.add(ManualCache.start(
-          CacheProperties.cache(TestFiles.tempDirectory("registry-cache-tracing-" + i + "-"))
-              .localUpstream(upstream::baseUrl)
-              .set("spring.application.name", i == 0 ? SERVICE_A : SERVICE_B)
-              .set("registry-cache.cluster.peers", peers)
-              .set("registry-cache.cluster.peer-port", members.get(i).port())
-              .set("registry-cache.cluster.peer-address", "127.0.0.1")
-              .set("registry-cache.cluster.self", members.get(i).id())
-              .set("registry-cache.cluster.token", TOKEN)
-              .set("registry-cache.blobs.prefetch.enabled", "false")
-              .set("management.tracing.export.enabled", "true")
-              .set("management.tracing.sampling.probability", "1.0")
-              .set("management.opentelemetry.tracing.export.otlp.endpoint", "http://127.0.0.1:" + otlp + "/v1/traces")
-              .set("management.opentelemetry.tracing.export.schedule-delay", "100ms")));
+      replicas.add(
+          ManualCache.start(
+              CacheProperties.cache(TestFiles.tempDirectory("registry-cache-tracing-" + i + "-"))
+                  .localUpstream(upstream::baseUrl)
+                  .set("spring.application.name", i == 0 ? SERVICE_A : SERVICE_B)
+                  .set("registry-cache.cluster.peers", peers)
+                  .set("registry-cache.cluster.peer-port", members.get(i).port())
+                  .set("registry-cache.cluster.peer-address", "127.0.0.1")
+                  .set("registry-cache.cluster.self", members.get(i).id())
+                  .set("registry-cache.cluster.token", TOKEN)
+                  .set("registry-cache.blobs.prefetch.enabled", "false")
+                  .set("management.tracing.export.enabled", "true")
+                  .set("management.tracing.sampling.probability", "1.0")
+                  .set(
+                      "management.opentelemetry.tracing.export.otlp.endpoint",
+                      "http://127.0.0.1:" + otlp + "/v1/traces")
+                  .set("management.opentelemetry.tracing.export.schedule-delay", "100ms")));
     }
   }
 
@@ -157,12 +166,23 @@ class TracingIT {
   @Test
   void aColdPullThroughTwoReplicasIsOneTracePerRequestAcrossBoth() throws Exception {
     Image image = upstream.pusher().push(imageWithLayersOwnedByBoth());
-    replicas.get(0).client().pullAndVerify(image); // digests of the manifest and every blob verified
+    replicas
+        .get(0)
+        .client()
+        .pullAndVerify(image); // digests of the manifest and every blob verified
 
-    String remote = image.layers().stream().map(TestImages.Blob::digest)
-        .filter(d -> owner(d).equals(members.get(1))).findFirst().orElseThrow();
-    String local = image.layers().stream().map(TestImages.Blob::digest)
-        .filter(d -> owner(d).equals(members.get(0))).findFirst().orElseThrow();
+    String remote =
+        image.layers().stream()
+            .map(TestImages.Blob::digest)
+            .filter(d -> owner(d).equals(members.get(1)))
+            .findFirst()
+            .orElseThrow();
+    String local =
+        image.layers().stream()
+            .map(TestImages.Blob::digest)
+            .filter(d -> owner(d).equals(members.get(0)))
+            .findFirst()
+            .orElseThrow();
 
     // A blob that replica B owns: A's request, A's peer hop, and B's side of it in the same trace.
     Trace viaOwner = awaitTrace("pull blob", remote, "storage commit", SERVICE_B);
@@ -176,14 +196,30 @@ class TracingIT {
     assertThat(hop.tag("registry.peer.owner")).isEqualTo(members.get(1).id());
     Span served = viaOwner.child(hop, "peer serve blob", SERVICE_B);
     assertThat(served.tag("http.response.status_code")).isEqualTo("200");
-    assertThat(viaOwner.child(served, "upstream blob", SERVICE_B).tag("registry.upstream")).isEqualTo("local");
-    assertThat(viaOwner.child(served, "blob body", SERVICE_B).tag("registry.digest")).isEqualTo(remote);
-    assertThat(viaOwner.child(served, "storage commit", SERVICE_B).tag("registry.digest")).isEqualTo(remote);
+    assertThat(viaOwner.child(served, "upstream blob", SERVICE_B).tag("registry.upstream"))
+        .isEqualTo("local");
+    assertThat(viaOwner.child(served, "blob body", SERVICE_B).tag("registry.digest"))
+        .isEqualTo(remote);
+    assertThat(viaOwner.child(served, "storage commit", SERVICE_B).tag("registry.digest"))
+        .isEqualTo(remote);
     assertThat(viaOwner.child(pull, "blob body", SERVICE_A).tag("registry.size"))
-        .isEqualTo(Long.toString(image.layers().stream().filter(b -> b.digest().equals(remote)).findFirst().orElseThrow().bytes().length));
-    assertThat(viaOwner.child(pull, "storage commit", SERVICE_A).tag("registry.digest")).isEqualTo(remote);
-    assertThat(viaOwner.spans).as("no span of the trace names a credential")
-        .allSatisfy(s -> assertThat(s.tags.toString()).doesNotContain(TOKEN).doesNotContainIgnoringCase("authorization"));
+        .isEqualTo(
+            Long.toString(
+                image.layers().stream()
+                    .filter(b -> b.digest().equals(remote))
+                    .findFirst()
+                    .orElseThrow()
+                    .bytes()
+                    .length));
+    assertThat(viaOwner.child(pull, "storage commit", SERVICE_A).tag("registry.digest"))
+        .isEqualTo(remote);
+    assertThat(viaOwner.spans)
+        .as("no span of the trace names a credential")
+        .allSatisfy(
+            s ->
+                assertThat(s.tags.toString())
+                    .doesNotContain(TOKEN)
+                    .doesNotContainIgnoringCase("authorization"));
     // The trace as Jaeger gives it, for docs/tracing/trace-svg.py (the README's picture).
     HttpResponse<String> raw = get(query + "/api/traces/" + viaOwner.id());
     assertThat(raw.statusCode()).isEqualTo(200);
@@ -193,13 +229,16 @@ class TracingIT {
     // A blob that replica A owns: straight to the upstream from A.
     Trace direct = awaitTrace("pull blob", local, "storage commit", SERVICE_A);
     Span own = direct.root("pull blob", SERVICE_A);
-    assertThat(direct.child(own, "upstream blob", SERVICE_A).tag("registry.upstream")).isEqualTo("local");
-    assertThat(direct.child(own, "storage commit", SERVICE_A).tag("registry.digest")).isEqualTo(local);
+    assertThat(direct.child(own, "upstream blob", SERVICE_A).tag("registry.upstream"))
+        .isEqualTo("local");
+    assertThat(direct.child(own, "storage commit", SERVICE_A).tag("registry.digest"))
+        .isEqualTo(local);
     assertThat(direct.spans).noneMatch(s -> s.service.equals(SERVICE_B));
 
     // The manifest: fetched from the upstream by its owner, whichever replica that is.
     Trace manifest = awaitTrace("pull manifest", image.tag(), "upstream manifest", null);
-    assertThat(manifest.root("pull manifest", SERVICE_A).tag("registry.kind")).isEqualTo("manifest");
+    assertThat(manifest.root("pull manifest", SERVICE_A).tag("registry.kind"))
+        .isEqualTo("manifest");
     assertThat(manifest.spans).anyMatch(s -> s.name.equals("upstream manifest"));
   }
 
@@ -214,24 +253,40 @@ class TracingIT {
 
   record Trace(String id, List<Span> spans) {
     Span root(String name, String service) {
-      return spans.stream().filter(s -> s.parent == null && s.name.equals(name)).findFirst()
-          .map(s -> {
-            assertThat(s.service).as("service of %s", name).isEqualTo(service);
-            return s;
-          })
+      return spans.stream()
+          .filter(s -> s.parent == null && s.name.equals(name))
+          .findFirst()
+          .map(
+              s -> {
+                assertThat(s.service).as("service of %s", name).isEqualTo(service);
+                return s;
+              })
           .orElseThrow(() -> new AssertionError("no root span " + name + " in " + describe()));
     }
 
     Span child(Span parent, String name, String service) {
       return spans.stream()
-          .filter(s -> parent.id.equals(s.parent) && s.name.equals(name) && s.service.equals(service))
+          .filter(
+              s -> parent.id.equals(s.parent) && s.name.equals(name) && s.service.equals(service))
           .findFirst()
-          .orElseThrow(() -> new AssertionError(
-              "no span " + name + " of " + service + " under " + parent.name + " in " + describe()));
+          .orElseThrow(
+              () ->
+                  new AssertionError(
+                      "no span "
+                          + name
+                          + " of "
+                          + service
+                          + " under "
+                          + parent.name
+                          + " in "
+                          + describe()));
     }
 
     String describe() {
-      return spans.stream().map(s -> s.service + ":" + s.name + "(" + s.id + "<-" + s.parent + ")").toList().toString();
+      return spans.stream()
+          .map(s -> s.service + ":" + s.name + "(" + s.id + "<-" + s.parent + ")")
+          .toList()
+          .toString();
     }
   }
 
@@ -245,25 +300,44 @@ class TracingIT {
     await("a trace of " + root + " " + reference + " with " + last + " in jaeger")
         .atMost(Duration.ofSeconds(60))
         .pollInterval(Duration.ofMillis(250))
-        .until(() -> {
-          found[0] = traces(SERVICE_A).stream()
-              .filter(t -> t.spans.stream().anyMatch(
-                  s -> s.parent == null && s.name.equals(root) && reference.equals(s.tag("registry.reference"))))
-              .findFirst().orElse(null);
-          return found[0] != null && found[0].spans.stream()
-              .anyMatch(s -> s.name.equals(last) && (service == null || s.service.equals(service)));
-        });
+        .until(
+            () -> {
+              found[0] =
+                  traces(SERVICE_A).stream()
+                      .filter(
+                          t ->
+                              t.spans.stream()
+                                  .anyMatch(
+                                      s ->
+                                          s.parent == null
+                                              && s.name.equals(root)
+                                              && reference.equals(s.tag("registry.reference"))))
+                      .findFirst()
+                      .orElse(null);
+              return found[0] != null
+                  && found[0].spans.stream()
+                      .anyMatch(
+                          s ->
+                              s.name.equals(last)
+                                  && (service == null || s.service.equals(service)));
+            });
     return found[0];
   }
 
   static List<Trace> traces(String service) throws IOException, InterruptedException {
-    HttpResponse<String> response = get(query + "/api/traces?limit=200&lookback=1h&service="
-        + URLEncoder.encode(service, StandardCharsets.UTF_8));
+    HttpResponse<String> response =
+        get(
+            query
+                + "/api/traces?limit=200&lookback=1h&service="
+                + URLEncoder.encode(service, StandardCharsets.UTF_8));
     assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
     List<Trace> traces = new ArrayList<>();
     for (JsonNode trace : json.readTree(response.body()).path("data")) {
       Map<String, String> services = new HashMap<>();
-      trace.path("processes").properties().forEach(p -> services.put(p.getKey(), p.getValue().path("serviceName").asText()));
+      trace
+          .path("processes")
+          .properties()
+          .forEach(p -> services.put(p.getKey(), p.getValue().path("serviceName").asText()));
       List<Span> spans = new ArrayList<>();
       for (JsonNode span : trace.path("spans")) {
         String parent = null;
@@ -276,8 +350,13 @@ class TracingIT {
         for (JsonNode tag : span.path("tags")) {
           tags.put(tag.path("key").asText(), tag.path("value").asText());
         }
-        spans.add(new Span(span.path("spanID").asText(), parent, span.path("operationName").asText(),
-            services.get(span.path("processID").asText()), tags));
+        spans.add(
+            new Span(
+                span.path("spanID").asText(),
+                parent,
+                span.path("operationName").asText(),
+                services.get(span.path("processID").asText()),
+                tags));
       }
       traces.add(new Trace(trace.path("traceID").asText(), spans));
     }
@@ -285,7 +364,8 @@ class TracingIT {
   }
 
   static HttpResponse<String> get(String url) throws IOException, InterruptedException {
-    return http.send(HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
+    return http.send(
+        HttpRequest.newBuilder(URI.create(url)).timeout(Duration.ofSeconds(10)).build(),
         HttpResponse.BodyHandlers.ofString());
   }
 
@@ -301,11 +381,12 @@ class TracingIT {
     List<byte[]> layers = new ArrayList<>();
     Map<Member, Integer> owned = new HashMap<>();
     for (long seed = 0; owned.size() < members.size(); seed++) {
-      byte[] layer = TestImages.randomBytes(128 * 1024 + (int) (seed * 4099), repository.hashCode() * 31L + seed);
+      byte[] layer =
+          TestImages.randomBytes(
+              128 * 1024 + (int) (seed * 4099), repository.hashCode() * 31L + seed);
       layers.add(layer);
       owned.merge(owner(Sha256.digest(layer)), 1, Integer::sum);
     }
     return TestImages.withLayers(repository, "v1", layers.toArray(byte[][]::new));
   }
-
 }

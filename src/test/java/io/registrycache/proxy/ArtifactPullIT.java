@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Non-image OCI content through the cache with the real clients: a Helm chart the test packages
- * and {@code helm push}es to {@code registry:2}, then {@code helm pull oci://<cache>/upstream.test/...}
+ * Non-image OCI content through the cache with the real clients: a Helm chart the test packages and
+ * {@code helm push}es to {@code registry:2}, then {@code helm pull oci://<cache>/upstream.test/...}
  * (the in-path form) and {@code helm template}; and an {@code oras push}ed artifact (an artifact
  * type and one file of a custom media type) {@code oras pull}ed through the cache. Both are
  * byte-exact, and byte-exact again with the upstream stopped: served from the cache (the tags are
@@ -47,7 +47,8 @@ class ArtifactPullIT {
   @BeforeAll
   static void start() {
     upstream.start();
-    service = ManualCache.start(CacheProperties.cache(storage).localUpstream(HOST, upstream::baseUrl));
+    service =
+        ManualCache.start(CacheProperties.cache(storage).localUpstream(HOST, upstream::baseUrl));
   }
 
   @AfterAll
@@ -59,11 +60,14 @@ class ArtifactPullIT {
   }
 
   @Test
-  void aHelmChartIsPulledThroughTheCacheByteExactAlsoWithTheUpstreamStopped(@TempDir Path work) throws IOException {
+  void aHelmChartIsPulledThroughTheCacheByteExactAlsoWithTheUpstreamStopped(@TempDir Path work)
+      throws IOException {
     Path helm = GoTools.require("helm");
     String greeting = "hello from " + TestImages.uniqueRepository("chart");
     Path chart = Files.createDirectories(work.resolve("src/mychart"));
-    Files.writeString(chart.resolve("Chart.yaml"), """
+    Files.writeString(
+        chart.resolve("Chart.yaml"),
+        """
         apiVersion: v2
         name: mychart
         description: a chart made by ArtifactPullIT
@@ -72,7 +76,9 @@ class ArtifactPullIT {
         """);
     Files.writeString(chart.resolve("values.yaml"), "greeting: \"" + greeting + "\"\n");
     Files.createDirectories(chart.resolve("templates"));
-    Files.writeString(chart.resolve("templates/configmap.yaml"), """
+    Files.writeString(
+        chart.resolve("templates/configmap.yaml"),
+        """
         apiVersion: v1
         kind: ConfigMap
         metadata:
@@ -85,7 +91,13 @@ class ArtifactPullIT {
     Path tgz = packaged.resolve("mychart-0.3.1.tgz");
     assertThat(tgz).isRegularFile();
     String repository = TestImages.uniqueRepository("charts");
-    helm(helm, work, "push", tgz.toString(), "oci://" + upstream.hostAndPort() + "/" + repository, "--plain-http");
+    helm(
+        helm,
+        work,
+        "push",
+        tgz.toString(),
+        "oci://" + upstream.hostAndPort() + "/" + repository,
+        "--plain-http");
 
     String throughCache = "oci://localhost:" + port() + "/" + HOST + "/" + repository + "/mychart";
     Path pulled = helmPull(helm, work, throughCache, "online");
@@ -101,25 +113,38 @@ class ArtifactPullIT {
       assertThat(Sha256.digest(offline)).isEqualTo(Sha256.digest(tgz));
       // helm install and template resolve the oci:// reference themselves, as helm pull does
       Command.Result fromReference =
-          helm(helm, work, "template", "direct", throughCache, "--version", "0.3.1", "--plain-http");
-      assertThat(fromReference.output()).contains("name: direct-greeting", "greeting: \"" + greeting + "\"");
+          helm(
+              helm, work, "template", "direct", throughCache, "--version", "0.3.1", "--plain-http");
+      assertThat(fromReference.output())
+          .contains("name: direct-greeting", "greeting: \"" + greeting + "\"");
     } finally {
       upstream.startUpstream();
     }
   }
 
   @Test
-  void anOrasArtifactIsPulledThroughTheCacheByteExactAlsoWithTheUpstreamStopped(@TempDir Path work) throws IOException {
+  void anOrasArtifactIsPulledThroughTheCacheByteExactAlsoWithTheUpstreamStopped(@TempDir Path work)
+      throws IOException {
     Path oras = GoTools.require("oras");
     Path pushed = Files.createDirectories(work.resolve("pushed"));
-    byte[] note = ("a note that is no image, " + TestImages.uniqueRepository("note") + "\n")
-        .getBytes(StandardCharsets.UTF_8);
+    byte[] note =
+        ("a note that is no image, " + TestImages.uniqueRepository("note") + "\n")
+            .getBytes(StandardCharsets.UTF_8);
     Files.write(pushed.resolve("file.txt"), note);
     String repository = TestImages.uniqueRepository("artifacts") + "/notes";
     // relative file name: oras records it as the layer's title and refuses absolute paths
-    Command.run(CLIENT_TIMEOUT, pushed, Map.of(), List.of(oras.toString(), "push", "--plain-http",
-            "--artifact-type", "application/vnd.example.note",
-            upstream.hostAndPort() + "/" + repository + ":v1", "file.txt:application/vnd.example.note.v1"))
+    Command.run(
+            CLIENT_TIMEOUT,
+            pushed,
+            Map.of(),
+            List.of(
+                oras.toString(),
+                "push",
+                "--plain-http",
+                "--artifact-type",
+                "application/vnd.example.note",
+                upstream.hostAndPort() + "/" + repository + ":v1",
+                "file.txt:application/vnd.example.note.v1"))
         .assertSuccess();
 
     String throughCache = "localhost:" + port() + "/" + HOST + "/" + repository + ":v1";
@@ -127,14 +152,18 @@ class ArtifactPullIT {
     assertThat(work.resolve("online/file.txt")).hasBinaryContent(note);
     // the manifest as the upstream has it (artifactType and the layer's media type), byte for byte
     String manifest = orasManifest(oras, work, upstream.hostAndPort() + "/" + repository + ":v1");
-    assertThat(manifest).contains("\"artifactType\":\"application/vnd.example.note\"",
-        "\"mediaType\":\"application/vnd.example.note.v1\"", Sha256.digest(note));
+    assertThat(manifest)
+        .contains(
+            "\"artifactType\":\"application/vnd.example.note\"",
+            "\"mediaType\":\"application/vnd.example.note.v1\"",
+            Sha256.digest(note));
     assertThat(orasManifest(oras, work, throughCache)).isEqualTo(manifest);
 
     awaitDownloadsCommitted();
     upstream.stopUpstream();
     try {
-      assertThat(orasPull(oras, work, throughCache, "offline")).containsExactly(Path.of("file.txt"));
+      assertThat(orasPull(oras, work, throughCache, "offline"))
+          .containsExactly(Path.of("file.txt"));
       assertThat(work.resolve("offline/file.txt")).hasBinaryContent(note);
       assertThat(orasManifest(oras, work, throughCache)).isEqualTo(manifest);
     } finally {
@@ -143,21 +172,34 @@ class ArtifactPullIT {
   }
 
   private static int port() {
-    return Integer.parseInt(service.context().getEnvironment().getRequiredProperty("local.server.port"));
+    return Integer.parseInt(
+        service.context().getEnvironment().getRequiredProperty("local.server.port"));
   }
 
   /**
-   * The clients end when they have the last byte, the cache commits the blob just after: what
-   * the upstream-stopped pull needs must be in the store before the upstream goes.
+   * The clients end when they have the last byte, the cache commits the blob just after: what the
+   * upstream-stopped pull needs must be in the store before the upstream goes.
    */
   private static void awaitDownloadsCommitted() {
     service.awaitDownloadsCommitted();
   }
 
-  /** {@code helm pull ... --plain-http} into {@code work/<into>}, a fresh folder; the .tgz pulled. */
-  private static Path helmPull(Path helm, Path work, String reference, String into) throws IOException {
+  /**
+   * {@code helm pull ... --plain-http} into {@code work/<into>}, a fresh folder; the .tgz pulled.
+   */
+  private static Path helmPull(Path helm, Path work, String reference, String into)
+      throws IOException {
     Path destination = Files.createDirectories(work.resolve(into));
-    helm(helm, work, "pull", reference, "--version", "0.3.1", "--plain-http", "--destination", destination.toString());
+    helm(
+        helm,
+        work,
+        "pull",
+        reference,
+        "--version",
+        "0.3.1",
+        "--plain-http",
+        "--destination",
+        destination.toString());
     return destination.resolve("mychart-0.3.1.tgz");
   }
 
@@ -169,24 +211,46 @@ class ArtifactPullIT {
     Path home = work.resolve("helm-home");
     List<String> command = new ArrayList<>(List.of(helm.toString()));
     command.addAll(List.of(args));
-    return Command.run(CLIENT_TIMEOUT, work, Map.of(
-            "HELM_CONFIG_HOME", home.resolve("config").toString(),
-            "HELM_CACHE_HOME", home.resolve("cache").toString(),
-            "HELM_DATA_HOME", home.resolve("data").toString()), command)
+    return Command.run(
+            CLIENT_TIMEOUT,
+            work,
+            Map.of(
+                "HELM_CONFIG_HOME", home.resolve("config").toString(),
+                "HELM_CACHE_HOME", home.resolve("cache").toString(),
+                "HELM_DATA_HOME", home.resolve("data").toString()),
+            command)
         .assertSuccess();
   }
 
   /** {@code oras manifest fetch --plain-http}: the manifest's bytes as text. */
   private static String orasManifest(Path oras, Path work, String reference) {
-    return Command.run(CLIENT_TIMEOUT, work, Map.of(), List.of(oras.toString(), "manifest", "fetch", "--plain-http", reference))
-        .assertSuccess().output();
+    return Command.run(
+            CLIENT_TIMEOUT,
+            work,
+            Map.of(),
+            List.of(oras.toString(), "manifest", "fetch", "--plain-http", reference))
+        .assertSuccess()
+        .output();
   }
 
-  /** {@code oras pull --plain-http} into {@code work/<into>}, a fresh folder; the files it wrote, relative. */
-  private static List<Path> orasPull(Path oras, Path work, String reference, String into) throws IOException {
+  /**
+   * {@code oras pull --plain-http} into {@code work/<into>}, a fresh folder; the files it wrote,
+   * relative.
+   */
+  private static List<Path> orasPull(Path oras, Path work, String reference, String into)
+      throws IOException {
     Path destination = Files.createDirectories(work.resolve(into));
-    Command.run(CLIENT_TIMEOUT, work, Map.of(), List.of(oras.toString(), "pull", "--plain-http",
-            "--output", destination.toString(), reference))
+    Command.run(
+            CLIENT_TIMEOUT,
+            work,
+            Map.of(),
+            List.of(
+                oras.toString(),
+                "pull",
+                "--plain-http",
+                "--output",
+                destination.toString(),
+                reference))
         .assertSuccess();
     try (Stream<Path> files = Files.walk(destination)) {
       return files.filter(Files::isRegularFile).map(destination::relativize).toList();

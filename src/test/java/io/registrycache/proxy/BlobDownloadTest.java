@@ -13,7 +13,6 @@ import io.registrycache.config.BlobsProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobSink;
-import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.BlobWriter;
 import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.FileBlobStore;
@@ -72,25 +71,28 @@ import reactor.test.StepVerifier;
 class BlobDownloadTest {
 
   /** Downloads that are not resumed: a source here sends the same body whatever the offset. */
-  private static final BlobsProperties NO_RESUME =
-      BlobsProperties.of(Duration.ofMinutes(1), 0);
+  private static final BlobsProperties NO_RESUME = BlobsProperties.of(Duration.ofMinutes(1), 0);
 
   /** A store step that keeps the verified file where it was written. */
-  private static final BlobSink KEEP_IN_PLACE = new BlobSink() {
-    @Override
-    public Path store(Path temp, long size) {
-      return temp;
-    }
+  private static final BlobSink KEEP_IN_PLACE =
+      new BlobSink() {
+        @Override
+        public Path store(Path temp, long size) {
+          return temp;
+        }
 
-    @Override
-    public void closed(boolean stored) {}
-  };
+        @Override
+        public void closed(boolean stored) {}
+      };
 
   @TempDir Path root;
   private FileBlobStore store;
   private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
   private Scheduler scheduler;
-  /** Where {@link FileReads} runs readers' file reads: not on threads a held store step may block. */
+
+  /**
+   * Where {@link FileReads} runs readers' file reads: not on threads a held store step may block.
+   */
   private Scheduler readScheduler;
 
   @BeforeEach
@@ -116,34 +118,48 @@ class BlobDownloadTest {
 
   private static Flux<DataBuffer> chunks(byte[] content, int chunk) {
     return Flux.range(0, (content.length + chunk - 1) / chunk)
-        .map(i -> DefaultDataBufferFactory.sharedInstance.wrap(
-            Arrays.copyOfRange(content, i * chunk, Math.min(content.length, (i + 1) * chunk))));
+        .map(
+            i ->
+                DefaultDataBufferFactory.sharedInstance.wrap(
+                    Arrays.copyOfRange(
+                        content, i * chunk, Math.min(content.length, (i + 1) * chunk))));
   }
 
   private static byte[] collect(Flux<DataBuffer> body) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    body.doOnNext(b -> {
-          byte[] bytes = new byte[b.readableByteCount()];
-          b.read(bytes);
-          out.writeBytes(bytes);
-          DataBufferUtils.release(b);
-        })
+    body.doOnNext(
+            b -> {
+              byte[] bytes = new byte[b.readableByteCount()];
+              b.read(bytes);
+              out.writeBytes(bytes);
+              DataBufferUtils.release(b);
+            })
         .blockLast(Duration.ofSeconds(20));
     return out.toByteArray();
   }
 
-  private BlobDownload start(Digest digest, Mono<UpstreamBlob> source, AtomicInteger upstreamCalls) {
+  private BlobDownload start(
+      Digest digest, Mono<UpstreamBlob> source, AtomicInteger upstreamCalls) {
     return downloads.join(
         digest,
         d -> {
-          return new BlobDownload(d, "test@" + d, () -> store.newWriter(d), (offset, ownerGaveUp) -> {
-            upstreamCalls.incrementAndGet();
-            return source;
-          }, scheduler, NO_RESUME);
+          return new BlobDownload(
+              d,
+              "test@" + d,
+              () -> store.newWriter(d),
+              (offset, ownerGaveUp) -> {
+                upstreamCalls.incrementAndGet();
+                return source;
+              },
+              scheduler,
+              NO_RESUME);
         },
         download -> {
           // As the pull-through service does: the download leaves the single-flight when it ends.
-          download.completion().doFinally(s -> downloads.finished(digest, download)).subscribe(null, e -> {});
+          download
+              .completion()
+              .doFinally(s -> downloads.finished(digest, download))
+              .subscribe(null, e -> {});
           download.start();
         });
   }
@@ -160,16 +176,24 @@ class BlobDownloadTest {
     Digest digest = Digest.sha256(content);
     Sinks.Many<DataBuffer> upstream = Sinks.many().unicast().onBackpressureBuffer();
     AtomicInteger calls = new AtomicInteger();
-    BlobDownload first = start(digest, Mono.just(new UpstreamBlob(content.length, upstream.asFlux())), calls);
-    Mono<byte[]> early = Mono.fromCallable(() -> collect(first.read(0, -1))).subscribeOn(Schedulers.boundedElastic());
+    BlobDownload first =
+        start(digest, Mono.just(new UpstreamBlob(content.length, upstream.asFlux())), calls);
+    Mono<byte[]> early =
+        Mono.fromCallable(() -> collect(first.read(0, -1)))
+            .subscribeOn(Schedulers.boundedElastic());
     var earlyResult = early.toFuture();
     // Half the bytes arrive, then a second reader joins the same download.
     int half = content.length / 2;
     chunks(Arrays.copyOf(content, half), 64 * 1024).subscribe(upstream::tryEmitNext);
-    BlobDownload joined = start(digest, Mono.error(new AssertionError("second upstream call")), calls);
+    BlobDownload joined =
+        start(digest, Mono.error(new AssertionError("second upstream call")), calls);
     assertThat(joined).isSameAs(first);
-    var lateResult = Mono.fromCallable(() -> collect(joined.read(0, -1))).subscribeOn(Schedulers.boundedElastic()).toFuture();
-    chunks(Arrays.copyOfRange(content, half, content.length), 64 * 1024).subscribe(upstream::tryEmitNext);
+    var lateResult =
+        Mono.fromCallable(() -> collect(joined.read(0, -1)))
+            .subscribeOn(Schedulers.boundedElastic())
+            .toFuture();
+    chunks(Arrays.copyOfRange(content, half, content.length), 64 * 1024)
+        .subscribe(upstream::tryEmitNext);
     upstream.tryEmitComplete();
 
     assertThat(earlyResult.join()).isEqualTo(content);
@@ -194,40 +218,56 @@ class BlobDownloadTest {
     Digest digest = Digest.sha256(content);
     CountDownLatch storing = new CountDownLatch(1);
     CountDownLatch release = new CountDownLatch(1);
-    var slow = writerWith(digest, new BlobSink() {
-      @Override
-      public Path store(Path temp, long size) throws IOException {
-        storing.countDown();
-        try {
-          release.await(); // an fsync of a large file, or an object-store upload
-        } catch (InterruptedException e) {
-          throw new IOException(e);
-        }
-        return temp;
-      }
+    var slow =
+        writerWith(
+            digest,
+            new BlobSink() {
+              @Override
+              public Path store(Path temp, long size) throws IOException {
+                storing.countDown();
+                try {
+                  release.await(); // an fsync of a large file, or an object-store upload
+                } catch (InterruptedException e) {
+                  throw new IOException(e);
+                }
+                return temp;
+              }
 
-      @Override
-      public void closed(boolean stored) {}
-    });
-    BlobDownload d = new BlobDownload(digest, "test@" + digest, slow,
-        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
-        scheduler, NO_RESUME);
+              @Override
+              public void closed(boolean stored) {}
+            });
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            slow,
+            (offset, ownerGaveUp) ->
+                Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
+            scheduler,
+            NO_RESUME);
     d.start();
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     CompletableFuture<Void> ended = new CompletableFuture<>();
-    Disposable reading = d.read(0, -1).subscribe(b -> {
-      byte[] bytes = new byte[b.readableByteCount()];
-      b.read(bytes);
-      out.writeBytes(bytes);
-      DataBufferUtils.release(b);
-    }, ended::completeExceptionally, () -> ended.complete(null));
+    Disposable reading =
+        d.read(0, -1)
+            .subscribe(
+                b -> {
+                  byte[] bytes = new byte[b.readableByteCount()];
+                  b.read(bytes);
+                  out.writeBytes(bytes);
+                  DataBufferUtils.release(b);
+                },
+                ended::completeExceptionally,
+                () -> ended.complete(null));
     try {
       ended.get(20, TimeUnit.SECONDS);
     } catch (TimeoutException timedOut) { // say what the reader was doing before it is cancelled
       String state = dump(d);
       reading.dispose();
       release.countDown();
-      throw new AssertionError("the reader did not end within 20 s (" + out.size() + " bytes read)\n  " + state, timedOut);
+      throw new AssertionError(
+          "the reader did not end within 20 s (" + out.size() + " bytes read)\n  " + state,
+          timedOut);
     }
     byte[] read = out.toByteArray();
     assertThat(read).isEqualTo(content);
@@ -243,20 +283,33 @@ class BlobDownloadTest {
   void aStoreThatFailsAfterTheCheckKeepsNothingAndFailsTheCompletion() throws IOException {
     byte[] content = random(300_000);
     Digest digest = Digest.sha256(content);
-    var failing = writerWith(digest, new BlobSink() {
-      @Override
-      public Path store(Path temp, long size) throws IOException {
-        throw new IOException("No space left on device");
-      }
+    var failing =
+        writerWith(
+            digest,
+            new BlobSink() {
+              @Override
+              public Path store(Path temp, long size) throws IOException {
+                throw new IOException("No space left on device");
+              }
 
-      @Override
-      public void closed(boolean stored) {}
-    });
-    BlobDownload d = new BlobDownload(digest, "test@" + digest, failing,
-        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
-        scheduler, NO_RESUME);
+              @Override
+              public void closed(boolean stored) {}
+            });
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            failing,
+            (offset, ownerGaveUp) ->
+                Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
+            scheduler,
+            NO_RESUME);
     d.start();
-    Throwable error = d.completion().then(Mono.<Throwable>empty()).onErrorResume(Mono::just).block(Duration.ofSeconds(20));
+    Throwable error =
+        d.completion()
+            .then(Mono.<Throwable>empty())
+            .onErrorResume(Mono::just)
+            .block(Duration.ofSeconds(20));
     assertThat(error).hasMessageContaining("cannot store");
     assertThat(tmpFiles()).isZero();
   }
@@ -265,8 +318,13 @@ class BlobDownloadTest {
   void rangeOfAGrowingDownload() {
     byte[] content = random(1_000_000);
     Digest digest = Digest.sha256(content);
-    BlobDownload d = start(digest, Mono.just(new UpstreamBlob(content.length, chunks(content, 10_000)
-        .delayElements(Duration.ofMillis(1)))), new AtomicInteger());
+    BlobDownload d =
+        start(
+            digest,
+            Mono.just(
+                new UpstreamBlob(
+                    content.length, chunks(content, 10_000).delayElements(Duration.ofMillis(1)))),
+            new AtomicInteger());
     assertThat(collect(d.read(500, 1499))).isEqualTo(Arrays.copyOfRange(content, 500, 1500));
   }
 
@@ -274,16 +332,22 @@ class BlobDownloadTest {
   void bytesThatDoNotMatchTheDigestAreNeitherServedCleanNorKept() throws IOException {
     byte[] content = random(200_000);
     Digest claimed = Digest.sha256(random(10));
-    BlobDownload d = start(claimed, Mono.just(new UpstreamBlob(content.length, chunks(content, 8192))), new AtomicInteger());
+    BlobDownload d =
+        start(
+            claimed,
+            Mono.just(new UpstreamBlob(content.length, chunks(content, 8192))),
+            new AtomicInteger());
     AtomicInteger received = new AtomicInteger();
-    Throwable error = d.read(0, -1)
-        .doOnNext(b -> {
-          received.addAndGet(b.readableByteCount());
-          DataBufferUtils.release(b);
-        })
-        .then(Mono.<Throwable>empty())
-        .onErrorResume(Mono::just)
-        .block(Duration.ofSeconds(20));
+    Throwable error =
+        d.read(0, -1)
+            .doOnNext(
+                b -> {
+                  received.addAndGet(b.readableByteCount());
+                  DataBufferUtils.release(b);
+                })
+            .then(Mono.<Throwable>empty())
+            .onErrorResume(Mono::just)
+            .block(Duration.ofSeconds(20));
     assertThat(error).isNotNull();
     assertThat(received.get()).isLessThan(content.length);
     assertThat(store.size(claimed)).isEmpty();
@@ -295,17 +359,24 @@ class BlobDownloadTest {
   void anUpstreamThatDiesMidTransferLeavesNothing() throws IOException {
     byte[] content = random(300_000);
     Digest digest = Digest.sha256(content);
-    Flux<DataBuffer> dying = chunks(Arrays.copyOf(content, 100_000), 8192)
-        .concatWith(Flux.error(new IOException("connection reset by upstream")));
-    BlobDownload d = start(digest, Mono.just(new UpstreamBlob(content.length, dying)), new AtomicInteger());
-    Throwable error = d.read(0, -1).doOnNext(DataBufferUtils::release).then(Mono.<Throwable>empty())
-        .onErrorResume(Mono::just).block(Duration.ofSeconds(20));
+    Flux<DataBuffer> dying =
+        chunks(Arrays.copyOf(content, 100_000), 8192)
+            .concatWith(Flux.error(new IOException("connection reset by upstream")));
+    BlobDownload d =
+        start(digest, Mono.just(new UpstreamBlob(content.length, dying)), new AtomicInteger());
+    Throwable error =
+        d.read(0, -1)
+            .doOnNext(DataBufferUtils::release)
+            .then(Mono.<Throwable>empty())
+            .onErrorResume(Mono::just)
+            .block(Duration.ofSeconds(20));
     assertThat(error).isNotNull();
     assertThat(store.size(digest)).isEmpty();
     assertThat(tmpFiles()).isZero();
     // The next request starts afresh.
     AtomicInteger calls = new AtomicInteger();
-    BlobDownload retry = start(digest, Mono.just(new UpstreamBlob(content.length, chunks(content, 8192))), calls);
+    BlobDownload retry =
+        start(digest, Mono.just(new UpstreamBlob(content.length, chunks(content, 8192))), calls);
     assertThat(collect(retry.read(0, -1))).isEqualTo(content);
     assertThat(calls).hasValue(1);
   }
@@ -353,10 +424,17 @@ class BlobDownloadTest {
     byte[] content = random(12 * 1024 * 1024 + 5);
     Digest digest = Digest.sha256(content);
     Sinks.Many<DataBuffer> upstream = Sinks.many().unicast().onBackpressureBuffer();
-    BlobDownload d = start(digest, Mono.just(new UpstreamBlob(content.length, upstream.asFlux())), new AtomicInteger());
+    BlobDownload d =
+        start(
+            digest,
+            Mono.just(new UpstreamBlob(content.length, upstream.asFlux())),
+            new AtomicInteger());
     SlowReader slow = new SlowReader();
     d.read(0, -1).subscribe(slow);
-    var fast = Mono.fromCallable(() -> collect(d.read(0, -1))).subscribeOn(Schedulers.boundedElastic()).toFuture();
+    var fast =
+        Mono.fromCallable(() -> collect(d.read(0, -1)))
+            .subscribeOn(Schedulers.boundedElastic())
+            .toFuture();
     long most = 0;
     for (int i = 0; i < content.length; i += 64 * 1024) {
       byte[] part = Arrays.copyOfRange(content, i, Math.min(content.length, i + 64 * 1024));
@@ -369,8 +447,7 @@ class BlobDownloadTest {
     assertThat(d.completion().block(Duration.ofSeconds(20))).isEqualTo(content.length);
     assertThat(slow.received()).isLessThan(content.length / 2); // it asked for one buffer only
     // What the download held for its readers stayed bounded although one reader took nothing.
-    assertThat(most).isLessThanOrEqualTo(
-        BlobDownload.MAX_UNWRITTEN_BYTES + 2 * 64 * 1024);
+    assertThat(most).isLessThanOrEqualTo(BlobDownload.MAX_UNWRITTEN_BYTES + 2 * 64 * 1024);
     slow.request(Long.MAX_VALUE); // the rest comes from the stored file
     assertThat(slow.done.get(20, TimeUnit.SECONDS)).isEqualTo(content);
   }
@@ -380,9 +457,15 @@ class BlobDownloadTest {
     byte[] content = random(32 * 1024 * 1024);
     Digest digest = Digest.sha256(content);
     AtomicLong sent = new AtomicLong();
-    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
-        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, counted(content, 64 * 1024, sent))),
-        scheduler, NO_RESUME);
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            () -> store.newWriter(digest),
+            (offset, ownerGaveUp) ->
+                Mono.just(new UpstreamBlob(content.length, counted(content, 64 * 1024, sent))),
+            scheduler,
+            NO_RESUME);
     SlowReader reader = new SlowReader();
     d.read(0, -1).subscribe(reader); // the first client is there from the first byte on
     d.start();
@@ -406,18 +489,25 @@ class BlobDownloadTest {
     int cut1 = content.length * 3 / 10;
     int cut2 = content.length * 6 / 10;
     List<Long> offsets = new CopyOnWriteArrayList<>();
-    BlobDownload.Source source = (offset, ownerGaveUp) -> {
-      offsets.add(offset);
-      int from = (int) offset;
-      int to = from < cut1 ? cut1 : from < cut2 ? cut2 : content.length;
-      Flux<DataBuffer> body = chunks(Arrays.copyOfRange(content, from, to), 64 * 1024);
-      if (to < content.length) {
-        body = body.concatWith(Flux.error(new IOException("connection reset by upstream")));
-      }
-      return Mono.just(new UpstreamBlob(content.length, body));
-    };
-    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest), source, scheduler,
-        BlobsProperties.of(Duration.ofMinutes(1), 3));
+    BlobDownload.Source source =
+        (offset, ownerGaveUp) -> {
+          offsets.add(offset);
+          int from = (int) offset;
+          int to = from < cut1 ? cut1 : from < cut2 ? cut2 : content.length;
+          Flux<DataBuffer> body = chunks(Arrays.copyOfRange(content, from, to), 64 * 1024);
+          if (to < content.length) {
+            body = body.concatWith(Flux.error(new IOException("connection reset by upstream")));
+          }
+          return Mono.just(new UpstreamBlob(content.length, body));
+        };
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            () -> store.newWriter(digest),
+            source,
+            scheduler,
+            BlobsProperties.of(Duration.ofMinutes(1), 3));
     d.start();
     assertThat(collect(d.read(0, -1))).isEqualTo(content);
     assertThat(d.completion().block(Duration.ofSeconds(20))).isEqualTo(content.length);
@@ -430,17 +520,30 @@ class BlobDownloadTest {
     byte[] content = random(500_000);
     Digest digest = Digest.sha256(content);
     AtomicInteger opened = new AtomicInteger();
-    BlobDownload.Source alwaysBreaks = (offset, ownerGaveUp) -> {
-      opened.incrementAndGet();
-      int from = (int) offset;
-      return Mono.just(new UpstreamBlob(content.length,
-          chunks(Arrays.copyOfRange(content, from, from + 1000), 500)
-              .concatWith(Flux.error(new IOException("connection reset by upstream")))));
-    };
-    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest), alwaysBreaks, scheduler,
-        BlobsProperties.of(Duration.ofMinutes(1), 2));
+    BlobDownload.Source alwaysBreaks =
+        (offset, ownerGaveUp) -> {
+          opened.incrementAndGet();
+          int from = (int) offset;
+          return Mono.just(
+              new UpstreamBlob(
+                  content.length,
+                  chunks(Arrays.copyOfRange(content, from, from + 1000), 500)
+                      .concatWith(Flux.error(new IOException("connection reset by upstream")))));
+        };
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            () -> store.newWriter(digest),
+            alwaysBreaks,
+            scheduler,
+            BlobsProperties.of(Duration.ofMinutes(1), 2));
     d.start();
-    Throwable error = d.completion().then(Mono.<Throwable>empty()).onErrorResume(Mono::just).block(Duration.ofSeconds(20));
+    Throwable error =
+        d.completion()
+            .then(Mono.<Throwable>empty())
+            .onErrorResume(Mono::just)
+            .block(Duration.ofSeconds(20));
     assertThat(error).hasMessageContaining("connection reset");
     assertThat(opened).hasValue(3); // the request and two resumes
     assertThat(store.size(digest)).isEmpty();
@@ -452,7 +555,10 @@ class BlobDownloadTest {
   /** The size of the blob whose cold request once went unanswered. */
   private static final int SMALL = 5632;
 
-  /** Where a thread of the download waits until the test lets it go on: bounded, so a failing test ends. */
+  /**
+   * Where a thread of the download waits until the test lets it go on: bounded, so a failing test
+   * ends.
+   */
   private static final class Gate {
     private volatile boolean held;
     private final AtomicInteger arrivals = new AtomicInteger();
@@ -559,7 +665,10 @@ class BlobDownloadTest {
     }
   }
 
-  /** A store writer whose steps the test holds: the {@code heldAppend}-th append, the verify, the commit, readers' opening. */
+  /**
+   * A store writer whose steps the test holds: the {@code heldAppend}-th append, the verify, the
+   * commit, readers' opening.
+   */
   private static final class HeldWriter extends Wrapped {
     final Gate append = new Gate();
     final Gate verify = new Gate();
@@ -670,7 +779,9 @@ class BlobDownloadTest {
     MANUAL
   }
 
-  /** A client of a download: keeps the bytes it gets, asks for buffers as its {@link Demand} says. */
+  /**
+   * A client of a download: keeps the bytes it gets, asks for buffers as its {@link Demand} says.
+   */
   private static final class Probe extends BaseSubscriber<DataBuffer> {
     final String name;
     private final Demand demand;
@@ -766,16 +877,32 @@ class BlobDownloadTest {
     }
 
     String describe() {
-      String end = !done.isDone() ? "not ended"
-          : done.isCompletedExceptionally() ? "failed: " + done.handle((v, e) -> String.valueOf(e)).join()
-          : "completed";
-      return name + " (" + demand + "): " + received() + " bytes in " + buffers() + " buffers, asked for "
-          + asked.get() + ", " + end;
+      String end =
+          !done.isDone()
+              ? "not ended"
+              : done.isCompletedExceptionally()
+                  ? "failed: " + done.handle((v, e) -> String.valueOf(e)).join()
+                  : "completed";
+      return name
+          + " ("
+          + demand
+          + "): "
+          + received()
+          + " bytes in "
+          + buffers()
+          + " buffers, asked for "
+          + asked.get()
+          + ", "
+          + end;
     }
   }
 
-  /** A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in one more). */
-  private static BlobDownload cold(Digest digest, byte[] content, ContentWriter writer, Scheduler storage, int... buffers) {
+  /**
+   * A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in
+   * one more).
+   */
+  private static BlobDownload cold(
+      Digest digest, byte[] content, ContentWriter writer, Scheduler storage, int... buffers) {
     List<DataBuffer> parts = new ArrayList<>();
     int at = 0;
     for (int i = 0; i < buffers.length && at < content.length; i++) {
@@ -784,23 +911,37 @@ class BlobDownloadTest {
       at = to;
     }
     if (at < content.length) {
-      parts.add(DefaultDataBufferFactory.sharedInstance.wrap(Arrays.copyOfRange(content, at, content.length)));
+      parts.add(
+          DefaultDataBufferFactory.sharedInstance.wrap(
+              Arrays.copyOfRange(content, at, content.length)));
     }
-    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> writer,
-        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, Flux.fromIterable(parts))), storage, NO_RESUME);
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            () -> writer,
+            (offset, ownerGaveUp) ->
+                Mono.just(new UpstreamBlob(content.length, Flux.fromIterable(parts))),
+            storage,
+            NO_RESUME);
     d.start();
     return d;
   }
 
-  /** No reader reads the file for {@code millis} (one read that was under way may end meanwhile). */
+  /**
+   * No reader reads the file for {@code millis} (one read that was under way may end meanwhile).
+   */
   private static void assertNoFileReadsFor(FileReads reads, long millis) {
     int before = reads.count();
     await("no file reads while there is nothing new to read")
         .during(Duration.ofMillis(millis))
         .atMost(Duration.ofMillis(millis).plusSeconds(5))
         .pollInterval(Duration.ofMillis(10))
-        .untilAsserted(() -> assertThat(reads.count() - before)
-            .as("file reads while there was nothing new to read").isLessThanOrEqualTo(1));
+        .untilAsserted(
+            () ->
+                assertThat(reads.count() - before)
+                    .as("file reads while there was nothing new to read")
+                    .isLessThanOrEqualTo(1));
   }
 
   private static void assertNoneEnded(Probe... probes) {
@@ -811,9 +952,9 @@ class BlobDownloadTest {
 
   /**
    * The blob that once went unanswered, in one or two upstream buffers, all written and its verify
-   * held: readers joining now (asking for everything, one buffer at a time, one buffer only, nothing
-   * yet, only the last byte) read all but the last byte from the file, then wait for it without
-   * reading the file again, and all end with the blob once it is verified.
+   * held: readers joining now (asking for everything, one buffer at a time, one buffer only,
+   * nothing yet, only the last byte) read all but the last byte from the file, then wait for it
+   * without reading the file again, and all end with the blob once it is verified.
    */
   @ParameterizedTest(name = "first upstream buffer of {0} bytes")
   @ValueSource(ints = {SMALL, 4096, SMALL - 1, 1})
@@ -836,17 +977,23 @@ class BlobDownloadTest {
     d.read(0, -1).subscribe(first);
     d.read(0, -1).subscribe(late);
     d.read(SMALL - 1, SMALL - 1).subscribe(last);
-    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
-      assertThat(all.received()).isEqualTo(SMALL - 1);
-      assertThat(one.received()).isEqualTo(SMALL - 1);
-      assertThat(first.buffers()).isEqualTo(1);
-    });
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .untilAsserted(
+            () -> {
+              assertThat(all.received()).isEqualTo(SMALL - 1);
+              assertThat(one.received()).isEqualTo(SMALL - 1);
+              assertThat(first.buffers()).isEqualTo(1);
+            });
     first.ask(Long.MAX_VALUE);
     late.ask(Long.MAX_VALUE);
-    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
-      assertThat(first.received()).isEqualTo(SMALL - 1);
-      assertThat(late.received()).isEqualTo(SMALL - 1);
-    });
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .untilAsserted(
+            () -> {
+              assertThat(first.received()).isEqualTo(SMALL - 1);
+              assertThat(late.received()).isEqualTo(SMALL - 1);
+            });
     assertNoFileReadsFor(reads, 150);
     assertNoneEnded(all, one, first, late, last);
 
@@ -865,14 +1012,22 @@ class BlobDownloadTest {
    */
   @ParameterizedTest(name = "joining while append {0} is held")
   @ValueSource(ints = {1, 2})
-  void readersJoiningAroundABatchWriteGetAllButTheLastByteThenTheBlob(int heldAppend) throws Exception {
+  void readersJoiningAroundABatchWriteGetAllButTheLastByteThenTheBlob(int heldAppend)
+      throws Exception {
     byte[] content = random(BlobDownload.WRITE_BATCH_BYTES * 3 / 2 + 5);
     Digest digest = Digest.sha256(content);
     FileReads reads = new FileReads(scheduler, readScheduler);
     HeldWriter held = new HeldWriter(store.newWriter(digest), heldAppend);
     held.append.hold();
-    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> held,
-        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))), reads, NO_RESUME);
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            () -> held,
+            (offset, ownerGaveUp) ->
+                Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
+            reads,
+            NO_RESUME);
     d.start();
     held.append.awaitArrivals(1);
 
@@ -884,17 +1039,23 @@ class BlobDownloadTest {
       d.read(0, -1).subscribe(p);
     }
     int mostLive = content.length - 1;
-    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
-      assertThat(all.received()).isEqualTo(mostLive);
-      assertThat(one.received()).isEqualTo(mostLive);
-      assertThat(first.buffers()).isEqualTo(1);
-    });
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .untilAsserted(
+            () -> {
+              assertThat(all.received()).isEqualTo(mostLive);
+              assertThat(one.received()).isEqualTo(mostLive);
+              assertThat(first.buffers()).isEqualTo(1);
+            });
     first.ask(Long.MAX_VALUE);
     late.ask(Long.MAX_VALUE);
-    await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> {
-      assertThat(first.received()).isEqualTo(mostLive);
-      assertThat(late.received()).isEqualTo(mostLive);
-    });
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .untilAsserted(
+            () -> {
+              assertThat(first.received()).isEqualTo(mostLive);
+              assertThat(late.received()).isEqualTo(mostLive);
+            });
     assertNoFileReadsFor(reads, 150);
     assertNoneEnded(all, one, first, late);
 
@@ -907,7 +1068,9 @@ class BlobDownloadTest {
 
   /** Where a reader's first file read waits while the last byte is verified. */
   enum HeldRead {
-    /** Begun (what may be read, all but the last byte, taken before the verify), opening the file. */
+    /**
+     * Begun (what may be read, all but the last byte, taken before the verify), opening the file.
+     */
     OPENING_THE_FILE,
     /** Scheduled, not begun. */
     SCHEDULED
@@ -972,14 +1135,26 @@ class BlobDownloadTest {
     FileReads reads = new FileReads(scheduler, readScheduler);
     ExecutorService clients = Executors.newSingleThreadExecutor();
     try {
-      BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
-          (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))), reads,
-          NO_RESUME);
+      BlobDownload d =
+          new BlobDownload(
+              digest,
+              "test@" + digest,
+              () -> store.newWriter(digest),
+              (offset, ownerGaveUp) ->
+                  Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
+              reads,
+              NO_RESUME);
       // one buffer at a time, each asked for 0.2 ms after the last arrived: slower than the store
-      Probe reader = Probe.of("one buffer at a time, slowly", Demand.ONE_ASYNC, task -> clients.execute(() -> {
-        LockSupport.parkNanos(200_000);
-        task.run();
-      }));
+      Probe reader =
+          Probe.of(
+              "one buffer at a time, slowly",
+              Demand.ONE_ASYNC,
+              task ->
+                  clients.execute(
+                      () -> {
+                        LockSupport.parkNanos(200_000);
+                        task.run();
+                      }));
       d.read(0, -1).subscribe(reader);
       d.start();
       assertThat(reader.done.get(30, TimeUnit.SECONDS)).isEqualTo(content);
@@ -1004,9 +1179,16 @@ class BlobDownloadTest {
       int to = Math.min(content.length, at + 64 * 1024);
       sent.add(Unpooled.directBuffer(to - at).writeBytes(content, at, to - at));
     }
-    BlobDownload d = new BlobDownload(digest, "test@" + digest, () -> store.newWriter(digest),
-        (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, Flux.fromIterable(sent).map(netty::wrap))),
-        scheduler, NO_RESUME);
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            () -> store.newWriter(digest),
+            (offset, ownerGaveUp) ->
+                Mono.just(
+                    new UpstreamBlob(content.length, Flux.fromIterable(sent).map(netty::wrap))),
+            scheduler,
+            NO_RESUME);
     Probe lagging = Probe.manual("no demand until the blob is stored", 0);
     Probe stopping = Probe.manual("one buffer, then cancels", 1);
     d.read(0, -1).subscribe(lagging);
@@ -1016,12 +1198,18 @@ class BlobDownloadTest {
     stopping.cancel();
     lagging.ask(Long.MAX_VALUE);
     assertThat(lagging.result()).isEqualTo(content);
-    assertThat(sent).allSatisfy(b -> assertThat(b.refCnt()).as("reference count of an upstream buffer").isZero());
+    assertThat(sent)
+        .allSatisfy(
+            b -> assertThat(b.refCnt()).as("reference count of an upstream buffer").isZero());
   }
 
-  /** Readers joining after the verify read the whole blob from the file, while the commit is held and after it. */
+  /**
+   * Readers joining after the verify read the whole blob from the file, while the commit is held
+   * and after it.
+   */
   @Test
-  void readersJoiningAfterTheVerifyGetTheBlobFromTheFileWhileTheCommitIsHeldAndAfter() throws Exception {
+  void readersJoiningAfterTheVerifyGetTheBlobFromTheFileWhileTheCommitIsHeldAndAfter()
+      throws Exception {
     byte[] content = random(SMALL);
     Digest digest = Digest.sha256(content);
     HeldWriter held = new HeldWriter(store.newWriter(digest), 0);
@@ -1056,27 +1244,31 @@ class BlobDownloadTest {
     held.commit.hold();
     BlobDownload d = cold(digest, content, held, new FileReads(scheduler, readScheduler), SMALL);
     held.commit.awaitArrivals(1);
-    ByteBufAllocator exhausted = new AbstractByteBufAllocator(true) {
-      @Override
-      protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
-        throw new OutOfMemoryError("failed to allocate " + initialCapacity + " byte(s) of direct memory (test)");
-      }
+    ByteBufAllocator exhausted =
+        new AbstractByteBufAllocator(true) {
+          @Override
+          protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
+            throw new OutOfMemoryError(
+                "failed to allocate " + initialCapacity + " byte(s) of direct memory (test)");
+          }
 
-      @Override
-      protected ByteBuf newHeapBuffer(int initialCapacity, int maxCapacity) {
-        return Unpooled.buffer(initialCapacity, maxCapacity);
-      }
+          @Override
+          protected ByteBuf newHeapBuffer(int initialCapacity, int maxCapacity) {
+            return Unpooled.buffer(initialCapacity, maxCapacity);
+          }
 
-      @Override
-      public boolean isDirectBufferPooled() {
-        return false;
-      }
-    };
+          @Override
+          public boolean isDirectBufferPooled() {
+            return false;
+          }
+        };
 
     StepVerifier.create(d.read(0, -1, new NettyDataBufferFactory(exhausted)))
-        .expectErrorSatisfies(e -> assertThat(e)
-            .isInstanceOf(IOException.class)
-            .hasMessageContaining("no memory for the response's buffers"))
+        .expectErrorSatisfies(
+            e ->
+                assertThat(e)
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("no memory for the response's buffers"))
         .verify(Duration.ofSeconds(5));
 
     Probe other = Probe.of("another reader", Demand.ALL, null);
@@ -1125,22 +1317,34 @@ class BlobDownloadTest {
       Digest digest = Digest.sha256(content);
       Path temp = tmp.resolve("poll-" + i + ".part");
       BlobWriter file = new BlobWriter(digest, temp, KEEP_IN_PLACE);
-      ContentWriter writer = new Wrapped(file) {
-        @Override
-        public long commit(long expectedSize) {
-          return verify(expectedSize); // no force, no rename: the race is before it
-        }
-      };
+      ContentWriter writer =
+          new Wrapped(file) {
+            @Override
+            public long commit(long expectedSize) {
+              return verify(expectedSize); // no force, no rename: the race is before it
+            }
+          };
       Probe reader = Probe.manual("asking one buffer at a time, over and over", 0);
-      BlobDownload d = new BlobDownload(digest, "poll " + i, () -> writer,
-          (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length,
-              Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(content)))), scheduler, NO_RESUME);
+      BlobDownload d =
+          new BlobDownload(
+              digest,
+              "poll " + i,
+              () -> writer,
+              (offset, ownerGaveUp) ->
+                  Mono.just(
+                      new UpstreamBlob(
+                          content.length,
+                          Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(content)))),
+              scheduler,
+              NO_RESUME);
       d.read(0, -1).subscribe(reader); // there from the first byte: live
-      Thread asker = new Thread(() -> {
-        while (!reader.done.isDone() && !Thread.currentThread().isInterrupted()) {
-          reader.ask(1);
-        }
-      });
+      Thread asker =
+          new Thread(
+              () -> {
+                while (!reader.done.isDone() && !Thread.currentThread().isInterrupted()) {
+                  reader.ask(1);
+                }
+              });
       asker.start();
       try {
         d.start();
@@ -1196,19 +1400,33 @@ class BlobDownloadTest {
   private static String dump(BlobDownload d) {
     try {
       StringBuilder s = new StringBuilder("download:");
-      for (String f : List.of("state", "expectedSize", "received", "written", "upstreamDone", "paused")) {
+      for (String f :
+          List.of("state", "expectedSize", "received", "written", "upstreamDone", "paused")) {
         s.append(' ').append(f).append('=').append(field(d, f));
       }
       List<?> live = new ArrayList<>((List<?>) field(d, "live"));
       List<?> waiting = new ArrayList<>((List<?>) field(d, "waiting"));
       for (Object r : new ArrayList<>((List<?>) field(d, "open"))) {
         s.append("\n    open reader:");
-        for (String f : List.of("isLive", "reading", "queuedTo", "endExclusive", "requested", "queuedBytes", "wip",
-            "cancelled", "done", "readError")) {
+        for (String f :
+            List.of(
+                "isLive",
+                "reading",
+                "queuedTo",
+                "endExclusive",
+                "requested",
+                "queuedBytes",
+                "wip",
+                "cancelled",
+                "done",
+                "readError")) {
           s.append(' ').append(f).append('=').append(field(r, f));
         }
-        s.append(" in live ").append(live.stream().filter(x -> x == r).count())
-            .append("x, in waiting ").append(waiting.stream().filter(x -> x == r).count()).append('x');
+        s.append(" in live ")
+            .append(live.stream().filter(x -> x == r).count())
+            .append("x, in waiting ")
+            .append(waiting.stream().filter(x -> x == r).count())
+            .append('x');
       }
       return s.toString();
     } catch (ReflectiveOperationException | RuntimeException e) {
@@ -1252,12 +1470,21 @@ class BlobDownloadTest {
           for (int at = 0; at < size; at += buffer) {
             parts.add(Arrays.copyOfRange(content, at, Math.min(size, at + buffer)));
           }
-          Flux<DataBuffer> body = Flux.fromIterable(parts)
-              .map(bytes -> (DataBuffer) DefaultDataBufferFactory.sharedInstance.wrap(bytes))
-              .publishOn(upstreamThreads, 2);
-          BlobWriter writer = new BlobWriter(digest, root.resolve("tmp").resolve("pace-" + round + "-" + f), KEEP_IN_PLACE);
-          BlobDownload d = new BlobDownload(digest, "pace " + round + "/" + f, () -> writer,
-              (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, body)), scheduler, NO_RESUME);
+          Flux<DataBuffer> body =
+              Flux.fromIterable(parts)
+                  .map(bytes -> (DataBuffer) DefaultDataBufferFactory.sharedInstance.wrap(bytes))
+                  .publishOn(upstreamThreads, 2);
+          BlobWriter writer =
+              new BlobWriter(
+                  digest, root.resolve("tmp").resolve("pace-" + round + "-" + f), KEEP_IN_PLACE);
+          BlobDownload d =
+              new BlobDownload(
+                  digest,
+                  "pace " + round + "/" + f,
+                  () -> writer,
+                  (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, body)),
+                  scheduler,
+                  NO_RESUME);
           Probe p = Probe.of("reader of fill " + f, Demand.ONE_ASYNC, clients);
           d.read(0, -1).subscribe(p);
           fills.add(d);
@@ -1292,21 +1519,33 @@ class BlobDownloadTest {
     long seed = System.nanoTime();
     Random rnd = new Random(seed);
     int iterations = 600;
-    ExecutorService actors = Executors.newFixedThreadPool(3); // the upstream and two joining threads
+    ExecutorService actors =
+        Executors.newFixedThreadPool(3); // the upstream and two joining threads
     ExecutorService clients = Executors.newFixedThreadPool(2); // requests from elsewhere
     DataBufferFactory netty = new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT);
     Path tmp = root.resolve("tmp");
-    Demand[] demands = {Demand.ALL, Demand.ONE_SYNC, Demand.ONE_ASYNC, Demand.TWO_ASYNC, Demand.FIRST_THEN_ALL,
-        Demand.MANUAL};
+    Demand[] demands = {
+      Demand.ALL,
+      Demand.ONE_SYNC,
+      Demand.ONE_ASYNC,
+      Demand.TWO_ASYNC,
+      Demand.FIRST_THEN_ALL,
+      Demand.MANUAL
+    };
     try {
       for (int i = 0; i < iterations; i++) {
         boolean large = i % 6 == 5;
-        int size = large ? BlobDownload.WRITE_BATCH_BYTES * 3 / 2 + rnd.nextInt(4096) : 1024 + rnd.nextInt(7 * 1024);
+        int size =
+            large
+                ? BlobDownload.WRITE_BATCH_BYTES * 3 / 2 + rnd.nextInt(4096)
+                : 1024 + rnd.nextInt(7 * 1024);
         byte[] content = new byte[size];
         rnd.nextBytes(content);
         Digest digest = Digest.sha256(content);
-        int[] buffers = large ? new int[] {new int[] {16 << 10, 64 << 10, 256 << 10, 1 << 20}[rnd.nextInt(4)]}
-            : rnd.nextBoolean() ? new int[] {size} : new int[] {1 + rnd.nextInt(size - 1)};
+        int[] buffers =
+            large
+                ? new int[] {new int[] {16 << 10, 64 << 10, 256 << 10, 1 << 20}[rnd.nextInt(4)]}
+                : rnd.nextBoolean() ? new int[] {size} : new int[] {1 + rnd.nextInt(size - 1)};
         List<byte[]> parts = new ArrayList<>();
         for (int at = 0; at < size; ) {
           int to = buffers[0] >= size - at || (!large && at > 0) ? size : at + buffers[0];
@@ -1316,8 +1555,14 @@ class BlobDownloadTest {
         Path temp = tmp.resolve("stress-" + i + ".part");
         ContentWriter writer = new Jittery(new BlobWriter(digest, temp, KEEP_IN_PLACE));
         Sinks.Many<DataBuffer> upstream = Sinks.many().unicast().onBackpressureBuffer();
-        BlobDownload d = new BlobDownload(digest, "stress " + i, () -> writer,
-            (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, upstream.asFlux())), scheduler, NO_RESUME);
+        BlobDownload d =
+            new BlobDownload(
+                digest,
+                "stress " + i,
+                () -> writer,
+                (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, upstream.asFlux())),
+                scheduler,
+                NO_RESUME);
         long pauseMax = large ? 4_000_000 : 1_500_000;
 
         int n = 3 + rnd.nextInt(4);
@@ -1327,20 +1572,31 @@ class BlobDownloadTest {
         for (int j = 0; j < n; j++) {
           Demand demand = demands[rnd.nextInt(demands.length)];
           boolean lastByte = rnd.nextInt(10) == 0;
-          DataBufferFactory factory = rnd.nextBoolean() ? netty : DefaultDataBufferFactory.sharedInstance;
-          Probe p = new Probe("reader " + j + (lastByte ? " of the last byte" : "")
-              + (factory == netty ? ", netty buffers" : ""), demand, 0, clients);
+          DataBufferFactory factory =
+              rnd.nextBoolean() ? netty : DefaultDataBufferFactory.sharedInstance;
+          Probe p =
+              new Probe(
+                  "reader "
+                      + j
+                      + (lastByte ? " of the last byte" : "")
+                      + (factory == netty ? ", netty buffers" : ""),
+                  demand,
+                  0,
+                  clients);
           probes.add(p);
           expected.add(lastByte ? new byte[] {content[size - 1]} : content);
-          joins.add(() -> {
-            (lastByte ? d.read(size - 1, size - 1, factory) : d.read(0, -1, factory)).subscribe(p);
-            if (demand == Demand.MANUAL) {
-              clients.execute(() -> {
-                Jittery.pause(pauseMax);
-                p.ask(Long.MAX_VALUE);
+          joins.add(
+              () -> {
+                (lastByte ? d.read(size - 1, size - 1, factory) : d.read(0, -1, factory))
+                    .subscribe(p);
+                if (demand == Demand.MANUAL) {
+                  clients.execute(
+                      () -> {
+                        Jittery.pause(pauseMax);
+                        p.ask(Long.MAX_VALUE);
+                      });
+                }
               });
-            }
-          });
         }
         // The reader whose request started the fill is there before its first byte; the others join
         // from two threads, while the upstream sends from a third.
@@ -1350,53 +1606,91 @@ class BlobDownloadTest {
         // The upstream's buffers are reference counted, as the upstream client's are: every one
         // must be released once the fill and its readers are done with it.
         List<ByteBuf> sent = new CopyOnWriteArrayList<>();
-        running.add(CompletableFuture.runAsync(() -> {
-          for (byte[] part : parts) {
-            Jittery.pause(pauseMax / 4);
-            ByteBuf buf = Unpooled.directBuffer(part.length).writeBytes(part);
-            sent.add(buf);
-            upstream.tryEmitNext(new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT).wrap(buf));
-          }
-          upstream.tryEmitComplete();
-        }, actors));
+        running.add(
+            CompletableFuture.runAsync(
+                () -> {
+                  for (byte[] part : parts) {
+                    Jittery.pause(pauseMax / 4);
+                    ByteBuf buf = Unpooled.directBuffer(part.length).writeBytes(part);
+                    sent.add(buf);
+                    upstream.tryEmitNext(
+                        new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT).wrap(buf));
+                  }
+                  upstream.tryEmitComplete();
+                },
+                actors));
         for (int t = 0; t < 2; t++) {
           List<Runnable> mine = new ArrayList<>();
           for (int j = t; j < joins.size(); j += 2) {
             mine.add(joins.get(j));
           }
-          running.add(CompletableFuture.runAsync(() -> {
-            for (Runnable join : mine) {
-              Jittery.pause(pauseMax);
-              join.run();
-            }
-          }, actors));
+          running.add(
+              CompletableFuture.runAsync(
+                  () -> {
+                    for (Runnable join : mine) {
+                      Jittery.pause(pauseMax);
+                      join.run();
+                    }
+                  },
+                  actors));
         }
 
-        CompletableFuture<?>[] ends = probes.stream().map(p -> p.done).toArray(CompletableFuture[]::new);
+        CompletableFuture<?>[] ends =
+            probes.stream().map(p -> p.done).toArray(CompletableFuture[]::new);
         try {
-          CompletableFuture.allOf(running.toArray(CompletableFuture[]::new)).get(5, TimeUnit.SECONDS);
+          CompletableFuture.allOf(running.toArray(CompletableFuture[]::new))
+              .get(5, TimeUnit.SECONDS);
           CompletableFuture.allOf(ends).get(5, TimeUnit.SECONDS);
         } catch (TimeoutException | ExecutionException e) {
-          fail("iteration " + i + " of " + iterations + " (seed " + seed + "): a blob of " + size + " bytes in "
-              + parts.size() + " upstream buffers; " + e + "\n  "
-              + String.join("\n  ", probes.stream().map(Probe::describe).toList()) + "\n  " + dump(d));
+          fail(
+              "iteration "
+                  + i
+                  + " of "
+                  + iterations
+                  + " (seed "
+                  + seed
+                  + "): a blob of "
+                  + size
+                  + " bytes in "
+                  + parts.size()
+                  + " upstream buffers; "
+                  + e
+                  + "\n  "
+                  + String.join("\n  ", probes.stream().map(Probe::describe).toList())
+                  + "\n  "
+                  + dump(d));
         }
         for (int j = 0; j < n; j++) {
           byte[] got = probes.get(j).bytes();
           if (!Arrays.equals(got, expected.get(j))) {
-            fail("iteration " + i + " (seed " + seed + "): " + probes.get(j).describe() + " got " + got.length
-                + " bytes, not its " + expected.get(j).length + ", first difference at byte "
-                + Arrays.mismatch(got, expected.get(j)) + "\n  " + dump(d));
+            fail(
+                "iteration "
+                    + i
+                    + " (seed "
+                    + seed
+                    + "): "
+                    + probes.get(j).describe()
+                    + " got "
+                    + got.length
+                    + " bytes, not its "
+                    + expected.get(j).length
+                    + ", first difference at byte "
+                    + Arrays.mismatch(got, expected.get(j))
+                    + "\n  "
+                    + dump(d));
           }
         }
-        assertThat(d.completion().block(Duration.ofSeconds(5))).as("iteration " + i).isEqualTo(size);
+        assertThat(d.completion().block(Duration.ofSeconds(5)))
+            .as("iteration " + i)
+            .isEqualTo(size);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
         while (sent.stream().anyMatch(b -> b.refCnt() > 0) && System.nanoTime() < deadline) {
           Thread.sleep(1);
         }
         assertThat(sent.stream().filter(b -> b.refCnt() > 0).count())
-            .as("iteration %d (seed %d): upstream buffers still held after the blob was stored and read; %s", i, seed,
-                dump(d))
+            .as(
+                "iteration %d (seed %d): upstream buffers still held after the blob was stored and read; %s",
+                i, seed, dump(d))
             .isZero();
         Files.deleteIfExists(temp);
       }

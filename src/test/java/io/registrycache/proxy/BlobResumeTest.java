@@ -30,11 +30,13 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * A blob whose upstream transfer breaks off is resumed from the next byte (issue 29): the client
- * gets the whole, verified blob without a break, over real HTTP. The upstream is scripted
- * ({@link ScriptedHttp}): it cuts the body at 30 % and at 60 % and answers {@code Range} with
- * {@code 206}, or it ignores {@code Range} and sends the whole blob again ({@code 200}).
+ * gets the whole, verified blob without a break, over real HTTP. The upstream is scripted ({@link
+ * ScriptedHttp}): it cuts the body at 30 % and at 60 % and answers {@code Range} with {@code 206},
+ * or it ignores {@code Range} and sends the whole blob again ({@code 200}).
  */
-@SpringBootTest(classes = RegistryCacheApplication.class, webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@SpringBootTest(
+    classes = RegistryCacheApplication.class,
+    webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
 class BlobResumeTest {
 
   static final ScriptedHttp upstream = new ScriptedHttp();
@@ -70,12 +72,18 @@ class BlobResumeTest {
     return b;
   }
 
-  /** Sends {@code body[from, to)} after headers announcing {@code [from, end)}, then drops the connection when cut short. */
-  private static void send(HttpExchange ex, byte[] body, int from, int to, boolean ranged, String digest) throws IOException {
+  /**
+   * Sends {@code body[from, to)} after headers announcing {@code [from, end)}, then drops the
+   * connection when cut short.
+   */
+  private static void send(
+      HttpExchange ex, byte[] body, int from, int to, boolean ranged, String digest)
+      throws IOException {
     ex.getResponseHeaders().set("Content-Type", "application/octet-stream");
     ex.getResponseHeaders().set("Docker-Content-Digest", digest);
     if (ranged) {
-      ex.getResponseHeaders().set("Content-Range", "bytes " + from + "-" + (body.length - 1) + "/" + body.length);
+      ex.getResponseHeaders()
+          .set("Content-Range", "bytes " + from + "-" + (body.length - 1) + "/" + body.length);
     }
     ex.sendResponseHeaders(ranged ? 206 : 200, body.length - from);
     OutputStream out = ex.getResponseBody();
@@ -86,7 +94,9 @@ class BlobResumeTest {
 
   private static int rangeStart(HttpExchange ex) {
     String range = ex.getRequestHeaders().getFirst("Range");
-    return range == null ? 0 : Integer.parseInt(range.substring("bytes=".length(), range.indexOf('-')));
+    return range == null
+        ? 0
+        : Integer.parseInt(range.substring("bytes=".length(), range.indexOf('-')));
   }
 
   private double resumes(String outcome) {
@@ -101,15 +111,17 @@ class BlobResumeTest {
     int cut1 = SIZE * 3 / 10;
     int cut2 = SIZE * 6 / 10;
     List<String> ranges = new CopyOnWriteArrayList<>();
-    upstream.route("/v2/cut/blobs/" + digest, ex -> {
-      if ("HEAD".equals(ex.getRequestMethod())) {
-        ScriptedHttp.send(ex, 200, "application/octet-stream", content, digest);
-        return;
-      }
-      int from = rangeStart(ex);
-      ranges.add(String.valueOf(ex.getRequestHeaders().getFirst("Range")));
-      send(ex, content, from, from < cut1 ? cut1 : from < cut2 ? cut2 : SIZE, from > 0, digest);
-    });
+    upstream.route(
+        "/v2/cut/blobs/" + digest,
+        ex -> {
+          if ("HEAD".equals(ex.getRequestMethod())) {
+            ScriptedHttp.send(ex, 200, "application/octet-stream", content, digest);
+            return;
+          }
+          int from = rangeStart(ex);
+          ranges.add(String.valueOf(ex.getRequestHeaders().getFirst("Range")));
+          send(ex, content, from, from < cut1 ? cut1 : from < cut2 ? cut2 : SIZE, from > 0, digest);
+        });
     double before = resumes("ranged");
 
     HttpResponse<byte[]> response = cache.get("/v2/cut/blobs/" + digest);
@@ -128,14 +140,16 @@ class BlobResumeTest {
     byte[] content = blob(2);
     String digest = Sha256.digest(content);
     int cut = SIZE * 3 / 10;
-    upstream.route("/v2/norange/blobs/" + digest, ex -> {
-      if ("HEAD".equals(ex.getRequestMethod())) {
-        ScriptedHttp.send(ex, 200, "application/octet-stream", content, digest);
-        return;
-      }
-      boolean first = upstream.count("GET", "/v2/norange/blobs/" + digest) == 1;
-      send(ex, content, 0, first ? cut : SIZE, false, digest);
-    });
+    upstream.route(
+        "/v2/norange/blobs/" + digest,
+        ex -> {
+          if ("HEAD".equals(ex.getRequestMethod())) {
+            ScriptedHttp.send(ex, 200, "application/octet-stream", content, digest);
+            return;
+          }
+          boolean first = upstream.count("GET", "/v2/norange/blobs/" + digest) == 1;
+          send(ex, content, 0, first ? cut : SIZE, false, digest);
+        });
     double before = resumes("restarted");
 
     HttpResponse<byte[]> response = cache.get("/v2/norange/blobs/" + digest);
@@ -152,14 +166,16 @@ class BlobResumeTest {
     String digest = Sha256.digest(content);
     byte[] other = blob(4); // what a lying upstream sends for the rest
     int cut = SIZE / 2;
-    upstream.route("/v2/lies/blobs/" + digest, ex -> {
-      if ("HEAD".equals(ex.getRequestMethod())) {
-        ScriptedHttp.send(ex, 200, "application/octet-stream", content, digest);
-        return;
-      }
-      int from = rangeStart(ex);
-      send(ex, from == 0 ? content : other, from, from == 0 ? cut : SIZE, from > 0, digest);
-    });
+    upstream.route(
+        "/v2/lies/blobs/" + digest,
+        ex -> {
+          if ("HEAD".equals(ex.getRequestMethod())) {
+            ScriptedHttp.send(ex, 200, "application/octet-stream", content, digest);
+            return;
+          }
+          int from = rangeStart(ex);
+          send(ex, from == 0 ? content : other, from, from == 0 ? cut : SIZE, from > 0, digest);
+        });
 
     // The headers went out before the end: the client sees its transfer aborted, never a clean end.
     boolean cleanEnd;
@@ -176,6 +192,7 @@ class BlobResumeTest {
     } catch (UncheckedIOException aborted) {
       // expected
     }
-    assertThat(upstream.count("GET", "/v2/lies/blobs/" + digest)).isGreaterThan(gets); // nothing was kept
+    assertThat(upstream.count("GET", "/v2/lies/blobs/" + digest))
+        .isGreaterThan(gets); // nothing was kept
   }
 }

@@ -24,8 +24,8 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Issue 7.2 with real upstreams: content cached from a private {@code registry:2} (Basic auth,
- * credentials configured in the cache) is served by digest elsewhere only after the upstream of
- * the request confirms it with a {@code HEAD} for that repository ({@code storage.content-scope},
+ * credentials configured in the cache) is served by digest elsewhere only after the upstream of the
+ * request confirms it with a {@code HEAD} for that repository ({@code storage.content-scope},
  * default {@code repository}; docs/security.md). Two upstreams: {@code priv.test} (htpasswd) and
  * {@code pub.test} (anonymous). The secret image and a public image share one layer.
  */
@@ -53,8 +53,12 @@ class ContentScopeIT {
   static void startUpstreamsAndPush() {
     privateRegistry.start();
     publicRegistry.start();
-    secret = privateRegistry.pusher().push(TestImages.withLayers(
-        "team/secret", "v1", TestImages.randomBytes(50_000, 72), shared));
+    secret =
+        privateRegistry
+            .pusher()
+            .push(
+                TestImages.withLayers(
+                    "team/secret", "v1", TestImages.randomBytes(50_000, 72), shared));
     open = publicRegistry.pusher().push(TestImages.withLayers("team/open", "v1", shared));
   }
 
@@ -112,10 +116,12 @@ class ContentScopeIT {
     assertThat(bare.statusCode()).as(CacheClient.describe(bare)).isEqualTo(404);
     // The public upstream was asked (and said no); none of the secret bytes reached the client.
     publicRegistry.syncLogs();
-    assertThat(publicRegistry.countRequests("HEAD", "/v2/team/secret/blobs/" + secretLayer)
-            + publicRegistry.countRequests("GET", "/v2/team/secret/blobs/" + secretLayer))
+    assertThat(
+            publicRegistry.countRequests("HEAD", "/v2/team/secret/blobs/" + secretLayer)
+                + publicRegistry.countRequests("GET", "/v2/team/secret/blobs/" + secretLayer))
         .isPositive();
-    assertThat(new String(blob.body())).doesNotContain(new String(secret.layers().get(0).bytes(), 0, 16));
+    assertThat(new String(blob.body()))
+        .doesNotContain(new String(secret.layers().get(0).bytes(), 0, 16));
   }
 
   @Test

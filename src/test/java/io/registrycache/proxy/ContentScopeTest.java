@@ -64,8 +64,10 @@ class ContentScopeTest {
   private final Upstream b = upstream("b");
   private final RepositoryName x = RepositoryName.parse("team/x");
   private final RepositoryName y = RepositoryName.parse("team/y");
+
   /** "upstream/repository" pairs the scripted upstream has the content in. */
   private final Set<String> upstreamHas = ConcurrentHashMap.newKeySet();
+
   private final List<String> heads = new ArrayList<>();
   private volatile boolean upstreamDown;
   private final Scheduler scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
@@ -78,13 +80,25 @@ class ContentScopeTest {
 
   ContentScopeTest() {
     new Random(3).nextBytes(blob);
-    manifest = ("{\"schemaVersion\":2,\"mediaType\":\"" + MediaTypes.OCI_MANIFEST + "\",\"config\":{\"mediaType\":"
-        + "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" + Digest.sha256(blob) + "\",\"size\":"
-        + blob.length + "},\"layers\":[]}").getBytes(StandardCharsets.UTF_8);
+    manifest =
+        ("{\"schemaVersion\":2,\"mediaType\":\""
+                + MediaTypes.OCI_MANIFEST
+                + "\",\"config\":{\"mediaType\":"
+                + "\"application/vnd.oci.image.config.v1+json\",\"digest\":\""
+                + Digest.sha256(blob)
+                + "\",\"size\":"
+                + blob.length
+                + "},\"layers\":[]}")
+            .getBytes(StandardCharsets.UTF_8);
   }
 
   private static Upstream upstream(String key) {
-    return new Upstream(key, key + ".test", URI.create("http://127.0.0.1:9"), Set.of(), false,
+    return new Upstream(
+        key,
+        key + ".test",
+        URI.create("http://127.0.0.1:9"),
+        Set.of(),
+        false,
         RegistryCacheProperties.upstream(Map.of()));
   }
 
@@ -92,16 +106,24 @@ class ContentScopeTest {
     if (blobs != null) {
       blobs.close();
     }
-    properties = RegistryCacheProperties.bind(Map.of(
-        "registry-cache.storage.path", root.toString(),
-        "registry-cache.storage.content-scope", scope,
-        "registry-cache.offline", offline));
+    properties =
+        RegistryCacheProperties.bind(
+            Map.of(
+                "registry-cache.storage.path", root.toString(),
+                "registry-cache.storage.content-scope", scope,
+                "registry-cache.offline", offline));
     StorageLayout layout = new StorageLayout(properties);
     blobs = new FileBlobStore(layout, Clock.systemUTC(), Duration.ZERO, scope);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
     CacheMetrics metrics = new CacheMetrics(new SimpleMeterRegistry(), properties);
-    blobService = new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), blobs);
-    manifestService = new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests);
+    blobService =
+        new ProxyBlobService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            blobs);
+    manifestService =
+        new ProxyManifestService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            manifests);
   }
 
   @AfterEach
@@ -143,7 +165,8 @@ class ContentScopeTest {
 
   @ParameterizedTest
   @EnumSource(ContentScope.class)
-  void contentOfAxUnderAnotherRepositoryOfAIsServedOnlyAsTheScopeAllows(ContentScope scope) throws Exception {
+  void contentOfAxUnderAnotherRepositoryOfAIsServedOnlyAsTheScopeAllows(ContentScope scope)
+      throws Exception {
     open(scope, false);
     fillThroughAx();
     if (scope == ContentScope.REPOSITORY) {
@@ -164,10 +187,17 @@ class ContentScopeTest {
    */
   @ParameterizedTest
   @EnumSource(ContentScope.class)
-  void aPassthroughUpstreamsContentIsServedPerRepositoryInEveryScope(ContentScope scope) throws Exception {
+  void aPassthroughUpstreamsContentIsServedPerRepositoryInEveryScope(ContentScope scope)
+      throws Exception {
     open(scope, false);
-    Upstream p = new Upstream("p", "p.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
-        RegistryCacheProperties.upstream(Map.of("credentials", "passthrough")));
+    Upstream p =
+        new Upstream(
+            "p",
+            "p.test",
+            URI.create("http://127.0.0.1:9"),
+            Set.of(),
+            false,
+            RegistryCacheProperties.upstream(Map.of("credentials", "passthrough")));
     Upstream alice = p.forClient(new ClientCredential("alice", "a"));
     Upstream bob = p.forClient(new ClientCredential("bob", "b"));
     upstreamHas.add("p/team/x");
@@ -201,8 +231,11 @@ class ContentScopeTest {
   }
 
   @ParameterizedTest
-  @EnumSource(value = ContentScope.class, names = {"REPOSITORY", "UPSTREAM"})
-  void contentTheUpstreamConfirmsIsLinkedAndServedFromTheCacheWithoutAnotherFetch(ContentScope scope) throws Exception {
+  @EnumSource(
+      value = ContentScope.class,
+      names = {"REPOSITORY", "UPSTREAM"})
+  void contentTheUpstreamConfirmsIsLinkedAndServedFromTheCacheWithoutAnotherFetch(
+      ContentScope scope) throws Exception {
     open(scope, false);
     fillThroughAx();
     upstreamHas.add("b/team/y");
@@ -210,7 +243,9 @@ class ContentScopeTest {
     assertThat(pullManifest(b, y)).isEqualTo(manifest);
     assertThat(pullBlob(b, y)).isEqualTo(blob);
     assertThat(pullManifest(b, y)).isEqualTo(manifest);
-    assertThat(heads).as("one confirmation each, then linked").containsExactly("blob b/team/y", "manifest b/team/y");
+    assertThat(heads)
+        .as("one confirmation each, then linked")
+        .containsExactly("blob b/team/y", "manifest b/team/y");
   }
 
   @Test
@@ -232,9 +267,11 @@ class ContentScopeTest {
     fillThroughAx();
     upstreamDown = true;
     assertThatThrownBy(() -> pullBlob(a, y))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.isUnavailable()).isTrue());
+        .isInstanceOfSatisfying(
+            UpstreamException.class, e -> assertThat(e.isUnavailable()).isTrue());
     assertThatThrownBy(() -> pullManifest(a, y))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.isUnavailable()).isTrue());
+        .isInstanceOfSatisfying(
+            UpstreamException.class, e -> assertThat(e.isUnavailable()).isTrue());
     assertThat(pullBlob(a, x)).as("where it was fetched for, no upstream needed").isEqualTo(blob);
   }
 
@@ -250,7 +287,8 @@ class ContentScopeTest {
     Digest blobDigest = Digest.sha256(blob);
     Digest manifestDigest = Digest.sha256(manifest);
     StorageLayout layout = new StorageLayout(properties);
-    assertThat(Files.readAllLines(layout.linksRoot().resolve("blobs.journal"))).contains("+ " + blobDigest + " a/team/x");
+    assertThat(Files.readAllLines(layout.linksRoot().resolve("blobs.journal")))
+        .contains("+ " + blobDigest + " a/team/x");
     assertThat(Files.readAllLines(layout.linksRoot().resolve("manifests.journal")))
         .contains("+ " + manifestDigest + " a/team/x");
 
@@ -273,8 +311,9 @@ class ContentScopeTest {
     Digest blobDigest = Digest.sha256(blob);
     Files.delete(layout.blob(blobDigest));
     open(ContentScope.REPOSITORY, false);
-    assertThat(Files.readAllLines(layout.linksRoot().resolve("blobs.journal")).stream()
-            .filter(line -> line.contains(blobDigest.toString())))
+    assertThat(
+            Files.readAllLines(layout.linksRoot().resolve("blobs.journal")).stream()
+                .filter(line -> line.contains(blobDigest.toString())))
         .as("its last line in the journal removes it")
         .last()
         .isEqualTo("- " + blobDigest);
@@ -284,10 +323,12 @@ class ContentScopeTest {
 
   private static void assertNotFound(Runnable pull) {
     assertThatThrownBy(pull::run)
-        .isInstanceOfSatisfying(OciException.class, e -> {
-          assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
-          assertThat(e.code()).isIn(OciErrorCode.BLOB_UNKNOWN, OciErrorCode.MANIFEST_UNKNOWN);
-        });
+        .isInstanceOfSatisfying(
+            OciException.class,
+            e -> {
+              assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
+              assertThat(e.code()).isIn(OciErrorCode.BLOB_UNKNOWN, OciErrorCode.MANIFEST_UNKNOWN);
+            });
   }
 
   private Mono<Void> check(String what, Upstream u, RepositoryName n, OciErrorCode unknown) {
@@ -295,11 +336,19 @@ class ContentScopeTest {
       heads.add(what + " " + u.key() + "/" + n);
     }
     if (upstreamDown) {
-      return Mono.error(new UpstreamException(u.key(), OciErrorCode.UPSTREAM_UNAVAILABLE, HttpStatus.SERVICE_UNAVAILABLE,
-          "scripted: down", null, null));
+      return Mono.error(
+          new UpstreamException(
+              u.key(),
+              OciErrorCode.UPSTREAM_UNAVAILABLE,
+              HttpStatus.SERVICE_UNAVAILABLE,
+              "scripted: down",
+              null,
+              null));
     }
     if (!upstreamHas.contains(u.key() + "/" + n)) {
-      return Mono.error(new UpstreamException(u.key(), unknown, HttpStatus.NOT_FOUND, "scripted: not here", null, null));
+      return Mono.error(
+          new UpstreamException(
+              u.key(), unknown, HttpStatus.NOT_FOUND, "scripted: not here", null, null));
     }
     return Mono.empty();
   }
@@ -316,12 +365,18 @@ class ContentScopeTest {
         public Mono<UpstreamManifestHead> headManifest(
             Upstream u, RepositoryName n, Reference reference, List<String> accept) {
           return check("manifest", u, n, OciErrorCode.MANIFEST_UNKNOWN)
-              .then(Mono.just(new UpstreamManifestHead(Digest.sha256(manifest), MediaTypes.OCI_MANIFEST, manifest.length)));
+              .then(
+                  Mono.just(
+                      new UpstreamManifestHead(
+                          Digest.sha256(manifest), MediaTypes.OCI_MANIFEST, manifest.length)));
         }
 
         @Override
         public Mono<UpstreamBlob> getBlob(Upstream u, RepositoryName n, Digest digest) {
-          return Mono.just(new UpstreamBlob(blob.length, Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(blob.clone()))));
+          return Mono.just(
+              new UpstreamBlob(
+                  blob.length,
+                  Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(blob.clone()))));
         }
 
         @Override
@@ -330,7 +385,8 @@ class ContentScopeTest {
         }
 
         @Override
-        public Mono<UpstreamTags> listTags(Upstream u, RepositoryName n, Integer size, String last) {
+        public Mono<UpstreamTags> listTags(
+            Upstream u, RepositoryName n, Integer size, String last) {
           return Mono.error(new AssertionError("no tag list expected"));
         }
       };

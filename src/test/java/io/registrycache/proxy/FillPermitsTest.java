@@ -47,30 +47,62 @@ class FillPermitsTest {
     AtomicInteger started = new AtomicInteger();
     Sinks.One<String> upstream = Sinks.one();
 
-    var first = SingleFlight.shared(flights, "a", Optional::empty, permits, () -> {
-      started.incrementAndGet();
-      return upstream.asMono();
-    }).toFuture();
+    var first =
+        SingleFlight.shared(
+                flights,
+                "a",
+                Optional::empty,
+                permits,
+                () -> {
+                  started.incrementAndGet();
+                  return upstream.asMono();
+                })
+            .toFuture();
     assertThat(permits.inUse).hasValue(1);
 
     // the same key joins: no permit asked, nothing started
-    var joiner = SingleFlight.shared(flights, "a", Optional::empty, permits, () -> {
-      started.incrementAndGet();
-      return upstream.asMono();
-    }).toFuture();
+    var joiner =
+        SingleFlight.shared(
+                flights,
+                "a",
+                Optional::empty,
+                permits,
+                () -> {
+                  started.incrementAndGet();
+                  return upstream.asMono();
+                })
+            .toFuture();
     assertThat(permits.asked).hasValue(1);
 
     // another key needs a new call: refused, and its work never runs
-    assertThatThrownBy(() -> SingleFlight.shared(flights, "b", Optional::empty, permits, () -> {
-      started.incrementAndGet();
-      return Mono.just("b");
-    }).block()).isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS));
+    assertThatThrownBy(
+            () ->
+                SingleFlight.shared(
+                        flights,
+                        "b",
+                        Optional::empty,
+                        permits,
+                        () -> {
+                          started.incrementAndGet();
+                          return Mono.just("b");
+                        })
+                    .block())
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.TOOMANYREQUESTS));
     assertThat(flights.size()).as("nothing left in flight for the refused key").isEqualTo(1);
 
     // found stored meanwhile: no permit asked
-    assertThat(SingleFlight.shared(flights, "c", () -> Optional.of("stored"), permits, () -> {
-      throw new AssertionError("not fetched");
-    }).block()).isEqualTo("stored");
+    assertThat(
+            SingleFlight.shared(
+                    flights,
+                    "c",
+                    () -> Optional.of("stored"),
+                    permits,
+                    () -> {
+                      throw new AssertionError("not fetched");
+                    })
+                .block())
+        .isEqualTo("stored");
     assertThat(permits.asked).hasValue(2);
 
     first.cancel(true); // the caller goes away: the call goes on, and keeps its permit
@@ -80,7 +112,9 @@ class FillPermitsTest {
     assertThat(started).hasValue(1);
     assertThat(permits.inUse).as("the call ended: its permit is back").hasValue(0);
 
-    assertThat(SingleFlight.shared(flights, "b", Optional::empty, permits, () -> Mono.just("b")).block())
+    assertThat(
+            SingleFlight.shared(flights, "b", Optional::empty, permits, () -> Mono.just("b"))
+                .block())
         .isEqualTo("b");
     assertThat(permits.inUse).hasValue(0);
   }

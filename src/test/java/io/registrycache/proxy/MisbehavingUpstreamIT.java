@@ -34,8 +34,8 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * An upstream that lies (200 with bytes that do not match the requested digest) or breaks off in
- * the middle of a blob. The cache must never hand out a clean wrong body, and must keep nothing:
- * no blob file, no manifest, no temp file; the next request fetches again.
+ * the middle of a blob. The cache must never hand out a clean wrong body, and must keep nothing: no
+ * blob file, no manifest, no temp file; the next request fetches again.
  */
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
@@ -112,13 +112,17 @@ class MisbehavingUpstreamIT {
     Outcome first = fetch(path);
     if (first.response() != null) {
       assertThat(first.response().statusCode())
-          .as("a manifest whose bytes do not match the requested digest: " + CacheClient.describe(first.response()))
+          .as(
+              "a manifest whose bytes do not match the requested digest: "
+                  + CacheClient.describe(first.response()))
           .isGreaterThanOrEqualTo(400);
       assertThat(first.response().body()).isNotEqualTo(lie);
     }
     long afterFirst = fake.count(path);
     assertThat(afterFirst).isPositive();
-    assertThat(TestFiles.filesWithContent(storage, lie)).as("the lying manifest is not kept").isEmpty();
+    assertThat(TestFiles.filesWithContent(storage, lie))
+        .as("the lying manifest is not kept")
+        .isEmpty();
 
     Outcome second = fetch(path);
     if (second.response() != null) {
@@ -141,7 +145,8 @@ class MisbehavingUpstreamIT {
           if (honest.get()) {
             ScriptedHttp.send(ex, 200, "application/octet-stream", blob, digest);
           } else {
-            ScriptedHttp.sendTruncated(ex, "application/octet-stream", blob, blob.length / 2, digest);
+            ScriptedHttp.sendTruncated(
+                ex, "application/octet-stream", blob, blob.length / 2, digest);
           }
         });
 
@@ -149,8 +154,12 @@ class MisbehavingUpstreamIT {
     if (first.aborted() == null) {
       HttpResponse<byte[]> r = first.response();
       assertThat(r.statusCode())
-          .as("a cut upstream body must reach the client as an aborted response or an error, got "
-              + r.statusCode() + " with " + r.body().length + " bytes")
+          .as(
+              "a cut upstream body must reach the client as an aborted response or an error, got "
+                  + r.statusCode()
+                  + " with "
+                  + r.body().length
+                  + " bytes")
           .isNotEqualTo(200)
           .isGreaterThanOrEqualTo(500);
     }
@@ -161,10 +170,16 @@ class MisbehavingUpstreamIT {
     honest.set(true);
     Outcome second = fetch(path);
     assertThat(second.aborted()).as("second request, upstream healthy again").isNull();
-    assertThat(second.response().statusCode()).as(CacheClient.describe(second.response())).isEqualTo(200);
+    assertThat(second.response().statusCode())
+        .as(CacheClient.describe(second.response()))
+        .isEqualTo(200);
     assertThat(Sha256.digest(second.response().body())).isEqualTo(digest);
-    assertThat(fake.count("GET", path)).as("the second request refetched").isGreaterThan(afterFirst);
-    assertThat(TestFiles.eventually(5_000, () -> Files.exists(AbstractCacheIT.blobFile(storage, digest))))
+    assertThat(fake.count("GET", path))
+        .as("the second request refetched")
+        .isGreaterThan(afterFirst);
+    assertThat(
+            TestFiles.eventually(
+                5_000, () -> Files.exists(AbstractCacheIT.blobFile(storage, digest))))
         .as("the good copy is cached")
         .isTrue();
   }
@@ -182,7 +197,9 @@ class MisbehavingUpstreamIT {
     if (lied.aborted() == null) {
       HttpResponse<byte[]> r = lied.response();
       assertThat(r.statusCode())
-          .as("bytes of a blob that failed its digest check were served: " + CacheClient.describe(r))
+          .as(
+              "bytes of a blob that failed its digest check were served: "
+                  + CacheClient.describe(r))
           .isGreaterThanOrEqualTo(500);
     }
     assertNothingStored(digest, lie);
@@ -191,10 +208,13 @@ class MisbehavingUpstreamIT {
     fake.route(honestPath, ex -> sendSlowly(ex, real, digest));
     Outcome honest = fetch(honestPath, "Range", "bytes=0-9");
     assertThat(honest.aborted()).isNull();
-    assertThat(honest.response().statusCode()).as(CacheClient.describe(honest.response())).isEqualTo(206);
+    assertThat(honest.response().statusCode())
+        .as(CacheClient.describe(honest.response()))
+        .isEqualTo(206);
     assertThat(honest.response().body()).isEqualTo(Arrays.copyOf(real, 10));
     assertThat(honest.response().headers().firstValue("ETag")).hasValue("\"" + digest + "\"");
-    assertThat(honest.response().headers().firstValue("Content-Range")).hasValue("bytes 0-9/" + real.length);
+    assertThat(honest.response().headers().firstValue("Content-Range"))
+        .hasValue("bytes 0-9/" + real.length);
   }
 
   /**
@@ -210,12 +230,14 @@ class MisbehavingUpstreamIT {
     String cold = "/v2/liar/negotiate/manifests/cold";
     ScriptedHttp.Responder strict =
         ex -> {
-          String accept = String.join(",", ex.getRequestHeaders().getOrDefault("Accept", List.of()));
+          String accept =
+              String.join(",", ex.getRequestHeaders().getOrDefault("Accept", List.of()));
           if (accept.contains(TestImages.OCI_MANIFEST)) {
             ScriptedHttp.send(ex, 200, TestImages.OCI_MANIFEST, body, digest);
           } else {
-            byte[] error = "{\"errors\":[{\"code\":\"MANIFEST_INVALID\",\"message\":\"unsupported accept\"}]}"
-                .getBytes(StandardCharsets.UTF_8);
+            byte[] error =
+                "{\"errors\":[{\"code\":\"MANIFEST_INVALID\",\"message\":\"unsupported accept\"}]}"
+                    .getBytes(StandardCharsets.UTF_8);
             ScriptedHttp.send(ex, 400, "application/json", error, null);
           }
         };
@@ -228,7 +250,9 @@ class MisbehavingUpstreamIT {
     HttpResponse<byte[]> narrow = cache.get(warm, "Accept", dockerOnly);
     assertThat(narrow.statusCode()).as(CacheClient.describe(narrow)).isEqualTo(404);
     assertThat(CacheClient.errorCode(narrow)).isEqualTo("MANIFEST_UNKNOWN");
-    assertThat(fake.count(warm)).as("the cached tag answers; the upstream is not asked").isEqualTo(upstreamAfterWarm);
+    assertThat(fake.count(warm))
+        .as("the cached tag answers; the upstream is not asked")
+        .isEqualTo(upstreamAfterWarm);
 
     HttpResponse<byte[]> coldNarrow = cache.get(cold, "Accept", dockerOnly);
     assertThat(coldNarrow.statusCode()).as(CacheClient.describe(coldNarrow)).isEqualTo(404);
@@ -238,19 +262,28 @@ class MisbehavingUpstreamIT {
     assertThat(wide.statusCode()).as(CacheClient.describe(wide)).isEqualTo(200);
     assertThat(wide.body()).isEqualTo(body);
     assertThat(wide.headers().firstValue("Content-Type")).hasValue(TestImages.OCI_MANIFEST);
-    assertThat(fake.count(cold)).as("the cold pull stored it for every client").isEqualTo(upstreamAfterCold);
+    assertThat(fake.count(cold))
+        .as("the cold pull stored it for every client")
+        .isEqualTo(upstreamAfterCold);
   }
 
   /** Issue 7.13: a Content-Type that is no manifest media type (a web page) is not a manifest. */
   @Test
   void manifestServedAsAWebPageIsRejectedAndNotStored() {
     String json =
-        "{\"schemaVersion\": 2, \"config\": {\"mediaType\": \"" + TestImages.OCI_CONFIG + "\", \"digest\": \""
-            + Sha256.digest("html".getBytes(StandardCharsets.UTF_8)) + "\", \"size\": 4}, \"layers\": [],"
-            + " \"annotations\": {\"id\": \"html" + TestImages.RUN_ID + "\"}}";
+        "{\"schemaVersion\": 2, \"config\": {\"mediaType\": \""
+            + TestImages.OCI_CONFIG
+            + "\", \"digest\": \""
+            + Sha256.digest("html".getBytes(StandardCharsets.UTF_8))
+            + "\", \"size\": 4}, \"layers\": [],"
+            + " \"annotations\": {\"id\": \"html"
+            + TestImages.RUN_ID
+            + "\"}}";
     byte[] body = json.getBytes(StandardCharsets.UTF_8);
     String path = "/v2/liar/html/manifests/latest";
-    fake.route(path, ex -> ScriptedHttp.send(ex, 200, "text/html; charset=utf-8", body, Sha256.digest(body)));
+    fake.route(
+        path,
+        ex -> ScriptedHttp.send(ex, 200, "text/html; charset=utf-8", body, Sha256.digest(body)));
 
     HttpResponse<byte[]> response = cache.getManifest(path);
     assertThat(response.statusCode()).as(CacheClient.describe(response)).isEqualTo(502);
@@ -288,7 +321,9 @@ class MisbehavingUpstreamIT {
           .isEqualTo(digest);
       fail("the lying upstream's blob was served cleanly");
     }
-    assertThat(response.statusCode()).as(CacheClient.describe(response)).isGreaterThanOrEqualTo(400);
+    assertThat(response.statusCode())
+        .as(CacheClient.describe(response))
+        .isGreaterThanOrEqualTo(400);
   }
 
   void assertNothingStored(String digest, byte[] content) {
@@ -311,11 +346,20 @@ class MisbehavingUpstreamIT {
 
   static byte[] manifest(String id) {
     String json =
-        "{\n   \"schemaVersion\": 2,\n   \"mediaType\": \"" + TestImages.OCI_MANIFEST + "\",\n"
-            + "   \"config\": {\"mediaType\": \"" + TestImages.OCI_CONFIG + "\", \"digest\": \""
-            + Sha256.digest(id.getBytes(StandardCharsets.UTF_8)) + "\", \"size\": " + id.length() + "},\n"
-            + "   \"layers\": [],\n   \"annotations\": {\"id\": \"" + id + TestImages.RUN_ID + "\"}\n}\n";
+        "{\n   \"schemaVersion\": 2,\n   \"mediaType\": \""
+            + TestImages.OCI_MANIFEST
+            + "\",\n"
+            + "   \"config\": {\"mediaType\": \""
+            + TestImages.OCI_CONFIG
+            + "\", \"digest\": \""
+            + Sha256.digest(id.getBytes(StandardCharsets.UTF_8))
+            + "\", \"size\": "
+            + id.length()
+            + "},\n"
+            + "   \"layers\": [],\n   \"annotations\": {\"id\": \""
+            + id
+            + TestImages.RUN_ID
+            + "\"}\n}\n";
     return json.getBytes(StandardCharsets.UTF_8);
   }
-
 }

@@ -58,22 +58,33 @@ class PassthroughAccessTest {
     private <T> Mono<T> answer(String what, Upstream upstream, RepositoryName name, T value) {
       asked.add(new Asked(what, name.value(), upstream.clientCredential()));
       if (!allowed.contains(upstream.clientCredential().user())) {
-        return Mono.error(new UpstreamException(upstream.key(), OciErrorCode.UNAUTHORIZED, HttpStatus.UNAUTHORIZED,
-            "upstream refuses " + upstream.clientCredential().user(), null, null));
+        return Mono.error(
+            new UpstreamException(
+                upstream.key(),
+                OciErrorCode.UNAUTHORIZED,
+                HttpStatus.UNAUTHORIZED,
+                "upstream refuses " + upstream.clientCredential().user(),
+                null,
+                null));
       }
       return gate.thenReturn(value);
     }
 
     @Override
     public Mono<UpstreamManifest> getManifest(
-        Upstream upstream, RepositoryName name, Reference reference, List<String> accept, int maxBytes) {
+        Upstream upstream,
+        RepositoryName name,
+        Reference reference,
+        List<String> accept,
+        int maxBytes) {
       return Mono.error(new AssertionError("no GET expected"));
     }
 
     @Override
     public Mono<UpstreamManifestHead> headManifest(
         Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
-      return answer("manifest " + reference, upstream, name, new UpstreamManifestHead(DIGEST, "x", 1));
+      return answer(
+          "manifest " + reference, upstream, name, new UpstreamManifestHead(DIGEST, "x", 1));
     }
 
     @Override
@@ -87,20 +98,23 @@ class PassthroughAccessTest {
     }
 
     @Override
-    public Mono<UpstreamTags> listTags(Upstream upstream, RepositoryName name, Integer n, String last) {
+    public Mono<UpstreamTags> listTags(
+        Upstream upstream, RepositoryName name, Integer n, String last) {
       return answer("tags n=" + n, upstream, name, new UpstreamTags(new byte[0], null));
     }
   }
 
   private static Upstream passthrough(String confirmFor) {
-    return TestUpstreams.upstream("private", "http://registry.invalid", s -> {
-      s.put("credentials", "passthrough");
-      s.put("confirm-access-for", confirmFor);
-    });
+    return TestUpstreams.upstream(
+        "private",
+        "http://registry.invalid",
+        s -> {
+          s.put("credentials", "passthrough");
+          s.put("confirm-access-for", confirmFor);
+        });
   }
 
-  private final SimpleMeterRegistry meters =
-      new SimpleMeterRegistry();
+  private final SimpleMeterRegistry meters = new SimpleMeterRegistry();
 
   private PassthroughAccess access(StubUpstream upstream, Map<String, ?> settings) {
     RegistryCacheProperties properties = RegistryCacheProperties.bind(settings);
@@ -108,16 +122,22 @@ class PassthroughAccessTest {
   }
 
   private double checks(String outcome) {
-    var counter = meters.find("registry.cache.passthrough.checks").tag("outcome", outcome).counter();
+    var counter =
+        meters.find("registry.cache.passthrough.checks").tag("outcome", outcome).counter();
     return counter == null ? 0 : counter.count();
   }
 
   @Test
   void anUpstreamWithTheCachesCredentialsIsNeverAsked() {
     StubUpstream stub = new StubUpstream(Set.of());
-    Upstream cacheCredentials = TestUpstreams.upstream("public", "http://registry.invalid", s -> {});
-    access(stub, Map.of()).confirm(cacheCredentials.forClient(ALICE), NAME,
-        new PassthroughAccess.Probe.Manifest(Reference.parse("v1"))).block(Duration.ofSeconds(5));
+    Upstream cacheCredentials =
+        TestUpstreams.upstream("public", "http://registry.invalid", s -> {});
+    access(stub, Map.of())
+        .confirm(
+            cacheCredentials.forClient(ALICE),
+            NAME,
+            new PassthroughAccess.Probe.Manifest(Reference.parse("v1")))
+        .block(Duration.ofSeconds(5));
     assertThat(stub.asked).isEmpty();
   }
 
@@ -126,14 +146,25 @@ class PassthroughAccessTest {
     StubUpstream stub = new StubUpstream(Set.of("alice", "bob"));
     PassthroughAccess access = access(stub, Map.of());
     Upstream upstream = passthrough("5m");
-    access.confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Manifest(Reference.parse("v1"))).block();
+    access
+        .confirm(
+            upstream.forClient(ALICE),
+            NAME,
+            new PassthroughAccess.Probe.Manifest(Reference.parse("v1")))
+        .block();
     access.confirm(upstream.forClient(BOB), NAME, new PassthroughAccess.Probe.Blob(DIGEST)).block();
-    access.confirm(upstream.forClient(ClientCredential.ANONYMOUS), NAME, new PassthroughAccess.Probe.Repository())
-        .onErrorResume(e -> Mono.empty()).block();
-    assertThat(stub.asked).containsExactly(
-        new Asked("manifest v1", "team/app", ALICE),
-        new Asked("blob " + DIGEST, "team/app", BOB),
-        new Asked("tags n=1", "team/app", ClientCredential.ANONYMOUS));
+    access
+        .confirm(
+            upstream.forClient(ClientCredential.ANONYMOUS),
+            NAME,
+            new PassthroughAccess.Probe.Repository())
+        .onErrorResume(e -> Mono.empty())
+        .block();
+    assertThat(stub.asked)
+        .containsExactly(
+            new Asked("manifest v1", "team/app", ALICE),
+            new Asked("blob " + DIGEST, "team/app", BOB),
+            new Asked("tags n=1", "team/app", ClientCredential.ANONYMOUS));
   }
 
   @Test
@@ -143,18 +174,27 @@ class PassthroughAccessTest {
     Upstream upstream = passthrough("5m");
     PassthroughAccess.Probe probe = new PassthroughAccess.Probe.Blob(DIGEST);
     access.confirm(upstream.forClient(ALICE), NAME, probe).block();
-    access.confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Manifest(Reference.parse("v2"))).block();
+    access
+        .confirm(
+            upstream.forClient(ALICE),
+            NAME,
+            new PassthroughAccess.Probe.Manifest(Reference.parse("v2")))
+        .block();
     assertThat(stub.asked).as("alice's second request in team/app").hasSize(1);
     assertThat(checks("confirmed")).as("remembered ones are not counted").isEqualTo(1);
     access.confirm(upstream.forClient(BOB), NAME, probe).block();
-    access.confirm(upstream.forClient(new ClientCredential("alice", "other-password")), NAME, probe)
-        .onErrorResume(e -> Mono.empty()).block();
+    access
+        .confirm(upstream.forClient(new ClientCredential("alice", "other-password")), NAME, probe)
+        .onErrorResume(e -> Mono.empty())
+        .block();
     access.confirm(upstream.forClient(ALICE), RepositoryName.parse("team/other"), probe).block();
-    assertThat(stub.asked).extracting(Asked::client, Asked::repository).containsExactly(
-        Tuple.tuple(ALICE, "team/app"),
-        Tuple.tuple(BOB, "team/app"),
-        Tuple.tuple(new ClientCredential("alice", "other-password"), "team/app"),
-        Tuple.tuple(ALICE, "team/other"));
+    assertThat(stub.asked)
+        .extracting(Asked::client, Asked::repository)
+        .containsExactly(
+            Tuple.tuple(ALICE, "team/app"),
+            Tuple.tuple(BOB, "team/app"),
+            Tuple.tuple(new ClientCredential("alice", "other-password"), "team/app"),
+            Tuple.tuple(ALICE, "team/other"));
   }
 
   @Test
@@ -163,7 +203,9 @@ class PassthroughAccessTest {
     PassthroughAccess access = access(stub, Map.of());
     Upstream upstream = passthrough("0s");
     for (int i = 0; i < 3; i++) {
-      access.confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Blob(DIGEST)).block();
+      access
+          .confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Blob(DIGEST))
+          .block();
     }
     assertThat(stub.asked).hasSize(3);
   }
@@ -174,9 +216,14 @@ class PassthroughAccessTest {
     PassthroughAccess access = access(stub, Map.of());
     Upstream upstream = passthrough("5m");
     for (int i = 0; i < 2; i++) {
-      assertThatThrownBy(() -> access.confirm(upstream.forClient(BOB), NAME, new PassthroughAccess.Probe.Blob(DIGEST))
-          .block())
-          .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED));
+      assertThatThrownBy(
+              () ->
+                  access
+                      .confirm(
+                          upstream.forClient(BOB), NAME, new PassthroughAccess.Probe.Blob(DIGEST))
+                      .block())
+          .isInstanceOfSatisfying(
+              OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED));
     }
     assertThat(stub.asked).hasSize(2);
     assertThat(checks("refused")).isEqualTo(2);
@@ -190,8 +237,14 @@ class PassthroughAccessTest {
     stub.gate = release.asMono();
     PassthroughAccess access = access(stub, Map.of());
     Upstream upstream = passthrough("5m");
-    var first = access.confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Blob(DIGEST)).toFuture();
-    var second = access.confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Blob(DIGEST)).toFuture();
+    var first =
+        access
+            .confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Blob(DIGEST))
+            .toFuture();
+    var second =
+        access
+            .confirm(upstream.forClient(ALICE), NAME, new PassthroughAccess.Probe.Blob(DIGEST))
+            .toFuture();
     assertThat(first).isNotDone();
     release.tryEmitValue(new Object());
     first.join();
@@ -203,9 +256,16 @@ class PassthroughAccessTest {
   void offlineAClientNotConfirmedBeforeIsDenied() {
     StubUpstream stub = new StubUpstream(Set.of("alice"));
     PassthroughAccess access = access(stub, Map.of("registry-cache.offline", "true"));
-    assertThatThrownBy(() -> access.confirm(passthrough("5m").forClient(ALICE), NAME,
-        new PassthroughAccess.Probe.Blob(DIGEST)).block())
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DENIED));
+    assertThatThrownBy(
+            () ->
+                access
+                    .confirm(
+                        passthrough("5m").forClient(ALICE),
+                        NAME,
+                        new PassthroughAccess.Probe.Blob(DIGEST))
+                    .block())
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.DENIED));
     assertThat(stub.asked).isEmpty();
   }
 }

@@ -25,8 +25,8 @@ import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
-import io.registrycache.testsupport.TestCache.MutableClock;
 import io.registrycache.testsupport.ScriptedHttp;
+import io.registrycache.testsupport.TestCache.MutableClock;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
@@ -66,14 +66,22 @@ class PeerManifestRoutingTest {
   @TempDir Path root;
   final List<AutoCloseable> closeables = new ArrayList<>();
   final Upstream upstream =
-      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false, RegistryCacheProperties.upstream(Map.of()));
+      new Upstream(
+          "local",
+          "local.test",
+          URI.create("http://127.0.0.1:9"),
+          Set.of(),
+          false,
+          RegistryCacheProperties.upstream(Map.of()));
   final RepositoryName name = RepositoryName.parse("team/app");
   final AtomicInteger upstreamGets = new AtomicInteger();
   final AtomicInteger upstreamHeads = new AtomicInteger();
   final AtomicInteger ownerGets = new AtomicInteger();
   final AtomicReference<String> ownerPath = new AtomicReference<>();
+
   /** What the owner (and the upstream) have for the tag now; null: no such manifest. */
   volatile byte[] current = manifest(1);
+
   volatile boolean ownerLies;
   final MutableClock clock = new MutableClock();
   Member self;
@@ -86,40 +94,75 @@ class PeerManifestRoutingTest {
   @BeforeEach
   void setUp() throws Exception {
     HttpServer server = ScriptedHttp.server(closeables);
-    server.createContext("/", exchange -> {
-      ownerGets.incrementAndGet();
-      ownerPath.set(exchange.getRequestURI().getRawPath());
-      byte[] body = current;
-      if (body == null) {
-        ScriptedHttp.respond(exchange, 404, Map.of(PeerProtocol.HEADER, "1"),
-            "{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\"}]}".getBytes(StandardCharsets.UTF_8));
-        return;
-      }
-      String digest = Digest.sha256(body).toString();
-      if (ownerLies) {
-        body = manifest(99);
-      }
-      ScriptedHttp.respond(exchange, 200,
-          Map.of(PeerProtocol.HEADER, "1", "Content-Type", MediaTypes.OCI_MANIFEST, "Docker-Content-Digest", digest), body);
-    });
+    server.createContext(
+        "/",
+        exchange -> {
+          ownerGets.incrementAndGet();
+          ownerPath.set(exchange.getRequestURI().getRawPath());
+          byte[] body = current;
+          if (body == null) {
+            ScriptedHttp.respond(
+                exchange,
+                404,
+                Map.of(PeerProtocol.HEADER, "1"),
+                "{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\"}]}".getBytes(StandardCharsets.UTF_8));
+            return;
+          }
+          String digest = Digest.sha256(body).toString();
+          if (ownerLies) {
+            body = manifest(99);
+          }
+          ScriptedHttp.respond(
+              exchange,
+              200,
+              Map.of(
+                  PeerProtocol.HEADER,
+                  "1",
+                  "Content-Type",
+                  MediaTypes.OCI_MANIFEST,
+                  "Docker-Content-Digest",
+                  digest),
+              body);
+        });
     owner = new Member("127.0.0.1", server.getAddress().getPort());
     self = new Member("127.0.0.1", 1);
-    ClusterProperties cluster = new ClusterProperties(
-        List.of(self.id(), owner.id()), null, 1, Duration.ofSeconds(10), self.id(), TOKEN, null,
-        Duration.ofSeconds(2), Duration.ofSeconds(10), Duration.ofSeconds(10), null);
-    PeerSource peers = new PeerSource(
-        new ClusterMembership(cluster, Clock.systemUTC()), cluster, new PeerToken(cluster),
-        new PeerMetrics(new SimpleMeterRegistry()));
+    ClusterProperties cluster =
+        new ClusterProperties(
+            List.of(self.id(), owner.id()),
+            null,
+            1,
+            Duration.ofSeconds(10),
+            self.id(),
+            TOKEN,
+            null,
+            Duration.ofSeconds(2),
+            Duration.ofSeconds(10),
+            Duration.ofSeconds(10),
+            null);
+    PeerSource peers =
+        new PeerSource(
+            new ClusterMembership(cluster, Clock.systemUTC()),
+            cluster,
+            new PeerToken(cluster),
+            new PeerMetrics(new SimpleMeterRegistry()));
     closeables.add(peers::close);
-    RegistryCacheProperties properties = RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
+    RegistryCacheProperties properties =
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     StorageLayout layout = new StorageLayout(properties);
     blobs = new FileBlobStore(layout);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
-    service = new ProxyManifestService(
-        new PullThroughContext(upstreamClient(), scheduler, new CacheMetrics(new SimpleMeterRegistry(), properties),
-            properties, clock, peers),
-        manifests, Prefetcher.none());
+    service =
+        new ProxyManifestService(
+            new PullThroughContext(
+                upstreamClient(),
+                scheduler,
+                new CacheMetrics(new SimpleMeterRegistry(), properties),
+                properties,
+                clock,
+                peers),
+            manifests,
+            Prefetcher.none());
   }
 
   @AfterEach
@@ -184,7 +227,9 @@ class PeerManifestRoutingTest {
     clock.advance(Duration.ofHours(1));
     assertThatThrownBy(() -> get(tag))
         .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.isNotFound()).isTrue());
-    assertThat(manifests.findTag("local", name.value(), (Reference.Tag) tag)).as("the tag link is dropped").isEmpty();
+    assertThat(manifests.findTag("local", name.value(), (Reference.Tag) tag))
+        .as("the tag link is dropped")
+        .isEmpty();
   }
 
   @Test
@@ -192,7 +237,8 @@ class PeerManifestRoutingTest {
     Reference tag = tagOwnedBy(owner);
     ownerLies = true;
     assertThatThrownBy(() -> get(tag))
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_INVALID));
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_INVALID));
     assertThat(manifests.find(Digest.sha256(manifest(99)))).isEmpty();
     assertThat(manifests.findTag("local", name.value(), (Reference.Tag) tag)).isEmpty();
   }
@@ -205,30 +251,42 @@ class PeerManifestRoutingTest {
   Reference tagOwnedBy(Member member) {
     for (int i = 0; ; i++) {
       String tag = "v" + i;
-      if (RendezvousHashing.owner("local/team/app:" + tag, List.of(self, owner)).orElseThrow().equals(member)) {
+      if (RendezvousHashing.owner("local/team/app:" + tag, List.of(self, owner))
+          .orElseThrow()
+          .equals(member)) {
         return Reference.parse(tag);
       }
     }
   }
 
   static byte[] manifest(int config) {
-    return ("{\"schemaVersion\":2,\"mediaType\":\"" + MediaTypes.OCI_MANIFEST + "\",\"config\":{\"mediaType\":"
-        + "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" + Digest.sha256(new byte[config]) + "\",\"size\":"
-        + config + "},\"layers\":[]}").getBytes(StandardCharsets.UTF_8);
+    return ("{\"schemaVersion\":2,\"mediaType\":\""
+            + MediaTypes.OCI_MANIFEST
+            + "\",\"config\":{\"mediaType\":"
+            + "\"application/vnd.oci.image.config.v1+json\",\"digest\":\""
+            + Digest.sha256(new byte[config])
+            + "\",\"size\":"
+            + config
+            + "},\"layers\":[]}")
+        .getBytes(StandardCharsets.UTF_8);
   }
 
   UpstreamClient upstreamClient() {
     return new UpstreamClient() {
       @Override
-      public Mono<UpstreamManifest> getManifest(Upstream u, RepositoryName n, Reference r, List<String> a, int max) {
+      public Mono<UpstreamManifest> getManifest(
+          Upstream u, RepositoryName n, Reference r, List<String> a, int max) {
         upstreamGets.incrementAndGet();
         return Mono.just(new UpstreamManifest(current, MediaTypes.OCI_MANIFEST, null));
       }
 
       @Override
-      public Mono<UpstreamManifestHead> headManifest(Upstream u, RepositoryName n, Reference r, List<String> a) {
+      public Mono<UpstreamManifestHead> headManifest(
+          Upstream u, RepositoryName n, Reference r, List<String> a) {
         upstreamHeads.incrementAndGet();
-        return Mono.just(new UpstreamManifestHead(Digest.sha256(current), MediaTypes.OCI_MANIFEST, current.length));
+        return Mono.just(
+            new UpstreamManifestHead(
+                Digest.sha256(current), MediaTypes.OCI_MANIFEST, current.length));
       }
 
       @Override

@@ -69,7 +69,13 @@ class PeerRoutingTest {
   final List<AutoCloseable> closeables = new ArrayList<>();
   RegistryCacheProperties properties;
   final Upstream upstream =
-      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false, RegistryCacheProperties.upstream(Map.of()));
+      new Upstream(
+          "local",
+          "local.test",
+          URI.create("http://127.0.0.1:9"),
+          Set.of(),
+          false,
+          RegistryCacheProperties.upstream(Map.of()));
   final RepositoryName name = RepositoryName.parse("team/app");
   final Map<Digest, byte[]> upstreamBlobs = new ConcurrentHashMap<>();
   final AtomicInteger upstreamGets = new AtomicInteger();
@@ -87,43 +93,68 @@ class PeerRoutingTest {
   @BeforeEach
   void setUp() throws Exception {
     HttpServer server = ScriptedHttp.server(closeables);
-    server.createContext("/", exchange -> {
-      ownerGets.incrementAndGet();
-      if (ownerFails) {
-        ScriptedHttp.respond(exchange, 503, Map.of(), "busy".getBytes());
-        return;
-      }
-      String path = exchange.getRequestURI().getRawPath();
-      byte[] bytes = upstreamBlobs.get(Digest.parse(path.substring(path.lastIndexOf('/') + 1))).clone();
-      if (ownerLies) {
-        bytes[0] ^= 1;
-      }
-      exchange.sendResponseHeaders(200, bytes.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(bytes);
-      }
-    });
+    server.createContext(
+        "/",
+        exchange -> {
+          ownerGets.incrementAndGet();
+          if (ownerFails) {
+            ScriptedHttp.respond(exchange, 503, Map.of(), "busy".getBytes());
+            return;
+          }
+          String path = exchange.getRequestURI().getRawPath();
+          byte[] bytes =
+              upstreamBlobs.get(Digest.parse(path.substring(path.lastIndexOf('/') + 1))).clone();
+          if (ownerLies) {
+            bytes[0] ^= 1;
+          }
+          exchange.sendResponseHeaders(200, bytes.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(bytes);
+          }
+        });
     owner = new Member("127.0.0.1", server.getAddress().getPort());
     self = new Member("127.0.0.1", 1);
-    ClusterProperties cluster = new ClusterProperties(
-        List.of(self.id(), owner.id()), null, 1, Duration.ofSeconds(10), self.id(), TOKEN, null,
-        Duration.ofSeconds(2), Duration.ofSeconds(10), Duration.ofSeconds(10), null);
-    PeerSource peers = new PeerSource(
-        new ClusterMembership(cluster, Clock.systemUTC()), cluster, new PeerToken(cluster),
-        new PeerMetrics(new SimpleMeterRegistry()));
+    ClusterProperties cluster =
+        new ClusterProperties(
+            List.of(self.id(), owner.id()),
+            null,
+            1,
+            Duration.ofSeconds(10),
+            self.id(),
+            TOKEN,
+            null,
+            Duration.ofSeconds(2),
+            Duration.ofSeconds(10),
+            Duration.ofSeconds(10),
+            null);
+    PeerSource peers =
+        new PeerSource(
+            new ClusterMembership(cluster, Clock.systemUTC()),
+            cluster,
+            new PeerToken(cluster),
+            new PeerMetrics(new SimpleMeterRegistry()));
     closeables.add(peers::close);
-    properties = RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
-    blobs = new FileBlobStore(new StorageLayout(properties)) {
-      @Override
-      public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
-        writersBehindOwner.incrementAndGet();
-        return new RecordingWriter(newWriter(digest));
-      }
-    };
+    properties =
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
+    blobs =
+        new FileBlobStore(new StorageLayout(properties)) {
+          @Override
+          public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
+            writersBehindOwner.incrementAndGet();
+            return new RecordingWriter(newWriter(digest));
+          }
+        };
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
-    service = new ProxyBlobService(new PullThroughContext(
-        upstreamClient(), scheduler, new CacheMetrics(new SimpleMeterRegistry(), properties), properties, Clock.systemUTC(),
-        peers), blobs);
+    service =
+        new ProxyBlobService(
+            new PullThroughContext(
+                upstreamClient(),
+                scheduler,
+                new CacheMetrics(new SimpleMeterRegistry(), properties),
+                properties,
+                Clock.systemUTC(),
+                peers),
+            blobs);
   }
 
   @AfterEach
@@ -142,9 +173,13 @@ class PeerRoutingTest {
     assertThat(ownerGets).hasValue(1);
     assertThat(upstreamGets).hasValue(0);
     // The reader ends once the bytes are verified; the commit may still be running.
-    await().atMost(Duration.ofSeconds(20)).untilAsserted(() ->
-        assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length));
-    assertThat(read(service.get(upstream, name, digest))).as("then a hit").isEqualTo(upstreamBlobs.get(digest));
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .untilAsserted(
+            () -> assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length));
+    assertThat(read(service.get(upstream, name, digest)))
+        .as("then a hit")
+        .isEqualTo(upstreamBlobs.get(digest));
     assertThat(ownerGets).hasValue(1);
     assertThat(writersBehindOwner).as("the owner stores it too").hasValue(1);
     assertThat(ownerGaveUp).hasValue(0);
@@ -158,9 +193,13 @@ class PeerRoutingTest {
     assertThat(ownerGets).hasValue(1);
     assertThat(upstreamGets).hasValue(1);
     assertThat(writersBehindOwner).hasValue(1);
-    assertThat(ownerGaveUp).as("no owner stores these bytes: a shared store must not wait for its copy").hasValue(1);
-    await().atMost(Duration.ofSeconds(20)).untilAsserted(() ->
-        assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length));
+    assertThat(ownerGaveUp)
+        .as("no owner stores these bytes: a shared store must not wait for its copy")
+        .hasValue(1);
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .untilAsserted(
+            () -> assertThat(blobs.size(digest)).contains((long) upstreamBlobs.get(digest).length));
   }
 
   /** A writer behind an owner that records {@link ContentWriter#ownerGaveUp}. */
@@ -224,7 +263,8 @@ class PeerRoutingTest {
   @Test
   void aPeersRequestIsNeverForwardedEvenWhenThisReplicaThinksAnotherOwnsTheBlob() {
     Digest digest = blobOwnedBy(owner);
-    assertThat(read(service.getForPeer(upstream, name, digest))).isEqualTo(upstreamBlobs.get(digest));
+    assertThat(read(service.getForPeer(upstream, name, digest)))
+        .isEqualTo(upstreamBlobs.get(digest));
     assertThat(upstreamGets).hasValue(1);
     assertThat(ownerGets).hasValue(0);
   }
@@ -233,7 +273,8 @@ class PeerRoutingTest {
   void anOwnersWrongBytesAreRejectedAndNothingIsStored() {
     Digest digest = blobOwnedBy(owner);
     ownerLies = true;
-    assertThatThrownBy(() -> read(service.get(upstream, name, digest))).hasMessageContaining("digest");
+    assertThatThrownBy(() -> read(service.get(upstream, name, digest)))
+        .hasMessageContaining("digest");
     assertThat(blobs.size(digest)).isEmpty();
   }
 
@@ -244,7 +285,9 @@ class PeerRoutingTest {
       byte[] bytes = new byte[100_000 + random.nextInt(50_000)];
       random.nextBytes(bytes);
       Digest digest = Digest.sha256(bytes);
-      if (RendezvousHashing.owner(digest.toString(), List.of(self, owner)).orElseThrow().equals(member)) {
+      if (RendezvousHashing.owner(digest.toString(), List.of(self, owner))
+          .orElseThrow()
+          .equals(member)) {
         upstreamBlobs.put(digest, bytes);
         return digest;
       }
@@ -253,28 +296,35 @@ class PeerRoutingTest {
 
   byte[] read(Mono<BlobSource> source) {
     BlobSource s = source.block(Duration.ofSeconds(20));
-    Flux<DataBuffer> body = s instanceof BlobSource.Downloading d
-        ? d.download().read(0, -1)
-        : ((BlobSource.Stored) s).content().read(0, s.size(), DefaultDataBufferFactory.sharedInstance);
+    Flux<DataBuffer> body =
+        s instanceof BlobSource.Downloading d
+            ? d.download().read(0, -1)
+            : ((BlobSource.Stored) s)
+                .content()
+                .read(0, s.size(), DefaultDataBufferFactory.sharedInstance);
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    body.doOnNext(buffer -> {
-      byte[] bytes = new byte[buffer.readableByteCount()];
-      buffer.read(bytes);
-      DataBufferUtils.release(buffer);
-      out.writeBytes(bytes);
-    }).blockLast(Duration.ofSeconds(20));
+    body.doOnNext(
+            buffer -> {
+              byte[] bytes = new byte[buffer.readableByteCount()];
+              buffer.read(bytes);
+              DataBufferUtils.release(buffer);
+              out.writeBytes(bytes);
+            })
+        .blockLast(Duration.ofSeconds(20));
     return out.toByteArray();
   }
 
   UpstreamClient upstreamClient() {
     return new UpstreamClient() {
       @Override
-      public Mono<UpstreamManifest> getManifest(Upstream u, RepositoryName n, Reference r, List<String> a, int max) {
+      public Mono<UpstreamManifest> getManifest(
+          Upstream u, RepositoryName n, Reference r, List<String> a, int max) {
         return Mono.error(new AssertionError("no manifest expected"));
       }
 
       @Override
-      public Mono<UpstreamManifestHead> headManifest(Upstream u, RepositoryName n, Reference r, List<String> a) {
+      public Mono<UpstreamManifestHead> headManifest(
+          Upstream u, RepositoryName n, Reference r, List<String> a) {
         return Mono.error(new AssertionError("no manifest expected"));
       }
 
@@ -282,7 +332,10 @@ class PeerRoutingTest {
       public Mono<UpstreamBlob> getBlob(Upstream u, RepositoryName n, Digest digest) {
         upstreamGets.incrementAndGet();
         byte[] bytes = upstreamBlobs.get(digest);
-        return Mono.just(new UpstreamBlob(bytes.length, Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(bytes.clone()))));
+        return Mono.just(
+            new UpstreamBlob(
+                bytes.length,
+                Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(bytes.clone()))));
       }
 
       @Override

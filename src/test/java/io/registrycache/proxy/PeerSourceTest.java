@@ -62,7 +62,13 @@ class PeerSourceTest {
   static final byte[] BLOB = new byte[300_000];
   static final Digest DIGEST;
   static final Upstream UPSTREAM =
-      new Upstream("local", "upstream.test", URI.create("http://upstream.test"), Set.of(), false, RegistryCacheProperties.upstream(Map.of()));
+      new Upstream(
+          "local",
+          "upstream.test",
+          URI.create("http://upstream.test"),
+          Set.of(),
+          false,
+          RegistryCacheProperties.upstream(Map.of()));
   static final RepositoryName NAME = RepositoryName.parse("team/app");
 
   static {
@@ -72,10 +78,11 @@ class PeerSourceTest {
 
   final List<AutoCloseable> closeables = new ArrayList<>();
   final AtomicInteger upstreamFetches = new AtomicInteger();
-  final Supplier<Mono<UpstreamBlob>> fromUpstream = () -> {
-    upstreamFetches.incrementAndGet();
-    return Mono.just(new UpstreamBlob(BLOB.length, chunks(BLOB, 65_536)));
-  };
+  final Supplier<Mono<UpstreamBlob>> fromUpstream =
+      () -> {
+        upstreamFetches.incrementAndGet();
+        return Mono.just(new UpstreamBlob(BLOB.length, chunks(BLOB, 65_536)));
+      };
   HttpServer owner;
   PeerMetrics metrics;
   PeerSource source;
@@ -90,9 +97,19 @@ class PeerSourceTest {
   }
 
   PeerSource source(Member peer) {
-    ClusterProperties properties = new ClusterProperties(
-        List.of(peer.id(), "127.0.0.1:1"), null, 8082, Duration.ofSeconds(10), "127.0.0.1:1", TOKEN, null,
-        Duration.ofSeconds(2), Duration.ofSeconds(5), Duration.ofSeconds(10), null);
+    ClusterProperties properties =
+        new ClusterProperties(
+            List.of(peer.id(), "127.0.0.1:1"),
+            null,
+            8082,
+            Duration.ofSeconds(10),
+            "127.0.0.1:1",
+            TOKEN,
+            null,
+            Duration.ofSeconds(2),
+            Duration.ofSeconds(5),
+            Duration.ofSeconds(10),
+            null);
     metrics = new PeerMetrics(new SimpleMeterRegistry());
     membership = new ClusterMembership(properties, Clock.systemUTC());
     PeerSource s = new PeerSource(membership, properties, new PeerToken(properties), metrics);
@@ -111,15 +128,17 @@ class PeerSourceTest {
   void theOwnersBytesAreStreamedWithTheTokenAndTheUpstreamIsNotAsked() {
     AtomicReference<String> path = new AtomicReference<>();
     AtomicReference<String> auth = new AtomicReference<>();
-    owner.createContext("/", exchange -> {
-      path.set(exchange.getRequestURI().getRawPath());
-      auth.set(exchange.getRequestHeaders().getFirst("Authorization"));
-      exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
-      exchange.sendResponseHeaders(200, BLOB.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(BLOB);
-      }
-    });
+    owner.createContext(
+        "/",
+        exchange -> {
+          path.set(exchange.getRequestURI().getRawPath());
+          auth.set(exchange.getRequestHeaders().getFirst("Authorization"));
+          exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
+          exchange.sendResponseHeaders(200, BLOB.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(BLOB);
+          }
+        });
     assertThat(read(fetch())).isEqualTo(BLOB);
     assertThat(path.get()).isEqualTo("/internal/v1/blobs/local/team/app/" + DIGEST);
     assertThat(auth.get()).isEqualTo("Bearer " + TOKEN);
@@ -129,13 +148,16 @@ class PeerSourceTest {
 
   @Test
   void aBodyThatBreaksOffIsCompletedFromTheUpstreamWithoutRepeatingAByte() {
-    owner.createContext("/", exchange -> {
-      exchange.sendResponseHeaders(200, BLOB.length);
-      OutputStream out = exchange.getResponseBody();
-      out.write(BLOB, 0, 100_001);
-      out.flush();
-      exchange.close(); // the owner dies mid-body: fewer bytes than announced, connection closed
-    });
+    owner.createContext(
+        "/",
+        exchange -> {
+          exchange.sendResponseHeaders(200, BLOB.length);
+          OutputStream out = exchange.getResponseBody();
+          out.write(BLOB, 0, 100_001);
+          out.flush();
+          exchange
+              .close(); // the owner dies mid-body: fewer bytes than announced, connection closed
+        });
     assertThat(read(fetch())).isEqualTo(BLOB);
     assertThat(upstreamFetches).hasValue(1);
     assertThat(metrics.fallbacks(FallbackReason.BROKEN_BODY)).isEqualTo(1);
@@ -143,7 +165,8 @@ class PeerSourceTest {
 
   @Test
   void anErrorStatusBeforeTheBodyFallsBackToTheUpstream() {
-    owner.createContext("/", exchange -> ScriptedHttp.respond(exchange, 503, Map.of(), "busy".getBytes()));
+    owner.createContext(
+        "/", exchange -> ScriptedHttp.respond(exchange, 503, Map.of(), "busy".getBytes()));
     assertThat(read(fetch())).isEqualTo(BLOB);
     assertThat(metrics.fallbacks(FallbackReason.ERROR_STATUS)).isEqualTo(1);
     assertThat(metrics.requests(Direction.OUT, Outcome.FAILED)).isEqualTo(1);
@@ -153,14 +176,18 @@ class PeerSourceTest {
   @Test
   void theOwnersNoSuchBlobIsBelievedButA404FromSomethingElseIsNot() {
     AtomicInteger marked = new AtomicInteger(1);
-    owner.createContext("/", exchange -> {
-      if (marked.get() == 1) {
-        exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
-      }
-      ScriptedHttp.respond(exchange, 404, Map.of(), "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\"}]}".getBytes());
-    });
+    owner.createContext(
+        "/",
+        exchange -> {
+          if (marked.get() == 1) {
+            exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
+          }
+          ScriptedHttp.respond(
+              exchange, 404, Map.of(), "{\"errors\":[{\"code\":\"BLOB_UNKNOWN\"}]}".getBytes());
+        });
     assertThatThrownBy(() -> read(fetch()))
-        .isInstanceOfSatisfying(OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN));
+        .isInstanceOfSatisfying(
+            OciException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN));
     assertThat(upstreamFetches).hasValue(0);
     assertThat(metrics.requests(Direction.OUT, Outcome.NOT_FOUND)).isEqualTo(1);
 
@@ -176,23 +203,39 @@ class PeerSourceTest {
       closedPort = socket.getLocalPort();
     }
     PeerSource toNowhere = source(new Member("127.0.0.1", closedPort));
-    assertThat(read(toNowhere.fetch(new Member("127.0.0.1", closedPort), UPSTREAM, NAME, DIGEST, fromUpstream)))
+    assertThat(
+            read(
+                toNowhere.fetch(
+                    new Member("127.0.0.1", closedPort), UPSTREAM, NAME, DIGEST, fromUpstream)))
         .isEqualTo(BLOB);
     assertThat(metrics.fallbacks(FallbackReason.UNREACHABLE)).isEqualTo(1);
-    assertThat(membership.suspects()).as("left out of ownership for suspect-for").containsExactly(new Member("127.0.0.1", closedPort));
+    assertThat(membership.suspects())
+        .as("left out of ownership for suspect-for")
+        .containsExactly(new Member("127.0.0.1", closedPort));
     assertThat(metrics.suspicions(SuspicionReason.UNREACHABLE)).isEqualTo(1);
   }
 
   /**
    * An owner that accepts connections and reads requests but answers nothing (a stopped process;
-   * here its handlers wait) until it is resumed. Its peer settings: {@code first-byte-timeout}
-   * 500 ms, {@code read-timeout} 10 minutes (so a miss that falls back in time did not wait for
-   * it), {@code suspect-for} 10 s on {@code clock}; it is the only member, this replica not one.
+   * here its handlers wait) until it is resumed. Its peer settings: {@code first-byte-timeout} 500
+   * ms, {@code read-timeout} 10 minutes (so a miss that falls back in time did not wait for it),
+   * {@code suspect-for} 10 s on {@code clock}; it is the only member, this replica not one.
    */
   PeerSource sourceOfTheOnlyOwner(Member peer, Clock clock) {
-    ClusterProperties properties = new ClusterProperties(
-        List.of(peer.id()), null, 8082, Duration.ofSeconds(10), null, TOKEN, null,
-        Duration.ofSeconds(2), Duration.ofMinutes(10), Duration.ofSeconds(10), null, Duration.ofMillis(500));
+    ClusterProperties properties =
+        new ClusterProperties(
+            List.of(peer.id()),
+            null,
+            8082,
+            Duration.ofSeconds(10),
+            null,
+            TOKEN,
+            null,
+            Duration.ofSeconds(2),
+            Duration.ofMinutes(10),
+            Duration.ofSeconds(10),
+            null,
+            Duration.ofMillis(500));
     metrics = new PeerMetrics(new SimpleMeterRegistry());
     membership = new ClusterMembership(properties, clock);
     PeerSource s = new PeerSource(membership, properties, new PeerToken(properties), metrics);
@@ -206,28 +249,30 @@ class PeerSourceTest {
     closeables.add(0, resumed::countDown); // before the server stops: its handlers return
     AtomicInteger blobRequests = new AtomicInteger();
     AtomicInteger pings = new AtomicInteger();
-    owner.createContext("/", exchange -> {
-      if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
-        pings.incrementAndGet();
-      } else {
-        blobRequests.incrementAndGet();
-      }
-      try {
-        resumed.await();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-      if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
-        ScriptedHttp.respond(exchange, 204, Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
-        return;
-      }
-      exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
-      exchange.sendResponseHeaders(200, BLOB.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(BLOB);
-      }
-    });
+    owner.createContext(
+        "/",
+        exchange -> {
+          if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
+            pings.incrementAndGet();
+          } else {
+            blobRequests.incrementAndGet();
+          }
+          try {
+            resumed.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+          if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
+            ScriptedHttp.respond(exchange, 204, Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
+            return;
+          }
+          exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
+          exchange.sendResponseHeaders(200, BLOB.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(BLOB);
+          }
+        });
     MutableClock clock = new MutableClock();
     PeerSource hung = sourceOfTheOnlyOwner(member, clock);
     assertThat(hung.ownerElsewhere(DIGEST)).contains(member);
@@ -260,23 +305,25 @@ class PeerSourceTest {
 
   @Test
   void aBusyOwnerThatAnswersThePingIsWaitedForNotSuspected() {
-    owner.createContext("/", exchange -> {
-      if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
-        ScriptedHttp.respond(exchange, 204, Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
-        return;
-      }
-      try {
-        Thread.sleep(1_500); // e.g. waiting for its own upstream: three first-byte budgets
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      }
-      exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
-      exchange.sendResponseHeaders(200, BLOB.length);
-      try (OutputStream out = exchange.getResponseBody()) {
-        out.write(BLOB);
-      }
-    });
+    owner.createContext(
+        "/",
+        exchange -> {
+          if (exchange.getRequestURI().getPath().equals(PeerProtocol.PING)) {
+            ScriptedHttp.respond(exchange, 204, Map.of(PeerProtocol.HEADER, "1"), new byte[0]);
+            return;
+          }
+          try {
+            Thread.sleep(1_500); // e.g. waiting for its own upstream: three first-byte budgets
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return;
+          }
+          exchange.getResponseHeaders().add(PeerProtocol.HEADER, "1");
+          exchange.sendResponseHeaders(200, BLOB.length);
+          try (OutputStream out = exchange.getResponseBody()) {
+            out.write(BLOB);
+          }
+        });
     PeerSource busy = sourceOfTheOnlyOwner(member, Clock.systemUTC());
     assertThat(read(busy.fetch(member, UPSTREAM, NAME, DIGEST, fromUpstream))).isEqualTo(BLOB);
     assertThat(upstreamFetches).hasValue(0);
@@ -289,19 +336,30 @@ class PeerSourceTest {
   void aHungOwnersManifestFallsBackToo() {
     CountDownLatch resumed = new CountDownLatch(1);
     closeables.add(0, resumed::countDown);
-    owner.createContext("/", exchange -> {
-      try {
-        resumed.await();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-      exchange.close();
-    });
+    owner.createContext(
+        "/",
+        exchange -> {
+          try {
+            resumed.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          exchange.close();
+        });
     byte[] manifest = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
     PeerSource hung = sourceOfTheOnlyOwner(member, Clock.systemUTC());
-    UpstreamManifest fetched = hung.fetchManifest(member, UPSTREAM, NAME, Reference.parse("v1"), 4096,
-        () -> Mono.just(new UpstreamManifest(manifest, "application/vnd.oci.image.manifest.v1+json", null)))
-        .block(Duration.ofSeconds(20));
+    UpstreamManifest fetched =
+        hung.fetchManifest(
+                member,
+                UPSTREAM,
+                NAME,
+                Reference.parse("v1"),
+                4096,
+                () ->
+                    Mono.just(
+                        new UpstreamManifest(
+                            manifest, "application/vnd.oci.image.manifest.v1+json", null)))
+            .block(Duration.ofSeconds(20));
     assertThat(fetched.body()).isEqualTo(manifest);
     assertThat(membership.suspects()).containsExactly(member);
     assertThat(metrics.suspicions(SuspicionReason.SILENT)).isEqualTo(1);
@@ -310,22 +368,38 @@ class PeerSourceTest {
   @Test
   void anOwnersManifestComesWithItsMediaTypeAndDigestAndAnUnusableAnswerFallsBack() {
     byte[] manifest = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
-    AtomicReference<String> digestHeader = new AtomicReference<>(Digest.sha256(manifest).toString());
+    AtomicReference<String> digestHeader =
+        new AtomicReference<>(Digest.sha256(manifest).toString());
     AtomicReference<String> path = new AtomicReference<>();
-    owner.createContext("/", exchange -> {
-      path.set(exchange.getRequestURI().getRawPath());
-      ScriptedHttp.respond(exchange, 200, Map.of(PeerProtocol.HEADER, "1",
-          "Content-Type", "application/vnd.oci.image.manifest.v1+json", "Docker-Content-Digest", digestHeader.get()), manifest);
-    });
+    owner.createContext(
+        "/",
+        exchange -> {
+          path.set(exchange.getRequestURI().getRawPath());
+          ScriptedHttp.respond(
+              exchange,
+              200,
+              Map.of(
+                  PeerProtocol.HEADER,
+                  "1",
+                  "Content-Type",
+                  "application/vnd.oci.image.manifest.v1+json",
+                  "Docker-Content-Digest",
+                  digestHeader.get()),
+              manifest);
+        });
     AtomicInteger manifestFallbacks = new AtomicInteger();
-    Supplier<Mono<UpstreamManifest>> upstreamManifest = () -> {
-      manifestFallbacks.incrementAndGet();
-      return Mono.just(new UpstreamManifest(manifest, "application/vnd.oci.image.manifest.v1+json", null));
-    };
+    Supplier<Mono<UpstreamManifest>> upstreamManifest =
+        () -> {
+          manifestFallbacks.incrementAndGet();
+          return Mono.just(
+              new UpstreamManifest(manifest, "application/vnd.oci.image.manifest.v1+json", null));
+        };
     Reference tag = Reference.parse("v1");
 
     UpstreamManifest fromOwner =
-        source.fetchManifest(member, UPSTREAM, NAME, tag, 4096, upstreamManifest).block(Duration.ofSeconds(10));
+        source
+            .fetchManifest(member, UPSTREAM, NAME, tag, 4096, upstreamManifest)
+            .block(Duration.ofSeconds(10));
     assertThat(fromOwner.body()).isEqualTo(manifest);
     assertThat(fromOwner.mediaType()).isEqualTo("application/vnd.oci.image.manifest.v1+json");
     assertThat(fromOwner.upstreamDigest()).isEqualTo(Digest.sha256(manifest));
@@ -333,11 +407,17 @@ class PeerSourceTest {
     assertThat(manifestFallbacks).hasValue(0);
 
     digestHeader.set("not-a-digest");
-    source.fetchManifest(member, UPSTREAM, NAME, tag, 4096, upstreamManifest).block(Duration.ofSeconds(10));
-    assertThat(manifestFallbacks).as("a malformed digest header is the owner's fault, not the client's").hasValue(1);
+    source
+        .fetchManifest(member, UPSTREAM, NAME, tag, 4096, upstreamManifest)
+        .block(Duration.ofSeconds(10));
+    assertThat(manifestFallbacks)
+        .as("a malformed digest header is the owner's fault, not the client's")
+        .hasValue(1);
 
     digestHeader.set(Digest.sha256(manifest).toString());
-    source.fetchManifest(member, UPSTREAM, NAME, tag, 8, upstreamManifest).block(Duration.ofSeconds(10));
+    source
+        .fetchManifest(member, UPSTREAM, NAME, tag, 8, upstreamManifest)
+        .block(Duration.ofSeconds(10));
     assertThat(manifestFallbacks).as("more than max-size-bytes").hasValue(2);
     assertThat(metrics.fallbacks(FallbackReason.UNREACHABLE)).isEqualTo(2);
   }
@@ -346,7 +426,9 @@ class PeerSourceTest {
   void skipDropsExactlyTheBytesAlreadyReceived() {
     for (long skip : new long[] {0, 1, 65_535, 65_536, 65_537, BLOB.length - 1, BLOB.length}) {
       byte[] rest = readFlux(PeerSource.skip(chunks(BLOB, 65_536), skip));
-      assertThat(rest).as("skip %d", skip).isEqualTo(Arrays.copyOfRange(BLOB, (int) skip, BLOB.length));
+      assertThat(rest)
+          .as("skip %d", skip)
+          .isEqualTo(Arrays.copyOfRange(BLOB, (int) skip, BLOB.length));
     }
   }
 
@@ -358,21 +440,28 @@ class PeerSourceTest {
     return readFlux(blob.flatMapMany(UpstreamBlob::body));
   }
 
-  /** Every buffer's bytes in order (buffers of the owner and of the upstream are of different kinds). */
+  /**
+   * Every buffer's bytes in order (buffers of the owner and of the upstream are of different
+   * kinds).
+   */
   static byte[] readFlux(Flux<DataBuffer> body) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    body.doOnNext(buffer -> {
-      byte[] bytes = new byte[buffer.readableByteCount()];
-      buffer.read(bytes);
-      DataBufferUtils.release(buffer);
-      out.writeBytes(bytes);
-    }).blockLast(Duration.ofSeconds(20));
+    body.doOnNext(
+            buffer -> {
+              byte[] bytes = new byte[buffer.readableByteCount()];
+              buffer.read(bytes);
+              DataBufferUtils.release(buffer);
+              out.writeBytes(bytes);
+            })
+        .blockLast(Duration.ofSeconds(20));
     return out.toByteArray();
   }
 
   static Flux<DataBuffer> chunks(byte[] bytes, int size) {
     return Flux.range(0, (bytes.length + size - 1) / size)
-        .map(i -> DefaultDataBufferFactory.sharedInstance.wrap(
-            Arrays.copyOfRange(bytes, i * size, Math.min(bytes.length, (i + 1) * size))));
+        .map(
+            i ->
+                DefaultDataBufferFactory.sharedInstance.wrap(
+                    Arrays.copyOfRange(bytes, i * size, Math.min(bytes.length, (i + 1) * size))));
   }
 }

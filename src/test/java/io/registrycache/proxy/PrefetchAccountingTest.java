@@ -9,7 +9,6 @@ import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
-import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.StorageLayout;
@@ -48,14 +47,19 @@ import reactor.core.scheduler.Schedulers;
  * A client that asks for a prefetched blob in the moment between its rename into the store (it is
  * served from there) and the end of its prefetch fill counts as a prefetch hit and a miss — it was
  * fetched for this pull — not as a plain hit. Seen in a CI run: {@code AdminEndpointIT} counted the
- * re-pulled config of an evicted image as a hit. The store's commit is held open after the rename to
- * make that moment last.
+ * re-pulled config of an evicted image as a hit. The store's commit is held open after the rename
+ * to make that moment last.
  */
 class PrefetchAccountingTest {
 
   @TempDir Path root;
   private final Upstream upstream =
-      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
+      new Upstream(
+          "local",
+          "local.test",
+          URI.create("http://127.0.0.1:9"),
+          Set.of(),
+          false,
           RegistryCacheProperties.upstream(Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
   private final byte[] blob = new byte[4096];
@@ -73,8 +77,15 @@ class PrefetchAccountingTest {
         RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     files = heldCommits(new StorageLayout(properties));
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
-    service = new ProxyBlobService(PullThroughContext.single(
-        upstreams, scheduler, new CacheMetrics(meters, properties), properties, Clock.systemUTC()), files);
+    service =
+        new ProxyBlobService(
+            PullThroughContext.single(
+                upstreams,
+                scheduler,
+                new CacheMetrics(meters, properties),
+                properties,
+                Clock.systemUTC()),
+            files);
   }
 
   @AfterEach
@@ -87,19 +98,27 @@ class PrefetchAccountingTest {
   @Test
   void aClientBetweenTheRenameAndTheEndOfAPrefetchIsAPrefetchHitAndAMiss() throws Exception {
     Digest digest = Digest.sha256(blob);
-    service.prefetch(upstream, name, digest).subscribe(null, e -> { });
-    assertThat(commitHeld.await(10, TimeUnit.SECONDS)).as("the prefetch's commit renamed the blob").isTrue();
-    assertThat(files.size(digest)).as("visible in the store while the fill is still finishing").contains((long) blob.length);
+    service.prefetch(upstream, name, digest).subscribe(null, e -> {});
+    assertThat(commitHeld.await(10, TimeUnit.SECONDS))
+        .as("the prefetch's commit renamed the blob")
+        .isTrue();
+    assertThat(files.size(digest))
+        .as("visible in the store while the fill is still finishing")
+        .contains((long) blob.length);
 
     BlobSource first = service.get(upstream, name, digest).block(Duration.ofSeconds(10));
     assertThat(first).isInstanceOf(BlobSource.Stored.class);
-    assertThat(((BlobSource.Stored) first).fetched()).as("fetched for this pull by the prefetch: a miss").isTrue();
+    assertThat(((BlobSource.Stored) first).fetched())
+        .as("fetched for this pull by the prefetch: a miss")
+        .isTrue();
     assertThat(prefetchHits()).isEqualTo(1.0);
 
     releaseCommit.countDown();
     await().atMost(Duration.ofSeconds(10)).until(() -> service.downloadsInFlight() == 0);
     BlobSource second = service.get(upstream, name, digest).block(Duration.ofSeconds(10));
-    assertThat(((BlobSource.Stored) second).fetched()).as("asked for before: now a plain hit").isFalse();
+    assertThat(((BlobSource.Stored) second).fetched())
+        .as("asked for before: now a plain hit")
+        .isFalse();
     assertThat(prefetchHits()).as("counted once").isEqualTo(1.0);
   }
 
@@ -108,18 +127,23 @@ class PrefetchAccountingTest {
     return counter == null ? 0 : counter.count();
   }
 
-  /** A store whose writers' {@code commit} returns only when the test lets it (after the rename). */
+  /**
+   * A store whose writers' {@code commit} returns only when the test lets it (after the rename).
+   */
   private FileBlobStore heldCommits(StorageLayout layout) {
     return new FileBlobStore(layout) {
       @Override
       public ContentWriter newWriter(Digest digest) throws IOException {
-        return proxy(ContentWriter.class, super.newWriter(digest), (m, a, r) -> {
-          if (m.getName().equals("commit")) {
-            commitHeld.countDown();
-            releaseCommit.await(10, TimeUnit.SECONDS);
-          }
-          return r;
-        });
+        return proxy(
+            ContentWriter.class,
+            super.newWriter(digest),
+            (m, a, r) -> {
+              if (m.getName().equals("commit")) {
+                commitHeld.countDown();
+                releaseCommit.await(10, TimeUnit.SECONDS);
+              }
+              return r;
+            });
       }
     };
   }
@@ -131,15 +155,16 @@ class PrefetchAccountingTest {
 
   @SuppressWarnings("unchecked")
   private static <T> T proxy(Class<T> type, Object target, After after) {
-    InvocationHandler handler = (p, method, args) -> {
-      Object result;
-      try {
-        result = method.invoke(target, args);
-      } catch (InvocationTargetException e) {
-        throw e.getCause();
-      }
-      return after.apply(method, args, result);
-    };
+    InvocationHandler handler =
+        (p, method, args) -> {
+          Object result;
+          try {
+            result = method.invoke(target, args);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+          return after.apply(method, args, result);
+        };
     return (T) Proxy.newProxyInstance(type.getClassLoader(), new Class<?>[] {type}, handler);
   }
 
@@ -159,7 +184,10 @@ class PrefetchAccountingTest {
 
         @Override
         public Mono<UpstreamBlob> getBlob(Upstream u, RepositoryName n, Digest digest) {
-          return Mono.just(new UpstreamBlob(blob.length, Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(blob.clone()))));
+          return Mono.just(
+              new UpstreamBlob(
+                  blob.length,
+                  Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(blob.clone()))));
         }
 
         @Override
@@ -168,7 +196,8 @@ class PrefetchAccountingTest {
         }
 
         @Override
-        public Mono<UpstreamTags> listTags(Upstream u, RepositoryName n, Integer size, String last) {
+        public Mono<UpstreamTags> listTags(
+            Upstream u, RepositoryName n, Integer size, String last) {
           return Mono.error(new AssertionError("no tag list expected"));
         }
       };

@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
-/** An upstream's distance is its quickest recent manifest fetch, so a busy cache does not mistake queueing for distance. */
+/**
+ * An upstream's distance is its quickest recent manifest fetch, so a busy cache does not mistake
+ * queueing for distance.
+ */
 class PrefetcherDistanceTest {
 
   private static final long MS = TimeUnit.MILLISECONDS.toNanos(1);

@@ -41,19 +41,31 @@ class ProxyTagServiceTest {
   private RegistryCacheProperties properties = RegistryCacheProperties.defaults();
   private final UpstreamClient client = mock(UpstreamClient.class);
   private final Upstream upstream =
-      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
+      new Upstream(
+          "local",
+          "local.test",
+          URI.create("http://127.0.0.1:9"),
+          Set.of(),
+          false,
           RegistryCacheProperties.upstream(Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
 
   private ProxyTagService service() {
-    return new ProxyTagService(PullThroughContext.single(
-        client, Schedulers.immediate(), new CacheMetrics(new SimpleMeterRegistry(), properties), properties,
-        Clock.systemUTC()), mock(ManifestStore.class));
+    return new ProxyTagService(
+        PullThroughContext.single(
+            client,
+            Schedulers.immediate(),
+            new CacheMetrics(new SimpleMeterRegistry(), properties),
+            properties,
+            Clock.systemUTC()),
+        mock(ManifestStore.class));
   }
 
   private static Mono<UpstreamTags> page(String tagsJson, String link) {
-    return Mono.just(new UpstreamTags(
-        ("{\"name\":\"team/app\",\"tags\":" + tagsJson + "}").getBytes(StandardCharsets.UTF_8), link));
+    return Mono.just(
+        new UpstreamTags(
+            ("{\"name\":\"team/app\",\"tags\":" + tagsJson + "}").getBytes(StandardCharsets.UTF_8),
+            link));
   }
 
   @Test
@@ -61,7 +73,8 @@ class ProxyTagServiceTest {
     when(client.listTags(any(), any(), isNull(), isNull()))
         .thenReturn(page("[\"d\",\"b\"]", "</v2/team/app/tags/list?n=2&last=b>; rel=\"next\""));
     when(client.listTags(any(), any(), eq(2), eq("b")))
-        .thenReturn(page("[\"c\",\"a+1\"]", "</v2/team/app/tags/list?n=2&last=a%2B1>; rel=\"next\""));
+        .thenReturn(
+            page("[\"c\",\"a+1\"]", "</v2/team/app/tags/list?n=2&last=a%2B1>; rel=\"next\""));
     when(client.listTags(any(), any(), eq(2), eq("a+1"))).thenReturn(page("[\"e\"]", null));
 
     TagPage first = service().list(upstream, name, 3, null).block();
@@ -82,20 +95,25 @@ class ProxyTagServiceTest {
         .thenReturn(page("[\"a\",\"b\"]", "</v2/team/app/tags/list?n=2&last=a>; rel=\"next\""));
 
     TagPage all = service().list(upstream, name, null, null).block();
-    assertThat(new String(all.body(), StandardCharsets.UTF_8)).isEqualTo("{\"name\":\"team/app\",\"tags\":[\"a\",\"b\"]}");
+    assertThat(new String(all.body(), StandardCharsets.UTF_8))
+        .isEqualTo("{\"name\":\"team/app\",\"tags\":[\"a\",\"b\"]}");
     verify(client, times(2)).listTags(any(), any(), any(), any());
   }
 
   @Test
   void moreTagsThanTheLimitIsAClearError() {
-    properties = RegistryCacheProperties.bind(Map.of("registry-cache.manifests.tag-list-max-tags", "2"));
+    properties =
+        RegistryCacheProperties.bind(Map.of("registry-cache.manifests.tag-list-max-tags", "2"));
     when(client.listTags(any(), any(), any(), any())).thenReturn(page("[\"a\",\"b\",\"c\"]", null));
 
     assertThatThrownBy(() -> service().list(upstream, name, 1, null).block())
-        .isInstanceOfSatisfying(OciException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.UNSUPPORTED);
-          assertThat(e.status()).isEqualTo(HttpStatus.BAD_GATEWAY);
-          assertThat(e.getMessage()).contains("team/app", "more than 2 tags", "tag-list-max-tags");
-        });
+        .isInstanceOfSatisfying(
+            OciException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.UNSUPPORTED);
+              assertThat(e.status()).isEqualTo(HttpStatus.BAD_GATEWAY);
+              assertThat(e.getMessage())
+                  .contains("team/app", "more than 2 tags", "tag-list-max-tags");
+            });
   }
 }

@@ -64,7 +64,12 @@ class PullSingleFlightTest {
   private final AtomicInteger manifestGets = new AtomicInteger();
   private final AtomicInteger blobGets = new AtomicInteger();
   private final Upstream upstream =
-      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
+      new Upstream(
+          "local",
+          "local.test",
+          URI.create("http://127.0.0.1:9"),
+          Set.of(),
+          false,
           RegistryCacheProperties.upstream(Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
   private Scheduler scheduler;
@@ -76,7 +81,8 @@ class PullSingleFlightTest {
 
   @BeforeEach
   void setUp() throws Exception {
-    properties = RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
+    properties =
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     StorageLayout layout = new StorageLayout(properties);
     blobs = new FileBlobStore(layout);
     manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
@@ -84,9 +90,16 @@ class PullSingleFlightTest {
     scheduler = Schedulers.newBoundedElastic(8, 1000, "test-storage");
     blob = new byte[2 * 1024 * 1024 + 3];
     new Random(7).nextBytes(blob);
-    manifest = ("{\"schemaVersion\":2,\"mediaType\":\"" + MediaTypes.OCI_MANIFEST + "\",\"config\":{\"mediaType\":"
-        + "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" + Digest.sha256(blob) + "\",\"size\":"
-        + blob.length + "},\"layers\":[]}").getBytes(StandardCharsets.UTF_8);
+    manifest =
+        ("{\"schemaVersion\":2,\"mediaType\":\""
+                + MediaTypes.OCI_MANIFEST
+                + "\",\"config\":{\"mediaType\":"
+                + "\"application/vnd.oci.image.config.v1+json\",\"digest\":\""
+                + Digest.sha256(blob)
+                + "\",\"size\":"
+                + blob.length
+                + "},\"layers\":[]}")
+            .getBytes(StandardCharsets.UTF_8);
   }
 
   @AfterEach
@@ -101,7 +114,8 @@ class PullSingleFlightTest {
         public Mono<UpstreamManifest> getManifest(
             Upstream u, RepositoryName n, Reference reference, List<String> accept, int maxBytes) {
           manifestGets.incrementAndGet();
-          return gate.asMono().map(open -> new UpstreamManifest(manifest, MediaTypes.OCI_MANIFEST, null));
+          return gate.asMono()
+              .map(open -> new UpstreamManifest(manifest, MediaTypes.OCI_MANIFEST, null));
         }
 
         @Override
@@ -116,8 +130,11 @@ class PullSingleFlightTest {
           Flux<DataBuffer> body =
               gate.asMono()
                   .thenMany(Flux.range(0, (blob.length + 65535) / 65536))
-                  .map(i -> DefaultDataBufferFactory.sharedInstance.wrap(
-                      Arrays.copyOfRange(blob, i * 65536, Math.min(blob.length, (i + 1) * 65536))));
+                  .map(
+                      i ->
+                          DefaultDataBufferFactory.sharedInstance.wrap(
+                              Arrays.copyOfRange(
+                                  blob, i * 65536, Math.min(blob.length, (i + 1) * 65536))));
           return Mono.just(new UpstreamBlob(blob.length, body));
         }
 
@@ -127,14 +144,18 @@ class PullSingleFlightTest {
         }
 
         @Override
-        public Mono<UpstreamTags> listTags(Upstream u, RepositoryName n, Integer size, String last) {
+        public Mono<UpstreamTags> listTags(
+            Upstream u, RepositoryName n, Integer size, String last) {
           return Mono.error(new AssertionError("no tag list expected"));
         }
       };
 
   /** Opens the gate once the first upstream request was made and the others had time to join. */
   private void openGateAfter(AtomicInteger upstreamRequests) throws InterruptedException {
-    await().atMost(Duration.ofSeconds(5)).pollInterval(Duration.ofMillis(10)).until(() -> upstreamRequests.get() > 0);
+    await()
+        .atMost(Duration.ofSeconds(5))
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> upstreamRequests.get() > 0);
     // The other pulls join meanwhile. Nothing to await: a manifest pull's join of the shared fetch
     // leaves no trace until the gate opens (blobs show theirs, see the blob test).
     Thread.sleep(300);
@@ -144,10 +165,16 @@ class PullSingleFlightTest {
   @Test
   void twentyConcurrentColdManifestPullsMakeOneUpstreamRequest() throws Exception {
     ProxyManifestService service =
-        new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests);
+        new ProxyManifestService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            manifests);
     List<CompletableFuture<ManifestResult>> pulls = new ArrayList<>();
     for (int i = 0; i < CLIENTS; i++) {
-      pulls.add(service.get(upstream, name, Reference.parse("v1"), List.of()).subscribeOn(Schedulers.parallel()).toFuture());
+      pulls.add(
+          service
+              .get(upstream, name, Reference.parse("v1"), List.of())
+              .subscribeOn(Schedulers.parallel())
+              .toFuture());
     }
     openGateAfter(manifestGets);
     for (CompletableFuture<ManifestResult> pull : pulls) {
@@ -160,44 +187,72 @@ class PullSingleFlightTest {
 
   @Test
   void twentyConcurrentColdBlobPullsMakeOneUpstreamRequest() throws Exception {
-    ProxyBlobService service = new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), blobs);
+    ProxyBlobService service =
+        new ProxyBlobService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            blobs);
     Digest digest = Digest.sha256(blob);
     List<BlobSource> sources = new CopyOnWriteArrayList<>();
     List<CompletableFuture<byte[]>> pulls = new ArrayList<>();
     for (int i = 0; i < CLIENTS; i++) {
-      pulls.add(service.get(upstream, name, digest).doOnNext(sources::add).flatMap(this::readAll)
-          .subscribeOn(Schedulers.parallel()).toFuture());
+      pulls.add(
+          service
+              .get(upstream, name, digest)
+              .doOnNext(sources::add)
+              .flatMap(this::readAll)
+              .subscribeOn(Schedulers.parallel())
+              .toFuture());
     }
     // A pull has its source once it started or joined the download; the gate holds the body, so
     // nothing is stored meanwhile and every source is that one download.
-    await("every pull has joined the download").atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(10))
+    await("every pull has joined the download")
+        .atMost(Duration.ofSeconds(10))
+        .pollInterval(Duration.ofMillis(10))
         .until(() -> sources.size() == CLIENTS);
     assertThat(sources).allSatisfy(s -> assertThat(s).isInstanceOf(BlobSource.Downloading.class));
-    assertThat(sources.stream().map(s -> ((BlobSource.Downloading) s).download()).distinct()).hasSize(1);
+    assertThat(sources.stream().map(s -> ((BlobSource.Downloading) s).download()).distinct())
+        .hasSize(1);
     gate.tryEmitValue(true);
     for (CompletableFuture<byte[]> pull : pulls) {
       assertThat(pull.get()).isEqualTo(blob);
     }
     assertThat(blobGets).as("upstream blob requests").hasValue(1);
     // Readers end once the bytes are verified; the commit may still be running.
-    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
-      assertThat(service.downloadsInFlight()).isZero();
-      assertThat(blobs.size(digest)).contains((long) blob.length);
-    });
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .untilAsserted(
+            () -> {
+              assertThat(service.downloadsInFlight()).isZero();
+              assertThat(blobs.size(digest)).contains((long) blob.length);
+            });
   }
 
   @Test
-  void aPullThatMissedAFillWhichThenEndedServesTheStoredBlobWithoutASecondUpstreamRequest() throws Exception {
+  void aPullThatMissedAFillWhichThenEndedServesTheStoredBlobWithoutASecondUpstreamRequest()
+      throws Exception {
     gate.tryEmitValue(true);
     Digest digest = Digest.sha256(blob);
-    assertThat(readAll(new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), blobs)
-        .get(upstream, name, digest).block(Duration.ofSeconds(30))).block()).isEqualTo(blob);
-    await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> assertThat(blobs.size(digest)).isPresent());
+    assertThat(
+            readAll(
+                    new ProxyBlobService(
+                            PullThroughContext.single(
+                                upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+                            blobs)
+                        .get(upstream, name, digest)
+                        .block(Duration.ofSeconds(30)))
+                .block())
+        .isEqualTo(blob);
+    await()
+        .atMost(Duration.ofSeconds(20))
+        .untilAsserted(() -> assertThat(blobs.size(digest)).isPresent());
     // The next pull looks while that fill is still running (the store has nothing yet), and the
     // fill stores its blob and leaves the single-flight before the pull joins it.
     BlobStore lateLook = Mockito.spy(blobs);
     Mockito.doReturn(Optional.empty()).doCallRealMethod().when(lateLook).open(digest);
-    ProxyBlobService service = new ProxyBlobService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
+    ProxyBlobService service =
+        new ProxyBlobService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            lateLook);
 
     BlobSource source = service.get(upstream, name, digest).block(Duration.ofSeconds(30));
     assertThat(source).isInstanceOf(BlobSource.Stored.class);
@@ -207,23 +262,34 @@ class PullSingleFlightTest {
   }
 
   @Test
-  void aManifestPullThatMissedAFetchWhichThenEndedServesTheStoredManifestWithoutASecondUpstreamRequest() {
+  void
+      aManifestPullThatMissedAFetchWhichThenEndedServesTheStoredManifestWithoutASecondUpstreamRequest() {
     gate.tryEmitValue(true);
     Reference.Tag tag = (Reference.Tag) Reference.parse("v1");
-    new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests)
-        .get(upstream, name, tag, List.of()).block(Duration.ofSeconds(30));
+    new ProxyManifestService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            manifests)
+        .get(upstream, name, tag, List.of())
+        .block(Duration.ofSeconds(30));
     assertThat(manifestGets).hasValue(1);
     // The next pull looks (in memory, then on disk) while that fetch is still running, and the
     // fetch stores the manifest and its tag and leaves the single-flight before the pull joins it.
     ManifestStore lateLook = Mockito.spy(manifests);
-    Mockito.doReturn(Optional.empty()).doCallRealMethod()
-        .when(lateLook).cachedTag(upstream.key(), name.value(), tag);
-    Mockito.doReturn(Optional.empty()).doCallRealMethod()
-        .when(lateLook).findTag(upstream.key(), name.value(), tag);
+    Mockito.doReturn(Optional.empty())
+        .doCallRealMethod()
+        .when(lateLook)
+        .cachedTag(upstream.key(), name.value(), tag);
+    Mockito.doReturn(Optional.empty())
+        .doCallRealMethod()
+        .when(lateLook)
+        .findTag(upstream.key(), name.value(), tag);
     ProxyManifestService service =
-        new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
+        new ProxyManifestService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            lateLook);
 
-    ManifestResult result = service.get(upstream, name, tag, List.of()).block(Duration.ofSeconds(30));
+    ManifestResult result =
+        service.get(upstream, name, tag, List.of()).block(Duration.ofSeconds(30));
     assertThat(result.manifest().body()).isEqualTo(manifest);
     assertThat(manifestGets).as("upstream manifest requests").hasValue(1);
   }
@@ -233,16 +299,22 @@ class PullSingleFlightTest {
     gate.tryEmitValue(true);
     Digest digest = Digest.sha256(manifest);
     Reference byDigest = Reference.parse(digest.toString());
-    new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), manifests)
-        .get(upstream, name, byDigest, List.of()).block(Duration.ofSeconds(30));
+    new ProxyManifestService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            manifests)
+        .get(upstream, name, byDigest, List.of())
+        .block(Duration.ofSeconds(30));
     assertThat(manifestGets).hasValue(1);
     ManifestStore lateLook = Mockito.spy(manifests);
     Mockito.doReturn(Optional.empty()).doCallRealMethod().when(lateLook).cached(digest);
     Mockito.doReturn(Optional.empty()).when(lateLook).find(digest);
     ProxyManifestService service =
-        new ProxyManifestService(PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()), lateLook);
+        new ProxyManifestService(
+            PullThroughContext.single(upstreams, scheduler, metrics, properties, Clock.systemUTC()),
+            lateLook);
 
-    ManifestResult result = service.get(upstream, name, byDigest, List.of()).block(Duration.ofSeconds(30));
+    ManifestResult result =
+        service.get(upstream, name, byDigest, List.of()).block(Duration.ofSeconds(30));
     assertThat(result.manifest().digest()).isEqualTo(digest);
     assertThat(manifestGets).as("upstream manifest requests").hasValue(1);
   }
@@ -251,7 +323,10 @@ class PullSingleFlightTest {
     Flux<DataBuffer> body =
         source instanceof BlobSource.Downloading d
             ? d.download().read(0, -1)
-            : DataBufferUtils.read(((BlobSource.Stored) source).content().file().orElseThrow(), DefaultDataBufferFactory.sharedInstance, 65536);
+            : DataBufferUtils.read(
+                ((BlobSource.Stored) source).content().file().orElseThrow(),
+                DefaultDataBufferFactory.sharedInstance,
+                65536);
     return body.reduce(
             new ByteArrayOutputStream(),
             (out, buffer) -> {

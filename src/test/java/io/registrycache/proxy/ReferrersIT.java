@@ -61,7 +61,8 @@ class ReferrersIT {
 
   /** Page size 1 and every TTL 0: every request goes to the upstream while it is up. */
   static ManualCache startCache() {
-    return ManualCache.start(CacheProperties.cache(storage)
+    return ManualCache.start(
+        CacheProperties.cache(storage)
             .set("registry-cache.default-upstream", "local")
             .set("registry-cache.upstreams.local.host", HOST)
             .set("registry-cache.upstreams.local.url", upstream.baseUrl())
@@ -72,17 +73,21 @@ class ReferrersIT {
   }
 
   @Test
-  void listsFiltersAndPagesFromTheTagSchemaInEveryFormAndWithTheUpstreamStopped(CapturedOutput output) throws Exception {
+  void listsFiltersAndPagesFromTheTagSchemaInEveryFormAndWithTheUpstreamStopped(
+      CapturedOutput output) throws Exception {
     String repo = TestImages.uniqueRepository("referrers");
     Image image = upstream.pusher().push(TestImages.smallOci(repo, "v1"));
-    Artifact signature = upstream.pusher().push(repo, TestImages.artifact(SIGNATURE, image.manifest(), "signature"));
-    Artifact sbom = upstream.pusher().push(repo, TestImages.artifact(SBOM, image.manifest(), "sbom"));
+    Artifact signature =
+        upstream.pusher().push(repo, TestImages.artifact(SIGNATURE, image.manifest(), "signature"));
+    Artifact sbom =
+        upstream.pusher().push(repo, TestImages.artifact(SBOM, image.manifest(), "sbom"));
     upstream.pusher().pushReferrersTag(repo, image.manifest().digest(), List.of(signature, sbom));
     String subject = image.manifest().digest();
-    List<String> forms = List.of(
-        "/v2/" + repo + "/referrers/" + subject,
-        "/v2/" + HOST + "/" + repo + "/referrers/" + subject,
-        "/v2/" + repo + "/referrers/" + subject + "?ns=" + HOST);
+    List<String> forms =
+        List.of(
+            "/v2/" + repo + "/referrers/" + subject,
+            "/v2/" + HOST + "/" + repo + "/referrers/" + subject,
+            "/v2/" + repo + "/referrers/" + subject + "?ns=" + HOST);
 
     try (ManualCache running = startCache()) {
       CacheClient cache = running.client().withTimeout(Duration.ofSeconds(20));
@@ -91,14 +96,18 @@ class ReferrersIT {
       long coldMs = (System.nanoTime() - cold) / 1_000_000;
       long warm = System.nanoTime();
       cache.get(forms.get(0));
-      System.out.printf("referrers via tag schema (registry:2, ttl 0): cold %d ms, warm %d ms%n",
+      System.out.printf(
+          "referrers via tag schema (registry:2, ttl 0): cold %d ms, warm %d ms%n",
           coldMs, (System.nanoTime() - warm) / 1_000_000);
       assertThat(first.statusCode()).as(describe(first)).isEqualTo(200);
 
       for (String form : forms) {
-        assertThat(allPages(cache, form)).as(form)
+        assertThat(allPages(cache, form))
+            .as(form)
             .containsExactlyInAnyOrder(signature.manifest().digest(), sbom.manifest().digest());
-        HttpResponse<byte[]> filtered = cache.get(withQuery(form, "artifactType=" + URLEncoder.encode(SBOM, StandardCharsets.UTF_8)));
+        HttpResponse<byte[]> filtered =
+            cache.get(
+                withQuery(form, "artifactType=" + URLEncoder.encode(SBOM, StandardCharsets.UTF_8)));
         assertThat(filtered.statusCode()).as(describe(filtered)).isEqualTo(200);
         assertThat(filtered.headers().firstValue("OCI-Filters-Applied")).hasValue("artifactType");
         JsonNode index = JSON.readTree(filtered.body());
@@ -106,15 +115,18 @@ class ReferrersIT {
         JsonNode d = index.path("manifests").get(0);
         assertThat(d.path("digest").asString()).isEqualTo(sbom.manifest().digest());
         assertThat(d.path("artifactType").asString()).isEqualTo(SBOM);
-        assertThat(d.path("annotations").path("io.registrycache.test.note").asString()).isEqualTo(sbom.annotation());
+        assertThat(d.path("annotations").path("io.registrycache.test.note").asString())
+            .isEqualTo(sbom.annotation());
         assertThat(filtered.headers().firstValue("Link")).isEmpty();
       }
 
       // The referrer manifests and their blobs pull through, subject byte-exact.
-      HttpResponse<byte[]> sig = cache.getManifest("/v2/" + repo + "/manifests/" + signature.manifest().digest());
+      HttpResponse<byte[]> sig =
+          cache.getManifest("/v2/" + repo + "/manifests/" + signature.manifest().digest());
       assertThat(sig.body()).isEqualTo(signature.manifest().bytes());
       for (TestImages.Blob blob : signature.blobs()) {
-        assertThat(cache.get("/v2/" + repo + "/blobs/" + blob.digest()).body()).isEqualTo(blob.bytes());
+        assertThat(cache.get("/v2/" + repo + "/blobs/" + blob.digest()).body())
+            .isEqualTo(blob.bytes());
       }
 
       HttpResponse<byte[]> head = cache.head(forms.get(2));
@@ -124,7 +136,8 @@ class ReferrersIT {
       assertThat(head.body()).isEmpty();
 
       // None: an empty index, never a 404.
-      HttpResponse<byte[]> none = cache.get("/v2/" + repo + "/referrers/" + TestImages.unknownDigest());
+      HttpResponse<byte[]> none =
+          cache.get("/v2/" + repo + "/referrers/" + TestImages.unknownDigest());
       assertThat(none.statusCode()).as(describe(none)).isEqualTo(200);
       assertThat(none.headers().firstValue("Content-Type")).hasValue(TestImages.OCI_INDEX);
       assertThat(JSON.readTree(none.body()).path("manifests")).isEmpty();
@@ -133,13 +146,19 @@ class ReferrersIT {
       assertThat(bad.statusCode()).isEqualTo(400);
       assertThat(errorCode(bad)).isEqualTo("DIGEST_INVALID");
 
-      assertThat(output.getOut()).containsPattern(
-          "method=GET path=/v2/" + repo + "/referrers/" + subject + " status=200 bytes=\\d+ duration_ms=\\d+ cache=\\w+ upstream=local kind=referrers");
+      assertThat(output.getOut())
+          .containsPattern(
+              "method=GET path=/v2/"
+                  + repo
+                  + "/referrers/"
+                  + subject
+                  + " status=200 bytes=\\d+ duration_ms=\\d+ cache=\\w+ upstream=local kind=referrers");
 
       upstream.stopUpstream();
       try {
         for (String form : forms) {
-          assertThat(allPages(cache, form)).as("upstream stopped: " + form)
+          assertThat(allPages(cache, form))
+              .as("upstream stopped: " + form)
               .containsExactlyInAnyOrder(signature.manifest().digest(), sbom.manifest().digest());
         }
       } finally {
@@ -152,37 +171,51 @@ class ReferrersIT {
   void preloadWithIncludeReferrersKeepsSignaturesForOfflineUse() throws Exception {
     String repo = TestImages.uniqueRepository("referrers-preload");
     Image image = upstream.pusher().push(TestImages.smallOci(repo, "v1"));
-    Artifact signature = upstream.pusher().push(repo, TestImages.artifact(SIGNATURE, image.manifest(), "signature"));
+    Artifact signature =
+        upstream.pusher().push(repo, TestImages.artifact(SIGNATURE, image.manifest(), "signature"));
     upstream.pusher().pushReferrersTag(repo, image.manifest().digest(), List.of(signature));
     Path file = storage.resolveSibling(storage.getFileName() + "-preload.txt");
     Files.writeString(file, HOST + "/" + repo + ":v1\n");
     Path stored = AbstractCacheIT.blobFile(storage, signature.blobs().get(1).digest());
-    try (ManualCache online = ManualCache.start(CacheProperties.cache(storage)
-            .set("registry-cache.default-upstream", "local")
-            .set("registry-cache.upstreams.local.host", HOST)
-            .set("registry-cache.upstreams.local.url", upstream.baseUrl())
-            .set("registry-cache.preload.file", file)
-            .set("registry-cache.preload.include-referrers", "true"))) {
-      await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
-          .untilAsserted(() -> assertThat(stored).as("the signature's payload blob, preloaded").exists());
+    try (ManualCache online =
+        ManualCache.start(
+            CacheProperties.cache(storage)
+                .set("registry-cache.default-upstream", "local")
+                .set("registry-cache.upstreams.local.host", HOST)
+                .set("registry-cache.upstreams.local.url", upstream.baseUrl())
+                .set("registry-cache.preload.file", file)
+                .set("registry-cache.preload.include-referrers", "true"))) {
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .pollInterval(Duration.ofMillis(200))
+          .untilAsserted(
+              () -> assertThat(stored).as("the signature's payload blob, preloaded").exists());
     }
-    try (ManualCache offline = ManualCache.start(CacheProperties.cache(storage)
-            .set("registry-cache.default-upstream", "local")
-            .set("registry-cache.upstreams.local.host", HOST)
-            .set("registry-cache.upstreams.local.url", upstream.baseUrl())
-            .set("registry-cache.offline", "true"))) {
+    try (ManualCache offline =
+        ManualCache.start(
+            CacheProperties.cache(storage)
+                .set("registry-cache.default-upstream", "local")
+                .set("registry-cache.upstreams.local.host", HOST)
+                .set("registry-cache.upstreams.local.url", upstream.baseUrl())
+                .set("registry-cache.offline", "true"))) {
       CacheClient cache = offline.client();
       assertThat(allPages(cache, "/v2/" + repo + "/referrers/" + image.manifest().digest()))
           .containsExactly(signature.manifest().digest());
-      assertThat(cache.getManifest("/v2/" + repo + "/manifests/" + signature.manifest().digest()).body())
+      assertThat(
+              cache
+                  .getManifest("/v2/" + repo + "/manifests/" + signature.manifest().digest())
+                  .body())
           .isEqualTo(signature.manifest().bytes());
       for (TestImages.Blob blob : signature.blobs()) {
-        assertThat(cache.get("/v2/" + repo + "/blobs/" + blob.digest()).body()).isEqualTo(blob.bytes());
+        assertThat(cache.get("/v2/" + repo + "/blobs/" + blob.digest()).body())
+            .isEqualTo(blob.bytes());
       }
     }
   }
 
-  /** Follows {@code Link: rel="next"} (page size 1: one descriptor per page); the digests listed. */
+  /**
+   * Follows {@code Link: rel="next"} (page size 1: one descriptor per page); the digests listed.
+   */
   static List<String> allPages(CacheClient cache, String path) throws Exception {
     List<String> digests = new ArrayList<>();
     String next = path;
@@ -194,9 +227,12 @@ class ReferrersIT {
       assertThat(index.path("mediaType").asString()).isEqualTo(TestImages.OCI_INDEX);
       assertThat(index.path("manifests").size()).isLessThanOrEqualTo(1);
       index.path("manifests").forEach(d -> digests.add(d.path("digest").asString()));
-      next = response.headers().firstValue("Link")
-          .map(link -> link.substring(link.indexOf('<') + 1, link.indexOf('>')))
-          .orElse(null);
+      next =
+          response
+              .headers()
+              .firstValue("Link")
+              .map(link -> link.substring(link.indexOf('<') + 1, link.indexOf('>')))
+              .orElse(null);
     }
     return digests;
   }

@@ -16,9 +16,15 @@ class ReferrersPageTest {
 
   static ProxyReferrersService.Referrers list() {
     List<JsonNode> descriptors = new ArrayList<>();
-    for (String[] d : new String[][] {{"sha256:c", "sig"}, {"sha256:a", "sig"}, {"sha256:b", "sbom"}}) {
-      descriptors.add(JSON.readTree("{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\""
-          + d[0] + "\",\"size\":1,\"artifactType\":\"" + d[1] + "\",\"annotations\":{\"k\":\"v\"}}"));
+    for (String[] d :
+        new String[][] {{"sha256:c", "sig"}, {"sha256:a", "sig"}, {"sha256:b", "sbom"}}) {
+      descriptors.add(
+          JSON.readTree(
+              "{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\""
+                  + d[0]
+                  + "\",\"size\":1,\"artifactType\":\""
+                  + d[1]
+                  + "\",\"annotations\":{\"k\":\"v\"}}"));
     }
     return new ProxyReferrersService.Referrers(descriptors, Result.HIT);
   }
@@ -26,7 +32,8 @@ class ReferrersPageTest {
   static List<String> digests(ProxyReferrersService.Page page) {
     JsonNode index = JSON.readTree(page.body());
     assertThat(index.path("schemaVersion").asInt()).isEqualTo(2);
-    assertThat(index.path("mediaType").asString()).isEqualTo("application/vnd.oci.image.index.v1+json");
+    assertThat(index.path("mediaType").asString())
+        .isEqualTo("application/vnd.oci.image.index.v1+json");
     List<String> out = new ArrayList<>();
     index.path("manifests").forEach(d -> out.add(d.path("digest").asString()));
     return out;
@@ -40,7 +47,14 @@ class ReferrersPageTest {
     ProxyReferrersService.Page second = list().page(null, "sha256:b", 2);
     assertThat(digests(second)).containsExactly("sha256:c");
     assertThat(second.nextAfter()).isNull();
-    assertThat(JSON.readTree(first.body()).path("manifests").get(0).path("annotations").path("k").asString()).isEqualTo("v");
+    assertThat(
+            JSON.readTree(first.body())
+                .path("manifests")
+                .get(0)
+                .path("annotations")
+                .path("k")
+                .asString())
+        .isEqualTo("v");
   }
 
   @Test

@@ -32,7 +32,11 @@ class SingleFlightIT extends AbstractCacheIT {
   @Test
   void twentyConcurrentColdRequestsCauseOneUpstreamGet() throws Exception {
     Image image =
-        upstream.pusher().push(TestImages.withLargeLayer(TestImages.uniqueRepository("flight"), "v1", LAYER_BYTES));
+        upstream
+            .pusher()
+            .push(
+                TestImages.withLargeLayer(
+                    TestImages.uniqueRepository("flight"), "v1", LAYER_BYTES));
     Blob blob = image.largestLayer();
     String path = "/v2/" + image.repository() + "/blobs/" + blob.digest();
     upstream.syncLogs();
@@ -64,7 +68,9 @@ class SingleFlightIT extends AbstractCacheIT {
       for (Future<Result> future : futures) {
         Result result = future.get(180, TimeUnit.SECONDS);
         assertThat(result.status()).isEqualTo(200);
-        assertThat(result.digest()).as("every client gets the whole, right blob").isEqualTo(blob.digest());
+        assertThat(result.digest())
+            .as("every client gets the whole, right blob")
+            .isEqualTo(blob.digest());
         assertThat(result.header()).isEqualTo(blob.digest());
       }
     } finally {

@@ -69,10 +69,11 @@ class TagListIT {
     try (ManualCache service = start()) {
       CacheClient cache = service.client();
       assertThat(tags(cache.get("/v2/" + repository + "/tags/list"))).isEqualTo(expected);
-      for (String first : List.of(
-          "/v2/" + repository + "/tags/list?n=7",
-          "/v2/" + HOST + "/" + repository + "/tags/list?n=7",
-          "/v2/" + repository + "/tags/list?n=7&ns=" + HOST)) {
+      for (String first :
+          List.of(
+              "/v2/" + repository + "/tags/list?n=7",
+              "/v2/" + HOST + "/" + repository + "/tags/list?n=7",
+              "/v2/" + repository + "/tags/list?n=7&ns=" + HOST)) {
         assertThat(pageThrough(cache, first, 7)).as(first).isEqualTo(expected);
       }
       // last in the middle, not itself a tag
@@ -101,7 +102,8 @@ class TagListIT {
       upstream.stopUpstream();
       try {
         List<String> expected = new ArrayList<>(new TreeSet<>(pulled));
-        assertThat(pageThrough(cache, "/v2/" + repository + "/tags/list?n=2", 2)).isEqualTo(expected);
+        assertThat(pageThrough(cache, "/v2/" + repository + "/tags/list?n=2", 2))
+            .isEqualTo(expected);
         assertThat(pageThrough(cache, "/v2/" + HOST + "/" + repository + "/tags/list?n=3", 3))
             .isEqualTo(expected);
         assertThat(tags(cache.get("/v2/" + repository + "/tags/list?last=alpha&ns=" + HOST)))
@@ -117,8 +119,8 @@ class TagListIT {
   }
 
   /**
-   * Follows {@code Link} from {@code first}; asserts each page has at most {@code n} tags, each link
-   * keeps the request form of {@code first}, and no tag repeats.
+   * Follows {@code Link} from {@code first}; asserts each page has at most {@code n} tags, each
+   * link keeps the request form of {@code first}, and no tag repeats.
    */
   private static List<String> pageThrough(CacheClient cache, String first, int n) {
     List<String> seen = new ArrayList<>();
@@ -141,7 +143,10 @@ class TagListIT {
         Matcher m = NEXT.matcher(link);
         assertThat(m.matches()).as(link).isTrue();
         next = m.group(1);
-        assertThat(next).startsWith(prefix + "?").contains("n=" + n).contains("last=" + page.get(page.size() - 1));
+        assertThat(next)
+            .startsWith(prefix + "?")
+            .contains("n=" + n)
+            .contains("last=" + page.get(page.size() - 1));
         assertThat(next.contains("ns=" + HOST)).as(next).isEqualTo(ns);
         assertThat(page).hasSize(n);
       }

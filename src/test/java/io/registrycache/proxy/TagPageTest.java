@@ -49,10 +49,12 @@ class TagPageTest {
 
   @Test
   void unsortedInputIsListedInLexicalOrderAndLastNeedNotBeATag() {
-    TagPage all = TagPage.fromCache("x", List.of("v10", "latest", "V2", "v1", "1.0", "v1"), null, null);
+    TagPage all =
+        TagPage.fromCache("x", List.of("v10", "latest", "V2", "v1", "1.0", "v1"), null, null);
     assertThat(tags(all)).containsExactly("1.0", "V2", "latest", "v1", "v10");
     assertThat(all.nextQuery()).isNull();
-    assertThat(tags(TagPage.fromCache("x", List.of("b", "d", "a"), null, "c"))).containsExactly("d");
+    assertThat(tags(TagPage.fromCache("x", List.of("b", "d", "a"), null, "c")))
+        .containsExactly("d");
     assertThat(tags(TagPage.fromCache("x", List.of("b", "d", "a"), null, "z"))).isEmpty();
   }
 
@@ -101,9 +103,12 @@ class TagPageTest {
 
   @Test
   void upstreamLinkQueryIsKept() {
-    assertThat(TagPage.queryOf("</v2/x/tags/list?n=2&last=b>; rel=\"next\"")).isEqualTo("n=2&last=b");
+    assertThat(TagPage.queryOf("</v2/x/tags/list?n=2&last=b>; rel=\"next\""))
+        .isEqualTo("n=2&last=b");
     assertThat(TagPage.queryOf(null)).isNull();
-    assertThat(ProxyTagService.nextOf("</v2/x/tags/list?last=a%2Bb&n=3>; rel=\"next\"").toSingleValueMap())
+    assertThat(
+            ProxyTagService.nextOf("</v2/x/tags/list?last=a%2Bb&n=3>; rel=\"next\"")
+                .toSingleValueMap())
         .containsEntry("last", "a+b")
         .containsEntry("n", "3");
     assertThat(ProxyTagService.nextOf(null)).isNull();

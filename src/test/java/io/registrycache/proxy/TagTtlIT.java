@@ -4,14 +4,14 @@ import static io.registrycache.testsupport.CacheClient.describe;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.registrycache.it.AbstractCacheIT;
-import io.registrycache.testsupport.ManualCache;
-import io.registrycache.testsupport.CacheProperties;
 import io.registrycache.testsupport.CacheClient;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ManualCache;
+import io.registrycache.testsupport.TestCache;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
 import java.net.http.HttpResponse;
-import io.registrycache.testsupport.TestCache;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;

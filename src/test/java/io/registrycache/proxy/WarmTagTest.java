@@ -45,14 +45,24 @@ class WarmTagTest {
 
   @TempDir Path root;
   private final Upstream upstream =
-      new Upstream("local", "local.test", URI.create("http://127.0.0.1:9"), Set.of(), false,
+      new Upstream(
+          "local",
+          "local.test",
+          URI.create("http://127.0.0.1:9"),
+          Set.of(),
+          false,
           RegistryCacheProperties.upstream(Map.of()));
   private final RepositoryName name = RepositoryName.parse("team/app");
   private final Reference tag = Reference.parse("v1");
   private final byte[] manifest =
-      ("{\"schemaVersion\":2,\"mediaType\":\"" + MediaTypes.OCI_MANIFEST + "\",\"config\":{\"mediaType\":"
-          + "\"application/vnd.oci.image.config.v1+json\",\"digest\":\"" + Digest.sha256(new byte[1]) + "\",\"size\":1},"
-          + "\"layers\":[]}").getBytes(StandardCharsets.UTF_8);
+      ("{\"schemaVersion\":2,\"mediaType\":\""
+              + MediaTypes.OCI_MANIFEST
+              + "\",\"config\":{\"mediaType\":"
+              + "\"application/vnd.oci.image.config.v1+json\",\"digest\":\""
+              + Digest.sha256(new byte[1])
+              + "\",\"size\":1},"
+              + "\"layers\":[]}")
+          .getBytes(StandardCharsets.UTF_8);
   private final AtomicInteger manifestGets = new AtomicInteger();
   private final CountingScheduler storage = new CountingScheduler();
   private BlobStore blobs;
@@ -80,44 +90,55 @@ class WarmTagTest {
     }
   }
 
-  private final UpstreamClient upstreams = new UpstreamClient() {
-    @Override
-    public Mono<UpstreamManifest> getManifest(Upstream u, RepositoryName n, Reference r, List<String> a, int max) {
-      manifestGets.incrementAndGet();
-      return Mono.just(new UpstreamManifest(manifest, MediaTypes.OCI_MANIFEST, null));
-    }
+  private final UpstreamClient upstreams =
+      new UpstreamClient() {
+        @Override
+        public Mono<UpstreamManifest> getManifest(
+            Upstream u, RepositoryName n, Reference r, List<String> a, int max) {
+          manifestGets.incrementAndGet();
+          return Mono.just(new UpstreamManifest(manifest, MediaTypes.OCI_MANIFEST, null));
+        }
 
-    @Override
-    public Mono<UpstreamManifestHead> headManifest(Upstream u, RepositoryName n, Reference r, List<String> a) {
-      return Mono.error(new AssertionError("no HEAD expected within the tag TTL"));
-    }
+        @Override
+        public Mono<UpstreamManifestHead> headManifest(
+            Upstream u, RepositoryName n, Reference r, List<String> a) {
+          return Mono.error(new AssertionError("no HEAD expected within the tag TTL"));
+        }
 
-    @Override
-    public Mono<UpstreamBlob> getBlob(Upstream u, RepositoryName n, Digest d) {
-      return Mono.error(new AssertionError());
-    }
+        @Override
+        public Mono<UpstreamBlob> getBlob(Upstream u, RepositoryName n, Digest d) {
+          return Mono.error(new AssertionError());
+        }
 
-    @Override
-    public Mono<Long> headBlob(Upstream u, RepositoryName n, Digest d) {
-      return Mono.error(new AssertionError());
-    }
+        @Override
+        public Mono<Long> headBlob(Upstream u, RepositoryName n, Digest d) {
+          return Mono.error(new AssertionError());
+        }
 
-    @Override
-    public Mono<UpstreamTags> listTags(Upstream u, RepositoryName n, Integer size, String last) {
-      return Mono.error(new AssertionError());
-    }
-  };
+        @Override
+        public Mono<UpstreamTags> listTags(
+            Upstream u, RepositoryName n, Integer size, String last) {
+          return Mono.error(new AssertionError());
+        }
+      };
 
   private ProxyManifestService service() throws Exception {
-    RegistryCacheProperties properties = RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
+    RegistryCacheProperties properties =
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     StorageLayout layout = new StorageLayout(properties);
     if (blobs != null) {
       blobs.close();
     }
     blobs = new FileBlobStore(layout);
     ManifestStore manifests = new ManifestStore(layout, blobs, properties, Clock.systemUTC());
-    return new ProxyManifestService(PullThroughContext.single(
-        upstreams, storage, new CacheMetrics(new SimpleMeterRegistry(), properties), properties, Clock.systemUTC()), manifests);
+    return new ProxyManifestService(
+        PullThroughContext.single(
+            upstreams,
+            storage,
+            new CacheMetrics(new SimpleMeterRegistry(), properties),
+            properties,
+            Clock.systemUTC()),
+        manifests);
   }
 
   @AfterEach
@@ -150,9 +171,11 @@ class WarmTagTest {
     ProxyManifestService restarted = service();
     storage.uses.set(0);
 
-    ManifestResult first = restarted.get(upstream, name, tag, List.of()).block(Duration.ofSeconds(10));
+    ManifestResult first =
+        restarted.get(upstream, name, tag, List.of()).block(Duration.ofSeconds(10));
     int firstUses = storage.uses.getAndSet(0);
-    ManifestResult second = restarted.get(upstream, name, tag, List.of()).block(Duration.ofSeconds(10));
+    ManifestResult second =
+        restarted.get(upstream, name, tag, List.of()).block(Duration.ofSeconds(10));
 
     assertThat(first.result()).isEqualTo(Result.HIT);
     assertThat(first.manifest().body()).isEqualTo(manifest);

@@ -39,13 +39,22 @@ public abstract class BlobStoreContract {
 
   protected BlobStore store;
 
-  /** A new store over the backend's (possibly non-empty) storage; the old one, if any, is closed first. */
+  /**
+   * A new store over the backend's (possibly non-empty) storage; the old one, if any, is closed
+   * first.
+   */
   protected abstract BlobStore openStore() throws Exception;
 
-  /** Whether bytes of {@code digest} are under the blob's final location (file or object key), index aside. */
+  /**
+   * Whether bytes of {@code digest} are under the blob's final location (file or object key), index
+   * aside.
+   */
   protected abstract boolean presentAtFinalLocation(Digest digest) throws Exception;
 
-  /** Writes started and neither committed nor aborted at the backend (open multipart uploads); 0 where none exist. */
+  /**
+   * Writes started and neither committed nor aborted at the backend (open multipart uploads); 0
+   * where none exist.
+   */
   protected abstract long writesInProgress() throws Exception;
 
   /** The local temporary folder of fills. */
@@ -87,20 +96,23 @@ public abstract class BlobStoreContract {
 
   protected static byte[] read(StoredContent content, long start, long count) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    content.read(start, count, DefaultDataBufferFactory.sharedInstance)
-        .doOnNext(b -> {
-          byte[] chunk = new byte[b.readableByteCount()];
-          b.read(chunk);
-          out.writeBytes(chunk);
-          DataBufferUtils.release(b);
-        })
+    content
+        .read(start, count, DefaultDataBufferFactory.sharedInstance)
+        .doOnNext(
+            b -> {
+              byte[] chunk = new byte[b.readableByteCount()];
+              b.read(chunk);
+              out.writeBytes(chunk);
+              DataBufferUtils.release(b);
+            })
         .blockLast(Duration.ofSeconds(60));
     return out.toByteArray();
   }
 
   private long tempFilesOf(Digest digest) throws IOException {
     try (Stream<Path> s = Files.list(tmp())) {
-      return s.filter(p -> p.getFileName().toString().contains(digest.hex().substring(0, 12))).count();
+      return s.filter(p -> p.getFileName().toString().contains(digest.hex().substring(0, 12)))
+          .count();
     }
   }
 
@@ -126,15 +138,18 @@ public abstract class BlobStoreContract {
       ContentWriter w = store().newWriter(digest);
       w.append(ByteBuffer.wrap(content));
       List<Boolean> visibleThen = new ArrayList<>();
-      w.beforeVisible(() -> {
-        try {
-          visibleThen.add(presentAtFinalLocation(digest) || store().size(digest).isPresent());
-        } catch (Exception e) {
-          throw new IllegalStateException(e);
-        }
-      });
+      w.beforeVisible(
+          () -> {
+            try {
+              visibleThen.add(presentAtFinalLocation(digest) || store().size(digest).isPresent());
+            } catch (Exception e) {
+              throw new IllegalStateException(e);
+            }
+          });
       assertThat(w.commit(size)).isEqualTo(size);
-      assertThat(visibleThen).as("ran once, while the blob was not yet visible").containsExactly(false);
+      assertThat(visibleThen)
+          .as("ran once, while the blob was not yet visible")
+          .containsExactly(false);
       assertThat(presentAtFinalLocation(digest)).isTrue();
     }
     byte[] content = random(1_000, 59);
@@ -142,7 +157,8 @@ public abstract class BlobStoreContract {
     wrong.append(ByteBuffer.wrap(content));
     boolean[] ran = {false};
     wrong.beforeVisible(() -> ran[0] = true);
-    assertThatThrownBy(() -> wrong.commit(content.length)).isInstanceOf(ContentVerificationException.class);
+    assertThatThrownBy(() -> wrong.commit(content.length))
+        .isInstanceOf(ContentVerificationException.class);
     assertThat(ran[0]).as("not for bytes that fail verification").isFalse();
   }
 
@@ -162,7 +178,8 @@ public abstract class BlobStoreContract {
       if (size > 70_000) {
         assertThat(read(stored, 70_000, size - 70_000 - 1))
             .isEqualTo(Arrays.copyOfRange(content, 70_000, size - 1));
-        assertThat(read(stored, size - 7, 7)).isEqualTo(Arrays.copyOfRange(content, size - 7, size));
+        assertThat(read(stored, size - 7, 7))
+            .isEqualTo(Arrays.copyOfRange(content, size - 7, size));
       }
     }
     assertThat(store().count()).isEqualTo(4);
@@ -207,7 +224,8 @@ public abstract class BlobStoreContract {
       byte[] content = random(size, 100 + size);
       Digest claimed = Digest.sha256(random(size, 200 + size));
       ContentWriter lying = store().newWriter(claimed);
-      assertThatThrownBy(() -> write(lying, content)).isInstanceOf(ContentVerificationException.class);
+      assertThatThrownBy(() -> write(lying, content))
+          .isInstanceOf(ContentVerificationException.class);
       assertThat(store().size(claimed)).isEmpty();
       assertThat(presentAtFinalLocation(claimed)).isFalse();
       assertThatThrownBy(lying::openReader).isInstanceOf(IOException.class);
@@ -217,7 +235,8 @@ public abstract class BlobStoreContract {
       for (int off = 0; off < size; off += 1 << 20) {
         shortened.append(ByteBuffer.wrap(content, off, Math.min(1 << 20, size - off)));
       }
-      assertThatThrownBy(() -> shortened.commit(size + 1L)).isInstanceOf(ContentVerificationException.class);
+      assertThatThrownBy(() -> shortened.commit(size + 1L))
+          .isInstanceOf(ContentVerificationException.class);
       assertThat(store().size(real)).isEmpty();
       assertThat(presentAtFinalLocation(real)).isFalse();
       assertThat(writesInProgress()).as("no upload left open, %d bytes", size).isZero();
@@ -253,10 +272,11 @@ public abstract class BlobStoreContract {
       List<Future<Long>> results = new ArrayList<>();
       for (int i = 0; i < writers; i++) {
         ContentWriter w = s.newWriter(digest);
-        Callable<Long> job = () -> {
-          start.await();
-          return write(w, content);
-        };
+        Callable<Long> job =
+            () -> {
+              start.await();
+              return write(w, content);
+            };
         results.add(pool.submit(job));
       }
       start.countDown();

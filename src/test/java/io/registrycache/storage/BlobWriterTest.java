@@ -85,7 +85,10 @@ class BlobWriterTest {
     assertThat(tmpFiles()).isZero();
   }
 
-  /** A sink whose store step renames the file (as the file system store does), then waits to be released. */
+  /**
+   * A sink whose store step renames the file (as the file system store does), then waits to be
+   * released.
+   */
   private static final class HeldStore implements BlobSink {
     final CountDownLatch renamed = new CountDownLatch(1);
     final CountDownLatch release = new CountDownLatch(1);
@@ -126,31 +129,35 @@ class BlobWriterTest {
   }
 
   /**
-   * A thread of its own per task: on JDK 25 the default async pool is the common pool even
-   * with a parallelism of 1 (2 cores), where a reader would queue behind a held commit.
+   * A thread of its own per task: on JDK 25 the default async pool is the common pool even with a
+   * parallelism of 1 (2 cores), where a reader would queue behind a held commit.
    */
   private static final Executor THREAD_PER_TASK = task -> Thread.ofPlatform().start(task);
 
   /** {@code writer.commit(size)} on another thread. */
   private static CompletableFuture<Long> commitLater(BlobWriter writer, long size) {
-    return CompletableFuture.supplyAsync(() -> {
-      try {
-        return writer.commit(size);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }, THREAD_PER_TASK);
+    return CompletableFuture.supplyAsync(
+        () -> {
+          try {
+            return writer.commit(size);
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        },
+        THREAD_PER_TASK);
   }
 
   /** Opens a reader of {@code writer} and reads {@code size} bytes, on another thread. */
   private static CompletableFuture<byte[]> readLater(BlobWriter writer, int size) {
-    return CompletableFuture.supplyAsync(() -> {
-      try (FileChannel in = writer.openReader()) {
-        return readAll(in, size);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
-    }, THREAD_PER_TASK);
+    return CompletableFuture.supplyAsync(
+        () -> {
+          try (FileChannel in = writer.openReader()) {
+            return readAll(in, size);
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        },
+        THREAD_PER_TASK);
   }
 
   @Test
@@ -199,7 +206,8 @@ class BlobWriterTest {
     ContentWriter lying = blobs.newWriter(claimed);
     lying.append(ByteBuffer.wrap(content));
     assertThatThrownBy(() -> lying.commit(content.length))
-        .isInstanceOfSatisfying(ContentVerificationException.class,
+        .isInstanceOfSatisfying(
+            ContentVerificationException.class,
             e -> assertThat(e.code()).isEqualTo(OciErrorCode.DIGEST_INVALID));
     assertThat(blobs.size(claimed)).isEmpty();
     assertThat(blobs.path(claimed)).doesNotExist();
@@ -208,7 +216,8 @@ class BlobWriterTest {
     Digest real = Digest.sha256(content);
     ContentWriter shortened = blobs.newWriter(real);
     shortened.append(ByteBuffer.wrap(content));
-    assertThatThrownBy(() -> shortened.commit(content.length + 1)).isInstanceOf(ContentVerificationException.class);
+    assertThatThrownBy(() -> shortened.commit(content.length + 1))
+        .isInstanceOf(ContentVerificationException.class);
     assertThat(blobs.size(real)).isEmpty();
     assertThat(tmpFiles()).isZero();
   }
@@ -231,8 +240,13 @@ class BlobWriterTest {
     ManifestStore manifests = cache().manifests;
     byte[] body = "{\"schemaVersion\":2}".getBytes(StandardCharsets.UTF_8);
     Digest other = Digest.sha256("something else".getBytes(StandardCharsets.UTF_8));
-    assertThatThrownBy(() -> manifests.put(
-            new StoredManifest(other, MediaType.parse("application/vnd.oci.image.manifest.v1+json"), body)))
+    assertThatThrownBy(
+            () ->
+                manifests.put(
+                    new StoredManifest(
+                        other,
+                        MediaType.parse("application/vnd.oci.image.manifest.v1+json"),
+                        body)))
         .isInstanceOf(ContentVerificationException.class);
     assertThat(manifests.find(other)).isEmpty();
     assertThat(manifests.count()).isZero();
@@ -245,11 +259,13 @@ class BlobWriterTest {
     byte[] body = "{\"schemaVersion\":2,\"layers\":[]}".getBytes(StandardCharsets.UTF_8);
     Digest digest = Digest.sha256(body);
     byte[] shortened = Arrays.copyOf(body, body.length - 1);
-    assertThatThrownBy(() -> new StoredManifest(digest, type, shortened)).isInstanceOf(ContentVerificationException.class);
+    assertThatThrownBy(() -> new StoredManifest(digest, type, shortened))
+        .isInstanceOf(ContentVerificationException.class);
 
     ManifestContent parsed = ManifestContent.parse(body, type);
     manifests.put(new StoredManifest(digest, type, body), parsed);
-    assertThat(manifests.find(digest)).hasValueSatisfying(m -> assertThat(m.body()).isEqualTo(body));
+    assertThat(manifests.find(digest))
+        .hasValueSatisfying(m -> assertThat(m.body()).isEqualTo(body));
     assertThat(manifests.content(digest)).contains(parsed);
   }
 
@@ -267,25 +283,29 @@ class BlobWriterTest {
     assertThat(stored.size()).isEqualTo(content.length);
     assertThat(stored.file()).contains(blobs.path(digest));
     assertThat(read(stored, 0, content.length)).isEqualTo(content);
-    assertThat(read(stored, 70_000, 65_537)).isEqualTo(Arrays.copyOfRange(content, 70_000, 135_537));
+    assertThat(read(stored, 70_000, 65_537))
+        .isEqualTo(Arrays.copyOfRange(content, 70_000, 135_537));
     assertThat(blobs.open(Digest.sha256(new byte[1]))).isEmpty();
   }
 
   private static byte[] read(StoredContent content, long start, long count) {
     ByteArrayOutputStream out = new ByteArrayOutputStream();
-    content.read(start, count, DefaultDataBufferFactory.sharedInstance)
-        .doOnNext(b -> {
-          byte[] chunk = new byte[b.readableByteCount()];
-          b.read(chunk);
-          out.writeBytes(chunk);
-          DataBufferUtils.release(b);
-        })
+    content
+        .read(start, count, DefaultDataBufferFactory.sharedInstance)
+        .doOnNext(
+            b -> {
+              byte[] chunk = new byte[b.readableByteCount()];
+              b.read(chunk);
+              out.writeBytes(chunk);
+              DataBufferUtils.release(b);
+            })
         .blockLast(Duration.ofSeconds(10));
     return out.toByteArray();
   }
 
   @Test
-  void aReservationThatDoesNotFitTheVolumeIsRefusedAsNoSpaceLeftAndOneThatFitsIsTaken() throws IOException {
+  void aReservationThatDoesNotFitTheVolumeIsRefusedAsNoSpaceLeftAndOneThatFitsIsTaken()
+      throws IOException {
     ContentWriter writer = cache().blobs.newWriter(Digest.sha256(new byte[] {1}));
     writer.reserve(1);
     writer.reserve(-1); // size unknown
@@ -301,10 +321,13 @@ class BlobWriterTest {
     long free;
     long nanos;
     int measurements;
-    final BlobWriter.Volume volume = new BlobWriter.Volume(() -> {
-      measurements++;
-      return free;
-    }, () -> nanos);
+    final BlobWriter.Volume volume =
+        new BlobWriter.Volume(
+            () -> {
+              measurements++;
+              return free;
+            },
+            () -> nanos);
   }
 
   @Test
@@ -316,7 +339,9 @@ class BlobWriterTest {
     for (int i = 0; i < 9; i++) {
       assertThat(v.volume.take(100)).isEqualTo(-1);
     }
-    assertThat(v.measurements).as("1,000 bytes taken of the 1/64 (1,000 bytes) that need no new measurement").isEqualTo(1);
+    assertThat(v.measurements)
+        .as("1,000 bytes taken of the 1/64 (1,000 bytes) that need no new measurement")
+        .isEqualTo(1);
     assertThat(v.volume.take(1)).isEqualTo(-1);
     assertThat(v.measurements).as("beyond 1/64 of the measured space: measured again").isEqualTo(2);
     assertThat(v.volume.take(1)).isEqualTo(-1);
@@ -327,15 +352,20 @@ class BlobWriterTest {
   }
 
   @Test
-  void aLargeReservationIsMeasuredAndARefusalAlwaysRestsOnAMeasurementMadeForIt() throws IOException {
+  void aLargeReservationIsMeasuredAndARefusalAlwaysRestsOnAMeasurementMadeForIt()
+      throws IOException {
     FakeVolume v = new FakeVolume();
     v.free = 6_400_000;
     assertThat(v.volume.take(1)).isEqualTo(-1);
     v.free = 50; // the volume filled up meanwhile, by something else
-    assertThat(v.volume.take(1_000_000)).as("more than 1/64 of the last figure: measured, refused").isEqualTo(50);
+    assertThat(v.volume.take(1_000_000))
+        .as("more than 1/64 of the last figure: measured, refused")
+        .isEqualTo(50);
     assertThat(v.measurements).isEqualTo(2);
     v.free = 6_400_000; // freed again
-    assertThat(v.volume.take(1_000)).as("after a refusal the next one measures again").isEqualTo(-1);
+    assertThat(v.volume.take(1_000))
+        .as("after a refusal the next one measures again")
+        .isEqualTo(-1);
     assertThat(v.measurements).isEqualTo(3);
     v.free = 100;
     assertThat(v.volume.take(6_400_000)).isEqualTo(100);

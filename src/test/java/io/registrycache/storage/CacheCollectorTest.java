@@ -5,7 +5,6 @@ import static org.awaitility.Awaitility.await;
 
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
-import io.registrycache.storage.TagRef;
 import io.registrycache.testsupport.TestCache;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -75,8 +74,18 @@ class CacheCollectorTest {
     assertThat(cache.blobs.size(a)).isPresent();
     assertThat(cache.blobs.size(e)).isPresent();
     assertThat(Files.exists(cache.layout.blob(b))).isFalse();
-    assertThat(cache.meters.counter("registry.cache.evictions", "kind", "blob", "reason", "budget").count()).isEqualTo(3);
-    assertThat(cache.meters.counter("registry.cache.evicted.bytes", "kind", "blob", "reason", "budget").count()).isEqualTo(6000);
+    assertThat(
+            cache
+                .meters
+                .counter("registry.cache.evictions", "kind", "blob", "reason", "budget")
+                .count())
+        .isEqualTo(3);
+    assertThat(
+            cache
+                .meters
+                .counter("registry.cache.evicted.bytes", "kind", "blob", "reason", "budget")
+                .count())
+        .isEqualTo(6000);
   }
 
   @Test
@@ -176,7 +185,8 @@ class CacheCollectorTest {
     assertThat(cache.blobs.persistAccessTimes()).isEqualTo(1);
     cache.close();
 
-    BlobStore reopened = new FileBlobStore(new StorageLayout(cache.properties), cache.clock, Duration.ZERO);
+    BlobStore reopened =
+        new FileBlobStore(new StorageLayout(cache.properties), cache.clock, Duration.ZERO);
     assertThat(reopened.entry(b).orElseThrow().lastPulledMillis()).isEqualTo(pulled);
     assertThat(reopened.entry(a).orElseThrow().lastPulledMillis()).isLessThan(pulled);
     reopened.close();
@@ -187,13 +197,19 @@ class CacheCollectorTest {
     cache = new TestCache(root, 0, Duration.ZERO);
     int n = 10_000;
     for (int i = 0; i < n; i++) {
-      byte[] body = ("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"n\":" + i
-          + ",\"config\":{\"digest\":\"sha256:" + "0".repeat(64) + "\",\"size\":1},\"layers\":[]}").getBytes();
+      byte[] body =
+          ("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"n\":"
+                  + i
+                  + ",\"config\":{\"digest\":\"sha256:"
+                  + "0".repeat(64)
+                  + "\",\"size\":1},\"layers\":[]}")
+              .getBytes();
       Digest d = Digest.sha256(body);
       Path p = cache.layout.manifest(d);
       Files.createDirectories(p.getParent());
       Files.write(p, body);
-      Files.writeString(cache.layout.manifestType(d), "application/vnd.oci.image.manifest.v1+json\n");
+      Files.writeString(
+          cache.layout.manifestType(d), "application/vnd.oci.image.manifest.v1+json\n");
       Path blob = cache.layout.blob(d);
       Files.createDirectories(blob.getParent());
       Files.write(blob, body);
@@ -203,7 +219,8 @@ class CacheCollectorTest {
     long t1 = System.nanoTime();
     ManifestStore manifests = new ManifestStore(cache.layout, blobs, cache.properties, cache.clock);
     long t2 = System.nanoTime();
-    System.out.printf("start-up scan: %d blobs in %d ms, %d manifests in %d ms%n",
+    System.out.printf(
+        "start-up scan: %d blobs in %d ms, %d manifests in %d ms%n",
         blobs.count(), (t1 - t0) / 1_000_000, manifests.count(), (t2 - t1) / 1_000_000);
     assertThat(manifests.count()).isEqualTo(n);
     assertThat(blobs.count()).isEqualTo(n);
@@ -216,9 +233,12 @@ class CacheCollectorTest {
     Digest m = cache.manifest(cache.blob(10));
     cache.tag("local", "a/b/c", "1.0", m);
     List<TagRef> tags = cache.manifests.allTags();
-    assertThat(tags).singleElement().satisfies(t -> {
-      assertThat(t.image()).isEqualTo("local/a/b/c:1.0");
-      assertThat(t.digest()).isEqualTo(m);
-    });
+    assertThat(tags)
+        .singleElement()
+        .satisfies(
+            t -> {
+              assertThat(t.image()).isEqualTo("local/a/b/c:1.0");
+              assertThat(t.digest()).isEqualTo(m);
+            });
   }
 }

@@ -7,7 +7,9 @@ import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The {@link BlobStoreContract} on the file system: {@link FileBlobStore} over a temporary folder. */
+/**
+ * The {@link BlobStoreContract} on the file system: {@link FileBlobStore} over a temporary folder.
+ */
 class FileBlobStoreContractTest extends BlobStoreContract {
 
   @TempDir Path root;

@@ -14,18 +14,21 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
-import org.junit.jupiter.api.io.TempDir;
 
-/** Reads of manifests and tag links on disk: a miss is empty, a hit exact, a broken file an error. */
+/**
+ * Reads of manifests and tag links on disk: a miss is empty, a hit exact, a broken file an error.
+ */
 class FileManifestPersistenceTest {
 
   @TempDir Path root;
 
   private FileManifestPersistence persistence() throws IOException {
     return new FileManifestPersistence(
-        new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))));
+        new StorageLayout(
+            RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))));
   }
 
   @Test
@@ -47,8 +50,10 @@ class FileManifestPersistenceTest {
   @Test
   void aTagLinkThatExistsButCannotBeReadIsAnErrorNotAMiss() throws IOException {
     FileManifestPersistence p = persistence();
-    Files.createDirectories(root.resolve("tags/local/team/app/_tags/v1")); // a folder where the file belongs
-    assertThatThrownBy(() -> p.tags().find("local", "team/app", "v1")).isInstanceOf(UncheckedIOException.class);
+    Files.createDirectories(
+        root.resolve("tags/local/team/app/_tags/v1")); // a folder where the file belongs
+    assertThatThrownBy(() -> p.tags().find("local", "team/app", "v1"))
+        .isInstanceOf(UncheckedIOException.class);
   }
 
   @Test
@@ -71,19 +76,23 @@ class FileManifestPersistenceTest {
    * as it does for manifests stored before.
    */
   @ParameterizedTest
-  @CsvSource(delimiter = '|', value = {
-      "{\"schemaVersion\":2,\"config\":{\"mediaType\":\"x/config\"},\"mediaType\":\"application/vnd.oci.image.index.v1+json\"}|application/vnd.oci.image.index.v1+json|false",
-      "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\"}|application/vnd.docker.distribution.manifest.v2+json|true",
-      "{\"schemaVersion\":2,\"config\":{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\"}}|application/vnd.oci.image.manifest.v1+json|true",
-      "not json|application/vnd.oci.image.manifest.v1+json|true"})
-  void theMediaTypeHasAFileOfItsOwnOnlyWhenTheBodyDoesNotNameIt(String json, String type, boolean typeFile)
-      throws IOException {
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "{\"schemaVersion\":2,\"config\":{\"mediaType\":\"x/config\"},\"mediaType\":\"application/vnd.oci.image.index.v1+json\"}|application/vnd.oci.image.index.v1+json|false",
+        "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\"}|application/vnd.docker.distribution.manifest.v2+json|true",
+        "{\"schemaVersion\":2,\"config\":{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\"}}|application/vnd.oci.image.manifest.v1+json|true",
+        "not json|application/vnd.oci.image.manifest.v1+json|true"
+      })
+  void theMediaTypeHasAFileOfItsOwnOnlyWhenTheBodyDoesNotNameIt(
+      String json, String type, boolean typeFile) throws IOException {
     FileManifestPersistence p = persistence();
     byte[] body = json.getBytes(StandardCharsets.UTF_8);
     Digest digest = Digest.sha256(body);
     p.write(digest, MediaType.parse(type), body);
     StorageLayout layout =
-        new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString())));
+        new StorageLayout(
+            RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString())));
     assertThat(Files.exists(layout.manifestType(digest))).as(".type file").isEqualTo(typeFile);
     assertThat(p.read(digest).orElseThrow().mediaType()).isEqualTo(type);
     assertThat(p.read(digest).orElseThrow().body()).isEqualTo(body);

@@ -27,7 +27,9 @@ class LinkJournalTest {
 
   @BeforeEach
   void open() throws Exception {
-    layout = new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString())));
+    layout =
+        new StorageLayout(
+            RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString())));
   }
 
   @Test
@@ -69,8 +71,11 @@ class LinkJournalTest {
     Path file = layout.linksRoot().resolve("blobs.journal");
     Object inode = Files.getAttribute(file, "unix:ino");
 
-    assertThat(scan(new LinkJournal(layout, "blobs"))).isEqualTo(Map.of(a, Set.of("hub/x"), b, Set.of("hub/y")));
-    assertThat(Files.getAttribute(file, "unix:ino")).as("the same file, not a rewritten one").isEqualTo(inode);
+    assertThat(scan(new LinkJournal(layout, "blobs")))
+        .isEqualTo(Map.of(a, Set.of("hub/x"), b, Set.of("hub/y")));
+    assertThat(Files.getAttribute(file, "unix:ino"))
+        .as("the same file, not a rewritten one")
+        .isEqualTo(inode);
 
     journal = new LinkJournal(layout, "blobs");
     scan(journal);
@@ -102,7 +107,8 @@ class LinkJournalTest {
     String torn = "+ " + b.toString().substring(0, 30);
     Files.writeString(file, whole + "garbage\n" + "+ " + b + " nokey\n" + torn);
 
-    assertThat(scan(new LinkJournal(layout, "blobs"))).isEqualTo(Map.of(a, Set.of("hub/library/alpine")));
+    assertThat(scan(new LinkJournal(layout, "blobs")))
+        .isEqualTo(Map.of(a, Set.of("hub/library/alpine")));
     // the next link starts on a line of its own: the torn line was compacted away
     LinkJournal journal = new LinkJournal(layout, "blobs");
     scan(journal);
@@ -141,10 +147,19 @@ class LinkJournalTest {
     assertThat(scan(new LinkJournal(layout, "blobs"))).isEqualTo(Map.of(b, Set.of("hub/y")));
   }
 
-  /** {@code links/blobs/sha256/<xx>/<hex>/<upstream>/<repository>/_link}, as versions before the journal wrote it. */
+  /**
+   * {@code links/blobs/sha256/<xx>/<hex>/<upstream>/<repository>/_link}, as versions before the
+   * journal wrote it.
+   */
   private Path legacyLink(Digest digest, String key) {
     String hex = digest.toString().substring("sha256:".length());
-    return layout.linksRoot().resolve("blobs/sha256").resolve(hex.substring(0, 2)).resolve(hex).resolve(key).resolve("_link");
+    return layout
+        .linksRoot()
+        .resolve("blobs/sha256")
+        .resolve(hex.substring(0, 2))
+        .resolve(hex)
+        .resolve(key)
+        .resolve("_link");
   }
 
   private static Map<Digest, Set<String>> scan(LinkJournal journal) {

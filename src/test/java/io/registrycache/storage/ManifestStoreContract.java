@@ -7,11 +7,9 @@ import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaType;
 import io.registrycache.oci.Reference;
-import io.registrycache.storage.TagRef;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Clock;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
@@ -26,7 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 public abstract class ManifestStoreContract {
 
-  static final MediaType OCI_MANIFEST = MediaType.parse("application/vnd.oci.image.manifest.v1+json");
+  static final MediaType OCI_MANIFEST =
+      MediaType.parse("application/vnd.oci.image.manifest.v1+json");
 
   @TempDir protected Path root;
   private FileBlobStore blobs;
@@ -63,17 +62,20 @@ public abstract class ManifestStoreContract {
     StoredManifest m = manifest("{\"schemaVersion\":2,\"layers\":[],\"x\":\"\\u00e9\"}");
     assertThat(store.find(m.digest())).isEmpty();
     store.put(m);
-    assertThat(store.find(m.digest())).hasValueSatisfying(f -> assertThat(f.body()).isEqualTo(m.body()));
+    assertThat(store.find(m.digest()))
+        .hasValueSatisfying(f -> assertThat(f.body()).isEqualTo(m.body()));
     assertThat(store.count()).isEqualTo(1);
     assertThat(store.bytes()).isEqualTo(m.body().length);
 
     ManifestStore restarted = open();
     assertThat(restarted.count()).isEqualTo(1);
     assertThat(restarted.cached(m.digest())).as("not in memory after a restart").isEmpty();
-    assertThat(restarted.find(m.digest())).hasValueSatisfying(f -> {
-      assertThat(f.body()).isEqualTo(m.body());
-      assertThat(f.mediaType()).isEqualTo(OCI_MANIFEST);
-    });
+    assertThat(restarted.find(m.digest()))
+        .hasValueSatisfying(
+            f -> {
+              assertThat(f.body()).isEqualTo(m.body());
+              assertThat(f.mediaType()).isEqualTo(OCI_MANIFEST);
+            });
     assertThat(restarted.content(m.digest())).isPresent();
 
     restarted.delete(m.digest());
@@ -94,7 +96,9 @@ public abstract class ManifestStoreContract {
     assertThat(restarted.links().recheck(m.digest(), "docker.io", "library/busybox")).isFalse();
     restarted.delete(m.digest());
     assertThat(open().links().linksOf(m.digest())).isEmpty();
-    assertThat(open().links().recheck(m.digest(), "docker.io", "library/alpine")).as("the links went with it").isFalse();
+    assertThat(open().links().recheck(m.digest(), "docker.io", "library/alpine"))
+        .as("the links went with it")
+        .isFalse();
   }
 
   @Test
@@ -127,22 +131,29 @@ public abstract class ManifestStoreContract {
     assertThat(ref.digest()).isEqualTo(a);
     assertThat(ref.validatedAt()).isEqualTo(confirmed);
     assertThat(open().findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt())
-        .as("kept durably").isEqualTo(confirmed);
+        .as("kept durably")
+        .isEqualTo(confirmed);
     assertThat(store.tags("docker.io", "library/alpine")).containsExactly("3.20", "latest");
-    assertThat(open().allTags()).extracting(TagRef::image).containsExactlyInAnyOrder(
-        "docker.io/library/alpine:latest", "docker.io/library/alpine:3.20",
-        "docker.io/library/alpine/sub:v1", "ghcr.io/library/alpine:latest");
+    assertThat(open().allTags())
+        .extracting(TagRef::image)
+        .containsExactlyInAnyOrder(
+            "docker.io/library/alpine:latest", "docker.io/library/alpine:3.20",
+            "docker.io/library/alpine/sub:v1", "ghcr.io/library/alpine:latest");
 
     Instant again = confirmed.plusSeconds(300);
     store.touchTag("docker.io", "library/alpine", latest, again);
-    assertThat(store.findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt()).isEqualTo(again);
-    assertThat(open().findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt()).isEqualTo(again);
+    assertThat(store.findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt())
+        .isEqualTo(again);
+    assertThat(open().findTag("docker.io", "library/alpine", latest).orElseThrow().validatedAt())
+        .isEqualTo(again);
 
     store.putTag("docker.io", "library/alpine", latest, b, again);
     assertThat(store.deleteTag(ref)).as("moved meanwhile: kept").isFalse();
-    assertThat(store.deleteTag(store.findTag("docker.io", "library/alpine", latest).orElseThrow())).isTrue();
+    assertThat(store.deleteTag(store.findTag("docker.io", "library/alpine", latest).orElseThrow()))
+        .isTrue();
     store.deleteTag("docker.io", "library/alpine", new Reference.Tag("3.20"));
     assertThat(store.tags("docker.io", "library/alpine")).isEmpty();
-    assertThat(store.findTag("docker.io", "library/alpine/sub", new Reference.Tag("v1"))).isPresent();
+    assertThat(store.findTag("docker.io", "library/alpine/sub", new Reference.Tag("v1")))
+        .isPresent();
   }
 }

@@ -54,8 +54,12 @@ class PortabilityIT {
   static void seed() {
     upstream.start();
     image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("move"), "v1"));
-    docker = upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("move-docker"), "v2"));
-    index = upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("move-idx"), "multi"));
+    docker =
+        upstream
+            .pusher()
+            .push(TestImages.dockerSchema2(TestImages.uniqueRepository("move-docker"), "v2"));
+    index =
+        upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("move-idx"), "multi"));
   }
 
   @AfterAll
@@ -94,44 +98,54 @@ class PortabilityIT {
       pullEverything(cache);
       // The in-path and containerd forms find the same entries (same upstream key).
       CacheClient.assertManifest(
-          cache.getManifest("/v2/upstream.test/" + image.repository() + "/manifests/v1"), image.manifest());
+          cache.getManifest("/v2/upstream.test/" + image.repository() + "/manifests/v1"),
+          image.manifest());
       CacheClient.assertManifest(
-          cache.getManifest("/v2/" + index.repository() + "/manifests/multi?ns=upstream.test"), index.index());
+          cache.getManifest("/v2/" + index.repository() + "/manifests/multi?ns=upstream.test"),
+          index.index());
       // Cached tags are listed; something never pulled is an upstream error naming the new URL.
       HttpResponse<byte[]> tags = cache.get("/v2/" + image.repository() + "/tags/list");
       assertThat(tags.statusCode()).as(describe(tags)).isEqualTo(200);
       assertThat(new String(tags.body(), StandardCharsets.UTF_8)).contains("\"v1\"");
-      HttpResponse<byte[]> missing = cache.get("/v2/" + image.repository() + "/blobs/" + TestImages.unknownDigest());
+      HttpResponse<byte[]> missing =
+          cache.get("/v2/" + image.repository() + "/blobs/" + TestImages.unknownDigest());
       assertThat(missing.statusCode()).as(describe(missing)).isIn(502, 503, 504);
       // The admin API sees the moved images as complete.
       HttpResponse<byte[]> images =
           CacheClient.onPort(managementPort(b)).get("/actuator/cache/images?filter=move");
       assertThat(images.statusCode()).as(describe(images)).isEqualTo(200);
       String listing = new String(images.body(), StandardCharsets.UTF_8);
-      assertThat(listing).contains(image.manifest().digest(), docker.manifest().digest(), index.index().digest());
+      assertThat(listing)
+          .contains(image.manifest().digest(), docker.manifest().digest(), index.index().digest());
       assertThat(listing).doesNotContain("\"complete\":false");
     }
   }
 
   static void pullEverything(CacheClient cache) {
     for (Image i : List.of(image, docker)) {
-      CacheClient.assertManifest(cache.getManifest("/v2/" + i.repository() + "/manifests/" + i.tag()), i.manifest());
       CacheClient.assertManifest(
-          cache.getManifest("/v2/" + i.repository() + "/manifests/" + i.manifest().digest()), i.manifest());
+          cache.getManifest("/v2/" + i.repository() + "/manifests/" + i.tag()), i.manifest());
+      CacheClient.assertManifest(
+          cache.getManifest("/v2/" + i.repository() + "/manifests/" + i.manifest().digest()),
+          i.manifest());
       assertBlobs(cache, i.repository(), i);
     }
-    CacheClient.assertManifest(cache.getManifest("/v2/" + index.repository() + "/manifests/multi"), index.index());
     CacheClient.assertManifest(
-        cache.getManifest("/v2/" + index.repository() + "/manifests/" + index.index().digest()), index.index());
+        cache.getManifest("/v2/" + index.repository() + "/manifests/multi"), index.index());
+    CacheClient.assertManifest(
+        cache.getManifest("/v2/" + index.repository() + "/manifests/" + index.index().digest()),
+        index.index());
     for (PlatformImage p : index.platforms()) {
       CacheClient.assertManifest(
-          cache.getManifest("/v2/" + index.repository() + "/manifests/" + p.image().manifest().digest()),
+          cache.getManifest(
+              "/v2/" + index.repository() + "/manifests/" + p.image().manifest().digest()),
           p.image().manifest());
       assertBlobs(cache, index.repository(), p.image());
     }
     // Range requests on a moved blob
     Blob layer = image.layers().get(0);
-    HttpResponse<byte[]> range = cache.get("/v2/" + image.repository() + "/blobs/" + layer.digest(), "Range", "bytes=10-19");
+    HttpResponse<byte[]> range =
+        cache.get("/v2/" + image.repository() + "/blobs/" + layer.digest(), "Range", "bytes=10-19");
     assertThat(range.statusCode()).as(describe(range)).isEqualTo(206);
     assertThat(range.body()).isEqualTo(Arrays.copyOfRange(layer.bytes(), 10, 20));
   }
@@ -146,7 +160,8 @@ class PortabilityIT {
   }
 
   private static int managementPort(ManualCache cache) {
-    return Integer.parseInt(cache.context().getEnvironment().getRequiredProperty("local.management.port"));
+    return Integer.parseInt(
+        cache.context().getEnvironment().getRequiredProperty("local.management.port"));
   }
 
   private static int unusedPort() {

@@ -41,8 +41,12 @@ class RestartIT {
   @BeforeAll
   static void startUpstream() {
     upstream.start();
-    image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("restart"), "v1"));
-    index = upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("restart-idx"), "multi"));
+    image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("restart"), "v1"));
+    index =
+        upstream
+            .pusher()
+            .push(TestImages.index(TestImages.uniqueRepository("restart-idx"), "multi"));
   }
 
   @AfterAll
@@ -106,7 +110,8 @@ class RestartIT {
         cache.getManifest("/v2/" + image.repository() + "/manifests/" + image.manifest().digest()),
         image.manifest());
     for (Blob blob : image.blobs()) {
-      HttpResponse<byte[]> response = cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
+      HttpResponse<byte[]> response =
+          cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
       assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
       assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
     }

@@ -23,17 +23,24 @@ class StorageLayoutTest {
   @TempDir Path root;
 
   private StorageLayout layout() throws IOException {
-    return new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString())));
+    return new StorageLayout(
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString())));
   }
 
-  /** The definition {@link StorageLayout#safeSegment} must keep: one {@code _} per code point outside the set. */
+  /**
+   * The definition {@link StorageLayout#safeSegment} must keep: one {@code _} per code point
+   * outside the set.
+   */
   private static final Pattern UNSAFE = Pattern.compile("[^A-Za-z0-9._:-]");
 
   @Test
   void safeSegmentKeepsSafeNamesAndReplacesEachOtherCodePointByOneUnderscore() {
     String local = "local";
-    assertThat(StorageLayout.safeSegment(local)).as("nothing to replace: the same string").isSameAs(local);
-    assertThat(StorageLayout.safeSegment("registry.example.test:5000")).isEqualTo("registry.example.test:5000");
+    assertThat(StorageLayout.safeSegment(local))
+        .as("nothing to replace: the same string")
+        .isSameAs(local);
+    assertThat(StorageLayout.safeSegment("registry.example.test:5000"))
+        .isEqualTo("registry.example.test:5000");
     assertThat(StorageLayout.safeSegment("A-z_0.9:")).isEqualTo("A-z_0.9:");
     assertThat(StorageLayout.safeSegment("")).isEqualTo("");
     assertThat(StorageLayout.safeSegment("a/b")).isEqualTo("a_b");
@@ -41,7 +48,9 @@ class StorageLayoutTest {
     assertThat(StorageLayout.safeSegment("[::1]:5000")).isEqualTo("_::1_:5000");
     assertThat(StorageLayout.safeSegment("a b\tc\\d")).isEqualTo("a_b_c_d");
     assertThat(StorageLayout.safeSegment("é")).isEqualTo("_");
-    assertThat(StorageLayout.safeSegment("x\uD83D\uDE00y")).as("a surrogate pair is one code point").isEqualTo("x_y");
+    assertThat(StorageLayout.safeSegment("x\uD83D\uDE00y"))
+        .as("a surrogate pair is one code point")
+        .isEqualTo("x_y");
     assertThat(StorageLayout.safeSegment("x\uD83Dy")).as("a lone surrogate").isEqualTo("x_y");
   }
 
@@ -56,7 +65,9 @@ class StorageLayoutTest {
         s.append(alphabet[random.nextInt(alphabet.length)]);
       }
       String in = s.toString();
-      assertThat(StorageLayout.safeSegment(in)).as("%s", in).isEqualTo(UNSAFE.matcher(in).replaceAll("_"));
+      assertThat(StorageLayout.safeSegment(in))
+          .as("%s", in)
+          .isEqualTo(UNSAFE.matcher(in).replaceAll("_"));
     }
   }
 
@@ -73,7 +84,9 @@ class StorageLayoutTest {
     }
   }
 
-  /** Two processes over one folder (replicas on a shared file system, a restart): never one name. */
+  /**
+   * Two processes over one folder (replicas on a shared file system, a restart): never one name.
+   */
   @Test
   void twoLayoutsOverOneFolderNeverGiveTheSameTemporaryName() throws IOException {
     StorageLayout first = layout();
@@ -101,7 +114,9 @@ class StorageLayoutTest {
     }
   }
 
-  /** A folder taken away after a file was moved into it (by hand, by another tool) is made again. */
+  /**
+   * A folder taken away after a file was moved into it (by hand, by another tool) is made again.
+   */
   @Test
   void moveIntoPlaceMakesAFolderAgainThatWasDeletedSinceTheLastMoveIntoIt() throws IOException {
     StorageLayout layout = layout();
@@ -133,7 +148,8 @@ class StorageLayoutTest {
     Files.writeString(folder, "not a folder");
     Path temp = layout.newTempFile("t");
     Files.writeString(temp, "bytes");
-    assertThatThrownBy(() -> layout.moveIntoPlace(temp, folder.resolve("cdef"))).isInstanceOf(IOException.class);
+    assertThatThrownBy(() -> layout.moveIntoPlace(temp, folder.resolve("cdef")))
+        .isInstanceOf(IOException.class);
     assertThat(temp).as("the temporary file is the caller's to delete").exists();
   }
 

@@ -9,10 +9,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
 /**
- * The system clock (UTC) plus an offset the test moves forward: time runs as usual for the rest
- * of the service (grace periods, timeouts), and a test that needs time to have passed says how
- * much with {@link #advance(Duration)} instead of sleeping. {@link TestCache.MutableClock} is the
- * same over a fixed start: a clock that moves only when told.
+ * The system clock (UTC) plus an offset the test moves forward: time runs as usual for the rest of
+ * the service (grace periods, timeouts), and a test that needs time to have passed says how much
+ * with {@link #advance(Duration)} instead of sleeping. {@link TestCache.MutableClock} is the same
+ * over a fixed start: a clock that moves only when told.
  */
 public class AdvancingClock extends Clock {
 

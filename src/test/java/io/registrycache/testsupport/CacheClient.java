@@ -35,7 +35,9 @@ public final class CacheClient {
     this(baseUrl, Duration.ofSeconds(60));
   }
 
-  /** @param timeout per request, until the whole response is in */
+  /**
+   * @param timeout per request, until the whole response is in
+   */
   public CacheClient(String baseUrl, Duration timeout) {
     this.baseUrl = baseUrl;
     this.timeout = timeout;
@@ -84,7 +86,12 @@ public final class CacheClient {
 
   /** POST a JSON body (the admin API). */
   public HttpResponse<byte[]> postJson(String pathAndQuery, String json) {
-    return send("POST", pathAndQuery, json.getBytes(StandardCharsets.UTF_8), "Content-Type", "application/json");
+    return send(
+        "POST",
+        pathAndQuery,
+        json.getBytes(StandardCharsets.UTF_8),
+        "Content-Type",
+        "application/json");
   }
 
   /**
@@ -94,7 +101,8 @@ public final class CacheClient {
   public void pullAndVerify(TestImages.Image image) {
     HttpResponse<byte[]> manifest =
         getManifest("/v2/" + image.repository() + "/manifests/" + image.tag());
-    expectBytes(manifest, image.manifest().bytes(), "manifest " + image.repository() + ":" + image.tag());
+    expectBytes(
+        manifest, image.manifest().bytes(), "manifest " + image.repository() + ":" + image.tag());
     for (TestImages.Blob blob : image.blobs()) {
       HttpResponse<byte[]> response = get("/v2/" + image.repository() + "/blobs/" + blob.digest());
       expectBytes(response, blob.bytes(), "blob " + blob.digest());
@@ -107,12 +115,20 @@ public final class CacheClient {
     }
     if (!Arrays.equals(response.body(), expected)) {
       throw new AssertionError(
-          what + ": " + response.body().length + " bytes of digest " + Sha256.digest(response.body())
-              + ", expected " + expected.length + " bytes of digest " + Sha256.digest(expected));
+          what
+              + ": "
+              + response.body().length
+              + " bytes of digest "
+              + Sha256.digest(response.body())
+              + ", expected "
+              + expected.length
+              + " bytes of digest "
+              + Sha256.digest(expected));
     }
   }
 
-  public HttpResponse<byte[]> send(String method, String pathAndQuery, byte[] body, String... headers) {
+  public HttpResponse<byte[]> send(
+      String method, String pathAndQuery, byte[] body, String... headers) {
     try {
       return sendOrThrow(method, pathAndQuery, body, headers);
     } catch (IOException e) {
@@ -166,8 +182,15 @@ public final class CacheClient {
     if (body.length() > 500) {
       body = body.substring(0, 500) + "...";
     }
-    return response.request().method() + " " + response.uri() + " -> " + response.statusCode()
-        + " " + response.headers().map() + " " + body;
+    return response.request().method()
+        + " "
+        + response.uri()
+        + " -> "
+        + response.statusCode()
+        + " "
+        + response.headers().map()
+        + " "
+        + body;
   }
 
   /**

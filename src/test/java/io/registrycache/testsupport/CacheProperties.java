@@ -17,7 +17,10 @@ import org.springframework.test.context.DynamicPropertyRegistry;
  */
 public final class CacheProperties {
 
-  /** The host name tests give the {@code local} upstream: a valid path component for the in-path form. */
+  /**
+   * The host name tests give the {@code local} upstream: a valid path component for the in-path
+   * form.
+   */
   public static final String UPSTREAM_HOST = "upstream.test";
 
   private final Map<String, Supplier<?>> values = new LinkedHashMap<>();

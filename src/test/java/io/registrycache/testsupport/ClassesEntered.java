@@ -14,12 +14,12 @@ import net.bytebuddy.asm.Advice;
 import net.bytebuddy.matcher.ElementMatchers;
 
 /**
- * Which of the service's source files a piece of work enters: every method and constructor of
- * the main classes ({@code io.registrycache.*}, not tests or test support) is given an entry
- * hook (Byte Buddy advice, retransformed into the running JVM); while recording, each entry notes
- * its file ({@code proxy/ProxyBlobService} for {@code ProxyBlobService$Lookup}, a lambda body or
- * a Spring proxy of it), in the order first entered. For checking that docs/architecture.md lists
- * a hot path as the code runs it.
+ * Which of the service's source files a piece of work enters: every method and constructor of the
+ * main classes ({@code io.registrycache.*}, not tests or test support) is given an entry hook (Byte
+ * Buddy advice, retransformed into the running JVM); while recording, each entry notes its file
+ * ({@code proxy/ProxyBlobService} for {@code ProxyBlobService$Lookup}, a lambda body or a Spring
+ * proxy of it), in the order first entered. For checking that docs/architecture.md lists a hot path
+ * as the code runs it.
  */
 public final class ClassesEntered implements AutoCloseable {
 
@@ -30,7 +30,8 @@ public final class ClassesEntered implements AutoCloseable {
   private final Instrumentation instrumentation;
   private final ResettableClassFileTransformer transformer;
 
-  private ClassesEntered(Instrumentation instrumentation, ResettableClassFileTransformer transformer) {
+  private ClassesEntered(
+      Instrumentation instrumentation, ResettableClassFileTransformer transformer) {
     this.instrumentation = instrumentation;
     this.transformer = transformer;
   }
@@ -38,20 +39,32 @@ public final class ClassesEntered implements AutoCloseable {
   /** Hooks every main class, loaded or not; {@link #close} takes the hooks out again. */
   public static ClassesEntered install() {
     Instrumentation instrumentation = ByteBuddyAgent.install();
-    ResettableClassFileTransformer transformer = new AgentBuilder.Default()
-        .disableClassFormatChanges()
-        .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
-        .with(AgentBuilder.TypeStrategy.Default.REDEFINE)
-        .ignore(ElementMatchers.not(ElementMatchers.nameStartsWith("io.registrycache.")))
-        .type(ElementMatchers.nameStartsWith("io.registrycache.")
-            .and(ElementMatchers.not(ElementMatchers.nameStartsWith("io.registrycache.testsupport.")))
-            .and(ElementMatchers.not(ElementMatchers.nameStartsWith("io.registrycache.it.")))
-            .and(ElementMatchers.not(ElementMatchers.nameMatches(".*(Test|IT)(\\$.*)?")))
-            .and(ElementMatchers.not(ElementMatchers.isInterface().and(ElementMatchers.isAnnotation()))))
-        .transform((builder, type, loader, module, domain) -> builder.visit(
-            Advice.to(Entry.class).on(ElementMatchers.isMethod().and(ElementMatchers.not(ElementMatchers.isAbstract()))
-                .or(ElementMatchers.isConstructor()))))
-        .installOn(instrumentation);
+    ResettableClassFileTransformer transformer =
+        new AgentBuilder.Default()
+            .disableClassFormatChanges()
+            .with(AgentBuilder.RedefinitionStrategy.RETRANSFORMATION)
+            .with(AgentBuilder.TypeStrategy.Default.REDEFINE)
+            .ignore(ElementMatchers.not(ElementMatchers.nameStartsWith("io.registrycache.")))
+            .type(
+                ElementMatchers.nameStartsWith("io.registrycache.")
+                    .and(
+                        ElementMatchers.not(
+                            ElementMatchers.nameStartsWith("io.registrycache.testsupport.")))
+                    .and(
+                        ElementMatchers.not(ElementMatchers.nameStartsWith("io.registrycache.it.")))
+                    .and(ElementMatchers.not(ElementMatchers.nameMatches(".*(Test|IT)(\\$.*)?")))
+                    .and(
+                        ElementMatchers.not(
+                            ElementMatchers.isInterface().and(ElementMatchers.isAnnotation()))))
+            .transform(
+                (builder, type, loader, module, domain) ->
+                    builder.visit(
+                        Advice.to(Entry.class)
+                            .on(
+                                ElementMatchers.isMethod()
+                                    .and(ElementMatchers.not(ElementMatchers.isAbstract()))
+                                    .or(ElementMatchers.isConstructor()))))
+            .installOn(instrumentation);
     return new ClassesEntered(instrumentation, transformer);
   }
 

@@ -20,7 +20,8 @@ public final class Command {
   public record Result(List<String> command, int exitCode, String output) {
     public Result assertSuccess() {
       if (exitCode != 0) {
-        throw new AssertionError(String.join(" ", command) + " exited " + exitCode + ":\n" + output);
+        throw new AssertionError(
+            String.join(" ", command) + " exited " + exitCode + ":\n" + output);
       }
       return this;
     }
@@ -38,9 +39,9 @@ public final class Command {
   }
 
   /**
-   * Needs an external tool: in CI (environment variable {@code CI} set, as {@code .ci/run} runs)
-   * a missing tool fails the test, so a green CI always means the client really ran; elsewhere
-   * the test is skipped with {@code message}.
+   * Needs an external tool: in CI (environment variable {@code CI} set, as {@code .ci/run} runs) a
+   * missing tool fails the test, so a green CI always means the client really ran; elsewhere the
+   * test is skipped with {@code message}.
    */
   public static void requireTool(boolean available, String message) {
     requireTool(available, message, System.getenv("CI"));
@@ -78,10 +79,13 @@ public final class Command {
    * {@code environment} added to (or overriding) the JVM's environment; killed after {@code
    * timeout}, which fails the test.
    */
-  public static Result run(Duration timeout, Path directory, Map<String, String> environment, List<String> command) {
+  public static Result run(
+      Duration timeout, Path directory, Map<String, String> environment, List<String> command) {
     try {
-      ProcessBuilder builder = new ProcessBuilder(command).redirectErrorStream(true)
-          .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
+      ProcessBuilder builder =
+          new ProcessBuilder(command)
+              .redirectErrorStream(true)
+              .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")));
       if (directory != null) {
         builder.directory(directory.toFile());
       }
@@ -93,7 +97,8 @@ public final class Command {
           new Thread(
               () -> {
                 try {
-                  out.append(new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+                  out.append(
+                      new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
                 } catch (IOException e) {
                   out.append("<output unreadable: ").append(e).append('>');
                 }

@@ -35,10 +35,13 @@ class CommandTest {
   }
 
   @Test
-  void runsInTheGivenDirectoryWithTheGivenEnvironment(@TempDir Path dir)
-      throws IOException {
-    Command.Result result = Command.run(Duration.ofSeconds(30), dir, Map.of("COMMAND_TEST_VALUE", "forty-two"),
-        List.of("sh", "-c", "pwd; echo \"$COMMAND_TEST_VALUE\""));
+  void runsInTheGivenDirectoryWithTheGivenEnvironment(@TempDir Path dir) throws IOException {
+    Command.Result result =
+        Command.run(
+            Duration.ofSeconds(30),
+            dir,
+            Map.of("COMMAND_TEST_VALUE", "forty-two"),
+            List.of("sh", "-c", "pwd; echo \"$COMMAND_TEST_VALUE\""));
     Assertions.assertThat(result.assertSuccess().output())
         .isEqualTo(dir.toRealPath() + "\nforty-two\n");
   }

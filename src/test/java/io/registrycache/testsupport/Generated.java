@@ -6,15 +6,18 @@ import java.util.function.Function;
 import java.util.stream.Stream;
 
 /**
- * Generated test input for parameterised tests that check a property over many values: each
- * stream comes from a {@link Random} with a fixed seed, so every run tries the same values and a
- * failure names its value and index.
+ * Generated test input for parameterised tests that check a property over many values: each stream
+ * comes from a {@link Random} with a fixed seed, so every run tries the same values and a failure
+ * names its value and index.
  */
 public final class Generated {
 
   private Generated() {}
 
-  /** {@code count} values of {@code generator}, drawn from a {@link Random} seeded with {@code seed}. */
+  /**
+   * {@code count} values of {@code generator}, drawn from a {@link Random} seeded with {@code
+   * seed}.
+   */
   public static <T> Stream<T> values(long seed, int count, Function<Random, T> generator) {
     Random random = new Random(seed);
     return Stream.generate(() -> generator.apply(random)).limit(count);
@@ -29,7 +32,9 @@ public final class Generated {
     return out.toString();
   }
 
-  /** {@code min} to {@code max} characters, each one of {@code chars} (each listed, not a range). */
+  /**
+   * {@code min} to {@code max} characters, each one of {@code chars} (each listed, not a range).
+   */
   public static String of(Random random, String chars, int min, int max) {
     StringBuilder out = new StringBuilder();
     for (int i = min + random.nextInt(max - min + 1); i > 0; i--) {
@@ -50,12 +55,13 @@ public final class Generated {
   public static String any(Random random, int minLength, int maxLength) {
     StringBuilder out = new StringBuilder();
     for (int i = minLength + random.nextInt(maxLength - minLength + 1); i > 0; i--) {
-      out.append(switch (random.nextInt(8)) {
-        case 0 -> (char) random.nextInt(0x20);
-        case 1 -> (char) (0x80 + random.nextInt(0x80));
-        case 2 -> (char) random.nextInt(0x10000);
-        default -> (char) (0x20 + random.nextInt(0x5f));
-      });
+      out.append(
+          switch (random.nextInt(8)) {
+            case 0 -> (char) random.nextInt(0x20);
+            case 1 -> (char) (0x80 + random.nextInt(0x80));
+            case 2 -> (char) random.nextInt(0x10000);
+            default -> (char) (0x20 + random.nextInt(0x5f));
+          });
     }
     return out.toString();
   }

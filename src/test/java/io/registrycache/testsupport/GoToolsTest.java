@@ -10,7 +10,8 @@ class GoToolsTest {
   @Test
   void theToolsCiPinsAreInstalledWithGoToolsSh() {
     for (String tool : new String[] {"crane", "oras", "cosign", "helm"}) {
-      assertThat(GoTools.howToInstall(tool)).isEqualTo("bash .ci/go-tools.sh " + tool + " installs the pinned version");
+      assertThat(GoTools.howToInstall(tool))
+          .isEqualTo("bash .ci/go-tools.sh " + tool + " installs the pinned version");
     }
     assertThat(GoTools.howToInstall("go")).contains("/usr/local/go/bin");
   }

@@ -19,8 +19,8 @@ import java.util.List;
 /**
  * Pushes images to a registry with the OCI Distribution push API over plain {@link HttpClient}:
  * monolithic blob upload (POST, then PUT with {@code ?digest=}) and manifest PUT with its
- * Content-Type. Used to seed the upstream {@code registry:2}; the cache under test never sees
- * these requests.
+ * Content-Type. Used to seed the upstream {@code registry:2}; the cache under test never sees these
+ * requests.
  */
 public final class ImagePusher {
 
@@ -32,7 +32,9 @@ public final class ImagePusher {
           .connectTimeout(Duration.ofSeconds(5))
           .build();
 
-  /** @param baseUrl e.g. {@code http://localhost:32768} */
+  /**
+   * @param baseUrl e.g. {@code http://localhost:32768}
+   */
   public ImagePusher(String baseUrl) {
     this(baseUrl, null, null);
   }
@@ -53,7 +55,10 @@ public final class ImagePusher {
     this.authorization = authorization;
   }
 
-  /** Pushes with {@code authorization} as the {@code Authorization} header, e.g. {@code Bearer <token>}. */
+  /**
+   * Pushes with {@code authorization} as the {@code Authorization} header, e.g. {@code Bearer
+   * <token>}.
+   */
   public static ImagePusher withAuthorization(String baseUrl, String authorization) {
     return new ImagePusher(baseUrl, authorization, true);
   }
@@ -66,7 +71,10 @@ public final class ImagePusher {
                 .POST(HttpRequest.BodyPublishers.noBody()));
     expect(started, 202, "start upload of " + blob.digest());
     String location =
-        started.headers().firstValue("Location").orElseThrow(() -> new IllegalStateException("no Location"));
+        started
+            .headers()
+            .firstValue("Location")
+            .orElseThrow(() -> new IllegalStateException("no Location"));
     URI upload = URI.create(baseUrl + "/").resolve(location);
     String sep = upload.toString().contains("?") ? "&" : "?";
     HttpResponse<String> done =
@@ -133,7 +141,8 @@ public final class ImagePusher {
    * Pushes the referrers tag schema index of {@code subject} under tag {@code <alg>-<hex>}, as
    * clients do against a registry without the referrers API.
    */
-  public Manifest pushReferrersTag(String repository, String subjectDigest, List<TestImages.Artifact> artifacts) {
+  public Manifest pushReferrersTag(
+      String repository, String subjectDigest, List<TestImages.Artifact> artifacts) {
     Manifest index = TestImages.referrersIndex(artifacts);
     pushManifest(repository, subjectDigest.replace(':', '-'), index);
     return index;

@@ -34,8 +34,8 @@ public final class ManualCache implements AutoCloseable {
   }
 
   /**
-   * Starts the service with {@code properties} and {@code clock} as its clock: time-based
-   * behaviour (tag TTLs, last-pulled times) moves when the test moves the clock.
+   * Starts the service with {@code properties} and {@code clock} as its clock: time-based behaviour
+   * (tag TTLs, last-pulled times) moves when the test moves the clock.
    */
   public static ManualCache start(CacheProperties properties, Clock clock) {
     List<String> args = new ArrayList<>(List.of("--server.port=0"));
@@ -55,7 +55,10 @@ public final class ManualCache implements AutoCloseable {
     return context;
   }
 
-  /** Waits until every blob download in flight has committed (or failed); see {@link #awaitDownloadsCommitted(org.springframework.context.ApplicationContext)}. */
+  /**
+   * Waits until every blob download in flight has committed (or failed); see {@link
+   * #awaitDownloadsCommitted(org.springframework.context.ApplicationContext)}.
+   */
   public void awaitDownloadsCommitted() {
     awaitDownloadsCommitted(context);
   }

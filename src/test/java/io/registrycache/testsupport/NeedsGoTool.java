@@ -11,10 +11,10 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 import org.junit.platform.commons.support.AnnotationSupport;
 
 /**
- * A test class or method that needs the Go-built tool {@link #value()} ({@link GoTools}). Where
- * the tool is not installed (nor being built), the tests are skipped before the class's set-up
- * runs, and are reported as skipped: an assumption that aborts {@code @BeforeAll} leaves them
- * out of the count ("Tests run: 0"). Under CI they run, and {@link GoTools#require} fails them.
+ * A test class or method that needs the Go-built tool {@link #value()} ({@link GoTools}). Where the
+ * tool is not installed (nor being built), the tests are skipped before the class's set-up runs,
+ * and are reported as skipped: an assumption that aborts {@code @BeforeAll} leaves them out of the
+ * count ("Tests run: 0"). Under CI they run, and {@link GoTools#require} fails them.
  */
 @Target({ElementType.TYPE, ElementType.METHOD})
 @Retention(RetentionPolicy.RUNTIME)
@@ -29,11 +29,15 @@ public @interface NeedsGoTool {
 
     @Override
     public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
-      return context.getElement()
+      return context
+          .getElement()
           .flatMap(element -> AnnotationSupport.findAnnotation(element, NeedsGoTool.class))
           .flatMap(needs -> GoTools.missing(needs.value()))
           .map(ConditionEvaluationResult::disabled)
-          .orElseGet(() -> ConditionEvaluationResult.enabled("the tool is installed, being built, or CI is set"));
+          .orElseGet(
+              () ->
+                  ConditionEvaluationResult.enabled(
+                      "the tool is installed, being built, or CI is set"));
     }
   }
 }

@@ -7,7 +7,12 @@ import io.registrycache.oci.Digest;
  * exact bytes of manifest, config and (first) layer, and their {@link Digest}s.
  */
 public record PushedImage(
-    byte[] manifest, Digest manifestDigest, byte[] config, Digest configDigest, byte[] layer, Digest layerDigest) {
+    byte[] manifest,
+    Digest manifestDigest,
+    byte[] config,
+    Digest configDigest,
+    byte[] layer,
+    Digest layerDigest) {
 
   public static PushedImage of(TestImages.Image image) {
     TestImages.Blob layer = image.layers().get(0);

@@ -17,8 +17,8 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * One HTTP/1.1 request written byte for byte to a loopback port, for request lines and headers
- * that real clients (java.net.http among them) normalise or refuse to send: malformed targets,
+ * One HTTP/1.1 request written byte for byte to a loopback port, for request lines and headers that
+ * real clients (java.net.http among them) normalise or refuse to send: malformed targets,
  * absolute-form, path forms, odd or missing {@code Host} values. The answer is read by its {@code
  * Content-Length}, its chunks or to the end of the connection. The connection is not asked to
  * close: a server that answers before reading a request body then drains it instead of resetting
@@ -47,7 +47,11 @@ public final class RawHttp {
     @Override
     public String toString() {
       String text = bodyText();
-      return status + " " + headers + " " + (text.length() > 300 ? text.substring(0, 300) + "..." : text);
+      return status
+          + " "
+          + headers
+          + " "
+          + (text.length() > 300 ? text.substring(0, 300) + "..." : text);
     }
   }
 
@@ -81,8 +85,10 @@ public final class RawHttp {
    * {@code body} to loopback {@code port}, all written as given: no {@code Host} and no {@code
    * Content-Length} is added. The request line and headers are written as ISO-8859-1.
    */
-  public static Response send(int port, String method, String target, List<String> headers, byte[] body) {
-    StringBuilder head = new StringBuilder(method).append(' ').append(target).append(" HTTP/1.1\r\n");
+  public static Response send(
+      int port, String method, String target, List<String> headers, byte[] body) {
+    StringBuilder head =
+        new StringBuilder(method).append(' ').append(target).append(" HTTP/1.1\r\n");
     for (String header : headers) {
       head.append(header).append("\r\n");
     }
@@ -94,7 +100,8 @@ public final class RawHttp {
       socket.getOutputStream().flush();
       return read(new BufferedInputStream(socket.getInputStream()), "HEAD".equals(method));
     } catch (SocketException e) {
-      return new Response(0, Map.of(), ("connection closed: " + e.getMessage()).getBytes(StandardCharsets.UTF_8));
+      return new Response(
+          0, Map.of(), ("connection closed: " + e.getMessage()).getBytes(StandardCharsets.UTF_8));
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -113,7 +120,9 @@ public final class RawHttp {
     for (String line = line(in); line != null && !line.isEmpty(); line = line(in)) {
       int colon = line.indexOf(':');
       if (colon > 0) {
-        headers.put(line.substring(0, colon).trim().toLowerCase(Locale.ROOT), line.substring(colon + 1).trim());
+        headers.put(
+            line.substring(0, colon).trim().toLowerCase(Locale.ROOT),
+            line.substring(colon + 1).trim());
       }
     }
     int code = Integer.parseInt(status[1]);
@@ -124,7 +133,8 @@ public final class RawHttp {
       ByteArrayOutputStream out = new ByteArrayOutputStream();
       for (String size = line(in); size != null; size = line(in)) {
         int semicolon = size.indexOf(';');
-        int length = Integer.parseInt((semicolon < 0 ? size : size.substring(0, semicolon)).trim(), 16);
+        int length =
+            Integer.parseInt((semicolon < 0 ? size : size.substring(0, semicolon)).trim(), 16);
         if (length == 0) {
           break;
         }
@@ -147,7 +157,8 @@ public final class RawHttp {
     while ((b = in.read()) != -1) {
       if (b == '\n') {
         byte[] bytes = out.toByteArray();
-        int length = bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
+        int length =
+            bytes.length > 0 && bytes[bytes.length - 1] == '\r' ? bytes.length - 1 : bytes.length;
         return new String(bytes, 0, length, StandardCharsets.ISO_8859_1);
       }
       out.write(b);

@@ -35,7 +35,8 @@ public final class S3Settings {
   private S3Settings() {}
 
   /** A store at {@code endpoint} (may be null), bucket {@code bucket}, with these credentials. */
-  public static S3Settings s3(URI endpoint, String bucket, String accessKeyId, String secretAccessKey) {
+  public static S3Settings s3(
+      URI endpoint, String bucket, String accessKeyId, String secretAccessKey) {
     S3Settings s = new S3Settings();
     s.endpoint = endpoint;
     s.bucket = bucket;
@@ -98,10 +99,27 @@ public final class S3Settings {
     return this;
   }
 
-  /** @throws IllegalArgumentException as {@link S3StorageProperties} does for a bad value */
+  /**
+   * @throws IllegalArgumentException as {@link S3StorageProperties} does for a bad value
+   */
   public S3StorageProperties build() {
-    return new S3StorageProperties(endpoint, region, bucket, prefix, pathStyle, partSize, accessKeyId,
-        secretAccessKey, secretAccessKeyFile, presignTtl, redirect, abandonedUploadAge, indexRefresh,
-        connectTimeout, stallTimeout, localTierSize, accessFlush);
+    return new S3StorageProperties(
+        endpoint,
+        region,
+        bucket,
+        prefix,
+        pathStyle,
+        partSize,
+        accessKeyId,
+        secretAccessKey,
+        secretAccessKeyFile,
+        presignTtl,
+        redirect,
+        abandonedUploadAge,
+        indexRefresh,
+        connectTimeout,
+        stallTimeout,
+        localTierSize,
+        accessFlush);
   }
 }

@@ -25,8 +25,8 @@ import software.amazon.awssdk.services.s3.S3AsyncClient;
 /**
  * A real S3-API server in the test JVM (s3proxy, signature v2 or v4 required, loopback HTTP) with
  * one empty bucket, and the settings that reach it: {@link #settings()} for a store the test
- * builds, {@link #storeIn(CacheProperties)} and {@link #addStorageTo(DynamicPropertyRegistry)}
- * for a whole service. Either a fresh server for every test ({@link #eachTest(String)} as a
+ * builds, {@link #storeIn(CacheProperties)} and {@link #addStorageTo(DynamicPropertyRegistry)} for
+ * a whole service. Either a fresh server for every test ({@link #eachTest(String)} as a
  * {@code @RegisterExtension} field) or one the test starts and closes itself ({@link
  * #started(String)}).
  */
@@ -35,9 +35,10 @@ public final class S3TestServer implements BeforeEachCallback, AfterEachCallback
   public static final String ACCESS_KEY = "test-access";
   public static final String SECRET_KEY = "test-secret";
 
-  private final S3ProxyExtension s3 = S3ProxyExtension.builder()
-      .withCredentials(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
-      .build();
+  private final S3ProxyExtension s3 =
+      S3ProxyExtension.builder()
+          .withCredentials(AuthenticationType.AWS_V2_OR_V4, ACCESS_KEY, SECRET_KEY)
+          .build();
   private final String bucket;
 
   private S3TestServer(String bucket) {
@@ -62,13 +63,16 @@ public final class S3TestServer implements BeforeEachCallback, AfterEachCallback
     } catch (Exception e) {
       throw new IllegalStateException("cannot start s3proxy", e);
     }
-    try (S3AsyncClient admin = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
-        .region(Region.US_EAST_1)
-        .credentialsProvider(StaticCredentialsProvider.create(AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
-        .endpointOverride(s3.getUri())
-        .forcePathStyle(true)
-        .build()) {
+    try (S3AsyncClient admin =
+        S3AsyncClient.builder()
+            .httpClientBuilder(AwsCrtAsyncHttpClient.builder())
+            .region(Region.US_EAST_1)
+            .credentialsProvider(
+                StaticCredentialsProvider.create(
+                    AwsBasicCredentials.create(ACCESS_KEY, SECRET_KEY)))
+            .endpointOverride(s3.getUri())
+            .forcePathStyle(true)
+            .build()) {
       admin.createBucket(b -> b.bucket(bucket)).join();
     }
   }
@@ -104,7 +108,10 @@ public final class S3TestServer implements BeforeEachCallback, AfterEachCallback
     return SECRET_KEY;
   }
 
-  /** Store settings for the bucket, with the server's credentials (and {@link S3Settings}' defaults). */
+  /**
+   * Store settings for the bucket, with the server's credentials (and {@link S3Settings}'
+   * defaults).
+   */
   public S3Settings settings() {
     return S3Settings.s3(uri(), bucket, ACCESS_KEY, SECRET_KEY);
   }
@@ -121,7 +128,10 @@ public final class S3TestServer implements BeforeEachCallback, AfterEachCallback
     return p;
   }
 
-  /** {@code cache} stored in the bucket: {@code storage.type=s3}, 5 MB parts, the server's credentials. */
+  /**
+   * {@code cache} stored in the bucket: {@code storage.type=s3}, 5 MB parts, the server's
+   * credentials.
+   */
   public CacheProperties storeIn(CacheProperties cache) {
     storage().forEach(cache::set);
     return cache;
@@ -132,8 +142,12 @@ public final class S3TestServer implements BeforeEachCallback, AfterEachCallback
     storage().forEach((key, value) -> registry.add(key, value::get));
   }
 
-  /** {@link #startCluster(int, String, String, Supplier, UnaryOperator)} with no settings of the test's own. */
-  public List<ManualCache> startCluster(int n, String name, String token, Supplier<String> upstream) throws IOException {
+  /**
+   * {@link #startCluster(int, String, String, Supplier, UnaryOperator)} with no settings of the
+   * test's own.
+   */
+  public List<ManualCache> startCluster(int n, String name, String token, Supplier<String> upstream)
+      throws IOException {
     return startCluster(n, name, token, upstream, UnaryOperator.identity());
   }
 
@@ -143,21 +157,29 @@ public final class S3TestServer implements BeforeEachCallback, AfterEachCallback
    * upstream}; each with its own temporary {@code storage.path} named after {@code name} and its
    * index, and {@code more} of the test's own settings.
    */
-  public List<ManualCache> startCluster(int n, String name, String token, Supplier<String> upstream,
-      UnaryOperator<CacheProperties> more) throws IOException {
+  public List<ManualCache> startCluster(
+      int n,
+      String name,
+      String token,
+      Supplier<String> upstream,
+      UnaryOperator<CacheProperties> more)
+      throws IOException {
     List<Integer> ports = FreePorts.take(n);
     String peers = ports.stream().map(p -> "127.0.0.1:" + p).collect(Collectors.joining(","));
     List<ManualCache> replicas = new ArrayList<>();
     try {
       for (int i = 0; i < n; i++) {
         Path storage = TestFiles.tempDirectory("registry-cache-" + name + "-" + i + "-");
-        replicas.add(ManualCache.start(storeIn(more.apply(
-            CacheProperties.cache(storage)
-                .localUpstream(upstream)
-                .set("registry-cache.cluster.peers", peers)
-                .set("registry-cache.cluster.peer-port", ports.get(i))
-                .set("registry-cache.cluster.self", "127.0.0.1:" + ports.get(i))
-                .set("registry-cache.cluster.token", token)))));
+        replicas.add(
+            ManualCache.start(
+                storeIn(
+                    more.apply(
+                        CacheProperties.cache(storage)
+                            .localUpstream(upstream)
+                            .set("registry-cache.cluster.peers", peers)
+                            .set("registry-cache.cluster.peer-port", ports.get(i))
+                            .set("registry-cache.cluster.self", "127.0.0.1:" + ports.get(i))
+                            .set("registry-cache.cluster.token", token)))));
       }
     } catch (RuntimeException e) {
       replicas.forEach(ManualCache::close); // the ones started: the caller gets none

@@ -53,7 +53,8 @@ public final class ScriptedHttp implements AutoCloseable {
 
   private static HttpServer newServer() {
     try {
-      HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
+      HttpServer server =
+          HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
       server.setExecutor(Executors.newCachedThreadPool());
       server.start();
       return server;
@@ -90,7 +91,9 @@ public final class ScriptedHttp implements AutoCloseable {
 
   private void handle(HttpExchange exchange) throws IOException {
     String path = exchange.getRequestURI().getPath();
-    counts.computeIfAbsent(exchange.getRequestMethod() + " " + path, k -> new AtomicLong()).incrementAndGet();
+    counts
+        .computeIfAbsent(exchange.getRequestMethod() + " " + path, k -> new AtomicLong())
+        .incrementAndGet();
     try (exchange) {
       Responder responder = routes.get(path);
       if (responder != null) {
@@ -122,8 +125,12 @@ public final class ScriptedHttp implements AutoCloseable {
     ex.close();
   }
 
-  /** {@link #respond} as a registry answers: Content-Type, API version, optional Docker-Content-Digest. */
-  public static void send(HttpExchange exchange, int status, String contentType, byte[] body, String digest)
+  /**
+   * {@link #respond} as a registry answers: Content-Type, API version, optional
+   * Docker-Content-Digest.
+   */
+  public static void send(
+      HttpExchange exchange, int status, String contentType, byte[] body, String digest)
       throws IOException {
     Map<String, String> headers = new LinkedHashMap<>();
     headers.put("Content-Type", contentType);

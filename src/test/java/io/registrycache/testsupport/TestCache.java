@@ -44,19 +44,25 @@ public final class TestCache implements AutoCloseable {
   public final CacheCollector collector;
   private int seed;
 
-  /** @param maxBytes disk budget (0 = unlimited); watermarks 0.9 / 0.5 */
+  /**
+   * @param maxBytes disk budget (0 = unlimited); watermarks 0.9 / 0.5
+   */
   public TestCache(Path root, long maxBytes, Duration deleteGrace) {
     try {
-      properties = RegistryCacheProperties.bind(Map.of(
-          "registry-cache.storage.path", root.toString(),
-          "registry-cache.storage.max-bytes", String.valueOf(maxBytes),
-          "registry-cache.storage.high-watermark", "0.9",
-          "registry-cache.storage.low-watermark", "0.5",
-          "registry-cache.storage.eviction-batch-size", "2"));
+      properties =
+          RegistryCacheProperties.bind(
+              Map.of(
+                  "registry-cache.storage.path", root.toString(),
+                  "registry-cache.storage.max-bytes", String.valueOf(maxBytes),
+                  "registry-cache.storage.high-watermark", "0.9",
+                  "registry-cache.storage.low-watermark", "0.5",
+                  "registry-cache.storage.eviction-batch-size", "2"));
       layout = new StorageLayout(properties);
       blobs = new FileBlobStore(layout, clock, deleteGrace);
       manifests = new ManifestStore(layout, blobs, properties, clock);
-      collector = new CacheCollector(blobs, manifests, new StorageMetrics(meters, blobs, manifests), properties);
+      collector =
+          new CacheCollector(
+              blobs, manifests, new StorageMetrics(meters, blobs, manifests), properties);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -79,31 +85,45 @@ public final class TestCache implements AutoCloseable {
 
   /** Stores an image manifest whose config is {@code config} and layers {@code layers}. */
   public Digest manifest(Digest config, Digest... layers) {
-    StringBuilder json = new StringBuilder("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",")
-        .append("\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"").append(config)
-        .append("\",\"size\":1},\"layers\":[");
+    StringBuilder json =
+        new StringBuilder(
+                "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",")
+            .append(
+                "\"config\":{\"mediaType\":\"application/vnd.oci.image.config.v1+json\",\"digest\":\"")
+            .append(config)
+            .append("\",\"size\":1},\"layers\":[");
     for (int i = 0; i < layers.length; i++) {
-      json.append(i > 0 ? "," : "").append("{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"")
-          .append(layers[i]).append("\",\"size\":1}");
+      json.append(i > 0 ? "," : "")
+          .append("{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\",\"digest\":\"")
+          .append(layers[i])
+          .append("\",\"size\":1}");
     }
     json.append("]}");
     byte[] body = json.toString().getBytes(StandardCharsets.UTF_8);
     Digest d = Digest.sha256(body);
-    manifests.put(new StoredManifest(d, MediaType.parse("application/vnd.oci.image.manifest.v1+json"), body));
+    manifests.put(
+        new StoredManifest(d, MediaType.parse("application/vnd.oci.image.manifest.v1+json"), body));
     return d;
   }
 
   /** Stores an index of the given manifests, each for platform {@code linux/arch<i>}. */
   public Digest index(Digest... children) {
-    StringBuilder json = new StringBuilder("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[");
+    StringBuilder json =
+        new StringBuilder(
+            "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"manifests\":[");
     for (int i = 0; i < children.length; i++) {
-      json.append(i > 0 ? "," : "").append("{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"")
-          .append(children[i]).append("\",\"size\":1,\"platform\":{\"os\":\"linux\",\"architecture\":\"arch").append(i).append("\"}}");
+      json.append(i > 0 ? "," : "")
+          .append("{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"")
+          .append(children[i])
+          .append("\",\"size\":1,\"platform\":{\"os\":\"linux\",\"architecture\":\"arch")
+          .append(i)
+          .append("\"}}");
     }
     json.append("]}");
     byte[] body = json.toString().getBytes(StandardCharsets.UTF_8);
     Digest d = Digest.sha256(body);
-    manifests.put(new StoredManifest(d, MediaType.parse("application/vnd.oci.image.index.v1+json"), body));
+    manifests.put(
+        new StoredManifest(d, MediaType.parse("application/vnd.oci.image.index.v1+json"), body));
     return d;
   }
 

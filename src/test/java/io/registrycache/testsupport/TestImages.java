@@ -15,9 +15,9 @@ import java.util.stream.Stream;
 import java.util.zip.GZIPOutputStream;
 
 /**
- * Builds OCI and Docker images for tests: real (gzipped) tar layers, a config whose
- * {@code rootfs.diff_ids} match, and manifests kept as the exact bytes that are pushed, so a test
- * can compare what the cache serves byte for byte.
+ * Builds OCI and Docker images for tests: real (gzipped) tar layers, a config whose {@code
+ * rootfs.diff_ids} match, and manifests kept as the exact bytes that are pushed, so a test can
+ * compare what the cache serves byte for byte.
  *
  * <p>Content is deterministic for a given seed and unique per test run: every factory mixes a
  * run-wide random id into the seed, so a fresh run never finds its blobs already in a cache or an
@@ -34,7 +34,8 @@ public final class TestImages {
   public static final String DOCKER_MANIFEST =
       "application/vnd.docker.distribution.manifest.v2+json";
   public static final String DOCKER_CONFIG = "application/vnd.docker.container.image.v1+json";
-  public static final String DOCKER_LAYER_GZIP = "application/vnd.docker.image.rootfs.diff.tar.gzip";
+  public static final String DOCKER_LAYER_GZIP =
+      "application/vnd.docker.image.rootfs.diff.tar.gzip";
 
   /** Unique for this JVM: makes every run's content new to any cache or upstream. */
   public static final String RUN_ID = UUID.randomUUID().toString().substring(0, 8);
@@ -79,7 +80,8 @@ public final class TestImages {
   public record Descriptor(String mediaType, String digest, long size) {}
 
   /** An image: manifest, config, layers, and where it is (to be) pushed. */
-  public record Image(String repository, String tag, Manifest manifest, Blob config, List<Blob> layers) {
+  public record Image(
+      String repository, String tag, Manifest manifest, Blob config, List<Blob> layers) {
     /** Config first, then layers. */
     public List<Blob> blobs() {
       return Stream.concat(Stream.of(config), layers.stream()).toList();
@@ -142,27 +144,45 @@ public final class TestImages {
             .map(
                 p ->
                     "      {\n"
-                        + "         \"mediaType\": \"" + OCI_MANIFEST + "\",\n"
-                        + "         \"digest\": \"" + p.image().manifest().digest() + "\",\n"
-                        + "         \"size\": " + p.image().manifest().size() + ",\n"
+                        + "         \"mediaType\": \""
+                        + OCI_MANIFEST
+                        + "\",\n"
+                        + "         \"digest\": \""
+                        + p.image().manifest().digest()
+                        + "\",\n"
+                        + "         \"size\": "
+                        + p.image().manifest().size()
+                        + ",\n"
                         + "         \"platform\": {\n"
-                        + "            \"architecture\": \"" + p.architecture() + "\",\n"
-                        + "            \"os\": \"" + p.os() + "\"\n"
+                        + "            \"architecture\": \""
+                        + p.architecture()
+                        + "\",\n"
+                        + "            \"os\": \""
+                        + p.os()
+                        + "\"\n"
                         + "         }\n"
                         + "      }")
             .collect(Collectors.joining(",\n"));
     String json =
         "{\n"
             + "   \"schemaVersion\": 2,\n"
-            + "   \"mediaType\": \"" + OCI_INDEX + "\",\n"
+            + "   \"mediaType\": \""
+            + OCI_INDEX
+            + "\",\n"
             + "   \"manifests\": [\n"
-            + entries + "\n"
+            + entries
+            + "\n"
             + "   ],\n"
             + "   \"annotations\": {\n"
-            + "      \"io.registrycache.test.id\": \"" + repository + ":" + tag + "\"\n"
+            + "      \"io.registrycache.test.id\": \""
+            + repository
+            + ":"
+            + tag
+            + "\"\n"
             + "   }\n"
             + "}\n";
-    return new ImageIndex(repository, tag, new Manifest(OCI_INDEX, utf8(json)), List.copyOf(platforms));
+    return new ImageIndex(
+        repository, tag, new Manifest(OCI_INDEX, utf8(json)), List.copyOf(platforms));
   }
 
   /**
@@ -175,7 +195,9 @@ public final class TestImages {
     random.nextBytes(content);
     byte[] tar = tar("data/large.bin", content);
     Blob layer = new Blob(OCI_LAYER_TAR, tar);
-    Blob config = config(repository, tag, "linux", hostArchitecture(), List.of(Sha256.digest(tar)), OCI_CONFIG);
+    Blob config =
+        config(
+            repository, tag, "linux", hostArchitecture(), List.of(Sha256.digest(tar)), OCI_CONFIG);
     Manifest manifest = imageManifest(OCI_MANIFEST, config, List.of(layer), repository + ":" + tag);
     return new Image(repository, tag, manifest, config, List.of(layer));
   }
@@ -206,7 +228,8 @@ public final class TestImages {
     return bytes;
   }
 
-  private static Image smallImage(String repository, String tag, String os, String arch, boolean docker) {
+  private static Image smallImage(
+      String repository, String tag, String os, String arch, boolean docker) {
     Random random = new Random(seed(repository, tag));
     List<Blob> layers = new ArrayList<>();
     List<String> diffIds = new ArrayList<>();
@@ -222,43 +245,73 @@ public final class TestImages {
     }
     Blob config = config(repository, tag, os, arch, diffIds, docker ? DOCKER_CONFIG : OCI_CONFIG);
     Manifest manifest =
-        imageManifest(docker ? DOCKER_MANIFEST : OCI_MANIFEST, config, layers, repository + ":" + tag);
+        imageManifest(
+            docker ? DOCKER_MANIFEST : OCI_MANIFEST, config, layers, repository + ":" + tag);
     return new Image(repository, tag, manifest, config, List.copyOf(layers));
   }
 
   private static Blob config(
-      String repository, String tag, String os, String arch, List<String> diffIds, String mediaType) {
+      String repository,
+      String tag,
+      String os,
+      String arch,
+      List<String> diffIds,
+      String mediaType) {
     String json =
-        "{\"architecture\":\"" + arch + "\",\"os\":\"" + os + "\","
-            + "\"config\":{\"Labels\":{\"io.registrycache.test.id\":\"" + repository + ":" + tag + "\"}},"
+        "{\"architecture\":\""
+            + arch
+            + "\",\"os\":\""
+            + os
+            + "\","
+            + "\"config\":{\"Labels\":{\"io.registrycache.test.id\":\""
+            + repository
+            + ":"
+            + tag
+            + "\"}},"
             + "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":["
             + diffIds.stream().map(d -> "\"" + d + "\"").collect(Collectors.joining(","))
             + "]}}";
     return new Blob(mediaType, utf8(json));
   }
 
-  private static Manifest imageManifest(String mediaType, Blob config, List<Blob> layers, String id) {
+  private static Manifest imageManifest(
+      String mediaType, Blob config, List<Blob> layers, String id) {
     String layerJson =
         layers.stream().map(TestImages::descriptorJson).collect(Collectors.joining(",\n"));
     boolean oci = OCI_MANIFEST.equals(mediaType);
     String json =
         "{\n"
             + "   \"schemaVersion\": 2,\n"
-            + "   \"mediaType\": \"" + mediaType + "\",\n"
-            + "   \"config\": " + descriptorJson(config).strip() + ",\n"
+            + "   \"mediaType\": \""
+            + mediaType
+            + "\",\n"
+            + "   \"config\": "
+            + descriptorJson(config).strip()
+            + ",\n"
             + "   \"layers\": [\n"
-            + layerJson + "\n"
+            + layerJson
+            + "\n"
             + "   ]"
-            + (oci ? ",\n   \"annotations\": {\n      \"io.registrycache.test.id\": \"" + id + "\"\n   }\n" : "\n")
+            + (oci
+                ? ",\n   \"annotations\": {\n      \"io.registrycache.test.id\": \""
+                    + id
+                    + "\"\n   }\n"
+                : "\n")
             + "}\n";
     return new Manifest(mediaType, utf8(json));
   }
 
   private static String descriptorJson(Blob blob) {
     return "      {\n"
-        + "         \"mediaType\": \"" + blob.mediaType() + "\",\n"
-        + "         \"digest\": \"" + blob.digest() + "\",\n"
-        + "         \"size\": " + blob.size() + "\n"
+        + "         \"mediaType\": \""
+        + blob.mediaType()
+        + "\",\n"
+        + "         \"digest\": \""
+        + blob.digest()
+        + "\",\n"
+        + "         \"size\": "
+        + blob.size()
+        + "\n"
         + "      }";
   }
 
@@ -313,7 +366,9 @@ public final class TestImages {
     return out.toByteArray();
   }
 
-  /** The OCI empty descriptor's media type (Image Spec v1.1, "Guidance for an Empty Descriptor"). */
+  /**
+   * The OCI empty descriptor's media type (Image Spec v1.1, "Guidance for an Empty Descriptor").
+   */
   public static final String OCI_EMPTY = "application/vnd.oci.empty.v1+json";
 
   /**
@@ -322,7 +377,8 @@ public final class TestImages {
    *
    * @param blobs the empty config and the payload, to push before the manifest
    */
-  public record Artifact(String artifactType, Manifest manifest, List<Blob> blobs, String annotation) {}
+  public record Artifact(
+      String artifactType, Manifest manifest, List<Blob> blobs, String annotation) {}
 
   /** An artifact (a signature, an SBOM) referring to {@code subject}, with a unique payload. */
   public static Artifact artifact(String artifactType, Manifest subject, String payload) {
@@ -331,30 +387,48 @@ public final class TestImages {
 
   /**
    * As {@link #artifact(String, Manifest, String)}; with {@code typedConfig} the config's media
-   * type is {@code artifactType} (the older form, which registries that read the artifact type
-   * from the config, such as go-containerregistry's, list correctly).
+   * type is {@code artifactType} (the older form, which registries that read the artifact type from
+   * the config, such as go-containerregistry's, list correctly).
    */
-  public static Artifact artifact(String artifactType, Manifest subject, String payload, boolean typedConfig) {
+  public static Artifact artifact(
+      String artifactType, Manifest subject, String payload, boolean typedConfig) {
     Blob empty = new Blob(typedConfig ? artifactType : OCI_EMPTY, utf8("{}"));
     Blob content = new Blob("application/octet-stream", utf8(payload + " " + RUN_ID + "\n"));
     String annotation = artifactType + " of " + subject.digest();
     String json =
         "{\n"
             + "   \"schemaVersion\": 2,\n"
-            + "   \"mediaType\": \"" + OCI_MANIFEST + "\",\n"
-            + "   \"artifactType\": \"" + artifactType + "\",\n"
-            + "   \"config\": " + descriptorJson(empty).strip() + ",\n"
-            + "   \"layers\": [\n" + descriptorJson(content) + "\n   ],\n"
+            + "   \"mediaType\": \""
+            + OCI_MANIFEST
+            + "\",\n"
+            + "   \"artifactType\": \""
+            + artifactType
+            + "\",\n"
+            + "   \"config\": "
+            + descriptorJson(empty).strip()
+            + ",\n"
+            + "   \"layers\": [\n"
+            + descriptorJson(content)
+            + "\n   ],\n"
             + "   \"subject\": {\n"
-            + "      \"mediaType\": \"" + subject.mediaType() + "\",\n"
-            + "      \"digest\": \"" + subject.digest() + "\",\n"
-            + "      \"size\": " + subject.size() + "\n"
+            + "      \"mediaType\": \""
+            + subject.mediaType()
+            + "\",\n"
+            + "      \"digest\": \""
+            + subject.digest()
+            + "\",\n"
+            + "      \"size\": "
+            + subject.size()
+            + "\n"
             + "   },\n"
             + "   \"annotations\": {\n"
-            + "      \"io.registrycache.test.note\": \"" + annotation + "\"\n"
+            + "      \"io.registrycache.test.note\": \""
+            + annotation
+            + "\"\n"
             + "   }\n"
             + "}\n";
-    return new Artifact(artifactType, new Manifest(OCI_MANIFEST, utf8(json)), List.of(empty, content), annotation);
+    return new Artifact(
+        artifactType, new Manifest(OCI_MANIFEST, utf8(json)), List.of(empty, content), annotation);
   }
 
   /**
@@ -365,18 +439,34 @@ public final class TestImages {
   public static Manifest referrersIndex(List<Artifact> artifacts) {
     String entries =
         artifacts.stream()
-            .map(a -> "      {\n"
-                + "         \"mediaType\": \"" + OCI_MANIFEST + "\",\n"
-                + "         \"digest\": \"" + a.manifest().digest() + "\",\n"
-                + "         \"size\": " + a.manifest().size() + ",\n"
-                + "         \"artifactType\": \"" + a.artifactType() + "\",\n"
-                + "         \"annotations\": {\n"
-                + "            \"io.registrycache.test.note\": \"" + a.annotation() + "\"\n"
-                + "         }\n"
-                + "      }")
+            .map(
+                a ->
+                    "      {\n"
+                        + "         \"mediaType\": \""
+                        + OCI_MANIFEST
+                        + "\",\n"
+                        + "         \"digest\": \""
+                        + a.manifest().digest()
+                        + "\",\n"
+                        + "         \"size\": "
+                        + a.manifest().size()
+                        + ",\n"
+                        + "         \"artifactType\": \""
+                        + a.artifactType()
+                        + "\",\n"
+                        + "         \"annotations\": {\n"
+                        + "            \"io.registrycache.test.note\": \""
+                        + a.annotation()
+                        + "\"\n"
+                        + "         }\n"
+                        + "      }")
             .collect(Collectors.joining(",\n"));
-    String json = "{\n   \"schemaVersion\": 2,\n   \"mediaType\": \"" + OCI_INDEX + "\",\n   \"manifests\": [\n"
-        + entries + "\n   ]\n}\n";
+    String json =
+        "{\n   \"schemaVersion\": 2,\n   \"mediaType\": \""
+            + OCI_INDEX
+            + "\",\n   \"manifests\": [\n"
+            + entries
+            + "\n   ]\n}\n";
     return new Manifest(OCI_INDEX, utf8(json));
   }
 

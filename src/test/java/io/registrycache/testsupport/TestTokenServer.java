@@ -41,13 +41,13 @@ import java.util.function.BiFunction;
  * A small token server for a {@code registry:2} with token authentication (distribution's "Token
  * Authentication Specification"), as the tests' upstream needs one: {@code GET /token?service=
  * &scope=repository:<name>:<actions>} with Basic credentials answers {@code {"token",
- * "access_token", "expires_in"}}; wrong credentials are 401; a scope the user may not have is
- * left out of the token (as Docker Hub does), so the registry then answers 401.
+ * "access_token", "expires_in"}}; wrong credentials are 401; a scope the user may not have is left
+ * out of the token (as Docker Hub does), so the registry then answers 401.
  *
  * <p>Tokens are ES256 JWTs signed by a P-256 key made with the JDK's {@code keytool}, whose
  * self-signed certificate is the registry's {@code rootcertbundle} ({@link #rootCertificatePem});
- * the header's {@code kid} is the key's libtrust ID (SHA-256 of the DER public key, first 30
- * bytes, base32 in groups of four), which distribution 2.8 looks its trusted keys up by.
+ * the header's {@code kid} is the key's libtrust ID (SHA-256 of the DER public key, first 30 bytes,
+ * base32 in groups of four), which distribution 2.8 looks its trusted keys up by.
  */
 public final class TestTokenServer implements AutoCloseable {
 
@@ -58,9 +58,12 @@ public final class TestTokenServer implements AutoCloseable {
   private final String keyId;
   private final String rootCertificatePem;
   private final String service;
+
   /** (user, repository) → the actions granted, a subset of pull and push; empty for none. */
   private final BiFunction<String, String, List<String>> grants;
+
   private final Map<String, String> passwords;
+
   /** Every token request: user (or "-") and the scopes asked. */
   private final List<String> requests = new CopyOnWriteArrayList<>();
 
@@ -71,7 +74,9 @@ public final class TestTokenServer implements AutoCloseable {
    * @param grants (user, repository) → the actions the user may have there
    */
   public TestTokenServer(
-      String service, Map<String, String> passwords, BiFunction<String, String, List<String>> grants) {
+      String service,
+      Map<String, String> passwords,
+      BiFunction<String, String, List<String>> grants) {
     this.service = service;
     this.passwords = Map.copyOf(passwords);
     this.grants = grants;
@@ -79,9 +84,31 @@ public final class TestTokenServer implements AutoCloseable {
       Path dir = TestFiles.tempDirectory("token-server-");
       Path store = dir.resolve("issuer.p12");
       String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-      Command.run(Duration.ofSeconds(60), List.of(keytool, "-genkeypair", "-keyalg", "EC", "-groupname", "secp256r1",
-          "-sigalg", "SHA256withECDSA", "-alias", "issuer", "-dname", "CN=" + ISSUER, "-validity", "2",
-          "-keystore", store.toString(), "-storetype", "PKCS12", "-storepass", "changeit", "-keypass", "changeit"))
+      Command.run(
+              Duration.ofSeconds(60),
+              List.of(
+                  keytool,
+                  "-genkeypair",
+                  "-keyalg",
+                  "EC",
+                  "-groupname",
+                  "secp256r1",
+                  "-sigalg",
+                  "SHA256withECDSA",
+                  "-alias",
+                  "issuer",
+                  "-dname",
+                  "CN=" + ISSUER,
+                  "-validity",
+                  "2",
+                  "-keystore",
+                  store.toString(),
+                  "-storetype",
+                  "PKCS12",
+                  "-storepass",
+                  "changeit",
+                  "-keypass",
+                  "changeit"))
           .assertSuccess();
       KeyStore keyStore = KeyStore.getInstance("PKCS12");
       try (InputStream in = Files.newInputStream(store)) {
@@ -90,9 +117,11 @@ public final class TestTokenServer implements AutoCloseable {
       this.key = (ECPrivateKey) keyStore.getKey("issuer", "changeit".toCharArray());
       Certificate certificate = keyStore.getCertificate("issuer");
       this.keyId = libtrustKeyId(certificate.getPublicKey());
-      this.rootCertificatePem = "-----BEGIN CERTIFICATE-----\n"
-          + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(certificate.getEncoded())
-          + "\n-----END CERTIFICATE-----\n";
+      this.rootCertificatePem =
+          "-----BEGIN CERTIFICATE-----\n"
+              + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
+                  .encodeToString(certificate.getEncoded())
+              + "\n-----END CERTIFICATE-----\n";
       this.server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -132,7 +161,10 @@ public final class TestTokenServer implements AutoCloseable {
     return List.copyOf(requests);
   }
 
-  /** A token for {@code user} granting {@code actions} on each of {@code repositories} (for seeding). */
+  /**
+   * A token for {@code user} granting {@code actions} on each of {@code repositories} (for
+   * seeding).
+   */
   public String token(String user, List<String> repositories, List<String> actions) {
     List<Map<String, Object>> access = new ArrayList<>();
     for (String repository : repositories) {
@@ -146,7 +178,9 @@ public final class TestTokenServer implements AutoCloseable {
       String user = null;
       String header = exchange.getRequestHeaders().getFirst("Authorization");
       if (header != null && header.startsWith("Basic ")) {
-        String pair = new String(Base64.getDecoder().decode(header.substring(6).strip()), StandardCharsets.UTF_8);
+        String pair =
+            new String(
+                Base64.getDecoder().decode(header.substring(6).strip()), StandardCharsets.UTF_8);
         int colon = pair.indexOf(':');
         String name = pair.substring(0, colon);
         if (!pair.substring(colon + 1).equals(passwords.get(name))) {
@@ -171,16 +205,20 @@ public final class TestTokenServer implements AutoCloseable {
           continue;
         }
         List<String> allowed = grants.apply(user, parts[1]);
-        List<String> actions = Arrays.stream(parts[2].split(",")).filter(allowed::contains).toList();
+        List<String> actions =
+            Arrays.stream(parts[2].split(",")).filter(allowed::contains).toList();
         if (!actions.isEmpty()) {
           granted.put(parts[1], actions);
         }
       }
       List<Map<String, Object>> access = new ArrayList<>();
-      granted.forEach((name, actions) -> access.add(Map.of("type", "repository", "name", name, "actions", actions)));
+      granted.forEach(
+          (name, actions) ->
+              access.add(Map.of("type", "repository", "name", name, "actions", actions)));
       String token = signed(user == null ? "" : user, access);
-      byte[] body = ("{\"token\":\"" + token + "\",\"access_token\":\"" + token + "\",\"expires_in\":300}")
-          .getBytes(StandardCharsets.UTF_8);
+      byte[] body =
+          ("{\"token\":\"" + token + "\",\"access_token\":\"" + token + "\",\"expires_in\":300}")
+              .getBytes(StandardCharsets.UTF_8);
       exchange.getResponseHeaders().set("Content-Type", "application/json");
       exchange.sendResponseHeaders(200, body.length);
       exchange.getResponseBody().write(body);
@@ -189,18 +227,21 @@ public final class TestTokenServer implements AutoCloseable {
 
   private String signed(String user, List<Map<String, Object>> access) {
     Instant now = Instant.now();
-    JWTClaimsSet claims = new JWTClaimsSet.Builder()
-        .issuer(ISSUER)
-        .subject(user)
-        .audience(service)
-        .issueTime(Date.from(now.minusSeconds(5)))
-        .notBeforeTime(Date.from(now.minusSeconds(5)))
-        .expirationTime(Date.from(now.plusSeconds(300)))
-        .jwtID(UUID.randomUUID().toString())
-        .claim("access", access)
-        .build();
-    SignedJWT jwt = new SignedJWT(
-        new JWSHeader.Builder(JWSAlgorithm.ES256).keyID(keyId).type(JOSEObjectType.JWT).build(), claims);
+    JWTClaimsSet claims =
+        new JWTClaimsSet.Builder()
+            .issuer(ISSUER)
+            .subject(user)
+            .audience(service)
+            .issueTime(Date.from(now.minusSeconds(5)))
+            .notBeforeTime(Date.from(now.minusSeconds(5)))
+            .expirationTime(Date.from(now.plusSeconds(300)))
+            .jwtID(UUID.randomUUID().toString())
+            .claim("access", access)
+            .build();
+    SignedJWT jwt =
+        new SignedJWT(
+            new JWSHeader.Builder(JWSAlgorithm.ES256).keyID(keyId).type(JOSEObjectType.JWT).build(),
+            claims);
     try {
       jwt.sign(new ECDSASigner(key));
     } catch (JOSEException e) {

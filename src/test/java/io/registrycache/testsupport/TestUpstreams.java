@@ -14,9 +14,9 @@ public final class TestUpstreams {
   private TestUpstreams() {}
 
   /**
-   * An {@link Upstream} for tests at {@code url}; {@code customize} puts further settings, named
-   * as under {@code registry-cache.upstreams.<key>.} (e.g. {@code "redirect.allowed-hosts"}), bound
-   * as Spring Boot binds them.
+   * An {@link Upstream} for tests at {@code url}; {@code customize} puts further settings, named as
+   * under {@code registry-cache.upstreams.<key>.} (e.g. {@code "redirect.allowed-hosts"}), bound as
+   * Spring Boot binds them.
    */
   public static Upstream upstream(String key, String url, Consumer<Map<String, Object>> customize) {
     URI uri = URI.create(url);
@@ -24,6 +24,7 @@ public final class TestUpstreams {
     settings.put("url", url);
     settings.put("host", uri.getAuthority());
     customize.accept(settings);
-    return new Upstream(key, uri.getAuthority(), uri, Set.of(), false, RegistryCacheProperties.upstream(settings));
+    return new Upstream(
+        key, uri.getAuthority(), uri, Set.of(), false, RegistryCacheProperties.upstream(settings));
   }
 }

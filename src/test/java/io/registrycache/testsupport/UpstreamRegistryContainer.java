@@ -26,19 +26,19 @@ import org.testcontainers.utility.DockerImageName;
 
 /**
  * The upstream of the cache in tests: a real {@code registry:2} (CNCF distribution 2.8) in a
- * container, published on a fixed free loopback port so that {@link #stopUpstream()} and
- * {@link #startUpstream()} keep its address and data.
+ * container, published on a fixed free loopback port so that {@link #stopUpstream()} and {@link
+ * #startUpstream()} keep its address and data.
  *
  * <p>{@link #requests()} reads the registry's own request log. distribution 2.8 writes one logrus
  * line per finished request, e.g. {@code msg="response completed" ... http.request.method=GET ...
- * http.request.uri="/v2/foo/blobs/sha256:..."} ({@code "response completed with error"} for 4xx; the
- * URI is quoted only when it holds characters such as {@code :}). Call {@link #syncLogs()} before
- * counting, so that every request finished so far is in the log.
+ * http.request.uri="/v2/foo/blobs/sha256:..."} ({@code "response completed with error"} for 4xx;
+ * the URI is quoted only when it holds characters such as {@code :}). Call {@link #syncLogs()}
+ * before counting, so that every request finished so far is in the log.
  *
  * <p>The image is {@code registry:2}, from the local engine when it is there, else pulled; where no
- * registry can be reached, {@code docker/local-images.sh} builds it from Debian's
- * {@code docker-registry}. The system property {@code registrycache.registry-image} names another
- * image (e.g. {@code -DargLine=-Dregistrycache.registry-image=local/test-registry:2}).
+ * registry can be reached, {@code docker/local-images.sh} builds it from Debian's {@code
+ * docker-registry}. The system property {@code registrycache.registry-image} names another image
+ * (e.g. {@code -DargLine=-Dregistrycache.registry-image=local/test-registry:2}).
  */
 public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistryContainer> {
 
@@ -76,8 +76,8 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
   }
 
   /**
-   * Starts the container; when the image is neither in the local engine nor pullable, fails with
-   * a message that says how to make it.
+   * Starts the container; when the image is neither in the local engine nor pullable, fails with a
+   * message that says how to make it.
    */
   @Override
   public void start() {
@@ -87,7 +87,9 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
       for (Throwable c = e; c != null; c = c.getCause()) {
         if (c instanceof ContainerFetchException) {
           throw new IllegalStateException(
-              "image " + IMAGE + " is not in the local Docker engine and cannot be"
+              "image "
+                  + IMAGE
+                  + " is not in the local Docker engine and cannot be"
                   + " pulled: run docker/local-images.sh (builds registry:2 from Debian's"
                   + " docker-registry package)",
               e);
@@ -116,8 +118,8 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
 
   /**
    * Basic authentication (RFC 7617) with one user, from an htpasswd file with a bcrypt entry (as
-   * {@code htpasswd -nbB} writes it); {@link #pusher()} then authenticates. Call before
-   * {@code start()}.
+   * {@code htpasswd -nbB} writes it); {@link #pusher()} then authenticates. Call before {@code
+   * start()}.
    */
   public UpstreamRegistryContainer withHtpasswd(String username, String password) {
     this.username = username;
@@ -131,8 +133,8 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
 
   /**
    * Basic authentication with several users (name → password), from one htpasswd file; {@link
-   * #pusher()} pushes as the first. distribution's htpasswd gives every user every repository.
-   * Call before {@code start()}.
+   * #pusher()} pushes as the first. distribution's htpasswd gives every user every repository. Call
+   * before {@code start()}.
    */
   public UpstreamRegistryContainer withHtpasswd(Map<String, String> users) {
     Entry<String, String> first = users.entrySet().iterator().next();
@@ -149,7 +151,8 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
    * realm} and {@code service}. {@link #pusher()} does not authenticate then: push with a token
    * ({@link ImagePusher#withAuthorization}). Call before {@code start()}.
    */
-  public UpstreamRegistryContainer withTokenAuth(String realm, String service, String issuer, String rootCertificatePem) {
+  public UpstreamRegistryContainer withTokenAuth(
+      String realm, String service, String issuer, String rootCertificatePem) {
     withEnv("REGISTRY_AUTH", "token");
     withEnv("REGISTRY_AUTH_TOKEN_REALM", realm);
     withEnv("REGISTRY_AUTH_TOKEN_SERVICE", service);
@@ -194,8 +197,8 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
   }
 
   /**
-   * Sends a marker request and waits until it shows in the log. Requests that finished before
-   * this call are then in the log too.
+   * Sends a marker request and waits until it shows in the log. Requests that finished before this
+   * call are then in the log too.
    */
   public void syncLogs() {
     String marker = UUID.randomUUID().toString();
@@ -236,8 +239,13 @@ public class UpstreamRegistryContainer extends GenericContainer<UpstreamRegistry
         .pollDelay(Duration.ZERO)
         .pollInterval(Duration.ofMillis(100))
         .ignoreExceptionsInstanceOf(IOException.class) // not up yet
-        .until(() -> http.send(HttpRequest.newBuilder(URI.create(baseUrl() + "/v2/")).build(),
-            HttpResponse.BodyHandlers.discarding()).statusCode() == ready);
+        .until(
+            () ->
+                http.send(
+                            HttpRequest.newBuilder(URI.create(baseUrl() + "/v2/")).build(),
+                            HttpResponse.BodyHandlers.discarding())
+                        .statusCode()
+                    == ready);
   }
 
   /**

@@ -20,7 +20,8 @@ import org.junit.jupiter.api.Test;
 class UpstreamRegistryContainerIT {
 
   static final UpstreamRegistryContainer upstream = new UpstreamRegistryContainer();
-  static final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+  static final HttpClient http =
+      HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @BeforeAll
   static void start() {
@@ -34,9 +35,12 @@ class UpstreamRegistryContainerIT {
 
   @Test
   void pushedManifestsAndBlobsComeBackByteExact() throws Exception {
-    Image oci = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("fx"), "v1"));
-    Image docker = upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("fx"), "v1"));
-    ImageIndex index = upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("fx"), "multi"));
+    Image oci =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("fx"), "v1"));
+    Image docker =
+        upstream.pusher().push(TestImages.dockerSchema2(TestImages.uniqueRepository("fx"), "v1"));
+    ImageIndex index =
+        upstream.pusher().push(TestImages.index(TestImages.uniqueRepository("fx"), "multi"));
 
     for (Image image : new Image[] {oci, docker, index.platform("arm64").image()}) {
       String ref = image == oci || image == docker ? image.tag() : image.manifest().digest();
@@ -46,19 +50,22 @@ class UpstreamRegistryContainerIT {
       assertThat(m.body()).isEqualTo(image.manifest().bytes());
       assertThat(m.headers().firstValue("Content-Type")).hasValue(image.manifest().mediaType());
       for (Blob blob : image.blobs()) {
-        HttpResponse<byte[]> b = get("/v2/" + image.repository() + "/blobs/" + blob.digest(), "*/*");
+        HttpResponse<byte[]> b =
+            get("/v2/" + image.repository() + "/blobs/" + blob.digest(), "*/*");
         assertThat(b.statusCode()).isEqualTo(200);
         assertThat(Sha256.digest(b.body())).isEqualTo(blob.digest());
       }
     }
-    HttpResponse<byte[]> idx = get("/v2/" + index.repository() + "/manifests/multi", TestImages.OCI_INDEX);
+    HttpResponse<byte[]> idx =
+        get("/v2/" + index.repository() + "/manifests/multi", TestImages.OCI_INDEX);
     assertThat(idx.body()).isEqualTo(index.index().bytes());
     assertThat(index.index().text()).contains(index.platform("amd64").image().manifest().digest());
   }
 
   @Test
   void countsRequestsFromTheLogAndSurvivesStopStart() throws Exception {
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("fx"), "v1"));
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("fx"), "v1"));
     String path = "/v2/" + image.repository() + "/blobs/" + image.config().digest();
     upstream.syncLogs();
     assertThat(upstream.countRequests("GET", path)).isZero();
@@ -83,7 +90,9 @@ class UpstreamRegistryContainerIT {
 
   private static HttpResponse<byte[]> get(String path, String accept) throws Exception {
     return http.send(
-        HttpRequest.newBuilder(URI.create(upstream.baseUrl() + path)).header("Accept", accept).build(),
+        HttpRequest.newBuilder(URI.create(upstream.baseUrl() + path))
+            .header("Accept", accept)
+            .build(),
         HttpResponse.BodyHandlers.ofByteArray());
   }
 }

@@ -23,7 +23,10 @@ import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.support.StaticListableBeanFactory;
 import reactor.core.publisher.Mono;
 
-/** {@link PullTracing} and {@link PullSpan} on the real OpenTelemetry SDK through Micrometer's bridge. */
+/**
+ * {@link PullTracing} and {@link PullSpan} on the real OpenTelemetry SDK through Micrometer's
+ * bridge.
+ */
 class PullTracingTest {
 
   private final InMemorySpanExporter exported = InMemorySpanExporter.create();
@@ -38,22 +41,30 @@ class PullTracingTest {
   private PullTracing replica(String name) {
     io.opentelemetry.api.trace.Tracer otel = provider.get(name);
     OtelTracer tracer = new OtelTracer(otel, new OtelCurrentTraceContext(), event -> {});
-    return new PullTracing(tracer,
-        new OtelPropagator(ContextPropagators.create(W3CTraceContextPropagator.getInstance()), otel));
+    return new PullTracing(
+        tracer,
+        new OtelPropagator(
+            ContextPropagators.create(W3CTraceContextPropagator.getInstance()), otel));
   }
 
   private SpanData span(String name) {
-    return exported.getFinishedSpanItems().stream().filter(s -> s.getName().equals(name)).findFirst()
-        .orElseThrow(() -> new AssertionError("no span " + name + " in " + exported.getFinishedSpanItems()));
+    return exported.getFinishedSpanItems().stream()
+        .filter(s -> s.getName().equals(name))
+        .findFirst()
+        .orElseThrow(
+            () -> new AssertionError("no span " + name + " in " + exported.getFinishedSpanItems()));
   }
 
   @Test
   void offByDefaultItStartsNothingAndStepsPassThrough() {
     StaticListableBeanFactory beans = new StaticListableBeanFactory();
-    OtelTracer tracer = new OtelTracer(provider.get("x"), new OtelCurrentTraceContext(), event -> {});
+    OtelTracer tracer =
+        new OtelTracer(provider.get("x"), new OtelCurrentTraceContext(), event -> {});
     beans.addBean("tracer", tracer);
     beans.addBean("propagator", Propagator.NOOP);
-    PullTracing off = new PullTracing(beans.getBeanProvider(Tracer.class), beans.getBeanProvider(Propagator.class), false);
+    PullTracing off =
+        new PullTracing(
+            beans.getBeanProvider(Tracer.class), beans.getBeanProvider(Propagator.class), false);
     assertThat(off.enabled()).isFalse();
     assertThat(off.start("pull blob")).isNull();
     assertThat(off.continueFrom("peer serve blob", header -> null)).isNull();
@@ -61,20 +72,34 @@ class PullTracingTest {
     assertThat(PullSpan.around("upstream blob", "k", "v", Mono.just(42)).block()).isEqualTo(42);
     assertThat(exported.getFinishedSpanItems()).isEmpty();
 
-    PullTracing on = new PullTracing(beans.getBeanProvider(Tracer.class), beans.getBeanProvider(Propagator.class), true);
+    PullTracing on =
+        new PullTracing(
+            beans.getBeanProvider(Tracer.class), beans.getBeanProvider(Propagator.class), true);
     assertThat(on.enabled()).isTrue();
   }
 
   @Test
   void aStepIsAChildOfTheSpanInTheContextAndEndsWithItsMono() {
     PullSpan pull = replica("a").start("pull blob").tag("registry.kind", "blob");
-    assertThat(PullSpan.around("upstream blob", "registry.upstream", "local",
-            PullSpan.around("upstream token", null, null, Mono.just("bytes")))
-        .contextWrite(pull::into)
-        .block())
+    assertThat(
+            PullSpan.around(
+                    "upstream blob",
+                    "registry.upstream",
+                    "local",
+                    PullSpan.around("upstream token", null, null, Mono.just("bytes")))
+                .contextWrite(pull::into)
+                .block())
         .isEqualTo("bytes");
-    assertThatThrownBy(() -> PullSpan.around("upstream manifest", null, null, Mono.error(new IllegalStateException("503")))
-        .contextWrite(pull::into).block()).hasMessage("503");
+    assertThatThrownBy(
+            () ->
+                PullSpan.around(
+                        "upstream manifest",
+                        null,
+                        null,
+                        Mono.error(new IllegalStateException("503")))
+                    .contextWrite(pull::into)
+                    .block())
+        .hasMessage("503");
     pull.end();
 
     SpanData root = span("pull blob");
@@ -103,6 +128,8 @@ class PullTracingTest {
 
     assertThat(span("peer serve blob").getTraceId()).isEqualTo(span("pull blob").getTraceId());
     assertThat(span("peer serve blob").getParentSpanId()).isEqualTo(span("peer fetch").getSpanId());
-    assertThat(replica("b").continueFrom("peer serve blob", header -> null)).as("no traceparent: a new trace").isNotNull();
+    assertThat(replica("b").continueFrom("peer serve blob", header -> null))
+        .as("no traceparent: a new trace")
+        .isNotNull();
   }
 }

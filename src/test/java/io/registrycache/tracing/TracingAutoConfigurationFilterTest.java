@@ -24,13 +24,15 @@ class TracingAutoConfigurationFilterTest {
 
   @Test
   void tracingOffLeavesOutOpenTelemetryAndMicrometerTracingOnly() {
-    boolean[] matches = match(new MockEnvironment().withProperty(TracingAutoConfigurationFilter.ENABLED, "false"));
+    boolean[] matches =
+        match(new MockEnvironment().withProperty(TracingAutoConfigurationFilter.ENABLED, "false"));
     assertThat(matches).containsExactly(false, false, false, true, true, true);
   }
 
   @Test
   void tracingOnLeavesEverythingIn() {
-    boolean[] matches = match(new MockEnvironment().withProperty(TracingAutoConfigurationFilter.ENABLED, "true"));
+    boolean[] matches =
+        match(new MockEnvironment().withProperty(TracingAutoConfigurationFilter.ENABLED, "true"));
     assertThat(matches).containsOnly(true);
   }
 

@@ -1,7 +1,5 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.PushedImage;
-import io.registrycache.testsupport.TestUpstreams;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -11,9 +9,10 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.testsupport.DataBuffers;
+import io.registrycache.testsupport.PushedImage;
 import io.registrycache.testsupport.TestImages;
+import io.registrycache.testsupport.TestUpstreams;
 import io.registrycache.testsupport.UpstreamRegistryContainer;
-import java.util.Map;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -24,8 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.http.HttpStatus;
 
 /**
- * Basic authentication (RFC 7617) against {@code registry:2} with an htpasswd file
- * ({@link UpstreamRegistryContainer#withHtpasswd}).
+ * Basic authentication (RFC 7617) against {@code registry:2} with an htpasswd file ({@link
+ * UpstreamRegistryContainer#withHtpasswd}).
  */
 class BasicAuthUpstreamIT {
 
@@ -44,8 +43,12 @@ class BasicAuthUpstreamIT {
     registry = new UpstreamRegistryContainer().withHtpasswd(USER, PASSWORD);
     registry.start();
     url = registry.baseUrl();
-    image = PushedImage.of(registry.pusher().push(
-        TestImages.withLayers(NAME.value(), "v1", TestImages.randomBytes(100_000, 7))));
+    image =
+        PushedImage.of(
+            registry
+                .pusher()
+                .push(
+                    TestImages.withLayers(NAME.value(), "v1", TestImages.randomBytes(100_000, 7))));
     client = new ReactorNettyUpstreamClient(null, new SimpleMeterRegistry());
   }
 
@@ -62,20 +65,26 @@ class BasicAuthUpstreamIT {
   @Test
   void rightCredentialsPullManifestAndBlob() {
     Upstream upstream =
-        TestUpstreams.upstream("basic-ok", url, s -> {
-          s.put("username", USER);
-          s.put("password", PASSWORD);
-        });
+        TestUpstreams.upstream(
+            "basic-ok",
+            url,
+            s -> {
+              s.put("username", USER);
+              s.put("password", PASSWORD);
+            });
 
     UpstreamManifest manifest =
-        client.getManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 4 << 20).block(WAIT);
+        client
+            .getManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 4 << 20)
+            .block(WAIT);
     assertThat(manifest.body()).isEqualTo(image.manifest());
     assertThat(manifest.upstreamDigest()).isEqualTo(image.manifestDigest());
 
     UpstreamBlob blob = client.getBlob(upstream, NAME, image.layerDigest()).block(WAIT);
     byte[] bytes = DataBuffers.join(blob.body(), WAIT);
     assertThat(bytes).isEqualTo(image.layer());
-    assertThat(client.headBlob(upstream, NAME, image.configDigest()).block(WAIT)).isEqualTo(image.config().length);
+    assertThat(client.headBlob(upstream, NAME, image.configDigest()).block(WAIT))
+        .isEqualTo(image.config().length);
   }
 
   @Test
@@ -83,33 +92,52 @@ class BasicAuthUpstreamIT {
     Path file = dir.resolve("password");
     Files.writeString(file, PASSWORD + "\n");
     Upstream upstream =
-        TestUpstreams.upstream("basic-file", url, s -> {
-          s.put("username", USER);
-          s.put("password-file", file);
-        });
+        TestUpstreams.upstream(
+            "basic-file",
+            url,
+            s -> {
+              s.put("username", USER);
+              s.put("password-file", file);
+            });
 
     UpstreamManifestHead head =
-        client.headManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS).block(WAIT);
+        client
+            .headManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS)
+            .block(WAIT);
     assertThat(head.digest()).isEqualTo(image.manifestDigest());
   }
 
   @Test
   void wrongCredentialsAreUnauthorized() {
     Upstream upstream =
-        TestUpstreams.upstream("basic-wrong", url, s -> {
-          s.put("username", USER);
-          s.put("password", "wrong-password");
-        });
+        TestUpstreams.upstream(
+            "basic-wrong",
+            url,
+            s -> {
+              s.put("username", USER);
+              s.put("password", "wrong-password");
+            });
 
     assertThatThrownBy(
-            () -> client.getManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 4 << 20).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
-          assertThat(e.status()).isEqualTo(HttpStatus.UNAUTHORIZED);
-          assertThat(e.getMessage()).contains("basic-wrong").contains(url).doesNotContain("wrong-password");
-        });
+            () ->
+                client
+                    .getManifest(
+                        upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 4 << 20)
+                    .block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
+              assertThat(e.status()).isEqualTo(HttpStatus.UNAUTHORIZED);
+              assertThat(e.getMessage())
+                  .contains("basic-wrong")
+                  .contains(url)
+                  .doesNotContain("wrong-password");
+            });
     assertThatThrownBy(() -> client.getBlob(upstream, NAME, image.layerDigest()).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED));
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED));
   }
 
   @Test
@@ -117,9 +145,11 @@ class BasicAuthUpstreamIT {
     Upstream upstream = TestUpstreams.upstream("basic-none", url, s -> {});
 
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, image.layerDigest()).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
-          assertThat(e.getMessage()).contains("basic-none").contains("no credentials");
-        });
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
+              assertThat(e.getMessage()).contains("basic-none").contains("no credentials");
+            });
   }
 }

@@ -16,29 +16,49 @@ import org.junit.jupiter.api.Test;
 class PullThroughListTest {
 
   private static Upstream upstream(Map<String, String> settings) {
-    return new Upstream("hub", "registry-1.docker.io", URI.create("https://registry-1.docker.io"), Set.of(), true,
+    return new Upstream(
+        "hub",
+        "registry-1.docker.io",
+        URI.create("https://registry-1.docker.io"),
+        Set.of(),
+        true,
         RegistryCacheProperties.upstream(settings));
   }
 
   @Test
   void refusedNamesAre404NameUnknownAndTheCanonicalNameIsWhatIsMatched() {
-    Upstream hub = upstream(Map.of("url", "https://registry-1.docker.io",
-        "pull-through.allow", "library/*,team/**", "pull-through.deny", "team/internal/**"));
-    assertThatCode(() -> hub.requirePullThrough(hub.canonical(RepositoryName.parse("alpine")))).doesNotThrowAnyException();
-    assertThatCode(() -> hub.requirePullThrough(RepositoryName.parse("team/app"))).doesNotThrowAnyException();
-    for (String refused : new String[] {"bitnami/redis", "team/internal/db", "library/alpine/extra"}) {
+    Upstream hub =
+        upstream(
+            Map.of(
+                "url",
+                "https://registry-1.docker.io",
+                "pull-through.allow",
+                "library/*,team/**",
+                "pull-through.deny",
+                "team/internal/**"));
+    assertThatCode(() -> hub.requirePullThrough(hub.canonical(RepositoryName.parse("alpine"))))
+        .doesNotThrowAnyException();
+    assertThatCode(() -> hub.requirePullThrough(RepositoryName.parse("team/app")))
+        .doesNotThrowAnyException();
+    for (String refused :
+        new String[] {"bitnami/redis", "team/internal/db", "library/alpine/extra"}) {
       assertThatThrownBy(() -> hub.requirePullThrough(RepositoryName.parse(refused)))
           .as(refused)
-          .isInstanceOfSatisfying(OciException.class, e -> {
-            Assertions.assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN);
-            Assertions.assertThat(e.status().value()).isEqualTo(404);
-          });
+          .isInstanceOfSatisfying(
+              OciException.class,
+              e -> {
+                Assertions.assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN);
+                Assertions.assertThat(e.status().value()).isEqualTo(404);
+              });
     }
   }
 
   @Test
   void withoutListsEverythingIsPulledThrough() {
-    assertThatCode(() -> upstream(Map.of("url", "https://registry-1.docker.io"))
-        .requirePullThrough(RepositoryName.parse("any/name/at/all"))).doesNotThrowAnyException();
+    assertThatCode(
+            () ->
+                upstream(Map.of("url", "https://registry-1.docker.io"))
+                    .requirePullThrough(RepositoryName.parse("any/name/at/all")))
+        .doesNotThrowAnyException();
   }
 }

@@ -19,7 +19,6 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.HexFormat;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -44,12 +43,14 @@ class ReactorNettyUpstreamClientIT {
   static void pushContent() {
     String url = REGISTRY.baseUrl();
     ImagePusher pusher = REGISTRY.pusher();
-    Image pushed = pusher.push(TestImages.withLayers(NAME.value(), "v1", TestImages.randomBytes(300_000, 42)));
+    Image pushed =
+        pusher.push(TestImages.withLayers(NAME.value(), "v1", TestImages.randomBytes(300_000, 42)));
     for (String tag : new String[] {"v2", "v3", "alpha", "beta"}) {
       pusher.pushManifest(NAME.value(), tag, pushed.manifest());
     }
     image = PushedImage.of(pushed);
-    upstream = TestUpstreams.upstream("it-anon", url, s -> s.put("read-timeout", Duration.ofSeconds(10)));
+    upstream =
+        TestUpstreams.upstream("it-anon", url, s -> s.put("read-timeout", Duration.ofSeconds(10)));
     meters = new SimpleMeterRegistry();
     client = new ReactorNettyUpstreamClient(null, meters);
   }
@@ -63,21 +64,33 @@ class ReactorNettyUpstreamClientIT {
   @Test
   void manifestByTagIsTheExactBytesWithTheirDigest() throws Exception {
     UpstreamManifest manifest =
-        client.getManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 4 << 20).block(WAIT);
+        client
+            .getManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 4 << 20)
+            .block(WAIT);
 
     assertThat(manifest.body()).isEqualTo(image.manifest());
     assertThat(sha256Hex(manifest.body())).isEqualTo(image.manifestDigest().hex());
     assertThat(manifest.upstreamDigest()).isEqualTo(image.manifestDigest());
     assertThat(manifest.mediaType()).isEqualTo(MediaTypes.OCI_MANIFEST);
-    assertThat(meters.get(UpstreamMetrics.REQUEST_TIMER)
-            .tags("upstream", "it-anon", "kind", "manifest", "outcome", "success").timer().count())
+    assertThat(
+            meters
+                .get(UpstreamMetrics.REQUEST_TIMER)
+                .tags("upstream", "it-anon", "kind", "manifest", "outcome", "success")
+                .timer()
+                .count())
         .isPositive();
   }
 
   @Test
   void manifestByDigest() {
     UpstreamManifest manifest =
-        client.getManifest(upstream, NAME, new Reference.ByDigest(image.manifestDigest()), MediaTypes.ALL_MANIFESTS, 4 << 20)
+        client
+            .getManifest(
+                upstream,
+                NAME,
+                new Reference.ByDigest(image.manifestDigest()),
+                MediaTypes.ALL_MANIFESTS,
+                4 << 20)
             .block(WAIT);
 
     assertThat(manifest.body()).isEqualTo(image.manifest());
@@ -87,7 +100,9 @@ class ReactorNettyUpstreamClientIT {
   @Test
   void headManifestGivesDigestSizeAndType() {
     UpstreamManifestHead head =
-        client.headManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS).block(WAIT);
+        client
+            .headManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS)
+            .block(WAIT);
 
     assertThat(head.digest()).isEqualTo(image.manifestDigest());
     assertThat(head.size()).isEqualTo(image.manifest().length);
@@ -97,11 +112,17 @@ class ReactorNettyUpstreamClientIT {
   @Test
   void manifestAboveMaxBytesIsManifestInvalid() {
     assertThatThrownBy(
-            () -> client.getManifest(upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 100).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_INVALID);
-          assertThat(e.getMessage()).contains("it-anon").contains("100 bytes");
-        });
+            () ->
+                client
+                    .getManifest(
+                        upstream, NAME, Reference.parse("v1"), MediaTypes.ALL_MANIFESTS, 100)
+                    .block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_INVALID);
+              assertThat(e.getMessage()).contains("it-anon").contains("100 bytes");
+            });
   }
 
   @Test
@@ -114,14 +135,15 @@ class ReactorNettyUpstreamClientIT {
     AtomicLong size = new AtomicLong();
     AtomicLong chunks = new AtomicLong();
     blob.body()
-        .doOnNext(buffer -> {
-          chunks.incrementAndGet();
-          byte[] bytes = new byte[buffer.readableByteCount()];
-          buffer.read(bytes);
-          DataBufferUtils.release(buffer);
-          sha256.update(bytes);
-          size.addAndGet(bytes.length);
-        })
+        .doOnNext(
+            buffer -> {
+              chunks.incrementAndGet();
+              byte[] bytes = new byte[buffer.readableByteCount()];
+              buffer.read(bytes);
+              DataBufferUtils.release(buffer);
+              sha256.update(bytes);
+              size.addAndGet(bytes.length);
+            })
         .blockLast(WAIT);
 
     assertThat(size.get()).isEqualTo(image.layer().length);
@@ -132,25 +154,41 @@ class ReactorNettyUpstreamClientIT {
 
   @Test
   void headBlobGivesSize() {
-    assertThat(client.headBlob(upstream, NAME, image.configDigest()).block(WAIT)).isEqualTo(image.config().length);
+    assertThat(client.headBlob(upstream, NAME, image.configDigest()).block(WAIT))
+        .isEqualTo(image.config().length);
   }
 
   @Test
   void missingManifestIsManifestUnknown() {
     assertThatThrownBy(
-            () -> client.getManifest(upstream, NAME, Reference.parse("nope"), MediaTypes.ALL_MANIFESTS, 4 << 20).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_UNKNOWN);
-          assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
-          assertThat(e.isNotFound()).isTrue();
-          assertThat(e.upstreamKey()).isEqualTo("it-anon");
-          assertThat(e.getMessage()).contains("it-anon").contains("test/app:nope");
-        });
+            () ->
+                client
+                    .getManifest(
+                        upstream, NAME, Reference.parse("nope"), MediaTypes.ALL_MANIFESTS, 4 << 20)
+                    .block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_UNKNOWN);
+              assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
+              assertThat(e.isNotFound()).isTrue();
+              assertThat(e.upstreamKey()).isEqualTo("it-anon");
+              assertThat(e.getMessage()).contains("it-anon").contains("test/app:nope");
+            });
     assertThatThrownBy(
-            () -> client.headManifest(upstream, NAME, Reference.parse("nope"), MediaTypes.ALL_MANIFESTS).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_UNKNOWN));
-    assertThat(meters.get(UpstreamMetrics.REQUEST_TIMER)
-            .tags("upstream", "it-anon", "kind", "manifest", "outcome", "not_found").timer().count())
+            () ->
+                client
+                    .headManifest(upstream, NAME, Reference.parse("nope"), MediaTypes.ALL_MANIFESTS)
+                    .block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> assertThat(e.code()).isEqualTo(OciErrorCode.MANIFEST_UNKNOWN));
+    assertThat(
+            meters
+                .get(UpstreamMetrics.REQUEST_TIMER)
+                .tags("upstream", "it-anon", "kind", "manifest", "outcome", "not_found")
+                .timer()
+                .count())
         .isPositive();
   }
 
@@ -158,12 +196,16 @@ class ReactorNettyUpstreamClientIT {
   void missingBlobIsBlobUnknown() {
     Digest missing = Digest.sha256("not pushed".getBytes(StandardCharsets.UTF_8));
     assertThatThrownBy(() -> client.getBlob(upstream, NAME, missing).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN);
-          assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
-        });
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN);
+              assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
+            });
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, missing).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN));
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> assertThat(e.code()).isEqualTo(OciErrorCode.BLOB_UNKNOWN));
   }
 
   @Test
@@ -179,11 +221,15 @@ class ReactorNettyUpstreamClientIT {
 
   @Test
   void tagsOfUnknownRepositoryIsNameUnknown() {
-    assertThatThrownBy(() -> client.listTags(upstream, RepositoryName.parse("no/such"), null, null).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN);
-          assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
-        });
+    assertThatThrownBy(
+            () ->
+                client.listTags(upstream, RepositoryName.parse("no/such"), null, null).block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.NAME_UNKNOWN);
+              assertThat(e.status()).isEqualTo(HttpStatus.NOT_FOUND);
+            });
   }
 
   private static double fetchedBytes() {

@@ -1,6 +1,5 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.TestUpstreams;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -11,8 +10,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.RepositoryName;
-import java.util.List;
-import java.util.Map;
+import io.registrycache.testsupport.TestUpstreams;
 import java.io.FileInputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -21,6 +19,7 @@ import java.nio.file.Path;
 import java.security.KeyStore;
 import java.time.Duration;
 import java.util.Base64;
+import java.util.List;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import org.junit.jupiter.api.AfterAll;
@@ -30,9 +29,9 @@ import org.junit.jupiter.api.io.TempDir;
 import org.springframework.http.HttpStatus;
 
 /**
- * TLS settings against an HTTPS upstream with a self-signed certificate made by the JDK's
- * {@code keytool}: {@code tls.ca-file} trusts it, nothing else does, {@code insecure-skip-verify}
- * skips verification.
+ * TLS settings against an HTTPS upstream with a self-signed certificate made by the JDK's {@code
+ * keytool}: {@code tls.ca-file} trusts it, nothing else does, {@code insecure-skip-verify} skips
+ * verification.
  */
 class TlsUpstreamTest {
 
@@ -51,10 +50,32 @@ class TlsUpstreamTest {
   static void start() throws Exception {
     Path keystore = dir.resolve("server.p12");
     String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-    Process p = new ProcessBuilder(keytool, "-genkeypair", "-alias", "server", "-keyalg", "EC", "-groupname", "secp256r1",
-            "-dname", "CN=127.0.0.1", "-ext", "SAN=ip:127.0.0.1,dns:localhost", "-validity", "2",
-            "-storetype", "PKCS12", "-keystore", keystore.toString(), "-storepass", "changeit", "-keypass", "changeit")
-        .redirectErrorStream(true).start();
+    Process p =
+        new ProcessBuilder(
+                keytool,
+                "-genkeypair",
+                "-alias",
+                "server",
+                "-keyalg",
+                "EC",
+                "-groupname",
+                "secp256r1",
+                "-dname",
+                "CN=127.0.0.1",
+                "-ext",
+                "SAN=ip:127.0.0.1,dns:localhost",
+                "-validity",
+                "2",
+                "-storetype",
+                "PKCS12",
+                "-keystore",
+                keystore.toString(),
+                "-storepass",
+                "changeit",
+                "-keypass",
+                "changeit")
+            .redirectErrorStream(true)
+            .start();
     String out = new String(p.getInputStream().readAllBytes());
     assertThat(p.waitFor()).as(out).isZero();
 
@@ -63,9 +84,12 @@ class TlsUpstreamTest {
       store.load(in, "changeit".toCharArray());
     }
     caFile = dir.resolve("ca.pem");
-    Files.writeString(caFile, "-----BEGIN CERTIFICATE-----\n"
-        + Base64.getMimeEncoder(64, "\n".getBytes()).encodeToString(store.getCertificate("server").getEncoded())
-        + "\n-----END CERTIFICATE-----\n");
+    Files.writeString(
+        caFile,
+        "-----BEGIN CERTIFICATE-----\n"
+            + Base64.getMimeEncoder(64, "\n".getBytes())
+                .encodeToString(store.getCertificate("server").getEncoded())
+            + "\n-----END CERTIFICATE-----\n");
 
     KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
     kmf.init(store, "changeit".toCharArray());
@@ -73,37 +97,49 @@ class TlsUpstreamTest {
     ssl.init(kmf.getKeyManagers(), null, null);
     server = HttpsServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 10);
     server.setHttpsConfigurator(new HttpsConfigurator(ssl));
-    server.createContext("/v2/", ex -> {
-      ex.getResponseHeaders().add("Content-Length", "1234");
-      ex.sendResponseHeaders(200, -1);
-      ex.close();
-    });
-    server.createContext("/v2/secured/", ex -> {
-      boolean ok = "Bearer tls-token".equals(ex.getRequestHeaders().getFirst("Authorization"));
-      if (ok) {
-        ex.getResponseHeaders().add("Content-Length", "1234");
-      } else {
-        ex.getResponseHeaders().add("WWW-Authenticate",
-            "Bearer realm=\"https://127.0.0.1:" + server.getAddress().getPort() + "/token\",service=\"tls\"");
-      }
-      ex.sendResponseHeaders(ok ? 200 : 401, -1);
-      ex.close();
-    });
-    server.createContext("/token", ex -> {
-      byte[] body = "{\"token\":\"tls-token\",\"expires_in\":300}".getBytes();
-      ex.sendResponseHeaders(200, body.length);
-      ex.getResponseBody().write(body);
-      ex.close();
-    });
+    server.createContext(
+        "/v2/",
+        ex -> {
+          ex.getResponseHeaders().add("Content-Length", "1234");
+          ex.sendResponseHeaders(200, -1);
+          ex.close();
+        });
+    server.createContext(
+        "/v2/secured/",
+        ex -> {
+          boolean ok = "Bearer tls-token".equals(ex.getRequestHeaders().getFirst("Authorization"));
+          if (ok) {
+            ex.getResponseHeaders().add("Content-Length", "1234");
+          } else {
+            ex.getResponseHeaders()
+                .add(
+                    "WWW-Authenticate",
+                    "Bearer realm=\"https://127.0.0.1:"
+                        + server.getAddress().getPort()
+                        + "/token\",service=\"tls\"");
+          }
+          ex.sendResponseHeaders(ok ? 200 : 401, -1);
+          ex.close();
+        });
+    server.createContext(
+        "/token",
+        ex -> {
+          byte[] body = "{\"token\":\"tls-token\",\"expires_in\":300}".getBytes();
+          ex.sendResponseHeaders(200, body.length);
+          ex.getResponseBody().write(body);
+          ex.close();
+        });
     server.start();
     url = "https://127.0.0.1:" + server.getAddress().getPort();
     // A plain-http upstream whose blobs live on the https server (a storage redirect).
     plain = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 10);
-    plain.createContext("/v2/", ex -> {
-      ex.getResponseHeaders().add("Location", url + ex.getRequestURI().getPath());
-      ex.sendResponseHeaders(307, -1);
-      ex.close();
-    });
+    plain.createContext(
+        "/v2/",
+        ex -> {
+          ex.getResponseHeaders().add("Location", url + ex.getRequestURI().getPath());
+          ex.sendResponseHeaders(307, -1);
+          ex.close();
+        });
     plain.start();
     client = new ReactorNettyUpstreamClient(null, new SimpleMeterRegistry());
   }
@@ -125,16 +161,19 @@ class TlsUpstreamTest {
   void unknownCertificateIsRefused() {
     Upstream upstream = TestUpstreams.upstream("tls-default", url, s -> {});
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
-          assertThat(e.status()).isEqualTo(HttpStatus.BAD_GATEWAY);
-          assertThat(e.getMessage()).contains("tls-default").contains("TLS failed");
-        });
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
+              assertThat(e.status()).isEqualTo(HttpStatus.BAD_GATEWAY);
+              assertThat(e.getMessage()).contains("tls-default").contains("TLS failed");
+            });
   }
 
   @Test
   void insecureSkipVerifyAcceptsAnything() {
-    Upstream upstream = TestUpstreams.upstream("tls-insecure", url, s -> s.put("tls.insecure-skip-verify", true));
+    Upstream upstream =
+        TestUpstreams.upstream("tls-insecure", url, s -> s.put("tls.insecure-skip-verify", true));
     assertThat(client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
@@ -142,35 +181,46 @@ class TlsUpstreamTest {
   void tokenRequestsUseTheUpstreamTlsToo() {
     // The token realm is https on the same self-signed certificate: only ca-file makes it work.
     Upstream upstream = TestUpstreams.upstream("tls-token", url, s -> s.put("tls.ca-file", caFile));
-    assertThat(client.headBlob(upstream, RepositoryName.parse("secured/app"), DIGEST).block(WAIT)).isEqualTo(1234);
+    assertThat(client.headBlob(upstream, RepositoryName.parse("secured/app"), DIGEST).block(WAIT))
+        .isEqualTo(1234);
   }
 
   @Test
   void aPlainHttpUpstreamRedirectingToHttpsVerifiesTheCertificateWithTheJvmsCas() {
     // No tls.* settings: the connection builds no TLS context of its own, and Reactor Netty's
     // default one must still verify (the self-signed certificate is refused, not accepted).
-    Upstream upstream = TestUpstreams.upstream("plain-default", "http://127.0.0.1:" + plain.getAddress().getPort(),
-        s -> s.put("redirect.allowed-hosts", List.of("127.0.0.1")));
+    Upstream upstream =
+        TestUpstreams.upstream(
+            "plain-default",
+            "http://127.0.0.1:" + plain.getAddress().getPort(),
+            s -> s.put("redirect.allowed-hosts", List.of("127.0.0.1")));
     assertThatThrownBy(() -> client.headBlob(upstream, NAME, DIGEST).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
-          assertThat(e.getMessage()).contains("plain-default").contains("TLS failed");
-        });
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
+              assertThat(e.getMessage()).contains("plain-default").contains("TLS failed");
+            });
   }
 
   @Test
   void aPlainHttpUpstreamRedirectingToHttpsUsesItsCaFile() {
-    Upstream upstream = TestUpstreams.upstream("plain-ca", "http://127.0.0.1:" + plain.getAddress().getPort(),
-        s -> {
-          s.put("redirect.allowed-hosts", List.of("127.0.0.1"));
-          s.put("tls.ca-file", caFile);
-        });
+    Upstream upstream =
+        TestUpstreams.upstream(
+            "plain-ca",
+            "http://127.0.0.1:" + plain.getAddress().getPort(),
+            s -> {
+              s.put("redirect.allowed-hosts", List.of("127.0.0.1"));
+              s.put("tls.ca-file", caFile);
+            });
     assertThat(client.headBlob(upstream, NAME, DIGEST).block(WAIT)).isEqualTo(1234);
   }
 
   @Test
   void missingCaFileFailsWithTheSettingName() {
-    Upstream upstream = TestUpstreams.upstream("tls-missing", url, s -> s.put("tls.ca-file", dir.resolve("nope.pem")));
+    Upstream upstream =
+        TestUpstreams.upstream(
+            "tls-missing", url, s -> s.put("tls.ca-file", dir.resolve("nope.pem")));
     assertThatThrownBy(() -> new UpstreamConnection(upstream))
         .hasMessageContaining("registry-cache.upstreams.tls-missing.tls.ca-file");
   }

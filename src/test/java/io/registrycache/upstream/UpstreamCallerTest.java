@@ -38,8 +38,10 @@ class UpstreamCallerTest {
 
   private static final Duration WAIT = Duration.ofSeconds(20);
   private static final RepositoryName NAME = RepositoryName.parse("team/app");
+
   /** Far more than the socket buffers hold: the big reply cannot arrive whole unread. */
   private static final int BIG = 32 * 1024 * 1024;
+
   private static final byte[] SMALL = "{\"small\":true}".getBytes(StandardCharsets.UTF_8);
 
   private final List<AutoCloseable> closeables = new ArrayList<>();
@@ -50,27 +52,35 @@ class UpstreamCallerTest {
   @BeforeEach
   void setUp() {
     HttpServer server = ScriptedHttp.server(closeables);
-    server.createContext("/v2/team/app/blobs/big", ex -> {
-      bigRequests.incrementAndGet();
-      ex.sendResponseHeaders(200, BIG);
-      byte[] chunk = new byte[64 * 1024];
-      try (OutputStream out = ex.getResponseBody()) {
-        for (int sent = 0; sent < BIG; sent += chunk.length) {
-          out.write(chunk);
-        }
-      } catch (IOException cutOff) {
-        // the client dropped the connection: expected when it stops reading
-      }
-    });
-    server.createContext("/v2/team/app/blobs/small", ex ->
-        respond(ex, 200, Map.of("Content-Type", "application/octet-stream"), SMALL));
-    upstream = TestUpstreams.upstream("one-connection", base(server), s -> {
-      s.put("max-concurrent-requests", 1);
-      // A leaked connection would come back only after this: longer than WAIT.
-      s.put("read-timeout", Duration.ofSeconds(90));
-    });
+    server.createContext(
+        "/v2/team/app/blobs/big",
+        ex -> {
+          bigRequests.incrementAndGet();
+          ex.sendResponseHeaders(200, BIG);
+          byte[] chunk = new byte[64 * 1024];
+          try (OutputStream out = ex.getResponseBody()) {
+            for (int sent = 0; sent < BIG; sent += chunk.length) {
+              out.write(chunk);
+            }
+          } catch (IOException cutOff) {
+            // the client dropped the connection: expected when it stops reading
+          }
+        });
+    server.createContext(
+        "/v2/team/app/blobs/small",
+        ex -> respond(ex, 200, Map.of("Content-Type", "application/octet-stream"), SMALL));
+    upstream =
+        TestUpstreams.upstream(
+            "one-connection",
+            base(server),
+            s -> {
+              s.put("max-concurrent-requests", 1);
+              // A leaked connection would come back only after this: longer than WAIT.
+              s.put("read-timeout", Duration.ofSeconds(90));
+            });
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
-    caller = new UpstreamCaller(meters, new UpstreamResilience(null, meters), "registry-cache-test");
+    caller =
+        new UpstreamCaller(meters, new UpstreamResilience(null, meters), "registry-cache-test");
   }
 
   @AfterEach
@@ -84,10 +94,18 @@ class UpstreamCallerTest {
   @Test
   void aReplyCancelledBeforeItsBodyIsReadFreesItsConnection() {
     Sinks.One<Integer> headersArrived = Sinks.one();
-    Disposable first = caller.call(upstream, "blob", "big blob", get("big"), reply -> {
-      headersArrived.tryEmitValue(reply.status());
-      return Mono.never(); // the body is never subscribed
-    }).subscribe();
+    Disposable first =
+        caller
+            .call(
+                upstream,
+                "blob",
+                "big blob",
+                get("big"),
+                reply -> {
+                  headersArrived.tryEmitValue(reply.status());
+                  return Mono.never(); // the body is never subscribed
+                })
+            .subscribe();
     assertThat(headersArrived.asMono().block(WAIT)).isEqualTo(200);
     first.dispose();
 
@@ -96,9 +114,16 @@ class UpstreamCallerTest {
 
   @Test
   void aReaderFailingBeforeItReadsTheBodyFreesItsConnection() {
-    assertThatThrownBy(() -> caller.call(upstream, "blob", "big blob", get("big"),
-            reply -> Mono.<byte[]>error(new IllegalStateException("reader gave up")))
-        .block(WAIT))
+    assertThatThrownBy(
+            () ->
+                caller
+                    .call(
+                        upstream,
+                        "blob",
+                        "big blob",
+                        get("big"),
+                        reply -> Mono.<byte[]>error(new IllegalStateException("reader gave up")))
+                    .block(WAIT))
         .isInstanceOf(UpstreamException.class)
         .hasRootCauseMessage("reader gave up");
     assertThat(bigRequests).hasValue(1);
@@ -114,9 +139,15 @@ class UpstreamCallerTest {
 
   /** The small body through the pool's one connection, byte for byte. */
   private void assertSmallArrivesWhole() {
-    byte[] body = caller.call(upstream, "blob", "small blob", get("small"),
-            reply -> UpstreamCaller.listBody(upstream, "small blob", reply))
-        .block(WAIT);
+    byte[] body =
+        caller
+            .call(
+                upstream,
+                "blob",
+                "small blob",
+                get("small"),
+                reply -> UpstreamCaller.listBody(upstream, "small blob", reply))
+            .block(WAIT);
     assertThat(Digest.sha256(body)).isEqualTo(Digest.sha256(SMALL));
   }
 

@@ -20,9 +20,11 @@ import org.springframework.core.env.SystemEnvironmentPropertySource;
 class UpstreamClientWiringTest {
 
   @Configuration(proxyBeanMethods = false)
-    @Import({
+  @Import({
     PropertiesConfiguration.class,
-    Upstreams.class, UpstreamResilience.class, UpstreamsHealthIndicator.class,
+    Upstreams.class,
+    UpstreamResilience.class,
+    UpstreamsHealthIndicator.class,
     ReactorNettyUpstreamClient.class
   })
   static class Wiring {
@@ -55,47 +57,78 @@ class UpstreamClientWiringTest {
         .withPropertyValues(
             "registry-cache.upstreams.local.circuit-breaker.wait-in-open=7s",
             "registry-cache.upstreams.local.retry.max-attempts=5")
-        .run(context -> {
-          var health = context.getBean(UpstreamsHealthIndicator.class).health();
-          assertThat(health.getStatus().getCode()).isEqualTo("UP");
-          assertThat(health.getDetails()).containsKey("local");
-          assertThat(context.getBean(RegistryCacheProperties.class).upstreams().upstreams().get("local")
-                  .circuitBreaker().waitInOpen())
-              .isEqualTo(Duration.ofSeconds(7));
-          assertThat(context.getBean(MeterRegistry.class)
-                  .get(UpstreamResilience.CIRCUIT_STATE).tags("upstream", "local", "state", "closed")
-                  .gauge().value())
-              .isEqualTo(1.0);
-        });
+        .run(
+            context -> {
+              var health = context.getBean(UpstreamsHealthIndicator.class).health();
+              assertThat(health.getStatus().getCode()).isEqualTo("UP");
+              assertThat(health.getDetails()).containsKey("local");
+              assertThat(
+                      context
+                          .getBean(RegistryCacheProperties.class)
+                          .upstreams()
+                          .upstreams()
+                          .get("local")
+                          .circuitBreaker()
+                          .waitInOpen())
+                  .isEqualTo(Duration.ofSeconds(7));
+              assertThat(
+                      context
+                          .getBean(MeterRegistry.class)
+                          .get(UpstreamResilience.CIRCUIT_STATE)
+                          .tags("upstream", "local", "state", "closed")
+                          .gauge()
+                          .value())
+                  .isEqualTo(1.0);
+            });
   }
 
   @Test
   void badTlsFileFailsTheStartUpNamingTheSetting() {
     runner
         .withPropertyValues("registry-cache.upstreams.local.tls.ca-file=/nonexistent/ca.pem")
-        .run(context -> assertThat(context).hasFailed().getFailure()
-            .hasStackTraceContaining("registry-cache.upstreams.local.tls.ca-file"));
+        .run(
+            context ->
+                assertThat(context)
+                    .hasFailed()
+                    .getFailure()
+                    .hasStackTraceContaining("registry-cache.upstreams.local.tls.ca-file"));
   }
 
   @Test
   void passwordFromEnvironmentStyleProperty() {
     runner
         .withPropertyValues("registry-cache.upstreams.local.username=robot")
-        .withInitializer(context -> context.getEnvironment().getPropertySources().addFirst(
-            new SystemEnvironmentPropertySource(
-                "env", Map.of("REGISTRY_CACHE_UPSTREAMS_LOCAL_PASSWORD", "from-env"))))
-        .run(context -> {
-          assertThat(context).hasSingleBean(UpstreamClient.class);
-          assertThat(context.getBean(RegistryCacheProperties.class).upstreams().upstreams().get("local").password())
-              .isEqualTo("from-env");
-        });
+        .withInitializer(
+            context ->
+                context
+                    .getEnvironment()
+                    .getPropertySources()
+                    .addFirst(
+                        new SystemEnvironmentPropertySource(
+                            "env", Map.of("REGISTRY_CACHE_UPSTREAMS_LOCAL_PASSWORD", "from-env"))))
+        .run(
+            context -> {
+              assertThat(context).hasSingleBean(UpstreamClient.class);
+              assertThat(
+                      context
+                          .getBean(RegistryCacheProperties.class)
+                          .upstreams()
+                          .upstreams()
+                          .get("local")
+                          .password())
+                  .isEqualTo("from-env");
+            });
   }
 
   @Test
   void usernameWithoutPasswordFailsTheStartUp() {
     runner
         .withPropertyValues("registry-cache.upstreams.local.username=robot")
-        .run(context -> assertThat(context).hasFailed().getFailure()
-            .hasStackTraceContaining("username is set without password"));
+        .run(
+            context ->
+                assertThat(context)
+                    .hasFailed()
+                    .getFailure()
+                    .hasStackTraceContaining("username is set without password"));
   }
 }

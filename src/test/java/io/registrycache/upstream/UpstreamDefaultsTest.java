@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.registrycache.config.PropertiesConfiguration;
-import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.OciException;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -37,16 +36,18 @@ class UpstreamDefaultsTest {
         .withPropertyValues(
             "registry-cache.upstreams.mine.host=registry.example.test",
             "registry-cache.upstreams.mine.url=https://registry.example.test")
-        .run(context -> {
-          Upstreams upstreams = context.getBean(Upstreams.class);
-          assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("mine");
-          assertThat(upstreams.byKey("local")).isEmpty();
-          assertThatThrownBy(() -> upstreams.forHost("localhost:5000"))
-              .isInstanceOf(OciException.class)
-              .hasMessageContaining("not configured");
-          assertThat(upstreams.defaultUpstream().key()).as("the only upstream serves bare-form requests")
-              .isEqualTo("mine");
-        });
+        .run(
+            context -> {
+              Upstreams upstreams = context.getBean(Upstreams.class);
+              assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("mine");
+              assertThat(upstreams.byKey("local")).isEmpty();
+              assertThatThrownBy(() -> upstreams.forHost("localhost:5000"))
+                  .isInstanceOf(OciException.class)
+                  .hasMessageContaining("not configured");
+              assertThat(upstreams.defaultUpstream().key())
+                  .as("the only upstream serves bare-form requests")
+                  .isEqualTo("mine");
+            });
   }
 
   @Test
@@ -55,31 +56,39 @@ class UpstreamDefaultsTest {
         .withPropertyValues(
             "registry-cache.upstreams.a.url=https://a.example.test",
             "registry-cache.upstreams.b.url=https://b.example.test")
-        .run(context -> {
-          Upstreams upstreams = context.getBean(Upstreams.class);
-          assertThat(upstreams.all()).extracting(Upstream::key).containsExactlyInAnyOrder("a", "b");
-          assertThatThrownBy(upstreams::defaultUpstream).isInstanceOf(OciException.class);
-        });
+        .run(
+            context -> {
+              Upstreams upstreams = context.getBean(Upstreams.class);
+              assertThat(upstreams.all())
+                  .extracting(Upstream::key)
+                  .containsExactlyInAnyOrder("a", "b");
+              assertThatThrownBy(upstreams::defaultUpstream).isInstanceOf(OciException.class);
+            });
   }
 
   @Test
   void withoutConfiguredUpstreamsTheBuiltInLocalOneServes() {
-    runner.run(context -> {
-      Upstreams upstreams = context.getBean(Upstreams.class);
-      Upstream local = upstreams.defaultUpstream();
-      assertThat(local.key()).isEqualTo("local");
-      assertThat(local.url()).hasToString("http://localhost:5000");
-      assertThat(upstreams.forHost("localhost:5000")).isSameAs(local);
-    });
+    runner.run(
+        context -> {
+          Upstreams upstreams = context.getBean(Upstreams.class);
+          Upstream local = upstreams.defaultUpstream();
+          assertThat(local.key()).isEqualTo("local");
+          assertThat(local.url()).hasToString("http://localhost:5000");
+          assertThat(upstreams.forHost("localhost:5000")).isSameAs(local);
+        });
   }
 
   @Test
   void settingsUnderTheBuiltInKeyAmendIt() {
-    runner.withPropertyValues("registry-cache.upstreams.local.aliases=upstream.test").run(context -> {
-      Upstreams upstreams = context.getBean(Upstreams.class);
-      assertThat(upstreams.forHost("upstream.test").url()).hasToString("http://localhost:5000");
-      assertThat(upstreams.forHost("localhost:5000").key()).isEqualTo("local");
-    });
+    runner
+        .withPropertyValues("registry-cache.upstreams.local.aliases=upstream.test")
+        .run(
+            context -> {
+              Upstreams upstreams = context.getBean(Upstreams.class);
+              assertThat(upstreams.forHost("upstream.test").url())
+                  .hasToString("http://localhost:5000");
+              assertThat(upstreams.forHost("localhost:5000").key()).isEqualTo("local");
+            });
   }
 
   /**
@@ -90,18 +99,25 @@ class UpstreamDefaultsTest {
   void anUpstreamKeyFromEnvironmentVariablesIsFound() {
     runner
         // Spring maps environment-variable names only for the source named systemEnvironment.
-        .withInitializer(context -> context.getEnvironment().getPropertySources().replace(
-            StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
-            new SystemEnvironmentPropertySource(
-                StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
-                Map.<String, Object>of(
-                    "REGISTRYCACHE_UPSTREAMS_CORP_URL", "https://registry.corp.test",
-                    "REGISTRYCACHE_UPSTREAMS_CORP_PASSWORDFILE", "/run/secrets/corp"))))
-        .run(context -> {
-          Upstreams upstreams = context.getBean(Upstreams.class);
-          assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("corp");
-          assertThat(upstreams.defaultUpstream().url()).hasToString("https://registry.corp.test");
-          assertThat(upstreams.defaultUpstream().settings().passwordFile()).isNotNull();
-        });
+        .withInitializer(
+            context ->
+                context
+                    .getEnvironment()
+                    .getPropertySources()
+                    .replace(
+                        StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+                        new SystemEnvironmentPropertySource(
+                            StandardEnvironment.SYSTEM_ENVIRONMENT_PROPERTY_SOURCE_NAME,
+                            Map.<String, Object>of(
+                                "REGISTRYCACHE_UPSTREAMS_CORP_URL", "https://registry.corp.test",
+                                "REGISTRYCACHE_UPSTREAMS_CORP_PASSWORDFILE", "/run/secrets/corp"))))
+        .run(
+            context -> {
+              Upstreams upstreams = context.getBean(Upstreams.class);
+              assertThat(upstreams.all()).extracting(Upstream::key).containsExactly("corp");
+              assertThat(upstreams.defaultUpstream().url())
+                  .hasToString("https://registry.corp.test");
+              assertThat(upstreams.defaultUpstream().settings().passwordFile()).isNotNull();
+            });
   }
 }

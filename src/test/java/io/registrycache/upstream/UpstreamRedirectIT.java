@@ -1,14 +1,14 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.ScriptedHttp;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.registrycache.testsupport.TestFiles;
-import io.registrycache.testsupport.CacheProperties;
 import com.sun.net.httpserver.HttpServer;
 import io.registrycache.RegistryCacheApplication;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaTypes;
+import io.registrycache.testsupport.CacheProperties;
+import io.registrycache.testsupport.ScriptedHttp;
+import io.registrycache.testsupport.TestFiles;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -45,14 +45,23 @@ class UpstreamRedirectIT {
   static final Path storage = TestFiles.tempDirectory("registry-cache-redirect-it-");
 
   static {
-    upstream.createContext("/v2/", ex -> ScriptedHttp.respond(ex, 307,
-        Map.of("Location", "http://127.0.0.1:" + managementPortSeen + "/actuator/health/liveness"), new byte[0]));
+    upstream.createContext(
+        "/v2/",
+        ex ->
+            ScriptedHttp.respond(
+                ex,
+                307,
+                Map.of(
+                    "Location",
+                    "http://127.0.0.1:" + managementPortSeen + "/actuator/health/liveness"),
+                new byte[0]));
   }
 
   @LocalServerPort int port;
   @LocalManagementPort int managementPort;
 
-  private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+  private final HttpClient http =
+      HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
   @DynamicPropertySource
   static void properties(DynamicPropertyRegistry registry) {
@@ -70,15 +79,20 @@ class UpstreamRedirectIT {
   @Test
   void manifestRedirectToTheManagementPortIsRefusedAndNothingIsStored() throws Exception {
     managementPortSeen = managementPort;
-    byte[] actuator = get("http://127.0.0.1:" + managementPort + "/actuator/health/liveness").body();
+    byte[] actuator =
+        get("http://127.0.0.1:" + managementPort + "/actuator/health/liveness").body();
     Digest actuatorDigest = Digest.sha256(actuator);
 
     HttpResponse<byte[]> byTag = get("http://127.0.0.1:" + port + "/v2/team/app/manifests/v1");
     String error = new String(byTag.body(), StandardCharsets.UTF_8);
     assertThat(byTag.statusCode()).as(error).isEqualTo(502);
-    assertThat(error).contains("UPSTREAM_UNAVAILABLE").contains("upstream 'local'").contains("refused");
+    assertThat(error)
+        .contains("UPSTREAM_UNAVAILABLE")
+        .contains("upstream 'local'")
+        .contains("refused");
 
-    HttpResponse<byte[]> byDigest = get("http://127.0.0.1:" + port + "/v2/team/app/manifests/" + actuatorDigest);
+    HttpResponse<byte[]> byDigest =
+        get("http://127.0.0.1:" + port + "/v2/team/app/manifests/" + actuatorDigest);
     assertThat(byDigest.statusCode()).isNotEqualTo(200);
     assertThat(byDigest.body()).isNotEqualTo(actuator);
     try (Stream<Path> files = Files.walk(storage)) {

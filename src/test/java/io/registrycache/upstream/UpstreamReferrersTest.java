@@ -1,7 +1,5 @@
 package io.registrycache.upstream;
 
-import io.registrycache.testsupport.TestUpstreams;
-import io.registrycache.testsupport.ScriptedHttp;
 import static io.registrycache.testsupport.ScriptedHttp.base;
 import static io.registrycache.testsupport.ScriptedHttp.respond;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -11,6 +9,8 @@ import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.testsupport.ScriptedHttp;
+import io.registrycache.testsupport.TestUpstreams;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -24,8 +24,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The upstream side of the referrers API against a scripted loopback upstream that pages (which
- * go-containerregistry's registry never does): the {@code Link} is resolved to the next page, a
- * 404 tells "no referrers API", and a next page on another host is refused.
+ * go-containerregistry's registry never does): the {@code Link} is resolved to the next page, a 404
+ * tells "no referrers API", and a next page on another host is refused.
  */
 class UpstreamReferrersTest {
 
@@ -53,36 +53,58 @@ class UpstreamReferrersTest {
   void followsTheUpstreamLinkToTheLastPage() {
     List<String> asked = new CopyOnWriteArrayList<>();
     HttpServer server = ScriptedHttp.server(closeables);
-    server.createContext("/v2/", ex -> {
-      asked.add(ex.getRequestURI().toString());
-      boolean second = "page=2".equals(ex.getRequestURI().getRawQuery());
-      Map<String, String> headers = second
-          ? Map.of("Content-Type", "application/vnd.oci.image.index.v1+json")
-          : Map.of("Content-Type", "application/vnd.oci.image.index.v1+json",
-              "Link", "</v2/team/app/referrers/" + SUBJECT + "?page=2>; rel=\"next\"");
-      respond(ex, 200, headers, ("{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" + (second ? "b" : "a") + "\"}]}")
-          .getBytes(StandardCharsets.UTF_8));
-    });
+    server.createContext(
+        "/v2/",
+        ex -> {
+          asked.add(ex.getRequestURI().toString());
+          boolean second = "page=2".equals(ex.getRequestURI().getRawQuery());
+          Map<String, String> headers =
+              second
+                  ? Map.of("Content-Type", "application/vnd.oci.image.index.v1+json")
+                  : Map.of(
+                      "Content-Type",
+                      "application/vnd.oci.image.index.v1+json",
+                      "Link",
+                      "</v2/team/app/referrers/" + SUBJECT + "?page=2>; rel=\"next\"");
+          respond(
+              ex,
+              200,
+              headers,
+              ("{\"schemaVersion\":2,\"manifests\":[{\"digest\":\""
+                      + (second ? "b" : "a")
+                      + "\"}]}")
+                  .getBytes(StandardCharsets.UTF_8));
+        });
     Upstream upstream = TestUpstreams.upstream("api", base(server), s -> {});
 
     UpstreamReferrers first = client.listReferrers(upstream, NAME, SUBJECT, null).block(WAIT);
-    assertThat(first.next()).isEqualTo(URI.create(base(server) + "/v2/team/app/referrers/" + SUBJECT + "?page=2"));
-    UpstreamReferrers last = client.listReferrers(upstream, NAME, SUBJECT, first.next()).block(WAIT);
+    assertThat(first.next())
+        .isEqualTo(URI.create(base(server) + "/v2/team/app/referrers/" + SUBJECT + "?page=2"));
+    UpstreamReferrers last =
+        client.listReferrers(upstream, NAME, SUBJECT, first.next()).block(WAIT);
     assertThat(last.next()).isNull();
     assertThat(new String(last.body(), StandardCharsets.UTF_8)).contains("\"b\"");
-    assertThat(asked).containsExactly(
-        "/v2/team/app/referrers/" + SUBJECT, "/v2/team/app/referrers/" + SUBJECT + "?page=2");
+    assertThat(asked)
+        .containsExactly(
+            "/v2/team/app/referrers/" + SUBJECT, "/v2/team/app/referrers/" + SUBJECT + "?page=2");
   }
 
   @Test
   void notFoundMeansNoReferrersApiAndAForeignNextPageIsRefused() {
     HttpServer server = ScriptedHttp.server(closeables);
-    server.createContext("/v2/", ex -> respond(ex, 404, Map.of(), "404 page not found".getBytes(StandardCharsets.UTF_8)));
+    server.createContext(
+        "/v2/",
+        ex -> respond(ex, 404, Map.of(), "404 page not found".getBytes(StandardCharsets.UTF_8)));
     Upstream upstream = TestUpstreams.upstream("old", base(server), s -> {});
 
     assertThatThrownBy(() -> client.listReferrers(upstream, NAME, SUBJECT, null).block(WAIT))
         .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.isNotFound()).isTrue());
-    assertThatThrownBy(() -> client.listReferrers(upstream, NAME, SUBJECT, URI.create("http://192.0.2.1/v2/x")).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.getMessage()).contains("another host"));
+    assertThatThrownBy(
+            () ->
+                client
+                    .listReferrers(upstream, NAME, SUBJECT, URI.create("http://192.0.2.1/v2/x"))
+                    .block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class, e -> assertThat(e.getMessage()).contains("another host"));
   }
 }

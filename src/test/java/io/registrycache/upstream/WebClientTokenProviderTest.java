@@ -31,8 +31,7 @@ import org.springframework.web.reactive.function.client.WebClient;
 
 /**
  * Token acquisition without jib-core: the Docker Registry token request as sent, the response as
- * parsed (token or access_token, expires_in) and the cache's reuse of a token for its own
- * lifetime.
+ * parsed (token or access_token, expires_in) and the cache's reuse of a token for its own lifetime.
  */
 class WebClientTokenProviderTest {
 
@@ -49,12 +48,24 @@ class WebClientTokenProviderTest {
   @BeforeEach
   void start() {
     tokenServer = ScriptedHttp.server(closeables);
-    tokenServer.createContext("/token", ex -> {
-      requests.add(ex.getRequestURI().getRawQuery() + " auth=" + ex.getRequestHeaders().getFirst("Authorization")
-          + " ua=" + ex.getRequestHeaders().getFirst("User-Agent"));
-      respond(ex, 200, Map.of("Content-Type", "application/json"), tokenBody.get().getBytes(StandardCharsets.UTF_8));
-    });
-    provider = new WebClientTokenProvider(u -> WebClient.create(), UpstreamAddressPolicy.NO_OWN_PORTS, "registry-cache-test");
+    tokenServer.createContext(
+        "/token",
+        ex -> {
+          requests.add(
+              ex.getRequestURI().getRawQuery()
+                  + " auth="
+                  + ex.getRequestHeaders().getFirst("Authorization")
+                  + " ua="
+                  + ex.getRequestHeaders().getFirst("User-Agent"));
+          respond(
+              ex,
+              200,
+              Map.of("Content-Type", "application/json"),
+              tokenBody.get().getBytes(StandardCharsets.UTF_8));
+        });
+    provider =
+        new WebClientTokenProvider(
+            u -> WebClient.create(), UpstreamAddressPolicy.NO_OWN_PORTS, "registry-cache-test");
   }
 
   @AfterEach
@@ -70,16 +81,24 @@ class WebClientTokenProviderTest {
 
   @Test
   void bearerChallengeFetchesAPullTokenWithTheCredential() {
-    AuthChallenge challenge = AuthChallenge.parse(
-        "Bearer realm=\"" + base(tokenServer) + "/token\",service=\"svc\",scope=\"repository:ignored:push\"");
+    AuthChallenge challenge =
+        AuthChallenge.parse(
+            "Bearer realm=\""
+                + base(tokenServer)
+                + "/token\",service=\"svc\",scope=\"repository:ignored:push\"");
 
     UpstreamAuthorization authorization =
-        provider.token(upstream(), NAME, challenge, Optional.of(Credential.from("u", "p"))).block(WAIT);
+        provider
+            .token(upstream(), NAME, challenge, Optional.of(Credential.from("u", "p")))
+            .block(WAIT);
 
     assertThat(authorization.header()).isEqualTo("Bearer abc.def"); // access_token is accepted too
-    assertThat(authorization.reuseFor()).isEqualTo(Duration.ofSeconds(270)); // expires_in 300 less 30 s
+    assertThat(authorization.reuseFor())
+        .isEqualTo(Duration.ofSeconds(270)); // expires_in 300 less 30 s
     // The scope is built from the repository, not taken from the challenge.
-    assertThat(requests).singleElement().asString()
+    assertThat(requests)
+        .singleElement()
+        .asString()
         .startsWith("service=svc&scope=repository:team/app:pull ")
         .contains("auth=Basic dTpw")
         .contains("ua=registry-cache-test");
@@ -88,43 +107,70 @@ class WebClientTokenProviderTest {
   @Test
   void bearerWithoutServiceUsesTheUpstreamAuthorityAndNoCredentialIsAnonymous() {
     tokenBody.set("{\"token\":\"t1\",\"issued_at\":\"2026-01-01T00:00:00Z\"}");
-    AuthChallenge challenge = AuthChallenge.parse("Bearer realm=\"" + base(tokenServer) + "/token\"");
+    AuthChallenge challenge =
+        AuthChallenge.parse("Bearer realm=\"" + base(tokenServer) + "/token\"");
 
-    UpstreamAuthorization authorization = provider.token(upstream(), NAME, challenge, Optional.empty()).block(WAIT);
+    UpstreamAuthorization authorization =
+        provider.token(upstream(), NAME, challenge, Optional.empty()).block(WAIT);
 
     assertThat(authorization.header()).isEqualTo("Bearer t1");
-    assertThat(authorization.reuseFor()).as("expires_in defaults to 60 s").isEqualTo(Duration.ofSeconds(54));
-    assertThat(requests).singleElement().asString()
-        .startsWith("service=127.0.0.1:" + tokenServer.getAddress().getPort() + "&scope=repository:team/app:pull auth=null");
+    assertThat(authorization.reuseFor())
+        .as("expires_in defaults to 60 s")
+        .isEqualTo(Duration.ofSeconds(54));
+    assertThat(requests)
+        .singleElement()
+        .asString()
+        .startsWith(
+            "service=127.0.0.1:"
+                + tokenServer.getAddress().getPort()
+                + "&scope=repository:team/app:pull auth=null");
   }
 
   @Test
   void responseWithoutATokenIsAnUpstreamError() {
     tokenBody.set("{\"expires_in\":60}");
-    AuthChallenge challenge = AuthChallenge.parse("Bearer realm=\"" + base(tokenServer) + "/token\"");
-    assertThatThrownBy(() -> provider.token(upstream(), NAME, challenge, Optional.empty()).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
-          assertThat(e.getMessage()).contains("tokens").contains("no token or access_token");
-        });
+    AuthChallenge challenge =
+        AuthChallenge.parse("Bearer realm=\"" + base(tokenServer) + "/token\"");
+    assertThatThrownBy(
+            () -> provider.token(upstream(), NAME, challenge, Optional.empty()).block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.UPSTREAM_UNAVAILABLE);
+              assertThat(e.getMessage()).contains("tokens").contains("no token or access_token");
+            });
     tokenBody.set("not json");
-    assertThatThrownBy(() -> provider.token(upstream(), NAME, challenge, Optional.empty()).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> assertThat(e.getMessage()).contains("not JSON"));
+    assertThatThrownBy(
+            () -> provider.token(upstream(), NAME, challenge, Optional.empty()).block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class, e -> assertThat(e.getMessage()).contains("not JSON"));
   }
 
   @Test
   void bearerWithoutRealmIsUnauthorized() {
-    assertThatThrownBy(() -> provider.token(upstream(), NAME, AuthChallenge.parse("Bearer service=\"x\""), Optional.empty()).block(WAIT))
-        .isInstanceOfSatisfying(UpstreamException.class, e -> {
-          assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
-          assertThat(e.getMessage()).contains("realm");
-        });
+    assertThatThrownBy(
+            () ->
+                provider
+                    .token(
+                        upstream(),
+                        NAME,
+                        AuthChallenge.parse("Bearer service=\"x\""),
+                        Optional.empty())
+                    .block(WAIT))
+        .isInstanceOfSatisfying(
+            UpstreamException.class,
+            e -> {
+              assertThat(e.code()).isEqualTo(OciErrorCode.UNAUTHORIZED);
+              assertThat(e.getMessage()).contains("realm");
+            });
     assertThat(requests).isEmpty();
   }
 
   @Test
   void challengesAreParsedWithQuotedAndEscapedParameters() {
-    AuthChallenge c = AuthChallenge.parse("Bearer realm=\"https://a.example/t?x=1,y\",service=reg, scope=\"a\\\"b\"");
+    AuthChallenge c =
+        AuthChallenge.parse(
+            "Bearer realm=\"https://a.example/t?x=1,y\",service=reg, scope=\"a\\\"b\"");
     assertThat(c.isBearer()).isTrue();
     assertThat(c.realm()).contains("https://a.example/t?x=1,y");
     assertThat(c.service()).contains("reg");
@@ -135,9 +181,12 @@ class WebClientTokenProviderTest {
 
   @Test
   void authorizationsNeverPrintTheirSecret() {
-    assertThat(UpstreamAuthorization.basic("u", "hunter2").toString()).doesNotContain("hunter2")
-        .doesNotContain(Base64.getEncoder().encodeToString("u:hunter2".getBytes(StandardCharsets.UTF_8)));
-    assertThat(new UpstreamAuthorization("Bearer", "tok", Duration.ofSeconds(1)).toString()).doesNotContain("tok");
+    assertThat(UpstreamAuthorization.basic("u", "hunter2").toString())
+        .doesNotContain("hunter2")
+        .doesNotContain(
+            Base64.getEncoder().encodeToString("u:hunter2".getBytes(StandardCharsets.UTF_8)));
+    assertThat(new UpstreamAuthorization("Bearer", "tok", Duration.ofSeconds(1)).toString())
+        .doesNotContain("tok");
     // jib's Credential does print it: why nothing in this package ever logs one.
     assertThat(Credential.from("u", "hunter2").toString()).contains("hunter2");
   }
@@ -148,22 +197,35 @@ class WebClientTokenProviderTest {
     // ticker, moved by the test) needs a new token.
     AtomicInteger issued = new AtomicInteger();
     HttpServer registry = ScriptedHttp.server(closeables);
-    registry.createContext("/token", ex -> {
-      respond(ex, 200, Map.of("Content-Type", "application/json"),
-          ("{\"token\":\"t" + issued.incrementAndGet() + "\",\"expires_in\":2}").getBytes(StandardCharsets.UTF_8));
-    });
-    registry.createContext("/v2/", ex -> {
-      if (ex.getRequestHeaders().getFirst("Authorization") == null) {
-        respond(ex, 401, Map.of("WWW-Authenticate", "Bearer realm=\"" + base(registry) + "/token\""), new byte[0]);
-      } else {
-        respond(ex, 200, Map.of(), new byte[7]);
-      }
-    });
+    registry.createContext(
+        "/token",
+        ex -> {
+          respond(
+              ex,
+              200,
+              Map.of("Content-Type", "application/json"),
+              ("{\"token\":\"t" + issued.incrementAndGet() + "\",\"expires_in\":2}")
+                  .getBytes(StandardCharsets.UTF_8));
+        });
+    registry.createContext(
+        "/v2/",
+        ex -> {
+          if (ex.getRequestHeaders().getFirst("Authorization") == null) {
+            respond(
+                ex,
+                401,
+                Map.of("WWW-Authenticate", "Bearer realm=\"" + base(registry) + "/token\""),
+                new byte[0]);
+          } else {
+            respond(ex, 200, Map.of(), new byte[7]);
+          }
+        });
     Upstream upstream = TestUpstreams.upstream("short-tokens", base(registry), s -> {});
     AtomicLong nanos = new AtomicLong(System.nanoTime());
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     ReactorNettyUpstreamClient client =
-        new ReactorNettyUpstreamClient(null, meters, new UpstreamResilience(null, meters), nanos::get);
+        new ReactorNettyUpstreamClient(
+            null, meters, new UpstreamResilience(null, meters), nanos::get);
     closeables.add(client::destroy);
     Digest digest = Digest.sha256(new byte[7]);
 
@@ -175,6 +237,8 @@ class WebClientTokenProviderTest {
     assertThat(issued).as("still reused just before its reuse time (1 s) is over").hasValue(1);
     nanos.addAndGet(Duration.ofMillis(501).toNanos());
     assertThat(client.headBlob(upstream, NAME, digest).block(WAIT)).isEqualTo(7);
-    assertThat(issued).as("a new token once the old one's expires_in (less a margin) has passed").hasValue(2);
+    assertThat(issued)
+        .as("a new token once the old one's expires_in (less a margin) has passed")
+        .hasValue(2);
   }
 }

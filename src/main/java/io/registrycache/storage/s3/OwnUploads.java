@@ -15,24 +15,26 @@ import org.slf4j.LoggerFactory;
 
 /**
  * This replica's record of the multipart uploads it started and has not yet completed or aborted:
- * one small file per upload under {@code <storage.path>/s3-uploads/} holding the key and the
- * upload id, written right after the upload is started and deleted once it is completed or
- * aborted. What is left at start-up are the uploads of a fill this replica did not finish (it was
- * killed, or its abort failed): the store aborts them then ({@link S3BlobBackend}), without waiting
- * for {@code abandoned-upload-age}. The store's own listing of uploads cannot tell replicas
- * apart (every replica signs with the same credentials, and an upload's metadata is not listed),
- * so this record is how a replica knows which uploads are its own. A replica that starts on an
- * empty {@code storage.path} (a new pod) has no record of a dead predecessor's uploads; those go
- * when the blob's next owner completes it, or after {@code abandoned-upload-age}.
+ * one small file per upload under {@code <storage.path>/s3-uploads/} holding the key and the upload
+ * id, written right after the upload is started and deleted once it is completed or aborted. What
+ * is left at start-up are the uploads of a fill this replica did not finish (it was killed, or its
+ * abort failed): the store aborts them then ({@link S3BlobBackend}), without waiting for {@code
+ * abandoned-upload-age}. The store's own listing of uploads cannot tell replicas apart (every
+ * replica signs with the same credentials, and an upload's metadata is not listed), so this record
+ * is how a replica knows which uploads are its own. A replica that starts on an empty {@code
+ * storage.path} (a new pod) has no record of a dead predecessor's uploads; those go when the blob's
+ * next owner completes it, or after {@code abandoned-upload-age}.
  *
- * <p>Files are written with {@link StorageLayout#writeAtomically}-like care (a temporary name,
- * then a move), so a record is whole or absent. Blocking (start-up and the fill's own thread).
+ * <p>Files are written with {@link StorageLayout#writeAtomically}-like care (a temporary name, then
+ * a move), so a record is whole or absent. Blocking (start-up and the fill's own thread).
  */
 final class OwnUploads {
 
   private static final Logger log = LoggerFactory.getLogger(OwnUploads.class);
+
   /** The folder under {@code storage.path}. */
   static final String FOLDER = "s3-uploads";
+
   private static final String SUFFIX = ".upload";
 
   /** An upload this replica started: its key (relative to the store's prefix) and id. */

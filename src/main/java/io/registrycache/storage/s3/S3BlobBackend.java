@@ -42,19 +42,19 @@ import reactor.core.scheduler.Schedulers;
  * ({@link S3BlobStore} is the store over it).
  *
  * <p><b>Writing.</b> A fill writes the local temporary file it writes on the file-system store
- * ({@link BlobWriter}, which verifies size and digest in {@code commit}; clients joined to the
- * fill tail that file), and uploads it as it grows: each time {@code storage.s3.part-size} bytes
- * are in the file beyond what was sent, that region goes as the next part of a multipart upload
- * (started with the first part, straight from the file; at most {@value #MAX_PARTS_IN_FLIGHT} parts
- * in flight, the fill waits beyond that). At commit, once verified, the rest goes
- * as the last part and the upload is completed to the final key; a blob smaller than one part is
- * one PUT of the verified file. A mismatch, an upstream error or an abort aborts the upload, so no
- * object ever appears under a final key unverified. Uploads of a replica killed mid-fill are
- * aborted by that replica at its restart (it records its uploads under {@code storage.path}:
- * {@link OwnUploads}), by the next writer that stores the same blob (it aborts the key's other
- * uploads), and in any case when older than {@code storage.s3.abandoned-upload-age}, at start-up
- * and every half of that age. After the commit the temporary file stays for the delete grace (at least 30 s) for
- * readers that join the finished fill, then goes: it is the local tier of the fill only.
+ * ({@link BlobWriter}, which verifies size and digest in {@code commit}; clients joined to the fill
+ * tail that file), and uploads it as it grows: each time {@code storage.s3.part-size} bytes are in
+ * the file beyond what was sent, that region goes as the next part of a multipart upload (started
+ * with the first part, straight from the file; at most {@value #MAX_PARTS_IN_FLIGHT} parts in
+ * flight, the fill waits beyond that). At commit, once verified, the rest goes as the last part and
+ * the upload is completed to the final key; a blob smaller than one part is one PUT of the verified
+ * file. A mismatch, an upstream error or an abort aborts the upload, so no object ever appears
+ * under a final key unverified. Uploads of a replica killed mid-fill are aborted by that replica at
+ * its restart (it records its uploads under {@code storage.path}: {@link OwnUploads}), by the next
+ * writer that stores the same blob (it aborts the key's other uploads), and in any case when older
+ * than {@code storage.s3.abandoned-upload-age}, at start-up and every half of that age. After the
+ * commit the temporary file stays for the delete grace (at least 30 s) for readers that join the
+ * finished fill, then goes: it is the local tier of the fill only.
  *
  * <p><b>Index.</b> As on the file system, the store's whole index (digest → size, created,
  * last-pulled; about 150 bytes a blob) is in memory, loaded at start-up by listing {@code blobs/}
@@ -63,11 +63,11 @@ import reactor.core.scheduler.Schedulers;
  * blob. Not a bounded cache with HEAD on a miss: a HEAD per miss would cost a round trip on every
  * cold pull, and the budget and LRU eviction need the full picture. The store lists again every
  * {@code storage.s3.index-refresh} (default 5 min, {@link #rescanEvery}); in between, a blob
- * another replica stored is found by one HEAD when a request finds it missing ({@link #stat}). Last-pulled
- * times are kept in the bucket when an {@link S3LastPulls} is given (batched, one object per
- * replica and {@code storage.s3.access-flush}; read back by the listing), else in memory only. A blob whose object another
- * replica removed fails the one read that finds it gone and leaves the index then (the next
- * request refills it).
+ * another replica stored is found by one HEAD when a request finds it missing ({@link #stat}).
+ * Last-pulled times are kept in the bucket when an {@link S3LastPulls} is given (batched, one
+ * object per replica and {@code storage.s3.access-flush}; read back by the listing), else in memory
+ * only. A blob whose object another replica removed fails the one read that finds it gone and
+ * leaves the index then (the next request refills it).
  *
  * <p><b>Links.</b> Where a blob may be served ({@code ContentLinks}) is kept in the bucket too
  * ({@link S3Links}), so a replica that starts empty, or offline, serves what another linked; they
@@ -82,20 +82,38 @@ import reactor.core.scheduler.Schedulers;
 public final class S3BlobBackend implements BlobBackend {
 
   private static final Logger log = LoggerFactory.getLogger(S3BlobBackend.class);
+
   /** Key prefix (under the store's prefix) of blobs. */
   public static final String BLOBS = "blobs/";
+
   /** Longest wait for one object-store operation from a blocking caller. */
   static final Duration REQUEST_TIMEOUT = Duration.ofMinutes(10);
-  /** When a fill behind an owner looks for the owner's object before uploading its own: about 4 s in all. */
-  static final List<Duration> OWNER_COPY_WAITS = List.of(
-      Duration.ZERO, Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500), Duration.ofSeconds(1), Duration.ofSeconds(2));
-  /** The waits in use: {@link #OWNER_COPY_WAITS} unless a test shortened them ({@link #ownerCopyWaits(List)}). */
+
+  /**
+   * When a fill behind an owner looks for the owner's object before uploading its own: about 4 s in
+   * all.
+   */
+  static final List<Duration> OWNER_COPY_WAITS =
+      List.of(
+          Duration.ZERO,
+          Duration.ofMillis(100),
+          Duration.ofMillis(250),
+          Duration.ofMillis(500),
+          Duration.ofSeconds(1),
+          Duration.ofSeconds(2));
+
+  /**
+   * The waits in use: {@link #OWNER_COPY_WAITS} unless a test shortened them ({@link
+   * #ownerCopyWaits(List)}).
+   */
   private volatile List<Duration> ownerCopyWaits = OWNER_COPY_WAITS;
 
   /** Parts of one upload being sent at once, at most; a fill waits for the oldest beyond that. */
   static final int MAX_PARTS_IN_FLIGHT = 4;
+
   /** Longest wait for the abort of an upload; left to the sweeper beyond that. */
   private static final Duration ABORT_TIMEOUT = Duration.ofSeconds(30);
+
   private static final Duration MIN_TEMP_GRACE = Duration.ofSeconds(30);
   private static final int CHUNK = 64 * 1024;
 
@@ -108,20 +126,33 @@ public final class S3BlobBackend implements BlobBackend {
   private final Duration abandonedUploadAge;
   private final Duration indexRefresh;
   private final boolean redirect;
+
   /** The store's index; set by {@link #started}. */
   private volatile Index index;
+
   private final AtomicLong uploadsSkipped = new AtomicLong();
   private final AtomicLong uploadsBehindOwner = new AtomicLong();
   private final ScheduledExecutorService executor;
   private volatile ScheduledFuture<?> sweeper;
-  /** Local copies of blobs ({@code storage.s3.local-tier-size}); null when off (or before {@link #started}). */
+
+  /**
+   * Local copies of blobs ({@code storage.s3.local-tier-size}); null when off (or before {@link
+   * #started}).
+   */
   private volatile S3LocalTier tier;
+
   /** This replica's record of the uploads it started and has not finished. */
   private final OwnUploads ownUploads;
+
   private final AtomicLong othersUploadsAborted = new AtomicLong();
+
   /** Last pulls kept in the bucket; null when they live in memory only. */
   private final S3LastPulls lastPulls;
-  /** {@link System#nanoTime} of the latest {@link #dropped}: a delete's re-check reads records newer than it. */
+
+  /**
+   * {@link System#nanoTime} of the latest {@link #dropped}: a delete's re-check reads records newer
+   * than it.
+   */
   private volatile long lastDropNanos = System.nanoTime();
 
   /**
@@ -135,7 +166,11 @@ public final class S3BlobBackend implements BlobBackend {
    * @param properties part size, abandoned-upload age, index refresh, local tier, redirect
    */
   public S3BlobBackend(
-      S3Objects objects, StorageLayout layout, Clock clock, Duration deleteGrace, S3StorageProperties properties) {
+      S3Objects objects,
+      StorageLayout layout,
+      Clock clock,
+      Duration deleteGrace,
+      S3StorageProperties properties) {
     this(objects, layout, clock, deleteGrace, properties, null);
   }
 
@@ -147,7 +182,11 @@ public final class S3BlobBackend implements BlobBackend {
    * @param lastPulls the bucket's pull records; {@code null}: last pulls in memory only
    */
   public S3BlobBackend(
-      S3Objects objects, StorageLayout layout, Clock clock, Duration deleteGrace, S3StorageProperties properties,
+      S3Objects objects,
+      StorageLayout layout,
+      Clock clock,
+      Duration deleteGrace,
+      S3StorageProperties properties,
       S3LastPulls lastPulls) {
     this.lastPulls = lastPulls;
     this.objects = objects;
@@ -169,13 +208,14 @@ public final class S3BlobBackend implements BlobBackend {
     try {
       this.ownUploads = new OwnUploads(layout);
     } catch (IOException e) {
-      throw new UncheckedIOException("cannot create the folder of upload records under " + layout.root(), e);
+      throw new UncheckedIOException(
+          "cannot create the folder of upload records under " + layout.root(), e);
     }
   }
 
   /**
-   * Starts the local tier (over the loaded index), aborts the uploads this replica left and
-   * those older than {@code abandoned-upload-age}, and schedules that sweep. Blocking (start-up).
+   * Starts the local tier (over the loaded index), aborts the uploads this replica left and those
+   * older than {@code abandoned-upload-age}, and schedules that sweep. Blocking (start-up).
    */
   @Override
   public void started(Index index) {
@@ -183,42 +223,51 @@ public final class S3BlobBackend implements BlobBackend {
     if (lastPulls != null) {
       lastPulls.start();
     }
-    this.tier = tierBytes > 0 ? new S3LocalTier(objects, layout, tierBytes, deleteGrace, index::size) : null;
+    this.tier =
+        tierBytes > 0
+            ? new S3LocalTier(objects, layout, tierBytes, deleteGrace, index::size)
+            : null;
     abortOwnLeftUploads();
     abortAbandonedUploads();
     long period = Math.max(1000, abandonedUploadAge.toMillis() / 2);
-    this.sweeper = executor.scheduleWithFixedDelay(this::abortAbandonedUploads, period, period, TimeUnit.MILLISECONDS);
+    this.sweeper =
+        executor.scheduleWithFixedDelay(
+            this::abortAbandonedUploads, period, period, TimeUnit.MILLISECONDS);
   }
 
   /**
-   * Lists {@code blobs/}: one request per 1,000 blobs, 32 prefixes at once; created = the
-   * object's last write, last pulled = the latest of that and the pulls recorded in the bucket by
-   * every replica ({@link S3LastPulls}, read first), or the last write when they are not kept.
+   * Lists {@code blobs/}: one request per 1,000 blobs, 32 prefixes at once; created = the object's
+   * last write, last pulled = the latest of that and the pulls recorded in the bucket by every
+   * replica ({@link S3LastPulls}, read first), or the last write when they are not kept.
    */
   @Override
   public void scan(Found visitor) {
     if (lastPulls != null) {
       lastPulls.refresh();
     }
-    objects.listContentWithSizes(BLOBS)
-        .doOnNext(o -> {
-          Optional<Digest> digest = digestOf(o.key());
-          if (digest.isEmpty()) {
-            log.warn("object store: skipping {}, not a blob key", o.key());
-            return;
-          }
-          long created = o.lastModified().toEpochMilli();
-          long pulled = created;
-          if (lastPulls != null) {
-            lastPulls.noteKnown(digest.get(), created);
-            pulled = Math.max(created, lastPulls.lastPull(digest.get()).orElse(created));
-          }
-          visitor.found(digest.get(), o.size(), created, pulled);
-        })
+    objects
+        .listContentWithSizes(BLOBS)
+        .doOnNext(
+            o -> {
+              Optional<Digest> digest = digestOf(o.key());
+              if (digest.isEmpty()) {
+                log.warn("object store: skipping {}, not a blob key", o.key());
+                return;
+              }
+              long created = o.lastModified().toEpochMilli();
+              long pulled = created;
+              if (lastPulls != null) {
+                lastPulls.noteKnown(digest.get(), created);
+                pulled = Math.max(created, lastPulls.lastPull(digest.get()).orElse(created));
+              }
+              visitor.found(digest.get(), o.size(), created, pulled);
+            })
         .blockLast(REQUEST_TIMEOUT);
   }
 
-  /** Recorded for the next delta ({@link S3LastPulls#record}), written every {@code access-flush}. */
+  /**
+   * Recorded for the next delta ({@link S3LastPulls#record}), written every {@code access-flush}.
+   */
   @Override
   public void recordPulls(Map<Digest, Long> pulls) {
     if (lastPulls != null) {
@@ -240,9 +289,10 @@ public final class S3BlobBackend implements BlobBackend {
 
   /**
    * Whether a pull of {@code digest} later than {@code millis} is recorded in the bucket: the
-   * records are read again first unless they were read after the latest eviction (so the deletes
-   * of one pass, which come at least two {@code access-flush} intervals after it, read them once). {@code false} when the records cannot
-   * be read (logged): the delete then goes ahead, as it did before they existed.
+   * records are read again first unless they were read after the latest eviction (so the deletes of
+   * one pass, which come at least two {@code access-flush} intervals after it, read them once).
+   * {@code false} when the records cannot be read (logged): the delete then goes ahead, as it did
+   * before they existed.
    */
   @Override
   public boolean pulledAfter(Digest digest, long millis) {
@@ -252,7 +302,10 @@ public final class S3BlobBackend implements BlobBackend {
     try {
       lastPulls.refreshUnlessSince(lastDropNanos); // once per eviction pass's deletes
     } catch (RuntimeException e) {
-      log.warn("object store: cannot read the pull records before deleting {}: {}", digest, e.toString());
+      log.warn(
+          "object store: cannot read the pull records before deleting {}: {}",
+          digest,
+          e.toString());
     }
     return lastPulls.lastPull(digest).orElse(Long.MIN_VALUE) > millis;
   }
@@ -314,12 +367,16 @@ public final class S3BlobBackend implements BlobBackend {
         ownUploads.forget(r.file());
         aborted++;
       } catch (RuntimeException e) {
-        log.warn("object store: cannot abort this replica's unfinished upload to {}, will try at the next start: {}",
-            r.key(), e.toString());
+        log.warn(
+            "object store: cannot abort this replica's unfinished upload to {}, will try at the next start: {}",
+            r.key(),
+            e.toString());
       }
     }
     if (aborted > 0) {
-      log.info("object store: aborted {} multipart uploads this replica left unfinished (killed mid-fill)", aborted);
+      log.info(
+          "object store: aborted {} multipart uploads this replica left unfinished (killed mid-fill)",
+          aborted);
     }
     return aborted;
   }
@@ -327,22 +384,28 @@ public final class S3BlobBackend implements BlobBackend {
   /**
    * Aborts every other multipart upload to the key of {@code digest}, whose object is now in the
    * bucket: the upload of an owner that died mid-fill (this replica took its blob over), or of a
-   * concurrent writer of the same bytes, which then finds the object and keeps it. One LIST of
-   * the key's uploads. Failures are logged: the {@code abandoned-upload-age} sweep remains.
+   * concurrent writer of the same bytes, which then finds the object and keeps it. One LIST of the
+   * key's uploads. Failures are logged: the {@code abandoned-upload-age} sweep remains.
    */
   private void abortOthersUploads(Digest digest, String ownUploadId) {
     try {
-      List<S3Objects.OpenUpload> others = objects.uploadsTo(key(digest))
-          .filter(u -> !u.uploadId().equals(ownUploadId))
-          .collectList()
-          .block(ABORT_TIMEOUT);
+      List<S3Objects.OpenUpload> others =
+          objects
+              .uploadsTo(key(digest))
+              .filter(u -> !u.uploadId().equals(ownUploadId))
+              .collectList()
+              .block(ABORT_TIMEOUT);
       for (S3Objects.OpenUpload u : others == null ? List.<S3Objects.OpenUpload>of() : others) {
         objects.abortUpload(u.key(), u.uploadId()).block(ABORT_TIMEOUT);
         othersUploadsAborted.incrementAndGet();
-        log.info("blob {}: aborted another writer's unfinished upload (started {}) now that the object is stored", digest, u.initiated());
+        log.info(
+            "blob {}: aborted another writer's unfinished upload (started {}) now that the object is stored",
+            digest,
+            u.initiated());
       }
     } catch (RuntimeException e) {
-      log.warn("blob {}: cannot look for other writers' uploads to abort: {}", digest, e.toString());
+      log.warn(
+          "blob {}: cannot look for other writers' uploads to abort: {}", digest, e.toString());
     }
   }
 
@@ -354,7 +417,10 @@ public final class S3BlobBackend implements BlobBackend {
   /** Aborts multipart uploads older than {@code abandoned-upload-age}: those of killed fills. */
   int abortAbandonedUploads() {
     try {
-      Integer n = objects.abortUploadsStartedBefore(clock.instant().minus(abandonedUploadAge)).block(REQUEST_TIMEOUT);
+      Integer n =
+          objects
+              .abortUploadsStartedBefore(clock.instant().minus(abandonedUploadAge))
+              .block(REQUEST_TIMEOUT);
       if (n != null && n > 0) {
         log.info("object store: aborted {} abandoned multipart uploads", n);
       }
@@ -370,13 +436,19 @@ public final class S3BlobBackend implements BlobBackend {
     return Optional.ofNullable(tier);
   }
 
-  /** One {@code HEAD} of the blob's object: another replica may have stored it since the last listing. */
+  /**
+   * One {@code HEAD} of the blob's object: another replica may have stored it since the last
+   * listing.
+   */
   @Override
   public Mono<Optional<Long>> stat(Digest digest) {
     return objects.stat(key(digest)).map(info -> info.map(S3Objects.ObjectInfo::size));
   }
 
-  /** The local copy when the tier has one (sent zero-copy), else the object (and a copy made in the background). */
+  /**
+   * The local copy when the tier has one (sent zero-copy), else the object (and a copy made in the
+   * background).
+   */
   @Override
   public StoredContent open(Digest digest, long size) {
     S3LocalTier t = tier;
@@ -391,28 +463,36 @@ public final class S3BlobBackend implements BlobBackend {
   }
 
   /**
-   * Uploads the blob's temporary file as it grows; several writers of one digest may exist at
-   * once: each completes its own upload to the same key, the last wins, the bytes are the same.
-   * Behind an owner: uploads nothing while the bytes arrive; at the commit the owner's object
-   * under the final key (looked for for up to {@link #OWNER_COPY_WAITS}) makes the upload
-   * unnecessary, else the verified file is uploaded then.
+   * Uploads the blob's temporary file as it grows; several writers of one digest may exist at once:
+   * each completes its own upload to the same key, the last wins, the bytes are the same. Behind an
+   * owner: uploads nothing while the bytes arrive; at the commit the owner's object under the final
+   * key (looked for for up to {@link #OWNER_COPY_WAITS}) makes the upload unnecessary, else the
+   * verified file is uploaded then.
    */
   @Override
   public BlobSink sink(Digest digest, boolean behindOwner) {
     return new Upload(digest, behindOwner);
   }
 
-  /** The object-store side of one {@link BlobWriter}. Used by the writer's one thread, but {@link #closed} may come from an aborting one. */
+  /**
+   * The object-store side of one {@link BlobWriter}. Used by the writer's one thread, but {@link
+   * #closed} may come from an aborting one.
+   */
   private final class Upload implements BlobSink {
     private final Digest digest;
     private volatile S3Objects.Upload upload;
+
     /** This replica's record of {@link #upload} ({@link OwnUploads}); null before it starts. */
     private volatile Path record;
+
     /** Bytes sent as parts so far. */
     private long sent;
+
     /** The verified file {@link #store} made visible, and its size: the local tier adopts it. */
     private volatile Path storedTemp;
+
     private volatile long storedSize;
+
     /** Nothing sent yet: the owner replica is storing the same bytes (a fill behind an owner). */
     private volatile boolean behindOwner;
 
@@ -429,7 +509,8 @@ public final class S3BlobBackend implements BlobBackend {
       // Keep at least one byte back: the last part must not be empty.
       while (written - sent > partSize) {
         if (upload == null) {
-          S3Objects.Upload started = S3Calls.await(objects.startUpload(key(digest)), REQUEST_TIMEOUT);
+          S3Objects.Upload started =
+              S3Calls.await(objects.startUpload(key(digest)), REQUEST_TIMEOUT);
           record = ownUploads.record(started.key(), started.uploadId());
           upload = started;
         }
@@ -457,7 +538,9 @@ public final class S3BlobBackend implements BlobBackend {
       if (e.getCause() == null || !S3Objects.notFound(e.getCause())) {
         return false;
       }
-      log.info("blob {}: this fill's upload was aborted by another writer that stored the blob; checking its object at the commit", digest);
+      log.info(
+          "blob {}: this fill's upload was aborted by another writer that stored the blob; checking its object at the commit",
+          digest);
       ownUploads.forget(record);
       record = null;
       upload = null;
@@ -476,7 +559,9 @@ public final class S3BlobBackend implements BlobBackend {
         if (behindOwner) {
           behindOwner = false;
           uploadsBehindOwner.incrementAndGet();
-          log.info("blob {}: the owner's object is not in the bucket after {}; uploading this replica's copy", digest,
+          log.info(
+              "blob {}: the owner's object is not in the bucket after {}; uploading this replica's copy",
+              digest,
               ownerCopyWaits.stream().reduce(Duration.ZERO, Duration::plus));
           appended(temp, size);
         }
@@ -520,7 +605,8 @@ public final class S3BlobBackend implements BlobBackend {
     public void closed(boolean stored) {
       if (stored) {
         S3LocalTier t = tier;
-        if (t != null) { // now that the store indexed it: the tier keeps copies of indexed blobs only
+        if (t
+            != null) { // now that the store indexed it: the tier keeps copies of indexed blobs only
           t.adopt(digest, storedTemp, storedSize);
         }
         return;
@@ -528,9 +614,11 @@ public final class S3BlobBackend implements BlobBackend {
       S3Objects.Upload u = upload;
       if (u != null) {
         Path recorded = record;
-        Mono<Void> abort = u.abort()
-            .doOnError(e -> log.warn("cannot abort upload of blob {}: {}", digest, e.toString()))
-            .doOnSuccess(done -> ownUploads.forget(recorded));
+        Mono<Void> abort =
+            u.abort()
+                .doOnError(
+                    e -> log.warn("cannot abort upload of blob {}: {}", digest, e.toString()))
+                .doOnSuccess(done -> ownUploads.forget(recorded));
         if (Schedulers.isInNonBlockingThread()) {
           abort.subscribe(null, e -> {});
         } else {
@@ -545,9 +633,9 @@ public final class S3BlobBackend implements BlobBackend {
   }
 
   /**
-   * Whether the object of {@code digest} is in the bucket with {@code size} bytes, looked for
-   * until {@link #OWNER_COPY_WAITS} are over: an owner completes its upload just after it sent the
-   * last byte. An object under a final key is always verified content. Blocking.
+   * Whether the object of {@code digest} is in the bucket with {@code size} bytes, looked for until
+   * {@link #OWNER_COPY_WAITS} are over: an owner completes its upload just after it sent the last
+   * byte. An object under a final key is always verified content. Blocking.
    */
   private boolean ownersCopy(Digest digest, long size) throws IOException {
     for (Duration wait : ownerCopyWaits) {
@@ -559,7 +647,8 @@ public final class S3BlobBackend implements BlobBackend {
           throw new InterruptedIOException("interrupted waiting for the owner's copy of " + digest);
         }
       }
-      Optional<S3Objects.ObjectInfo> info = S3Calls.await(objects.stat(key(digest)), REQUEST_TIMEOUT);
+      Optional<S3Objects.ObjectInfo> info =
+          S3Calls.await(objects.stat(key(digest)), REQUEST_TIMEOUT);
       if (info.isPresent() && info.get().size() == size) {
         return true;
       }
@@ -567,16 +656,21 @@ public final class S3BlobBackend implements BlobBackend {
     return false;
   }
 
-  /** Fills behind an owner whose object was there at the commit, so nothing was uploaded (since start-up). */
+  /**
+   * Fills behind an owner whose object was there at the commit, so nothing was uploaded (since
+   * start-up).
+   */
   public long uploadsSkipped() {
     return uploadsSkipped.get();
   }
 
-  /** Fills behind an owner whose object was not there at the commit, so this replica uploaded (since start-up). */
+  /**
+   * Fills behind an owner whose object was not there at the commit, so this replica uploaded (since
+   * start-up).
+   */
   public long uploadsBehindOwner() {
     return uploadsBehindOwner.get();
   }
-
 
   /**
    * Replaces the waits before each look for an owner's object ({@link #OWNER_COPY_WAITS}, about 4 s
@@ -672,9 +766,12 @@ public final class S3BlobBackend implements BlobBackend {
         return Flux.empty();
       }
       Optional<HttpRange> range =
-          start == 0 && n == size ? Optional.empty() : Optional.of(HttpRange.createByteRange(start, start + n - 1));
+          start == 0 && n == size
+              ? Optional.empty()
+              : Optional.of(HttpRange.createByteRange(start, start + n - 1));
       // The SDK's buffers are copied into the factory's, in chunks of at most 64 KiB.
-      return objects.open(key(digest), range, size)
+      return objects
+          .open(key(digest), range, size)
           .concatMapIterable(b -> copy(b, factory))
           .doOnError(S3Objects::notFound, e -> vanished(digest));
     }
@@ -705,7 +802,8 @@ public final class S3BlobBackend implements BlobBackend {
       // rethrows it on the SDK's thread, so the response would hang until the client gives up
       // (seen in the chaos soak); an exception fails this one response instead.
       out.forEach(DataBufferUtils::release);
-      throw new UncheckedIOException(new IOException("no memory for the response's buffers: " + e.getMessage(), e));
+      throw new UncheckedIOException(
+          new IOException("no memory for the response's buffers: " + e.getMessage(), e));
     }
     return out;
   }

@@ -17,6 +17,7 @@ public final class S3BlobStore extends BlobStore {
 
   /** Longest wait for one object-store operation from a blocking caller. */
   static final Duration REQUEST_TIMEOUT = S3BlobBackend.REQUEST_TIMEOUT;
+
   /** Parts of one upload being sent at once, at most. */
   static final int MAX_PARTS_IN_FLIGHT = S3BlobBackend.MAX_PARTS_IN_FLIGHT;
 
@@ -34,30 +35,53 @@ public final class S3BlobStore extends BlobStore {
    * @param properties part size, abandoned-upload age, index refresh, local tier, redirect
    */
   public S3BlobStore(
-      S3Objects objects, StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope, S3StorageProperties properties) {
-    this(new S3BlobBackend(objects, layout, clock, deleteGrace, properties), layout, clock, deleteGrace, scope);
+      S3Objects objects,
+      StorageLayout layout,
+      Clock clock,
+      Duration deleteGrace,
+      ContentScope scope,
+      S3StorageProperties properties) {
+    this(
+        new S3BlobBackend(objects, layout, clock, deleteGrace, properties),
+        layout,
+        clock,
+        deleteGrace,
+        scope);
   }
 
   /**
-   * A store whose last pulls are kept in the bucket ({@code lastPulls}): an evicted blob's
-   * object goes only after the longer of {@code deleteGrace} and two {@code access-flush}
-   * intervals, and not at all when another replica recorded a pull of it meanwhile. Blocking
-   * (start-up).
+   * A store whose last pulls are kept in the bucket ({@code lastPulls}): an evicted blob's object
+   * goes only after the longer of {@code deleteGrace} and two {@code access-flush} intervals, and
+   * not at all when another replica recorded a pull of it meanwhile. Blocking (start-up).
    *
    * @param lastPulls the bucket's pull records, shared with the manifests
    */
   public S3BlobStore(
-      S3Objects objects, StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope,
-      S3StorageProperties properties, S3LastPulls lastPulls) {
-    this(new S3BlobBackend(objects, layout, clock, deleteGrace, properties, lastPulls), layout, clock,
-        longer(deleteGrace, lastPulls.flushEvery().multipliedBy(2)), scope);
+      S3Objects objects,
+      StorageLayout layout,
+      Clock clock,
+      Duration deleteGrace,
+      ContentScope scope,
+      S3StorageProperties properties,
+      S3LastPulls lastPulls) {
+    this(
+        new S3BlobBackend(objects, layout, clock, deleteGrace, properties, lastPulls),
+        layout,
+        clock,
+        longer(deleteGrace, lastPulls.flushEvery().multipliedBy(2)),
+        scope);
   }
 
   private static Duration longer(Duration a, Duration b) {
     return a.compareTo(b) >= 0 ? a : b;
   }
 
-  private S3BlobStore(S3BlobBackend backend, StorageLayout layout, Clock clock, Duration deleteGrace, ContentScope scope) {
+  private S3BlobStore(
+      S3BlobBackend backend,
+      StorageLayout layout,
+      Clock clock,
+      Duration deleteGrace,
+      ContentScope scope) {
     super(backend, layout, clock, deleteGrace, scope);
     this.backend = backend;
   }
@@ -67,12 +91,18 @@ public final class S3BlobStore extends BlobStore {
     return S3BlobBackend.key(digest);
   }
 
-  /** Fills behind an owner whose object was there at the commit, so nothing was uploaded (since start-up). */
+  /**
+   * Fills behind an owner whose object was there at the commit, so nothing was uploaded (since
+   * start-up).
+   */
   public long uploadsSkipped() {
     return backend.uploadsSkipped();
   }
 
-  /** Fills behind an owner whose object was not there at the commit, so this replica uploaded (since start-up). */
+  /**
+   * Fills behind an owner whose object was not there at the commit, so this replica uploaded (since
+   * start-up).
+   */
   public long uploadsBehindOwner() {
     return backend.uploadsBehindOwner();
   }

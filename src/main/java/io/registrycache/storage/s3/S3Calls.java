@@ -7,7 +7,10 @@ import java.time.Duration;
 import reactor.core.Exceptions;
 import reactor.core.publisher.Mono;
 
-/** Waiting for one object-store operation from a blocking caller, with the store's errors as I/O errors. */
+/**
+ * Waiting for one object-store operation from a blocking caller, with the store's errors as I/O
+ * errors.
+ */
 final class S3Calls {
 
   private S3Calls() {}

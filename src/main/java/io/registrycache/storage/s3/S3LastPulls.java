@@ -7,7 +7,6 @@ import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
 import java.io.IOException;
-import java.io.InterruptedIOException;
 import java.io.UncheckedIOException;
 import java.time.Clock;
 import java.time.Duration;
@@ -32,14 +31,13 @@ import java.util.zip.GZIPInputStream;
 import java.util.zip.GZIPOutputStream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.publisher.Mono;
 
 /**
  * Last-pulled times of blobs and manifests kept in the bucket, shared by every replica (issue 24):
  * each replica records its pulls here in memory ({@link #record}) and every {@code
- * storage.s3.access-flush} writes those that moved as one object {@code access/<epoch millis,
- * 13 digits>-<replica id>} (a <em>delta</em>: digests and times, sorted, gzip-compressed; about
- * 40 bytes a digest before compression), nothing when none moved. {@link #refresh} reads {@code
+ * storage.s3.access-flush} writes those that moved as one object {@code access/<epoch millis, 13
+ * digits>-<replica id>} (a <em>delta</em>: digests and times, sorted, gzip-compressed; about 40
+ * bytes a digest before compression), nothing when none moved. {@link #refresh} reads {@code
  * access/base} and the deltas it has not read yet and keeps the latest time per digest; the replica
  * that evicts folds them into a new {@code access/base} ({@link #compact}) and deletes the deltas
  * it folded. The replica id is random per process, so a restarted pod never overwrites its
@@ -50,12 +48,16 @@ import reactor.core.publisher.Mono;
 public final class S3LastPulls implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(S3LastPulls.class);
+
   /** Key prefix (under the store's prefix) of the pull records. */
   public static final String PREFIX = "access/";
+
   /** Key of the folded record: every digest's latest time when the evictor last compacted. */
   public static final String BASE = PREFIX + "base";
+
   private static final int MAGIC = 0x52434131; // "RCA1"
   private static final Duration TIMEOUT = Duration.ofMinutes(2);
+
   /** Longest wait for the last flush at shutdown. */
   static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(5);
 
@@ -63,21 +65,33 @@ public final class S3LastPulls implements AutoCloseable {
   private final Clock clock;
   private final Duration flushEvery;
   private final String replicaId = UUID.randomUUID().toString().substring(0, 8);
+
   /** Pulls recorded here and not written yet. */
   private final Map<Digest, Long> pending = new ConcurrentHashMap<>();
+
   /** The latest time per digest known from the bucket (read or written by this replica). */
   private final Map<Digest, Long> known = new ConcurrentHashMap<>();
+
   /** Deltas already merged into {@link #known}. Guarded by {@code this}. */
   private final Set<String> deltasRead = new HashSet<>();
+
   /** Entity tag of the base last read; guarded by {@code this}. */
   private String baseTag = "";
+
   private long lastRefreshNanos;
+
   /** When {@link #compact} last wrote the base; guarded by {@code this}. */
   private long lastCompactMillis;
+
   /** A compaction folds once this many deltas wait, */
   static final int COMPACT_AFTER_DELTAS = 16;
-  /** or once this many flush intervals passed since the last one (so a quiet cluster writes the base rarely). */
+
+  /**
+   * or once this many flush intervals passed since the last one (so a quiet cluster writes the base
+   * rarely).
+   */
   static final int COMPACT_AT_LEAST_EVERY_FLUSHES = 10;
+
   private volatile ScheduledExecutorService flusher;
 
   /**
@@ -102,11 +116,13 @@ public final class S3LastPulls implements AutoCloseable {
     if (flusher != null) {
       return;
     }
-    flusher = Executors.newSingleThreadScheduledExecutor(r -> {
-      Thread t = new Thread(r, "s3-last-pulls");
-      t.setDaemon(true);
-      return t;
-    });
+    flusher =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "s3-last-pulls");
+              t.setDaemon(true);
+              return t;
+            });
     long every = Math.max(100, flushEvery.toMillis());
     flusher.scheduleWithFixedDelay(this::flushSafely, every, every, TimeUnit.MILLISECONDS);
   }
@@ -133,7 +149,8 @@ public final class S3LastPulls implements AutoCloseable {
     if (k == null && p == null) {
       return OptionalLong.empty();
     }
-    return OptionalLong.of(Math.max(k == null ? Long.MIN_VALUE : k, p == null ? Long.MIN_VALUE : p));
+    return OptionalLong.of(
+        Math.max(k == null ? Long.MIN_VALUE : k, p == null ? Long.MIN_VALUE : p));
   }
 
   /**
@@ -154,10 +171,11 @@ public final class S3LastPulls implements AutoCloseable {
     }
     String key = String.format("%s%013d-%s", PREFIX, clock.millis(), replicaId);
     S3Calls.await(objects.putBytes(key, encode(batch)), timeout);
-    batch.forEach((d, t) -> {
-      pending.remove(d, t); // a later pull recorded meanwhile stays for the next delta
-      known.merge(d, t, Math::max);
-    });
+    batch.forEach(
+        (d, t) -> {
+          pending.remove(d, t); // a later pull recorded meanwhile stays for the next delta
+          known.merge(d, t, Math::max);
+        });
     synchronized (this) {
       deltasRead.add(key);
     }
@@ -173,13 +191,14 @@ public final class S3LastPulls implements AutoCloseable {
     try {
       flush(timeout);
     } catch (IOException | RuntimeException e) {
-      log.warn("object store: cannot write this replica's last pulls, will try again: {}", e.toString());
+      log.warn(
+          "object store: cannot write this replica's last pulls, will try again: {}", e.toString());
     }
   }
 
   /**
-   * Reads {@code access/base} when it changed and every delta not read yet, keeping the latest
-   * time per digest. Blocking; a delta deleted meanwhile (folded by the evictor) is skipped.
+   * Reads {@code access/base} when it changed and every delta not read yet, keeping the latest time
+   * per digest. Blocking; a delta deleted meanwhile (folded by the evictor) is skipped.
    *
    * @return deltas read
    */
@@ -198,7 +217,8 @@ public final class S3LastPulls implements AutoCloseable {
         deltasRead.clear();
       }
     }
-    List<String> keys = S3Calls.unchecked(objects.list(PREFIX).filter(k -> !k.equals(BASE)).collectList(), TIMEOUT);
+    List<String> keys =
+        S3Calls.unchecked(objects.list(PREFIX).filter(k -> !k.equals(BASE)).collectList(), TIMEOUT);
     int read = 0;
     for (String key : keys) {
       if (deltasRead.contains(key)) {
@@ -253,24 +273,27 @@ public final class S3LastPulls implements AutoCloseable {
    * Folds every delta into a new {@code access/base} (the latest time of each digest {@code keep}
    * accepts: those still stored) and deletes the deltas folded, once {@value #COMPACT_AFTER_DELTAS}
    * deltas wait or {@value #COMPACT_AT_LEAST_EVERY_FLUSHES} flush intervals passed since the last
-   * compaction; writes nothing when there was no delta. A delta written after the listing stays for the next compaction. Run by the one replica
-   * that evicts. Blocking.
+   * compaction; writes nothing when there was no delta. A delta written after the listing stays for
+   * the next compaction. Run by the one replica that evicts. Blocking.
    */
   public synchronized Compaction compact(Predicate<Digest> keep) throws IOException {
     flush();
     refresh();
     List<String> folded = new ArrayList<>(deltasRead);
-    boolean due = folded.size() >= COMPACT_AFTER_DELTAS
-        || clock.millis() - lastCompactMillis >= COMPACT_AT_LEAST_EVERY_FLUSHES * flushEvery.toMillis();
+    boolean due =
+        folded.size() >= COMPACT_AFTER_DELTAS
+            || clock.millis() - lastCompactMillis
+                >= COMPACT_AT_LEAST_EVERY_FLUSHES * flushEvery.toMillis();
     if (folded.isEmpty() || !due) {
       return new Compaction(0, 0);
     }
     Map<Digest, Long> all = new TreeMap<>(Comparator.comparing(Digest::toString));
-    known.forEach((d, t) -> {
-      if (keep.test(d)) {
-        all.put(d, t);
-      }
-    });
+    known.forEach(
+        (d, t) -> {
+          if (keep.test(d)) {
+            all.put(d, t);
+          }
+        });
     known.keySet().removeIf(d -> !all.containsKey(d)); // evicted: nothing to compare with any more
     S3Calls.await(objects.putBytes(BASE, encode(all)), TIMEOUT);
     baseTag = S3Calls.await(objects.stat(BASE), TIMEOUT).map(S3Objects.ObjectInfo::eTag).orElse("");
@@ -298,8 +321,8 @@ public final class S3LastPulls implements AutoCloseable {
   }
 
   /**
-   * A record's bytes: gzip of {@code "RCA1"}, the count, then per digest (sorted by the caller):
-   * a byte 0 with the algorithm and the hex digits as bytes, or 1 with the digest as text (an
+   * A record's bytes: gzip of {@code "RCA1"}, the count, then per digest (sorted by the caller): a
+   * byte 0 with the algorithm and the hex digits as bytes, or 1 with the digest as text (an
    * encoding that is not lowercase hex), then the time as 8 bytes.
    */
   static byte[] encode(Map<Digest, Long> times) {
@@ -333,7 +356,8 @@ public final class S3LastPulls implements AutoCloseable {
    */
   static Map<Digest, Long> decode(byte[] bytes) {
     Map<Digest, Long> out = new HashMap<>();
-    try (DataInputStream in = new DataInputStream(new GZIPInputStream(new ByteArrayInputStream(bytes)))) {
+    try (DataInputStream in =
+        new DataInputStream(new GZIPInputStream(new ByteArrayInputStream(bytes)))) {
       if (in.readInt() != MAGIC) {
         log.warn("object store: an object under {} is not a pull record; skipped", PREFIX);
         return out;
@@ -352,9 +376,14 @@ public final class S3LastPulls implements AutoCloseable {
         out.merge(d, in.readLong(), Math::max);
       }
     } catch (EOFException e) {
-      log.warn("object store: a pull record under {} is cut short; read {} digests", PREFIX, out.size());
+      log.warn(
+          "object store: a pull record under {} is cut short; read {} digests", PREFIX, out.size());
     } catch (IOException | RuntimeException e) {
-      log.warn("object store: an object under {} is not a readable pull record ({}); read {} digests", PREFIX, e, out.size());
+      log.warn(
+          "object store: an object under {} is not a readable pull record ({}); read {} digests",
+          PREFIX,
+          e,
+          out.size());
     }
     return out;
   }
@@ -371,6 +400,4 @@ public final class S3LastPulls implements AutoCloseable {
     }
     return HexFormat.of().parseHex(hex);
   }
-
-
 }

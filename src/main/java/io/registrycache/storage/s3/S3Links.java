@@ -1,8 +1,8 @@
 package io.registrycache.storage.s3;
 
-import io.registrycache.storage.LinkPersistence;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.ContentLinks;
+import io.registrycache.storage.LinkPersistence;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.Optional;
@@ -52,29 +52,35 @@ final class S3Links implements LinkPersistence {
 
   @Override
   public void scan(BiConsumer<Digest, String> visitor) {
-    objects.list(base)
-        .doOnNext(key -> {
-          // <algorithm>/<hex>/<upstream>/<repository...>/_link
-          String rest = key.substring(base.length());
-          String[] parts = rest.split("/", 3);
-          if (!key.endsWith(LINK) || parts.length < 3 || !Digest.looksLikeDigest(parts[0] + ":" + parts[1])) {
-            log.warn("object store: ignoring unexpected link object {}", key);
-            return;
-          }
-          String link = parts[2].substring(0, parts[2].length() - LINK.length());
-          if (link.indexOf('/') < 0) {
-            log.warn("object store: ignoring unexpected link object {}", key);
-            return;
-          }
-          visitor.accept(Digest.parse(parts[0] + ":" + parts[1]), link);
-        })
+    objects
+        .list(base)
+        .doOnNext(
+            key -> {
+              // <algorithm>/<hex>/<upstream>/<repository...>/_link
+              String rest = key.substring(base.length());
+              String[] parts = rest.split("/", 3);
+              if (!key.endsWith(LINK)
+                  || parts.length < 3
+                  || !Digest.looksLikeDigest(parts[0] + ":" + parts[1])) {
+                log.warn("object store: ignoring unexpected link object {}", key);
+                return;
+              }
+              String link = parts[2].substring(0, parts[2].length() - LINK.length());
+              if (link.indexOf('/') < 0) {
+                log.warn("object store: ignoring unexpected link object {}", key);
+                return;
+              }
+              visitor.accept(Digest.parse(parts[0] + ":" + parts[1]), link);
+            })
         .blockLast(S3BlobBackend.REQUEST_TIMEOUT);
   }
 
   @Override
   public void create(Digest digest, String upstreamSegment, String repository) throws IOException {
     try {
-      objects.putBytes(digestPrefix(digest) + upstreamSegment + "/" + repository + LINK, new byte[0]).block(TIMEOUT);
+      objects
+          .putBytes(digestPrefix(digest) + upstreamSegment + "/" + repository + LINK, new byte[0])
+          .block(TIMEOUT);
     } catch (RuntimeException e) {
       throw new IOException("object store: cannot link " + digest, Exceptions.unwrap(e));
     }
@@ -89,8 +95,14 @@ final class S3Links implements LinkPersistence {
         return objects.stat(key).block(TIMEOUT).map(info -> upstreamSegment + "/" + repository);
       }
       String prefix = digestPrefix(digest) + upstreamSegment + "/";
-      return objects.list(prefix).filter(k -> k.endsWith(LINK)).next().blockOptional(TIMEOUT)
-          .map(k -> upstreamSegment + "/" + k.substring(prefix.length(), k.length() - LINK.length()));
+      return objects
+          .list(prefix)
+          .filter(k -> k.endsWith(LINK))
+          .next()
+          .blockOptional(TIMEOUT)
+          .map(
+              k ->
+                  upstreamSegment + "/" + k.substring(prefix.length(), k.length() - LINK.length()));
     } catch (RuntimeException e) {
       log.warn("object store: cannot look for a link of {}: {}", digest, e.toString());
       return Optional.empty();

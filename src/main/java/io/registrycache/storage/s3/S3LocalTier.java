@@ -31,41 +31,51 @@ import org.slf4j.LoggerFactory;
 /**
  * The optional local disk tier of the object store ({@code storage.s3.local-tier-size} &gt; 0):
  * verified copies of blobs on the replica's own disk, in the file-system store's layout under
- * {@code storage.path} ({@code blobs/<algorithm>/<xx>/<hex>}), served zero-copy ({@code
- * sendfile}) instead of through a GET of the object. At most {@code local-tier-size} bytes:
- * Caffeine's size-bounded eviction (Window TinyLFU, recency and frequency) picks what leaves, and
- * an evicted copy's file is deleted after the delete grace (a transfer that has just opened it
- * finishes). A copy appears in two ways: a fill's verified temporary file is hard-linked in when
- * it commits; a blob served from the bucket is downloaded once in the background, at most {@value
- * #DOWNLOADERS} at a time, and moved into place only when its size and digest check out (a copy
- * that does not is deleted, never served). The object stays the truth: a blob that leaves the
- * store's index leaves the tier, and start-up keeps only the copies of indexed blobs of the
- * indexed size.
+ * {@code storage.path} ({@code blobs/<algorithm>/<xx>/<hex>}), served zero-copy ({@code sendfile})
+ * instead of through a GET of the object. At most {@code local-tier-size} bytes: Caffeine's
+ * size-bounded eviction (Window TinyLFU, recency and frequency) picks what leaves, and an evicted
+ * copy's file is deleted after the delete grace (a transfer that has just opened it finishes). A
+ * copy appears in two ways: a fill's verified temporary file is hard-linked in when it commits; a
+ * blob served from the bucket is downloaded once in the background, at most {@value #DOWNLOADERS}
+ * at a time, and moved into place only when its size and digest check out (a copy that does not is
+ * deleted, never served). The object stays the truth: a blob that leaves the store's index leaves
+ * the tier, and start-up keeps only the copies of indexed blobs of the indexed size.
  */
 final class S3LocalTier {
 
   private static final Logger log = LoggerFactory.getLogger(S3LocalTier.class);
+
   /** Background downloads into the tier at once, at most. */
   static final int DOWNLOADERS = 2;
+
   private static final Duration DOWNLOAD_TIMEOUT = Duration.ofMinutes(30);
 
   private final S3Objects objects;
   private final StorageLayout layout;
   private final long maxBytes;
   private final Duration deleteGrace;
-  /** Size in bytes of the stored blob, when it is indexed; empty when the store no longer has it. */
+
+  /**
+   * Size in bytes of the stored blob, when it is indexed; empty when the store no longer has it.
+   */
   private final Function<Digest, Optional<Long>> storedSize;
-  /** Copies in the tier: digest → size in bytes. Weighed in KiB (a weight is an int; blobs may exceed 2 GiB). */
+
+  /**
+   * Copies in the tier: digest → size in bytes. Weighed in KiB (a weight is an int; blobs may
+   * exceed 2 GiB).
+   */
   private final Cache<Digest, Long> copies;
+
   private final Set<Digest> downloading = ConcurrentHashMap.newKeySet();
   private final ScheduledExecutorService executor;
   private final AtomicInteger rejected = new AtomicInteger();
+
   /** Orders a copy's move into place against its deletion. */
   private final Object lock = new Object();
 
   /**
-   * Loads the copies already on disk (those of blobs in the store's index, of the indexed size;
-   * the rest are deleted). Blocking (start-up).
+   * Loads the copies already on disk (those of blobs in the store's index, of the indexed size; the
+   * rest are deleted). Blocking (start-up).
    *
    * @param objects the bucket, to download copies from
    * @param layout where the copies live ({@link StorageLayout#blob}) and their temporary files
@@ -73,28 +83,38 @@ final class S3LocalTier {
    * @param deleteGrace how long an evicted copy's file stays for transfers that opened it
    * @param storedSize the store's index: a blob's size, empty when it is not stored
    */
-  S3LocalTier(S3Objects objects, StorageLayout layout, long maxBytes, Duration deleteGrace,
+  S3LocalTier(
+      S3Objects objects,
+      StorageLayout layout,
+      long maxBytes,
+      Duration deleteGrace,
       Function<Digest, Optional<Long>> storedSize) {
     this.objects = objects;
     this.layout = layout;
     this.maxBytes = maxBytes;
     this.deleteGrace = deleteGrace;
     this.storedSize = storedSize;
-    this.executor = Executors.newScheduledThreadPool(DOWNLOADERS, r -> {
-      Thread t = new Thread(r, "s3-local-tier");
-      t.setDaemon(true);
-      return t;
-    });
-    this.copies = Caffeine.newBuilder()
-        .maximumWeight(Math.max(1, maxBytes / 1024))
-        .weigher((Digest d, Long size) -> (int) Math.min(Integer.MAX_VALUE, (size + 1023) / 1024))
-        .executor(Runnable::run)
-        .removalListener((Digest d, Long size, RemovalCause cause) -> {
-          if (d != null && cause != RemovalCause.REPLACED) {
-            deleteLater(d);
-          }
-        })
-        .build();
+    this.executor =
+        Executors.newScheduledThreadPool(
+            DOWNLOADERS,
+            r -> {
+              Thread t = new Thread(r, "s3-local-tier");
+              t.setDaemon(true);
+              return t;
+            });
+    this.copies =
+        Caffeine.newBuilder()
+            .maximumWeight(Math.max(1, maxBytes / 1024))
+            .weigher(
+                (Digest d, Long size) -> (int) Math.min(Integer.MAX_VALUE, (size + 1023) / 1024))
+            .executor(Runnable::run)
+            .removalListener(
+                (Digest d, Long size, RemovalCause cause) -> {
+                  if (d != null && cause != RemovalCause.REPLACED) {
+                    deleteLater(d);
+                  }
+                })
+            .build();
     load();
   }
 
@@ -110,7 +130,8 @@ final class S3LocalTier {
         Path rel = root.relativize(p);
         Optional<Long> size = Optional.empty();
         Digest digest = null;
-        if (rel.getNameCount() == 3 && Digest.looksLikeDigest(rel.getName(0) + ":" + rel.getName(2))) {
+        if (rel.getNameCount() == 3
+            && Digest.looksLikeDigest(rel.getName(0) + ":" + rel.getName(2))) {
           try {
             digest = Digest.parse(rel.getName(0) + ":" + rel.getName(2));
             size = storedSize.apply(digest);
@@ -130,8 +151,13 @@ final class S3LocalTier {
       log.warn("local tier: cannot load {}, starting with what was read: {}", root, e.toString());
     }
     copies.cleanUp();
-    log.info("local tier in {}: {} copies kept, {} dropped (not in the store), {} bytes of at most {}",
-        root, kept, dropped, bytes(), maxBytes);
+    log.info(
+        "local tier in {}: {} copies kept, {} dropped (not in the store), {} bytes of at most {}",
+        root,
+        kept,
+        dropped,
+        bytes(),
+        maxBytes);
   }
 
   /** The local copy of a stored blob of {@code size} bytes, when the tier has it. */
@@ -166,8 +192,8 @@ final class S3LocalTier {
   }
 
   /**
-   * Starts a background download of a stored blob into the tier, unless one is running or the
-   * blob is larger than the tier. Returns at once.
+   * Starts a background download of a stored blob into the tier, unless one is running or the blob
+   * is larger than the tier. Returns at once.
    */
   void fillLater(Digest digest, long size) {
     if (size > maxBytes || !downloading.add(digest)) {
@@ -187,7 +213,11 @@ final class S3LocalTier {
       long actual = Files.size(temp);
       if (actual != size || !digest.matches(hash(digest, temp))) {
         rejected.incrementAndGet();
-        log.warn("local tier: the object of {} does not match its digest or size ({} bytes, {} expected); not kept", digest, actual, size);
+        log.warn(
+            "local tier: the object of {} does not match its digest or size ({} bytes, {} expected); not kept",
+            digest,
+            actual,
+            size);
         return;
       }
       place(digest, temp, size);
@@ -230,13 +260,14 @@ final class S3LocalTier {
 
   @SuppressWarnings("FutureReturnValueIgnored") // deleteQuietly logs a failure; nothing waits
   private void deleteLater(Digest digest) {
-    Runnable delete = () -> {
-      synchronized (lock) {
-        if (!copies.asMap().containsKey(digest)) {
-          StorageLayout.deleteQuietly(layout.blob(digest));
-        }
-      }
-    };
+    Runnable delete =
+        () -> {
+          synchronized (lock) {
+            if (!copies.asMap().containsKey(digest)) {
+              StorageLayout.deleteQuietly(layout.blob(digest));
+            }
+          }
+        };
     try {
       executor.schedule(delete, deleteGrace.toMillis(), TimeUnit.MILLISECONDS);
     } catch (RejectedExecutionException e) {
@@ -266,8 +297,8 @@ final class S3LocalTier {
   }
 
   /**
-   * Stops the downloads. Pending deletes are dropped: the next start-up deletes the copies of
-   * blobs no longer stored, and evicts down to the size again.
+   * Stops the downloads. Pending deletes are dropped: the next start-up deletes the copies of blobs
+   * no longer stored, and evicts down to the size again.
    */
   void close() {
     executor.shutdownNow();

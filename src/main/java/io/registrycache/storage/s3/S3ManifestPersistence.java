@@ -1,20 +1,17 @@
 package io.registrycache.storage.s3;
 
-import io.registrycache.storage.LinkPersistence;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.MediaType;
+import io.registrycache.storage.LinkPersistence;
 import io.registrycache.storage.ManifestPersistence;
 import io.registrycache.storage.TagPersistence;
 import java.io.IOException;
-import java.io.InterruptedIOException;
-import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import reactor.core.publisher.Mono;
 
 /**
  * Manifests in the S3-API object store ({@code storage.type=s3}), in the file store's layout under
@@ -39,7 +36,9 @@ public final class S3ManifestPersistence implements ManifestPersistence {
     this(objects, null);
   }
 
-  /** @param lastPulls the bucket's pull records (shared with the blobs); {@code null}: memory only */
+  /**
+   * @param lastPulls the bucket's pull records (shared with the blobs); {@code null}: memory only
+   */
   public S3ManifestPersistence(S3Objects objects, S3LastPulls lastPulls) {
     this.objects = objects;
     this.tags = new S3TagPersistence(objects);
@@ -64,30 +63,35 @@ public final class S3ManifestPersistence implements ManifestPersistence {
     return new S3Links(objects, "manifests", true);
   }
 
-  /** Lists {@code manifests/}; last pulled: the latest of the last write and the bucket's pull records. */
+  /**
+   * Lists {@code manifests/}; last pulled: the latest of the last write and the bucket's pull
+   * records.
+   */
   @Override
   public void scan(Consumer<Found> visitor) {
     if (lastPulls != null) {
       lastPulls.refreshIfOlder(Duration.ofSeconds(5));
     }
-    objects.listContentWithSizes(MANIFESTS)
+    objects
+        .listContentWithSizes(MANIFESTS)
         .filter(o -> !o.key().endsWith(TYPE))
-        .doOnNext(o -> {
-          String rest = o.key().substring(MANIFESTS.length());
-          String value = rest.replaceFirst("/", ":");
-          if (!Digest.looksLikeDigest(value)) {
-            log.warn("object store: skipping {}, not a manifest key", o.key());
-            return;
-          }
-          Digest digest = Digest.parse(value);
-          long created = o.lastModified().toEpochMilli();
-          long pulled = created;
-          if (lastPulls != null) {
-            lastPulls.noteKnown(digest, created);
-            pulled = Math.max(created, lastPulls.lastPull(digest).orElse(created));
-          }
-          visitor.accept(new Found(digest, o.size(), created, pulled));
-        })
+        .doOnNext(
+            o -> {
+              String rest = o.key().substring(MANIFESTS.length());
+              String value = rest.replaceFirst("/", ":");
+              if (!Digest.looksLikeDigest(value)) {
+                log.warn("object store: skipping {}, not a manifest key", o.key());
+                return;
+              }
+              Digest digest = Digest.parse(value);
+              long created = o.lastModified().toEpochMilli();
+              long pulled = created;
+              if (lastPulls != null) {
+                lastPulls.noteKnown(digest, created);
+                pulled = Math.max(created, lastPulls.lastPull(digest).orElse(created));
+              }
+              visitor.accept(new Found(digest, o.size(), created, pulled));
+            })
         .blockLast(S3BlobBackend.REQUEST_TIMEOUT);
   }
 
@@ -98,22 +102,25 @@ public final class S3ManifestPersistence implements ManifestPersistence {
     if (body.isEmpty()) {
       return Optional.empty();
     }
-    String type = S3Calls.await(objects.readAll(key(digest) + TYPE), TIMEOUT)
-        .map(b -> new String(b, StandardCharsets.UTF_8).trim())
-        .orElseGet(() -> ManifestPersistence.mediaTypeField(body.get()));
+    String type =
+        S3Calls.await(objects.readAll(key(digest) + TYPE), TIMEOUT)
+            .map(b -> new String(b, StandardCharsets.UTF_8).trim())
+            .orElseGet(() -> ManifestPersistence.mediaTypeField(body.get()));
     return Optional.of(new Stored(type, body.get()));
   }
 
   /**
    * The type first, when the body does not name it ({@link ManifestPersistence#mediaTypeField}),
-   * then the bytes: a manifest whose bytes are there always has its type. One request per
-   * manifest that names its own type.
+   * then the bytes: a manifest whose bytes are there always has its type. One request per manifest
+   * that names its own type.
    */
   @Override
   public void write(Digest digest, MediaType mediaType, byte[] body) throws IOException {
     String type = mediaType.toString();
     if (!type.equals(ManifestPersistence.mediaTypeField(body))) {
-      S3Calls.await(objects.putBytes(key(digest) + TYPE, (type + "\n").getBytes(StandardCharsets.UTF_8)), TIMEOUT);
+      S3Calls.await(
+          objects.putBytes(key(digest) + TYPE, (type + "\n").getBytes(StandardCharsets.UTF_8)),
+          TIMEOUT);
     }
     S3Calls.await(objects.putBytes(key(digest), body), TIMEOUT);
   }
@@ -129,6 +136,4 @@ public final class S3ManifestPersistence implements ManifestPersistence {
   public TagPersistence tags() {
     return tags;
   }
-
-
 }

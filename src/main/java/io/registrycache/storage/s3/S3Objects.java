@@ -7,8 +7,8 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -55,10 +55,10 @@ import software.amazon.awssdk.services.s3.presigner.S3Presigner;
  * leaves nothing under the key. Uploads abandoned by a killed process are found and aborted by
  * {@link #abortUploadsStartedBefore}.
  *
- * <p>All operations are non-blocking and return {@link Mono}/{@link Flux}. Errors: the SDK's
- * {@link S3Exception} for a 4xx of the store (with its status; 404 as {@link NoSuchKeyException}),
- * and 503 {@code UNAVAILABLE} ({@link OciException}, the SDK's exception as its cause) when the
- * store cannot be reached or answers 5xx.
+ * <p>All operations are non-blocking and return {@link Mono}/{@link Flux}. Errors: the SDK's {@link
+ * S3Exception} for a 4xx of the store (with its status; 404 as {@link NoSuchKeyException}), and 503
+ * {@code UNAVAILABLE} ({@link OciException}, the SDK's exception as its cause) when the store
+ * cannot be reached or answers 5xx.
  */
 public final class S3Objects implements AutoCloseable {
 
@@ -79,7 +79,12 @@ public final class S3Objects implements AutoCloseable {
   private final String prefix;
   private final Duration presignTtl;
 
-  S3Objects(S3AsyncClient client, S3Presigner presigner, String bucket, String prefix, Duration presignTtl) {
+  S3Objects(
+      S3AsyncClient client,
+      S3Presigner presigner,
+      String bucket,
+      String prefix,
+      Duration presignTtl) {
     this.client = client;
     this.presigner = presigner;
     this.bucket = bucket;
@@ -95,31 +100,42 @@ public final class S3Objects implements AutoCloseable {
    */
   public static S3Objects create(S3StorageProperties properties) {
     if (properties.bucket() == null || properties.bucket().isBlank()) {
-      throw new IllegalArgumentException("registry-cache.storage.s3.bucket is required for the s3 storage type");
+      throw new IllegalArgumentException(
+          "registry-cache.storage.s3.bucket is required for the s3 storage type");
     }
     AwsCredentialsProvider credentials = credentials(properties);
     Region region = Region.of(properties.region());
-    S3AsyncClientBuilder client = S3AsyncClient.builder()
-        .httpClientBuilder(AwsCrtAsyncHttpClient.builder()
-            .connectionTimeout(properties.connectTimeout())
-            // A stalled connection (no byte for stall-timeout) fails its request instead of
-            // hanging it.
-            .connectionHealthConfiguration(health -> health
-                .minimumThroughputInBps(1L)
-                .minimumThroughputTimeout(properties.stallTimeout())))
-        .region(region)
-        .credentialsProvider(credentials)
-        .forcePathStyle(properties.pathStyle());
-    S3Presigner.Builder presigner = S3Presigner.builder()
-        .region(region)
-        .credentialsProvider(credentials)
-        .serviceConfiguration(S3Configuration.builder()
-            .pathStyleAccessEnabled(properties.pathStyle()).build());
+    S3AsyncClientBuilder client =
+        S3AsyncClient.builder()
+            .httpClientBuilder(
+                AwsCrtAsyncHttpClient.builder()
+                    .connectionTimeout(properties.connectTimeout())
+                    // A stalled connection (no byte for stall-timeout) fails its request instead of
+                    // hanging it.
+                    .connectionHealthConfiguration(
+                        health ->
+                            health
+                                .minimumThroughputInBps(1L)
+                                .minimumThroughputTimeout(properties.stallTimeout())))
+            .region(region)
+            .credentialsProvider(credentials)
+            .forcePathStyle(properties.pathStyle());
+    S3Presigner.Builder presigner =
+        S3Presigner.builder()
+            .region(region)
+            .credentialsProvider(credentials)
+            .serviceConfiguration(
+                S3Configuration.builder().pathStyleAccessEnabled(properties.pathStyle()).build());
     if (properties.endpoint() != null) {
       client.endpointOverride(properties.endpoint());
       presigner.endpointOverride(properties.endpoint());
     }
-    return new S3Objects(client.build(), presigner.build(), properties.bucket(), properties.prefix(), properties.presignTtl());
+    return new S3Objects(
+        client.build(),
+        presigner.build(),
+        properties.bucket(),
+        properties.prefix(),
+        properties.presignTtl());
   }
 
   private static AwsCredentialsProvider credentials(S3StorageProperties p) {
@@ -131,11 +147,13 @@ public final class S3Objects implements AutoCloseable {
       try {
         secret = Files.readString(p.secretAccessKeyFile(), StandardCharsets.UTF_8).strip();
       } catch (IOException e) {
-        throw new UncheckedIOException("cannot read registry-cache.storage.s3.secret-access-key-file", e);
+        throw new UncheckedIOException(
+            "cannot read registry-cache.storage.s3.secret-access-key-file", e);
       }
     }
     if (secret == null || secret.isBlank()) {
-      throw new IllegalArgumentException("registry-cache.storage.s3.access-key-id needs secret-access-key or secret-access-key-file");
+      throw new IllegalArgumentException(
+          "registry-cache.storage.s3.access-key-id needs secret-access-key or secret-access-key-file");
     }
     return StaticCredentialsProvider.create(AwsBasicCredentials.create(p.accessKeyId(), secret));
   }
@@ -158,39 +176,52 @@ public final class S3Objects implements AutoCloseable {
    * Errors with {@link NoSuchKeyException} when there is no such object.
    */
   public Flux<ByteBuffer> open(String key, Optional<HttpRange> range, long size) {
-    return Mono.fromFuture(() -> client.getObject(
-            b -> {
-              b.bucket(bucket).key(prefix + key);
-              range.ifPresent(r -> b.range("bytes=" + r.getRangeStart(size) + "-" + r.getRangeEnd(size)));
-            },
-            AsyncResponseTransformer.toPublisher()))
+    return Mono.fromFuture(
+            () ->
+                client.getObject(
+                    b -> {
+                      b.bucket(bucket).key(prefix + key);
+                      range.ifPresent(
+                          r ->
+                              b.range(
+                                  "bytes=" + r.getRangeStart(size) + "-" + r.getRangeEnd(size)));
+                    },
+                    AsyncResponseTransformer.toPublisher()))
         .flatMapMany(Flux::from)
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable);
   }
 
   /**
-   * The whole object written to {@code file}, which must not exist yet (the SDK creates it; on
-   * an error it may leave a partial file for the caller to delete). Errors with {@link
+   * The whole object written to {@code file}, which must not exist yet (the SDK creates it; on an
+   * error it may leave a partial file for the caller to delete). Errors with {@link
    * NoSuchKeyException} when there is no such object.
    */
   public Mono<Void> download(String key, Path file) {
-    return Mono.fromFuture(() -> client.getObject(b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toFile(file)))
+    return Mono.fromFuture(
+            () ->
+                client.getObject(
+                    b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toFile(file)))
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .then();
   }
 
   /** Whole-object write of a small object held in memory (a manifest, a tag link). */
   public Mono<Void> putBytes(String key, byte[] bytes) {
-    return Mono.fromFuture(() -> client.putObject(
-            b -> b.bucket(bucket).key(prefix + key).contentLength((long) bytes.length),
-            AsyncRequestBody.fromBytes(bytes)))
+    return Mono.fromFuture(
+            () ->
+                client.putObject(
+                    b -> b.bucket(bucket).key(prefix + key).contentLength((long) bytes.length),
+                    AsyncRequestBody.fromBytes(bytes)))
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .then();
   }
 
   /** The whole content of a small object; empty when there is no such object. */
   public Mono<Optional<byte[]>> readAll(String key) {
-    return Mono.fromFuture(() -> client.getObject(b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toBytes()))
+    return Mono.fromFuture(
+            () ->
+                client.getObject(
+                    b -> b.bucket(bucket).key(prefix + key), AsyncResponseTransformer.toBytes()))
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(r -> Optional.of(r.asByteArray()))
         .onErrorResume(S3Objects::notFound, e -> Mono.just(Optional.empty()));
@@ -198,16 +229,19 @@ public final class S3Objects implements AutoCloseable {
 
   /** Whole-object write of {@code length} bytes of {@code file} from {@code position}. */
   public Mono<Void> putFile(String key, Path file, long position, long length) {
-    return Mono.fromFuture(() -> client.putObject(
-            b -> b.bucket(bucket).key(prefix + key).contentLength(length),
-            fileRegion(file, position, length)))
+    return Mono.fromFuture(
+            () ->
+                client.putObject(
+                    b -> b.bucket(bucket).key(prefix + key).contentLength(length),
+                    fileRegion(file, position, length)))
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .then();
   }
 
   /** Starts a multipart upload to {@code key}: nothing is visible under the key until completed. */
   public Mono<Upload> startUpload(String key) {
-    return Mono.fromFuture(() -> client.createMultipartUpload(b -> b.bucket(bucket).key(prefix + key)))
+    return Mono.fromFuture(
+            () -> client.createMultipartUpload(b -> b.bucket(bucket).key(prefix + key)))
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(r -> new Upload(key, r.uploadId()));
   }
@@ -219,9 +253,15 @@ public final class S3Objects implements AutoCloseable {
         .then();
   }
 
-  /** Keys under {@code keyPrefix} (relative to the store's prefix), in the store's order (UTF-8 binary). */
+  /**
+   * Keys under {@code keyPrefix} (relative to the store's prefix), in the store's order (UTF-8
+   * binary).
+   */
   public Flux<String> list(String keyPrefix) {
-    return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
+    return Flux.from(
+            client
+                .listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix))
+                .contents())
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(o -> o.key().substring(prefix.length()));
   }
@@ -234,7 +274,10 @@ public final class S3Objects implements AutoCloseable {
    * one request per 1,000 keys, no content read.
    */
   public Flux<Listed> listWithSizes(String keyPrefix) {
-    return Flux.from(client.listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).contents())
+    return Flux.from(
+            client
+                .listObjectsV2Paginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix))
+                .contents())
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(o -> new Listed(o.key().substring(prefix.length()), o.size(), o.lastModified()));
   }
@@ -255,19 +298,26 @@ public final class S3Objects implements AutoCloseable {
     return Flux.fromIterable(shards).flatMap(this::listWithSizes, LIST_CONCURRENCY);
   }
 
-  /** Multipart uploads in progress (started, neither completed nor aborted) to keys under {@code keyPrefix}. */
+  /**
+   * Multipart uploads in progress (started, neither completed nor aborted) to keys under {@code
+   * keyPrefix}.
+   */
   public Flux<String> uploadsInProgress(String keyPrefix) {
-    return Flux.from(client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix)).uploads())
+    return Flux.from(
+            client
+                .listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix + keyPrefix))
+                .uploads())
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
         .map(u -> u.key().substring(prefix.length()));
   }
 
   /**
-   * Aborts the multipart uploads under the prefix started before {@code cutoff}: those of a
-   * replica killed during a fill. Returns how many were aborted.
+   * Aborts the multipart uploads under the prefix started before {@code cutoff}: those of a replica
+   * killed during a fill. Returns how many were aborted.
    */
   public Mono<Integer> abortUploadsStartedBefore(Instant cutoff) {
-    return Flux.from(client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix)).uploads())
+    return Flux.from(
+            client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix)).uploads())
         .filter(u -> u.initiated().isBefore(cutoff))
         .concatMap(u -> abort(u).thenReturn(u))
         .count()
@@ -279,7 +329,10 @@ public final class S3Objects implements AutoCloseable {
 
   /** The multipart uploads in progress to exactly {@code key} (one LIST of uploads). */
   public Flux<OpenUpload> uploadsTo(String key) {
-    return Flux.from(client.listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix + key)).uploads())
+    return Flux.from(
+            client
+                .listMultipartUploadsPaginator(b -> b.bucket(bucket).prefix(prefix + key))
+                .uploads())
         .filter(u -> u.key().equals(prefix + key))
         .map(u -> new OpenUpload(key, u.uploadId(), u.initiated()));
   }
@@ -289,14 +342,20 @@ public final class S3Objects implements AutoCloseable {
    * (completed or aborted) succeeds. Errors of the store otherwise.
    */
   public Mono<Void> abortUpload(String key, String uploadId) {
-    return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId)))
+    return Mono.fromFuture(
+            () ->
+                client.abortMultipartUpload(
+                    b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId)))
         .then()
         .onErrorResume(S3Objects::notFound, e -> Mono.empty())
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable);
   }
 
   private Mono<Void> abort(MultipartUpload u) {
-    return Mono.fromFuture(() -> client.abortMultipartUpload(b -> b.bucket(bucket).key(u.key()).uploadId(u.uploadId())))
+    return Mono.fromFuture(
+            () ->
+                client.abortMultipartUpload(
+                    b -> b.bucket(bucket).key(u.key()).uploadId(u.uploadId())))
         .then()
         .onErrorResume(S3Objects::notFound, e -> Mono.empty())
         .onErrorMap(S3Objects::unreachable, S3Objects::unavailable);
@@ -304,15 +363,23 @@ public final class S3Objects implements AutoCloseable {
 
   /** A presigned GET URL for the object, valid for {@code presign-ttl}: for a 307 to the store. */
   public URI presignGet(String key) {
-    return URI.create(presigner.presignGetObject(b -> b
-            .signatureDuration(presignTtl)
-            .getObjectRequest(g -> g.bucket(bucket).key(prefix + key)))
-        .url().toString());
+    return URI.create(
+        presigner
+            .presignGetObject(
+                b ->
+                    b.signatureDuration(presignTtl)
+                        .getObjectRequest(g -> g.bucket(bucket).key(prefix + key)))
+            .url()
+            .toString());
   }
 
   private static AsyncRequestBody fileRegion(Path file, long position, long length) {
-    return AsyncRequestBody.fromFile(FileRequestBodyConfiguration.builder()
-        .path(file).position(position).numBytesToRead(length).build());
+    return AsyncRequestBody.fromFile(
+        FileRequestBodyConfiguration.builder()
+            .path(file)
+            .position(position)
+            .numBytesToRead(length)
+            .build());
   }
 
   /**
@@ -323,38 +390,41 @@ public final class S3Objects implements AutoCloseable {
    * Re-subscribable (each subscription opens the file), so the SDK may retry.
    */
   static AsyncRequestBody growingFileRegion(Path file, long position, long length) {
-    Flux<ByteBuffer> body = Flux.using(
-            () -> FileChannel.open(file, StandardOpenOption.READ),
-            channel -> Flux.<ByteBuffer, Long>generate(
-                () -> 0L,
-                (done, sink) -> {
-                  int n = (int) Math.min(REGION_CHUNK, length - done);
-                  if (n == 0) {
-                    sink.complete();
-                    return done;
-                  }
-                  ByteBuffer chunk = ByteBuffer.allocate(n);
+    Flux<ByteBuffer> body =
+        Flux.using(
+                () -> FileChannel.open(file, StandardOpenOption.READ),
+                channel ->
+                    Flux.<ByteBuffer, Long>generate(
+                        () -> 0L,
+                        (done, sink) -> {
+                          int n = (int) Math.min(REGION_CHUNK, length - done);
+                          if (n == 0) {
+                            sink.complete();
+                            return done;
+                          }
+                          ByteBuffer chunk = ByteBuffer.allocate(n);
+                          try {
+                            while (chunk.hasRemaining()) {
+                              if (channel.read(chunk, position + done + chunk.position()) < 0) {
+                                throw new EOFException(
+                                    file + " ends before byte " + (position + length));
+                              }
+                            }
+                          } catch (IOException e) {
+                            sink.error(e);
+                            return done;
+                          }
+                          sink.next(chunk.flip());
+                          return done + n;
+                        }),
+                channel -> {
                   try {
-                    while (chunk.hasRemaining()) {
-                      if (channel.read(chunk, position + done + chunk.position()) < 0) {
-                        throw new EOFException(file + " ends before byte " + (position + length));
-                      }
-                    }
-                  } catch (IOException e) {
-                    sink.error(e);
-                    return done;
+                    channel.close();
+                  } catch (IOException ignored) {
+                    // read-only
                   }
-                  sink.next(chunk.flip());
-                  return done + n;
-                }),
-            channel -> {
-              try {
-                channel.close();
-              } catch (IOException ignored) {
-                // read-only
-              }
-            })
-        .subscribeOn(Schedulers.boundedElastic());
+                })
+            .subscribeOn(Schedulers.boundedElastic());
     return new AsyncRequestBody() {
       @Override
       public Optional<Long> contentLength() {
@@ -371,17 +441,19 @@ public final class S3Objects implements AutoCloseable {
   /** Whether {@code e} (as the SDK or a future reports it) says there is no such object (404). */
   static boolean notFound(Throwable e) {
     Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-    return t instanceof NoSuchKeyException || (t instanceof S3Exception s3 && s3.statusCode() == 404);
+    return t instanceof NoSuchKeyException
+        || (t instanceof S3Exception s3 && s3.statusCode() == 404);
   }
 
   /**
-   * Whether {@code e} says the store could not be reached or could not answer: a transport
-   * failure (the SDK's {@link SdkClientException}: refused, reset, timed out) or a 5xx of the
-   * store (500, 503 SlowDown...), after the SDK's own retries.
+   * Whether {@code e} says the store could not be reached or could not answer: a transport failure
+   * (the SDK's {@link SdkClientException}: refused, reset, timed out) or a 5xx of the store (500,
+   * 503 SlowDown...), after the SDK's own retries.
    */
   static boolean unreachable(Throwable e) {
     Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-    return t instanceof SdkClientException || (t instanceof S3Exception s3 && s3.statusCode() >= 500);
+    return t instanceof SdkClientException
+        || (t instanceof S3Exception s3 && s3.statusCode() >= 500);
   }
 
   /**
@@ -391,9 +463,15 @@ public final class S3Objects implements AutoCloseable {
    */
   static OciException unavailable(Throwable e) {
     Throwable t = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
-    String what = t instanceof S3Exception s3 ? "answered " + s3.statusCode() : "could not be reached";
-    return new OciException(OciErrorCode.UNAVAILABLE, OciErrorCode.UNAVAILABLE.defaultStatus(),
-        "the cache's object store " + what + "; retry", null, RETRY_AFTER, t);
+    String what =
+        t instanceof S3Exception s3 ? "answered " + s3.statusCode() : "could not be reached";
+    return new OciException(
+        OciErrorCode.UNAVAILABLE,
+        OciErrorCode.UNAVAILABLE.defaultStatus(),
+        "the cache's object store " + what + "; retry",
+        null,
+        RETRY_AFTER,
+        t);
   }
 
   @Override
@@ -403,9 +481,9 @@ public final class S3Objects implements AutoCloseable {
   }
 
   /**
-   * One multipart upload. Parts are numbered from 1 in the order they are added; each but the
-   * last must hold at least {@link S3StorageProperties#MIN_PART_BYTES}. Not thread-safe: one
-   * writer adds parts, in order, then completes or aborts.
+   * One multipart upload. Parts are numbered from 1 in the order they are added; each but the last
+   * must hold at least {@link S3StorageProperties#MIN_PART_BYTES}. Not thread-safe: one writer adds
+   * parts, in order, then completes or aborts.
    */
   public final class Upload {
     private final String key;
@@ -428,29 +506,38 @@ public final class S3Objects implements AutoCloseable {
     }
 
     /**
-     * Uploads the next part from a region of a file, which may still be growing beyond the
-     * region (a fill in progress); parts may be in flight together.
+     * Uploads the next part from a region of a file, which may still be growing beyond the region
+     * (a fill in progress); parts may be in flight together.
      */
     public void addPart(Path file, long position, long length) {
       int number = parts.size() + 1;
-      parts.add(client.uploadPart(
-              b -> b.bucket(bucket).key(prefix + key).uploadId(uploadId).partNumber(number).contentLength(length),
-              growingFileRegion(file, position, length))
-          .thenApply(r -> CompletedPart.builder().partNumber(number).eTag(r.eTag()).build()));
+      parts.add(
+          client
+              .uploadPart(
+                  b ->
+                      b.bucket(bucket)
+                          .key(prefix + key)
+                          .uploadId(uploadId)
+                          .partNumber(number)
+                          .contentLength(length),
+                  growingFileRegion(file, position, length))
+              .thenApply(r -> CompletedPart.builder().partNumber(number).eTag(r.eTag()).build()));
     }
 
     /**
-     * Completes when at most {@code max} of the parts added so far are still being sent (the
-     * oldest are waited for); errors when one of those waited for failed. For backpressure: a
-     * writer waits on it before adding more.
+     * Completes when at most {@code max} of the parts added so far are still being sent (the oldest
+     * are waited for); errors when one of those waited for failed. For backpressure: a writer waits
+     * on it before adding more.
      */
     public Mono<Void> partsInFlightAtMost(int max) {
-      List<CompletableFuture<CompletedPart>> sending = parts.stream().filter(p -> !p.isDone()).toList();
+      List<CompletableFuture<CompletedPart>> sending =
+          parts.stream().filter(p -> !p.isDone()).toList();
       if (sending.size() <= max) {
         return Mono.empty();
       }
-      return Mono.fromFuture(CompletableFuture.allOf(
-              sending.subList(0, sending.size() - max).toArray(CompletableFuture[]::new)))
+      return Mono.fromFuture(
+              CompletableFuture.allOf(
+                  sending.subList(0, sending.size() - max).toArray(CompletableFuture[]::new)))
           .onErrorMap(S3Objects::unreachable, S3Objects::unavailable);
     }
 
@@ -458,10 +545,18 @@ public final class S3Objects implements AutoCloseable {
     public Mono<Void> complete() {
       List<CompletableFuture<CompletedPart>> all = List.copyOf(parts);
       return Mono.fromFuture(CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)))
-          .then(Mono.fromFuture(() -> client.completeMultipartUpload(b -> b
-              .bucket(bucket).key(prefix + key).uploadId(uploadId)
-              .multipartUpload(CompletedMultipartUpload.builder()
-                  .parts(all.stream().map(CompletableFuture::join).toList()).build()))))
+          .then(
+              Mono.fromFuture(
+                  () ->
+                      client.completeMultipartUpload(
+                          b ->
+                              b.bucket(bucket)
+                                  .key(prefix + key)
+                                  .uploadId(uploadId)
+                                  .multipartUpload(
+                                      CompletedMultipartUpload.builder()
+                                          .parts(all.stream().map(CompletableFuture::join).toList())
+                                          .build()))))
           .onErrorMap(S3Objects::unreachable, S3Objects::unavailable)
           .then();
     }

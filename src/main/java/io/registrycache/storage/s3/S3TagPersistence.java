@@ -24,7 +24,9 @@ public final class S3TagPersistence implements TagPersistence {
 
   private final S3Objects objects;
 
-  /** @param objects the bucket and prefix */
+  /**
+   * @param objects the bucket and prefix
+   */
   public S3TagPersistence(S3Objects objects) {
     this.objects = objects;
   }
@@ -40,7 +42,8 @@ public final class S3TagPersistence implements TagPersistence {
   @Override
   public List<TagRef> all() {
     List<TagRef> out = new ArrayList<>();
-    for (String key : S3Calls.unchecked(objects.list(TAGS).collectList(), S3ManifestPersistence.TIMEOUT)) {
+    for (String key :
+        S3Calls.unchecked(objects.list(TAGS).collectList(), S3ManifestPersistence.TIMEOUT)) {
       int folder = key.lastIndexOf(TAG_FOLDER);
       if (folder < 0) {
         continue;
@@ -64,38 +67,52 @@ public final class S3TagPersistence implements TagPersistence {
 
   @Override
   public Optional<TagRef> find(String upstreamKey, String name, String tag) {
-    return S3Calls.unchecked(objects.readAll(tagKey(upstreamKey, name, tag)), S3ManifestPersistence.TIMEOUT)
-        .map(b -> {
-          String[] lines = new String(b, StandardCharsets.UTF_8).trim().split("\n", -1);
-          Instant validatedAt = lines.length > 1 ? Instant.ofEpochMilli(Long.parseLong(lines[1].trim())) : Instant.EPOCH;
-          return new TagRef(upstreamKey, name, tag, Digest.parse(lines[0].trim()), validatedAt);
-        });
+    return S3Calls.unchecked(
+            objects.readAll(tagKey(upstreamKey, name, tag)), S3ManifestPersistence.TIMEOUT)
+        .map(
+            b -> {
+              String[] lines = new String(b, StandardCharsets.UTF_8).trim().split("\n", -1);
+              Instant validatedAt =
+                  lines.length > 1
+                      ? Instant.ofEpochMilli(Long.parseLong(lines[1].trim()))
+                      : Instant.EPOCH;
+              return new TagRef(upstreamKey, name, tag, Digest.parse(lines[0].trim()), validatedAt);
+            });
   }
 
   @Override
   public void put(String upstreamKey, String name, String tag, Digest digest, Instant validatedAt) {
-    byte[] body = (digest + "\n" + validatedAt.toEpochMilli() + "\n").getBytes(StandardCharsets.UTF_8);
-    S3Calls.unchecked(objects.putBytes(tagKey(upstreamKey, name, tag), body), S3ManifestPersistence.TIMEOUT);
+    byte[] body =
+        (digest + "\n" + validatedAt.toEpochMilli() + "\n").getBytes(StandardCharsets.UTF_8);
+    S3Calls.unchecked(
+        objects.putBytes(tagKey(upstreamKey, name, tag), body), S3ManifestPersistence.TIMEOUT);
   }
 
   /** Rewrites the link with the new time (an object's time cannot be set). */
   @Override
   public void touch(String upstreamKey, String name, String tag, Instant validatedAt) {
-    find(upstreamKey, name, tag).ifPresent(ref -> put(upstreamKey, name, tag, ref.digest(), validatedAt));
+    find(upstreamKey, name, tag)
+        .ifPresent(ref -> put(upstreamKey, name, tag, ref.digest(), validatedAt));
   }
 
   @Override
   public void delete(String upstreamKey, String name, String tag) {
-    S3Calls.unchecked(objects.delete(tagKey(upstreamKey, name, tag)), S3ManifestPersistence.TIMEOUT);
+    S3Calls.unchecked(
+        objects.delete(tagKey(upstreamKey, name, tag)), S3ManifestPersistence.TIMEOUT);
   }
 
   @Override
   public List<String> list(String upstreamKey, String name) {
     String prefix = tagsPrefix(upstreamKey, name);
-    List<String> tags = new ArrayList<>(S3Calls.unchecked(objects.list(prefix)
-        .map(k -> k.substring(prefix.length()))
-        .filter(t -> !t.isEmpty() && t.indexOf('/') < 0)
-        .collectList(), S3ManifestPersistence.TIMEOUT));
+    List<String> tags =
+        new ArrayList<>(
+            S3Calls.unchecked(
+                objects
+                    .list(prefix)
+                    .map(k -> k.substring(prefix.length()))
+                    .filter(t -> !t.isEmpty() && t.indexOf('/') < 0)
+                    .collectList(),
+                S3ManifestPersistence.TIMEOUT));
     tags.sort(null);
     return tags;
   }

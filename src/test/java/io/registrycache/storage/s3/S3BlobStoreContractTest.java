@@ -38,8 +38,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
 
   static final String BUCKET = "registry-cache-contract";
 
-  @RegisterExtension
-  final S3TestServer s3 = S3TestServer.eachTest(BUCKET);
+  @RegisterExtension final S3TestServer s3 = S3TestServer.eachTest(BUCKET);
 
   @TempDir Path root;
   protected S3Objects objects;
@@ -48,7 +47,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
 
   @BeforeEach
   void openObjects() {
-    properties = s3.settings().partSize(DataSize.ofBytes(PART)).localTierSize(localTierSize()).build();
+    properties =
+        s3.settings().partSize(DataSize.ofBytes(PART)).localTierSize(localTierSize()).build();
     objects = S3Objects.create(properties);
   }
 
@@ -74,8 +74,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     RegistryCacheProperties cache =
         RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
     layout = new StorageLayout(cache);
-    return new S3BlobStore(objects, layout, clock, Duration.ZERO,
-        ContentScope.REPOSITORY, properties);
+    return new S3BlobStore(
+        objects, layout, clock, Duration.ZERO, ContentScope.REPOSITORY, properties);
   }
 
   @Override
@@ -99,7 +99,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     w.append(ByteBuffer.wrap(content, 2 * PART, 1));
     w.commit(content.length);
     assertThat(writesInProgress()).isZero();
-    assertThat(objects.stat(S3BlobStore.key(digest)).block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
+    assertThat(objects.stat(S3BlobStore.key(digest)).block())
+        .hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
     assertThat(S3BlobStore.key(digest)).isEqualTo("blobs/sha256/" + digest.hex());
   }
 
@@ -113,13 +114,17 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     assertThat(writesInProgress()).as("no upload while the owner stores the same bytes").isZero();
     // The owner's upload completes (as another replica's commit would).
     Path ownersFile = Files.write(root.resolve("owners-copy"), content);
-    objects.putFile(S3BlobStore.key(digest), ownersFile, 0, content.length).block(Duration.ofSeconds(30));
+    objects
+        .putFile(S3BlobStore.key(digest), ownersFile, 0, content.length)
+        .block(Duration.ofSeconds(30));
     w.append(ByteBuffer.wrap(content, 2 * PART, 1));
     w.commit(content.length);
     assertThat(s3Store.uploadsSkipped()).isEqualTo(1);
     assertThat(s3Store.uploadsBehindOwner()).isZero();
     assertThat(writesInProgress()).isZero();
-    assertThat(store().lookup(digest)).as("indexed as any stored blob").contains((long) content.length);
+    assertThat(store().lookup(digest))
+        .as("indexed as any stored blob")
+        .contains((long) content.length);
     assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
   }
 
@@ -129,7 +134,9 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     Digest digest = Digest.sha256(content);
     S3BlobStore s3Store = (S3BlobStore) store();
     // four looks 100 ms apart instead of the production waits (about 4 s): the same path, sooner
-    s3Store.ownerCopyWaits(List.of(Duration.ZERO, Duration.ofMillis(100), Duration.ofMillis(100), Duration.ofMillis(100)));
+    s3Store.ownerCopyWaits(
+        List.of(
+            Duration.ZERO, Duration.ofMillis(100), Duration.ofMillis(100), Duration.ofMillis(100)));
     ContentWriter w = s3Store.newWriterBehindOwner(digest);
     w.append(ByteBuffer.wrap(content, 0, 2 * PART));
     assertThat(writesInProgress()).isZero();
@@ -137,7 +144,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     w.commit(content.length); // waits for the owner's object (the waits above), then uploads
     assertThat(s3Store.uploadsBehindOwner()).isEqualTo(1);
     assertThat(s3Store.uploadsSkipped()).isZero();
-    assertThat(objects.stat(S3BlobStore.key(digest)).block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
+    assertThat(objects.stat(S3BlobStore.key(digest)).block())
+        .hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
     assertThat(writesInProgress()).isZero();
   }
 
@@ -156,7 +164,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     w.commit(content.length);
     assertThat(s3Store.uploadsSkipped()).isZero();
     assertThat(s3Store.uploadsBehindOwner()).as("no wait for an owner's copy").isZero();
-    assertThat(objects.stat(S3BlobStore.key(digest)).block()).hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
+    assertThat(objects.stat(S3BlobStore.key(digest)).block())
+        .hasValueSatisfying(i -> assertThat(i.size()).isEqualTo(content.length));
     assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
   }
 
@@ -166,7 +175,8 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     Digest claimed = Digest.sha256(random(PART + 7, 36));
     ContentWriter w = store().newWriterBehindOwner(claimed);
     w.append(ByteBuffer.wrap(content));
-    assertThatThrownBy(() -> w.commit(content.length)).isInstanceOf(ContentVerificationException.class);
+    assertThatThrownBy(() -> w.commit(content.length))
+        .isInstanceOf(ContentVerificationException.class);
     assertThat(presentAtFinalLocation(claimed)).isFalse();
     assertThat(writesInProgress()).isZero();
   }
@@ -187,15 +197,18 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     Digest digest = Digest.sha256(content);
     write(store().newWriter(digest), content);
     // a factory past Netty's direct-memory limit, as in the chaos soak: every allocation fails
-    DataBufferFactory exhausted = new DefaultDataBufferFactory() {
-      @Override
-      public DefaultDataBuffer allocateBuffer(int initialCapacity) {
-        throw new OutOfMemoryError("failed to allocate " + initialCapacity + " byte(s) of direct memory");
-      }
-    };
+    DataBufferFactory exhausted =
+        new DefaultDataBufferFactory() {
+          @Override
+          public DefaultDataBuffer allocateBuffer(int initialCapacity) {
+            throw new OutOfMemoryError(
+                "failed to allocate " + initialCapacity + " byte(s) of direct memory");
+          }
+        };
     StoredContent stored = store().open(digest).orElseThrow();
 
-    assertThatThrownBy(() -> stored.read(0, content.length, exhausted).blockLast(Duration.ofSeconds(20)))
+    assertThatThrownBy(
+            () -> stored.read(0, content.length, exhausted).blockLast(Duration.ofSeconds(20)))
         .as("the response fails with the cause, not a blocking-read timeout")
         .hasRootCauseInstanceOf(OutOfMemoryError.class)
         .hasMessageContaining("no memory for the response's buffers");
@@ -218,15 +231,24 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   }
 
   @Test
-  void anIndexRefreshSeesWhatAnotherReplicaStoredAndRemoved(@TempDir Path otherRoot) throws Exception {
+  void anIndexRefreshSeesWhatAnotherReplicaStoredAndRemoved(@TempDir Path otherRoot)
+      throws Exception {
     RegistryCacheProperties cache =
         RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", otherRoot.toString()));
-    try (S3BlobStore other = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        ContentScope.REPOSITORY, properties)) {
+    try (S3BlobStore other =
+        new S3BlobStore(
+            objects,
+            new StorageLayout(cache),
+            Clock.systemUTC(),
+            Duration.ZERO,
+            ContentScope.REPOSITORY,
+            properties)) {
       byte[] content = random(30_000, 27);
       Digest digest = Digest.sha256(content);
       write(store().newWriter(digest), content);
-      assertThat(other.lookup(digest)).as("stored by another replica after this one started").isEmpty();
+      assertThat(other.lookup(digest))
+          .as("stored by another replica after this one started")
+          .isEmpty();
 
       assertThat(other.rescan()).isEqualTo(1);
       assertThat(other.lookup(digest)).contains((long) content.length);
@@ -241,21 +263,36 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   }
 
   @Test
-  void aLinkAnotherReplicaMadeAfterStartUpIsFoundByARecheck(@TempDir Path otherRoot) throws Exception {
+  void aLinkAnotherReplicaMadeAfterStartUpIsFoundByARecheck(@TempDir Path otherRoot)
+      throws Exception {
     byte[] content = random(1_000, 29);
     Digest digest = Digest.sha256(content);
     write(store().newWriter(digest), content);
     RegistryCacheProperties cache =
         RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", otherRoot.toString()));
-    try (S3BlobStore other = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        ContentScope.REPOSITORY, properties)) {
-      store().links().link(digest, "upstream.example", "team/app"); // after the other replica started
+    try (S3BlobStore other =
+        new S3BlobStore(
+            objects,
+            new StorageLayout(cache),
+            Clock.systemUTC(),
+            Duration.ZERO,
+            ContentScope.REPOSITORY,
+            properties)) {
+      store()
+          .links()
+          .link(digest, "upstream.example", "team/app"); // after the other replica started
       assertThat(other.links().servable(digest, "upstream.example", "team/app")).isFalse();
 
-      assertThat(other.links().recheck(digest, "upstream.example", "team/other")).as("another repository").isFalse();
-      assertThat(other.links().recheck(digest, "other.example", "team/app")).as("another upstream").isFalse();
+      assertThat(other.links().recheck(digest, "upstream.example", "team/other"))
+          .as("another repository")
+          .isFalse();
+      assertThat(other.links().recheck(digest, "other.example", "team/app"))
+          .as("another upstream")
+          .isFalse();
       assertThat(other.links().recheck(digest, "upstream.example", "team/app")).isTrue();
-      assertThat(other.links().servable(digest, "upstream.example", "team/app")).as("kept in memory").isTrue();
+      assertThat(other.links().servable(digest, "upstream.example", "team/app"))
+          .as("kept in memory")
+          .isTrue();
     }
   }
 
@@ -263,8 +300,14 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   void uploadsOfAKilledReplicaAreAbortedAtStartUp() throws Exception {
     S3Objects.Upload abandoned = objects.startUpload("blobs/sha256/" + "ab".repeat(32)).block();
     assertThat(writesInProgress()).isEqualTo(1);
-    properties = s3.settings().partSize(DataSize.ofBytes(PART)).abandonedUploadAge(Duration.ofMinutes(1)).build();
-    clock = Clock.offset(Clock.systemUTC(), Duration.ofMinutes(2)); // the replica restarts 2 minutes later
+    properties =
+        s3.settings()
+            .partSize(DataSize.ofBytes(PART))
+            .abandonedUploadAge(Duration.ofMinutes(1))
+            .build();
+    clock =
+        Clock.offset(
+            Clock.systemUTC(), Duration.ofMinutes(2)); // the replica restarts 2 minutes later
     store();
     assertThat(writesInProgress()).isZero();
     assertThat(abandoned.key()).startsWith("blobs/");
@@ -283,20 +326,28 @@ class S3BlobStoreContractTest extends BlobStoreContract {
 
     store(); // restarted on the same storage.path; abandoned-upload-age is the default 6 h
     assertThat(objects.uploadsInProgress("").collectList().block())
-        .as("only the other replica's upload is left").containsExactly(othersFill.key());
+        .as("only the other replica's upload is left")
+        .containsExactly(othersFill.key());
     assertThat(presentAtFinalLocation(Digest.sha256(content))).isFalse();
     assertThat(Files.list(root.resolve(OwnUploads.FOLDER)).count()).as("records dropped").isZero();
     othersFill.abort().block();
   }
 
   @Test
-  void theNextOwnerOfABlobAbortsTheDeadOwnersUploadWhenItStoresIt(@TempDir Path otherRoot) throws Exception {
+  void theNextOwnerOfABlobAbortsTheDeadOwnersUploadWhenItStoresIt(@TempDir Path otherRoot)
+      throws Exception {
     byte[] content = random(2 * PART + 1, 43);
     Digest digest = Digest.sha256(content);
     RegistryCacheProperties cache =
         RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", otherRoot.toString()));
-    try (S3BlobStore deadOwner = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        ContentScope.REPOSITORY, properties)) {
+    try (S3BlobStore deadOwner =
+        new S3BlobStore(
+            objects,
+            new StorageLayout(cache),
+            Clock.systemUTC(),
+            Duration.ZERO,
+            ContentScope.REPOSITORY,
+            properties)) {
       deadOwner.newWriter(digest).append(ByteBuffer.wrap(content, 0, 2 * PART)); // and then it dies
     }
     assertThat(writesInProgress()).isEqualTo(1);
@@ -304,23 +355,34 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     S3BlobStore newOwner = (S3BlobStore) store();
     assertThat(write(newOwner.newWriter(digest), content)).isEqualTo(content.length);
     assertThat(newOwner.othersUploadsAborted()).isEqualTo(1);
-    assertThat(writesInProgress()).as("the dead owner's upload is gone with the blob stored").isZero();
+    assertThat(writesInProgress())
+        .as("the dead owner's upload is gone with the blob stored")
+        .isZero();
     assertThat(read(newOwner.open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
   }
 
   @Test
-  void aLiveWriterWhoseUploadAnotherWriterAbortedStillCommitsOnTheStoredObject(@TempDir Path otherRoot) throws Exception {
+  void aLiveWriterWhoseUploadAnotherWriterAbortedStillCommitsOnTheStoredObject(
+      @TempDir Path otherRoot) throws Exception {
     byte[] content = random(3 * PART + 1, 45);
     Digest digest = Digest.sha256(content);
     RegistryCacheProperties cache =
         RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", otherRoot.toString()));
-    try (S3BlobStore slow = new S3BlobStore(objects, new StorageLayout(cache), Clock.systemUTC(), Duration.ZERO,
-        ContentScope.REPOSITORY, properties)) {
+    try (S3BlobStore slow =
+        new S3BlobStore(
+            objects,
+            new StorageLayout(cache),
+            Clock.systemUTC(),
+            Duration.ZERO,
+            ContentScope.REPOSITORY,
+            properties)) {
       ContentWriter slowWriter = slow.newWriter(digest);
       slowWriter.append(ByteBuffer.wrap(content, 0, PART + 1));
       assertThat(writesInProgress()).isEqualTo(1);
 
-      write(store().newWriter(digest), content); // a second writer of the same bytes stores them first
+      write(
+          store().newWriter(digest),
+          content); // a second writer of the same bytes stores them first
       assertThat(writesInProgress()).isZero();
 
       slowWriter.append(ByteBuffer.wrap(content, PART + 1, content.length - PART - 1));

@@ -39,8 +39,10 @@ class S3BucketBudgetIT {
   static final String TOKEN = "s3-budget-it-token-" + TestImages.RUN_ID + "-0123456789";
   static final int REPLICAS = 3;
   static final int LAYER = 1024 * 1024;
+
   /** Five one-layer images of 1 MiB: 4.5 MiB, so high watermark 4.05 MiB and low 3.6 MiB. */
   static final long BUDGET = 9L * LAYER / 2;
+
   static final UpstreamRegistryContainer upstream = UpstreamRegistryContainer.started();
   static final List<ManualCache> replicas = new ArrayList<>();
   static S3TestServer s3;
@@ -49,11 +51,20 @@ class S3BucketBudgetIT {
   @BeforeAll
   static void start() throws Exception {
     s3 = S3TestServer.started(BUCKET);
-    replicas.addAll(s3.startCluster(REPLICAS, "s3-budget", TOKEN, upstream::baseUrl, replica -> replica
-        .set("registry-cache.storage.max-bytes", BUDGET)
-        .set("registry-cache.storage.janitor-interval", "1h") // passes run when the test asks, or over the watermark
-        .set("registry-cache.storage.delete-grace", "1s")
-        .set("registry-cache.storage.s3.access-flush", "1s")));
+    replicas.addAll(
+        s3.startCluster(
+            REPLICAS,
+            "s3-budget",
+            TOKEN,
+            upstream::baseUrl,
+            replica ->
+                replica
+                    .set("registry-cache.storage.max-bytes", BUDGET)
+                    .set(
+                        "registry-cache.storage.janitor-interval",
+                        "1h") // passes run when the test asks, or over the watermark
+                    .set("registry-cache.storage.delete-grace", "1s")
+                    .set("registry-cache.storage.s3.access-flush", "1s")));
     objects = replicas.get(0).context().getBean(S3Objects.class);
   }
 
@@ -65,7 +76,12 @@ class S3BucketBudgetIT {
 
   static int evictor() {
     for (int i = 0; i < REPLICAS; i++) {
-      if (replicas.get(i).context().getBean(ClusterMembership.class).ownerElsewhere(EvictionTurn.KEY).isEmpty()) {
+      if (replicas
+          .get(i)
+          .context()
+          .getBean(ClusterMembership.class)
+          .ownerElsewhere(EvictionTurn.KEY)
+          .isEmpty()) {
         return i;
       }
     }
@@ -73,13 +89,19 @@ class S3BucketBudgetIT {
   }
 
   static Image image(String name, long seed) {
-    return upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository(name), "v1",
-        TestImages.randomBytes(LAYER, seed)));
+    return upstream
+        .pusher()
+        .push(
+            TestImages.withLayers(
+                TestImages.uniqueRepository(name), "v1", TestImages.randomBytes(LAYER, seed)));
   }
 
   /** Every pull recorded so far by {@code replica} written to the bucket now. */
   static void flushPulls(ManualCache replica) throws Exception {
-    replica.context().getBean(StorageJanitor.class).runOnce(); // records pulls (a non-evictor evicts nothing)
+    replica
+        .context()
+        .getBean(StorageJanitor.class)
+        .runOnce(); // records pulls (a non-evictor evicts nothing)
     replica.context().getBean(S3LastPulls.class).flush();
   }
 
@@ -89,9 +111,15 @@ class S3BucketBudgetIT {
 
   /** Bytes of blobs and manifests in the bucket: what the budget counts. */
   static long bucketBytes() {
-    return objects.listWithSizes("").filter(o -> o.key().startsWith("blobs/")
-            || o.key().startsWith("manifests/") && !o.key().endsWith(".type"))
-        .map(S3Objects.Listed::size).reduce(0L, Long::sum).block();
+    return objects
+        .listWithSizes("")
+        .filter(
+            o ->
+                o.key().startsWith("blobs/")
+                    || o.key().startsWith("manifests/") && !o.key().endsWith(".type"))
+        .map(S3Objects.Listed::size)
+        .reduce(0L, Long::sum)
+        .block();
   }
 
   @Test
@@ -125,23 +153,36 @@ class S3BucketBudgetIT {
     a.client().pullAndVerify(new2);
     replicas.forEach(ManualCache::awaitDownloadsCommitted);
     flushPulls(a);
-    assertThat(bucketBytes()).as("the bucket past its budget's high watermark").isGreaterThan((long) (BUDGET * 0.9));
+    assertThat(bucketBytes())
+        .as("the bucket past its budget's high watermark")
+        .isGreaterThan((long) (BUDGET * 0.9));
 
     owner.context().getBean(StorageJanitor.class).runOnce();
 
     // Objects go after the delete grace (the longer of delete-grace and two access-flush
     // intervals).
-    await().atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(250))
-        .untilAsserted(() -> assertThat(bucketBytes()).as("bytes in the bucket").isLessThanOrEqualTo(BUDGET));
-    System.out.printf("S3BucketBudgetIT: evictor replica %d, bucket %d bytes of %d; kept image %s, old1 %s, old2 %s%n",
-        o, bucketBytes(), BUDGET, inBucket(kept.layers().get(0).digest()),
-        inBucket(old1.layers().get(0).digest()), inBucket(old2.layers().get(0).digest()));
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(250))
+        .untilAsserted(
+            () -> assertThat(bucketBytes()).as("bytes in the bucket").isLessThanOrEqualTo(BUDGET));
+    System.out.printf(
+        "S3BucketBudgetIT: evictor replica %d, bucket %d bytes of %d; kept image %s, old1 %s, old2 %s%n",
+        o,
+        bucketBytes(),
+        BUDGET,
+        inBucket(kept.layers().get(0).digest()),
+        inBucket(old1.layers().get(0).digest()),
+        inBucket(old2.layers().get(0).digest()));
 
     for (Blob blob : kept.blobs()) {
-      assertThat(inBucket(blob.digest())).as("blob %s of the image B pulled recently", blob.digest()).isTrue();
+      assertThat(inBucket(blob.digest()))
+          .as("blob %s of the image B pulled recently", blob.digest())
+          .isTrue();
     }
     assertThat(inBucket(old1.layers().get(0).digest()))
-        .as("the least recently pulled image (last pulled through A, before B's pull) is evicted").isFalse();
+        .as("the least recently pulled image (last pulled through A, before B's pull) is evicted")
+        .isFalse();
     for (Image i : List.of(new1, new2)) {
       assertThat(inBucket(i.layers().get(0).digest())).as("just pulled through A").isTrue();
     }
@@ -151,7 +192,8 @@ class S3BucketBudgetIT {
     for (Digest m : manifests.digests()) {
       for (Digest ref : manifests.content(m).orElseThrow().referencedDigests()) {
         assertThat(inBucket(ref.toString()) || manifests.entry(ref).isPresent())
-            .as("%s referenced by remaining manifest %s", ref, m).isTrue();
+            .as("%s referenced by remaining manifest %s", ref, m)
+            .isTrue();
       }
     }
     // The image B pulled is served through every replica (each verifies every digest).
@@ -161,11 +203,13 @@ class S3BucketBudgetIT {
   }
 
   static String management(ManualCache replica) {
-    return "http://127.0.0.1:" + replica.context().getEnvironment().getRequiredProperty("local.management.port");
+    return "http://127.0.0.1:"
+        + replica.context().getEnvironment().getRequiredProperty("local.management.port");
   }
 
   @Test
-  void theAdminApiOfANonEvictingReplicaListsTheClustersContentAndNamesTheEvictor() throws Exception {
+  void theAdminApiOfANonEvictingReplicaListsTheClustersContentAndNamesTheEvictor()
+      throws Exception {
     int o = evictor();
     ManualCache other = replicas.get((o + 1) % REPLICAS);
     ManualCache filler = replicas.get((o + 2) % REPLICAS);
@@ -174,17 +218,36 @@ class S3BucketBudgetIT {
     filler.awaitDownloadsCommitted();
 
     HttpClient http = HttpClient.newHttpClient();
-    String blobs = http.send(HttpRequest.newBuilder(URI.create(management(other) + "/actuator/cache/blobs")).build(),
-        HttpResponse.BodyHandlers.ofString()).body();
+    String blobs =
+        http.send(
+                HttpRequest.newBuilder(URI.create(management(other) + "/actuator/cache/blobs"))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString())
+            .body();
     for (Blob blob : image.blobs()) {
-      assertThat(blobs).as("another replica's blob in this replica's listing").contains(blob.digest());
+      assertThat(blobs)
+          .as("another replica's blob in this replica's listing")
+          .contains(blob.digest());
     }
-    HttpResponse<String> prune = http.send(HttpRequest.newBuilder(URI.create(management(other) + "/actuator/cache/prune"))
-            .header("Content-Type", "application/json")
-            .POST(HttpRequest.BodyPublishers.ofString("{\"olderThan\":\"1d\"}")).build(),
-        HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> prune =
+        http.send(
+            HttpRequest.newBuilder(URI.create(management(other) + "/actuator/cache/prune"))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"olderThan\":\"1d\"}"))
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
     assertThat(prune.statusCode()).isEqualTo(409);
-    assertThat(prune.body()).contains("evictor").contains(String.valueOf(
-        replicas.get(o).context().getBean(ClusterMembership.class).view().self().orElseThrow().port()));
+    assertThat(prune.body())
+        .contains("evictor")
+        .contains(
+            String.valueOf(
+                replicas
+                    .get(o)
+                    .context()
+                    .getBean(ClusterMembership.class)
+                    .view()
+                    .self()
+                    .orElseThrow()
+                    .port()));
   }
 }

@@ -55,9 +55,17 @@ class S3ClusterPullIT {
 
   @Test
   void anImagePulledThroughEveryReplicaIsFetchedOncePerBlobAndStoredInTheBucket() {
-    Image image = upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository("s3-cluster"), "v1",
-        TestImages.randomBytes(6 * 1024 * 1024 + 1, 1), TestImages.randomBytes(70_000, 2),
-        TestImages.randomBytes(1_000, 3), TestImages.randomBytes(2_000, 4)));
+    Image image =
+        upstream
+            .pusher()
+            .push(
+                TestImages.withLayers(
+                    TestImages.uniqueRepository("s3-cluster"),
+                    "v1",
+                    TestImages.randomBytes(6 * 1024 * 1024 + 1, 1),
+                    TestImages.randomBytes(70_000, 2),
+                    TestImages.randomBytes(1_000, 3),
+                    TestImages.randomBytes(2_000, 4)));
     for (ManualCache replica : replicas) {
       replica.client().withTimeout(Duration.ofSeconds(60)).pullAndVerify(image);
     }
@@ -65,7 +73,9 @@ class S3ClusterPullIT {
     upstream.syncLogs();
     S3Objects objects = replicas.get(0).context().getBean(S3Objects.class);
     for (Blob blob : image.blobs()) {
-      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+      assertThat(
+              upstream.countRequests(
+                  "GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
           .as("upstream GETs of blob %s", blob.digest())
           .isEqualTo(1);
       assertThat(objects.stat(S3BlobStore.key(Digest.parse(blob.digest()))).block())
@@ -76,33 +86,66 @@ class S3ClusterPullIT {
     // the bucket: it found their objects at its commit and uploaded none of them again (a later
     // replica may fill behind an owner too, when the owner's commit was still under way).
     ClusterMembership first = replicas.get(0).context().getBean(ClusterMembership.class);
-    long ownedElsewhere = image.blobs().stream().filter(b -> first.ownerElsewhere(b.digest()).isPresent()).count();
-    long skipped = replicas.stream()
-        .mapToLong(r -> ((S3BlobStore) r.context().getBean(BlobStore.class)).uploadsSkipped()).sum();
-    long uploadedBehindOwner = replicas.stream()
-        .mapToLong(r -> ((S3BlobStore) r.context().getBean(BlobStore.class)).uploadsBehindOwner()).sum();
-    System.out.printf("S3ClusterPullIT: %d of %d blobs owned elsewhere than the first replica; fills behind an owner: %d"
-        + " uploaded nothing, %d uploaded%n", ownedElsewhere, image.blobs().size(), skipped, uploadedBehindOwner);
-    assertThat(skipped).as("fills behind an owner that uploaded nothing").isGreaterThanOrEqualTo(ownedElsewhere);
-    assertThat(uploadedBehindOwner).as("fills behind an owner that uploaded the blob again").isZero();
+    long ownedElsewhere =
+        image.blobs().stream().filter(b -> first.ownerElsewhere(b.digest()).isPresent()).count();
+    long skipped =
+        replicas.stream()
+            .mapToLong(r -> ((S3BlobStore) r.context().getBean(BlobStore.class)).uploadsSkipped())
+            .sum();
+    long uploadedBehindOwner =
+        replicas.stream()
+            .mapToLong(
+                r -> ((S3BlobStore) r.context().getBean(BlobStore.class)).uploadsBehindOwner())
+            .sum();
+    System.out.printf(
+        "S3ClusterPullIT: %d of %d blobs owned elsewhere than the first replica; fills behind an owner: %d"
+            + " uploaded nothing, %d uploaded%n",
+        ownedElsewhere, image.blobs().size(), skipped, uploadedBehindOwner);
+    assertThat(skipped)
+        .as("fills behind an owner that uploaded nothing")
+        .isGreaterThanOrEqualTo(ownedElsewhere);
+    assertThat(uploadedBehindOwner)
+        .as("fills behind an owner that uploaded the blob again")
+        .isZero();
   }
 
   @Test
   void aBlobItsOwnerStoredIsServedByTheOtherReplicasFromTheBucketNotFromTheOwner() {
-    Image image = upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository("s3-bucket-first"), "v1",
-        TestImages.randomBytes(40_000, 11), TestImages.randomBytes(50_000, 12), TestImages.randomBytes(60_000, 13)));
+    Image image =
+        upstream
+            .pusher()
+            .push(
+                TestImages.withLayers(
+                    TestImages.uniqueRepository("s3-bucket-first"),
+                    "v1",
+                    TestImages.randomBytes(40_000, 11),
+                    TestImages.randomBytes(50_000, 12),
+                    TestImages.randomBytes(60_000, 13)));
     // Each blob through its owner only: the owner fetches it from the upstream and stores it in the
     // bucket.
     for (Blob blob : image.blobs()) {
-      ManualCache owner = replicas.stream()
-          .filter(r -> r.context().getBean(ClusterMembership.class).ownerElsewhere(blob.digest()).isEmpty())
-          .findFirst().orElseThrow();
+      ManualCache owner =
+          replicas.stream()
+              .filter(
+                  r ->
+                      r.context()
+                          .getBean(ClusterMembership.class)
+                          .ownerElsewhere(blob.digest())
+                          .isEmpty())
+              .findFirst()
+              .orElseThrow();
       var response = owner.client().get("/v2/" + image.repository() + "/blobs/" + blob.digest());
       assertThat(response.statusCode()).isEqualTo(200);
       assertThat(response.body()).isEqualTo(blob.bytes());
     }
     // The tag too, once (through its owner when another replica owns it): then it is in the bucket.
-    assertThat(replicas.get(0).client().getManifest("/v2/" + image.repository() + "/manifests/v1").statusCode()).isEqualTo(200);
+    assertThat(
+            replicas
+                .get(0)
+                .client()
+                .getManifest("/v2/" + image.repository() + "/manifests/v1")
+                .statusCode())
+        .isEqualTo(200);
     replicas.forEach(ManualCache::awaitDownloadsCommitted);
     long peerRequestsBefore = peerRequestsOut();
 
@@ -111,24 +154,32 @@ class S3ClusterPullIT {
     }
 
     assertThat(peerRequestsOut() - peerRequestsBefore)
-        .as("blobs and the tag stored in the bucket are read from there, not fetched from the owners")
+        .as(
+            "blobs and the tag stored in the bucket are read from there, not fetched from the owners")
         .isZero();
     upstream.syncLogs();
     for (Blob blob : image.blobs()) {
-      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+      assertThat(
+              upstream.countRequests(
+                  "GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
           .as("upstream GETs of blob %s", blob.digest())
           .isEqualTo(1);
-      assertThat(upstream.countRequests("HEAD", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
-          .as("the owner's link in the bucket lets the others serve blob %s without asking the upstream", blob.digest())
+      assertThat(
+              upstream.countRequests(
+                  "HEAD", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+          .as(
+              "the owner's link in the bucket lets the others serve blob %s without asking the upstream",
+              blob.digest())
           .isZero();
     }
   }
 
   /**
    * Issue 24, item 4: a non-owner that finds the owner's blob object in the bucket also finds the
-   * owner's link for the repository (the owner links before its object becomes visible), so no
-   * pull asks the upstream to confirm a blob: 30 cold pulls over the three replicas within about a second, each
-   * verified, cost one upstream GET per blob and not one HEAD. Before, such runs made 0–4 HEADs.
+   * owner's link for the repository (the owner links before its object becomes visible), so no pull
+   * asks the upstream to confirm a blob: 30 cold pulls over the three replicas within about a
+   * second, each verified, cost one upstream GET per blob and not one HEAD. Before, such runs made
+   * 0–4 HEADs.
    */
   @Test
   void concurrentColdPullsOverTheReplicasMakeNoUpstreamHead() throws Exception {
@@ -137,7 +188,12 @@ class S3ClusterPullIT {
     for (int i = 0; i < layers.length; i++) {
       layers[i] = TestImages.randomBytes(100_000 + i * 150_000, 40 + i);
     }
-    Image image = upstream.pusher().push(TestImages.withLayers(TestImages.uniqueRepository("s3-cold-together"), "v1", layers));
+    Image image =
+        upstream
+            .pusher()
+            .push(
+                TestImages.withLayers(
+                    TestImages.uniqueRepository("s3-cold-together"), "v1", layers));
     ExecutorService pool = Executors.newFixedThreadPool(REPLICAS * pullsPerReplica);
     try {
       CountDownLatch go = new CountDownLatch(1);
@@ -147,21 +203,23 @@ class S3ClusterPullIT {
           // Starts spread over about a second, as clients arrive: some replicas' first request for
           // a blob then comes while its owner is committing it (where the HEADs came from).
           long delayMillis = 37L * pulls.size();
-          pulls.add(CompletableFuture.runAsync(() -> {
-            try {
-              go.await();
-              Thread.sleep(delayMillis);
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-              throw new IllegalStateException(e);
-            }
-            replica.client().withTimeout(Duration.ofSeconds(120)).pullAndVerify(image);
-          }, pool));
+          pulls.add(
+              CompletableFuture.runAsync(
+                  () -> {
+                    try {
+                      go.await();
+                      Thread.sleep(delayMillis);
+                    } catch (InterruptedException e) {
+                      Thread.currentThread().interrupt();
+                      throw new IllegalStateException(e);
+                    }
+                    replica.client().withTimeout(Duration.ofSeconds(120)).pullAndVerify(image);
+                  },
+                  pool));
         }
       }
       go.countDown();
-      CompletableFuture.allOf(pulls.toArray(CompletableFuture[]::new))
-          .get(240, TimeUnit.SECONDS);
+      CompletableFuture.allOf(pulls.toArray(CompletableFuture[]::new)).get(240, TimeUnit.SECONDS);
     } finally {
       pool.shutdownNow();
     }
@@ -169,21 +227,29 @@ class S3ClusterPullIT {
     upstream.syncLogs();
     long heads = 0;
     for (Blob blob : image.blobs()) {
-      assertThat(upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
+      assertThat(
+              upstream.countRequests(
+                  "GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
           .as("upstream GETs of blob %s", blob.digest())
           .isEqualTo(1);
-      heads += upstream.countRequests("HEAD", "/v2/" + image.repository() + "/blobs/" + blob.digest());
+      heads +=
+          upstream.countRequests("HEAD", "/v2/" + image.repository() + "/blobs/" + blob.digest());
     }
-    assertThat(heads).as("upstream HEADs of the image's blobs over %d concurrent cold pulls", REPLICAS * pullsPerReplica)
+    assertThat(heads)
+        .as(
+            "upstream HEADs of the image's blobs over %d concurrent cold pulls",
+            REPLICAS * pullsPerReplica)
         .isZero();
   }
 
   static long peerRequestsOut() {
     return replicas.stream()
         .map(r -> r.context().getBean(PeerMetrics.class))
-        .mapToLong(m -> Arrays.stream(PeerMetrics.Outcome.values())
-            .mapToLong(o -> m.requests(PeerMetrics.Direction.OUT, o)).sum())
+        .mapToLong(
+            m ->
+                Arrays.stream(PeerMetrics.Outcome.values())
+                    .mapToLong(o -> m.requests(PeerMetrics.Direction.OUT, o))
+                    .sum())
         .sum();
   }
-
 }

@@ -30,39 +30,41 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * {@link S3LastPulls} against s3proxy in this JVM (no mock of S3): the record's encoding, one
- * delta per flush and none from an idle replica, the merge of several replicas' deltas, the
- * evictor's compaction into {@code access/base}, last pulls surviving a restart of a store, and an
- * evicted blob's delete cancelled by a pull another replica recorded meanwhile.
+ * {@link S3LastPulls} against s3proxy in this JVM (no mock of S3): the record's encoding, one delta
+ * per flush and none from an idle replica, the merge of several replicas' deltas, the evictor's
+ * compaction into {@code access/base}, last pulls surviving a restart of a store, and an evicted
+ * blob's delete cancelled by a pull another replica recorded meanwhile.
  */
 class S3LastPullsTest {
 
   static final String BUCKET = "registry-cache-last-pulls";
 
-  @RegisterExtension
-  final S3TestServer s3 = S3TestServer.eachTest(BUCKET);
+  @RegisterExtension final S3TestServer s3 = S3TestServer.eachTest(BUCKET);
 
   @TempDir Path root;
   S3Objects objects;
   S3StorageProperties properties;
+
   /** A clock the test moves: pulls "later" than an object's last write, without waiting. */
   final AtomicLong now = new AtomicLong(System.currentTimeMillis());
-  final Clock clock = new Clock() {
-    @Override
-    public ZoneId getZone() {
-      return ZoneOffset.UTC;
-    }
 
-    @Override
-    public Clock withZone(ZoneId zone) {
-      return this;
-    }
+  final Clock clock =
+      new Clock() {
+        @Override
+        public ZoneId getZone() {
+          return ZoneOffset.UTC;
+        }
 
-    @Override
-    public Instant instant() {
-      return Instant.ofEpochMilli(now.get());
-    }
-  };
+        @Override
+        public Clock withZone(ZoneId zone) {
+          return this;
+        }
+
+        @Override
+        public Instant instant() {
+          return Instant.ofEpochMilli(now.get());
+        }
+      };
   final List<AutoCloseable> toClose = new ArrayList<>();
 
   @BeforeEach
@@ -86,11 +88,16 @@ class S3LastPullsTest {
   }
 
   List<String> deltas() {
-    return objects.list(S3LastPulls.PREFIX).filter(k -> !k.equals(S3LastPulls.BASE)).collectList().block();
+    return objects
+        .list(S3LastPulls.PREFIX)
+        .filter(k -> !k.equals(S3LastPulls.BASE))
+        .collectList()
+        .block();
   }
 
   S3LastPulls replica() {
-    return new S3LastPulls(objects, clock, Duration.ofMinutes(1)); // flushed by the test, not started
+    return new S3LastPulls(
+        objects, clock, Duration.ofMinutes(1)); // flushed by the test, not started
   }
 
   @Test
@@ -104,7 +111,8 @@ class S3LastPullsTest {
     byte[] encoded = S3LastPulls.encode(times);
 
     assertThat(S3LastPulls.decode(encoded)).isEqualTo(times);
-    System.out.printf("S3LastPullsTest: %d digests in %d bytes (%.1f a digest)%n",
+    System.out.printf(
+        "S3LastPullsTest: %d digests in %d bytes (%.1f a digest)%n",
         times.size(), encoded.length, encoded.length / (double) times.size());
     assertThat(encoded.length).as("bytes of 1,001 digests").isLessThan(1_001 * 45);
     assertThat(S3LastPulls.decode("not a record".getBytes())).isEmpty();
@@ -148,7 +156,8 @@ class S3LastPullsTest {
   }
 
   @Test
-  void theEvictorFoldsDeltasIntoTheBaseKeepingOnlyStoredDigestsAndLaterDeltasStay() throws Exception {
+  void theEvictorFoldsDeltasIntoTheBaseKeepingOnlyStoredDigestsAndLaterDeltasStay()
+      throws Exception {
     S3LastPulls a = replica();
     S3LastPulls b = replica();
     a.record(digest(1), 1_000);
@@ -159,7 +168,8 @@ class S3LastPullsTest {
     b.flush();
 
     S3LastPulls evictor = replica();
-    S3LastPulls.Compaction c = evictor.compact(d -> !d.equals(digest(3))); // digest 3 is no longer stored
+    S3LastPulls.Compaction c =
+        evictor.compact(d -> !d.equals(digest(3))); // digest 3 is no longer stored
     assertThat(c).isEqualTo(new S3LastPulls.Compaction(2, 2));
     assertThat(deltas()).as("folded deltas deleted").isEmpty();
 
@@ -172,16 +182,28 @@ class S3LastPullsTest {
     assertThat(restarted.lastPull(digest(2))).hasValue(7_000);
     assertThat(restarted.lastPull(digest(3))).isEmpty();
     assertThat(deltas()).hasSize(1);
-    assertThat(a.lastPull(digest(3))).as("a's own record, before it sees the new base").hasValue(3_000);
+    assertThat(a.lastPull(digest(3)))
+        .as("a's own record, before it sees the new base")
+        .hasValue(3_000);
     a.refresh();
-    assertThat(a.lastPull(digest(3))).as("folded away as no longer stored: forgotten by every replica").isEmpty();
+    assertThat(a.lastPull(digest(3)))
+        .as("folded away as no longer stored: forgotten by every replica")
+        .isEmpty();
     assertThat(a.lastPull(digest(2))).hasValue(7_000);
   }
 
   S3BlobStore store(S3LastPulls pulls) throws IOException {
-    RegistryCacheProperties cache = RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
-    S3BlobStore s = new S3BlobStore(objects, new StorageLayout(cache), clock, Duration.ZERO, ContentScope.REPOSITORY,
-        properties, pulls);
+    RegistryCacheProperties cache =
+        RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()));
+    S3BlobStore s =
+        new S3BlobStore(
+            objects,
+            new StorageLayout(cache),
+            clock,
+            Duration.ZERO,
+            ContentScope.REPOSITORY,
+            properties,
+            pulls);
     toClose.add(s);
     return s;
   }
@@ -211,12 +233,15 @@ class S3LastPullsTest {
 
     S3BlobStore restarted = store(new S3LastPulls(objects, clock, Duration.ofMinutes(1)));
     long pulled = restarted.entry(d).orElseThrow().lastPulledMillis();
-    assertThat(pulled).as("last pull after a restart: the recorded pull, not the object's write")
-        .isEqualTo(now.get()).isGreaterThan(stored);
+    assertThat(pulled)
+        .as("last pull after a restart: the recorded pull, not the object's write")
+        .isEqualTo(now.get())
+        .isGreaterThan(stored);
   }
 
   @Test
-  void anEvictedBlobIsKeptInTheBucketWhenAnotherReplicaPulledItMeanwhileElseDeleted() throws Exception {
+  void anEvictedBlobIsKeptInTheBucketWhenAnotherReplicaPulledItMeanwhileElseDeleted()
+      throws Exception {
     S3LastPulls evictorPulls = new S3LastPulls(objects, clock, Duration.ofMinutes(1));
     S3BlobStore evictor = store(evictorPulls);
     Digest hot = put(evictor, 1);
@@ -236,7 +261,9 @@ class S3LastPullsTest {
     evictor.close(); // runs the deletes waiting out their grace now
     toClose.remove(evictor);
 
-    assertThat(objects.stat(S3BlobStore.key(hot)).block()).as("pulled elsewhere meanwhile: kept").isPresent();
+    assertThat(objects.stat(S3BlobStore.key(hot)).block())
+        .as("pulled elsewhere meanwhile: kept")
+        .isPresent();
     assertThat(objects.stat(S3BlobStore.key(cold)).block()).as("pulled nowhere: deleted").isEmpty();
   }
 }

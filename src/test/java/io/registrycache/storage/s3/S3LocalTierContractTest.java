@@ -46,15 +46,28 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
 
   /** Another replica on the same bucket, without a tier. */
   private S3BlobStore otherReplica(Path root) throws Exception {
-    S3StorageProperties plain = S3Settings.from(properties).localTierSize(DataSize.ofBytes(0)).build();
-    return new S3BlobStore(objects, new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))),
-        Clock.systemUTC(), Duration.ZERO, ContentScope.REPOSITORY, plain);
+    S3StorageProperties plain =
+        S3Settings.from(properties).localTierSize(DataSize.ofBytes(0)).build();
+    return new S3BlobStore(
+        objects,
+        new StorageLayout(
+            RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))),
+        Clock.systemUTC(),
+        Duration.ZERO,
+        ContentScope.REPOSITORY,
+        plain);
   }
 
   private S3BlobStore storeWithTier(Path root, DataSize tierSize) throws Exception {
     S3StorageProperties small = S3Settings.from(properties).localTierSize(tierSize).build();
-    return new S3BlobStore(objects, new StorageLayout(RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))),
-        Clock.systemUTC(), Duration.ZERO, ContentScope.REPOSITORY, small);
+    return new S3BlobStore(
+        objects,
+        new StorageLayout(
+            RegistryCacheProperties.bind(Map.of("registry-cache.storage.path", root.toString()))),
+        Clock.systemUTC(),
+        Duration.ZERO,
+        ContentScope.REPOSITORY,
+        small);
   }
 
   private static long filesUnder(Path dir) throws Exception {
@@ -76,15 +89,18 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
     byte[] content = random(200_000, 26);
     Digest digest = Digest.sha256(content);
     write(store().newWriter(digest), content);
-    DataBufferFactory exhausted = new DefaultDataBufferFactory() {
-      @Override
-      public DefaultDataBuffer allocateBuffer(int initialCapacity) {
-        throw new OutOfMemoryError("failed to allocate " + initialCapacity + " byte(s) of direct memory");
-      }
-    };
+    DataBufferFactory exhausted =
+        new DefaultDataBufferFactory() {
+          @Override
+          public DefaultDataBuffer allocateBuffer(int initialCapacity) {
+            throw new OutOfMemoryError(
+                "failed to allocate " + initialCapacity + " byte(s) of direct memory");
+          }
+        };
     StoredContent stored = store().open(digest).orElseThrow();
     assertThat(stored.file()).as("served from the local tier").isPresent();
-    Assertions.assertThatThrownBy(() -> stored.read(0, content.length, exhausted).blockLast(Duration.ofSeconds(20)))
+    Assertions.assertThatThrownBy(
+            () -> stored.read(0, content.length, exhausted).blockLast(Duration.ofSeconds(20)))
         .as("the allocation failure itself, not a blocking-read timeout")
         .isInstanceOf(OutOfMemoryError.class);
     assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).isEqualTo(content);
@@ -104,7 +120,8 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
   }
 
   @Test
-  void aBlobAnotherReplicaStoredIsServedFromTheBucketFirstThenFromAVerifiedLocalCopy(@TempDir Path otherRoot) throws Exception {
+  void aBlobAnotherReplicaStoredIsServedFromTheBucketFirstThenFromAVerifiedLocalCopy(
+      @TempDir Path otherRoot) throws Exception {
     byte[] content = random(300_000, 33);
     Digest digest = Digest.sha256(content);
     store(); // started before the other replica stores the blob
@@ -128,7 +145,9 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
     store();
     byte[] tampered = content.clone();
     tampered[1000] ^= 1;
-    objects.putBytes(S3BlobStore.key(digest), tampered).block(); // a bucket that lies: same size, other bytes
+    objects
+        .putBytes(S3BlobStore.key(digest), tampered)
+        .block(); // a bucket that lies: same size, other bytes
     assertThat(store().recheck(digest).block()).isTrue();
 
     assertThat(store().open(digest).orElseThrow().file()).isEmpty();
@@ -154,7 +173,9 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
       await().atMost(WAIT).until(() -> filesUnder(blobs) == tier.count());
       byte[] big = random(200 * 1024, 50);
       write(small.newWriter(Digest.sha256(big)), big);
-      assertThat(small.open(Digest.sha256(big)).orElseThrow().file()).as("larger than the tier").isEmpty();
+      assertThat(small.open(Digest.sha256(big)).orElseThrow().file())
+          .as("larger than the tier")
+          .isEmpty();
       assertThat(read(small.open(Digest.sha256(big)).orElseThrow(), 0, big.length)).isEqualTo(big);
     }
   }
@@ -182,11 +203,15 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
     Files.write(layout.blob(stray), random(10, 41)); // not in the bucket
 
     reopen();
-    assertThat(store().open(digest).orElseThrow().file()).as("no download needed").hasValue(layout.blob(digest));
+    assertThat(store().open(digest).orElseThrow().file())
+        .as("no download needed")
+        .hasValue(layout.blob(digest));
     assertThat(Files.exists(layout.blob(stray))).isFalse();
   }
 
-  /** With the tier, a copy keeps serving verified bytes until the index learns the object is gone. */
+  /**
+   * With the tier, a copy keeps serving verified bytes until the index learns the object is gone.
+   */
   @Override
   void aBlobRemovedByAnotherReplicaFailsOneReadAndLeavesTheIndex() {}
 
@@ -196,7 +221,9 @@ class S3LocalTierContractTest extends S3BlobStoreContractTest {
     Digest digest = Digest.sha256(content);
     write(store().newWriter(digest), content);
     objects.delete(S3BlobStore.key(digest)).block(); // another replica evicted it
-    assertThat(read(store().open(digest).orElseThrow(), 0, content.length)).as("the verified copy").isEqualTo(content);
+    assertThat(read(store().open(digest).orElseThrow(), 0, content.length))
+        .as("the verified copy")
+        .isEqualTo(content);
 
     store().rescan();
     assertThat(store().open(digest)).isEmpty();

@@ -26,10 +26,10 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The whole service on {@code storage.type=s3} with the local disk tier on ({@code
- * storage.s3.local-tier-size}): a real {@code registry:2} upstream, s3proxy, and {@code skopeo}.
- * A pull-through leaves every blob in the bucket and a verified copy on the replica's disk; the
- * next pull is served from those copies (shown by deleting the bucket's objects first: the pull
- * still succeeds, byte for byte, without the upstream).
+ * storage.s3.local-tier-size}): a real {@code registry:2} upstream, s3proxy, and {@code skopeo}. A
+ * pull-through leaves every blob in the bucket and a verified copy on the replica's disk; the next
+ * pull is served from those copies (shown by deleting the bucket's objects first: the pull still
+ * succeeds, byte for byte, without the upstream).
  */
 class S3LocalTierPullIT extends AbstractCacheIT {
 
@@ -47,40 +47,71 @@ class S3LocalTierPullIT extends AbstractCacheIT {
 
   @BeforeAll
   static void needsSkopeo() {
-    Command.requireTool(Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
+    Command.requireTool(
+        Command.onPath("skopeo"), "skopeo is not installed (apt-get install skopeo)");
   }
 
   void copy(Image image, Path layout) {
-    Command.run(Duration.ofSeconds(150), List.of("skopeo", "--insecure-policy", "--command-timeout", "120s",
-            "copy", "--src-tls-verify=false", "--src-no-creds",
-            "docker://localhost:" + port + "/" + UPSTREAM_HOST + "/" + image.repository() + ":" + image.tag(),
-            "dir:" + layout))
+    Command.run(
+            Duration.ofSeconds(150),
+            List.of(
+                "skopeo",
+                "--insecure-policy",
+                "--command-timeout",
+                "120s",
+                "copy",
+                "--src-tls-verify=false",
+                "--src-no-creds",
+                "docker://localhost:"
+                    + port
+                    + "/"
+                    + UPSTREAM_HOST
+                    + "/"
+                    + image.repository()
+                    + ":"
+                    + image.tag(),
+                "dir:" + layout))
         .assertSuccess();
     for (Blob blob : image.blobs()) {
       Path file = layout.resolve(Sha256.hexOf(blob.digest()));
       assertThat(file).as("blob %s in %s", blob.digest(), TestFiles.regularFiles(layout)).exists();
-      assertThat(Sha256.digest(file)).as("blob %s as skopeo stored it", blob.digest()).isEqualTo(blob.digest());
+      assertThat(Sha256.digest(file))
+          .as("blob %s as skopeo stored it", blob.digest())
+          .isEqualTo(blob.digest());
     }
   }
 
   @Test
   void aPullLeavesVerifiedLocalCopiesAndTheNextPullIsServedFromThem() throws Exception {
-    Image image = upstream.pusher().push(TestImages.withLargeLayer(TestImages.uniqueRepository("tier"), "v1", 6 * 1024 * 1024 + 3));
+    Image image =
+        upstream
+            .pusher()
+            .push(
+                TestImages.withLargeLayer(
+                    TestImages.uniqueRepository("tier"), "v1", 6 * 1024 * 1024 + 3));
     copy(image, work.resolve("first"));
     awaitDownloadsCommitted();
 
     for (Blob blob : image.blobs()) {
       Digest digest = Digest.parse(blob.digest());
-      assertThat(objects.stat(S3BlobStore.key(digest)).block()).as("blob %s in the bucket", blob.digest()).isPresent();
-      await().atMost(Duration.ofSeconds(20)).until(() -> blobs.open(digest).flatMap(StoredContent::file).isPresent());
+      assertThat(objects.stat(S3BlobStore.key(digest)).block())
+          .as("blob %s in the bucket", blob.digest())
+          .isPresent();
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .until(() -> blobs.open(digest).flatMap(StoredContent::file).isPresent());
       Path local = blobs.open(digest).flatMap(StoredContent::file).orElseThrow();
       assertThat(local).startsWith(storage);
-      assertThat(Sha256.digest(local)).as("the local copy of %s", blob.digest()).isEqualTo(blob.digest());
+      assertThat(Sha256.digest(local))
+          .as("the local copy of %s", blob.digest())
+          .isEqualTo(blob.digest());
     }
 
     long upstreamGets = upstream.countRequestsUnder("/v2/" + image.repository() + "/blobs/");
     for (Blob blob : image.blobs()) {
-      objects.delete(S3BlobStore.key(Digest.parse(blob.digest()))).block(); // only the local copies are left
+      objects
+          .delete(S3BlobStore.key(Digest.parse(blob.digest())))
+          .block(); // only the local copies are left
     }
     copy(image, work.resolve("second"));
     assertThat(upstream.countRequestsUnder("/v2/" + image.repository() + "/blobs/"))

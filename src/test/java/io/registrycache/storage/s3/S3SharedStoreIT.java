@@ -46,15 +46,21 @@ class S3SharedStoreIT {
   }
 
   static ManualCache replica(Path storage, boolean offline) {
-    return ManualCache.start(s3.storeIn(CacheProperties.cache(storage)
-        .localUpstream(upstream::baseUrl)
-        .set("registry-cache.offline", String.valueOf(offline))));
+    return ManualCache.start(
+        s3.storeIn(
+            CacheProperties.cache(storage)
+                .localUpstream(upstream::baseUrl)
+                .set("registry-cache.offline", String.valueOf(offline))));
   }
 
   @Test
   void aReplicaStartedLaterOnTheSameBucketServesWhatTheFirstStoredOffline() {
-    Image image = upstream.pusher().push(
-        TestImages.withLargeLayer(TestImages.uniqueRepository("shared"), "v1", 6 * 1024 * 1024 + 3));
+    Image image =
+        upstream
+            .pusher()
+            .push(
+                TestImages.withLargeLayer(
+                    TestImages.uniqueRepository("shared"), "v1", 6 * 1024 * 1024 + 3));
     try (ManualCache a = replica(first, false)) {
       a.client().withTimeout(Duration.ofSeconds(30)).pullAndVerify(image);
     }
@@ -63,15 +69,21 @@ class S3SharedStoreIT {
     try (ManualCache b = replica(second, true)) {
       BlobStore blobs = b.context().getBean(BlobStore.class);
       assertThat(blobs).isInstanceOf(S3BlobStore.class);
-      assertThat(blobs.count()).as("blobs listed from the bucket at start-up").isEqualTo(image.blobs().size());
+      assertThat(blobs.count())
+          .as("blobs listed from the bucket at start-up")
+          .isEqualTo(image.blobs().size());
       CacheClient cache = b.client().withTimeout(Duration.ofSeconds(30));
-      CacheClient.assertManifest(cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
+      CacheClient.assertManifest(
+          cache.getManifest("/v2/" + image.repository() + "/manifests/v1"), image.manifest());
       for (Blob blob : image.blobs()) {
-        HttpResponse<byte[]> response = cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
+        HttpResponse<byte[]> response =
+            cache.get("/v2/" + image.repository() + "/blobs/" + blob.digest());
         assertThat(response.statusCode()).as(describe(response)).isEqualTo(200);
         assertThat(Sha256.digest(response.body())).isEqualTo(blob.digest());
       }
     }
-    assertThat(upstream.requests()).as("the offline replica never asked the upstream").hasSize((int) upstreamRequests);
+    assertThat(upstream.requests())
+        .as("the offline replica never asked the upstream")
+        .hasSize((int) upstreamRequests);
   }
 }

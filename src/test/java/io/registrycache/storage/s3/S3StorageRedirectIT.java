@@ -17,9 +17,9 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
- * The same on {@code storage.s3.redirect=true}: a second pull is answered with 307 to a
- * presigned URL of the object, which skopeo and containerd follow; a ranged GET's Range header
- * is honoured by the store.
+ * The same on {@code storage.s3.redirect=true}: a second pull is answered with 307 to a presigned
+ * URL of the object, which skopeo and containerd follow; a ranged GET's Range header is honoured by
+ * the store.
  */
 class S3StorageRedirectIT extends S3StoragePullIT {
   @DynamicPropertySource
@@ -34,19 +34,25 @@ class S3StorageRedirectIT extends S3StoragePullIT {
     assertThat(redirect.headers().firstValue("Docker-Content-Digest")).isPresent();
     URI location = URI.create(redirect.headers().firstValue("Location").orElseThrow());
     assertThat(location.getPort()).as("the object store").isEqualTo(S3.uri().getPort());
-    return cache.http().send(
-        HttpRequest.newBuilder(location).header("Range", range).build(),
-        HttpResponse.BodyHandlers.ofByteArray());
+    return cache
+        .http()
+        .send(
+            HttpRequest.newBuilder(location).header("Range", range).build(),
+            HttpResponse.BodyHandlers.ofByteArray());
   }
 
   @Test
   void containerdFollowsTheRedirectToTheBucket(@TempDir Path hostsDir) throws Exception {
     Containerd.require();
     Containerd containerd = new Containerd();
-    Image image = upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("s3ctr"), "v1"));
-    copy(image, work.resolve("fill")); // the first pull streams through the replica and fills the bucket
+    Image image =
+        upstream.pusher().push(TestImages.smallOci(TestImages.uniqueRepository("s3ctr"), "v1"));
+    copy(
+        image,
+        work.resolve("fill")); // the first pull streams through the replica and fills the bucket
     awaitDownloadsCommitted();
-    HttpResponse<byte[]> layer = cache.get("/v2/" + image.repository() + "/blobs/" + image.largestLayer().digest());
+    HttpResponse<byte[]> layer =
+        cache.get("/v2/" + image.repository() + "/blobs/" + image.largestLayer().digest());
     assertThat(layer.statusCode()).as("a stored blob is answered with a redirect").isEqualTo(307);
     long upstreamGets = upstreamBlobGets(image);
 
@@ -56,7 +62,9 @@ class S3StorageRedirectIT extends S3StoragePullIT {
       Command.Result pull = containerd.pull(hostsDir, ref);
       assertThat(pull.exitCode()).as(pull.output()).isZero();
       assertThat(containerd.complete(ref))
-          .as("every blob fetched from the bucket and checked by containerd: %s", containerd.ctr("images", "check").output())
+          .as(
+              "every blob fetched from the bucket and checked by containerd: %s",
+              containerd.ctr("images", "check").output())
           .isTrue();
       assertThat(upstreamBlobGets(image)).as("no blob from the upstream").isEqualTo(upstreamGets);
     } finally {
@@ -68,7 +76,8 @@ class S3StorageRedirectIT extends S3StoragePullIT {
     upstream.syncLogs();
     long gets = 0;
     for (Blob blob : image.blobs()) {
-      gets += upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest());
+      gets +=
+          upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest());
     }
     return gets;
   }
