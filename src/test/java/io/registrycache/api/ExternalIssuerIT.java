@@ -13,17 +13,15 @@ import com.nimbusds.jose.jwk.JWKSet;
 import com.nimbusds.jose.jwk.gen.ECKeyGenerator;
 import com.nimbusds.jwt.JWTClaimsSet;
 import com.nimbusds.jwt.SignedJWT;
-import com.sun.net.httpserver.HttpServer;
 import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.CacheClient;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Blob;
 import io.registrycache.testsupport.TestImages.Image;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -31,6 +29,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Date;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -52,7 +51,7 @@ class ExternalIssuerIT extends AbstractCacheIT {
   static final String AUDIENCE = "registry-cache-it";
   static final String PASSTHROUGH_HOST = "open.test";
   static final ECKey KEY = ecKey("idp-key-1");
-  static final HttpServer JWKS = jwksServer();
+  static final ScriptedHttp JWKS = jwksServer();
 
   static ECKey ecKey(String kid) {
     try {
@@ -62,28 +61,19 @@ class ExternalIssuerIT extends AbstractCacheIT {
     }
   }
 
-  static HttpServer jwksServer() {
-    try {
-      HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-      byte[] body = new JWKSet(KEY.toPublicJWK()).toString(true).getBytes(StandardCharsets.UTF_8);
-      server.createContext(
-          "/jwks.json",
-          exchange -> {
-            exchange.getResponseHeaders().set("Content-Type", "application/json");
-            exchange.sendResponseHeaders(200, body.length);
-            exchange.getResponseBody().write(body);
-            exchange.close();
-          });
-      server.start();
-      return server;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+  static ScriptedHttp jwksServer() {
+    ScriptedHttp server = new ScriptedHttp();
+    byte[] body = new JWKSet(KEY.toPublicJWK()).toString(true).getBytes(StandardCharsets.UTF_8);
+    server.route(
+        "/jwks.json",
+        exchange ->
+            ScriptedHttp.respond(exchange, 200, Map.of("Content-Type", "application/json"), body));
+    return server;
   }
 
   @AfterAll
   static void stopJwks() {
-    JWKS.stop(0);
+    JWKS.close();
   }
 
   @TempDir Path work;
@@ -96,8 +86,7 @@ class ExternalIssuerIT extends AbstractCacheIT {
     registry.add("registry-cache.auth.trusted-issuers[0].issuer", () -> ISSUER);
     registry.add("registry-cache.auth.trusted-issuers[0].audience", () -> AUDIENCE);
     registry.add(
-        "registry-cache.auth.trusted-issuers[0].jwks-url",
-        () -> "http://127.0.0.1:" + JWKS.getAddress().getPort() + "/jwks.json");
+        "registry-cache.auth.trusted-issuers[0].jwks-url", () -> JWKS.baseUrl() + "/jwks.json");
     registry.add("registry-cache.auth.rules[0].subjects", () -> "jwt:idp/alice");
     registry.add("registry-cache.auth.rules[0].repositories", () -> "it/allowed-*");
     registry.add("registry-cache.auth.rules[1].subjects", () -> "group:jwt:idp/builders");

@@ -11,9 +11,8 @@ import com.nimbusds.jose.jwk.ECKey;
 import com.nimbusds.jose.jwk.JWK;
 import com.nimbusds.jose.jwk.JWKSet;
 import com.nimbusds.jose.jwk.RSAKey;
-import com.sun.net.httpserver.HttpServer;
 import io.registrycache.config.RegistryCacheProperties;
-import java.net.InetSocketAddress;
+import io.registrycache.testsupport.ScriptedHttp;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.ZoneOffset;
@@ -31,34 +30,30 @@ class ExternalTokensJwksUrlTest {
 
   private final AtomicReference<JWKSet> served = new AtomicReference<>();
   private final AtomicInteger fetches = new AtomicInteger();
-  private HttpServer server;
+  private ScriptedHttp server;
 
   @BeforeEach
-  void start() throws Exception {
-    server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext(
+  void start() {
+    server = new ScriptedHttp();
+    server.route(
         "/.well-known/jwks.json",
         exchange -> {
           fetches.incrementAndGet();
           byte[] body = served.get().toString(true).getBytes(StandardCharsets.UTF_8);
-          exchange.getResponseHeaders().set("Content-Type", "application/json");
-          exchange.sendResponseHeaders(200, body.length);
-          exchange.getResponseBody().write(body);
-          exchange.close();
+          ScriptedHttp.respond(exchange, 200, Map.of("Content-Type", "application/json"), body);
         });
-    server.start();
   }
 
   @AfterEach
   void stop() {
-    server.stop(0);
+    server.close();
   }
 
   private ExternalTokens tokens() {
     Map<String, String> map =
         settings(
             "registry-cache.auth.trusted-issuers[0].jwks-url",
-            "http://127.0.0.1:" + server.getAddress().getPort() + "/.well-known/jwks.json",
+            server.baseUrl() + "/.well-known/jwks.json",
             "registry-cache.auth.trusted-issuers[0].jwks-timeout",
             "2s");
     return new ExternalTokens(
@@ -105,7 +100,7 @@ class ExternalTokensJwksUrlTest {
   void anUnreachableJwksUrlRefusesTokensWithoutError() {
     serve(generateRsa("k"));
     ExternalTokens tokens = tokens();
-    server.stop(0);
+    server.close();
     assertThat(tokens.verify(token(generateRsa("k")))).isEmpty();
   }
 }
