@@ -6,6 +6,7 @@ import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.nodemirror.NodeMirrorHosts;
 import io.registrycache.testsupport.Command;
 import io.registrycache.testsupport.Containerd;
+import io.registrycache.testsupport.NeedsTool;
 import io.registrycache.testsupport.TestImages;
 import io.registrycache.testsupport.TestImages.Image;
 import java.io.IOException;
@@ -25,6 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
  * the {@code ?ns=upstream.test} form. The image is unpacked too, which checks every layer against
  * the config's diff_ids. Uses the containerd that runs under dockerd, in a namespace of its own.
  */
+@NeedsTool("ctr")
 class ContainerdIT extends AbstractCacheIT {
 
   @TempDir Path hostsDir;

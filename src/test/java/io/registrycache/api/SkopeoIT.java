@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.jayway.jsonpath.JsonPath;
 import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.NeedsTool;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  * localhost:<port>/upstream.test/<name>:<tag>} into an OCI layout; the copied manifests and blobs
  * are checked independently of skopeo's own verification.
  */
+@NeedsTool("skopeo")
 class SkopeoIT extends AbstractCacheIT {
 
   @TempDir Path work;

@@ -8,6 +8,7 @@ import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.StoredContent;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.NeedsTool;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
 import io.registrycache.testsupport.TestImages;
@@ -31,6 +32,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * pull is served from those copies (shown by deleting the bucket's objects first: the pull still
  * succeeds, byte for byte, without the upstream).
  */
+@NeedsTool("skopeo")
 class S3LocalTierPullIT extends AbstractCacheIT {
 
   @TempDir Path work;

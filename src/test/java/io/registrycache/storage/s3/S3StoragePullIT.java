@@ -6,6 +6,7 @@ import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.NeedsTool;
 import io.registrycache.testsupport.S3TestServer;
 import io.registrycache.testsupport.Sha256;
 import io.registrycache.testsupport.TestFiles;
@@ -36,6 +37,7 @@ import org.springframework.test.context.DynamicPropertySource;
  * layer larger than two parts goes up as a multipart upload, and a second pull is served from the
  * bucket, whole and ranged, without the upstream.
  */
+@NeedsTool("skopeo")
 @ExtendWith(OutputCaptureExtension.class)
 class S3StoragePullIT extends AbstractCacheIT {
 
