@@ -17,16 +17,22 @@ import org.springframework.util.unit.DataSize;
  *     never resumes; default 3
  * @param prefetch {@code registry-cache.blobs.prefetch.*}: fetching the blobs of a manifest as soon
  *     as the manifest arrives
+ * @param fillResponseMemory direct memory, in all, that responses streaming blobs still arriving
+ *     from the upstream may hold (in 64 KiB buffers) while their clients drain them; a response
+ *     that finds it all taken waits for a buffer to come back. It bounds what any number of clients
+ *     joining fills can pin; keep it under half of {@code -XX:MaxDirectMemorySize}; default 16MB
  */
 @ConfigurationProperties("registry-cache.blobs")
 public record BlobsProperties(
     @DefaultValue("10m") Duration orphanDownloadTimeout,
     @DefaultValue("3") int resumeAttempts,
-    @DefaultValue Prefetch prefetch) {
+    @DefaultValue Prefetch prefetch,
+    @DefaultValue("16MB") DataSize fillResponseMemory) {
 
   /** Settings with prefetch at its defaults (tests, tools). */
   public static BlobsProperties of(Duration orphanDownloadTimeout, int resumeAttempts) {
-    return new BlobsProperties(orphanDownloadTimeout, resumeAttempts, Prefetch.DEFAULTS);
+    return new BlobsProperties(
+        orphanDownloadTimeout, resumeAttempts, Prefetch.DEFAULTS, DataSize.ofMegabytes(16));
   }
 
   /**

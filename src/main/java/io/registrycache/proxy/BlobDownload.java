@@ -37,10 +37,11 @@ import reactor.util.retry.Retry;
  * holds the upstream through the pipeline's own backpressure: at most about {@value
  * #MAX_UNWRITTEN_BYTES} bytes are received and not yet written.
  *
- * <p>Readers ({@link BlobReader}) take slices of the received buffers, or read the file for bytes
- * no longer in memory (joined late, fell behind): a slow client stalls neither the fill nor the
- * other readers. The fill goes at most {@value #PACE_BYTES} bytes ahead of its fastest reader
- * ({@link FillReaders}), so a reader that keeps up takes every byte from memory.
+ * <p>Readers ({@link BlobReader}) copy the received bytes into buffers of a budget shared by every
+ * response ({@link ReaderBuffers}), or read the file for bytes no longer in memory (joined late,
+ * fell behind): a slow client stalls neither the fill nor the other readers. The fill goes at most
+ * {@value #PACE_BYTES} bytes ahead of its fastest reader ({@link FillReaders}), so a reader that
+ * keeps up takes every byte from memory.
  *
  * <p>The last byte of a blob of known size is held back until the store verified the size and
  * digest: a reader never sees a clean end of bad content — on a mismatch or a failed transfer it
@@ -103,6 +104,7 @@ public final class BlobDownload {
   private final Callable<ContentWriter> newWriter;
   private final Source source;
   private final Scheduler scheduler;
+  private final ReaderBuffers buffers;
   private final Duration orphanTimeout;
   private final int resumeAttempts;
   private final FillWindow window;
@@ -137,6 +139,7 @@ public final class BlobDownload {
    * @param newWriter the store's writer for the bytes (called once, on start)
    * @param source starts the upstream (or owner) request
    * @param scheduler where file-system work runs (never a Netty event loop)
+   * @param buffers the direct buffers readers send from, shared by every download
    * @param settings how long the transfer goes on with no reader ({@code orphan-download-timeout}),
    *     how often a broken transfer is resumed ({@code resume-attempts})
    */
@@ -146,12 +149,14 @@ public final class BlobDownload {
       Callable<ContentWriter> newWriter,
       Source source,
       Scheduler scheduler,
+      ReaderBuffers buffers,
       BlobsProperties settings) {
     this.digest = digest;
     this.description = description;
     this.newWriter = newWriter;
     this.source = source;
     this.scheduler = scheduler;
+    this.buffers = buffers;
     this.orphanTimeout = settings.orphanDownloadTimeout();
     this.resumeAttempts = Math.max(0, settings.resumeAttempts());
     this.window = new FillWindow(description);
@@ -336,7 +341,8 @@ public final class BlobDownload {
                   description,
                   start,
                   endInclusive < 0 ? -1 : endInclusive + 1,
-                  factory);
+                  factory,
+                  buffers);
           disposeOrphanTimer();
           return reader
               .bytes()
@@ -349,7 +355,7 @@ public final class BlobDownload {
         });
   }
 
-  /** Bytes this download holds in memory now (readers hold slices of the same buffers). */
+  /** Bytes this download holds in memory now. */
   long bufferedBytes() {
     return window.buffered();
   }

@@ -1,7 +1,7 @@
 package io.registrycache.proxy;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
 import io.netty.util.ReferenceCountUtil;
 import io.registrycache.storage.ContentWriter;
 import java.io.IOException;
@@ -21,32 +21,29 @@ import reactor.core.scheduler.Scheduler;
  *
  * <ul>
  *   <li>the next bytes are only in the file (written, and gone from memory: the reader joined late
- *       or fell behind): read up to {@value #FILE_READ_BYTES} bytes from it, on the storage
- *       scheduler;
- *   <li>they are in memory: take retained slices of the received buffers (no copy), as the client
- *       asks for them ({@link Flux#generate});
+ *       or fell behind): read up to {@value ReaderBuffers#BUFFER_BYTES} bytes from it, on the
+ *       storage scheduler;
+ *   <li>they are in memory: copy up to that many of them;
  *   <li>it has all there is: wait until the window changes (more bytes, the blob verified, the
  *       download failed).
  * </ul>
  *
- * <p>Steps repeat until the blob is verified and the range read. A reader holds no queue of its own
- * and never holds up the fill or another reader beyond the fill's pacing ({@link
- * FillWindow#paced}). Errors are the download's own failure (its OCI code kept), or an {@link
- * IOException} for a file this reader could not read.
+ * <p>Each step that sends bytes first takes a buffer from {@link ReaderBuffers} (the server's
+ * responses), so the direct memory all readers hold is bounded in bytes, and a received buffer is
+ * never pinned by a response still queued. Steps repeat until the blob is verified and the range
+ * read. A reader holds no queue of its own and never holds up the fill or another reader beyond the
+ * fill's pacing ({@link FillWindow#paced}). Errors are the download's own failure (its OCI code
+ * kept), or an {@link IOException} for a file this reader could not read or a buffer it could not
+ * get.
  */
 final class BlobReader {
-
-  /**
-   * Bytes read from the file per read: a response holds up to 32 of them in direct memory ({@code
-   * RegistryCacheApplication#SEND_PREFETCH}) while its client drains them.
-   */
-  static final int FILE_READ_BYTES = 64 * 1024;
 
   private final FillWindow window;
   private final Supplier<ContentWriter> writer;
   private final Scheduler scheduler;
   private final String description;
   private final DataBufferFactory factory;
+  private final ReaderBuffers buffers;
   private final FillReaders.Position position;
   private volatile boolean done;
   private final Object fileLock = new Object();
@@ -58,6 +55,8 @@ final class BlobReader {
    * @param writer the download's store writer, whose file is read
    * @param scheduler where file reads run (never a Netty event loop)
    * @param endExclusive one past the last byte wanted, or -1 for the blob's end
+   * @param factory the response's buffers: a {@link NettyDataBufferFactory} gets the bytes in
+   *     {@code buffers}' direct buffers; any other gets them copied into its own
    */
   BlobReader(
       FillWindow window,
@@ -66,18 +65,20 @@ final class BlobReader {
       String description,
       long start,
       long endExclusive,
-      DataBufferFactory factory) {
+      DataBufferFactory factory,
+      ReaderBuffers buffers) {
     this.window = window;
     this.writer = writer;
     this.scheduler = scheduler;
     this.description = description;
     this.factory = factory;
+    this.buffers = buffers;
     this.position = window.open(start, endExclusive);
   }
 
   /** The bytes, in the factory's buffers; subscribe once. */
   Flux<DataBuffer> bytes() {
-    return Flux.defer(this::step)
+    return Mono.defer(this::step)
         .repeat(() -> !done)
         .map(this::wrap)
         .doOnDiscard(ByteBuf.class, ReferenceCountUtil::safeRelease);
@@ -100,10 +101,11 @@ final class BlobReader {
     return window.close(position);
   }
 
-  private Flux<ByteBuf> step() {
+  /** One buffer of bytes, or nothing (the reader waited for a change, or is done). */
+  private Mono<ByteBuf> step() {
     FillWindow.View v = window.view();
     if (v.state() == FillWindow.State.FAILED) {
-      return Flux.error(v.failure());
+      return Mono.error(v.failure());
     }
     long end = position.end();
     if (v.verified()) {
@@ -114,52 +116,51 @@ final class BlobReader {
     long next = position.next();
     if (v.verified() && next >= end) {
       done = true;
-      return Flux.empty();
+      return Mono.empty();
     }
     long limit = Math.min(end, v.readable());
     if (next >= limit) {
-      return window.changedSince(v.version()).thenMany(Flux.empty());
+      return window.changedSince(v.version()).then(Mono.empty());
     }
     if (next < v.memoryStart()) {
       long upTo = Math.min(limit, v.written());
-      return Mono.fromCallable(() -> readFile(upTo)).subscribeOn(scheduler).flux();
+      return take().flatMap(b -> Mono.fromCallable(() -> readFile(b, upTo)).subscribeOn(scheduler));
     }
-    return Flux.generate(
-        sink -> {
-          ByteBuf slice = window.slice(position, limit);
-          if (slice == null) {
-            sink.complete();
-            return;
-          }
-          sink.next(slice);
-          if (position.next() >= limit) {
-            sink.complete();
-          }
-        });
+    return take()
+        .flatMap(
+            b -> {
+              if (window.copy(position, limit, b) > 0) {
+                return Mono.just(b);
+              }
+              b.release(); // gone from memory meanwhile: the next step reads the file
+              return Mono.empty();
+            });
+  }
+
+  /** An empty buffer for one step's bytes. */
+  private Mono<ByteBuf> take() {
+    if (factory instanceof NettyDataBufferFactory) {
+      return buffers.take();
+    }
+    return Mono.fromSupplier(() -> Unpooled.buffer(ReaderBuffers.BUFFER_BYTES));
   }
 
   /**
-   * Reads the file from the reader's next byte up to {@code limit}, at most {@value
-   * #FILE_READ_BYTES} bytes; null once closed.
+   * Reads the file into {@code b} from the reader's next byte up to {@code limit}, at most a
+   * buffer's worth; null (the buffer released) once closed.
    */
-  private ByteBuf readFile(long limit) throws IOException {
+  private ByteBuf readFile(ByteBuf b, long limit) throws IOException {
     long from = position.next();
-    int n = (int) Math.min(FILE_READ_BYTES, limit - from);
-    ByteBuf b = null;
+    int n = (int) Math.min(b.writableBytes(), limit - from);
     synchronized (fileLock) {
       if (closed) {
+        b.release();
         return null;
       }
       try {
         if (file == null) {
           file = (FileChannel) writer.get().openReader();
         }
-        // the response's own allocator where it has one (the server's pool), so its limits apply
-        b =
-            (factory instanceof NettyDataBufferFactory netty
-                    ? netty.getByteBufAllocator()
-                    : ByteBufAllocator.DEFAULT)
-                .directBuffer(n);
         for (int got = 0; got < n; ) {
           int r = b.writeBytes(file, from + got, n - got);
           if (r < 0) {
@@ -168,29 +169,18 @@ final class BlobReader {
           got += r;
         }
       } catch (NoSuchFileException e) {
-        release(b);
+        b.release();
         FillWindow.View v = window.view();
         Throwable cause = v.failure() != null ? v.failure() : e;
         throw new IOException(
             "download of " + description + " failed: " + cause.getMessage(), cause);
       } catch (IOException | RuntimeException e) {
-        release(b);
+        b.release();
         throw e;
-      } catch (OutOfMemoryError e) {
-        // Netty's direct-memory limit (OutOfDirectMemoryError): this reader fails at once, instead
-        // of the Error escaping the storage thread and the client waiting for its timeout.
-        release(b);
-        throw new IOException("no memory for the response's buffers: " + e.getMessage(), e);
       }
     }
     window.advance(position, n);
     return b;
-  }
-
-  private static void release(ByteBuf b) {
-    if (b != null) {
-      b.release();
-    }
   }
 
   private DataBuffer wrap(ByteBuf b) {

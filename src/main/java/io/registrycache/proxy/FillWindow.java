@@ -20,8 +20,8 @@ import reactor.core.publisher.Sinks;
  * <p>A received buffer stays here until the store has written it and the fastest reader has passed
  * it (so a reader keeping up never reads the file back); the one holding the last byte of a blob of
  * known size stays until the blob is verified, and readers see that last byte only then. A download
- * that fails releases them all. Readers take retained slices, so a buffer released here stays valid
- * for a reader that holds a slice of it.
+ * that fails releases them all. Readers copy what they take into buffers of their own ({@link
+ * ReaderBuffers}), so a received buffer leaves memory as soon as it is written and passed.
  *
  * <p>Readers wait for a change with {@link #changedSince}; the fill waits for its fastest reader
  * with {@link #paced} ({@link FillReaders}, guarded by the same lock). Both are {@link Mono}s
@@ -206,31 +206,35 @@ final class FillWindow {
   }
 
   /**
-   * A retained slice of the received buffer holding the reader's next byte, up to {@code limit},
-   * and the reader moved past it; null when that byte is not in memory (or is {@code limit}).
+   * Copies into {@code target} the received bytes from the reader's next one on, up to {@code
+   * limit} or the target's end, and moves the reader past them.
+   *
+   * @return the bytes copied: 0 when the reader's next byte is not in memory (or is {@code limit})
    */
-  ByteBuf slice(FillReaders.Position reader, long limit) {
-    ByteBuf slice = null;
+  int copy(FillReaders.Position reader, long limit, ByteBuf target) {
+    int copied = 0;
     After after = new After();
     synchronized (lock) {
       long from = reader.next();
       for (Chunk c : chunks) {
-        if (c.end() > from) {
-          if (c.offset() <= from && from < limit) {
-            int at = (int) (from - c.offset());
-            int to = (int) (Math.min(c.end(), limit) - c.offset());
-            slice = c.buf().retainedSlice(c.buf().readerIndex() + at, to - at);
-            reader.moveTo(from + (to - at));
-          }
+        if (c.end() <= from) {
+          continue;
+        }
+        if (c.offset() > from || from >= limit || !target.isWritable()) {
           break;
         }
+        int n = (int) Math.min(Math.min(c.end(), limit) - from, target.writableBytes());
+        target.writeBytes(c.buf(), c.buf().readerIndex() + (int) (from - c.offset()), n);
+        from += n;
+        copied += n;
       }
-      if (slice != null) {
+      if (copied > 0) {
+        reader.moveTo(from);
         moved(after);
       }
     }
     after.run();
-    return slice;
+    return copied;
   }
 
   /** Moves a reader on after it read {@code n} bytes from the file. */

@@ -59,6 +59,10 @@ public class ProxyBlobService implements SmartLifecycle {
   private final SingleFlight<Digest, Mono<Boolean>> rechecks = new SingleFlight<>();
   private final Scheduler storage;
   private final BlobsProperties blobSettings;
+
+  /** The direct buffers responses stream fills from: one budget for every download. */
+  private final ReaderBuffers readerBuffers;
+
   private final boolean offline;
   private final PeerSource peers;
 
@@ -95,6 +99,7 @@ public class ProxyBlobService implements SmartLifecycle {
     this.metrics = metrics;
     this.storage = context.storage();
     this.blobSettings = properties.blobs();
+    this.readerBuffers = new ReaderBuffers(properties.blobs().fillResponseMemory());
     this.unrequested =
         Caffeine.newBuilder()
             .maximumSize(100_000)
@@ -507,6 +512,7 @@ public class ProxyBlobService implements SmartLifecycle {
             },
             source,
             storage,
+            readerBuffers,
             blobSettings);
     download.traced(trace);
     Fill fill =

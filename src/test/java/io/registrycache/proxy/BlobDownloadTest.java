@@ -4,9 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 import static org.awaitility.Awaitility.await;
 
-import io.netty.buffer.AbstractByteBufAllocator;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.registrycache.config.BlobsProperties;
@@ -24,9 +22,11 @@ import java.nio.ByteBuffer;
 import java.nio.channels.SeekableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.MessageDigest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -38,6 +38,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -58,6 +59,7 @@ import org.springframework.core.io.buffer.DataBufferFactory;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
 import org.springframework.core.io.buffer.NettyDataBufferFactory;
+import org.springframework.util.unit.DataSize;
 import reactor.core.Disposable;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
@@ -89,6 +91,9 @@ class BlobDownloadTest {
   private FileBlobStore store;
   private final SingleFlight<Digest, BlobDownload> downloads = new SingleFlight<>();
   private Scheduler scheduler;
+
+  /** The direct buffers readers send from, as the service has them (16 MiB). */
+  private ReaderBuffers buffers = new ReaderBuffers(DataSize.ofMegabytes(16));
 
   /**
    * Where {@link FileReads} runs readers' file reads: not on threads a held store step may block.
@@ -152,6 +157,7 @@ class BlobDownloadTest {
                 return source;
               },
               scheduler,
+              buffers,
               NO_RESUME);
         },
         download -> {
@@ -244,6 +250,7 @@ class BlobDownloadTest {
             (offset, ownerGaveUp) ->
                 Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
             scheduler,
+            buffers,
             NO_RESUME);
     d.start();
     ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -303,6 +310,7 @@ class BlobDownloadTest {
             (offset, ownerGaveUp) ->
                 Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
             scheduler,
+            buffers,
             NO_RESUME);
     d.start();
     Throwable error =
@@ -465,6 +473,7 @@ class BlobDownloadTest {
             (offset, ownerGaveUp) ->
                 Mono.just(new UpstreamBlob(content.length, counted(content, 64 * 1024, sent))),
             scheduler,
+            buffers,
             NO_RESUME);
     SlowReader reader = new SlowReader();
     d.read(0, -1).subscribe(reader); // the first client is there from the first byte on
@@ -507,6 +516,7 @@ class BlobDownloadTest {
             () -> store.newWriter(digest),
             source,
             scheduler,
+            buffers,
             BlobsProperties.of(Duration.ofMinutes(1), 3));
     d.start();
     assertThat(collect(d.read(0, -1))).isEqualTo(content);
@@ -537,6 +547,7 @@ class BlobDownloadTest {
             () -> store.newWriter(digest),
             alwaysBreaks,
             scheduler,
+            buffers,
             BlobsProperties.of(Duration.ofMinutes(1), 2));
     d.start();
     Throwable error =
@@ -901,7 +912,7 @@ class BlobDownloadTest {
    * A cold fill of {@code content}, sent by the upstream in buffers of the given sizes (the rest in
    * one more).
    */
-  private static BlobDownload cold(
+  private BlobDownload cold(
       Digest digest, byte[] content, ContentWriter writer, Scheduler storage, int... buffers) {
     List<DataBuffer> parts = new ArrayList<>();
     int at = 0;
@@ -923,6 +934,7 @@ class BlobDownloadTest {
             (offset, ownerGaveUp) ->
                 Mono.just(new UpstreamBlob(content.length, Flux.fromIterable(parts))),
             storage,
+            this.buffers,
             NO_RESUME);
     d.start();
     return d;
@@ -1027,6 +1039,7 @@ class BlobDownloadTest {
             (offset, ownerGaveUp) ->
                 Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
             reads,
+            buffers,
             NO_RESUME);
     d.start();
     held.append.awaitArrivals(1);
@@ -1143,6 +1156,7 @@ class BlobDownloadTest {
               (offset, ownerGaveUp) ->
                   Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
               reads,
+              buffers,
               NO_RESUME);
       // one buffer at a time, each asked for 0.2 ms after the last arrived: slower than the store
       Probe reader =
@@ -1188,6 +1202,7 @@ class BlobDownloadTest {
                 Mono.just(
                     new UpstreamBlob(content.length, Flux.fromIterable(sent).map(netty::wrap))),
             scheduler,
+            buffers,
             NO_RESUME);
     Probe lagging = Probe.manual("no demand until the blob is stored", 0);
     Probe stopping = Probe.manual("one buffer, then cancels", 1);
@@ -1201,6 +1216,139 @@ class BlobDownloadTest {
     assertThat(sent)
         .allSatisfy(
             b -> assertThat(b.refCnt()).as("reference count of an upstream buffer").isZero());
+  }
+
+  /**
+   * A client whose connection holds up to {@code held} buffers (a response queues and writes 32)
+   * and lets one go every {@code pauseNanos}: the shape of a slow TCP client behind Netty.
+   */
+  private static final class HoldingClient extends BaseSubscriber<DataBuffer> {
+    private final LinkedBlockingQueue<DataBuffer> held = new LinkedBlockingQueue<>();
+    private final int most;
+    private final long pauseNanos;
+    private final Runnable sample;
+    private final MessageDigest sha256;
+    final CompletableFuture<String> done = new CompletableFuture<>();
+    private volatile boolean ended;
+
+    HoldingClient(int most, long pauseNanos, Runnable sample) throws Exception {
+      this.most = most;
+      this.pauseNanos = pauseNanos;
+      this.sample = sample;
+      this.sha256 = MessageDigest.getInstance("SHA-256");
+    }
+
+    @Override
+    protected void hookOnSubscribe(Subscription s) {
+      request(most);
+    }
+
+    @Override
+    protected void hookOnNext(DataBuffer b) {
+      held.add(b);
+    }
+
+    @Override
+    protected void hookOnComplete() {
+      ended = true;
+    }
+
+    @Override
+    protected void hookOnError(Throwable e) {
+      ended = true;
+      done.completeExceptionally(e);
+    }
+
+    /** Drains on the calling thread until the body ended and every buffer was let go. */
+    void drain() {
+      try {
+        while (!(ended && held.isEmpty()) && !done.isDone()) {
+          DataBuffer b = held.poll(1, TimeUnit.MILLISECONDS);
+          if (b == null) {
+            continue;
+          }
+          sample.run();
+          LockSupport.parkNanos(pauseNanos);
+          try (DataBuffer.ByteBufferIterator it = b.readableByteBuffers()) {
+            it.forEachRemaining(sha256::update);
+          }
+          DataBufferUtils.release(b);
+          request(1);
+        }
+        done.complete("sha256:" + HexFormat.of().formatHex(sha256.digest()));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        done.completeExceptionally(e);
+      }
+    }
+  }
+
+  /**
+   * Ten clients on one cold 48 MiB blob, each letting its buffers go at its own pace while its
+   * connection holds up to 32 of them: the direct memory they pin is the readers' buffers, within
+   * their budget, and the upstream's buffers stay within the fill's own bound however far apart the
+   * clients are. (Readers once sent slices of the upstream's 1 MiB buffers, each keeping its whole
+   * buffer alive: ten such clients pinned tens of MiB and had Netty fail responses under a 32 MiB
+   * {@code MaxDirectMemorySize}.)
+   */
+  @Test
+  void tenClientsOfALargeBlobPinNoMoreThanTheReadersBudgetAndTheFillsWindow() throws Exception {
+    int mib = 1 << 20;
+    byte[] content = random(48 * mib);
+    Digest digest = Digest.sha256(content);
+    UnpooledByteBufAllocator upstreamAlloc = new UnpooledByteBufAllocator(true);
+    NettyDataBufferFactory upstreamBuffers = new NettyDataBufferFactory(upstreamAlloc);
+    buffers = new ReaderBuffers(DataSize.ofMegabytes(4));
+    AtomicLong upstreamPeak = new AtomicLong();
+    AtomicInteger lentPeak = new AtomicInteger();
+    Runnable sample =
+        () -> {
+          upstreamPeak.accumulateAndGet(upstreamAlloc.metric().usedDirectMemory(), Math::max);
+          lentPeak.accumulateAndGet(buffers.lent(), Math::max);
+        };
+    Flux<DataBuffer> body =
+        Flux.range(0, 48)
+            .map(
+                i ->
+                    upstreamBuffers.wrap(
+                        upstreamAlloc.directBuffer(mib).writeBytes(content, i * mib, mib)));
+    BlobDownload d =
+        new BlobDownload(
+            digest,
+            "test@" + digest,
+            () -> store.newWriter(digest),
+            (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, body)),
+            scheduler,
+            buffers,
+            NO_RESUME);
+    NettyDataBufferFactory responses = new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT);
+    List<HoldingClient> clients = new ArrayList<>();
+    ExecutorService drainers = Executors.newFixedThreadPool(10);
+    try {
+      for (int i = 0; i < 10; i++) {
+        HoldingClient c = new HoldingClient(32, i * 20_000L, sample);
+        clients.add(c);
+        d.read(0, -1, responses).subscribe(c);
+        drainers.execute(c::drain);
+      }
+      d.start();
+      for (HoldingClient c : clients) {
+        assertThat(c.done.get(120, TimeUnit.SECONDS)).isEqualTo(digest.toString());
+      }
+    } finally {
+      drainers.shutdownNow();
+    }
+    assertThat(d.completion().block(Duration.ofSeconds(10))).isEqualTo(content.length);
+    // the fill's own bound: the upstream prefetch (4 buffers), batches being written
+    // (MAX_UNWRITTEN_BYTES) and the pace ahead of the fastest reader (PACE_BYTES), in 1 MiB buffers
+    long fillBound =
+        4L * mib + BlobDownload.MAX_UNWRITTEN_BYTES + BlobDownload.PACE_BYTES + 2L * mib;
+    assertThat(upstreamPeak.get())
+        .as("upstream direct memory held while ten clients read (bytes)")
+        .isLessThanOrEqualTo(fillBound);
+    assertThat(lentPeak.get()).as("reader buffers lent at once").isBetween(1, buffers.max());
+    await().atMost(Duration.ofSeconds(5)).until(() -> buffers.lent() == 0);
+    assertThat(upstreamAlloc.metric().usedDirectMemory()).isZero();
   }
 
   /**
@@ -1232,7 +1380,7 @@ class BlobDownloadTest {
   }
 
   /**
-   * A reader that cannot get buffers for the written file (Netty's direct-memory limit, an Error)
+   * A reader that cannot get buffers for the written file (the JVM's direct-memory limit, an Error)
    * fails at once with an {@link java.io.IOException} instead of waiting for nothing (seen in the
    * chaos soak: the client waited for its timeout); the download and another reader go on.
    */
@@ -1242,28 +1390,16 @@ class BlobDownloadTest {
     Digest digest = Digest.sha256(content);
     HeldWriter held = new HeldWriter(store.newWriter(digest), 0);
     held.commit.hold();
+    buffers =
+        new ReaderBuffers(
+            DataSize.ofMegabytes(1),
+            () -> {
+              throw new OutOfMemoryError("Cannot reserve 65536 bytes of direct buffer memory");
+            });
     BlobDownload d = cold(digest, content, held, new FileReads(scheduler, readScheduler), SMALL);
     held.commit.awaitArrivals(1);
-    ByteBufAllocator exhausted =
-        new AbstractByteBufAllocator(true) {
-          @Override
-          protected ByteBuf newDirectBuffer(int initialCapacity, int maxCapacity) {
-            throw new OutOfMemoryError(
-                "failed to allocate " + initialCapacity + " byte(s) of direct memory (test)");
-          }
 
-          @Override
-          protected ByteBuf newHeapBuffer(int initialCapacity, int maxCapacity) {
-            return Unpooled.buffer(initialCapacity, maxCapacity);
-          }
-
-          @Override
-          public boolean isDirectBufferPooled() {
-            return false;
-          }
-        };
-
-    StepVerifier.create(d.read(0, -1, new NettyDataBufferFactory(exhausted)))
+    StepVerifier.create(d.read(0, -1, new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT)))
         .expectErrorSatisfies(
             e ->
                 assertThat(e)
@@ -1336,6 +1472,7 @@ class BlobDownloadTest {
                           content.length,
                           Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(content)))),
               scheduler,
+              buffers,
               NO_RESUME);
       d.read(0, -1).subscribe(reader); // there from the first byte: live
       Thread asker =
@@ -1397,39 +1534,19 @@ class BlobDownloadTest {
   }
 
   /** The download's and its open readers' state, for a failure message (read without its lock). */
-  private static String dump(BlobDownload d) {
+  /** What a stuck download and the readers' buffers look like, for a failure's message. */
+  private String dump(BlobDownload d) {
     try {
-      StringBuilder s = new StringBuilder("download:");
-      for (String f :
-          List.of("state", "expectedSize", "received", "written", "upstreamDone", "paused")) {
-        s.append(' ').append(f).append('=').append(field(d, f));
-      }
-      List<?> live = new ArrayList<>((List<?>) field(d, "live"));
-      List<?> waiting = new ArrayList<>((List<?>) field(d, "waiting"));
-      for (Object r : new ArrayList<>((List<?>) field(d, "open"))) {
-        s.append("\n    open reader:");
-        for (String f :
-            List.of(
-                "isLive",
-                "reading",
-                "queuedTo",
-                "endExclusive",
-                "requested",
-                "queuedBytes",
-                "wip",
-                "cancelled",
-                "done",
-                "readError")) {
-          s.append(' ').append(f).append('=').append(field(r, f));
-        }
-        s.append(" in live ")
-            .append(live.stream().filter(x -> x == r).count())
-            .append("x, in waiting ")
-            .append(waiting.stream().filter(x -> x == r).count())
-            .append('x');
-      }
-      return s.toString();
-    } catch (ReflectiveOperationException | RuntimeException e) {
+      FillWindow window = (FillWindow) field(d, "window");
+      return "window: "
+          + window.view()
+          + ", readers "
+          + window.readers()
+          + "; reader buffers lent "
+          + buffers.lent()
+          + " of "
+          + buffers.max();
+    } catch (ReflectiveOperationException e) {
       return "(no dump: " + e + ")";
     }
   }
@@ -1484,6 +1601,7 @@ class BlobDownloadTest {
                   () -> writer,
                   (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, body)),
                   scheduler,
+                  buffers,
                   NO_RESUME);
           Probe p = Probe.of("reader of fill " + f, Demand.ONE_ASYNC, clients);
           d.read(0, -1).subscribe(p);
@@ -1562,6 +1680,7 @@ class BlobDownloadTest {
                 () -> writer,
                 (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, upstream.asFlux())),
                 scheduler,
+                this.buffers,
                 NO_RESUME);
         long pauseMax = large ? 4_000_000 : 1_500_000;
 
@@ -1691,6 +1810,17 @@ class BlobDownloadTest {
             .as(
                 "iteration %d (seed %d): upstream buffers still held after the blob was stored and read; %s",
                 i, seed, dump(d))
+            .isZero();
+        while (this.buffers.lent() > 0 && System.nanoTime() < deadline) {
+          Thread.sleep(1);
+        }
+        assertThat(this.buffers.lent())
+            .as(
+                "iteration %d (seed %d): reader buffers still lent after every reader ended; %s\n  %s",
+                i,
+                seed,
+                dump(d),
+                String.join("\n  ", probes.stream().map(Probe::describe).toList()))
             .isZero();
         Files.deleteIfExists(temp);
       }
