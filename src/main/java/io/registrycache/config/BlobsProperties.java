@@ -18,9 +18,11 @@ import org.springframework.util.unit.DataSize;
  * @param prefetch {@code registry-cache.blobs.prefetch.*}: fetching the blobs of a manifest as soon
  *     as the manifest arrives
  * @param fillResponseMemory direct memory, in all, that responses streaming blobs still arriving
- *     from the upstream may hold (in 64 KiB buffers) while their clients drain them; a response
+ *     from the upstream may hold (in 256 KiB buffers) while their clients drain them; a response
  *     that finds it all taken waits for a buffer to come back. It bounds what any number of clients
- *     joining fills can pin; keep it under half of {@code -XX:MaxDirectMemorySize}; default 16MB
+ *     joining fills can pin, and counts against {@code -XX:MaxDirectMemorySize} (the JVM's own
+ *     direct buffers, not Netty's pool); a client that stops reading keeps up to 32 of them until
+ *     its connection closes; default 16MB
  */
 @ConfigurationProperties("registry-cache.blobs")
 public record BlobsProperties(

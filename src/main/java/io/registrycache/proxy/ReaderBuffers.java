@@ -28,8 +28,12 @@ import reactor.pool.PooledRef;
  */
 final class ReaderBuffers {
 
-  /** Bytes per buffer: one file read, or one copy out of the fill's memory. */
-  static final int BUFFER_BYTES = 64 * 1024;
+  /**
+   * Bytes per buffer: one file read, or one copy out of the fill's memory. Chosen by bigblob (1
+   * GiB, one client, quiet machine): 64 KiB cost 7.0 CPU s and 130 MB/s (a write and flush per 64
+   * KiB), 256 KiB 5.9 s and 250 MB/s, slices of the upstream's buffers 4.5 s and 302 MB/s.
+   */
+  static final int BUFFER_BYTES = 256 * 1024;
 
   private final InstrumentedPool<ByteBuffer> pool;
   private final int max;

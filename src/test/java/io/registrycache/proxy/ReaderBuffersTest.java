@@ -21,7 +21,7 @@ class ReaderBuffersTest {
 
   @Test
   void aReaderWaitsWhileTheBudgetIsLentAndGetsTheFirstBufferReleased() {
-    ReaderBuffers buffers = new ReaderBuffers(DataSize.ofKilobytes(128));
+    ReaderBuffers buffers = new ReaderBuffers(DataSize.ofBytes(2L * ReaderBuffers.BUFFER_BYTES));
     assertThat(buffers.max()).isEqualTo(2);
     ByteBuf a = buffers.take().block(Duration.ofSeconds(1));
     ByteBuf b = buffers.take().block(Duration.ofSeconds(1));
@@ -73,7 +73,7 @@ class ReaderBuffersTest {
 
   @Test
   void aBufferReleasedByTheReaderItWasHandedToGoesBackToo() {
-    ReaderBuffers buffers = new ReaderBuffers(DataSize.ofKilobytes(64));
+    ReaderBuffers buffers = new ReaderBuffers(DataSize.ofBytes(ReaderBuffers.BUFFER_BYTES));
     ByteBuf first = buffers.take().block(Duration.ofSeconds(1));
     List<Integer> sizes = new ArrayList<>();
     buffers
@@ -112,7 +112,8 @@ class ReaderBuffersTest {
   void buffersAreDirectAndOfTheSizeGiven() {
     ReaderBuffers buffers =
         new ReaderBuffers(
-            DataSize.ofKilobytes(64), () -> ByteBuffer.allocateDirect(ReaderBuffers.BUFFER_BYTES));
+            DataSize.ofBytes(ReaderBuffers.BUFFER_BYTES),
+            () -> ByteBuffer.allocateDirect(ReaderBuffers.BUFFER_BYTES));
     ByteBuf b = buffers.take().block(Duration.ofSeconds(1));
     assertThat(b.capacity()).isEqualTo(ReaderBuffers.BUFFER_BYTES);
     assertThat(b.maxCapacity()).isEqualTo(ReaderBuffers.BUFFER_BYTES);
