@@ -3,7 +3,7 @@
 # Docker engine. Jib runs nothing, and a cache is usable only by the JDK build, JVM options and
 # class path it was trained with, so the training runs inside the image itself: one container of
 # the image, its own entrypoint and JAVA_TOOL_OPTIONS with -XX:AOTCacheOutput in place of
-# -XX:AOTCache and -Dregistry-cache.aot-training=true (io.registrycache.admin.AotTraining: the
+# -XX:AOTCache and -Dregistry-cache.aot-training=true (io.registrycache.startup.AotTraining: the
 # service pulls synthetic images through itself from upstreams on loopback, with no network:
 # --network none), then that container is committed under the same tag with the image's own
 # JAVA_TOOL_OPTIONS back. The cache is the file the image's -XX:AOTCache names (/app/registry-cache.aot,

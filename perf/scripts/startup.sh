@@ -5,7 +5,7 @@
 #   fat        java -jar target/registry-cache-*.jar
 #   extracted  java -jar app/registry-cache-*.jar        (java -Djarmode=tools -jar … extract)
 #   aot        the extracted jar with -XX:AOTCache, the AOT cache of a training run of that jar
-#              (io.registrycache.admin.AotTraining; docs/aot-cache.md)
+#              (io.registrycache.startup.AotTraining; docs/aot-cache.md)
 #
 #   perf/scripts/startup.sh [rounds]     # default 3; prints one line per start and a summary
 #

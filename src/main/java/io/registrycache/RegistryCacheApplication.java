@@ -1,7 +1,7 @@
 package io.registrycache;
 
-import io.registrycache.admin.AotTraining;
-import io.registrycache.admin.HtpasswdCommand;
+import io.registrycache.htpasswd.HtpasswdCommand;
+import io.registrycache.startup.AotTraining;
 import java.io.IOException;
 import java.util.Arrays;
 import org.springframework.boot.SpringApplication;

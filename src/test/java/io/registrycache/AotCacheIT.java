@@ -14,7 +14,7 @@ import org.testcontainers.containers.wait.strategy.Wait;
 import org.testcontainers.utility.DockerImageName;
 
 /**
- * The service image's AOT cache (docker/aot-cache.sh, io.registrycache.admin.AotTraining): the
+ * The service image's AOT cache (docker/aot-cache.sh, io.registrycache.startup.AotTraining): the
  * image's JVM options name it, a JVM that must map it ({@code -XX:AOTMode=on} refuses to start
  * otherwise) starts and answers, and nearly every class it loads comes from the cache. Prints the
  * counts and the start time (figures, not a pass/fail timing).

@@ -19,14 +19,15 @@ import java.util.List;
  * depend on each other (a store is read top to bottom).
  *
  * <pre>
- * admin ──► api, proxy, storage, upstream, metrics
+ * admin ──► api, proxy, storage, upstream, metrics, startup (whether this start is the training run)
+ * startup ──► proxy, storage, upstream, metrics
  * api ──► auth, ratelimit, proxy, upstream, metrics          peer ──► auth, proxy, upstream, cluster
  * ratelimit ──► auth, proxy (its FillPermits)
  * proxy ──► storage, upstream, metrics, cluster
  * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config, upstream, proxy's PassthroughAccess)   metrics ──► config
  * management ──► config
  * cluster ──► storage (its EvictionTurn), config
- * nodemirror, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
+ * nodemirror, htpasswd, logging, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
  * </pre>
  */
 @AnalyzeClasses(packages = "io.registrycache", importOptions = ImportOption.DoNotIncludeTests.class)
@@ -47,8 +48,11 @@ class PackageDependencyTest {
           "api",
           "peer",
           "admin",
+          "startup",
+          "logging",
           "management",
-          "nodemirror");
+          "nodemirror",
+          "htpasswd");
 
   /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
   private static ArchRule only(String pkg, String... allowed) {
@@ -123,8 +127,30 @@ class PackageDependencyTest {
   /** Spans of pulls: Micrometer Tracing only, knowing nothing of the cache's other packages. */
   @ArchTest static final ArchRule tracing = only("tracing");
 
+  /**
+   * Operations on the management port: the admin endpoint, preloading and pruning, over the pull
+   * path's own services; skips the preload file in the AOT cache's training run (startup).
+   */
+  @ArchTest
+  static final ArchRule admin =
+      only("admin", "api", "proxy", "storage", "upstream", "metrics", "startup", "oci", "config");
+
+  /**
+   * The JVM's start-up: the AOT cache's training run and the warm-up, through the pull path's own
+   * classes from a synthetic upstream; nothing of HTTP routes or the admin API.
+   */
+  @ArchTest
+  static final ArchRule startup =
+      only("startup", "proxy", "storage", "upstream", "metrics", "oci", "config");
+
+  /** Log-forging protection: a Logback logging system that knows nothing of the cache. */
+  @ArchTest static final ArchRule logging = only("logging");
+
   /** The node mirror generator: a command of its own, run without the service's beans. */
   @ArchTest static final ArchRule nodemirror = only("nodemirror");
+
+  /** The htpasswd subcommand: a command of its own, run without the service's beans. */
+  @ArchTest static final ArchRule htpasswd = only("htpasswd");
 
   @ArchTest
   static final ArchRule ociValueTypesStandAlone =

@@ -15,6 +15,7 @@ import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
 import io.registrycache.proxy.ProxyReferrersService;
+import io.registrycache.startup.AotTraining;
 import io.registrycache.storage.StoredManifest;
 import io.registrycache.upstream.Upstreams;
 import java.io.IOException;

@@ -10,7 +10,7 @@ import org.springframework.stereotype.Component;
 
 /**
  * The structured access log, written by the pull route ({@link PullRoute}) and, for the requests
- * WebFlux serves, by the admin package's web filter; on when {@code
+ * WebFlux serves, by {@link AccessLogFilter}; on when {@code
  * registry-cache.access-log.enabled=true}: one line per {@code /v2} request on the logger {@code
  * registry-cache.access}, at INFO, key=value:
  *

@@ -20,7 +20,7 @@ import org.springframework.boot.context.properties.bind.DefaultValue;
  *     characters; default 256
  * @param warmUpPulls synthetic images pulled through the service's own pull-through code, cold and
  *     warm, before the pull port opens, so that the first clients' pulls find it compiled ({@code
- *     admin.StartupWarmUp}; from a loopback upstream into a throw-away store); 0 = none, the
+ *     startup.StartupWarmUp}; from a loopback upstream into a throw-away store); 0 = none, the
  *     default: with the image's AOT cache it costs more start time and memory than it saves
  *     (docs/performance.md, "Start-up")
  */

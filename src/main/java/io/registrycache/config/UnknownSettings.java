@@ -39,7 +39,7 @@ public class UnknownSettings implements SmartInitializingSingleton {
 
   /**
    * Keys read outside the records: the AOT cache training run's system property
-   * (admin.AotTraining).
+   * (startup.AotTraining).
    */
   static final Set<ConfigurationPropertyName> READ_ELSEWHERE =
       Set.of(ConfigurationPropertyName.of("registry-cache.aot-training"));

@@ -100,7 +100,7 @@ public class PeerServer implements SmartLifecycle {
 
   /**
    * After the blob service has started ({@code DEFAULT_PHASE - 4096}) and before the start-up
-   * warm-up ({@code admin.StartupWarmUp}, {@code DEFAULT_PHASE - 3072}) and the pull port: the
+   * warm-up ({@code startup.StartupWarmUp}, {@code DEFAULT_PHASE - 3072}) and the pull port: the
    * other replicas reach this one as the owner of its blobs while it still warms up, instead of
    * finding its peer port closed, suspecting it and fetching its blobs from the upstream
    * themselves. On shutdown it stops after the pull port has drained.

@@ -12,9 +12,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -58,8 +58,8 @@ public class BlobStore implements AutoCloseable {
    */
   private final Map<Digest, Integer> writing = new ConcurrentHashMap<>();
 
-  /** Tasks waiting for their delay (deletes), run at {@link #close} instead. */
-  private final Set<Runnable> waiting = ConcurrentHashMap.newKeySet();
+  /** Deletes waiting out their delay, with the blob each deletes; run at {@link #close} instead. */
+  private final Map<Runnable, Digest> waiting = new ConcurrentHashMap<>();
 
   /** Evicted blobs whose bytes wait for their delete. */
   private final Set<Digest> deleting = ConcurrentHashMap.newKeySet();
@@ -341,7 +341,7 @@ public class BlobStore implements AutoCloseable {
       links.unlinkAll(digest);
       deleting.add(digest);
       long known = Math.min(lastPulled, ifNotPulledSince);
-      schedule(() -> deleteIfUnused(digest, known), deleteGrace);
+      deleteLater(digest, known, deleteGrace);
     }
     return freed;
   }
@@ -351,27 +351,37 @@ public class BlobStore implements AutoCloseable {
     return evict(digest, Long.MAX_VALUE) >= 0;
   }
 
-  @SuppressWarnings("FutureReturnValueIgnored") // a best-effort delete later; nothing waits for it
-  private void schedule(Runnable task, Duration delay) {
-    if (delay.isZero() || delay.isNegative()) {
-      task.run();
+  /**
+   * Deletes the bytes of an evicted blob ({@link #deleteIfUnused}) after {@code delay}, on the
+   * deleter thread; at once when there is no delay or the store is closed. Nothing waits for a
+   * delayed delete, so its failure is logged here (WARN, with the digest).
+   */
+  private void deleteLater(Digest digest, long lastPulled, Duration delay) {
+    Runnable delete = () -> deleteIfUnused(digest, lastPulled);
+    if (delay.isZero() || delay.isNegative() || executor.isShutdown()) {
+      delete.run();
       return;
     }
-    waiting.add(task);
-    try {
-      executor.schedule(
-          () -> {
-            if (waiting.remove(task)) {
-              task.run();
-            }
-          },
-          delay.toMillis(),
-          TimeUnit.MILLISECONDS);
-    } catch (RejectedExecutionException e) {
-      if (waiting.remove(task)) {
-        task.run(); // shutting down
-      }
-    }
+    waiting.put(delete, digest);
+    CompletableFuture.runAsync(
+            () -> {
+              if (waiting.remove(delete) != null) {
+                delete.run();
+              }
+            },
+            CompletableFuture.delayedExecutor(delay.toMillis(), TimeUnit.MILLISECONDS, executor))
+        .exceptionally(
+            failure -> {
+              deleteFailed(digest, failure.getCause() == null ? failure : failure.getCause());
+              return null;
+            });
+  }
+
+  private static void deleteFailed(Digest digest, Throwable failure) {
+    log.warn(
+        "cannot delete the bytes of evicted blob {}; they stay in the store: {}",
+        digest,
+        failure.toString());
   }
 
   /**
@@ -400,9 +410,7 @@ public class BlobStore implements AutoCloseable {
           }
         });
     if (busy[0]) {
-      schedule(
-          () -> deleteIfUnused(digest, lastPulled),
-          deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
+      deleteLater(digest, lastPulled, deleteGrace.isZero() ? Duration.ofSeconds(1) : deleteGrace);
     } else {
       deleting.remove(digest);
     }
@@ -485,15 +493,19 @@ public class BlobStore implements AutoCloseable {
     if (rescans != null) {
       rescans.cancel(false);
     }
-    executor.shutdownNow(); // a delayed task the executor hands back would not run after shutdown
+    executor.shutdownNow(); // a delay that ends from now on is refused: its delete runs below
     // On a daemon thread, waited for at most CLOSE_WAIT: a store that is gone (a bucket no
     // longer answering) must not hold the process; the deletes left are then the store's to redo.
     Thread deletes =
         new Thread(
             () -> {
-              for (Runnable pending : List.copyOf(waiting)) {
-                if (waiting.remove(pending)) {
-                  pending.run();
+              for (Map.Entry<Runnable, Digest> pending : List.copyOf(waiting.entrySet())) {
+                if (waiting.remove(pending.getKey()) != null) {
+                  try {
+                    pending.getKey().run();
+                  } catch (RuntimeException e) {
+                    deleteFailed(pending.getValue(), e);
+                  }
                 }
               }
             },

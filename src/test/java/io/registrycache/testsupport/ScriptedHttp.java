@@ -2,6 +2,8 @@ package io.registrycache.testsupport;
 
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
+import com.sun.net.httpserver.HttpsConfigurator;
+import com.sun.net.httpserver.HttpsServer;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetAddress;
@@ -19,8 +21,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * play: answers the tests write by hand. Two ways to use it:
  *
  * <ul>
- *   <li>a bare server ({@link #server}) on which a test creates its own contexts, answering with
- *       {@link #respond};
+ *   <li>a bare server ({@link #server}, or {@link #httpsServer} over TLS with a {@link
+ *       TestCertificate}) on which a test creates its own contexts, answering with {@link
+ *       #respond};
  *   <li>a misbehaving registry ({@code new ScriptedHttp()}): each path gets a {@link Responder}
  *       ({@link #route}), {@code /v2/} answers 200, anything unscripted 404 with an OCI error, and
  *       requests are counted per method and path ({@link #count}).
@@ -51,21 +54,44 @@ public final class ScriptedHttp implements AutoCloseable {
     return server;
   }
 
-  private static HttpServer newServer() {
+  /**
+   * A started HTTPS server (JDK {@link HttpsServer}) on a free loopback port, presenting {@code
+   * certificate}; stopped by closing {@code closeables}.
+   */
+  public static HttpsServer httpsServer(
+      List<AutoCloseable> closeables, TestCertificate certificate) {
     try {
-      HttpServer server =
-          HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
-      server.setExecutor(Executors.newCachedThreadPool());
-      server.start();
-      return server;
+      HttpsServer server = HttpsServer.create(loopback(), 50);
+      server.setHttpsConfigurator(new HttpsConfigurator(certificate.serverContext()));
+      closeables.add(() -> server.stop(0));
+      return started(server);
     } catch (IOException e) {
       throw new IllegalStateException(e);
     }
   }
 
-  /** {@code http://127.0.0.1:<port>}. */
+  private static HttpServer newServer() {
+    try {
+      return started(HttpServer.create(loopback(), 50));
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private static InetSocketAddress loopback() {
+    return new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+  }
+
+  private static <S extends HttpServer> S started(S server) {
+    server.setExecutor(Executors.newCachedThreadPool());
+    server.start();
+    return server;
+  }
+
+  /** {@code http://127.0.0.1:<port>}, or {@code https://} for an {@link HttpsServer}. */
   public static String base(HttpServer server) {
-    return "http://127.0.0.1:" + server.getAddress().getPort();
+    String scheme = server instanceof HttpsServer ? "https" : "http";
+    return scheme + "://127.0.0.1:" + server.getAddress().getPort();
   }
 
   /** {@code http://127.0.0.1:<port>} of this registry. */

@@ -19,8 +19,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -592,7 +592,7 @@ public final class S3BlobBackend implements BlobBackend {
       storedTemp = temp;
       storedSize = size;
       Duration keep = deleteGrace.compareTo(MIN_TEMP_GRACE) > 0 ? deleteGrace : MIN_TEMP_GRACE;
-      schedule(() -> StorageLayout.deleteQuietly(temp), keep);
+      deleteLater(temp, keep);
       return temp;
     }
 
@@ -703,13 +703,26 @@ public final class S3BlobBackend implements BlobBackend {
     }
   }
 
-  @SuppressWarnings("FutureReturnValueIgnored") // a best-effort delete later; nothing waits for it
-  private void schedule(Runnable task, Duration delay) {
-    try {
-      executor.schedule(task, delay.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (RejectedExecutionException e) {
-      task.run(); // shutting down
+  /**
+   * Deletes a finished fill's temporary file after {@code keep}; at once when the backend is
+   * closed. Nothing waits for it, so a failure is logged here (WARN, with the file).
+   */
+  private void deleteLater(Path temp, Duration keep) {
+    if (executor.isShutdown()) {
+      StorageLayout.deleteQuietly(temp);
+      return;
     }
+    CompletableFuture.runAsync(
+            () -> StorageLayout.deleteQuietly(temp),
+            CompletableFuture.delayedExecutor(keep.toMillis(), TimeUnit.MILLISECONDS, executor))
+        .exceptionally(
+            failure -> {
+              log.warn(
+                  "cannot delete the temporary file {} of a stored blob: {}",
+                  temp,
+                  (failure.getCause() == null ? failure : failure.getCause()).toString());
+              return null;
+            });
   }
 
   /** Deletes the object of an evicted blob (called by the store after the delete grace). */

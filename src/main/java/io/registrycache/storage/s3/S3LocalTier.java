@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -258,21 +259,30 @@ final class S3LocalTier {
     copies.invalidate(digest);
   }
 
-  @SuppressWarnings("FutureReturnValueIgnored") // deleteQuietly logs a failure; nothing waits
+  /**
+   * Deletes the local copy of a blob that left the tier after the delete grace, unless it came back
+   * meanwhile. Nothing waits for it, so a failure is logged here (WARN, with the digest); after
+   * {@link #close} the delete is dropped.
+   */
   private void deleteLater(Digest digest) {
-    Runnable delete =
-        () -> {
-          synchronized (lock) {
-            if (!copies.asMap().containsKey(digest)) {
-              StorageLayout.deleteQuietly(layout.blob(digest));
-            }
-          }
-        };
-    try {
-      executor.schedule(delete, deleteGrace.toMillis(), TimeUnit.MILLISECONDS);
-    } catch (RejectedExecutionException e) {
-      // closing: see close()
-    }
+    CompletableFuture.runAsync(
+            () -> {
+              synchronized (lock) {
+                if (!copies.asMap().containsKey(digest)) {
+                  StorageLayout.deleteQuietly(layout.blob(digest));
+                }
+              }
+            },
+            CompletableFuture.delayedExecutor(
+                deleteGrace.toMillis(), TimeUnit.MILLISECONDS, executor))
+        .exceptionally(
+            failure -> {
+              log.warn(
+                  "local tier: cannot delete the copy of {}: {}",
+                  digest,
+                  (failure.getCause() == null ? failure : failure.getCause()).toString());
+              return null;
+            });
   }
 
   /** Bytes of the copies in the tier. */

@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.startup;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

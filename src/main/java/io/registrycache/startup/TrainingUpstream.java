@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.startup;
 
 import io.netty.buffer.Unpooled;
 import io.registrycache.oci.Digest;

@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.logging;
 
 import ch.qos.logback.classic.pattern.MessageConverter;
 import ch.qos.logback.classic.spi.ILoggingEvent;

@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.htpasswd;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

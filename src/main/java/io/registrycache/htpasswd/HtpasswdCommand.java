@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.htpasswd;
 
 import java.io.ByteArrayOutputStream;
 import java.io.Console;

@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.logging;
 
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;

@@ -1,6 +1,5 @@
-package io.registrycache.admin;
+package io.registrycache.api;
 
-import io.registrycache.api.AccessLog;
 import io.registrycache.auth.Identity;
 import io.registrycache.proxy.CacheOutcome;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;

@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.startup;
 
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.config.RegistryCacheProperties;

@@ -1,4 +1,4 @@
-package io.registrycache.admin;
+package io.registrycache.startup;
 
 import java.io.IOException;
 import java.nio.file.Files;
