@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # End-to-end check of the README's commands, run verbatim in a clean clone of this repository (the
 # committed HEAD), as a new user would: the quick start (upstream, its image, the cache with the
-# alias, the pulls in the bare and in-path forms with skopeo and Docker, the pull by digest), the
-# admin API's summary, the performance pack (install JMeter, seed, `./mvnw spring-boot:run`,
+# alias, the pulls in the bare and in-path forms with skopeo and Docker, containerd pulling through
+# the README's hosts.toml, the pull by digest), the admin API's summary, the performance pack (install JMeter, seed, `./mvnw spring-boot:run`,
 # `jmeter -n -t perf/jmeter/pull.jmx -Jthreads=100`, `perf/scripts/run.sh -c 180 -t 1000`) and the
 # auth example (the jar, its htpasswd subcommand, the cache with auth on, a pull with credentials,
 # a refusal without). Every command is read from the README's text, so the check fails when the
 # README and the code drift apart; the README marks the commands that need what CI has not (a
 # Kubernetes cluster, a private upstream). Uses the default ports (5000, 8080, 8081) on 127.0.0.1
-# only; every step is bounded in time (about 8 minutes in all on 2 cores).
+# only, and the Docker engine's containerd (E2E_CONTAINERD_SOCKET, default
+# /var/run/docker/containerd/containerd.sock); every step is bounded in time (about 8 minutes in all
+# on 2 cores).
 #
 #   .ci/e2e.sh [--keep] [--verify]
 #     --keep     leaves the clone (its path is printed) and its stack running
@@ -30,7 +32,8 @@ for a in "$@"; do
 done
 work="$(mktemp -d /tmp/registry-cache-e2e.XXXXXX)"
 clone="$work/registry-cache"
-app_pid="" t0=$SECONDS links_before="" outside_before=""
+app_pid="" t0=$SECONDS links_before="" outside_before="" ctr_ns=0
+containerd=${E2E_CONTAINERD_SOCKET:-/var/run/docker/containerd/containerd.sock}
 say() { echo "e2e: $*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
 
@@ -47,6 +50,10 @@ cleanup() {
     for i in localhost:8080/demo/app:v1 localhost:8080/upstream.test/demo/app:v1; do
       [[ " $outside_before " == *" $i "* ]] || docker rmi "$i" >/dev/null 2>&1 || true
     done
+    if [[ $ctr_ns == 1 ]]; then
+      ctr -a "$containerd" -n registry-cache-e2e images rm --sync upstream.test/demo/app:v1 >/dev/null 2>&1 || true
+      ctr -a "$containerd" namespaces rm registry-cache-e2e >/dev/null 2>&1 || true
+    fi
     rm -rf "$work"
   fi
   say "$([[ $rc == 0 ]] && echo passed || echo "failed ($rc)") in $((SECONDS - t0)) s${keep:+}"
@@ -134,6 +141,18 @@ step 120 "skopeo copy --src-tls-verify=false docker://localhost:8080/demo/app:v1
 step 120 "skopeo copy --all --src-tls-verify=false docker://localhost:8080/upstream.test/demo/app:v1"
 step 120 "docker pull localhost:8080/demo/app:v1"
 step 120 "docker pull localhost:8080/upstream.test/demo/app:v1"
+# "As a containerd mirror": the README's hosts.toml for the cache's alias upstream.test, with the
+# cache on localhost; containerd (the one under the Docker engine) pulls the image through it
+toml="$(awk '/^```toml$/ { on = 1; next } on && /^```$/ { exit } on' "$clone/README.md")"
+[[ "$toml" == *'[host."http://registry-cache.internal:8080"]'* ]] || fail "the README's hosts.toml names no mirror at registry-cache.internal:8080"
+mkdir -p "$work/certs.d/upstream.test"
+printf '%s\n' "$toml" | sed -e 's/<registry-host>/upstream.test/g' -e 's/registry-cache\.internal/localhost/g' >"$work/certs.d/upstream.test/hosts.toml"
+say "\$ ctr images pull --hosts-dir $work/certs.d upstream.test/demo/app:v1   (the README's hosts.toml)"
+ctr_ns=1
+# (`images check` then says whether every blob is there, each checked against its digest)
+timeout 150 ctr -a "$containerd" -n registry-cache-e2e images pull --hosts-dir "$work/certs.d" upstream.test/demo/app:v1 >"$work/ctr.log" 2>&1 \
+  && ctr -a "$containerd" -n registry-cache-e2e images check | grep '^upstream.test/demo/app:v1 ' | grep -q complete \
+  || { tail -15 "$work/ctr.log" >&2; fail "containerd could not pull through the README's hosts.toml (log: $work/ctr.log)"; }
 cmd="$(readme_cmd 'digest=$(skopeo inspect') && $(readme_cmd "skopeo inspect --raw")"
 say "\$ $cmd"
 (cd "$clone" && timeout 120 bash -c "$cmd") >"$work/by-digest.log" 2>&1 && grep -q '"schemaVersion"' "$work/by-digest.log" \
