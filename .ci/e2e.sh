@@ -2,15 +2,15 @@
 # End-to-end check of the README's commands, run verbatim in a clean clone of this repository (the
 # committed HEAD), as a new user would: the quick start (upstream, its image, the cache with the
 # alias, the pulls in the bare and in-path forms with skopeo and Docker, containerd pulling through
-# the README's hosts.toml, the pull by digest), the admin API's summary, the performance pack (install JMeter, seed, `./mvnw spring-boot:run`,
-# `jmeter -n -t perf/jmeter/pull.jmx -Jthreads=100`, `perf/scripts/run.sh -c 180 -t 1000`) and the
-# auth example (the jar, its htpasswd subcommand, the cache with auth on, a pull with credentials,
-# a refusal without). Every command is read from the README's text, so the check fails when the
-# README and the code drift apart; the README marks the commands that need what CI has not (a
-# Kubernetes cluster, a private upstream). Uses the default ports (5000, 8080, 8081) on 127.0.0.1
-# only, and the Docker engine's containerd (E2E_CONTAINERD_SOCKET, default
-# /var/run/docker/containerd/containerd.sock); every step is bounded in time (about 8 minutes in all
-# on 2 cores).
+# the README's hosts.toml, the pull by digest), the admin API's summary, the performance pack
+# (install JMeter, seed, `./mvnw spring-boot:run`, `jmeter -n -t perf/jmeter/pull.jmx
+# -Jthreads=100`, `perf/scripts/run.sh -c 180 -t 1000`) and the auth example (the jar, its htpasswd
+# subcommand, the cache with auth on, a pull with credentials, a refusal without). Every command is
+# read from the README's text, so the check fails when the README and the code drift apart; the
+# README marks the commands that need what CI has not (a Kubernetes cluster, a private upstream).
+# Uses the default ports (5000, 8080, 8081) on 127.0.0.1 only, and the Docker engine's containerd
+# (E2E_CONTAINERD_SOCKET, default /var/run/docker/containerd/containerd.sock); every step is bounded
+# in time (about 8 minutes in all on 2 cores).
 #
 #   .ci/e2e.sh [--keep] [--verify]
 #     --keep     leaves the clone (its path is printed) and its stack running
