@@ -2,15 +2,15 @@
 # End-to-end check of the README's commands, run verbatim in a clean clone of this repository (the
 # committed HEAD), as a new user would: the quick start (upstream, its image, the cache with the
 # alias, the pulls in the bare and in-path forms with skopeo and Docker, containerd pulling through
-# the README's hosts.toml, the pull by digest), the admin API's summary, the performance pack
-# (install JMeter, seed, `./mvnw spring-boot:run`, `jmeter -n -t perf/jmeter/pull.jmx
-# -Jthreads=100`, `perf/scripts/run.sh -c 180 -t 1000`) and the auth example (the jar, its htpasswd
-# subcommand, the cache with auth on, a pull with credentials, a refusal without). Every command is
-# read from the README's text, so the check fails when the README and the code drift apart; the
-# README marks the commands that need what CI has not (a Kubernetes cluster, a private upstream).
-# Uses the default ports (5000, 8080, 8081) on 127.0.0.1 only, and the Docker engine's containerd
-# (E2E_CONTAINERD_SOCKET, default /var/run/docker/containerd/containerd.sock); every step is bounded
-# in time (about 8 minutes in all on 2 cores).
+# the README's hosts.toml, the pull by digest, a pull with the upstream stopped), the admin API's
+# summary, the performance pack (install JMeter, seed, `./mvnw spring-boot:run`, `jmeter -n -t
+# perf/jmeter/pull.jmx -Jthreads=100`, `perf/scripts/run.sh -c 180 -t 1000`) and the auth example
+# (the jar, its htpasswd subcommand, the cache with auth on, a pull with credentials, a refusal
+# without). Every command is read from the README's text, so the check fails when the README and the
+# code drift apart; the README marks the commands that need what CI has not (a Kubernetes cluster, a
+# private upstream). Uses the default ports (5000, 8080, 8081) on 127.0.0.1 only, and the Docker
+# engine's containerd (E2E_CONTAINERD_SOCKET, default /var/run/docker/containerd/containerd.sock);
+# every step is bounded in time (about 8 minutes in all on 2 cores).
 #
 #   .ci/e2e.sh [--keep] [--verify]
 #     --keep     leaves the clone (its path is printed) and its stack running
@@ -157,6 +157,14 @@ cmd="$(readme_cmd 'digest=$(skopeo inspect') && $(readme_cmd "skopeo inspect --r
 say "\$ $cmd"
 (cd "$clone" && timeout 120 bash -c "$cmd") >"$work/by-digest.log" 2>&1 && grep -q '"schemaVersion"' "$work/by-digest.log" \
   || { tail -10 "$work/by-digest.log" >&2; fail "the README's pull by digest failed (log: $work/by-digest.log)"; }
+# "stop the upstream (`perf/scripts/stack.sh down`) and it still works": the bare pull again, then
+# the upstream back (its data kept) for the rest
+readme_has '(`perf/scripts/stack.sh down`) and it still works'
+say "\$ perf/scripts/stack.sh down"
+(cd "$clone" && timeout 120 perf/scripts/stack.sh down) >"$work/stack-down.log" 2>&1 || { tail "$work/stack-down.log" >&2; fail "stack.sh down failed"; }
+! (exec 3<>/dev/tcp/127.0.0.1/5000) 2>/dev/null || fail "the upstream still answers on :5000 after stack.sh down"
+step 120 "skopeo copy --src-tls-verify=false docker://localhost:8080/demo/app:v1" "$work/upstream-stopped.log"
+step 180 "perf/scripts/stack.sh up --registry-only" "$work/stack-up-again.log"
 # the admin API's summary, given inline in the README's prose
 readme_has '`curl localhost:8081/actuator/cache`'
 say "\$ curl localhost:8081/actuator/cache"
