@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# End-to-end check of the README's performance-pack commands, run verbatim in a clean clone of this
-# repository (the committed HEAD), as a new user would: install JMeter, start the upstream, seed,
-# `./mvnw spring-boot:run`, `jmeter -n -t perf/jmeter/pull.jmx -Jthreads=100`, then
-# `perf/scripts/run.sh -c 180 -t 1000`. Every command is read from the README's block, so the check
-# fails when the README and the scripts drift apart. Uses the default ports (5000, 8080, 8081) on
-# 127.0.0.1 only; every step is bounded in time (about 5 minutes in all on 2 cores).
+# End-to-end check of the README's commands, run verbatim in a clean clone of this repository (the
+# committed HEAD), as a new user would: the quick start (upstream, its image, the cache with the
+# alias, the pulls in the bare and in-path forms with skopeo and Docker, containerd pulling through
+# the README's hosts.toml, the pull by digest, a pull with the upstream stopped), the admin API's
+# summary, the performance pack (install JMeter, seed, `./mvnw spring-boot:run`, `jmeter -n -t
+# perf/jmeter/pull.jmx -Jthreads=100`, `perf/scripts/run.sh -c 180 -t 1000`) and the auth example
+# (the jar, its htpasswd subcommand, the cache with auth on, a pull with credentials, a refusal
+# without). Every command is read from the README's text, so the check fails when the README and the
+# code drift apart; the README marks the commands that need what CI has not (a Kubernetes cluster, a
+# private upstream). Uses the default ports (5000, 8080, 8081) on 127.0.0.1 only, and the Docker
+# engine's containerd (E2E_CONTAINERD_SOCKET, default /var/run/docker/containerd/containerd.sock);
+# every step is bounded in time (about 8 minutes in all on 2 cores).
 #
 #   .ci/e2e.sh [--keep] [--verify]
 #     --keep     leaves the clone (its path is printed) and its stack running
@@ -26,7 +32,8 @@ for a in "$@"; do
 done
 work="$(mktemp -d /tmp/registry-cache-e2e.XXXXXX)"
 clone="$work/registry-cache"
-app_pid="" t0=$SECONDS links_before=""
+app_pid="" t0=$SECONDS links_before="" outside_before="" ctr_ns=0
+containerd=${E2E_CONTAINERD_SOCKET:-/var/run/docker/containerd/containerd.sock}
 say() { echo "e2e: $*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
 
@@ -39,6 +46,14 @@ cleanup() {
     for l in /usr/local/bin/jmeter "$HOME/.local/bin/jmeter"; do
       if [[ " $links_before " != *" $l "* && -L "$l" ]]; then rm -f "$l"; fi
     done
+    for p in /tmp/app /tmp/app-all; do [[ " $outside_before " == *" $p "* ]] || rm -rf "$p"; done
+    for i in localhost:8080/demo/app:v1 localhost:8080/upstream.test/demo/app:v1; do
+      [[ " $outside_before " == *" $i "* ]] || docker rmi "$i" >/dev/null 2>&1 || true
+    done
+    if [[ $ctr_ns == 1 ]]; then
+      ctr -a "$containerd" -n registry-cache-e2e images rm --sync upstream.test/demo/app:v1 >/dev/null 2>&1 || true
+      ctr -a "$containerd" namespaces rm registry-cache-e2e >/dev/null 2>&1 || true
+    fi
     rm -rf "$work"
   fi
   say "$([[ $rc == 0 ]] && echo passed || echo "failed ($rc)") in $((SECONDS - t0)) s${keep:+}"
@@ -62,7 +77,44 @@ step() { # seconds command-prefix-in-README [log]
   fi
 }
 
+# The README's command that starts with $1 and goes on over the lines that end in '\'.
+readme_lines() {
+  local text
+  text="$(awk -v p="$1" 'index($0, p) == 1 { on = 1 } on { print; if ($0 !~ /\\$/) exit }' "$clone/README.md")"
+  [[ -n "$text" ]] || fail "the README has no line starting with: $1"
+  printf '%s' "$text"
+}
+readme_has() { grep -qF -- "$1" "$clone/README.md" || fail "the README no longer says: $1"; }
+# $1 (a README command) in the background, in a process group of its own, until unserve; ready when
+# the management port's readiness answers 200 (the registry port may ask for credentials)
+serve() {
+  local cmd=$1 log=$2
+  say "\$ $cmd   (in the background)"
+  (cd "$clone" && exec setsid bash -c "$cmd" >"$log" 2>&1) &
+  app_pid=$!
+  for _ in $(seq 1 300); do
+    [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' http://127.0.0.1:8081/actuator/health/readiness || true)" == 200 ]] && return 0
+    kill -0 "$app_pid" 2>/dev/null || { tail -30 "$log" >&2; fail "'$cmd' exited (log: $log)"; }
+    sleep 1
+  done
+  tail -30 "$log" >&2
+  fail "'$cmd' was not ready within 300 s (log: $log)"
+}
+unserve() {
+  kill -- "-$app_pid" 2>/dev/null || true
+  for _ in $(seq 1 60); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.5; done
+  app_pid=""
+  for port in 8080 8081; do
+    for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null || break; sleep 0.5; done
+  done
+}
+
 for l in /usr/local/bin/jmeter "$HOME/.local/bin/jmeter"; do if [[ -e "$l" || -L "$l" ]]; then links_before+=" $l"; fi; done
+# what the README's pulls leave outside the clone, removed afterwards unless it was there before
+for p in /tmp/app /tmp/app-all; do [[ -e "$p" ]] && outside_before+=" $p"; done
+for i in localhost:8080/demo/app:v1 localhost:8080/upstream.test/demo/app:v1; do
+  docker image inspect "$i" >/dev/null 2>&1 && outside_before+=" $i"
+done
 say "clean clone of $repo into $clone"
 git clone -q "$repo" "$clone"
 
@@ -82,25 +134,46 @@ command -v jmeter >/dev/null || fail "jmeter is not on PATH after the install (P
 step 180 "perf/scripts/stack.sh up --registry-only"
 step 300 "perf/scripts/seed.sh --set cached"
 
-cmd="$(readme_cmd "./mvnw spring-boot:run")"
-say "\$ $cmd   (in the background until the plan has run)"
-(cd "$clone" && exec setsid bash -c "$cmd" >"$work/spring-boot-run.log" 2>&1) &
-app_pid=$!
-for _ in $(seq 1 300); do
-  [[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' http://127.0.0.1:8080/v2/ || true)" == 200 ]] && break
-  kill -0 "$app_pid" 2>/dev/null || { tail -30 "$work/spring-boot-run.log" >&2; fail "'$cmd' exited"; }
-  sleep 1
-done
-[[ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' http://127.0.0.1:8080/v2/ || true)" == 200 ]] \
-  || { tail -30 "$work/spring-boot-run.log" >&2; fail "'$cmd' did not answer on :8080 within 300 s"; }
-
-# the quick start's image and its pull by digest (the digest found the README's way), through that cache
+# the quick start: its image into the upstream, its cache (with the alias), its pulls in every form
 step 120 "skopeo copy --dest-tls-verify=false docker-daemon:registry:2"
+serve "$(readme_cmd "./mvnw spring-boot:run -Dspring-boot.run.arguments=--registry-cache.upstreams.local.aliases=upstream.test")" "$work/quick-start-run.log"
+step 120 "skopeo copy --src-tls-verify=false docker://localhost:8080/demo/app:v1"
+step 120 "skopeo copy --all --src-tls-verify=false docker://localhost:8080/upstream.test/demo/app:v1"
+step 120 "docker pull localhost:8080/demo/app:v1"
+step 120 "docker pull localhost:8080/upstream.test/demo/app:v1"
+# "As a containerd mirror": the README's hosts.toml for the cache's alias upstream.test, with the
+# cache on localhost; containerd (the one under the Docker engine) pulls the image through it
+toml="$(awk '/^```toml$/ { on = 1; next } on && /^```$/ { exit } on' "$clone/README.md")"
+[[ "$toml" == *'[host."http://registry-cache.internal:8080"]'* ]] || fail "the README's hosts.toml names no mirror at registry-cache.internal:8080"
+mkdir -p "$work/certs.d/upstream.test"
+printf '%s\n' "$toml" | sed -e 's/<registry-host>/upstream.test/g' -e 's/registry-cache\.internal/localhost/g' >"$work/certs.d/upstream.test/hosts.toml"
+say "\$ ctr images pull --hosts-dir $work/certs.d upstream.test/demo/app:v1   (the README's hosts.toml)"
+ctr_ns=1
+# (`images check` then says whether every blob is there, each checked against its digest)
+timeout 150 ctr -a "$containerd" -n registry-cache-e2e images pull --hosts-dir "$work/certs.d" upstream.test/demo/app:v1 >"$work/ctr.log" 2>&1 \
+  && ctr -a "$containerd" -n registry-cache-e2e images check | grep '^upstream.test/demo/app:v1 ' | grep -q complete \
+  || { tail -15 "$work/ctr.log" >&2; fail "containerd could not pull through the README's hosts.toml (log: $work/ctr.log)"; }
 cmd="$(readme_cmd 'digest=$(skopeo inspect') && $(readme_cmd "skopeo inspect --raw")"
 say "\$ $cmd"
 (cd "$clone" && timeout 120 bash -c "$cmd") >"$work/by-digest.log" 2>&1 && grep -q '"schemaVersion"' "$work/by-digest.log" \
   || { tail -10 "$work/by-digest.log" >&2; fail "the README's pull by digest failed (log: $work/by-digest.log)"; }
+# "stop the upstream (`perf/scripts/stack.sh down`) and it still works": the bare pull again, then
+# the upstream back (its data kept) for the rest
+readme_has '(`perf/scripts/stack.sh down`) and it still works'
+say "\$ perf/scripts/stack.sh down"
+(cd "$clone" && timeout 120 perf/scripts/stack.sh down) >"$work/stack-down.log" 2>&1 || { tail "$work/stack-down.log" >&2; fail "stack.sh down failed"; }
+! (exec 3<>/dev/tcp/127.0.0.1/5000) 2>/dev/null || fail "the upstream still answers on :5000 after stack.sh down"
+step 120 "skopeo copy --src-tls-verify=false docker://localhost:8080/demo/app:v1" "$work/upstream-stopped.log"
+step 180 "perf/scripts/stack.sh up --registry-only" "$work/stack-up-again.log"
+# the admin API's summary, given inline in the README's prose
+readme_has '`curl localhost:8081/actuator/cache`'
+say "\$ curl localhost:8081/actuator/cache"
+curl -s -m 10 localhost:8081/actuator/cache >"$work/admin.log" 2>&1 && grep -q '"storedBytes"' "$work/admin.log" \
+  || { cat "$work/admin.log" >&2; fail "the admin API's summary has no storedBytes (log: $work/admin.log)"; }
+unserve
 
+# the performance pack's cache and the plan alone
+serve "$(readme_cmd "./mvnw spring-boot:run")" "$work/spring-boot-run.log"
 step 300 "jmeter -n -t perf/jmeter/pull.jmx" "$work/jmeter.log"
 grep -E '^summary = +[1-9][0-9]* ' "$work/jmeter.log" >&2 || fail "the plan ran no sample (see $work/jmeter.log)"
 ! grep -q 'StatusConsoleListener' "$work/jmeter.log" || fail "the plan's console has log4j status lines (see $work/jmeter.log)"
@@ -108,11 +181,20 @@ grep -E '^pull\.jmx: [1-9][0-9]* images pulled .* images/s' "$work/jmeter.log" >
 res="$(sed -n 's/^pull\.jmx: results: \(.*\) (summary.md: .*/\1/p' "$work/jmeter.log")"
 [[ -s "$res" ]] || fail "the plan wrote no results file by default (see $work/jmeter.log)"
 [[ ! -e "$clone/jmeter.log" ]] || fail "plain jmeter left jmeter.log in the clone's root"
+unserve
 
-kill -- "-$app_pid" 2>/dev/null || true
-for _ in $(seq 1 60); do kill -0 "$app_pid" 2>/dev/null || break; sleep 0.5; done
-app_pid=""
-for _ in $(seq 1 60); do (exec 3<>/dev/tcp/127.0.0.1/8080) 2>/dev/null || break; sleep 0.5; done
+# the auth example ("Who may pull"): the jar, an htpasswd entry from its subcommand, a robot, the
+# cache with auth on, the quick start's image pulled with the user's credentials and refused without
+step 600 "./mvnw -q -DskipTests package"
+step 20 "mkdir -p auth"
+step 60 "printf '%s\\n' 'alice-password' | java -jar target/registry-cache-0.1.0-SNAPSHOT.jar htpasswd"
+grep -qE '^alice:\$2[aby]\$' "$clone/auth/users.htpasswd" || fail "auth/users.htpasswd has no bcrypt entry for alice"
+step 20 'echo "ci:$(openssl rand -hex 32)" > auth/robots'
+serve "$(readme_lines "REGISTRYCACHE_AUTH_ENABLED=true")" "$work/auth-run.log"
+step 120 "skopeo copy --src-tls-verify=false --src-creds alice:alice-password" "$work/auth-pull.log"
+step 20 "curl -s -o /dev/null -w '%{http_code}\\n' http://localhost:8080/v2/demo/app/manifests/v1" "$work/auth-refused.log"
+[[ "$(cat "$work/auth-refused.log")" == 401 ]] || fail "without credentials the pull got '$(cat "$work/auth-refused.log")', not 401"
+unserve
 
 # monitoring (not a README command): Prometheus scrapes the run's stack, the dashboard is rendered after
 (cd "$clone" && perf/scripts/monitor.sh up) >"$work/monitor.log" 2>&1 || { cat "$work/monitor.log" >&2; fail "monitor.sh up failed"; }
