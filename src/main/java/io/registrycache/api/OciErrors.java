@@ -115,6 +115,7 @@ final class OciErrors {
    * cause chain is 507 (nothing was stored, the client is not at fault), and Spring's own 4xx/5xx
    * statuses (such as a request it could not read) keep their status with the nearest OCI code.
    */
+  @SuppressWarnings("ReferenceEquality") // a cause that is the throwable itself ends the walk
   static OciException classify(Throwable error) {
     // the first OCI error in the cause chain: a blocking store call wraps the store's 503 in an
     // IOException, and it is still the store's 503
