@@ -12,7 +12,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -363,18 +362,15 @@ public class BlobStore implements AutoCloseable {
       return;
     }
     waiting.put(delete, digest);
-    CompletableFuture.runAsync(
-            () -> {
-              if (waiting.remove(delete) != null) {
-                delete.run();
-              }
-            },
-            CompletableFuture.delayedExecutor(delay.toMillis(), TimeUnit.MILLISECONDS, executor))
-        .exceptionally(
-            failure -> {
-              deleteFailed(digest, failure.getCause() == null ? failure : failure.getCause());
-              return null;
-            });
+    StorageLayout.later(
+        delay,
+        executor,
+        () -> {
+          if (waiting.remove(delete) != null) {
+            delete.run();
+          }
+        },
+        failure -> deleteFailed(digest, failure));
   }
 
   private static void deleteFailed(Digest digest, Throwable failure) {

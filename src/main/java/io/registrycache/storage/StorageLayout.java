@@ -13,9 +13,14 @@ import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -281,6 +286,23 @@ public class StorageLayout {
     } catch (IOException e) {
       throw new UncheckedIOException("cannot scan " + base, e);
     }
+  }
+
+  /**
+   * Runs {@code task} once, {@code delay} from now, on {@code executor}: a delayed delete. Its
+   * failure goes to {@code failed} (the task's own exception, unwrapped), so it is logged rather
+   * than lost; an executor that refuses it (shut down) drops it without a word.
+   */
+  public static void later(
+      Duration delay, Executor executor, Runnable task, Consumer<Throwable> failed) {
+    CompletableFuture.runAsync(
+            task,
+            CompletableFuture.delayedExecutor(delay.toMillis(), TimeUnit.MILLISECONDS, executor))
+        .exceptionally(
+            failure -> {
+              failed.accept(failure.getCause() == null ? failure : failure.getCause());
+              return null;
+            });
   }
 
   /** Deletes a file, logging instead of failing. */

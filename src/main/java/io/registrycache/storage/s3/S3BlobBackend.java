@@ -19,7 +19,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
@@ -712,17 +711,15 @@ public final class S3BlobBackend implements BlobBackend {
       StorageLayout.deleteQuietly(temp);
       return;
     }
-    CompletableFuture.runAsync(
-            () -> StorageLayout.deleteQuietly(temp),
-            CompletableFuture.delayedExecutor(keep.toMillis(), TimeUnit.MILLISECONDS, executor))
-        .exceptionally(
-            failure -> {
-              log.warn(
-                  "cannot delete the temporary file {} of a stored blob: {}",
-                  temp,
-                  (failure.getCause() == null ? failure : failure.getCause()).toString());
-              return null;
-            });
+    StorageLayout.later(
+        keep,
+        executor,
+        () -> StorageLayout.deleteQuietly(temp),
+        failure ->
+            log.warn(
+                "cannot delete the temporary file {} of a stored blob: {}",
+                temp,
+                failure.toString()));
   }
 
   /** Deletes the object of an evicted blob (called by the store after the delete grace). */

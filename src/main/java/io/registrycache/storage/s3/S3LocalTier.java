@@ -17,12 +17,10 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.stream.Stream;
@@ -265,24 +263,18 @@ final class S3LocalTier {
    * {@link #close} the delete is dropped.
    */
   private void deleteLater(Digest digest) {
-    CompletableFuture.runAsync(
-            () -> {
-              synchronized (lock) {
-                if (!copies.asMap().containsKey(digest)) {
-                  StorageLayout.deleteQuietly(layout.blob(digest));
-                }
-              }
-            },
-            CompletableFuture.delayedExecutor(
-                deleteGrace.toMillis(), TimeUnit.MILLISECONDS, executor))
-        .exceptionally(
-            failure -> {
-              log.warn(
-                  "local tier: cannot delete the copy of {}: {}",
-                  digest,
-                  (failure.getCause() == null ? failure : failure.getCause()).toString());
-              return null;
-            });
+    StorageLayout.later(
+        deleteGrace,
+        executor,
+        () -> {
+          synchronized (lock) {
+            if (!copies.asMap().containsKey(digest)) {
+              StorageLayout.deleteQuietly(layout.blob(digest));
+            }
+          }
+        },
+        failure ->
+            log.warn("local tier: cannot delete the copy of {}: {}", digest, failure.toString()));
   }
 
   /** Bytes of the copies in the tier. */
