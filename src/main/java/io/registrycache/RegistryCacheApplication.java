@@ -23,8 +23,8 @@ public class RegistryCacheApplication {
    * Buffers a streamed response may hold, queued and being written: twice this many. Reactor
    * Netty's default (128) lets one client reading a blob from its file hold 256 file reads of
    * direct memory while its socket drains; with this, a response holds at most 32 buffers (2 MiB of
-   * a stored blob's 64 KiB reads, 8 MiB of a fill's 256 KiB buffers, within their own budget). A
-   * value set on the command line wins.
+   * a stored blob's 64 KiB reads; a fill's reader holds at most 8 of its 256 KiB buffers, its share
+   * of their own budget). A value set on the command line wins.
    */
   static final String SEND_PREFETCH = "16";
 

@@ -21,20 +21,36 @@ import org.springframework.util.unit.DataSize;
  *     from the upstream may hold (in 256 KiB buffers) while their clients drain them; a response
  *     that finds it all taken waits for a buffer to come back. It bounds what any number of clients
  *     joining fills can pin, and counts against {@code -XX:MaxDirectMemorySize} (the JVM's own
- *     direct buffers, not Netty's pool); a client that stops reading keeps up to 32 of them until
- *     its connection closes; default 16MB
+ *     direct buffers, not Netty's pool); one response holds at most 8 (2 MiB), so a client that
+ *     stops reading keeps no more than that until its send times out; default 16MB
+ * @param sendTimeout how long one write of a response to a client's connection may take before the
+ *     connection is closed: a client that stops reading (or reads slower than a 256 KiB buffer in
+ *     this time) is cut, and the buffers queued for it are freed; as nginx's {@code send_timeout};
+ *     0 never cuts; default 60s
  */
 @ConfigurationProperties("registry-cache.blobs")
 public record BlobsProperties(
     @DefaultValue("10m") Duration orphanDownloadTimeout,
     @DefaultValue("3") int resumeAttempts,
     @DefaultValue Prefetch prefetch,
-    @DefaultValue("16MB") DataSize fillResponseMemory) {
+    @DefaultValue("16MB") DataSize fillResponseMemory,
+    @DefaultValue("60s") Duration sendTimeout) {
+
+  public BlobsProperties {
+    if (sendTimeout.isNegative()) {
+      throw new IllegalArgumentException(
+          "registry-cache.blobs.send-timeout must be 0 (never) or more, got " + sendTimeout);
+    }
+  }
 
   /** Settings with prefetch at its defaults (tests, tools). */
   public static BlobsProperties of(Duration orphanDownloadTimeout, int resumeAttempts) {
     return new BlobsProperties(
-        orphanDownloadTimeout, resumeAttempts, Prefetch.DEFAULTS, DataSize.ofMegabytes(16));
+        orphanDownloadTimeout,
+        resumeAttempts,
+        Prefetch.DEFAULTS,
+        DataSize.ofMegabytes(16),
+        Duration.ofSeconds(60));
   }
 
   /**

@@ -43,7 +43,7 @@ final class BlobReader {
   private final Scheduler scheduler;
   private final String description;
   private final DataBufferFactory factory;
-  private final ReaderBuffers buffers;
+  private final ReaderBuffers.Share buffers;
   private final FillReaders.Position position;
   private volatile boolean done;
   private final Object fileLock = new Object();
@@ -72,7 +72,7 @@ final class BlobReader {
     this.scheduler = scheduler;
     this.description = description;
     this.factory = factory;
-    this.buffers = buffers;
+    this.buffers = buffers.share();
     this.position = window.open(start, endExclusive);
   }
 

@@ -313,6 +313,19 @@ class SettingFailuresTest {
   }
 
   @Test
+  void aNegativeSendTimeout() {
+    Throwable failure =
+        catchThrowable(
+            () -> RegistryCacheProperties.bind(Map.of("registry-cache.blobs.send-timeout", "-1s")));
+    FailureAnalysis analysis = analysis(new SettingFailures.SettingValueAnalyzer(), failure);
+
+    assertThat(analysis.getDescription())
+        .isEqualTo(
+            "Invalid settings under registry-cache.blobs: "
+                + "registry-cache.blobs.send-timeout must be 0 (never) or more, got PT-1S.");
+  }
+
+  @Test
   void anyOtherRefusalThatNamesItsSetting() {
     FailureAnalysis analysis =
         analysis(

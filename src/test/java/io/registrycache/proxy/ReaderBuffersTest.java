@@ -119,4 +119,51 @@ class ReaderBuffersTest {
     assertThat(b.maxCapacity()).isEqualTo(ReaderBuffers.BUFFER_BYTES);
     b.release();
   }
+
+  /**
+   * One reader holds at most its share, so a client that stops reading cannot take the budget from
+   * the others; a buffer it gives back lets it take the next.
+   */
+  @Test
+  void oneReaderHoldsAtMostItsShareWhileAnotherStillGetsBuffers() {
+    ReaderBuffers buffers =
+        new ReaderBuffers(
+            DataSize.ofBytes(4L * ReaderBuffers.PER_READER * ReaderBuffers.BUFFER_BYTES));
+    ReaderBuffers.Share stalled = buffers.share();
+    List<ByteBuf> held = new ArrayList<>();
+    for (int i = 0; i < ReaderBuffers.PER_READER; i++) {
+      held.add(stalled.take().block(Duration.ofSeconds(1)));
+    }
+    Mono<ByteBuf> oneMore = stalled.take().cache();
+    assertThat(oneMore.toFuture()).as("a buffer over the reader's share").isNotDone();
+    assertThat(stalled.lent()).isEqualTo(ReaderBuffers.PER_READER);
+
+    ReaderBuffers.Share other = buffers.share();
+    ByteBuf theirs = other.take().block(Duration.ofSeconds(1));
+    assertThat(theirs).as("another reader's buffer while the first is at its share").isNotNull();
+    theirs.release();
+
+    held.remove(0).release();
+    ByteBuf next = oneMore.block(Duration.ofSeconds(1));
+    assertThat(stalled.lent()).isEqualTo(ReaderBuffers.PER_READER);
+    next.release();
+    held.forEach(ByteBuf::release);
+    assertThat(stalled.lent()).isZero();
+    assertThat(other.lent()).isZero();
+    assertThat(buffers.lent()).isZero();
+  }
+
+  /** A reader cancelled while it waits for a buffer gives its permit back. */
+  @Test
+  void aReaderCancelledWhileWaitingForABufferGivesItsPermitBack() {
+    ReaderBuffers buffers = new ReaderBuffers(DataSize.ofBytes(ReaderBuffers.BUFFER_BYTES));
+    ByteBuf only = buffers.take().block(Duration.ofSeconds(1));
+    ReaderBuffers.Share reader = buffers.share();
+    var waiting = reader.take().subscribe();
+    assertThat(reader.lent()).as("the permit taken while the buffer is awaited").isEqualTo(1);
+    waiting.dispose();
+    assertThat(reader.lent()).isZero();
+    only.release();
+    assertThat(buffers.lent()).isZero();
+  }
 }
