@@ -22,7 +22,10 @@ import java.time.Duration;
 import java.util.Random;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -38,6 +41,7 @@ import org.springframework.test.context.DynamicPropertySource;
 @SpringBootTest(
     classes = RegistryCacheApplication.class,
     webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT)
+@ExtendWith(OutputCaptureExtension.class)
 class StalledClientTest {
 
   static final ScriptedHttp upstream = new ScriptedHttp();
@@ -76,7 +80,8 @@ class StalledClientTest {
   }
 
   @Test
-  void aClientThatStopsReadingIsCutAfterTheSendTimeoutAndTheOthersGetTheirBlobs() throws Exception {
+  void aClientThatStopsReadingIsCutAfterTheSendTimeoutAndTheOthersGetTheirBlobs(
+      CapturedOutput output) throws Exception {
     byte[] stalledBlob = blob(1);
     byte[] otherBlob = blob(2);
     String stalledDigest = Sha256.digest(stalledBlob);
@@ -105,6 +110,9 @@ class StalledClientTest {
     assertThat(readBeforeCut)
         .as("bytes the stalled client got before the cache closed its connection")
         .isLessThan(SIZE);
+    assertThat(output.getOut())
+        .contains("a write to it waited 2 s, the client stopped reading")
+        .doesNotContain("WriteTimeoutException");
 
     // the fill went on without its reader: the blob is stored whole and served verified
     HttpResponse<byte[]> again = CacheClient.onPort(port).get("/v2/stalled/blobs/" + stalledDigest);
