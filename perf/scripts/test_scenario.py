@@ -170,3 +170,27 @@ def test_replica_figures_count_a_thread_on_two_replicas_elsewhere(tmp_path):
     f = scenario.replica_figures(str(tmp_path / "results.csv"), reps, None)
     assert [r["clients"] for r in f["replicas"]] == [0, 0] and f["cluster"]["clients_elsewhere"] == 1
     assert f["cluster"]["upstream_gets_per_blob"] is None and f["replicas"][0]["upstream_blob_gets"] is None
+
+
+def test_summarize_writes_the_replicas_paragraph(tmp_path):
+    import pytest
+    pytest.importorskip("prometheus_client")
+    head = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,success,URL,IdleTime\n"
+    rows = ["1000,200,manifest,200,OK,t-1,true,http://127.0.0.1:8091/v2/x/manifests/v1,0",
+            "1000,200,pull image,200,Number of samples in transaction : 1,t-1,true,,0",
+            "1001,900,manifest,200,OK,t-2,true,http://127.0.0.1:8092/v2/x/manifests/v1,0",
+            "1001,900,pull image,200,Number of samples in transaction : 1,t-2,true,,0"]
+    (tmp_path / "results.csv").write_text(head + "\n".join(rows) + "\n")
+    (tmp_path / "replicas.tsv").write_text("replica\taddress\tcontainer\tip\n"
+                                           "cache-1\t127.0.0.1:8091\tc1\t172.18.0.4\ncache-2\t127.0.0.1:8092\tc2\t172.18.0.5\n")
+    (tmp_path / "registry.logs").write_text(
+        '# registry\n172.18.0.5 - - [x] "GET /v2/a/blobs/sha256:' + "c" * 64 + ' HTTP/1.1" 200 1 "" "rc"\n')
+    subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path), "--scenario", "rollout"],
+                   check=True, capture_output=True)
+    md = (tmp_path / "summary.md").read_text()
+    assert "cache-2 (127.0.0.1:8092): 1 clients, 0 without the image" in md
+    assert "The last replica's last client had the image 0.901 s after the release (cache-2;" in md
+    assert "Upstream blob GETs per blob, cluster-wide: 1 (1 GETs over 1 blobs, at most 1 of one" in md
+    import json
+    c = json.loads((tmp_path / "summary.json").read_text())["summary"]["rollout"]["cluster"]
+    assert c["last_replica"] == "cache-2" and c["upstream_gets_per_blob"] == 1.0
