@@ -301,8 +301,8 @@ elif [[ $target == ha ]]; then
   # the ports they publish, for their logs (registry:2's counts the upstream GETs) and their CPU
   registry_url="${registry_url:-http://127.0.0.1:5000}"
   [[ "$registry_url" =~ ^https?://(\[[^]]+\]|[^/:]+):([0-9]+) ]] || bad "--target ha: --registry-url needs its port, e.g. http://127.0.0.1:5000"
-  is_loopback "${BASH_REMATCH[1]//[\[\]]/}" || bad "--target ha: the stack's registry:2 is on this machine (--registry-url http://127.0.0.1:<port>)"
   ha_registry_port=${BASH_REMATCH[2]}
+  is_loopback "${BASH_REMATCH[1]//[\[\]]/}" || bad "--target ha: the stack's registry:2 is on this machine (--registry-url http://127.0.0.1:<port>)"
   command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1 || die 3 "--target ha reads the stack's containers: no Docker engine answers"
   published() { docker ps --filter "publish=$1" --format '{{.Names}}' 2>/dev/null | head -1; }
   ha_registry="$(published "$ha_registry_port")"
