@@ -98,7 +98,7 @@ done
 
 # 1b. the perf pack's rollout against the three replicas (perf/README.md, "The rollout against the
 # three-replica stack"): JMeter threads released at once, each on one replica's own port
-rollout_console=$work/rollout.console
+rollout_console=$work/rollout.console rollout_t0=$(date +%s)
 if ! PERF_DATA_DIR="$work/perf-data" timeout 300 perf/scripts/run.sh --scenario rollout --target ha -c 6 -t 60000 \
     --layer-size 1m --runs-dir "$work/runs" --name ha-rollout --fail-on-errors >"$rollout_console" 2>&1; then
   tail -30 "$rollout_console" >&2
@@ -140,7 +140,7 @@ for port in 8091 8092 8093; do
   timeout 120 skopeo copy -q --src-tls-verify=false "docker://127.0.0.1:$port/$rollout_img" "dir:$work/rollout-$port" >/dev/null \
     2>"$work/rollout-$port.err" || fail "the rollout's image $rollout_img through 127.0.0.1:$port: $(cat "$work/rollout-$port.err")"
 done
-echo "compose-ha: rollout of 6 JMeter threads, 2 per replica, every one with the image: $figures; skopeo verified it through each replica"
+echo "compose-ha: rollout of 6 JMeter threads, 2 per replica, every one with the image: $figures; skopeo verified it through each replica ($(( $(date +%s) - rollout_t0 )) s)"
 
 # 2. every replica killed while the large blob is being filled
 pull "$large" "$work/large-before" &

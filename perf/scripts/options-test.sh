@@ -143,6 +143,7 @@ expect 2 "^run.sh: --replica-ports is for --target ha"  "$S/run.sh" --runs-dir "
 expect 2 "^run.sh: --target ha runs the plan in run.sh's own JMeter" "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --engines 127.0.0.1:1099
 expect 2 "^run.sh: --target ha and --url exclude"      "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --url http://127.0.0.1:9
 expect 2 "^run.sh: --target ha seeds a fresh image"     "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --images "$S/run.sh"
+expect 2 "^run.sh: --target ha: the stack's registry:2 is on this machine" "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --registry-url http://192.0.2.1:5000
 expect 2 "^run.sh: -J ports=1: run.sh sets ports"       "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 -J ports=1
 expect 0 "" "$S/run.sh" --check --runs-dir "$r" -c 6 -t 30000 --target ha --scenario rollout --replica-ports 8091,8092
 # good options pass --check, which starts nothing

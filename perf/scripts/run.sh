@@ -25,7 +25,7 @@
 #                             ha: the three-replica stack of docker/compose-ha.yaml, already up (three
 #                             replicas on one s3proxy bucket, upstream registry:2 on 127.0.0.1:5000);
 #                             --scenario rollout only. Thread n pulls through replica ((n-1) mod 3) on
-#                             its own published port (--replica-ports), not through nginx, so every
+#                             its own published port (--replica-ports; mod their count), not nginx, so every
 #                             replica has its clients; logs and CPU from the stack's containers
 #   --replica-ports P,...     ha: the replicas' ports on 127.0.0.1    default 8091,8092,8093
 #   --form inpath|ns|bare     request form through the cache: /v2/<host>/<name>, /v2/<name>?ns=<host>,
@@ -158,6 +158,7 @@ else
 fi
 int "$duration" && (( duration > 0 )) || bad "--duration must be a positive integer (s)"
 case "$mode" in cached|pull-through) ;; pullthrough) mode=pull-through ;; *) bad "-m must be cached or pull-through" ;; esac
+is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
 case "$target" in cache|registry|ha) ;; *) bad "--target must be cache, registry or ha" ;; esac
 # ha: the compose-ha stack's replicas, each on its own published port, every one with its clients
 replica_list=()
@@ -171,6 +172,10 @@ if [[ $target == ha ]]; then
   IFS=, read -r -a replica_list <<<"${replica_ports//[[:space:]]/}"
   (( $(printf '%s\n' "${replica_list[@]}" | sort -u | wc -l) == ${#replica_list[@]} )) || bad "--replica-ports $replica_ports: a port twice"
   (( threads >= ${#replica_list[@]} )) || bad "-c $threads is fewer than the ${#replica_list[@]} replicas: give each replica a client"
+  registry_url="${registry_url:-http://127.0.0.1:5000}"   # the stack's registry:2: seeded, its log read
+  [[ "$registry_url" =~ ^https?://(\[[^]]+\]|[^/:]+):([0-9]+)/?$ ]] || bad "--target ha: --registry-url must be http://127.0.0.1:<port> (the stack's registry:2)"
+  ha_registry_port=${BASH_REMATCH[2]}
+  is_loopback "${BASH_REMATCH[1]//[\[\]]/}" || bad "--target ha: the stack's registry:2 is on this machine (--registry-url http://127.0.0.1:<port>)"
 elif [[ -n "$replica_ports" ]]; then
   bad "--replica-ports is for --target ha"
 fi
@@ -179,7 +184,6 @@ plan="$(cd "$(dirname "$plan")" && pwd)/$(basename "$plan")"
 [[ -z "$images" || -f "$images" ]] || bad "images file $images not found"
 [[ -n "$images" ]] && images="$(cd "$(dirname "$images")" && pwd)/$(basename "$images")"
 
-is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
 # every other option, before anything starts (stack, seeding, JMeter, a run folder)
 case "$form" in ""|inpath|ns|bare) ;; *) bad "--form must be inpath, ns or bare" ;; esac
 [[ $heap =~ ^[1-9][0-9]*[kKmMgG]?$ ]] || bad "--heap must be a size like 1g or 512m"
@@ -299,10 +303,6 @@ if [[ -n "$url" ]]; then
 elif [[ $target == ha ]]; then
   # the compose-ha stack (docker/compose-ha.yaml), started by its user: its containers are found by
   # the ports they publish, for their logs (registry:2's counts the upstream GETs) and their CPU
-  registry_url="${registry_url:-http://127.0.0.1:5000}"
-  [[ "$registry_url" =~ ^https?://(\[[^]]+\]|[^/:]+):([0-9]+) ]] || bad "--target ha: --registry-url needs its port, e.g. http://127.0.0.1:5000"
-  ha_registry_port=${BASH_REMATCH[2]}
-  is_loopback "${BASH_REMATCH[1]//[\[\]]/}" || bad "--target ha: the stack's registry:2 is on this machine (--registry-url http://127.0.0.1:<port>)"
   command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1 || die 3 "--target ha reads the stack's containers: no Docker engine answers"
   published() { docker ps --filter "publish=$1" --format '{{.Names}}' 2>/dev/null | head -1; }
   ha_registry="$(published "$ha_registry_port")"
