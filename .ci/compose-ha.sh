@@ -4,6 +4,10 @@
 # Every image is built locally (docker/ha/build-images.sh). Checks, with skopeo as the client:
 #   1. 30 concurrent cold pulls of one image through the round robin: every pull verified by
 #      skopeo, and registry:2's access log shows exactly one GET per blob and of the tag;
+#   1b. the perf pack's rollout against the replicas (perf/scripts/run.sh --scenario rollout --target ha):
+#      6 JMeter threads, 2 on each replica's own port, released at once on one fresh image: its
+#      summary exists, every client got the image without a failed request, one upstream GET per
+#      blob and of the tag cluster-wide; then skopeo verifies what each replica serves of it;
 #   2. all three replicas killed while a 128 MiB blob is being filled: no object under the
 #      blob's final key in the bucket unless its bytes match the digest; restarted, they serve it;
 #   3. one replica killed: the other two keep serving (cached and new images);
@@ -91,6 +95,52 @@ bucket=$(docker volume inspect "${project}_s3-data" -f '{{.Mountpoint}}')/regist
 for d in $digests; do
   [ -f "$bucket/${d#sha256:}" ] || fail "blob $d is not in the bucket at $bucket"
 done
+
+# 1b. the perf pack's rollout against the three replicas (perf/README.md, "The rollout against the
+# three-replica stack"): JMeter threads released at once, each on one replica's own port
+rollout_console=$work/rollout.console rollout_t0=$(date +%s)
+if ! PERF_DATA_DIR="$work/perf-data" timeout 300 perf/scripts/run.sh --scenario rollout --target ha -c 6 -t 60000 \
+    --layer-size 1m --runs-dir "$work/runs" --name ha-rollout --fail-on-errors >"$rollout_console" 2>&1; then
+  tail -30 "$rollout_console" >&2
+  fail "the rollout against the replicas (run.sh --target ha) failed: its console above"
+fi
+summary=$work/runs/ha-rollout/summary.json
+[ -s "$summary" ] && [ -s "$work/runs/ha-rollout/summary.md" ] || fail "the rollout wrote no summary ($summary)"
+# exit 1 with what failed, else one line of figures
+if ! figures=$(python3 - "$summary" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+r = s.get("rollout") or {}
+c, up, reps = r.get("cluster") or {}, r.get("upstream") or {}, r.get("replicas") or []
+checks = [
+    (s["errors"] == 0 and s["images_failed"] == 0 and s["images_ok"] == 6,
+     f"{s['images_ok']} of 6 clients got the image, {s['errors']} requests failed"),
+    (c.get("clients") == 6 and c.get("clients_failed") == 0 and c.get("clients_elsewhere") == 0,
+     f"clients of the replicas: {c.get('clients')}, {c.get('clients_failed')} without the image, "
+     f"{c.get('clients_elsewhere')} on no replica or several"),
+    (len(reps) == 3 and all(x["clients"] == 2 and x["images_ok"] == 2 for x in reps),
+     "not 2 clients with the image on each of 3 replicas: " + ", ".join(f"{x['replica']} {x['images_ok']}/{x['clients']}" for x in reps)),
+    (c.get("upstream_blobs") == 5 and c.get("upstream_max_gets_per_blob") == 1 and c.get("upstream_gets_per_blob") == 1,
+     f"{c.get('upstream_blob_gets')} upstream blob GETs over {c.get('upstream_blobs')} blobs (5 blobs, one GET each expected)"),
+    (up.get("manifest_requests") == 1, f"{up.get('manifest_requests')} upstream manifest requests for one tag (1 expected)"),
+    (c.get("last_done_s") is not None, "no time until the last replica's last client had the image"),
+]
+failed = [text for ok, text in checks if not ok]
+if failed:
+    print("; ".join(failed))
+    sys.exit(1)
+print(f"upstream GETs per blob {c['upstream_gets_per_blob']:g} ({c['upstream_blob_gets']} over {c['upstream_blobs']} blobs); "
+      f"the last replica's last client had the image {c['last_done_s']} s after the release ({c['last_replica']})")
+PY
+); then
+  fail "the rollout against the replicas: ${figures:-its summary.json could not be read} ($(sed -n '/^Replicas (/p' "$work/runs/ha-rollout/summary.md"))"
+fi
+rollout_img=$(sed -n 2p "$work/runs/ha-rollout/images.csv" | cut -d, -f1,2 | tr , :)
+for port in 8091 8092 8093; do
+  timeout 120 skopeo copy -q --src-tls-verify=false "docker://127.0.0.1:$port/$rollout_img" "dir:$work/rollout-$port" >/dev/null \
+    2>"$work/rollout-$port.err" || fail "the rollout's image $rollout_img through 127.0.0.1:$port: $(cat "$work/rollout-$port.err")"
+done
+echo "compose-ha: rollout of 6 JMeter threads, 2 per replica, every one with the image: $figures; skopeo verified it through each replica ($(( $(date +%s) - rollout_t0 )) s)"
 
 # 2. every replica killed while the large blob is being filled
 pull "$large" "$work/large-before" &

@@ -91,6 +91,13 @@ plan_property_error() { # KEY VALUE -> prints the reason when VALUE is no good f
       [[ $v =~ ^[0-9]+$ ]] || echo "must be a whole number >= 0" ;;
     port)
       [[ $v =~ ^[0-9]+$ ]] && ((10#$v >= 1 && 10#$v <= 65535)) || echo "must be 1-65535" ;;
+    ports)
+      local _p _ok=1
+      if [[ -n ${v//[[:space:]]/} ]]; then
+        for _p in ${v//,/ }; do [[ $_p =~ ^[0-9]+$ ]] && ((10#$_p >= 1 && 10#$_p <= 65535)) || _ok=0; done
+        [[ $v =~ ^[[:space:]]*[0-9]+[[:space:]]*(,[[:space:]]*[0-9]+[[:space:]]*)*$ ]] || _ok=0
+      fi
+      ((_ok)) || echo "must be ports 1-65535, comma-separated" ;;
     protocol)
       [[ $v == http || $v == https ]] || echo "must be http or https" ;;
     mode)

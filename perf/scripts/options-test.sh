@@ -133,6 +133,19 @@ expect 2 "^run.sh: --evict-pattern is not a regular"   "$S/run.sh" --runs-dir "$
 expect 2 "^run.sh: with --url, pull-through mode needs" "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 -m pull-through -l 1 --url http://127.0.0.1:9
 expect 2 "^run.sh: -c <threads> and -t <timeout-ms> are required" "$S/run.sh" --runs-dir "$r"
 expect 2 "^run.sh: unknown option --bogus"             "$S/run.sh" --runs-dir "$r" -c 1 -t 1000 --bogus
+# --target ha: the rollout against the compose-ha stack's replicas
+expect 2 "^run.sh: --target must be cache, registry or ha" "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target foo
+expect 2 "^run.sh: --target ha runs --scenario rollout only" "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha
+expect 2 "^run.sh: -c 2 is fewer than the 3 replicas"   "$S/run.sh" --runs-dir "$r" -c 2 -t 1000 --target ha --scenario rollout
+expect 2 "^run.sh: --replica-ports 8091,x: must be ports" "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --replica-ports 8091,x
+expect 2 "^run.sh: --replica-ports 1,1: a port twice"   "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --replica-ports 1,1
+expect 2 "^run.sh: --replica-ports is for --target ha"  "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --scenario rollout --replica-ports 8091
+expect 2 "^run.sh: --target ha runs the plan in run.sh's own JMeter" "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --engines 127.0.0.1:1099
+expect 2 "^run.sh: --target ha and --url exclude"      "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --url http://127.0.0.1:9
+expect 2 "^run.sh: --target ha seeds a fresh image"     "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --images "$S/run.sh"
+expect 2 "^run.sh: --target ha: the stack's registry:2 is on this machine" "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 --target ha --scenario rollout --registry-url http://192.0.2.1:5000
+expect 2 "^run.sh: -J ports=1: run.sh sets ports"       "$S/run.sh" --runs-dir "$r" -c 3 -t 1000 -J ports=1
+expect 0 "" "$S/run.sh" --check --runs-dir "$r" -c 6 -t 30000 --target ha --scenario rollout --replica-ports 8091,8092
 # good options pass --check, which starts nothing
 expect 0 "" "$S/run.sh" --check --runs-dir "$r" -c 2 -t 1000 --form ns --heap 2g -J auth=bearer -J sync_timeout=100 --os linux --arch arm64
 if [[ -e "$r" || -e "$m" ]]; then failed=$((failed + 1)); echo "FAIL a refused run made a folder"; fi

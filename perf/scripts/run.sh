@@ -21,7 +21,13 @@
 #                   with the admin API (POST <mgmt>/actuator/cache/prune, answer kept in evicted.json)
 #                                                                        default cached
 # Target (default: the perf stack's registry-cache, brought up with stack.sh, upstream registry:2):
-#   --target cache|registry   the service, or the stack's registry:2 itself (same plan, bare form)
+#   --target cache|registry|ha  the service, or the stack's registry:2 itself (same plan, bare form), or
+#                             ha: the three-replica stack of docker/compose-ha.yaml, already up (three
+#                             replicas on one s3proxy bucket, upstream registry:2 on 127.0.0.1:5000);
+#                             --scenario rollout only. Thread n pulls through replica ((n-1) mod 3) on
+#                             its own published port (--replica-ports; mod their count), not nginx, so every
+#                             replica has its clients; logs and CPU from the stack's containers
+#   --replica-ports P,...     ha: the replicas' ports on 127.0.0.1    default 8091,8092,8093
 #   --form inpath|ns|bare     request form through the cache: /v2/<host>/<name>, /v2/<name>?ns=<host>,
 #                             /v2/<name> (default upstream)                default inpath
 #   --upstream-host H         registry host name for inpath/ns              default localhost:5000
@@ -102,7 +108,7 @@ set -- ${rest[@]+"${rest[@]}"}
 threads="" timeout_ms="" rampup=2 loops="" steady="" warmup=15 plan="$PERF_DIR/jmeter/pull.jmx" mode=cached
 target=cache form="" upstream_host="" url="" metrics_url="" registry_url="" no_stack=0 warm=1
 images="" set_size=200 os=linux arch=amd64 fail_on_errors=0 heap=1g duration=1800
-runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0
+runs_dir="$PERF_DIR/runs" name="" allow_remote=0 mgmt_url="" evict_pattern="" fresh_batch=0 replica_ports=""
 engines="" rmi_nossl=0 rmi_host="" check_only=0
 extra=() jprops=()
 
@@ -112,7 +118,7 @@ parse_options "-c:threads -t:timeout_ms -r:rampup -l:loops --steady:steady --war
   --evict-pattern:evict_pattern --fresh-batch:fresh_batch=1 --images:images --set-size:set_size --os:os
   --arch:arch --fail-on-errors:fail_on_errors=1 --heap:heap --duration:duration --runs-dir:runs_dir
   --name:name -J:jprops+ --allow-non-loopback:allow_remote=1 --engines:engines --rmi-no-ssl:rmi_nossl=1
-  --check:check_only=1" "$@"
+  --check:check_only=1 --replica-ports:replica_ports" "$@"
 mgmt_url=${mgmt_url%/}
 for j in "${jprops[@]}"; do extra+=("-J$j"); done
 
@@ -152,13 +158,32 @@ else
 fi
 int "$duration" && (( duration > 0 )) || bad "--duration must be a positive integer (s)"
 case "$mode" in cached|pull-through) ;; pullthrough) mode=pull-through ;; *) bad "-m must be cached or pull-through" ;; esac
-case "$target" in cache|registry) ;; *) bad "--target must be cache or registry" ;; esac
+is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
+case "$target" in cache|registry|ha) ;; *) bad "--target must be cache, registry or ha" ;; esac
+# ha: the compose-ha stack's replicas, each on its own published port, every one with its clients
+replica_list=()
+if [[ $target == ha ]]; then
+  [[ $scenario == rollout ]] || bad "--target ha runs --scenario rollout only"
+  [[ -z "$url" ]] || bad "--target ha and --url exclude each other (ha is the compose-ha stack on this machine)"
+  [[ -z "$engines" ]] || bad "--target ha runs the plan in run.sh's own JMeter: no --engines (one synchronizing timer releases every thread)"
+  [[ -z "$images" ]] || bad "--target ha seeds a fresh image for the rollout: no --images (the stack has no eviction here)"
+  replica_ports=${replica_ports:-8091,8092,8093}
+  _why=$(plan_property_error ports "$replica_ports"); [[ -z $_why ]] || bad "--replica-ports $replica_ports: $_why"
+  IFS=, read -r -a replica_list <<<"${replica_ports//[[:space:]]/}"
+  (( $(printf '%s\n' "${replica_list[@]}" | sort -u | wc -l) == ${#replica_list[@]} )) || bad "--replica-ports $replica_ports: a port twice"
+  (( threads >= ${#replica_list[@]} )) || bad "-c $threads is fewer than the ${#replica_list[@]} replicas: give each replica a client"
+  registry_url="${registry_url:-http://127.0.0.1:5000}"   # the stack's registry:2: seeded, its log read
+  [[ "$registry_url" =~ ^https?://(\[[^]]+\]|[^/:]+):([0-9]+)/?$ ]] || bad "--target ha: --registry-url must be http://127.0.0.1:<port> (the stack's registry:2)"
+  ha_registry_port=${BASH_REMATCH[2]}
+  is_loopback "${BASH_REMATCH[1]//[\[\]]/}" || bad "--target ha: the stack's registry:2 is on this machine (--registry-url http://127.0.0.1:<port>)"
+elif [[ -n "$replica_ports" ]]; then
+  bad "--replica-ports is for --target ha"
+fi
 [[ -f "$plan" ]] || bad "plan $plan not found"
 plan="$(cd "$(dirname "$plan")" && pwd)/$(basename "$plan")"
 [[ -z "$images" || -f "$images" ]] || bad "images file $images not found"
 [[ -n "$images" ]] && images="$(cd "$(dirname "$images")" && pwd)/$(basename "$images")"
 
-is_loopback() { [[ "$1" =~ ^(127\.[0-9]+\.[0-9]+\.[0-9]+|localhost|\[?::1\]?)$ ]]; }
 # every other option, before anything starts (stack, seeding, JMeter, a run folder)
 case "$form" in ""|inpath|ns|bare) ;; *) bad "--form must be inpath, ns or bare" ;; esac
 [[ $heap =~ ^[1-9][0-9]*[kKmMgG]?$ ]] || bad "--heap must be a size like 1g or 512m"
@@ -206,7 +231,7 @@ for _j in ${jprops[@]+"${jprops[@]}"}; do
     images) bad "-J $_j: give the images with --images" ;;
     os|arch) bad "-J $_j: give it with --$_k" ;;
     scenario) bad "-J $_j: give the scenario with --scenario" ;;
-    protocol|host|port|prefix|ns|results) bad "-J $_j: run.sh sets $_k from the target (--url, --form, --upstream-host)" ;;
+    protocol|host|port|ports|prefix|ns|results) bad "-J $_j: run.sh sets $_k from the target (--url, --form, --upstream-host, --replica-ports)" ;;
   esac
   _why=$(plan_property_error "$_k" "${_j#*=}"); [[ -z $_why ]] || bad "-J $_j: $_why"
 done
@@ -275,6 +300,27 @@ if [[ -n "$url" ]]; then
   [[ -z "$form" ]] && form=bare
   [[ -z "$upstream_host" ]] && upstream_host=localhost:5000
   [[ $upstream_logs == 1 ]] && stack_logs=1   # the perf stack's registry:2 behind the --url cache
+elif [[ $target == ha ]]; then
+  # the compose-ha stack (docker/compose-ha.yaml), started by its user: its containers are found by
+  # the ports they publish, for their logs (registry:2's counts the upstream GETs) and their CPU
+  command -v docker >/dev/null && timeout 10 docker info >/dev/null 2>&1 || die 3 "--target ha reads the stack's containers: no Docker engine answers"
+  published() { docker ps --filter "publish=$1" --format '{{.Names}}' 2>/dev/null | head -1; }
+  ha_registry="$(published "$ha_registry_port")"
+  ha_hint="start it: docker/ha/build-images.sh; docker-compose -f docker/compose-ha.yaml -p registry-cache-ha up -d"
+  [[ -n "$ha_registry" ]] || die 3 "--target ha: no container publishes port $ha_registry_port (the stack's registry:2): $ha_hint"
+  ha_containers=()
+  for p in "${replica_list[@]}"; do
+    c="$(published "$p")"
+    [[ -n "$c" ]] || die 3 "--target ha: no container publishes port $p (a replica): $ha_hint"
+    code="$(curl -s -o /dev/null -m 5 -w '%{http_code}' "http://127.0.0.1:$p/v2/" || true)"
+    [[ "$code" == 200 ]] || die 3 "--target ha: replica $c at http://127.0.0.1:$p/v2/ is not ready (answered '${code:-nothing}')"
+    ha_containers+=("$c")
+  done
+  protocol=http host=127.0.0.1 port=${replica_list[0]}
+  [[ -z "$form" ]] && form=inpath
+  [[ -z "$upstream_host" ]] && upstream_host=localhost:5000
+  target_desc="the compose-ha stack: ${#replica_list[@]} registry-cache replicas at 127.0.0.1:$(IFS=,; echo "${replica_list[*]}") (threads dealt round robin over their own ports), upstream registry:2 at $registry_url"
+  stack_logs=2
 else
   [[ $no_stack == 1 ]] || {
     if [[ $target == registry ]]; then "$SCRIPTS/stack.sh" up --registry-only || die 3 "the stack did not come up"
@@ -486,6 +532,20 @@ esac
 jprops=(-Jthreads="$threads" -Jloops="$loops" -Jrampup="$rampup" -Jtimeout="$timeout_ms"
         -Jprotocol="$protocol" -Jhost="$host" -Jport="$port" -Jimages="$images" -Jmode="$mode"
         -Jprefix="$prefix" -Jns="$ns" -Jos="$os" -Jarch="$arch" -Jduration="$duration" -Jresults=none)
+if [[ $target == ha ]]; then
+  jprops+=(-Jports="$(IFS=,; echo "${replica_list[*]}")")
+  # which replica is which: summarize.py counts each one's clients, time to image and upstream GETs
+  # (registry:2 logs the address of the replica that sent each request)
+  {
+    printf 'replica\taddress\tcontainer\tip\n'
+    for i in "${!replica_list[@]}"; do
+      c=${ha_containers[$i]}
+      printf '%s\t127.0.0.1:%s\t%s\t%s\n' \
+        "$(docker inspect -f '{{index .Config.Labels "com.docker.compose.service"}}' "$c" 2>/dev/null | grep . || echo "$c")" \
+        "${replica_list[$i]}" "$c" "$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$c" | awk '{print $1}')"
+    done
+  } >"$run/replicas.tsv"
+fi
 cat >"$run/params.env" <<EOF
 threads=$threads
 timeout_ms=$timeout_ms
@@ -508,6 +568,7 @@ heap=$heap
 started_utc=$stamp
 mgmt_url=$mgmt_url
 engines=$engines
+replica_ports=$([[ $target == ha ]] && (IFS=,; echo "${replica_list[*]}"))
 evict_pattern=$([[ $mode == pull-through && ${evict:-0} == 1 ]] && echo "$evict_pattern")
 evicted=$evicted_desc
 command=$0 $orig_args
@@ -637,6 +698,14 @@ cache_pid="" registry_pid="" proxy_pids="" dockerd_pid=""
 if [[ $stack_logs == 1 ]]; then
   eval "$("$SCRIPTS/stack.sh" pids | sed 's/^registry-cache=/cache_pid=/; s/^registry=/registry_pid=/; s/^docker-proxy=/proxy_pids=/; s/^dockerd=/dockerd_pid=/')"
 fi
+if [[ $stack_logs == 2 ]]; then   # ha: the replicas' JVMs (their containers' main processes), registry:2
+  cache_pid=$(for c in "${ha_containers[@]}"; do docker inspect -f '{{.State.Pid}}' "$c"; done | paste -sd,)
+  registry_pid=$(docker inspect -f '{{.State.Pid}}' "$ha_registry")
+  for p in "${replica_list[@]}" "$ha_registry_port"; do
+    for q in $(pgrep -f -- "docker-proxy .*-host-port $p " 2>/dev/null); do proxy_pids+="${proxy_pids:+,}$q"; done
+  done
+  dockerd_pid=$(pgrep -o -x dockerd 2>/dev/null | head -1 || true)
+fi
 [[ $target == registry ]] && cache_pid=""   # only the registry is under load
 [[ $target == url ]] && cache_pid=""        # --upstream-logs: the stack's own cache is not the target
 # The verdict weighs the target, its upstream, JMeter and the rest: which process is which. A --url
@@ -645,6 +714,7 @@ fi
 target_pid="" target_name="" upstream_pid="" upstream_name=""
 case "$target" in
   cache) target_pid=$cache_pid target_name=registry-cache upstream_pid=$registry_pid upstream_name="registry:2" ;;
+  ha) target_pid=$cache_pid target_name="registry-cache (${#replica_list[@]} replicas)" upstream_pid=$registry_pid upstream_name="registry:2" ;;
   registry) target_pid=$registry_pid target_name="registry:2" ;;
   url)
     if is_loopback "${host//[\[\]]/}"; then
@@ -728,6 +798,16 @@ if [[ $stack_logs == 1 ]]; then
       echo "# no log lines in the run's window$([[ $f == */registry.logs && $mode == cached ]] && echo ": in cached mode every pull is served from the cache, the upstream sees no request")" >>"$f"
     fi
   done
+elif [[ $stack_logs == 2 ]]; then
+  # ha: registry:2's log (the upstream GETs, cluster-wide) and every replica's, one after the other
+  echo "# registry: docker logs --since $since --until $until $ha_registry" >"$run/registry.logs"
+  docker logs --since "$since" --until "$until" "$ha_registry" >>"$run/registry.logs" 2>&1 || true
+  : >"$run/registry-cache.logs"
+  for c in "${ha_containers[@]}"; do
+    echo "# $c: docker logs --since $since --until $until $c" >>"$run/registry-cache.logs"
+    docker logs --since "$since" --until "$until" "$c" >>"$run/registry-cache.logs" 2>&1 || true
+  done
+  if (( $(grep -vc '^#' "$run/registry.logs" || true) == 0 )); then echo "# no log lines in the run's window" >>"$run/registry.logs"; fi
 else
   echo "# target $target_desc was not started by the perf stack: no logs collected" >"$run/registry-cache.logs"
   echo "# target $target_desc was not started by the perf stack: no logs collected" >"$run/registry.logs"

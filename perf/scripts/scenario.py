@@ -15,6 +15,13 @@ Figures (functions, used by summarize.py --scenario):
                                       until the last thread had the image, spread of completion times (s)
   upstream_requests(log lines)        the upstream's requests during the run, from its access log:
                                       blob GETs per digest, manifest requests
+  replica_figures(results.csv, replicas, log lines)
+                                      a rollout against several replicas (run.sh --target ha): each
+                                      replica's clients (the threads whose requests went to its address),
+                                      their time to image and when its last client had the image after
+                                      the release, the upstream's blob GETs it sent; for the cluster,
+                                      when the last replica's last client had the image and the
+                                      upstream's GETs per blob
   large_figures(results.csv)          MB/s (10^6 bytes/s) of each layer blob request, per thread
                                       (its bytes over its busy time) and in aggregate
 """
@@ -115,6 +122,82 @@ def rollout_figures(results_csv):
             "first_done_s": round(ends[0], 3), "median_done_s": round(pct(ends, 50), 3),
             "p90_done_s": round(pct(ends, 90), 3), "last_done_s": round(ends[-1], 3),
             "spread_s": round(ends[-1] - ends[0], 3)}
+
+
+def read_replicas(path):
+    """replicas.tsv of run.sh --target ha: [{replica, address (host:port), container, ip}]; [] without it."""
+    try:
+        with open(path, newline="") as f:
+            return [dict(r) for r in csv.DictReader(f, delimiter="\t")]
+    except FileNotFoundError:
+        return []
+
+
+def replica_figures(results_csv, replicas, upstream_lines=None):
+    """A rollout spread over replicas, each thread pulling through one of them (the address of its
+    requests, results.csv's URL column). replicas: read_replicas()'s rows; upstream_lines: the upstream's
+    log (access-log lines start with the client's address: the replica's ip), or None.
+
+    Returns {"replicas": [{replica, address, clients, clients_failed, images_ok, time_to_image_s {min,
+    median, max} (successful images), first_done_s, last_done_s (from the release, the first request of
+    any thread, to the end of its first and last client's image; successful images), upstream_blob_gets,
+    upstream_blobs}], "cluster": {replicas, clients, clients_failed, clients_elsewhere (threads whose
+    requests went to no replica, or to several), last_replica, last_done_s (when the last replica's last
+    client had the image), upstream_blob_gets, upstream_blobs, upstream_gets_per_blob,
+    upstream_max_gets_per_blob}}; None without samples."""
+    import urllib.parse
+    import summarize  # beside this file
+    with open(results_csv, newline="", encoding="utf-8", errors="replace") as f:
+        rows = list(csv.DictReader(f))
+    addresses, failed, release = collections.defaultdict(set), set(), None
+    for row in rows:
+        if row.get("label") == "pull image" or (row.get("responseMessage") or "").startswith(summarize.TRANSACTION_MARK):
+            continue
+        try:
+            ts = int(row["timeStamp"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        t = row.get("threadName", "?")
+        release = ts if release is None else min(release, ts)
+        addresses[t].add(urllib.parse.urlsplit(row.get("URL") or "").netloc)
+        if (row.get("success") or "").lower() != "true":
+            failed.add(t)
+    if release is None:
+        return None
+    spans = summarize.time_to_image_by_thread(rows)
+    gets_by_ip = collections.defaultdict(collections.Counter)
+    for line in upstream_lines or ():
+        m = ACCESS.search(line)
+        b = BLOB.search(m.group(2)) if m and m.group(1) == "GET" else None
+        if b:
+            gets_by_ip[line.split(" ", 1)[0]][b.group(1)] += 1
+    out, placed = [], set()
+    for r in replicas:
+        threads = sorted(t for t, a in addresses.items() if a == {r["address"]})
+        placed.update(threads)
+        ok = [(st, en) for t in threads for st, en, good in spans.get(t, []) if good]
+        tti = sorted((en - st) / 1000.0 for st, en in ok)
+        ends = sorted((en - release) / 1000.0 for _, en in ok)
+        up = gets_by_ip.get(r.get("ip") or "", collections.Counter())
+        out.append({"replica": r["replica"], "address": r["address"], "clients": len(threads),
+                    "clients_failed": sum(t in failed or not any(g for _, _, g in spans.get(t, [])) for t in threads),
+                    "images_ok": len(ok),
+                    "time_to_image_s": {"min": round(tti[0], 3), "median": round(summarize.jmeter_percentile(tti, 50), 3),
+                                        "max": round(tti[-1], 3)} if tti else None,
+                    "first_done_s": round(ends[0], 3) if ends else None, "last_done_s": round(ends[-1], 3) if ends else None,
+                    "upstream_blob_gets": sum(up.values()) if upstream_lines is not None else None,
+                    "upstream_blobs": len(up) if upstream_lines is not None else None})
+    done = [r for r in out if r["last_done_s"] is not None]
+    last = max(done, key=lambda r: r["last_done_s"]) if done else None
+    up = upstream_requests(upstream_lines) if upstream_lines is not None else None
+    cluster = {"replicas": len(out), "clients": sum(r["clients"] for r in out),
+               "clients_failed": sum(r["clients_failed"] for r in out),
+               "clients_elsewhere": len(set(addresses) - placed),
+               "last_replica": last["replica"] if last else None, "last_done_s": last["last_done_s"] if last else None,
+               "upstream_blob_gets": up["blob_gets_total"] if up else None, "upstream_blobs": up["blobs"] if up else None,
+               "upstream_gets_per_blob": round(up["blob_gets_total"] / up["blobs"], 2) if up and up["blobs"] else None,
+               "upstream_max_gets_per_blob": up["max_gets_per_blob"] if up else None}
+    return {"replicas": out, "cluster": cluster}
 
 
 ACCESS = re.compile(r'"(GET|HEAD) (/v2/\S+?)(?:\?\S*)? HTTP/[0-9.]+" (\d{3})')

@@ -148,6 +148,11 @@ def time_to_image(rows, transaction_label="pull image"):
     A request belongs to the transaction of its thread whose span (start to start + elapsed + idle,
     JMeter leaving the time between requests out of the transaction's elapsed) holds its start.
     Returns [(start ms, end ms, ok)] one per transaction that has requests, in start order."""
+    return sorted(x for spans in time_to_image_by_thread(rows, transaction_label).values() for x in spans)
+
+
+def time_to_image_by_thread(rows, transaction_label="pull image"):
+    """time_to_image() per thread: {thread name: [(start ms, end ms, ok)]}, each list in start order."""
     tx_by_thread, req_by_thread = collections.defaultdict(list), collections.defaultdict(list)
     for row in rows:
         try:
@@ -163,7 +168,7 @@ def time_to_image(rows, transaction_label="pull image"):
             tx_by_thread[t].append([ts, ts + el + idle, (row.get("success") or "").lower() == "true", None, None])
         else:
             req_by_thread[t].append((ts, ts + el))
-    out = []
+    out = {}
     for t, txs in tx_by_thread.items():
         txs.sort()
         starts = [x[0] for x in txs]
@@ -174,8 +179,10 @@ def time_to_image(rows, transaction_label="pull image"):
             x = txs[i]
             x[3] = s if x[3] is None else min(x[3], s)
             x[4] = e if x[4] is None else max(x[4], e)
-        out += [(x[3], x[4], x[2]) for x in txs if x[3] is not None]
-    return sorted(out)
+        spans = [(x[3], x[4], x[2]) for x in txs if x[3] is not None]
+        if spans:
+            out[t] = spans
+    return out
 
 
 def summarise(results_csv, transaction_label="pull image", dash=None):
@@ -509,7 +516,14 @@ def scenario_section(run_dir, scenario, cache):
                      f"{up['manifest_requests']} manifest requests.")
         else:
             text += " No upstream log lines (registry.logs): upstream requests not counted."
-        return {"rollout": fig}, [text, ""]
+        lines = [text, ""]
+        replicas = sc.read_replicas(os.path.join(run_dir, "replicas.tsv"))
+        if replicas:  # run.sh --target ha: the threads spread over replicas, each on its own address
+            rf = sc.replica_figures(results, replicas, lines_of(up_path) if up is not None else None)
+            if rf:
+                fig.update(rf)
+                lines += [replicas_text(rf), ""]
+        return {"rollout": fig}, lines
     if scenario == "large":
         fig = sc.large_figures(results) or {}
         text = (f"Large layers: {fig.get('layer_requests', 0)} layer blobs, {fig.get('layer_bytes', 0) / 1e6:.0f} MB; "
@@ -528,6 +542,38 @@ def scenario_section(run_dir, scenario, cache):
                               ("; the known set was pulled through once before the run (warmup.output)"
                                if os.path.isfile(os.path.join(run_dir, "warmup.output")) else "") + ".", ""]
     return {}, [f"Scenario {scenario}: no figures of its own.", ""]
+
+
+def lines_of(path):
+    """The lines of a collected log, its comment lines (# ...) left out."""
+    with open(path, errors="replace") as f:
+        return [line for line in f if not line.startswith("#")]
+
+
+def replicas_text(rf):
+    """The paragraph of a rollout against replicas (scenario.replica_figures): each replica, then the cluster."""
+    c = rf["cluster"]
+    parts = []
+    for r in rf["replicas"]:
+        t = r["time_to_image_s"] or {}
+        parts.append(f"{r['replica']} ({r['address']}): {r['clients']} clients, {r['clients_failed']} without the image; "
+                     f"time to image min {na(t.get('min'))}, median {na(t.get('median'))}, max {na(t.get('max'))} s; its "
+                     f"last client had the image {na(r['last_done_s'])} s after the release (its first {na(r['first_done_s'])} s)"
+                     + (f"; it sent the upstream {r['upstream_blob_gets']} blob GETs ({r['upstream_blobs']} blobs)"
+                        if r["upstream_blob_gets"] is not None else ""))
+    text = (f"Replicas ({c['replicas']}; every thread pulled through one replica's own address, replicas.tsv): "
+            + "; ".join(parts) + ". ")
+    text += (f"The last replica's last client had the image {na(c['last_done_s'])} s after the release ({c['last_replica']}; "
+             "release: the first request of any thread; had the image: the end of its last request, as in the time "
+             "to image)")
+    if c["clients_failed"] or c["clients_elsewhere"]:
+        text += (f"; {c['clients_failed']} clients did not get the image, {c['clients_elsewhere']} sent their requests to "
+                 "no replica or to several")
+    text += ". "
+    text += (f"Upstream blob GETs per blob, cluster-wide: {na(c['upstream_gets_per_blob'])} ({c['upstream_blob_gets']} GETs over "
+             f"{c['upstream_blobs']} blobs, at most {c['upstream_max_gets_per_blob']} of one; registry:2's log, registry.logs)."
+             if c["upstream_blob_gets"] is not None else "Upstream blob GETs per blob: not counted (no registry.logs lines).")
+    return text
 
 
 def na(v):

@@ -121,3 +121,76 @@ def test_summarize_writes_the_scenario_lines(tmp_path):
     subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path), "--scenario", "rollout"],
                    check=True, capture_output=True)
     assert "1 blob GETs over 1 blobs (at most 1 per blob)" in (tmp_path / "summary.md").read_text()
+
+
+def test_replica_figures(tmp_path):
+    # a rollout over two replicas released at 1000: t-1 and t-3 pull through cache-1 (8091), t-2 and t-4
+    # through cache-2 (8092); t-4's layer blob fails, so cache-2's only image is t-2's
+    head = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,success,URL,IdleTime\n"
+    a, b = "http://127.0.0.1:8091/v2/x/", "http://127.0.0.1:8092/v2/x/"
+    rows = [f"1000,200,manifest,200,OK,t-1,true,{a}manifests/v1,0", f"1200,300,layer blob,200,OK,t-1,true,{a}blobs/d,0",
+            "1000,500,pull image,200,Number of samples in transaction : 2,t-1,true,,0",
+            f"1001,100,manifest,200,OK,t-3,true,{a}manifests/v1,0", f"1151,1850,layer blob,200,OK,t-3,true,{a}blobs/d,0",
+            "1001,1950,pull image,200,Number of samples in transaction : 2,t-3,true,,50",
+            f"1002,300,manifest,200,OK,t-2,true,{b}manifests/v1,0", f"1302,400,layer blob,200,OK,t-2,true,{b}blobs/d,0",
+            "1002,700,pull image,200,Number of samples in transaction : 2,t-2,true,,0",
+            f"1003,300,manifest,200,OK,t-4,true,{b}manifests/v1,0", f"1303,2000,layer blob,503,Unavailable,t-4,false,{b}blobs/d,0",
+            "1003,2300,pull image,503,Number of samples in transaction : 2,t-4,false,,0"]
+    (tmp_path / "results.csv").write_text(head + "\n".join(rows) + "\n")
+    (tmp_path / "replicas.tsv").write_text("replica\taddress\tcontainer\tip\n"
+                                           "cache-1\t127.0.0.1:8091\tp_cache-1_1\t172.18.0.4\n"
+                                           "cache-2\t127.0.0.1:8092\tp_cache-2_1\t172.18.0.5\n")
+    d1, d2 = "sha256:" + "1" * 64, "sha256:" + "2" * 64
+    log = [f'172.18.0.4 - - [x] "GET /v2/x/blobs/{d1} HTTP/1.1" 200 9 "" "rc"',
+           f'172.18.0.5 - - [x] "GET /v2/x/blobs/{d2} HTTP/1.1" 200 9 "" "rc"',
+           f'172.18.0.5 - - [x] "HEAD /v2/x/blobs/{d2} HTTP/1.1" 200 0 "" "rc"',
+           '172.18.0.4 - - [x] "GET /v2/x/manifests/v1 HTTP/1.1" 200 9 "" "rc"']
+    f = scenario.replica_figures(str(tmp_path / "results.csv"), scenario.read_replicas(str(tmp_path / "replicas.tsv")), log)
+    one, two = f["replicas"]
+    assert (one["replica"], one["clients"], one["clients_failed"], one["images_ok"]) == ("cache-1", 2, 0, 2)
+    # time to image: first request start to last request end (t-3: 1001 to 3001, JMeter's 50 ms idle inside)
+    assert one["time_to_image_s"] == {"min": 0.5, "median": 1.25, "max": 2.0}
+    assert one["first_done_s"] == 0.5 and one["last_done_s"] == 2.001
+    assert (two["clients"], two["clients_failed"], two["images_ok"], two["last_done_s"]) == (2, 1, 1, 0.702)
+    assert (one["upstream_blob_gets"], two["upstream_blob_gets"], two["upstream_blobs"]) == (1, 1, 1)
+    c = f["cluster"]
+    # the last replica's last client: cache-1's t-3; t-4 never had the image, so it does not count
+    assert c["last_replica"] == "cache-1" and c["last_done_s"] == 2.001
+    assert (c["clients"], c["clients_failed"], c["clients_elsewhere"]) == (4, 1, 0)
+    assert (c["upstream_blob_gets"], c["upstream_blobs"], c["upstream_gets_per_blob"], c["upstream_max_gets_per_blob"]) == (2, 2, 1.0, 1)
+
+
+def test_replica_figures_count_a_thread_on_two_replicas_elsewhere(tmp_path):
+    head = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,success,URL\n"
+    rows = ["1000,100,manifest,200,OK,t-1,true,http://127.0.0.1:8091/v2/x/manifests/v1",
+            "1100,100,layer blob,200,OK,t-1,true,http://127.0.0.1:8092/v2/x/blobs/d"]
+    (tmp_path / "results.csv").write_text(head + "\n".join(rows) + "\n")
+    reps = [{"replica": "cache-1", "address": "127.0.0.1:8091", "ip": "172.18.0.4"},
+            {"replica": "cache-2", "address": "127.0.0.1:8092", "ip": "172.18.0.5"}]
+    f = scenario.replica_figures(str(tmp_path / "results.csv"), reps, None)
+    assert [r["clients"] for r in f["replicas"]] == [0, 0] and f["cluster"]["clients_elsewhere"] == 1
+    assert f["cluster"]["upstream_gets_per_blob"] is None and f["replicas"][0]["upstream_blob_gets"] is None
+
+
+def test_summarize_writes_the_replicas_paragraph(tmp_path):
+    import pytest
+    pytest.importorskip("prometheus_client")
+    head = "timeStamp,elapsed,label,responseCode,responseMessage,threadName,success,URL,IdleTime\n"
+    rows = ["1000,200,manifest,200,OK,t-1,true,http://127.0.0.1:8091/v2/x/manifests/v1,0",
+            "1000,200,pull image,200,Number of samples in transaction : 1,t-1,true,,0",
+            "1001,900,manifest,200,OK,t-2,true,http://127.0.0.1:8092/v2/x/manifests/v1,0",
+            "1001,900,pull image,200,Number of samples in transaction : 1,t-2,true,,0"]
+    (tmp_path / "results.csv").write_text(head + "\n".join(rows) + "\n")
+    (tmp_path / "replicas.tsv").write_text("replica\taddress\tcontainer\tip\n"
+                                           "cache-1\t127.0.0.1:8091\tc1\t172.18.0.4\ncache-2\t127.0.0.1:8092\tc2\t172.18.0.5\n")
+    (tmp_path / "registry.logs").write_text(
+        '# registry\n172.18.0.5 - - [x] "GET /v2/a/blobs/sha256:' + "c" * 64 + ' HTTP/1.1" 200 1 "" "rc"\n')
+    subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path), "--scenario", "rollout"],
+                   check=True, capture_output=True)
+    md = (tmp_path / "summary.md").read_text()
+    assert "cache-2 (127.0.0.1:8092): 1 clients, 0 without the image" in md
+    assert "The last replica's last client had the image 0.901 s after the release (cache-2;" in md
+    assert "Upstream blob GETs per blob, cluster-wide: 1 (1 GETs over 1 blobs, at most 1 of one" in md
+    import json
+    c = json.loads((tmp_path / "summary.json").read_text())["summary"]["rollout"]["cluster"]
+    assert c["last_replica"] == "cache-2" and c["upstream_gets_per_blob"] == 1.0
