@@ -99,3 +99,18 @@ def test_nothing_listening_is_unreachable():
     server.server_close()  # the port is free again: the connection is refused
     with pytest.raises(chaos_soak.Unreachable):
         chaos_soak.pull_once(port, ("demo/app", "v1"), EXPECTED, 10)
+
+
+def test_cold_pulls_while_the_upstream_is_down_are_left_out_of_the_success_figure():
+    def pull(start, end, cold, ok=True):
+        return {"start": start, "end": end, "cold": cold, "ok": ok}
+    windows = [(10, 20, "upstream_kill"), (30, 40, "s3_errors"), (50, 60, "kill9")]
+    cold_dead_upstream = pull(12, 14, True, ok=False)
+    warm_dead_upstream = pull(12, 14, False)
+    during_store_errors = pull(35, 36, False, ok=False)
+    replica_killed = pull(55, 56, True, ok=False)
+    quiet = pull(70, 71, True)
+    counted, left_out = chaos_soak.counted_pulls(
+        [cold_dead_upstream, warm_dead_upstream, during_store_errors, replica_killed, quiet], windows)
+    assert left_out == [cold_dead_upstream]
+    assert counted == [warm_dead_upstream, replica_killed, quiet]
