@@ -8,7 +8,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
+import java.security.PrivateKey;
+import java.security.cert.Certificate;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import javax.net.ssl.KeyManagerFactory;
@@ -33,10 +36,19 @@ public final class TestCertificate {
 
   /** A new key and certificate, in a PKCS12 key store under a new temporary folder. */
   public static TestCertificate create() {
+    return create("CN=127.0.0.1", "SAN=ip:127.0.0.1,dns:localhost");
+  }
+
+  /**
+   * A new EC P-256 key and self-signed certificate (SHA256withECDSA) for {@code distinguishedName},
+   * with the {@code keytool -ext} extension {@code extension} (e.g. {@code SAN=dns:localhost}), or
+   * none when null.
+   */
+  public static TestCertificate create(String distinguishedName, String extension) {
     Path store = TestFiles.tempDirectory("test-certificate-").resolve("server.p12");
     String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-    Command.run(
-            Duration.ofSeconds(60),
+    List<String> command =
+        new ArrayList<>(
             List.of(
                 keytool,
                 "-genkeypair",
@@ -46,10 +58,10 @@ public final class TestCertificate {
                 "EC",
                 "-groupname",
                 "secp256r1",
+                "-sigalg",
+                "SHA256withECDSA",
                 "-dname",
-                "CN=127.0.0.1",
-                "-ext",
-                "SAN=ip:127.0.0.1,dns:localhost",
+                distinguishedName,
                 "-validity",
                 "2",
                 "-storetype",
@@ -59,8 +71,11 @@ public final class TestCertificate {
                 "-storepass",
                 new String(PASSWORD),
                 "-keypass",
-                new String(PASSWORD)))
-        .assertSuccess();
+                new String(PASSWORD)));
+    if (extension != null) {
+      command.addAll(List.of("-ext", extension));
+    }
+    Command.run(Duration.ofSeconds(60), command).assertSuccess();
     try (InputStream in = Files.newInputStream(store)) {
       KeyStore keyStore = KeyStore.getInstance("PKCS12");
       keyStore.load(in, PASSWORD);
@@ -86,12 +101,30 @@ public final class TestCertificate {
     }
   }
 
+  /** The certificate. */
+  public Certificate certificate() {
+    try {
+      return keyStore.getCertificate(ALIAS);
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The certificate's private key. */
+  public PrivateKey privateKey() {
+    try {
+      return (PrivateKey) keyStore.getKey(ALIAS, PASSWORD);
+    } catch (GeneralSecurityException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** The certificate, PEM-encoded ({@code -----BEGIN CERTIFICATE-----}). */
   public String pem() {
     try {
       return "-----BEGIN CERTIFICATE-----\n"
           + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
-              .encodeToString(keyStore.getCertificate(ALIAS).getEncoded())
+              .encodeToString(certificate().getEncoded())
           + "\n-----END CERTIFICATE-----\n";
     } catch (GeneralSecurityException e) {
       throw new IllegalStateException(e);

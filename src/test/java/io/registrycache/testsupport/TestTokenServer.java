@@ -11,19 +11,13 @@ import com.nimbusds.jwt.SignedJWT;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.security.KeyStore;
 import java.security.MessageDigest;
 import java.security.PublicKey;
-import java.security.cert.Certificate;
 import java.security.interfaces.ECPrivateKey;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -44,10 +38,10 @@ import java.util.function.BiFunction;
  * "access_token", "expires_in"}}; wrong credentials are 401; a scope the user may not have is left
  * out of the token (as Docker Hub does), so the registry then answers 401.
  *
- * <p>Tokens are ES256 JWTs signed by a P-256 key made with the JDK's {@code keytool}, whose
- * self-signed certificate is the registry's {@code rootcertbundle} ({@link #rootCertificatePem});
- * the header's {@code kid} is the key's libtrust ID (SHA-256 of the DER public key, first 30 bytes,
- * base32 in groups of four), which distribution 2.8 looks its trusted keys up by.
+ * <p>Tokens are ES256 JWTs signed by a P-256 key ({@link TestCertificate}), whose self-signed
+ * certificate is the registry's {@code rootcertbundle} ({@link #rootCertificatePem}); the header's
+ * {@code kid} is the key's libtrust ID (SHA-256 of the DER public key, first 30 bytes, base32 in
+ * groups of four), which distribution 2.8 looks its trusted keys up by.
  */
 public final class TestTokenServer implements AutoCloseable {
 
@@ -81,47 +75,10 @@ public final class TestTokenServer implements AutoCloseable {
     this.passwords = Map.copyOf(passwords);
     this.grants = grants;
     try {
-      Path dir = TestFiles.tempDirectory("token-server-");
-      Path store = dir.resolve("issuer.p12");
-      String keytool = Path.of(System.getProperty("java.home"), "bin", "keytool").toString();
-      Command.run(
-              Duration.ofSeconds(60),
-              List.of(
-                  keytool,
-                  "-genkeypair",
-                  "-keyalg",
-                  "EC",
-                  "-groupname",
-                  "secp256r1",
-                  "-sigalg",
-                  "SHA256withECDSA",
-                  "-alias",
-                  "issuer",
-                  "-dname",
-                  "CN=" + ISSUER,
-                  "-validity",
-                  "2",
-                  "-keystore",
-                  store.toString(),
-                  "-storetype",
-                  "PKCS12",
-                  "-storepass",
-                  "changeit",
-                  "-keypass",
-                  "changeit"))
-          .assertSuccess();
-      KeyStore keyStore = KeyStore.getInstance("PKCS12");
-      try (InputStream in = Files.newInputStream(store)) {
-        keyStore.load(in, "changeit".toCharArray());
-      }
-      this.key = (ECPrivateKey) keyStore.getKey("issuer", "changeit".toCharArray());
-      Certificate certificate = keyStore.getCertificate("issuer");
-      this.keyId = libtrustKeyId(certificate.getPublicKey());
-      this.rootCertificatePem =
-          "-----BEGIN CERTIFICATE-----\n"
-              + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
-                  .encodeToString(certificate.getEncoded())
-              + "\n-----END CERTIFICATE-----\n";
+      TestCertificate issuer = TestCertificate.create("CN=" + ISSUER, null);
+      this.key = (ECPrivateKey) issuer.privateKey();
+      this.keyId = libtrustKeyId(issuer.certificate().getPublicKey());
+      this.rootCertificatePem = issuer.pem();
       this.server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
