@@ -124,9 +124,10 @@ final class BlobReader {
     }
     if (next < v.memoryStart()) {
       long upTo = Math.min(limit, v.written());
-      return take().flatMap(b -> Mono.fromCallable(() -> readFile(b, upTo)).subscribeOn(scheduler));
+      return take(upTo - next)
+          .flatMap(b -> Mono.fromCallable(() -> readFile(b, upTo)).subscribeOn(scheduler));
     }
-    return take()
+    return take(limit - next)
         .flatMap(
             b -> {
               if (window.copy(position, limit, b) > 0) {
@@ -137,12 +138,18 @@ final class BlobReader {
             });
   }
 
-  /** An empty buffer for one step's bytes. */
-  private Mono<ByteBuf> take() {
+  /**
+   * An empty buffer for one step's bytes: one of {@code buffers}' for a Netty response, else a heap
+   * buffer of at most {@code wanted} bytes (up to {@value ReaderBuffers#BUFFER_BYTES}).
+   */
+  private Mono<ByteBuf> take(long wanted) {
     if (factory instanceof NettyDataBufferFactory) {
       return buffers.take();
     }
-    return Mono.fromSupplier(() -> Unpooled.buffer(ReaderBuffers.BUFFER_BYTES));
+    return Mono.fromSupplier(
+        () ->
+            Unpooled.wrappedBuffer(new byte[(int) Math.min(wanted, ReaderBuffers.BUFFER_BYTES)])
+                .clear());
   }
 
   /**
@@ -187,9 +194,9 @@ final class BlobReader {
     if (factory instanceof NettyDataBufferFactory netty) {
       return netty.wrap(b);
     }
-    byte[] bytes = new byte[b.readableBytes()];
-    b.readBytes(bytes);
+    // a heap buffer of the step's size (take): its array becomes the response's, no second copy
+    DataBuffer bytes = factory.wrap(b.nioBuffer());
     b.release();
-    return factory.wrap(bytes);
+    return bytes;
   }
 }
