@@ -47,7 +47,8 @@ class ConfigurationReferenceTest {
   }
 
   @Test
-  void theMetadataNamesEverySettingOfAnUpstreamARulePolicyRuleAndATrustedIssuer() throws IOException {
+  void theMetadataNamesEverySettingOfAnUpstreamARulePolicyRuleAndATrustedIssuer()
+      throws IOException {
     Set<String> named = new TreeSet<>();
     metadata().path("properties").forEach(p -> named.add(p.path("name").asString()));
     for (Root root :
