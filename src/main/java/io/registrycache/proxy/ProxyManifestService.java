@@ -184,7 +184,9 @@ public class ProxyManifestService {
             ? byDigest(upstream, name, byDigest, forPeer)
             : byTag(upstream, name, (Reference.Tag) reference, forPeer)
                 .flatMap(r -> negotiate(upstream, name, reference, r, accept));
-    Rule rule = policed ? platforms.ruleFor(upstream, name) : null;
+    // A peer's request is judged by the replica its client asked, which knows the verdict: an
+    // owner's DENIED would only send that replica to the upstream itself.
+    Rule rule = policed && !forPeer ? platforms.ruleFor(upstream, name) : null;
     if (rule != null) {
       result =
           platforms
