@@ -197,14 +197,12 @@ public class ProxyManifestService {
   }
 
   /**
-   * An image manifest the policy allowed whose layers' prefetch waited for its verdict ({@link
-   * #prefetch}): prefetched now.
+   * An image manifest the policy allowed whose layers' prefetch waited (for its verdict, {@link
+   * #prefetch}, or for a client asking for it): prefetched now.
    */
   private void layersHeldForPolicy(Upstream upstream, RepositoryName name, ManifestResult result) {
     Digest digest = result.manifest().digest();
-    if (result.result() != Result.MISS
-        || withoutLayers.estimatedSize() == 0
-        || withoutLayers.asMap().remove(digest) == null) {
+    if (withoutLayers.estimatedSize() == 0 || withoutLayers.asMap().remove(digest) == null) {
       return;
     }
     Mono.fromRunnable(
@@ -255,8 +253,10 @@ public class ProxyManifestService {
     Optional<StoredManifest> inMemory =
         servable ? store.cached(reference.digest()) : Optional.empty();
     if (inMemory.isPresent()) {
+      // under a policy rule, only once the manifest is allowed (layersHeldForPolicy)
       if (!forPeer
           && withoutLayers.estimatedSize() > 0
+          && !(policed && platforms.ruleFor(upstream, name) != null)
           && withoutLayers.asMap().remove(reference.digest()) != null) {
         Mono.fromRunnable(
                 () ->

@@ -61,7 +61,7 @@ class PlatformPolicyPullTest {
         .localUpstream(upstream::baseUrl)
         .upstream("retry.max-attempts", "1")
         .upstream("circuit-breaker.enabled", "false")
-        .set("registry-cache.blobs.prefetch.platforms", "linux/amd64,linux/arm64")
+        .set("registry-cache.blobs.prefetch.platforms", "linux/arm64")
         .set("registry-cache.policy.rules[0].repositories", "it/policy/**")
         .set("registry-cache.policy.rules[0].platforms", "linux/amd64")
         .addTo(registry);
@@ -171,10 +171,15 @@ class PlatformPolicyPullTest {
         cache.getManifest("/v2/" + repo + "/manifests/" + amd64.manifest().digest());
     assertThat(allowed.statusCode()).as(describe(allowed)).isEqualTo(200);
     assertThat(Sha256.digest(allowed.body())).isEqualTo(amd64.manifest().digest());
+    // Its layers, left out of blobs.prefetch.platforms, are prefetched once a client asks for it
+    // and the policy has allowed it.
+    assertThat(eventually(() -> amd64.blobs().stream().allMatch(b -> blobGets(repo, b) == 1)))
+        .isTrue();
     for (Blob blob : amd64.blobs()) {
       HttpResponse<byte[]> got = cache.get("/v2/" + repo + "/blobs/" + blob.digest());
       assertThat(got.statusCode()).as(describe(got)).isEqualTo(200);
       assertThat(Sha256.digest(got.body())).isEqualTo(blob.digest());
+      assertThat(blobGets(repo, blob)).isEqualTo(1);
     }
 
     assertDenied(
@@ -184,8 +189,8 @@ class PlatformPolicyPullTest {
         cache.headManifest("/v2/" + repo + "/manifests/" + arm64.manifest().digest());
     assertThat(head.statusCode()).as(describe(head)).isEqualTo(403);
     assertThat(verdicts("denied") - denied).isEqualTo(2);
-    // Neither the client's requests nor the index's prefetch (arm64 layers are prefetched when
-    // allowed) asked the upstream for the refused manifest or its layers.
+    // Neither the client's requests nor the index's prefetch (blobs.prefetch.platforms names
+    // linux/arm64) asked the upstream for the refused manifest or its layers.
     assertThat(
             throughout(
                 () ->
