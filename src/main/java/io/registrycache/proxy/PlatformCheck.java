@@ -2,6 +2,7 @@ package io.registrycache.proxy;
 
 import io.registrycache.config.PolicyProperties.Rule;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
@@ -61,7 +62,10 @@ public class PlatformCheck {
    *
    * @return the lookup's result when the policy allows it; errors with {@link OciException} {@code
    *     DENIED} (403) when it does not, without subscribing to {@code lookup} when that is known
-   *     beforehand
+   *     beforehand; {@code MANIFEST_UNKNOWN} (404) when the image config that would tell the
+   *     platform is not to be had (not stored, and the upstream has none or the cache is offline);
+   *     the upstream's failure when reading the config failed otherwise (nothing is remembered
+   *     then: the next request tries again)
    */
   Mono<ManifestResult> police(
       Rule rule,
@@ -109,6 +113,19 @@ public class PlatformCheck {
                     source.read(0, -1, DefaultDataBufferFactory.sharedInstance), MAX_CONFIG_BYTES))
         .map(PlatformCheck::bytes)
         .onErrorResume(DataBufferLimitException.class, e -> Mono.just(new byte[0]))
+        // a manifest request answers with a manifest's error code, saying why
+        .onErrorMap(
+            e -> e instanceof OciException oci && oci.code() == OciErrorCode.BLOB_UNKNOWN,
+            e ->
+                OciException.manifestUnknown(
+                    what
+                        + ": its image config "
+                        + config.get()
+                        + " is not to be had ("
+                        + e.getMessage()
+                        + "), so policy platforms="
+                        + rule.platforms()
+                        + " cannot tell its platform"))
         .doOnNext(bytes -> policy.check(rule, what, policy.readConfig(digest, bytes).orElse(null)))
         .then();
   }

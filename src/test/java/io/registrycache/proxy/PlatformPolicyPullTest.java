@@ -237,6 +237,25 @@ class PlatformPolicyPullTest {
   }
 
   @Test
+  void anImageWhoseConfigTheUpstreamLacksIsUnknownNotServedAndAskedAgainNextTime() {
+    String repo = TestImages.uniqueRepository("policy/no-config");
+    Image image = TestImages.smallOci(repo, "v1", "linux", "amd64");
+    route("/v2/" + repo + "/manifests/v1", image.manifest());
+    route("/v2/" + repo + "/manifests/" + image.manifest().digest(), image.manifest());
+
+    for (int attempt = 1; attempt <= 2; attempt++) {
+      HttpResponse<byte[]> got = cache.getManifest("/v2/" + repo + "/manifests/v1");
+      assertThat(got.statusCode()).as(describe(got)).isEqualTo(404);
+      String body = new String(got.body(), StandardCharsets.UTF_8);
+      assertThat(JsonPath.<String>read(body, "$.errors[0].code")).isEqualTo("MANIFEST_UNKNOWN");
+      assertThat(JsonPath.<String>read(body, "$.errors[0].message"))
+          .contains("its image config " + image.config().digest() + " is not to be had")
+          .contains("cannot tell its platform");
+      assertThat(blobGets(repo, image.config())).isEqualTo(attempt);
+    }
+  }
+
+  @Test
   void aRepositoryNoRuleMatchesServesEveryPlatform() {
     ImageIndex index = TestImages.index(TestImages.uniqueRepository("open"), "v1");
     serve(index);
