@@ -25,7 +25,7 @@ class ArchitectureDocTest {
       Pattern.compile("`([a-z0-9]+)/([A-Z][A-Za-z0-9]*)(?:\\.java)?[`.#]");
   private static final Pattern BY_PACKAGE =
       Pattern.compile(
-          "`(api|auth|oci|proxy|storage|upstream|admin|metrics|cluster|peer|config|tracing|management|ratelimit|nodemirror|startup|logging|htpasswd|s3)\\.([A-Z][A-Za-z0-9]*)");
+          "`(api|auth|oci|proxy|storage|upstream|admin|metrics|cluster|peer|config|tracing|management|ratelimit|nodemirror|startup|logging|htpasswd|policy|s3)\\.([A-Z][A-Za-z0-9]*)");
 
   /** The classes the document names with their package, as {@code package/Name}. */
   static Set<String> named(String doc) {

@@ -19,11 +19,12 @@ import java.util.List;
  * depend on each other (a store is read top to bottom).
  *
  * <pre>
- * admin ──► api, proxy, storage, upstream, metrics, startup (whether this start is the training run)
+ * admin ──► api, proxy, policy, storage, upstream, metrics, startup (whether this start is the training run)
  * startup ──► proxy, storage, upstream, metrics
  * api ──► auth, ratelimit, proxy, upstream, metrics          peer ──► auth, proxy, upstream, cluster
  * ratelimit ──► auth, proxy (its FillPermits)
- * proxy ──► storage, upstream, metrics, cluster
+ * proxy ──► storage, upstream, metrics, cluster, policy
+ * policy ──► (oci, config)
  * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config, upstream, proxy's PassthroughAccess)   metrics ──► config
  * management ──► config
  * cluster ──► storage (its EvictionTurn), config
@@ -44,6 +45,7 @@ class PackageDependencyTest {
           "upstream",
           "auth",
           "proxy",
+          "policy",
           "ratelimit",
           "api",
           "peer",
@@ -103,7 +105,22 @@ class PackageDependencyTest {
 
   @ArchTest
   static final ArchRule proxy =
-      only("proxy", "storage", "upstream", "metrics", "cluster", "tracing", "oci", "config");
+      only(
+          "proxy",
+          "storage",
+          "upstream",
+          "metrics",
+          "cluster",
+          "policy",
+          "tracing",
+          "oci",
+          "config");
+
+  /**
+   * What may be pulled at all (the platform policy): decisions from manifests' and configs' bytes,
+   * nothing of stores, upstreams or HTTP.
+   */
+  @ArchTest static final ArchRule policy = only("policy", "oci", "config");
 
   /** How much each identity may pull: knows who (auth) and the proxy's fill permits, not HTTP. */
   @ArchTest static final ArchRule ratelimit = only("ratelimit", "auth", "proxy", "oci", "config");
@@ -133,7 +150,17 @@ class PackageDependencyTest {
    */
   @ArchTest
   static final ArchRule admin =
-      only("admin", "api", "proxy", "storage", "upstream", "metrics", "startup", "oci", "config");
+      only(
+          "admin",
+          "api",
+          "proxy",
+          "policy",
+          "storage",
+          "upstream",
+          "metrics",
+          "startup",
+          "oci",
+          "config");
 
   /**
    * The JVM's start-up: the AOT cache's training run and the warm-up, through the pull path's own

@@ -3,6 +3,7 @@ package io.registrycache.admin;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.api.RequestTarget;
+import io.registrycache.config.PolicyProperties.Rule;
 import io.registrycache.config.PreloadProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
@@ -11,6 +12,7 @@ import io.registrycache.oci.ManifestContent;
 import io.registrycache.oci.ManifestContent.Descriptor;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
+import io.registrycache.policy.PlatformPolicy;
 import io.registrycache.proxy.BlobSource;
 import io.registrycache.proxy.ProxyBlobService;
 import io.registrycache.proxy.ProxyManifestService;
@@ -79,6 +81,7 @@ public class Preloader implements DisposableBean {
   private final ProxyManifestService manifests;
   private final ProxyBlobService blobs;
   private final ProxyReferrersService referrers;
+  private final PlatformPolicy policy;
   private final Upstreams upstreams;
   private final PreloadProperties settings;
   private final Clock clock;
@@ -101,8 +104,10 @@ public class Preloader implements DisposableBean {
       RegistryCacheProperties properties,
       MeterRegistry meters,
       Clock clock,
-      ProxyReferrersService referrers) {
+      ProxyReferrersService referrers,
+      PlatformPolicy policy) {
     this.referrers = referrers;
+    this.policy = policy;
     this.manifests = manifests;
     this.blobs = blobs;
     this.upstreams = upstreams;
@@ -331,15 +336,22 @@ public class Preloader implements DisposableBean {
               }
               ManifestContent content = ManifestContent.parse(m.body(), m.mediaType());
               if (content.isIndex()) {
+                // Only platforms the policy allows too (the pull path would refuse the others);
+                // the manifest service has read the index's platforms when it judged it.
+                Rule rule = policy.ruleFor(target.upstream().key(), target.name().value());
                 List<Descriptor> chosen =
                     content.references().stream()
                         .filter(d -> platforms.matches(d.platform()))
+                        .filter(d -> rule == null || !policy.refuses(rule, d.digest()))
                         .toList();
-                if (chosen.isEmpty() && !platforms.all()) {
+                if (chosen.isEmpty() && (!platforms.all() || rule != null)) {
                   return Flux.error(
                       new IllegalStateException(
                           "the index has none of the platforms "
-                              + platforms.wanted()
+                              + (platforms.all() ? "" : platforms.wanted() + " ")
+                              + (rule == null
+                                  ? ""
+                                  : "allowed by policy platforms=" + rule.platforms())
                               + "; it has "
                               + content.references().stream().map(Descriptor::platform).toList()));
                 }

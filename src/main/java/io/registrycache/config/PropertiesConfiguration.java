@@ -20,7 +20,8 @@ import org.springframework.context.annotation.Configuration;
   PreloadProperties.class,
   UpstreamsProperties.class,
   AuthProperties.class,
-  RateLimitProperties.class
+  RateLimitProperties.class,
+  PolicyProperties.class
 })
 public class PropertiesConfiguration {
 
@@ -37,9 +38,10 @@ public class PropertiesConfiguration {
       PreloadProperties preload,
       UpstreamsProperties upstreams,
       AuthProperties auth,
-      RateLimitProperties rateLimit) {
+      RateLimitProperties rateLimit,
+      PolicyProperties policy) {
     return new RegistryCacheProperties(
         storage, manifests, blobs, referrers, prune, admin, accessLog, preload, upstreams, auth,
-        rateLimit);
+        rateLimit, policy);
   }
 }

@@ -25,6 +25,7 @@ import org.springframework.boot.context.properties.source.MapConfigurationProper
  *     allow-any-upstream}, {@code offline}
  * @param auth {@code registry-cache.auth.*}: who may pull
  * @param rateLimit {@code registry-cache.rate-limit.*}: how much each identity may pull
+ * @param policy {@code registry-cache.policy.*}: what may be pulled at all (platforms)
  */
 public record RegistryCacheProperties(
     StorageProperties storage,
@@ -37,7 +38,8 @@ public record RegistryCacheProperties(
     PreloadProperties preload,
     UpstreamsProperties upstreams,
     AuthProperties auth,
-    RateLimitProperties rateLimit) {
+    RateLimitProperties rateLimit,
+    PolicyProperties policy) {
 
   /** Every default, as a service started without any setting has them. */
   public static RegistryCacheProperties defaults() {
@@ -75,7 +77,8 @@ public record RegistryCacheProperties(
         bind(binder, "registry-cache.preload", PreloadProperties.class),
         bind(binder, "registry-cache", UpstreamsProperties.class),
         bind(binder, "registry-cache.auth", AuthProperties.class),
-        bind(binder, "registry-cache.rate-limit", RateLimitProperties.class));
+        bind(binder, "registry-cache.rate-limit", RateLimitProperties.class),
+        bind(binder, "registry-cache.policy", PolicyProperties.class));
   }
 
   /**

@@ -40,7 +40,7 @@ import org.springframework.core.Ordered;
  *       with other keys it means the only one, or none);
  *   <li>with {@code registry-cache.auth.enabled}, the upstreams of each access rule are configured
  *       keys or {@code *}: unless {@code allow-any-upstream} is on, where a rule's keys are
- *       registry hosts;
+ *       registry hosts; so are the upstreams of each policy rule ({@code registry-cache.policy});
  *   <li>the files the settings name exist and can be read;
  *   <li>the ports the service will listen on can be bound (pull port {@code server.port},
  *       management port {@code management.server.port}, a cluster's {@code
@@ -98,6 +98,18 @@ public class SettingsCheck
           if (!"*".equals(key) && !keys.contains(key)) {
             throw new UnknownUpstreamException(
                 "registry-cache.auth.rules[" + i + "].upstreams", key, keys);
+          }
+        }
+      }
+    }
+    if (!upstreams.allowAnyUpstream()) {
+      // a mistyped key would leave the policy silently off for the upstream meant
+      List<PolicyProperties.Rule> policy = properties.policy().rules();
+      for (int i = 0; i < policy.size(); i++) {
+        for (String key : policy.get(i).upstreams()) {
+          if (!"*".equals(key) && !keys.contains(key)) {
+            throw new UnknownUpstreamException(
+                "registry-cache.policy.rules[" + i + "].upstreams", key, keys);
           }
         }
       }

@@ -3,6 +3,7 @@ package io.registrycache.proxy;
 import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import io.registrycache.cluster.Member;
+import io.registrycache.config.PolicyProperties.Rule;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
 import io.registrycache.metrics.CacheMetrics.Result;
@@ -13,6 +14,7 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.policy.PlatformPolicy;
 import io.registrycache.storage.ContentVerificationException;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StoredManifest;
@@ -76,6 +78,10 @@ public class ProxyManifestService {
 
   private final PeerSource peers;
   private final Prefetcher prefetcher;
+  private final PlatformCheck platforms;
+
+  /** Whether any policy rule is set: without one, the manifest path never asks the policy. */
+  private final boolean policed;
 
   /**
    * Image manifests fetched without their blobs (an index's child for a platform left out of {@code
@@ -92,15 +98,27 @@ public class ProxyManifestService {
     this(context, store, Prefetcher.none());
   }
 
+  /** A service without platform policy (for services built without Spring). */
+  public ProxyManifestService(
+      PullThroughContext context, ManifestStore store, Prefetcher prefetcher) {
+    this(context, store, prefetcher, PlatformCheck.none());
+  }
+
   /**
    * @param context the upstream client, storage pool, metrics, settings, clock and peers (where
    *     misses and revalidations of manifests owned by another replica go)
    * @param prefetcher where manifests fetched from the upstream send their blobs ahead of the
    *     client
+   * @param platforms the platform policy ({@code registry-cache.policy})
    */
   @Autowired
   public ProxyManifestService(
-      PullThroughContext context, ManifestStore store, Prefetcher prefetcher) {
+      PullThroughContext context,
+      ManifestStore store,
+      Prefetcher prefetcher,
+      PlatformCheck platforms) {
+    this.platforms = platforms;
+    this.policed = platforms.policy().enabled();
     RegistryCacheProperties properties = context.properties();
     Clock clock = context.clock();
     this.peers = context.peers();
@@ -122,8 +140,9 @@ public class ProxyManifestService {
    * @param accept the media types the client accepts, from its {@code Accept} header; empty when it
    *     sent none
    * @return the manifest and whether it was a hit, a miss or served stale; errors with {@link
-   *     OciException} ({@code MANIFEST_UNKNOWN} 404, {@code MANIFEST_INVALID} 502, upstream errors
-   *     as {@link UpstreamException})
+   *     OciException} ({@code MANIFEST_UNKNOWN} 404, {@code MANIFEST_INVALID} 502, {@code DENIED}
+   *     403 for a platform {@code registry-cache.policy} leaves out, upstream errors as {@link
+   *     UpstreamException})
    */
   public Mono<ManifestResult> get(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
@@ -165,7 +184,34 @@ public class ProxyManifestService {
             ? byDigest(upstream, name, byDigest, forPeer)
             : byTag(upstream, name, (Reference.Tag) reference, forPeer)
                 .flatMap(r -> negotiate(upstream, name, reference, r, accept));
+    // A peer's request is judged by the replica its client asked, which knows the verdict: an
+    // owner's DENIED would only send that replica to the upstream itself.
+    Rule rule = policed && !forPeer ? platforms.ruleFor(upstream, name) : null;
+    if (rule != null) {
+      result =
+          platforms
+              .police(rule, upstream, name, reference, result)
+              .doOnNext(r -> layersHeldForPolicy(upstream, name, r));
+    }
     return result.transform(CacheOutcome.track(upstream.key(), ManifestResult::result));
+  }
+
+  /**
+   * An image manifest the policy allowed whose layers' prefetch waited (for its verdict, {@link
+   * #prefetch}, or for a client asking for it): prefetched now.
+   */
+  private void layersHeldForPolicy(Upstream upstream, RepositoryName name, ManifestResult result) {
+    Digest digest = result.manifest().digest();
+    if (withoutLayers.estimatedSize() == 0 || withoutLayers.asMap().remove(digest) == null) {
+      return;
+    }
+    Mono.fromRunnable(
+            () ->
+                store
+                    .content(digest)
+                    .ifPresent(content -> prefetcher.imageManifest(upstream, name, content)))
+        .subscribeOn(storage)
+        .subscribe(null, e -> log.debug("prefetch of {} failed: {}", digest, e.toString()));
   }
 
   /**
@@ -207,8 +253,10 @@ public class ProxyManifestService {
     Optional<StoredManifest> inMemory =
         servable ? store.cached(reference.digest()) : Optional.empty();
     if (inMemory.isPresent()) {
+      // under a policy rule, only once the manifest is allowed (layersHeldForPolicy)
       if (!forPeer
           && withoutLayers.estimatedSize() > 0
+          && !(policed && platforms.ruleFor(upstream, name) != null)
           && withoutLayers.asMap().remove(reference.digest()) != null) {
         Mono.fromRunnable(
                 () ->
@@ -504,7 +552,7 @@ public class ProxyManifestService {
       store.put(manifest, verified.content());
       // Prefetch hides round trips: worth it only where the manifest took one.
       if (verified.prefetch()) {
-        prefetch(upstream, name, manifest.digest(), verified.content(), layers);
+        prefetch(upstream, name, manifest, verified.content(), layers);
       }
     }
     store.links().link(manifest.digest(), upstream.key(), name.value());
@@ -578,23 +626,33 @@ public class ProxyManifestService {
   private void prefetch(
       Upstream upstream,
       RepositoryName name,
-      Digest digest,
+      StoredManifest manifest,
       ManifestContent content,
       boolean layers) {
     if (!prefetcher.enabled()) {
       return;
     }
+    Digest digest = manifest.digest();
+    Rule rule = policed ? platforms.ruleFor(upstream, name) : null;
+    PlatformPolicy policy = platforms.policy();
     if (!content.isIndex()) {
-      if (layers) {
+      // Under a platform policy, layers wait until the manifest's platform is known to be allowed.
+      if (layers
+          && (rule == null
+              || policy.known(digest).filter(p -> p.isEmpty() || rule.allows(p)).isPresent())) {
         prefetcher.imageManifest(upstream, name, content);
       } else {
         withoutLayers.put(digest, Boolean.TRUE); // a client asking for it later prefetches them
       }
       return;
     }
+    if (rule != null) {
+      policy.readIndex(digest, manifest.body());
+    }
     for (ManifestContent.Descriptor child : content.references()) {
       Reference.ByDigest reference = new Reference.ByDigest(child.digest());
-      if (store.entry(child.digest()).isPresent()) {
+      if (store.entry(child.digest()).isPresent()
+          || (rule != null && policy.refuses(rule, child.digest()))) {
         continue;
       }
       Supplier<Optional<StoredManifest>> storedMeanwhile =

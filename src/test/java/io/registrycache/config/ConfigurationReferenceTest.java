@@ -47,13 +47,15 @@ class ConfigurationReferenceTest {
   }
 
   @Test
-  void theMetadataNamesEverySettingOfAnUpstreamARuleAndATrustedIssuer() throws IOException {
+  void theMetadataNamesEverySettingOfAnUpstreamARulePolicyRuleAndATrustedIssuer()
+      throws IOException {
     Set<String> named = new TreeSet<>();
     metadata().path("properties").forEach(p -> named.add(p.path("name").asString()));
     for (Root root :
         List.of(
             new Root(UpstreamProperties.class, "registry-cache.upstreams.*."),
             new Root(AuthProperties.Rule.class, "registry-cache.auth.rules[*]."),
+            new Root(PolicyProperties.Rule.class, "registry-cache.policy.rules[*]."),
             new Root(
                 AuthProperties.TrustedIssuer.class, "registry-cache.auth.trusted-issuers[*]."))) {
       Set<String> settings = new TreeSet<>();

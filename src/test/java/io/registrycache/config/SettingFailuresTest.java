@@ -167,6 +167,28 @@ class SettingFailuresTest {
   }
 
   @Test
+  void aPolicyRuleNamingAnUnknownUpstreamUnlessAnyUpstreamIsAllowed() {
+    Map<String, String> settings =
+        new HashMap<>(
+            Map.of(
+                "registry-cache.upstreams.own.url", "http://localhost:5000",
+                "registry-cache.policy.rules[0].upstreams", "own,hub",
+                "registry-cache.policy.rules[0].repositories", "**",
+                "registry-cache.policy.rules[0].platforms", "linux/amd64"));
+    FailureAnalysis analysis =
+        analysis(new SettingFailures.UnknownUpstreamAnalyzer(), checked(settings));
+    assertThat(analysis.getDescription())
+        .isEqualTo(
+            "registry-cache.policy.rules[0].upstreams names upstream 'hub', which is not configured (upstream keys: own).");
+
+    settings.put("registry-cache.policy.rules[0].upstreams", "own");
+    assertThat(checked(settings)).isNull();
+    settings.put("registry-cache.policy.rules[0].upstreams", "registry.example.com");
+    settings.put("registry-cache.allow-any-upstream", "true");
+    assertThat(checked(settings)).isNull();
+  }
+
+  @Test
   void aMissingHtpasswdFile() {
     Path missing = dir.resolve("users.htpasswd");
     FailureAnalysis analysis =

@@ -127,6 +127,11 @@ public final class TestImages {
     return smallImage(repository, tag, "linux", hostArchitecture(), false);
   }
 
+  /** A small OCI image whose config names platform {@code os}/{@code architecture}. */
+  public static Image smallOci(String repository, String tag, String os, String architecture) {
+    return smallImage(repository, tag, os, architecture, false);
+  }
+
   /** A small Docker schema2 image: config + 2 gzipped tar layers. */
   public static Image dockerSchema2(String repository, String tag) {
     return smallImage(repository, tag, "linux", hostArchitecture(), true);
