@@ -7,7 +7,8 @@ targets.tsv: one line per target, tab-separated: label, kind (direct, cache, dis
 description, run folder (relative to COMPARE_DIR; empty when the run did not run), exit status.
 
 Figures per target (from summarize.py's summary.json): images/s, image p90 (ms), request p90 (ms),
-MiB/s received, errors, and the scenario's own: rollout - seconds until the last thread had the
+MiB/s received, errors, the first byte of a layer blob (median, p90, ms), upstream fetches per blob
+(with the runs' N clients at once), and the scenario's own: rollout - seconds until the last thread had the
 image, spread (s), upstream blob GETs (and most per blob); large - MB/s per thread and aggregate;
 mix - hit ratio (%). Each figure also as a ratio to the first target's (x1.00 for the first; "n/a"
 when either is missing or the first is 0). Whether higher or lower is better is said per figure.
@@ -99,6 +100,8 @@ def table(rows, scenario):
         notes.append("; " + (" and ".join(why) if i == 0 else "; ".join(
             (w if limit(r["summary"]) == w else f"{rows[0]['label']}: {w}") for w in why)) if why else "")
     for key, title, better in figs:
+        if key == "upstream_fetches.per_blob":
+            title = fetches_title(rows)
         cells = []
         f0 = figure(first, key) if first else None
         for i, r in enumerate(rows):
@@ -107,6 +110,15 @@ def table(rows, scenario):
                                    else f" ({ratio(v, f0)}{notes[i]})"))
         lines.append(f"| {title} | {better} | " + " | ".join(cells) + " |")
     return lines
+
+
+def fetches_title(rows):
+    """The upstream-fetches row's title, with the clients at once of the runs (summary.json's
+    upstream_fetches.clients): the figure means nothing without N."""
+    n = sorted({str(((r["summary"] or {}).get("upstream_fetches") or {}).get("clients")) for r in rows
+                if ((r["summary"] or {}).get("upstream_fetches") or {}).get("clients") not in (None, "?")})
+    return "upstream fetches per blob" + (f", {n[0]} clients at once" if len(n) == 1
+                                          else f", {' / '.join(n)} clients at once" if n else "")
 
 
 def verdicts(rows):

@@ -125,15 +125,23 @@ FIRST_BYTE = ("time to the first byte of a layer blob: JMeter's latency of a `la
               "includes the cache's start of the upstream fetch")
 
 
+# run.sh's line in a log it collected that had no line in the run's window
+NO_LOG_LINES = "# no log lines in the run's window"
+
+
 def upstream_fetches(run_dir):
     """The blob GETs the origin registry served during the run, from its log (registry.logs): {gets, blobs,
-    per_blob, max_per_blob}; None when the log was not collected."""
+    per_blob, max_per_blob}; None when the log was not collected. A log run.sh collected and found empty
+    (its NO_LOG_LINES mark: a cached run, served from the cache) is 0 fetches, not a missing figure."""
     path = os.path.join(run_dir, "registry.logs")
     if not os.path.isfile(path):
         return None
     with open(path, errors="replace") as f:
-        lines = [line for line in f if not line.startswith("#")]
+        every = f.readlines()
+    lines = [line for line in every if not line.startswith("#")]
     if not lines:
+        if any(line.startswith(NO_LOG_LINES) for line in every):
+            return {"gets": 0, "blobs": 0, "max_per_blob": 0, "per_blob": 0}
         return None
     import scenario as sc  # beside this file
     up = sc.upstream_requests(lines)
@@ -662,7 +670,9 @@ def main():
         f"First byte of a layer blob ({'cold: ' if a.mode.startswith(('cold', 'pull-through')) else ''}"
         f"{s['blob_first_byte']['count']} requests, ms): median {na(s['blob_first_byte']['p50_ms'])}, "
         f"p90 {na(s['blob_first_byte']['p90_ms'])}, max {na(s['blob_first_byte']['max_ms'])} - " + FIRST_BYTE + ". "
-        + (f"Upstream fetches per blob with {a.threads} clients: {na(s['upstream_fetches']['per_blob'])} "
+        + (f"Upstream fetches per blob with {a.threads} clients: 0 (no request in the origin registry's log "
+           "for the run's window, registry.logs)." if s["upstream_fetches"] and not s["upstream_fetches"]["gets"]
+           else f"Upstream fetches per blob with {a.threads} clients: {na(s['upstream_fetches']['per_blob'])} "
            f"({s['upstream_fetches']['gets']} blob GETs over {s['upstream_fetches']['blobs']} blobs, at most "
            f"{s['upstream_fetches']['max_per_blob']} of one; the origin registry's log, registry.logs)."
            if s["upstream_fetches"] else "Upstream fetches per blob: not counted (no origin registry log, registry.logs)."),

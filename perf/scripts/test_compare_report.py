@@ -16,9 +16,13 @@ def summary(d, s):
 
 def test_compare_md_ratios(tmp_path):
     base = {"images_per_s": 2.0, "image_p90_ms": 100.0, "p90_ms": 50.0, "mib_per_s": 10.0, "errors": 0,
+            "blob_first_byte": {"count": 8, "p50_ms": 40.0, "p90_ms": 80.0, "max_ms": 90.0},
+            "upstream_fetches": {"gets": 20, "blobs": 5, "per_blob": 4.0, "max_per_blob": 4, "clients": "4"},
             "rollout": {"last_done_s": 4.0, "spread_s": 1.0, "upstream": {"blob_gets_total": 20, "max_gets_per_blob": 4}}}
     summary(tmp_path / "1-direct", base)
     summary(tmp_path / "2-registry-cache", dict(base, images_per_s=3.0,
+            blob_first_byte={"count": 8, "p50_ms": 60.0, "p90_ms": 100.0, "max_ms": 120.0},
+            upstream_fetches={"gets": 5, "blobs": 5, "per_blob": 1.0, "max_per_blob": 1, "clients": "4"},
             rollout={"last_done_s": 2.0, "spread_s": 0.5, "upstream": {"blob_gets_total": 5, "max_gets_per_blob": 1}}))
     (tmp_path / "targets.tsv").write_text("direct\tdirect\tregistry:2\t1-direct\t0\n"
                                           "registry-cache\tcache\tthe cache\t2-registry-cache\t0\n"
@@ -30,6 +34,8 @@ def test_compare_md_ratios(tmp_path):
     assert "| images/s | higher | 2 | 3 (x1.50) | n/a (n/a) |" in md
     assert "| last thread done (s) | lower | 4 | 2 (x0.50) | n/a (n/a) |" in md
     assert "| upstream blob GETs | lower | 20 | 5 (x0.25) | n/a (n/a) |" in md
+    assert "| first byte of a layer blob, median (ms) | lower | 40 | 60 (x1.50) | n/a (n/a) |" in md
+    assert "| upstream fetches per blob, 4 clients at once | lower | 4 | 1 (x0.25) | n/a (n/a) |" in md
     assert "**distribution**: proxy - did not run (run.sh exit 3)" in md
     assert "- a note" in md
 

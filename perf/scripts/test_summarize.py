@@ -122,3 +122,17 @@ def test_first_byte_of_a_cold_blob_and_upstream_fetches_per_blob(tmp_path):
     md = (tmp_path / "summary.md").read_text()
     assert "First byte of a layer blob (cold: 4 requests, ms): median 135" in md
     assert "Upstream fetches per blob with 2 clients: 1 (2 blob GETs over 2 blobs, at most 1 of one" in md
+    # run.sh collected the log and the window had no line (a cached run): 0 fetches, not "not counted"
+    (tmp_path / "registry.logs").write_text("# registry: docker logs\n# no log lines in the run's window: in cached "
+                                            "mode every pull is served from the cache, the upstream sees no request\n")
+    subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path), "--threads", "2", "--mode",
+                    "cached"], capture_output=True, text=True, check=True)
+    s = json.loads((tmp_path / "summary.json").read_text())["summary"]
+    assert s["upstream_fetches"] == {"gets": 0, "blobs": 0, "max_per_blob": 0, "per_blob": 0, "clients": "2"}
+    assert "Upstream fetches per blob with 2 clients: 0 (no request in the origin registry's log" in (
+        tmp_path / "summary.md").read_text()
+    # a log run.sh did not collect (a --url target): not counted
+    (tmp_path / "registry.logs").write_text("# target x was not started by the perf stack: no logs collected\n")
+    subprocess.run([sys.executable, os.path.join(HERE, "summarize.py"), str(tmp_path), "--threads", "2"],
+                   capture_output=True, text=True, check=True)
+    assert "Upstream fetches per blob: not counted" in (tmp_path / "summary.md").read_text()
