@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The HA stack of docker/compose-ha.yaml, run here as a user would (issue 11): three replicas as
 # three processes (containers) on one s3proxy bucket, nginx round robin, registry:2 upstream.
-# Every image is built locally (docker/ha/build-images.sh). Checks, with skopeo as the client:
+# Every image is built locally, and the stack started and pulled from, with the README's commands
+# ("Scale-out: replicas on one bucket"), read from its text. Checks, with skopeo as the client:
 #   1. 30 concurrent cold pulls of one image through the round robin: every pull verified by
 #      skopeo, and registry:2's access log shows exactly one GET per blob and of the tag;
 #   1b. the perf pack's rollout against the replicas (perf/scripts/run.sh --scenario rollout --target ha):
@@ -17,7 +18,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
-project=rc-ha-ci
+# The README's three commands (each without its comment): the images, the stack up (its project
+# name is the one every step here uses), a pull whose <name>:<tag> becomes a seeded image below
+readme_block=$(awk '/^## Scale-out/ { s = 1 } s && /^```sh$/ { on = 1; next } on && /^```$/ { exit } on' README.md)
+readme_cmd() { local l; l=$(grep -m1 -F -- "$1" <<<"$readme_block") || { echo "compose-ha: the README's scale-out block has no '$1'" >&2; exit 1; }
+  l=${l%%#*}; printf '%s' "${l%"${l##*[![:space:]]}"}"; }
+build_cmd=$(readme_cmd docker/ha/build-images.sh)
+up_cmd=$(readme_cmd 'docker-compose -f docker/compose-ha.yaml -p ')
+pull_cmd=$(readme_cmd 'skopeo copy ')
+project=$(sed -n 's/.* -p \([^ ]*\) .*/\1/p' <<<"$up_cmd")
+[ -n "$project" ] || { echo "compose-ha: the README's '$up_cmd' names no project (-p)" >&2; exit 1; }
 dc() { docker-compose -f docker/compose-ha.yaml -p "$project" "$@"; }
 work=$(mktemp -d)
 cleanup() {
@@ -39,10 +49,12 @@ command -v skopeo >/dev/null || { apt-get update -qq && apt-get install -y -qq -
 command -v nginx >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends nginx >/dev/null; }
 
 t0=$(date +%s)
-FORCE=1 bash docker/ha/build-images.sh
+echo "compose-ha: \$ $build_cmd   (FORCE=1: the service image of this checkout, not one built before)"
+FORCE=1 bash -c "$build_cmd"
 if docker image inspect registry-cache:ha >/dev/null 2>&1; then export REGISTRY_CACHE_IMAGE=registry-cache:ha; fi
 dc down -v >/dev/null 2>&1 || true
-dc up -d >/dev/null 2>&1
+echo "compose-ha: \$ $up_cmd"
+bash -c "$up_cmd" >/dev/null 2>&1
 
 replica_ready() { # replica_ready N: cache-N answers /v2/ 200 itself (only once fully started, peer port
   # included), at its address on the stack's network; nginx alone would route around one still starting
@@ -95,6 +107,13 @@ bucket=$(docker volume inspect "${project}_s3-data" -f '{{.Mountpoint}}')/regist
 for d in $digests; do
   [ -f "$bucket/${d#sha256:}" ] || fail "blob $d is not in the bucket at $bucket"
 done
+# the README's pull, its <name>:<tag> that image; its folder removed after unless it was there before
+cmd=${pull_cmd//<name>:<tag>/$img1} dest=${pull_cmd##* dir:}
+keep_dest=0; [ -e "$dest" ] && keep_dest=1
+echo "compose-ha: \$ $cmd"
+timeout 120 bash -c "$cmd" >"$work/readme-pull.log" 2>&1 && [ -s "$dest/manifest.json" ] \
+  || fail "the README's pull failed: $(tail -3 "$work/readme-pull.log")"
+[ $keep_dest = 1 ] || rm -rf "$dest"
 
 # 1b. the perf pack's rollout against the three replicas (perf/README.md, "The rollout against the
 # three-replica stack"): JMeter threads released at once, each on one replica's own port
