@@ -3,11 +3,11 @@
 # committed HEAD), as a new user would: the quick start (upstream, its image, the cache with the
 # alias, the pulls in the bare and in-path forms with skopeo and Docker, containerd pulling through
 # the README's hosts.toml, the pull by digest, a pull with the upstream stopped), the admin API's
-# summary, the performance pack (install JMeter, seed, its `./mvnw spring-boot:run
-# -Dspring-boot.run.optimizedLaunch=false`, `jmeter -n -t perf/jmeter/pull.jmx -Jthreads=100`,
-# `perf/scripts/run.sh -c 180 -t 1000`, `perf/scripts/matrix.sh` at one run's size) and the auth
-# example (the jar, its htpasswd subcommand, the cache with auth on, a pull with credentials, a
-# refusal without). Every command is read from the README's text, so the check fails when the README and the
+# summary, the performance pack (install JMeter, seed, `./mvnw spring-boot:run`, `jmeter -n -t
+# perf/jmeter/pull.jmx -Jthreads=100`, `perf/scripts/run.sh -c 180 -t 1000`, `perf/scripts/matrix.sh`
+# at one run's size) and the auth example
+# (the jar, its htpasswd subcommand, the cache with auth on, a pull with credentials, a refusal
+# without). Every command is read from the README's text, so the check fails when the README and the
 # code drift apart; the README marks the commands that need what CI has not (a Kubernetes cluster, a
 # private upstream). Uses the default ports (5000, 8080, 8081) on 127.0.0.1 only, and the Docker
 # engine's containerd (E2E_CONTAINERD_SOCKET, default /var/run/docker/containerd/containerd.sock);
@@ -173,8 +173,8 @@ curl -s -m 10 localhost:8081/actuator/cache >"$work/admin.log" 2>&1 && grep -q '
   || { cat "$work/admin.log" >&2; fail "the admin API's summary has no storedBytes (log: $work/admin.log)"; }
 unserve
 
-# the performance pack's cache (its JIT the image's) and the plan alone
-serve "$(readme_cmd "./mvnw spring-boot:run -Dspring-boot.run.optimizedLaunch=false")" "$work/spring-boot-run.log"
+# the performance pack's cache and the plan alone
+serve "$(readme_cmd "./mvnw spring-boot:run")" "$work/spring-boot-run.log"
 step 300 "jmeter -n -t perf/jmeter/pull.jmx" "$work/jmeter.log"
 grep -E '^summary = +[1-9][0-9]* ' "$work/jmeter.log" >&2 || fail "the plan ran no sample (see $work/jmeter.log)"
 ! grep -q 'StatusConsoleListener' "$work/jmeter.log" || fail "the plan's console has log4j status lines (see $work/jmeter.log)"
