@@ -13,8 +13,10 @@ import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
 import io.registrycache.upstream.UpstreamReferrers;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Base64;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
@@ -40,20 +42,27 @@ import tools.jackson.databind.JsonNode;
  *   <li>the cosign tag scheme: tag {@code <alg>-<hex>.sig} of the image's repository, which {@code
  *       cosign sign} writes by default;
  *   <li>the referrers of the image (OCI Distribution Spec v1.1, "Listing Referrers") whose {@code
- *       artifactType} is {@value #SIGNATURE_ARTIFACT}, as {@code cosign sign
- *       --registry-referrers-mode=oci-1-1} writes them; from an upstream without the referrers API,
- *       the referrers tag schema ({@code <alg>-<hex>}, an image index) is read instead.
+ *       artifactType} is {@value #SIGNATURE_ARTIFACT}, as cosign 2's {@code cosign sign
+ *       --registry-referrers-mode=oci-1-1} writes them, or a Sigstore bundle ({@value
+ *       #BUNDLE_PREFIX}{@code .v0.3+json}), as cosign 3's {@code cosign sign} writes them by
+ *       default; from an upstream without the referrers API, the referrers tag schema ({@code
+ *       <alg>-<hex>}, an image index) is read instead.
  * </ul>
  *
  * <p>A signature layer ({@value #SIMPLE_SIGNING}) verifies when all of these hold: its payload
  * blob's bytes have the layer descriptor's digest and size; its annotation {@value
  * #SIGNATURE_ANNOTATION} (base64) is a signature over exactly those bytes by one of the keys; the
  * payload is a cosign signature payload ({@code critical.type} {@value #PAYLOAD_TYPE}) whose {@code
- * critical.image.docker-manifest-digest} is the image's digest. One such layer is enough.
+ * critical.image.docker-manifest-digest} is the image's digest. A Sigstore bundle layer verifies
+ * when its bytes have the descriptor's digest and size, and its DSSE envelope has a signature by
+ * one of the keys over the envelope's pre-authentication encoding, with payload type {@value
+ * #IN_TOTO}: an in-toto statement of predicate type {@value #SIGN_PREDICATE} with the image among
+ * its subjects. One layer that verifies is enough.
  *
  * <p>Not checked: the payload's {@code docker-reference} and {@code optional} claims, transparency
- * log entries ({@code dev.sigstore.cosign/bundle}) and timestamps, certificates (keyless
- * signatures), attestations, and Sigstore bundles.
+ * log entries ({@code dev.sigstore.cosign/bundle}, a bundle's {@code verificationMaterial}) and
+ * timestamps, certificates (keyless signatures), attestations other than cosign 3's signature
+ * statement.
  *
  * <p>Bounds, so an upstream cannot make a check expensive: {@value #MAX_SIGNATURE_MANIFESTS}
  * signature manifests from the referrers, {@value #MAX_LAYERS} layers per manifest, {@value
@@ -74,6 +83,18 @@ public final class SignatureVerifier {
 
   /** {@code critical.type} of a cosign image signature payload (sigstore's payload package). */
   public static final String PAYLOAD_TYPE = "cosign container image signature";
+
+  /**
+   * Media type (and referrers {@code artifactType}) of a Sigstore bundle, up to its version: cosign
+   * 3 writes {@code application/vnd.dev.sigstore.bundle.v0.3+json}.
+   */
+  public static final String BUNDLE_PREFIX = "application/vnd.dev.sigstore.bundle";
+
+  /** DSSE payload type of an in-toto statement. */
+  public static final String IN_TOTO = "application/vnd.in-toto+json";
+
+  /** in-toto predicate type of cosign 3's image signatures. */
+  public static final String SIGN_PREDICATE = "https://sigstore.dev/cosign/sign/v1";
 
   static final int MAX_MANIFEST_BYTES = 1024 * 1024;
   static final int MAX_PAYLOAD_BYTES = 256 * 1024;
@@ -222,7 +243,8 @@ public final class SignatureVerifier {
       JsonNode all = Json.MAPPER.readTree(manifest.body()).path("layers");
       all.forEach(
           layer -> {
-            if (SIMPLE_SIGNING.equals(layer.path("mediaType").asString(null))) {
+            String type = layer.path("mediaType").asString("");
+            if (SIMPLE_SIGNING.equals(type) || type.startsWith(BUNDLE_PREFIX)) {
               layers.add(layer);
             }
           });
@@ -231,13 +253,16 @@ public final class SignatureVerifier {
     }
     if (layers.isEmpty()) {
       return Flux.just(
-          new Refused(Reason.BAD_SIGNATURE, where + " holds no " + SIMPLE_SIGNING + " layer"));
+          new Refused(
+              Reason.BAD_SIGNATURE,
+              where + " holds no " + SIMPLE_SIGNING + " or Sigstore bundle layer"));
     }
     return Flux.fromIterable(layers)
         .take(MAX_LAYERS)
         .concatMap(layer -> checkLayer(upstream, name, image, manifest.digest(), where, layer));
   }
 
+  /** One layer: a simple-signing payload with its signature annotation, or a Sigstore bundle. */
   private Mono<SignatureVerdict> checkLayer(
       Upstream upstream,
       RepositoryName name,
@@ -245,50 +270,142 @@ public final class SignatureVerifier {
       Digest manifestDigest,
       String where,
       JsonNode layer) {
+    boolean bundle = !SIMPLE_SIGNING.equals(layer.path("mediaType").asString(""));
     byte[] signature;
-    Digest payloadDigest;
+    Digest blobDigest;
     try {
       String encoded = layer.path("annotations").path(SIGNATURE_ANNOTATION).asString(null);
-      if (encoded == null) {
+      if (encoded == null && !bundle) {
         return bad(where + ": a layer has no " + SIGNATURE_ANNOTATION + " annotation");
       }
-      signature = Base64.getDecoder().decode(encoded);
-      payloadDigest = Digest.parse(layer.path("digest").asString(null));
+      signature = bundle ? null : Base64.getDecoder().decode(encoded);
+      blobDigest = Digest.parse(layer.path("digest").asString(null));
     } catch (IllegalArgumentException | OciException e) {
       return bad(where + ": a layer's signature or digest is malformed: " + e.getMessage());
     }
     long size = layer.path("size").asLong(-1);
     if (size < 0 || size > MAX_PAYLOAD_BYTES) {
-      return bad(
-          where + ": payload size " + size + " is not in 0.." + MAX_PAYLOAD_BYTES + " bytes");
+      return bad(where + ": blob size " + size + " is not in 0.." + MAX_PAYLOAD_BYTES + " bytes");
     }
-    String payloadWhere = where + ": payload " + payloadDigest;
+    String blobWhere = where + ": " + (bundle ? "bundle " : "payload ") + blobDigest;
     return upstreams
-        .getBlob(upstream, name, payloadDigest)
+        .getBlob(upstream, name, blobDigest)
         .flatMap(blob -> DataBufferUtils.join(blob.body(), MAX_PAYLOAD_BYTES))
         .map(SignatureVerifier::bytes)
         .defaultIfEmpty(new byte[0])
         .map(
-            payload -> {
-              if (payload.length != size
-                  || !payloadDigest.recompute(payload).equals(payloadDigest)) {
+            bytes -> {
+              if (bytes.length != size || !blobDigest.recompute(bytes).equals(blobDigest)) {
                 return new Refused(
-                    Reason.BAD_SIGNATURE, payloadWhere + ": the bytes do not have that digest");
+                    Reason.BAD_SIGNATURE, blobWhere + ": the bytes do not have that digest");
               }
-              Optional<SigningKey> signer = keys.signer(payload, signature);
-              if (signer.isEmpty()) {
-                return new Refused(
-                    Reason.WRONG_KEY,
-                    where + ": the signature verifies with none of the keys " + keyNames());
-              }
-              return claim(payload, image, payloadWhere)
-                  .<SignatureVerdict>map(why -> new Refused(Reason.BAD_SIGNATURE, why))
-                  .orElseGet(() -> new Verified(signer.get().name(), manifestDigest));
+              return bundle
+                  ? checkBundle(bytes, image, manifestDigest, where, blobWhere)
+                  : checkSimpleSigning(bytes, signature, image, manifestDigest, where, blobWhere);
             })
         .onErrorResume(
             DataBufferLimitException.class,
-            e -> bad(payloadWhere + ": more than " + MAX_PAYLOAD_BYTES + " bytes"))
-        .onErrorResume(OciException.class, e -> Mono.just(fetchFailed(payloadWhere, e)));
+            e -> bad(blobWhere + ": more than " + MAX_PAYLOAD_BYTES + " bytes"))
+        .onErrorResume(OciException.class, e -> Mono.just(fetchFailed(blobWhere, e)));
+  }
+
+  private SignatureVerdict checkSimpleSigning(
+      byte[] payload,
+      byte[] signature,
+      Digest image,
+      Digest manifestDigest,
+      String where,
+      String payloadWhere) {
+    Optional<SigningKey> signer = keys.signer(payload, signature);
+    if (signer.isEmpty()) {
+      return wrongKey(where);
+    }
+    return claim(payload, image, payloadWhere)
+        .<SignatureVerdict>map(why -> new Refused(Reason.BAD_SIGNATURE, why))
+        .orElseGet(() -> new Verified(signer.get().name(), manifestDigest));
+  }
+
+  /**
+   * A Sigstore bundle ({@code cosign sign} of cosign 3): a DSSE envelope whose signature is over
+   * the envelope's pre-authentication encoding (DSSE v1, "Protocol"), holding an in-toto statement
+   * with predicate type {@value #SIGN_PREDICATE} whose subject is the image.
+   */
+  private SignatureVerdict checkBundle(
+      byte[] bundle, Digest image, Digest manifestDigest, String where, String bundleWhere) {
+    String payloadType;
+    byte[] payload;
+    List<byte[]> signatures = new ArrayList<>();
+    try {
+      JsonNode envelope = Json.MAPPER.readTree(bundle).path("dsseEnvelope");
+      if (!envelope.isObject()) {
+        return new Refused(Reason.BAD_SIGNATURE, bundleWhere + " holds no DSSE envelope");
+      }
+      payloadType = envelope.path("payloadType").asString("");
+      payload = Base64.getDecoder().decode(envelope.path("payload").asString(""));
+      for (JsonNode sig : envelope.path("signatures")) {
+        signatures.add(Base64.getDecoder().decode(sig.path("sig").asString("")));
+      }
+    } catch (JacksonException | IllegalArgumentException e) {
+      return new Refused(Reason.BAD_SIGNATURE, bundleWhere + " is not a readable bundle");
+    }
+    byte[] signed = preAuthenticationEncoding(payloadType, payload);
+    Optional<SigningKey> signer =
+        signatures.stream()
+            .map(sig -> keys.signer(signed, sig))
+            .flatMap(Optional::stream)
+            .findFirst();
+    if (signer.isEmpty()) {
+      return wrongKey(where);
+    }
+    return statementClaim(payloadType, payload, image, bundleWhere)
+        .<SignatureVerdict>map(why -> new Refused(Reason.BAD_SIGNATURE, why))
+        .orElseGet(() -> new Verified(signer.get().name(), manifestDigest));
+  }
+
+  /**
+   * DSSE v1's PAE: {@code "DSSEv1" SP LEN(type) SP type SP LEN(body) SP body}, lengths in ASCII
+   * decimal bytes.
+   */
+  static byte[] preAuthenticationEncoding(String payloadType, byte[] payload) {
+    byte[] type = payloadType.getBytes(StandardCharsets.UTF_8);
+    byte[] head =
+        ("DSSEv1 " + type.length + " " + payloadType + " " + payload.length + " ")
+            .getBytes(StandardCharsets.UTF_8);
+    byte[] out = Arrays.copyOf(head, head.length + payload.length);
+    System.arraycopy(payload, 0, out, head.length, payload.length);
+    return out;
+  }
+
+  /** Why a signed in-toto statement does not sign {@code image} as cosign does, or empty. */
+  private static Optional<String> statementClaim(
+      String payloadType, byte[] payload, Digest image, String where) {
+    if (!IN_TOTO.equals(payloadType)) {
+      return Optional.of(where + " has payload type " + payloadType + ", not " + IN_TOTO);
+    }
+    JsonNode statement;
+    try {
+      statement = Json.MAPPER.readTree(payload);
+    } catch (JacksonException e) {
+      return Optional.of(where + ": the statement is not JSON");
+    }
+    String predicate = statement.path("predicateType").asString(null);
+    if (!SIGN_PREDICATE.equals(predicate)) {
+      return Optional.of(where + " has predicate type " + predicate + ", not " + SIGN_PREDICATE);
+    }
+    List<String> subjects = new ArrayList<>();
+    for (JsonNode subject : statement.path("subject")) {
+      String hex = subject.path("digest").path(image.algorithm()).asString(null);
+      if (image.hex().equals(hex)) {
+        return Optional.empty();
+      }
+      subjects.add(image.algorithm() + ":" + hex);
+    }
+    return Optional.of(where + " signs " + subjects + ", not " + image);
+  }
+
+  private SignatureVerdict wrongKey(String where) {
+    return new Refused(
+        Reason.WRONG_KEY, where + ": the signature verifies with none of the keys " + keyNames());
   }
 
   /** Why the signed payload does not sign {@code image} as cosign does, or empty when it does. */
@@ -416,7 +533,8 @@ public final class SignatureVerifier {
               .path("manifests")
               .forEach(
                   descriptor -> {
-                    if (SIGNATURE_ARTIFACT.equals(descriptor.path("artifactType").asString(null))) {
+                    String type = descriptor.path("artifactType").asString("");
+                    if (SIGNATURE_ARTIFACT.equals(type) || type.startsWith(BUNDLE_PREFIX)) {
                       try {
                         Digest digest = Digest.parse(descriptor.path("digest").asString(null));
                         if (!signatures.contains(digest)) {
