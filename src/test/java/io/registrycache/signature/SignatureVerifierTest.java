@@ -288,6 +288,89 @@ class SignatureVerifierTest {
             "fixtures/image@" + ECDSA.image() + " refused by the signature policy: no signature (");
   }
 
+  /** cosign 3's signature of the {@code bundle} fixture: a Sigstore bundle among the referrers. */
+  record BundleFixture(Digest image, byte[] index, byte[] signatureManifest, byte[] bundle) {
+
+    static BundleFixture load() {
+      return new BundleFixture(
+          Digest.parse(new String(resource("bundle/image-digest"), StandardCharsets.UTF_8).trim()),
+          resource("bundle/referrers-index.json"),
+          resource("bundle/signature-manifest.json"),
+          resource("bundle/bundle.json"));
+    }
+
+    /** An upstream with the referrers API listing the bundle, as cosign 3 leaves it. */
+    InMemoryUpstream upstream() {
+      return new InMemoryUpstream()
+          .referrers(index)
+          .manifest(Digest.sha256(signatureManifest).toString(), signatureManifest)
+          .blob(Digest.parse(layer(signatureManifest).path("digest").asString()), bundle);
+    }
+  }
+
+  static final BundleFixture BUNDLE = BundleFixture.load();
+
+  @Test
+  void aCosign3BundleVerifiesWithTheKeyThatMadeIt() {
+    assertThat(layer(BUNDLE.signatureManifest()).path("mediaType").asString())
+        .startsWith(SignatureVerifier.BUNDLE_PREFIX);
+
+    assertThat(verify(BUNDLE.upstream(), BUNDLE.image(), "other", "ecdsa"))
+        .isEqualTo(new Verified("ecdsa.pub", Digest.sha256(BUNDLE.signatureManifest())));
+    refused(verify(BUNDLE.upstream(), BUNDLE.image(), "other", "rsa"), Reason.WRONG_KEY);
+  }
+
+  /** The bundle listed as a referrer of another image: it verifies, but names its own image. */
+  @Test
+  void aCosign3BundleOfAnotherImageIsABadSignature() {
+    Refused refused =
+        refused(verify(BUNDLE.upstream(), ECDSA.image(), "ecdsa"), Reason.BAD_SIGNATURE);
+    assertThat(refused.detail()).contains("signs [" + BUNDLE.image() + "], not " + ECDSA.image());
+  }
+
+  /** The statement changed inside the bundle, the manifest's descriptor with it. */
+  @Test
+  void aCosign3BundleWithAChangedStatementFailsTheSignatureCheck() {
+    ObjectNode bundle = (ObjectNode) Json.MAPPER.readTree(BUNDLE.bundle());
+    ObjectNode envelope = (ObjectNode) bundle.path("dsseEnvelope");
+    ObjectNode statement =
+        (ObjectNode)
+            Json.MAPPER.readTree(Base64.getDecoder().decode(envelope.path("payload").asString()));
+    assertThat(statement.toString()).contains(BUNDLE.image().hex());
+    statement.put("added", 1); // still a statement naming the image
+    envelope.put(
+        "payload", Base64.getEncoder().encodeToString(Json.MAPPER.writeValueAsBytes(statement)));
+    byte[] changed = Json.MAPPER.writeValueAsBytes(bundle);
+    ObjectNode manifest = (ObjectNode) Json.MAPPER.readTree(BUNDLE.signatureManifest());
+    ObjectNode layer = (ObjectNode) manifest.path("layers").get(0);
+    layer.put("digest", Digest.sha256(changed).toString());
+    layer.put("size", changed.length);
+    byte[] manifestBytes = Json.MAPPER.writeValueAsBytes(manifest);
+    ObjectNode index = (ObjectNode) Json.MAPPER.readTree(BUNDLE.index());
+    ObjectNode descriptor = (ObjectNode) index.path("manifests").get(0);
+    descriptor.put("digest", Digest.sha256(manifestBytes).toString());
+    descriptor.put("size", manifestBytes.length);
+    InMemoryUpstream upstream =
+        new InMemoryUpstream()
+            .referrers(Json.MAPPER.writeValueAsBytes(index))
+            .manifest(Digest.sha256(manifestBytes).toString(), manifestBytes)
+            .blob(Digest.sha256(changed), changed);
+
+    refused(verify(upstream, BUNDLE.image(), "ecdsa"), Reason.WRONG_KEY);
+  }
+
+  @Test
+  void thePreAuthenticationEncodingIsDsseV1() {
+    // the example of the DSSE v1 protocol description
+    assertThat(
+            new String(
+                SignatureVerifier.preAuthenticationEncoding(
+                    "http://example.com/HelloWorld",
+                    "hello world".getBytes(StandardCharsets.UTF_8)),
+                StandardCharsets.UTF_8))
+        .isEqualTo("DSSEv1 29 http://example.com/HelloWorld 11 hello world");
+  }
+
   static ObjectNode referrerDescriptor() {
     return (ObjectNode)
         Json.MAPPER.readTree(resource("referrer/referrers-index.json")).path("manifests").get(0);

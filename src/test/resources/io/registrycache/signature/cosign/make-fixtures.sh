@@ -65,4 +65,17 @@ crane manifest --insecure "$registry/fixtures/referrer:${digest/:/-}" > "$out/re
 signature=$(jq -r '.manifests[0].digest' "$out/referrer/referrers-index.json")
 crane manifest --insecure "$registry/fixtures/referrer@$signature" > "$out/referrer/signature-manifest.json"
 payload referrer "$out/referrer/signature-manifest.json" > "$out/referrer/payload.json"
+# cosign 3 (COSIGN3=<a cosign v3 binary>): its default, a Sigstore bundle (DSSE) among the referrers
+if [ -n "${COSIGN3:-}" ]; then
+  "$COSIGN3" version 2>&1 | grep GitVersion
+  digest=$(push bundle)
+  "$COSIGN3" sign --key ecdsa.key --use-signing-config=false --tlog-upload=false --allow-insecure-registry -y \
+    "$registry/fixtures/bundle@$digest" 2>&1 | sed 's/^/  cosign 3: /'
+  mkdir -p "$out/bundle"
+  echo "$digest" > "$out/bundle/image-digest"
+  crane manifest --insecure "$registry/fixtures/bundle:${digest/:/-}" > "$out/bundle/referrers-index.json"
+  signature=$(jq -r '.manifests[0].digest' "$out/bundle/referrers-index.json")
+  crane manifest --insecure "$registry/fixtures/bundle@$signature" > "$out/bundle/signature-manifest.json"
+  payload bundle "$out/bundle/signature-manifest.json" > "$out/bundle/bundle.json"
+fi
 echo "fixtures written to $out"
