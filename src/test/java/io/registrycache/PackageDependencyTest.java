@@ -27,6 +27,7 @@ import java.util.List;
  * policy ──► (oci, config)
  * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config, upstream, proxy's PassthroughAccess)   metrics ──► config
  * management ──► config
+ * signature ──► upstream (finding and checking an image's cosign signatures)
  * cluster ──► storage (its EvictionTurn), config
  * nodemirror, htpasswd, logging, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
  * </pre>
@@ -54,7 +55,8 @@ class PackageDependencyTest {
           "logging",
           "management",
           "nodemirror",
-          "htpasswd");
+          "htpasswd",
+          "signature");
 
   /** {@code package} may depend on {@code allowed} (and itself) only, of the cache's packages. */
   private static ArchRule only(String pkg, String... allowed) {
@@ -169,6 +171,12 @@ class PackageDependencyTest {
   @ArchTest
   static final ArchRule startup =
       only("startup", "proxy", "storage", "upstream", "metrics", "oci", "config");
+
+  /**
+   * Image signatures: finding an image's cosign signatures through the upstream client and checking
+   * them with the configured keys; nothing of the pull path, stores or HTTP routes.
+   */
+  @ArchTest static final ArchRule signature = only("signature", "upstream", "oci");
 
   /** Log-forging protection: a Logback logging system that knows nothing of the cache. */
   @ArchTest static final ArchRule logging = only("logging");
