@@ -438,6 +438,36 @@ class SignaturePolicyPullTest {
   }
 
   @Test
+  void aStoredImageWhoseSignatureIsGoneUpstreamIsRefusedOnceItsVerdictIsPastItsTtl() {
+    String repo = TestImages.uniqueRepository("signed/revoked");
+    Image image = TestImages.smallOci(repo, "v1");
+    serve(repo, image);
+    signatureAt(
+        repo, image.manifest().digest(), sign(repo, image.manifest().digest(), trusted, false));
+    String byDigest = "/v2/" + repo + "/manifests/" + image.manifest().digest();
+    assertThat(cache.getManifest(byDigest).statusCode()).isEqualTo(200);
+    assertThat(store.find(Digest.parse(image.manifest().digest()))).isPresent();
+
+    upstream.route(
+        "/v2/" + repo + "/manifests/" + sigTag(image.manifest().digest()),
+        ex ->
+            ScriptedHttp.send(
+                ex,
+                404,
+                "application/json",
+                "{\"errors\":[{\"code\":\"MANIFEST_UNKNOWN\",\"message\":\"gone\"}]}"
+                    .getBytes(StandardCharsets.UTF_8),
+                null));
+    assertThat(cache.getManifest(byDigest).statusCode())
+        .as("within its verdict's TTL")
+        .isEqualTo(200);
+    clock.advance(Duration.ofMinutes(11));
+    // stored, served from the store without the upstream's manifest: judged again all the same
+    assertDenied(cache.getManifest(byDigest), "no signature");
+    assertDenied(cache.getManifest("/v2/" + repo + "/manifests/v1"), "no signature");
+  }
+
+  @Test
   void aRepositoryNoRuleMatchesServesUnsignedImages() {
     String repo = TestImages.uniqueRepository("open");
     Image image = TestImages.smallOci(repo, "v1");
