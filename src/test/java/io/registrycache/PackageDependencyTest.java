@@ -23,11 +23,11 @@ import java.util.List;
  * startup ──► proxy, storage, upstream, metrics
  * api ──► auth, ratelimit, proxy, upstream, metrics          peer ──► auth, proxy, upstream, cluster
  * ratelimit ──► auth, proxy (its FillPermits)
- * proxy ──► storage, upstream, metrics, cluster, policy
+ * proxy ──► storage, upstream, metrics, cluster, policy, signature
  * policy ──► (oci, config)
  * storage ──► (oci, config)   upstream ──► (oci, config, tracing)   auth ──► (oci, config, upstream, proxy's PassthroughAccess)   metrics ──► config
  * management ──► config
- * signature ──► upstream (finding and checking an image's cosign signatures)
+ * signature ──► upstream, config (finding and checking an image's cosign signatures; the signature policy)
  * cluster ──► storage (its EvictionTurn), config
  * nodemirror, htpasswd, logging, tracing, oci, config ──► nothing   (api, proxy, peer ──► tracing as well)
  * </pre>
@@ -114,6 +114,7 @@ class PackageDependencyTest {
           "metrics",
           "cluster",
           "policy",
+          "signature",
           "tracing",
           "oci",
           "config");
@@ -173,10 +174,11 @@ class PackageDependencyTest {
       only("startup", "proxy", "storage", "upstream", "metrics", "oci", "config");
 
   /**
-   * Image signatures: finding an image's cosign signatures through the upstream client and checking
-   * them with the configured keys; nothing of the pull path, stores or HTTP routes.
+   * Image signatures: finding an image's cosign signatures through the upstream client, checking
+   * them with the configured keys, and the signature policy's verdicts; nothing of the pull path,
+   * stores or HTTP routes.
    */
-  @ArchTest static final ArchRule signature = only("signature", "upstream", "oci");
+  @ArchTest static final ArchRule signature = only("signature", "upstream", "oci", "config");
 
   /** Log-forging protection: a Logback logging system that knows nothing of the cache. */
   @ArchTest static final ArchRule logging = only("logging");

@@ -156,6 +156,13 @@ public class SettingsCheck
       }
     }
     put(files, "registry-cache.admin.token-file", properties.admin().tokenFile());
+    List<PolicyProperties.Rule> rules = properties.policy().rules();
+    for (int i = 0; i < rules.size(); i++) {
+      List<Path> keys = rules.get(i).keys();
+      for (int j = 0; j < keys.size(); j++) {
+        put(files, "registry-cache.policy.rules[" + i + "].keys[" + j + "]", keys.get(j));
+      }
+    }
     properties
         .upstreams()
         .upstreams()

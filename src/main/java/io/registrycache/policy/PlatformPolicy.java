@@ -72,14 +72,17 @@ public final class PlatformPolicy {
    * @param meters where the verdicts are counted
    */
   public PlatformPolicy(PolicyProperties settings, MeterRegistry meters) {
-    this.rules = settings.rules();
+    this.rules =
+        settings.rules().stream().anyMatch(r -> !r.platforms().isEmpty())
+            ? settings.rules()
+            : List.of();
     this.allowed = verdicts(meters, "allowed");
     this.denied = verdicts(meters, "denied");
   }
 
   /** No rule: every manifest is served (for services built without Spring). */
   public static PlatformPolicy none() {
-    return new PlatformPolicy(new PolicyProperties(List.of()), new SimpleMeterRegistry());
+    return new PlatformPolicy(PolicyProperties.none(), new SimpleMeterRegistry());
   }
 
   private static Counter verdicts(MeterRegistry meters, String verdict) {
@@ -90,14 +93,15 @@ public final class PlatformPolicy {
         .register(meters);
   }
 
-  /** Whether any rule is configured. */
+  /** Whether any rule names platforms. */
   public boolean enabled() {
     return !rules.isEmpty();
   }
 
   /**
    * The rule for {@code repository} (canonical name) of the upstream keyed {@code upstream}: the
-   * first that matches; {@code null} when none does (always, and at once, with no rules).
+   * first that matches, when it names platforms; {@code null} when none matches or the first that
+   * does names none (a rule of signatures only; always, and at once, with no rules).
    */
   public Rule ruleFor(String upstream, String repository) {
     if (rules.isEmpty()) {
@@ -105,7 +109,7 @@ public final class PlatformPolicy {
     }
     for (Rule rule : rules) {
       if (rule.matches(upstream, repository)) {
-        return rule;
+        return rule.platforms().isEmpty() ? null : rule;
       }
     }
     return null;

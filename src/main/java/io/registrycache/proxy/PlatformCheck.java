@@ -8,10 +8,10 @@ import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.policy.PlatformPolicy;
 import io.registrycache.storage.StoredManifest;
+import io.registrycache.upstream.DataBuffers;
 import io.registrycache.upstream.Upstream;
 import java.util.Optional;
 import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
@@ -111,7 +111,7 @@ public class PlatformCheck {
             source ->
                 DataBufferUtils.join(
                     source.read(0, -1, DefaultDataBufferFactory.sharedInstance), MAX_CONFIG_BYTES))
-        .map(PlatformCheck::bytes)
+        .map(DataBuffers::bytes)
         .onErrorResume(DataBufferLimitException.class, e -> Mono.just(new byte[0]))
         // a manifest request answers with a manifest's error code, saying why
         .onErrorMap(
@@ -128,15 +128,5 @@ public class PlatformCheck {
                         + " cannot tell its platform"))
         .doOnNext(bytes -> policy.check(rule, what, policy.readConfig(digest, bytes).orElse(null)))
         .then();
-  }
-
-  private static byte[] bytes(DataBuffer buffer) {
-    try {
-      byte[] bytes = new byte[buffer.readableByteCount()];
-      buffer.read(bytes);
-      return bytes;
-    } finally {
-      DataBufferUtils.release(buffer);
-    }
   }
 }

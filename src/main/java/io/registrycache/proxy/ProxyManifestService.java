@@ -15,6 +15,7 @@ import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.policy.PlatformPolicy;
+import io.registrycache.signature.SignaturePolicy;
 import io.registrycache.storage.ContentVerificationException;
 import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StoredManifest;
@@ -79,6 +80,7 @@ public class ProxyManifestService {
   private final PeerSource peers;
   private final Prefetcher prefetcher;
   private final PlatformCheck platforms;
+  private final SignaturePolicy signatures;
 
   /** Whether any policy rule is set: without one, the manifest path never asks the policy. */
   private final boolean policed;
@@ -98,10 +100,10 @@ public class ProxyManifestService {
     this(context, store, Prefetcher.none());
   }
 
-  /** A service without platform policy (for services built without Spring). */
+  /** A service without policy (for services built without Spring). */
   public ProxyManifestService(
       PullThroughContext context, ManifestStore store, Prefetcher prefetcher) {
-    this(context, store, prefetcher, PlatformCheck.none());
+    this(context, store, prefetcher, PlatformCheck.none(), SignaturePolicy.none());
   }
 
   /**
@@ -110,14 +112,17 @@ public class ProxyManifestService {
    * @param prefetcher where manifests fetched from the upstream send their blobs ahead of the
    *     client
    * @param platforms the platform policy ({@code registry-cache.policy})
+   * @param signatures the signature policy ({@code registry-cache.policy})
    */
   @Autowired
   public ProxyManifestService(
       PullThroughContext context,
       ManifestStore store,
       Prefetcher prefetcher,
-      PlatformCheck platforms) {
+      PlatformCheck platforms,
+      SignaturePolicy signatures) {
     this.platforms = platforms;
+    this.signatures = signatures;
     this.policed = platforms.policy().enabled();
     RegistryCacheProperties properties = context.properties();
     Clock clock = context.clock();
@@ -141,8 +146,8 @@ public class ProxyManifestService {
    *     sent none
    * @return the manifest and whether it was a hit, a miss or served stale; errors with {@link
    *     OciException} ({@code MANIFEST_UNKNOWN} 404, {@code MANIFEST_INVALID} 502, {@code DENIED}
-   *     403 for a platform {@code registry-cache.policy} leaves out, upstream errors as {@link
-   *     UpstreamException})
+   *     403 for a platform {@code registry-cache.policy} leaves out or an image without a signature
+   *     its rule accepts, upstream errors as {@link UpstreamException})
    */
   public Mono<ManifestResult> get(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
@@ -192,6 +197,24 @@ public class ProxyManifestService {
           platforms
               .police(rule, upstream, name, reference, result)
               .doOnNext(r -> layersHeldForPolicy(upstream, name, r));
+    }
+    // A manifest stored before its rule existed, or whose verdict is past its TTL, is judged
+    // here; one just fetched was judged before it was stored, and its verdict is in memory.
+    Rule signed =
+        !forPeer && signatures.enabled() ? signatures.ruleFor(upstream.key(), name.value()) : null;
+    if (signed != null) {
+      result =
+          result.flatMap(
+              r ->
+                  signatures
+                      .check(
+                          signed,
+                          upstream,
+                          name,
+                          r.manifest().digest(),
+                          r.manifest().body(),
+                          what(upstream, name, reference))
+                      .thenReturn(r));
     }
     return result.transform(CacheOutcome.track(upstream.key(), ManifestResult::result));
   }
@@ -481,6 +504,9 @@ public class ProxyManifestService {
                   + reference
                   + " is not cached and the cache is offline"));
     }
+    // Nothing from the upstream is stored before the signature policy allows it: a peer's request
+    // too, so no replica stores what its rule refuses.
+    Rule signed = signatures.enabled() ? signatures.ruleFor(upstream.key(), name.value()) : null;
     // A pass-through upstream is fetched here, with this client's credentials, which no peer has.
     Optional<Member> owner =
         forPeer || upstream.passthrough()
@@ -521,6 +547,19 @@ public class ProxyManifestService {
                               .doOnSubscribe(s -> metrics.fetchInFlight(1))
                               .doFinally(s -> metrics.fetchInFlight(-1))
                               .map(response -> verify(upstream, name, reference, response))
+                              .flatMap(
+                                  verified ->
+                                      signed == null
+                                          ? Mono.just(verified)
+                                          : signatures
+                                              .check(
+                                                  signed,
+                                                  upstream,
+                                                  name,
+                                                  verified.manifest().digest(),
+                                                  verified.manifest().body(),
+                                                  what(upstream, name, reference))
+                                              .thenReturn(verified))
                               .map(
                                   verified ->
                                       prefetch
@@ -680,6 +719,14 @@ public class ProxyManifestService {
                       child.digest(),
                       e.toString()));
     }
+  }
+
+  private static String what(Upstream upstream, RepositoryName name, Reference reference) {
+    return upstream.key()
+        + "/"
+        + name
+        + (reference instanceof Reference.ByDigest ? "@" : ":")
+        + reference;
   }
 
   private static OciException lying(String what, String why) {

@@ -9,6 +9,7 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.signature.SignatureVerdict.Reason;
 import io.registrycache.signature.SignatureVerdict.Refused;
 import io.registrycache.signature.SignatureVerdict.Verified;
+import io.registrycache.upstream.DataBuffers;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
@@ -23,7 +24,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import reactor.core.publisher.Flux;
@@ -291,7 +291,7 @@ public final class SignatureVerifier {
     return upstreams
         .getBlob(upstream, name, blobDigest)
         .flatMap(blob -> DataBufferUtils.join(blob.body(), MAX_PAYLOAD_BYTES))
-        .map(SignatureVerifier::bytes)
+        .map(DataBuffers::bytes)
         .defaultIfEmpty(new byte[0])
         .map(
             bytes -> {
@@ -473,16 +473,6 @@ public final class SignatureVerifier {
 
   private static Mono<SignatureVerdict> bad(String detail) {
     return Mono.just(new Refused(Reason.BAD_SIGNATURE, detail));
-  }
-
-  private static byte[] bytes(DataBuffer buffer) {
-    try {
-      byte[] bytes = new byte[buffer.readableByteCount()];
-      buffer.read(bytes);
-      return bytes;
-    } finally {
-      DataBufferUtils.release(buffer);
-    }
   }
 
   /** A signature manifest as fetched, and where it was found (for messages). */

@@ -61,7 +61,7 @@ final class ManifestPuller {
           String mediaType = UpstreamCaller.mediaType(reply.headers());
           // join(…, max) stops reading and cancels as soon as the limit is passed.
           return DataBufferUtils.join(reply.body(), maxBytes)
-              .map(UpstreamCaller::toBytes)
+              .map(DataBuffers::bytes)
               .defaultIfEmpty(new byte[0])
               .onErrorMap(
                   DataBufferLimitException.class,

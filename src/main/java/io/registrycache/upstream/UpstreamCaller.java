@@ -514,7 +514,7 @@ final class UpstreamCaller {
    */
   static Mono<byte[]> listBody(Upstream upstream, String what, Reply reply) {
     return DataBufferUtils.join(reply.body(), MAX_LIST_BYTES)
-        .map(UpstreamCaller::toBytes)
+        .map(DataBuffers::bytes)
         .defaultIfEmpty(new byte[0])
         .onErrorMap(
             DataBufferLimitException.class,
@@ -535,7 +535,7 @@ final class UpstreamCaller {
   /** The start of an error body (for the message); the rest is not read. */
   private static Mono<String> errorText(Reply reply) {
     return DataBufferUtils.join(DataBufferUtils.takeUntilByteCount(reply.body(), ERROR_BODY_BYTES))
-        .map(buffer -> new String(toBytes(buffer), StandardCharsets.UTF_8))
+        .map(buffer -> new String(DataBuffers.bytes(buffer), StandardCharsets.UTF_8))
         .onErrorReturn("")
         .defaultIfEmpty("");
   }
@@ -546,17 +546,6 @@ final class UpstreamCaller {
         .doOnNext(DataBufferUtils::release)
         .then()
         .onErrorResume(e -> Mono.empty());
-  }
-
-  /** The buffer's readable bytes; the buffer is released. */
-  static byte[] toBytes(DataBuffer buffer) {
-    try {
-      byte[] bytes = new byte[buffer.readableByteCount()];
-      buffer.read(bytes);
-      return bytes;
-    } finally {
-      DataBufferUtils.release(buffer);
-    }
   }
 
   /**

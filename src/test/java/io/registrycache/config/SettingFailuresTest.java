@@ -4,14 +4,21 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.registrycache.signature.SignaturePolicy;
 import java.io.IOException;
+import java.io.StringWriter;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyPairGenerator;
+import java.security.spec.ECGenParameterSpec;
+import java.time.Clock;
 import java.util.HashMap;
 import java.util.Map;
+import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.beans.factory.BeanCreationException;
@@ -186,6 +193,68 @@ class SettingFailuresTest {
     settings.put("registry-cache.policy.rules[0].upstreams", "registry.example.com");
     settings.put("registry-cache.allow-any-upstream", "true");
     assertThat(checked(settings)).isNull();
+  }
+
+  @Test
+  void aMissingSigningKeyFile() {
+    Path missing = dir.resolve("cosign.pub");
+    FailureAnalysis analysis =
+        analysis(
+            new SettingFailures.SettingFileAnalyzer(),
+            checked(
+                Map.of(
+                    "registry-cache.policy.rules[0].repositories", "**",
+                    "registry-cache.policy.rules[0].require", "signed",
+                    "registry-cache.policy.rules[0].keys", missing.toString())));
+    assertThat(analysis.getDescription())
+        .isEqualTo(
+            "registry-cache.policy.rules[0].keys[0] is " + missing + ", which does not exist.");
+  }
+
+  /** The signature policy's start with {@code keys} as rule 0's keys. */
+  private static Throwable signaturePolicyWith(Path... keys) {
+    Map<String, String> settings = new HashMap<>();
+    settings.put("registry-cache.policy.rules[0].repositories", "**");
+    settings.put("registry-cache.policy.rules[0].require", "signed");
+    for (int i = 0; i < keys.length; i++) {
+      settings.put("registry-cache.policy.rules[0].keys[" + i + "]", keys[i].toString());
+    }
+    RegistryCacheProperties properties = RegistryCacheProperties.bind(settings);
+    assertThat(checked(settings)).as("the files exist and can be read").isNull();
+    return catchThrowable(
+        () ->
+            new SignaturePolicy(
+                properties.policy(), null, new SimpleMeterRegistry(), Clock.systemUTC()));
+  }
+
+  private Path pem(String name, java.security.Key key) throws IOException {
+    StringWriter pem = new StringWriter();
+    try (JcaPEMWriter writer = new JcaPEMWriter(pem)) {
+      writer.writeObject(key);
+    }
+    return Files.writeString(dir.resolve(name), pem.toString());
+  }
+
+  @Test
+  void aSigningKeyOfAKindNotAcceptedOrAPrivateKey() throws Exception {
+    KeyPairGenerator p256 = KeyPairGenerator.getInstance("EC");
+    p256.initialize(new ECGenParameterSpec("secp256r1"));
+    KeyPairGenerator p384 = KeyPairGenerator.getInstance("EC");
+    p384.initialize(new ECGenParameterSpec("secp384r1"));
+    Path good = pem("good.pub", p256.generateKeyPair().getPublic());
+    Path curve = pem("p384.pub", p384.generateKeyPair().getPublic());
+    Path secret = pem("cosign.key", p256.generateKeyPair().getPrivate());
+
+    assertThat(signaturePolicyWith(good)).isNull();
+    FailureAnalysis analysis =
+        analysis(new SettingFailures.SettingMessageAnalyzer(), signaturePolicyWith(good, curve));
+    assertThat(analysis.getDescription())
+        .startsWith("registry-cache.policy.rules[0].keys[1]: signing key " + curve + " is ECDSA")
+        .endsWith("only P-256 is accepted.");
+    analysis = analysis(new SettingFailures.SettingMessageAnalyzer(), signaturePolicyWith(secret));
+    assertThat(analysis.getDescription())
+        .startsWith("registry-cache.policy.rules[0].keys[0]: signing key " + secret)
+        .contains("is not a public key");
   }
 
   @Test

@@ -106,7 +106,15 @@ class PlatformPolicyTest {
         .hasMessageContaining("needs at least one repository pattern");
     assertThatThrownBy(() -> policy(Map.of("registry-cache.policy.rules[0].repositories", "**")))
         .rootCause()
-        .hasMessageContaining("needs at least one platform");
+        .hasMessageContaining("needs platforms (e.g. linux/amd64) or require: signed");
+    assertThatThrownBy(
+            () ->
+                policy(
+                    Map.of(
+                        "registry-cache.policy.rules[0].repositories", "**",
+                        "registry-cache.policy.rules[0].require", "signed")))
+        .rootCause()
+        .hasMessageContaining("needs at least one key file in keys");
   }
 
   @Test
