@@ -81,7 +81,11 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private final PullActivity activity;
   private final PullGate gate;
   private final RequestTargets targets;
+
+  /** The access log, or {@code null} when {@code registry-cache.access-log.enabled} is off. */
   private final AccessLog accessLog;
+
+  /** The tracing, or {@code null} when it is off: then no request enters its classes. */
   private final PullTracing tracing;
 
   /**
@@ -129,7 +133,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       AccessLog accessLog,
       @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy,
       PullTracing tracing) {
-    this.tracing = tracing;
+    this.tracing = tracing.enabled() ? tracing : null;
     this.forwardedByFramework = "framework".equalsIgnoreCase(forwardHeadersStrategy);
     this.manifests = manifests;
     this.blobs = blobs;
@@ -137,7 +141,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     this.activity = activity;
     this.gate = gate;
     this.targets = targets;
-    this.accessLog = accessLog;
+    this.accessLog = accessLog.configured() ? accessLog : null;
   }
 
   /** Puts this route ahead of WebFlux on the pull port's server (not the management port's). */
@@ -210,8 +214,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     }
     long started = System.nanoTime();
     activity.started();
-    CacheOutcome outcome = accessLog.enabled() ? new CacheOutcome() : null;
-    PullSpan span = tracing.enabled() ? started(pull) : null;
+    CacheOutcome outcome = accessLog != null && accessLog.enabled() ? new CacheOutcome() : null;
+    PullSpan span = tracing != null ? started(pull) : null;
     Identity[] who = {null};
     String client = clientAddress(request, pull.target());
     Supplier<URI> requestUri = () -> pull.target().absoluteUri(request.scheme());
@@ -235,8 +239,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
                                   requestUri,
                                   target ->
                                       pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST
-                                          ? manifest(request, response, pull, target, span)
-                                          : blob(request, response, pull, target, span)));
+                                          ? manifest(request, response, pull, target, span, outcome)
+                                          : blob(request, response, pull, target, span, outcome)));
                   return entry.permits() == null
                       ? served
                       : served.contextWrite(c -> c.put(FillPermits.CONTEXT_KEY, entry.permits()));
@@ -244,9 +248,6 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
             .onErrorResume(
                 e -> !response.hasSentHeaders(),
                 e -> error(response, pull.head() ? "HEAD" : "GET", pull, e));
-    if (outcome != null) {
-      answer = answer.contextWrite(c -> c.put(CacheOutcome.CONTEXT_KEY, outcome));
-    }
     if (span != null) {
       answer = answer.contextWrite(span::into);
     }
@@ -291,10 +292,15 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
         .tag("registry.reference", pull.path().reference());
   }
 
-  private static void traced(PullSpan span, RequestTarget target, Result result) {
+  /** The cache's answer (hit, miss, stale, error) into the request's span and access-log line. */
+  private static void answered(
+      PullSpan span, CacheOutcome outcome, RequestTarget target, Result result) {
     if (span != null) {
       span.tag("registry.upstream", target.upstream().key())
           .tag("registry.cache.result", result.name().toLowerCase(Locale.ROOT));
+    }
+    if (outcome != null) {
+      outcome.record(result, target.upstream().key());
     }
   }
 
@@ -303,16 +309,23 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       HttpServerResponse response,
       Pull pull,
       RequestTarget target,
-      PullSpan span) {
+      PullSpan span,
+      CacheOutcome outcome) {
     List<String> accept = acceptedTypes(request.requestHeaders().getAll(HttpHeaderNames.ACCEPT));
     String upstream = target.upstream().key();
     return manifests
         .get(target.upstream(), target.name(), Reference.parse(pull.path().reference()), accept)
-        .doOnError(e -> metrics.request(Kind.MANIFEST, Result.ERROR, upstream))
+        .doOnError(
+            e -> {
+              metrics.request(Kind.MANIFEST, Result.ERROR, upstream);
+              if (outcome != null) {
+                outcome.record(Result.ERROR, upstream);
+              }
+            })
         .flatMap(
             result -> {
               metrics.request(Kind.MANIFEST, result.result(), upstream);
-              traced(span, target, result.result());
+              answered(span, outcome, target, result.result());
               byte[] body = result.body();
               response
                   .status(HttpResponseStatus.OK)
@@ -334,7 +347,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       HttpServerResponse response,
       Pull pull,
       RequestTarget target,
-      PullSpan span) {
+      PullSpan span,
+      CacheOutcome outcome) {
     List<HttpRange> ranges;
     try {
       ranges = HttpRange.parseRanges(request.requestHeaders().get(HttpHeaderNames.RANGE));
@@ -351,11 +365,17 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     String upstream = target.upstream().key();
     return blobs
         .get(target.upstream(), target.name(), Digest.parse(pull.path().reference()), want)
-        .doOnError(e -> metrics.request(Kind.BLOB, Result.ERROR, upstream))
+        .doOnError(
+            e -> {
+              metrics.request(Kind.BLOB, Result.ERROR, upstream);
+              if (outcome != null) {
+                outcome.record(Result.ERROR, upstream);
+              }
+            })
         .flatMap(
             source -> {
               metrics.request(Kind.BLOB, source.hit() ? Result.HIT : Result.MISS, upstream);
-              traced(span, target, source.hit() ? Result.HIT : Result.MISS);
+              answered(span, outcome, target, source.hit() ? Result.HIT : Result.MISS);
               return blobResponse(response, target, source, pull.head(), parsed);
             });
   }

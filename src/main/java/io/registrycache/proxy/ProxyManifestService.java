@@ -76,7 +76,9 @@ public class ProxyManifestService {
    */
   private final boolean fillLimits;
 
+  /** The other replicas, or {@code null} for a single replica (no request enters peer code). */
   private final PeerSource peers;
+
   private final Prefetcher prefetcher;
   private final PlatformCheck platforms;
 
@@ -121,7 +123,7 @@ public class ProxyManifestService {
     this.policed = platforms.policy().enabled();
     RegistryCacheProperties properties = context.properties();
     Clock clock = context.clock();
-    this.peers = context.peers();
+    this.peers = context.peers().clustered() ? context.peers() : null;
     this.prefetcher = prefetcher;
     this.upstreams = context.upstreams();
     this.store = store;
@@ -193,7 +195,7 @@ public class ProxyManifestService {
               .police(rule, upstream, name, reference, result)
               .doOnNext(r -> layersHeldForPolicy(upstream, name, r));
     }
-    return result.transform(CacheOutcome.track(upstream.key(), ManifestResult::result));
+    return result;
   }
 
   /**
@@ -394,6 +396,7 @@ public class ProxyManifestService {
     Mono<ManifestResult> check =
         !forPeer
                 && !upstream.passthrough()
+                && peers != null
                 && peers.manifestOwnerElsewhere(upstream, name, tag).isPresent()
             ? fetch(upstream, name, tag, false, Optional::empty, true)
                 .map(
@@ -483,7 +486,7 @@ public class ProxyManifestService {
     }
     // A pass-through upstream is fetched here, with this client's credentials, which no peer has.
     Optional<Member> owner =
-        forPeer || upstream.passthrough()
+        forPeer || upstream.passthrough() || peers == null
             ? Optional.empty()
             : peers.manifestOwnerElsewhere(upstream, name, reference);
     Supplier<Mono<UpstreamManifest>> fromUpstream =

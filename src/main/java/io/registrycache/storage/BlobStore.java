@@ -261,7 +261,7 @@ public class BlobStore implements AutoCloseable {
    * exist at once (the last commit wins; the bytes are the same). Blocking.
    */
   public ContentWriter newWriter(Digest digest) throws IOException {
-    return newWriter(digest, false);
+    return newWriter(digest, false, null, null);
   }
 
   /**
@@ -272,10 +272,22 @@ public class BlobStore implements AutoCloseable {
    * a plain writer. Blocking.
    */
   public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
-    return newWriter(digest, true);
+    return newWriter(digest, true, null, null);
   }
 
-  private BlobWriter newWriter(Digest digest, boolean behindOwner) throws IOException {
+  /**
+   * A writer for blob {@code digest} ({@link #newWriter(Digest)}, or {@link #newWriterBehindOwner}
+   * when {@code behindOwner}) whose commit also links the blob to {@code repository} of {@code
+   * upstreamKey} ({@link #links}), once verified and before it becomes visible: a replica on a
+   * shared store that finds the blob finds its link too, and serves it without an upstream {@code
+   * HEAD}. A link that cannot be made is logged, and the blob stored anyway. Blocking.
+   *
+   * @param upstreamKey the upstream's key, or {@code null} for no link
+   * @param repository the repository at that upstream
+   */
+  public ContentWriter newWriter(
+      Digest digest, boolean behindOwner, String upstreamKey, String repository)
+      throws IOException {
     index.locked(digest, () -> writing.merge(digest, 1, Integer::sum));
     try {
       BlobSink sink = backend.sink(digest, behindOwner);
@@ -290,6 +302,9 @@ public class BlobStore implements AutoCloseable {
 
             @Override
             public Path store(Path temp, long size) throws IOException {
+              if (upstreamKey != null) {
+                link(digest, upstreamKey, repository);
+              }
               Path stored = sink.store(temp, size);
               index.stored(digest, size, clock.millis());
               return stored;
@@ -312,6 +327,19 @@ public class BlobStore implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       writerClosed(digest);
       throw e;
+    }
+  }
+
+  private void link(Digest digest, String upstreamKey, String repository) {
+    try {
+      links.link(digest, upstreamKey, repository);
+    } catch (RuntimeException e) {
+      log.warn(
+          "blob {}: cannot link it to {}/{} before it becomes visible, storing it anyway: {}",
+          digest,
+          upstreamKey,
+          repository,
+          e.toString());
     }
   }
 

@@ -82,14 +82,4 @@ public interface ContentWriter {
    * writer does, without waiting for an owner's copy. No-op for other writers.
    */
   default void ownerGaveUp() {}
-
-  /**
-   * Runs {@code action} in {@link #commit} once the bytes are verified and before the blob becomes
-   * visible in the store (before the object store's upload completes, before the file is moved into
-   * place), on the committing thread; blocking work is allowed. The pull path links the blob to its
-   * repository there, so a replica sharing the store that sees the blob sees its link too ({@link
-   * ContentLinks}). An exception from {@code action} is logged and the commit goes on. Call before
-   * {@link #commit}; the last call wins. No-op by default.
-   */
-  default void beforeVisible(Runnable action) {}
 }

@@ -105,18 +105,27 @@ final class UpstreamCaller {
   private volatile Supplier<Collection<Integer>> ownPorts = Set::of;
   private final UpstreamAddressPolicy policy = new UpstreamAddressPolicy(() -> ownPorts.get());
 
+  /**
+   * Whether a request's attempts are traced (a span per attempt when the request's context holds
+   * one); decided once, so with tracing off no request enters the tracing classes.
+   */
+  private final boolean traced;
+
   UpstreamCaller(MeterRegistry meterRegistry, UpstreamResilience resilience, String userAgent) {
-    this(meterRegistry, resilience, userAgent, Ticker.systemTicker());
+    this(meterRegistry, resilience, userAgent, Ticker.systemTicker(), true);
   }
 
   /**
    * @param tokenTicker the time source of token reuse ({@link UpstreamAuthenticator})
+   * @param traced whether attempts are traced ({@code management.tracing.export.enabled})
    */
   UpstreamCaller(
       MeterRegistry meterRegistry,
       UpstreamResilience resilience,
       String userAgent,
-      Ticker tokenTicker) {
+      Ticker tokenTicker,
+      boolean traced) {
+    this.traced = traced;
     this.userAgent = userAgent;
     this.metrics = new UpstreamMetrics(meterRegistry);
     this.resilience = resilience;
@@ -184,7 +193,9 @@ final class UpstreamCaller {
     return resilience.protect(
         upstream,
         what,
-        PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt));
+        traced
+            ? PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt)
+            : attempt);
   }
 
   /**
