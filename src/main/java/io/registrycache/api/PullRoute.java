@@ -28,7 +28,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Supplier;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.reactor.netty.NettyReactiveWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
@@ -81,12 +80,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private final PullActivity activity;
   private final PullGate gate;
   private final RequestTargets targets;
-
-  /** The access log, or {@code null} when {@code registry-cache.access-log.enabled} is off. */
-  private final AccessLog accessLog;
-
-  /** The tracing, or {@code null} when it is off: then no request enters its classes. */
-  private final PullTracing tracing;
+  private final AccessLog accessLog; // null when off (registry-cache.access-log.enabled)
+  private final PullTracing tracing; // null when off: then no request enters its classes
 
   /**
    * {@code server.forward-headers-strategy=framework}: the client address from the forwarded
@@ -99,30 +94,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
    *     {@code native}, Reactor Netty gives the forwarded client address itself; with {@code
    *     framework}, this route reads {@code Forwarded} / {@code X-Forwarded-For} as WebFlux's
    *     transformer does
+   * @param tracing each request in a span of its own when tracing is on
    */
-  public PullRoute(
-      ProxyManifestService manifests,
-      ProxyBlobService blobs,
-      CacheMetrics metrics,
-      PullActivity activity,
-      PullGate gate,
-      RequestTargets targets,
-      AccessLog accessLog,
-      @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy) {
-    this(
-        manifests,
-        blobs,
-        metrics,
-        activity,
-        gate,
-        targets,
-        accessLog,
-        forwardHeadersStrategy,
-        PullTracing.off());
-  }
-
-  /** As above, with each request in a span of {@code tracing} when it is on. */
-  @Autowired
   public PullRoute(
       ProxyManifestService manifests,
       ProxyBlobService blobs,
@@ -292,15 +265,18 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
         .tag("registry.reference", pull.path().reference());
   }
 
-  /** The cache's answer (hit, miss, stale, error) into the request's span and access-log line. */
-  private static void answered(
-      PullSpan span, CacheOutcome outcome, RequestTarget target, Result result) {
+  private static void traced(PullSpan span, RequestTarget target, Result result) {
     if (span != null) {
       span.tag("registry.upstream", target.upstream().key())
           .tag("registry.cache.result", result.name().toLowerCase(Locale.ROOT));
     }
+  }
+
+  /** The cache's answer into the request metric and, with the access log on, its line. */
+  private void counted(Kind kind, Result result, String upstream, CacheOutcome outcome) {
+    metrics.request(kind, result, upstream);
     if (outcome != null) {
-      outcome.record(result, target.upstream().key());
+      outcome.record(result, upstream);
     }
   }
 
@@ -315,17 +291,11 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     String upstream = target.upstream().key();
     return manifests
         .get(target.upstream(), target.name(), Reference.parse(pull.path().reference()), accept)
-        .doOnError(
-            e -> {
-              metrics.request(Kind.MANIFEST, Result.ERROR, upstream);
-              if (outcome != null) {
-                outcome.record(Result.ERROR, upstream);
-              }
-            })
+        .doOnError(e -> counted(Kind.MANIFEST, Result.ERROR, upstream, outcome))
         .flatMap(
             result -> {
-              metrics.request(Kind.MANIFEST, result.result(), upstream);
-              answered(span, outcome, target, result.result());
+              counted(Kind.MANIFEST, result.result(), upstream, outcome);
+              traced(span, target, result.result());
               byte[] body = result.body();
               response
                   .status(HttpResponseStatus.OK)
@@ -365,17 +335,12 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     String upstream = target.upstream().key();
     return blobs
         .get(target.upstream(), target.name(), Digest.parse(pull.path().reference()), want)
-        .doOnError(
-            e -> {
-              metrics.request(Kind.BLOB, Result.ERROR, upstream);
-              if (outcome != null) {
-                outcome.record(Result.ERROR, upstream);
-              }
-            })
+        .doOnError(e -> counted(Kind.BLOB, Result.ERROR, upstream, outcome))
         .flatMap(
             source -> {
-              metrics.request(Kind.BLOB, source.hit() ? Result.HIT : Result.MISS, upstream);
-              answered(span, outcome, target, source.hit() ? Result.HIT : Result.MISS);
+              Result result = source.hit() ? Result.HIT : Result.MISS;
+              counted(Kind.BLOB, result, upstream, outcome);
+              traced(span, target, result);
               return blobResponse(response, target, source, pull.head(), parsed);
             });
   }

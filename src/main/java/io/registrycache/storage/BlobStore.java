@@ -265,25 +265,12 @@ public class BlobStore implements AutoCloseable {
   }
 
   /**
-   * A writer for blob {@code digest} whose bytes another replica (the blob's owner) is storing in
-   * the same shared backend at the same time: such a backend keeps them local until the commit and
-   * stores them only if the owner's object is not there by then, so a cold rollout over N replicas
-   * writes each blob to the bucket once rather than N times. A backend of this replica alone makes
-   * a plain writer. Blocking.
-   */
-  public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
-    return newWriter(digest, true, null, null);
-  }
-
-  /**
-   * A writer for blob {@code digest} ({@link #newWriter(Digest)}, or {@link #newWriterBehindOwner}
-   * when {@code behindOwner}) whose commit also links the blob to {@code repository} of {@code
-   * upstreamKey} ({@link #links}), once verified and before it becomes visible: a replica on a
-   * shared store that finds the blob finds its link too, and serves it without an upstream {@code
-   * HEAD}. A link that cannot be made is logged, and the blob stored anyway. Blocking.
-   *
-   * @param upstreamKey the upstream's key, or {@code null} for no link
-   * @param repository the repository at that upstream
+   * A writer for blob {@code digest} whose commit links it to {@code repository} of {@code
+   * upstreamKey} ({@link #links}; no link when {@code null}) once verified and before it is
+   * visible, so a replica sharing the store that finds the blob finds its link (a failed link is
+   * logged). {@code behindOwner}: the blob's owner, another replica, stores it in a shared backend
+   * now; such a backend keeps the bytes local and, at the commit, stores them only if the owner's
+   * object is not there yet. Blocking.
    */
   public ContentWriter newWriter(
       Digest digest, boolean behindOwner, String upstreamKey, String repository)
@@ -302,8 +289,12 @@ public class BlobStore implements AutoCloseable {
 
             @Override
             public Path store(Path temp, long size) throws IOException {
-              if (upstreamKey != null) {
-                link(digest, upstreamKey, repository);
+              try {
+                if (upstreamKey != null) {
+                  links.link(digest, upstreamKey, repository);
+                }
+              } catch (RuntimeException e) {
+                log.warn("blob {}: cannot link it, storing it anyway: {}", digest, e.toString());
               }
               Path stored = sink.store(temp, size);
               index.stored(digest, size, clock.millis());
@@ -327,19 +318,6 @@ public class BlobStore implements AutoCloseable {
     } catch (IOException | RuntimeException e) {
       writerClosed(digest);
       throw e;
-    }
-  }
-
-  private void link(Digest digest, String upstreamKey, String repository) {
-    try {
-      links.link(digest, upstreamKey, repository);
-    } catch (RuntimeException e) {
-      log.warn(
-          "blob {}: cannot link it to {}/{} before it becomes visible, storing it anyway: {}",
-          digest,
-          upstreamKey,
-          repository,
-          e.toString());
     }
   }
 

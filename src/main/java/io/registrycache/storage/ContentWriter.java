@@ -77,9 +77,10 @@ public interface ContentWriter {
   long verify(long expectedSize);
 
   /**
-   * For a writer made by {@link BlobStore#newWriterBehindOwner}: the owner gave up (unreachable, an
-   * error, its body broke off, so the bytes come from the upstream here): store them as a plain
-   * writer does, without waiting for an owner's copy. No-op for other writers.
+   * For a writer made by {@link BlobStore#newWriter(Digest, boolean, String, String)} behind an
+   * owner: the owner gave up (unreachable, an error, its body broke off, so the bytes come from the
+   * upstream here): store them as a plain writer does, without waiting for an owner's copy. No-op
+   * for other writers.
    */
   default void ownerGaveUp() {}
 }

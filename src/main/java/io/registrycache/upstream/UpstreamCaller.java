@@ -104,16 +104,7 @@ final class UpstreamCaller {
   private final Clock clock = Clock.systemUTC();
   private volatile Supplier<Collection<Integer>> ownPorts = Set::of;
   private final UpstreamAddressPolicy policy = new UpstreamAddressPolicy(() -> ownPorts.get());
-
-  /**
-   * Whether a request's attempts are traced (a span per attempt when the request's context holds
-   * one); decided once, so with tracing off no request enters the tracing classes.
-   */
-  private final boolean traced;
-
-  UpstreamCaller(MeterRegistry meterRegistry, UpstreamResilience resilience, String userAgent) {
-    this(meterRegistry, resilience, userAgent, Ticker.systemTicker(), true);
-  }
+  private final boolean traced; // with tracing off, no request enters the tracing classes
 
   /**
    * @param tokenTicker the time source of token reuse ({@link UpstreamAuthenticator})
@@ -129,8 +120,7 @@ final class UpstreamCaller {
     this.userAgent = userAgent;
     this.metrics = new UpstreamMetrics(meterRegistry);
     this.resilience = resilience;
-    // Credential lookups block (files, helper processes): their own small pool, never an event
-    // loop.
+    // Credential lookups block (files, helper processes): a small pool, never an event loop.
     this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
     this.authenticator =
         new UpstreamAuthenticator(
