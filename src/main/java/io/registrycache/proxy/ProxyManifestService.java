@@ -76,9 +76,7 @@ public class ProxyManifestService {
    */
   private final boolean fillLimits;
 
-  /** The other replicas, or {@code null} for a single replica (no request enters peer code). */
-  private final PeerSource peers;
-
+  private final PeerSource peers; // null for a single replica: no request enters peer code
   private final Prefetcher prefetcher;
   private final PlatformCheck platforms;
 
