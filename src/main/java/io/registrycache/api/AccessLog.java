@@ -52,6 +52,11 @@ public class AccessLog {
     this.enabled = properties.enabled();
   }
 
+  /** Whether the setting is on ({@code registry-cache.access-log.enabled}). */
+  public boolean configured() {
+    return enabled;
+  }
+
   /** Whether lines are written (the setting is on and the logger takes INFO). */
   public boolean enabled() {
     return enabled && log.isInfoEnabled();

@@ -41,10 +41,18 @@ public class PullGate {
   private final RateLimits limits;
   private final CacheMetrics metrics;
 
+  /** {@code registry-cache.auth.enabled}, read once: off, no request enters the auth classes. */
+  private final boolean authenticating;
+
+  /** {@code registry-cache.rate-limit.enabled}, read once. */
+  private final boolean limiting;
+
   public PullGate(PullAuthentication authentication, RateLimits limits, CacheMetrics metrics) {
     this.authentication = authentication;
     this.limits = limits;
     this.metrics = metrics;
+    this.authenticating = authentication.enabled();
+    this.limiting = limits.enabled();
   }
 
   /**
@@ -63,8 +71,8 @@ public class PullGate {
    */
   public Mono<Entry> enter(
       List<String> authorization, Supplier<URI> requestUri, String clientAddress, boolean base) {
-    if (!authentication.enabled()) {
-      return limits.enabled() && !base
+    if (!authenticating) {
+      return limiting && !base
           ? Mono.fromCallable(() -> admit(Identity.ANONYMOUS, clientAddress))
           : OPEN;
     }
@@ -83,15 +91,13 @@ public class PullGate {
                     authentication.challenge(requestUri.get(), null), "authentication required");
               }
               metrics.identityRequest(identity.metricLabel());
-              return limits.enabled() && !base
-                  ? admit(identity, clientAddress)
-                  : new Entry(identity, null);
+              return limiting && !base ? admit(identity, clientAddress) : new Entry(identity, null);
             });
   }
 
   /** Whether requests are authenticated ({@code registry-cache.auth.enabled}). */
   public boolean authenticating() {
-    return authentication.enabled();
+    return authenticating;
   }
 
   private Entry admit(Identity identity, String clientAddress) {

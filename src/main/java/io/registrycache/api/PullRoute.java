@@ -28,7 +28,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.function.Supplier;
-import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.reactor.netty.NettyReactiveWebServerFactory;
 import org.springframework.boot.web.server.WebServerFactoryCustomizer;
@@ -81,8 +80,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private final PullActivity activity;
   private final PullGate gate;
   private final RequestTargets targets;
-  private final AccessLog accessLog;
-  private final PullTracing tracing;
+  private final AccessLog accessLog; // null when off (registry-cache.access-log.enabled)
+  private final PullTracing tracing; // null when off: then no request enters its classes
 
   /**
    * {@code server.forward-headers-strategy=framework}: the client address from the forwarded
@@ -95,30 +94,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
    *     {@code native}, Reactor Netty gives the forwarded client address itself; with {@code
    *     framework}, this route reads {@code Forwarded} / {@code X-Forwarded-For} as WebFlux's
    *     transformer does
+   * @param tracing each request in a span of its own when tracing is on
    */
-  public PullRoute(
-      ProxyManifestService manifests,
-      ProxyBlobService blobs,
-      CacheMetrics metrics,
-      PullActivity activity,
-      PullGate gate,
-      RequestTargets targets,
-      AccessLog accessLog,
-      @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy) {
-    this(
-        manifests,
-        blobs,
-        metrics,
-        activity,
-        gate,
-        targets,
-        accessLog,
-        forwardHeadersStrategy,
-        PullTracing.off());
-  }
-
-  /** As above, with each request in a span of {@code tracing} when it is on. */
-  @Autowired
   public PullRoute(
       ProxyManifestService manifests,
       ProxyBlobService blobs,
@@ -129,7 +106,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       AccessLog accessLog,
       @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy,
       PullTracing tracing) {
-    this.tracing = tracing;
+    this.tracing = tracing.enabled() ? tracing : null;
     this.forwardedByFramework = "framework".equalsIgnoreCase(forwardHeadersStrategy);
     this.manifests = manifests;
     this.blobs = blobs;
@@ -137,7 +114,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     this.activity = activity;
     this.gate = gate;
     this.targets = targets;
-    this.accessLog = accessLog;
+    this.accessLog = accessLog.configured() ? accessLog : null;
   }
 
   /** Puts this route ahead of WebFlux on the pull port's server (not the management port's). */
@@ -210,8 +187,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     }
     long started = System.nanoTime();
     activity.started();
-    CacheOutcome outcome = accessLog.enabled() ? new CacheOutcome() : null;
-    PullSpan span = tracing.enabled() ? started(pull) : null;
+    CacheOutcome outcome = accessLog != null && accessLog.enabled() ? new CacheOutcome() : null;
+    PullSpan span = tracing != null ? started(pull) : null;
     Identity[] who = {null};
     String client = clientAddress(request, pull.target());
     Supplier<URI> requestUri = () -> pull.target().absoluteUri(request.scheme());
@@ -235,8 +212,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
                                   requestUri,
                                   target ->
                                       pull.path().endpoint() == RegistryPath.Endpoint.MANIFEST
-                                          ? manifest(request, response, pull, target, span)
-                                          : blob(request, response, pull, target, span)));
+                                          ? manifest(request, response, pull, target, span, outcome)
+                                          : blob(request, response, pull, target, span, outcome)));
                   return entry.permits() == null
                       ? served
                       : served.contextWrite(c -> c.put(FillPermits.CONTEXT_KEY, entry.permits()));
@@ -244,9 +221,6 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
             .onErrorResume(
                 e -> !response.hasSentHeaders(),
                 e -> error(response, pull.head() ? "HEAD" : "GET", pull, e));
-    if (outcome != null) {
-      answer = answer.contextWrite(c -> c.put(CacheOutcome.CONTEXT_KEY, outcome));
-    }
     if (span != null) {
       answer = answer.contextWrite(span::into);
     }
@@ -298,20 +272,29 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     }
   }
 
+  /** The cache's answer into the request metric and, with the access log on, its line. */
+  private void counted(Kind kind, Result result, String upstream, CacheOutcome outcome) {
+    metrics.request(kind, result, upstream);
+    if (outcome != null) {
+      outcome.record(result, upstream);
+    }
+  }
+
   private Mono<Void> manifest(
       HttpServerRequest request,
       HttpServerResponse response,
       Pull pull,
       RequestTarget target,
-      PullSpan span) {
+      PullSpan span,
+      CacheOutcome outcome) {
     List<String> accept = acceptedTypes(request.requestHeaders().getAll(HttpHeaderNames.ACCEPT));
     String upstream = target.upstream().key();
     return manifests
         .get(target.upstream(), target.name(), Reference.parse(pull.path().reference()), accept)
-        .doOnError(e -> metrics.request(Kind.MANIFEST, Result.ERROR, upstream))
+        .doOnError(e -> counted(Kind.MANIFEST, Result.ERROR, upstream, outcome))
         .flatMap(
             result -> {
-              metrics.request(Kind.MANIFEST, result.result(), upstream);
+              counted(Kind.MANIFEST, result.result(), upstream, outcome);
               traced(span, target, result.result());
               byte[] body = result.body();
               response
@@ -334,7 +317,8 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       HttpServerResponse response,
       Pull pull,
       RequestTarget target,
-      PullSpan span) {
+      PullSpan span,
+      CacheOutcome outcome) {
     List<HttpRange> ranges;
     try {
       ranges = HttpRange.parseRanges(request.requestHeaders().get(HttpHeaderNames.RANGE));
@@ -351,11 +335,12 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
     String upstream = target.upstream().key();
     return blobs
         .get(target.upstream(), target.name(), Digest.parse(pull.path().reference()), want)
-        .doOnError(e -> metrics.request(Kind.BLOB, Result.ERROR, upstream))
+        .doOnError(e -> counted(Kind.BLOB, Result.ERROR, upstream, outcome))
         .flatMap(
             source -> {
-              metrics.request(Kind.BLOB, source.hit() ? Result.HIT : Result.MISS, upstream);
-              traced(span, target, source.hit() ? Result.HIT : Result.MISS);
+              Result result = source.hit() ? Result.HIT : Result.MISS;
+              counted(Kind.BLOB, result, upstream, outcome);
+              traced(span, target, result);
               return blobResponse(response, target, source, pull.head(), parsed);
             });
   }

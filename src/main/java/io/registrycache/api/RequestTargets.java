@@ -4,6 +4,7 @@ import io.registrycache.auth.AuthenticationRequired;
 import io.registrycache.auth.Identity;
 import io.registrycache.auth.PullAccess;
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.proxy.PassthroughAccess;
 import io.registrycache.upstream.Upstreams;
@@ -25,9 +26,17 @@ public class RequestTargets {
   private final Upstreams upstreams;
   private final PullAccess access;
 
+  /**
+   * {@code registry-cache.auth.enabled}, read once. Off, a request to an upstream that is not
+   * pass-through is decided here by the upstream's pull-through list alone, as {@link PullAccess}
+   * would decide it, without entering the auth classes.
+   */
+  private final boolean accessRules;
+
   public RequestTargets(Upstreams upstreams, PullAccess access) {
     this.upstreams = upstreams;
     this.access = access;
+    this.accessRules = access.enabled();
   }
 
   /**
@@ -53,6 +62,14 @@ public class RequestTargets {
       Supplier<URI> requestUri,
       Function<RequestTarget, Mono<T>> serve) {
     RequestTarget target = RequestTarget.resolve(path.rawName(), ns, upstreams);
+    if (!accessRules && !target.upstream().passthrough()) {
+      try {
+        target.upstream().requirePullThrough(target.name());
+      } catch (OciException refused) {
+        return Mono.error(refused);
+      }
+      return serve.apply(target);
+    }
     return access.decide(
         identity,
         path.rawName(),

@@ -98,6 +98,11 @@ public class PullAccess {
     }
   }
 
+  /** Whether access rules apply ({@code registry-cache.auth.enabled}). */
+  public boolean enabled() {
+    return enabled;
+  }
+
   /**
    * Decides a request and, when it may be served, serves it.
    *

@@ -1,7 +1,6 @@
 package io.registrycache.proxy;
 
 import io.netty.buffer.ByteBuf;
-import io.registrycache.config.BlobsProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.ContentVerificationException;
 import io.registrycache.storage.ContentWriter;
@@ -140,8 +139,8 @@ public final class BlobDownload {
    * @param source starts the upstream (or owner) request
    * @param scheduler where file-system work runs (never a Netty event loop)
    * @param buffers the direct buffers readers send from, shared by every download
-   * @param settings how long the transfer goes on with no reader ({@code orphan-download-timeout}),
-   *     how often a broken transfer is resumed ({@code resume-attempts})
+   * @param orphanTimeout how long it goes on with no reader ({@code orphan-download-timeout})
+   * @param resumeAttempts how often a broken transfer is resumed ({@code resume-attempts})
    */
   BlobDownload(
       Digest digest,
@@ -150,15 +149,16 @@ public final class BlobDownload {
       Source source,
       Scheduler scheduler,
       ReaderBuffers buffers,
-      BlobsProperties settings) {
+      Duration orphanTimeout,
+      int resumeAttempts) {
     this.digest = digest;
     this.description = description;
     this.newWriter = newWriter;
     this.source = source;
     this.scheduler = scheduler;
     this.buffers = buffers;
-    this.orphanTimeout = settings.orphanDownloadTimeout();
-    this.resumeAttempts = Math.max(0, settings.resumeAttempts());
+    this.orphanTimeout = orphanTimeout;
+    this.resumeAttempts = Math.max(0, resumeAttempts);
     this.window = new FillWindow(description);
   }
 

@@ -6,9 +6,10 @@ import reactor.core.publisher.Mono;
 
 /**
  * How the cache answered one request (hit, miss, stale, error) and which upstream it concerned, for
- * the access log. A holder is put in the Reactor context by the access log's web filter; the proxy
- * services record into it as their results pass. Without a holder nothing is recorded. The first
- * result recorded wins (a blob HEAD that waits for its download is still a miss).
+ * the access log. The pull route records into its own holder; for the other requests a holder is
+ * put in the Reactor context by the access log's web filter, and the proxy services record into it
+ * as their results pass. Without a holder nothing is recorded. The first result recorded wins (a
+ * blob HEAD that waits for its download is still a miss).
  */
 public final class CacheOutcome {
 
@@ -28,7 +29,8 @@ public final class CacheOutcome {
     return upstream;
   }
 
-  private synchronized void record(Result r, String upstreamKey) {
+  /** Records {@code r} for {@code upstreamKey}, unless a result was recorded already. */
+  public synchronized void record(Result r, String upstreamKey) {
     if (result == null) {
       result = r;
     }

@@ -4,7 +4,6 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.RemovalCause;
 import io.registrycache.cluster.Member;
-import io.registrycache.config.BlobsProperties;
 import io.registrycache.config.ContentScope;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
@@ -13,15 +12,14 @@ import io.registrycache.oci.OciException;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.storage.BlobStore;
 import io.registrycache.storage.ContentLinks;
-import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.StoredContent;
 import io.registrycache.tracing.PullSpan;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.LongConsumer;
 import java.util.function.Supplier;
 import org.springframework.context.SmartLifecycle;
 import org.springframework.stereotype.Service;
@@ -58,13 +56,23 @@ public class ProxyBlobService implements SmartLifecycle {
   private final SingleFlight<String, Fill> downloads = new SingleFlight<>();
   private final SingleFlight<Digest, Mono<Boolean>> rechecks = new SingleFlight<>();
   private final Scheduler storage;
-  private final BlobsProperties blobSettings;
+
+  /** {@code blobs.orphan-download-timeout}, read once. */
+  private final Duration orphanTimeout;
+
+  /** {@code blobs.resume-attempts}, read once. */
+  private final int resumeAttempts;
 
   /** The direct buffers responses stream fills from: one budget for every download. */
   private final ReaderBuffers readerBuffers;
 
   private final boolean offline;
+
+  /** The other replicas, or {@code null} for a single replica (no request enters peer code). */
   private final PeerSource peers;
+
+  /** Whether pulls are traced: off, no request enters the tracing classes. */
+  private final boolean traced;
 
   /**
    * Prefetched blobs (digest|scope) no client has asked for; expiring counts them as prefetched in
@@ -93,12 +101,14 @@ public class ProxyBlobService implements SmartLifecycle {
   public ProxyBlobService(PullThroughContext context, BlobStore store) {
     RegistryCacheProperties properties = context.properties();
     CacheMetrics metrics = context.metrics();
-    this.peers = context.peers();
+    this.peers = context.peers().clustered() ? context.peers() : null;
+    this.traced = context.tracing().enabled();
     this.upstreams = context.upstreams();
     this.store = store;
     this.metrics = metrics;
     this.storage = context.storage();
-    this.blobSettings = properties.blobs();
+    this.orphanTimeout = properties.blobs().orphanDownloadTimeout();
+    this.resumeAttempts = properties.blobs().resumeAttempts();
     this.readerBuffers = new ReaderBuffers(properties.blobs().fillResponseMemory());
     this.unrequested =
         Caffeine.newBuilder()
@@ -172,15 +182,8 @@ public class ProxyBlobService implements SmartLifecycle {
                   digest,
                   asker,
                   fillLimits && asker == Asker.CLIENT ? FillPermits.of(context) : null,
-                  PullSpan.of(context));
+                  traced ? PullSpan.of(context) : null);
           return lookup(request)
-              .transform(
-                  CacheOutcome.track(
-                      upstream.key(),
-                      s ->
-                          s instanceof BlobSource.Stored st && !st.fetched()
-                              ? CacheMetrics.Result.HIT
-                              : CacheMetrics.Result.MISS))
               .flatMap(
                   source ->
                       source instanceof BlobSource.Downloading d
@@ -292,7 +295,7 @@ public class ProxyBlobService implements SmartLifecycle {
       // deadlock). A pass-through upstream is filled here, with this client's credentials, which no
       // peer has.
       Optional<Member> owner =
-          r.asker() == Asker.PEER || upstream.passthrough()
+          r.asker() == Asker.PEER || upstream.passthrough() || peers == null
               ? Optional.empty()
               : peers.ownerElsewhere(digest);
       if (owner.isPresent() && !storeRechecked) {
@@ -362,7 +365,7 @@ public class ProxyBlobService implements SmartLifecycle {
       // Only a peer's request keeps to fills from the upstream, so replicas never wait on each
       // other.
       Fill fill =
-          r.asker() == Asker.PEER || !peers.clustered()
+          r.asker() == Asker.PEER || peers == null
               ? null
               : downloads.current(
                   k -> k.equals(fromUpstream) || k.startsWith(fromUpstream + "|from "));
@@ -502,28 +505,15 @@ public class ProxyBlobService implements SmartLifecycle {
         new BlobDownload(
             digest,
             upstream.key() + "/" + name + "@" + digest,
-            () -> {
-              ContentWriter writer =
-                  owner.isPresent() ? store.newWriterBehindOwner(digest) : store.newWriter(digest);
-              // Linked before the blob becomes visible: a replica on a shared store that finds the
-              // object finds the link too, and serves it without an upstream HEAD (issue 24).
-              writer.beforeVisible(() -> store.links().link(digest, upstream.key(), name.value()));
-              return writer;
-            },
+            // The store links the blob to this repository in its commit, before it is visible.
+            () -> store.newWriter(digest, owner.isPresent(), upstream.key(), name.value()),
             source,
             storage,
             readerBuffers,
-            blobSettings);
+            orphanTimeout,
+            resumeAttempts);
     download.traced(trace);
-    Fill fill =
-        new Fill(
-            key,
-            download,
-            size -> {
-              store.links().link(digest, upstream.key(), name.value());
-            },
-            asker == Asker.PREFETCH,
-            permits);
+    Fill fill = new Fill(key, download, asker == Asker.PREFETCH, permits);
     if (fill.byPrefetch) {
       fill.stored.subscribe(
           size -> {
@@ -555,18 +545,12 @@ public class ProxyBlobService implements SmartLifecycle {
     /** A client or a peer has asked for it. */
     volatile boolean requested;
 
-    Fill(
-        String key,
-        BlobDownload download,
-        LongConsumer link,
-        boolean byPrefetch,
-        FillPermits permits) {
+    Fill(String key, BlobDownload download, boolean byPrefetch, FillPermits permits) {
       this.download = download;
       this.byPrefetch = byPrefetch;
       this.stored =
           download
               .completion()
-              .doOnNext(link::accept)
               .doFinally(
                   signal -> {
                     downloads.finished(key, this);

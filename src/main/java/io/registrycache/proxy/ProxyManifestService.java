@@ -77,13 +77,16 @@ public class ProxyManifestService {
    */
   private final boolean fillLimits;
 
-  private final PeerSource peers;
+  private final PeerSource peers; // null for a single replica: no request enters peer code
   private final Prefetcher prefetcher;
   private final PlatformCheck platforms;
   private final SignaturePolicy signatures;
 
   /** Whether any policy rule is set: without one, the manifest path never asks the policy. */
   private final boolean policed;
+
+  // decided once: with no signature rule a pull does not enter the signature package
+  private final boolean signaturesPoliced;
 
   /**
    * Image manifests fetched without their blobs (an index's child for a platform left out of {@code
@@ -124,9 +127,10 @@ public class ProxyManifestService {
     this.platforms = platforms;
     this.signatures = signatures;
     this.policed = platforms.policy().enabled();
+    this.signaturesPoliced = signatures.enabled();
     RegistryCacheProperties properties = context.properties();
     Clock clock = context.clock();
-    this.peers = context.peers();
+    this.peers = context.peers().clustered() ? context.peers() : null;
     this.prefetcher = prefetcher;
     this.upstreams = context.upstreams();
     this.store = store;
@@ -201,7 +205,7 @@ public class ProxyManifestService {
     // A manifest stored before its rule existed, or whose verdict is past its TTL, is judged
     // here; one just fetched was judged before it was stored, and its verdict is in memory.
     Rule signed =
-        !forPeer && signatures.enabled() ? signatures.ruleFor(upstream.key(), name.value()) : null;
+        !forPeer && signaturesPoliced ? signatures.ruleFor(upstream.key(), name.value()) : null;
     if (signed != null) {
       result =
           result.flatMap(
@@ -216,7 +220,7 @@ public class ProxyManifestService {
                           what(upstream, name, reference))
                       .thenReturn(r));
     }
-    return result.transform(CacheOutcome.track(upstream.key(), ManifestResult::result));
+    return result;
   }
 
   /**
@@ -417,6 +421,7 @@ public class ProxyManifestService {
     Mono<ManifestResult> check =
         !forPeer
                 && !upstream.passthrough()
+                && peers != null
                 && peers.manifestOwnerElsewhere(upstream, name, tag).isPresent()
             ? fetch(upstream, name, tag, false, Optional::empty, true)
                 .map(
@@ -506,10 +511,10 @@ public class ProxyManifestService {
     }
     // Nothing from the upstream is stored before the signature policy allows it: a peer's request
     // too, so no replica stores what its rule refuses.
-    Rule signed = signatures.enabled() ? signatures.ruleFor(upstream.key(), name.value()) : null;
+    Rule signed = signaturesPoliced ? signatures.ruleFor(upstream.key(), name.value()) : null;
     // A pass-through upstream is fetched here, with this client's credentials, which no peer has.
     Optional<Member> owner =
-        forPeer || upstream.passthrough()
+        forPeer || upstream.passthrough() || peers == null
             ? Optional.empty()
             : peers.manifestOwnerElsewhere(upstream, name, reference);
     Supplier<Mono<UpstreamManifest>> fromUpstream =

@@ -2,6 +2,7 @@ package io.registrycache.proxy;
 
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.metrics.CacheMetrics;
+import io.registrycache.tracing.PullTracing;
 import io.registrycache.upstream.UpstreamClient;
 import java.time.Clock;
 import org.springframework.beans.factory.annotation.Qualifier;
@@ -20,6 +21,7 @@ import reactor.core.scheduler.Scheduler;
  * @param properties the settings ({@code registry-cache.*})
  * @param clock the clock tag freshness and referrer lists are timed with
  * @param peers where misses of content owned by another replica are filled from
+ * @param tracing whether pulls are traced ({@code management.tracing.export.enabled})
  */
 @Component
 public record PullThroughContext(
@@ -28,7 +30,8 @@ public record PullThroughContext(
     CacheMetrics metrics,
     RegistryCacheProperties properties,
     Clock clock,
-    PeerSource peers) {
+    PeerSource peers,
+    PullTracing tracing) {
 
   /** A single replica's context (no other replicas), for services built without Spring. */
   public static PullThroughContext single(
@@ -38,6 +41,6 @@ public record PullThroughContext(
       RegistryCacheProperties properties,
       Clock clock) {
     return new PullThroughContext(
-        upstreams, storage, metrics, properties, clock, PeerSource.none());
+        upstreams, storage, metrics, properties, clock, PeerSource.none(), PullTracing.off());
   }
 }

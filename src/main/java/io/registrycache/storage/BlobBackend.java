@@ -53,8 +53,8 @@ public interface BlobBackend extends AutoCloseable {
    * {@code closed} is called once, after {@link BlobStore} indexed a stored blob. Blocking.
    *
    * @param behindOwner another replica (the blob's owner) stores the same bytes in a shared backend
-   *     now: keep them local until the commit ({@link BlobStore#newWriterBehindOwner}); a backend
-   *     of this process alone ignores it
+   *     now: keep them local until the commit ({@link BlobStore#newWriter(Digest, boolean, String,
+   *     String)} behind an owner); a backend of this process alone ignores it
    */
   BlobSink sink(Digest digest, boolean behindOwner) throws IOException;
 

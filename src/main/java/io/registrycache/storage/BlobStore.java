@@ -261,21 +261,20 @@ public class BlobStore implements AutoCloseable {
    * exist at once (the last commit wins; the bytes are the same). Blocking.
    */
   public ContentWriter newWriter(Digest digest) throws IOException {
-    return newWriter(digest, false);
+    return newWriter(digest, false, null, null);
   }
 
   /**
-   * A writer for blob {@code digest} whose bytes another replica (the blob's owner) is storing in
-   * the same shared backend at the same time: such a backend keeps them local until the commit and
-   * stores them only if the owner's object is not there by then, so a cold rollout over N replicas
-   * writes each blob to the bucket once rather than N times. A backend of this replica alone makes
-   * a plain writer. Blocking.
+   * A writer for blob {@code digest} whose commit links it to {@code repository} of {@code
+   * upstreamKey} ({@link #links}; no link when {@code null}) once verified and before it is
+   * visible, so a replica sharing the store that finds the blob finds its link (a failed link is
+   * logged). {@code behindOwner}: the blob's owner, another replica, stores it in a shared backend
+   * now; such a backend keeps the bytes local and, at the commit, stores them only if the owner's
+   * object is not there yet. Blocking.
    */
-  public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
-    return newWriter(digest, true);
-  }
-
-  private BlobWriter newWriter(Digest digest, boolean behindOwner) throws IOException {
+  public ContentWriter newWriter(
+      Digest digest, boolean behindOwner, String upstreamKey, String repository)
+      throws IOException {
     index.locked(digest, () -> writing.merge(digest, 1, Integer::sum));
     try {
       BlobSink sink = backend.sink(digest, behindOwner);
@@ -290,6 +289,13 @@ public class BlobStore implements AutoCloseable {
 
             @Override
             public Path store(Path temp, long size) throws IOException {
+              try {
+                if (upstreamKey != null) {
+                  links.link(digest, upstreamKey, repository);
+                }
+              } catch (RuntimeException e) {
+                log.warn("blob {}: cannot link it, storing it anyway: {}", digest, e.toString());
+              }
               Path stored = sink.store(temp, size);
               index.stored(digest, size, clock.millis());
               return stored;

@@ -13,7 +13,6 @@ import java.security.MessageDigest;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
-import org.slf4j.LoggerFactory;
 
 /**
  * Writes one blob into a store through a local temporary file: {@link #append} the bytes, then
@@ -123,9 +122,6 @@ public final class BlobWriter implements ContentWriter {
   private boolean verified;
 
   private State state = State.OPEN;
-
-  /** Run in {@link #commit} between the verification and the sink's store step. */
-  private volatile Runnable beforeVisible = () -> {};
 
   /** What readers open: the temporary file, then what the sink names. */
   private Path readable;
@@ -239,15 +235,6 @@ public final class BlobWriter implements ContentWriter {
         }
         state = State.STORING;
       }
-      try {
-        beforeVisible.run();
-      } catch (RuntimeException e) {
-        LoggerFactory.getLogger(BlobWriter.class)
-            .warn(
-                "blob {}: the step before it becomes visible failed, storing it anyway: {}",
-                digest,
-                e.toString());
-      }
       // Not under the lock: a store step can take long (an fsync, an object-store upload), and
       // readers opening the file meanwhile must not wait for it (they open temp; see openReader).
       Path stored = sink.store(temp, size);
@@ -287,11 +274,6 @@ public final class BlobWriter implements ContentWriter {
     }
     verified = true;
     return size;
-  }
-
-  @Override
-  public void beforeVisible(Runnable action) {
-    this.beforeVisible = action;
   }
 
   @Override

@@ -77,19 +77,10 @@ public interface ContentWriter {
   long verify(long expectedSize);
 
   /**
-   * For a writer made by {@link BlobStore#newWriterBehindOwner}: the owner gave up (unreachable, an
-   * error, its body broke off, so the bytes come from the upstream here): store them as a plain
-   * writer does, without waiting for an owner's copy. No-op for other writers.
+   * For a writer made by {@link BlobStore#newWriter(Digest, boolean, String, String)} behind an
+   * owner: the owner gave up (unreachable, an error, its body broke off, so the bytes come from the
+   * upstream here): store them as a plain writer does, without waiting for an owner's copy. No-op
+   * for other writers.
    */
   default void ownerGaveUp() {}
-
-  /**
-   * Runs {@code action} in {@link #commit} once the bytes are verified and before the blob becomes
-   * visible in the store (before the object store's upload completes, before the file is moved into
-   * place), on the committing thread; blocking work is allowed. The pull path links the blob to its
-   * repository there, so a replica sharing the store that sees the blob sees its link too ({@link
-   * ContentLinks}). An exception from {@code action} is logged and the commit goes on. Call before
-   * {@link #commit}; the last call wins. No-op by default.
-   */
-  default void beforeVisible(Runnable action) {}
 }

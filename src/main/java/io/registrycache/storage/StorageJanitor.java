@@ -85,13 +85,14 @@ public class StorageJanitor implements SmartLifecycle {
             });
     long period = Math.max(100, interval.toMillis());
     executor.scheduleWithFixedDelay(this::runSafely, period, period, TimeUnit.MILLISECONDS);
-    blobs.onStored(
-        () -> {
-          if (collector.overHighWatermark()) {
-            trigger();
-          }
-        });
     if (collector.maxBytes() > 0) {
+      // Without a disk budget nothing is evicted: a stored blob then runs no check at all.
+      blobs.onStored(
+          () -> {
+            if (collector.overHighWatermark()) {
+              trigger();
+            }
+          });
       log.info(
           "disk budget {} bytes; stored {} bytes", collector.maxBytes(), collector.storedBytes());
       trigger();

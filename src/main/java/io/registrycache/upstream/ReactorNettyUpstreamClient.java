@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.oci.Digest;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.tracing.PullTracing;
 import java.net.URI;
 import java.util.Collection;
 import java.util.LinkedHashSet;
@@ -12,6 +13,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.function.Supplier;
 import org.springframework.beans.factory.DisposableBean;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.context.EnvironmentAware;
 import org.springframework.core.env.Environment;
@@ -56,8 +58,22 @@ public class ReactorNettyUpstreamClient
    */
   @Autowired
   public ReactorNettyUpstreamClient(
+      Upstreams upstreams,
+      MeterRegistry meterRegistry,
+      UpstreamResilience resilience,
+      ObjectProvider<PullTracing> tracing) {
+    this(
+        upstreams,
+        meterRegistry,
+        resilience,
+        Ticker.systemTicker(),
+        tracing.getIfAvailable(PullTracing::off).enabled());
+  }
+
+  /** As above, its requests traced when a request's context holds a span. */
+  public ReactorNettyUpstreamClient(
       Upstreams upstreams, MeterRegistry meterRegistry, UpstreamResilience resilience) {
-    this(upstreams, meterRegistry, resilience, Ticker.systemTicker());
+    this(upstreams, meterRegistry, resilience, Ticker.systemTicker(), true);
   }
 
   /** As the public constructor, with {@code tokenTicker} timing token reuse (tests move it). */
@@ -66,7 +82,16 @@ public class ReactorNettyUpstreamClient
       MeterRegistry meterRegistry,
       UpstreamResilience resilience,
       Ticker tokenTicker) {
-    this.caller = new UpstreamCaller(meterRegistry, resilience, USER_AGENT, tokenTicker);
+    this(upstreams, meterRegistry, resilience, tokenTicker, true);
+  }
+
+  private ReactorNettyUpstreamClient(
+      Upstreams upstreams,
+      MeterRegistry meterRegistry,
+      UpstreamResilience resilience,
+      Ticker tokenTicker,
+      boolean traced) {
+    this.caller = new UpstreamCaller(meterRegistry, resilience, USER_AGENT, tokenTicker, traced);
     this.manifests = new ManifestPuller(caller);
     this.blobs = new BlobPuller(caller);
     this.tags = new TagLister(caller);

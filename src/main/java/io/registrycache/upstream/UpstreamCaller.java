@@ -104,24 +104,23 @@ final class UpstreamCaller {
   private final Clock clock = Clock.systemUTC();
   private volatile Supplier<Collection<Integer>> ownPorts = Set::of;
   private final UpstreamAddressPolicy policy = new UpstreamAddressPolicy(() -> ownPorts.get());
-
-  UpstreamCaller(MeterRegistry meterRegistry, UpstreamResilience resilience, String userAgent) {
-    this(meterRegistry, resilience, userAgent, Ticker.systemTicker());
-  }
+  private final boolean traced; // with tracing off, no request enters the tracing classes
 
   /**
    * @param tokenTicker the time source of token reuse ({@link UpstreamAuthenticator})
+   * @param traced whether attempts are traced ({@code management.tracing.export.enabled})
    */
   UpstreamCaller(
       MeterRegistry meterRegistry,
       UpstreamResilience resilience,
       String userAgent,
-      Ticker tokenTicker) {
+      Ticker tokenTicker,
+      boolean traced) {
+    this.traced = traced;
     this.userAgent = userAgent;
     this.metrics = new UpstreamMetrics(meterRegistry);
     this.resilience = resilience;
-    // Credential lookups block (files, helper processes): their own small pool, never an event
-    // loop.
+    // Credential lookups block (files, helper processes): a small pool, never an event loop.
     this.authScheduler = Schedulers.newBoundedElastic(8, 1024, "upstream-auth", 60, true);
     this.authenticator =
         new UpstreamAuthenticator(
@@ -184,7 +183,9 @@ final class UpstreamCaller {
     return resilience.protect(
         upstream,
         what,
-        PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt));
+        traced
+            ? PullSpan.around("upstream " + kind, "registry.upstream", upstream.key(), attempt)
+            : attempt);
   }
 
   /**

@@ -7,7 +7,6 @@ import static org.awaitility.Awaitility.await;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
-import io.registrycache.config.BlobsProperties;
 import io.registrycache.config.RegistryCacheProperties;
 import io.registrycache.oci.Digest;
 import io.registrycache.storage.BlobSink;
@@ -73,7 +72,8 @@ import reactor.test.StepVerifier;
 class BlobDownloadTest {
 
   /** Downloads that are not resumed: a source here sends the same body whatever the offset. */
-  private static final BlobsProperties NO_RESUME = BlobsProperties.of(Duration.ofMinutes(1), 0);
+  /** {@code blobs.orphan-download-timeout} of every download here. */
+  private static final Duration ORPHAN = Duration.ofMinutes(1);
 
   /** A store step that keeps the verified file where it was written. */
   private static final BlobSink KEEP_IN_PLACE =
@@ -158,7 +158,8 @@ class BlobDownloadTest {
               },
               scheduler,
               buffers,
-              NO_RESUME);
+              ORPHAN,
+              0);
         },
         download -> {
           // As the pull-through service does: the download leaves the single-flight when it ends.
@@ -251,7 +252,8 @@ class BlobDownloadTest {
                 Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
             scheduler,
             buffers,
-            NO_RESUME);
+            ORPHAN,
+            0);
     d.start();
     ByteArrayOutputStream out = new ByteArrayOutputStream();
     CompletableFuture<Void> ended = new CompletableFuture<>();
@@ -311,7 +313,8 @@ class BlobDownloadTest {
                 Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
             scheduler,
             buffers,
-            NO_RESUME);
+            ORPHAN,
+            0);
     d.start();
     Throwable error =
         d.completion()
@@ -474,7 +477,8 @@ class BlobDownloadTest {
                 Mono.just(new UpstreamBlob(content.length, counted(content, 64 * 1024, sent))),
             scheduler,
             buffers,
-            NO_RESUME);
+            ORPHAN,
+            0);
     SlowReader reader = new SlowReader();
     d.read(0, -1).subscribe(reader); // the first client is there from the first byte on
     d.start();
@@ -517,7 +521,8 @@ class BlobDownloadTest {
             source,
             scheduler,
             buffers,
-            BlobsProperties.of(Duration.ofMinutes(1), 3));
+            ORPHAN,
+            3);
     d.start();
     assertThat(collect(d.read(0, -1))).isEqualTo(content);
     assertThat(d.completion().block(Duration.ofSeconds(20))).isEqualTo(content.length);
@@ -548,7 +553,8 @@ class BlobDownloadTest {
             alwaysBreaks,
             scheduler,
             buffers,
-            BlobsProperties.of(Duration.ofMinutes(1), 2));
+            ORPHAN,
+            2);
     d.start();
     Throwable error =
         d.completion()
@@ -935,7 +941,8 @@ class BlobDownloadTest {
                 Mono.just(new UpstreamBlob(content.length, Flux.fromIterable(parts))),
             storage,
             this.buffers,
-            NO_RESUME);
+            ORPHAN,
+            0);
     d.start();
     return d;
   }
@@ -1040,7 +1047,8 @@ class BlobDownloadTest {
                 Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
             reads,
             buffers,
-            NO_RESUME);
+            ORPHAN,
+            0);
     d.start();
     held.append.awaitArrivals(1);
 
@@ -1157,7 +1165,8 @@ class BlobDownloadTest {
                   Mono.just(new UpstreamBlob(content.length, chunks(content, 64 * 1024))),
               reads,
               buffers,
-              NO_RESUME);
+              ORPHAN,
+              0);
       // one buffer at a time, each asked for 0.2 ms after the last arrived: slower than the store
       Probe reader =
           Probe.of(
@@ -1203,7 +1212,8 @@ class BlobDownloadTest {
                     new UpstreamBlob(content.length, Flux.fromIterable(sent).map(netty::wrap))),
             scheduler,
             buffers,
-            NO_RESUME);
+            ORPHAN,
+            0);
     Probe lagging = Probe.manual("no demand until the blob is stored", 0);
     Probe stopping = Probe.manual("one buffer, then cancels", 1);
     d.read(0, -1).subscribe(lagging);
@@ -1320,7 +1330,8 @@ class BlobDownloadTest {
             (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(content.length, body)),
             scheduler,
             buffers,
-            NO_RESUME);
+            ORPHAN,
+            0);
     NettyDataBufferFactory responses = new NettyDataBufferFactory(UnpooledByteBufAllocator.DEFAULT);
     List<HoldingClient> clients = new ArrayList<>();
     ExecutorService drainers = Executors.newFixedThreadPool(10);
@@ -1473,7 +1484,8 @@ class BlobDownloadTest {
                           Flux.just(DefaultDataBufferFactory.sharedInstance.wrap(content)))),
               scheduler,
               buffers,
-              NO_RESUME);
+              ORPHAN,
+              0);
       d.read(0, -1).subscribe(reader); // there from the first byte: live
       Thread asker =
           new Thread(
@@ -1602,7 +1614,8 @@ class BlobDownloadTest {
                   (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, body)),
                   scheduler,
                   buffers,
-                  NO_RESUME);
+                  ORPHAN,
+                  0);
           Probe p = Probe.of("reader of fill " + f, Demand.ONE_ASYNC, clients);
           d.read(0, -1).subscribe(p);
           fills.add(d);
@@ -1681,7 +1694,8 @@ class BlobDownloadTest {
                 (offset, ownerGaveUp) -> Mono.just(new UpstreamBlob(size, upstream.asFlux())),
                 scheduler,
                 this.buffers,
-                NO_RESUME);
+                ORPHAN,
+                0);
         long pauseMax = large ? 4_000_000 : 1_500_000;
 
         int n = 3 + rnd.nextInt(4);

@@ -27,6 +27,7 @@ import io.registrycache.storage.ManifestStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.testsupport.ScriptedHttp;
 import io.registrycache.testsupport.TestCache.MutableClock;
+import io.registrycache.tracing.PullTracing;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
@@ -160,7 +161,8 @@ class PeerManifestRoutingTest {
                 new CacheMetrics(new SimpleMeterRegistry(), properties),
                 properties,
                 clock,
-                peers),
+                peers,
+                PullTracing.off()),
             manifests,
             Prefetcher.none());
   }

@@ -22,6 +22,7 @@ import io.registrycache.storage.ContentWriter;
 import io.registrycache.storage.FileBlobStore;
 import io.registrycache.storage.StorageLayout;
 import io.registrycache.testsupport.ScriptedHttp;
+import io.registrycache.tracing.PullTracing;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamBlob;
 import io.registrycache.upstream.UpstreamClient;
@@ -142,9 +143,15 @@ class PeerRoutingTest {
     blobs =
         new FileBlobStore(new StorageLayout(properties)) {
           @Override
-          public ContentWriter newWriterBehindOwner(Digest digest) throws IOException {
+          public ContentWriter newWriter(
+              Digest digest, boolean behindOwner, String upstreamKey, String repository)
+              throws IOException {
+            ContentWriter plain = super.newWriter(digest, false, upstreamKey, repository);
+            if (!behindOwner) {
+              return plain;
+            }
             writersBehindOwner.incrementAndGet();
-            return new RecordingWriter(newWriter(digest));
+            return new RecordingWriter(plain);
           }
         };
     scheduler = Schedulers.newBoundedElastic(4, 100, "test-storage");
@@ -156,7 +163,8 @@ class PeerRoutingTest {
                 new CacheMetrics(new SimpleMeterRegistry(), properties),
                 properties,
                 Clock.systemUTC(),
-                peers),
+                peers,
+                PullTracing.off()),
             blobs);
   }
 

@@ -133,10 +133,12 @@ class PrefetchAccountingTest {
   private FileBlobStore heldCommits(StorageLayout layout) {
     return new FileBlobStore(layout) {
       @Override
-      public ContentWriter newWriter(Digest digest) throws IOException {
+      public ContentWriter newWriter(
+          Digest digest, boolean behindOwner, String upstreamKey, String repository)
+          throws IOException {
         return proxy(
             ContentWriter.class,
-            super.newWriter(digest),
+            super.newWriter(digest, behindOwner, upstreamKey, repository),
             (m, a, r) -> {
               if (m.getName().equals("commit")) {
                 commitHeld.countDown();

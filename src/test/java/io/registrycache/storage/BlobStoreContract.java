@@ -131,35 +131,31 @@ public abstract class BlobStoreContract {
   }
 
   @Test
-  void theStepBeforeVisibilityRunsOnceVerifiedAndBeforeTheBlobIsStored() throws Exception {
+  void aWriterWithALinkLinksTheBlobInItsCommitOnlyOnceVerified() throws Exception {
     for (int size : new int[] {100_000, 2 * PART + 3}) {
       byte[] content = random(size, 50 + size);
       Digest digest = Digest.sha256(content);
-      ContentWriter w = store().newWriter(digest);
+      ContentWriter w = store().newWriter(digest, false, "up", "team/app");
       w.append(ByteBuffer.wrap(content));
-      List<Boolean> visibleThen = new ArrayList<>();
-      w.beforeVisible(
-          () -> {
-            try {
-              visibleThen.add(presentAtFinalLocation(digest) || store().size(digest).isPresent());
-            } catch (Exception e) {
-              throw new IllegalStateException(e);
-            }
-          });
+      assertThat(store().links().servable(digest, "up", "team/app", true))
+          .as("not linked before the commit")
+          .isFalse();
       assertThat(w.commit(size)).isEqualTo(size);
-      assertThat(visibleThen)
-          .as("ran once, while the blob was not yet visible")
-          .containsExactly(false);
       assertThat(presentAtFinalLocation(digest)).isTrue();
+      assertThat(store().links().servable(digest, "up", "team/app", true)).isTrue();
+      assertThat(store().links().servable(digest, "up", "team/other", true))
+          .as("linked to the writer's repository only")
+          .isFalse();
     }
     byte[] content = random(1_000, 59);
-    ContentWriter wrong = store().newWriter(Digest.sha256(random(1_000, 60)));
+    Digest claimed = Digest.sha256(random(1_000, 60));
+    ContentWriter wrong = store().newWriter(claimed, false, "up", "team/app");
     wrong.append(ByteBuffer.wrap(content));
-    boolean[] ran = {false};
-    wrong.beforeVisible(() -> ran[0] = true);
     assertThatThrownBy(() -> wrong.commit(content.length))
         .isInstanceOf(ContentVerificationException.class);
-    assertThat(ran[0]).as("not for bytes that fail verification").isFalse();
+    assertThat(store().links().recheck(claimed, "up", "team/app", true))
+        .as("not for bytes that fail verification")
+        .isFalse();
   }
 
   @Test

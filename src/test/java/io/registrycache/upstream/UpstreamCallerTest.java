@@ -5,6 +5,7 @@ import static io.registrycache.testsupport.ScriptedHttp.respond;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.github.benmanes.caffeine.cache.Ticker;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.registrycache.oci.Digest;
@@ -80,7 +81,12 @@ class UpstreamCallerTest {
             });
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     caller =
-        new UpstreamCaller(meters, new UpstreamResilience(null, meters), "registry-cache-test");
+        new UpstreamCaller(
+            meters,
+            new UpstreamResilience(null, meters),
+            "registry-cache-test",
+            Ticker.systemTicker(),
+            true);
   }
 
   @AfterEach

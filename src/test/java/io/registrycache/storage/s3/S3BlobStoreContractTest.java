@@ -109,7 +109,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     byte[] content = random(2 * PART + 1, 31);
     Digest digest = Digest.sha256(content);
     S3BlobStore s3Store = (S3BlobStore) store();
-    ContentWriter w = s3Store.newWriterBehindOwner(digest);
+    ContentWriter w = s3Store.newWriter(digest, true, null, null);
     w.append(ByteBuffer.wrap(content, 0, 2 * PART));
     assertThat(writesInProgress()).as("no upload while the owner stores the same bytes").isZero();
     // The owner's upload completes (as another replica's commit would).
@@ -137,7 +137,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     s3Store.ownerCopyWaits(
         List.of(
             Duration.ZERO, Duration.ofMillis(100), Duration.ofMillis(100), Duration.ofMillis(100)));
-    ContentWriter w = s3Store.newWriterBehindOwner(digest);
+    ContentWriter w = s3Store.newWriter(digest, true, null, null);
     w.append(ByteBuffer.wrap(content, 0, 2 * PART));
     assertThat(writesInProgress()).isZero();
     w.append(ByteBuffer.wrap(content, 2 * PART, 1));
@@ -154,7 +154,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
     byte[] content = random(2 * PART + 1, 37);
     Digest digest = Digest.sha256(content);
     S3BlobStore s3Store = (S3BlobStore) store();
-    ContentWriter w = s3Store.newWriterBehindOwner(digest);
+    ContentWriter w = s3Store.newWriter(digest, true, null, null);
     w.append(ByteBuffer.wrap(content, 0, PART + 10));
     assertThat(writesInProgress()).isZero();
     w.ownerGaveUp(); // e.g. the owner's body broke off: the rest comes from the upstream here
@@ -173,7 +173,7 @@ class S3BlobStoreContractTest extends BlobStoreContract {
   void aFillBehindAnOwnerWithTheWrongBytesLeavesNothing() throws Exception {
     byte[] content = random(PART + 7, 35);
     Digest claimed = Digest.sha256(random(PART + 7, 36));
-    ContentWriter w = store().newWriterBehindOwner(claimed);
+    ContentWriter w = store().newWriter(claimed, true, null, null);
     w.append(ByteBuffer.wrap(content));
     assertThatThrownBy(() -> w.commit(content.length))
         .isInstanceOf(ContentVerificationException.class);
