@@ -13,7 +13,7 @@
 # VM.classes); RSS then; a cold pull of every seeded image (skopeo copy --all) and two warm ones; then
 # the peak RSS (VmHWM), the threads and their names, the native memory tracking summary (jcmd
 # VM.native_memory summary, committed KiB per category) and /proc/<pid>/smaps_rollup. Everything a
-# round measured is kept under OUT (default a new /tmp/footprint.XXXX): round-N.{log,nmt,smaps,smaps-full,threads,classes}.
+# round measured is kept under OUT (default a new /tmp/footprint.XXXX): round-N.{log,nmt,heap,smaps,smaps-full,threads,classes}.
 # Needs the jar (./mvnw package), docker (the registry:2 image), skopeo, jcmd (the JDK's, on PATH).
 # Ports: the service on 15116/15117, the registry on a free loopback port; every wait is bounded;
 # the container and the service are stopped on exit.
@@ -101,6 +101,7 @@ for r in $(seq 1 "$rounds"); do
   cat "/proc/$pid/smaps_rollup" >"$out/round-$r.smaps"
   cat "/proc/$pid/smaps" >"$out/round-$r.smaps-full"
   [ "${NMT:-}" = off ] || jcmd "$pid" VM.native_memory summary >"$out/round-$r.nmt"
+  jcmd "$pid" GC.heap_info >"$out/round-$r.heap"
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
   grep -q '\[aot\].*\(error\|disabled\|mismatch\)' "$out/round-$r.log" && log "round $r: the AOT cache was not used (see $out/round-$r.log)"
   echo "round $r: ready ${ready} s, ${classes} classes, RSS ${rss} MiB at ready; after $((${#images[@]} * 3)) pulls: peak RSS (VmHWM) ${hwm} MiB, ${threads} threads"
