@@ -57,7 +57,7 @@ STATE_DIR="$PERF_DIR/.stack/$PERF_STACK_NAME"
 : "${PERF_CACHE_IMAGE:=registry-cache:0.1.0-SNAPSHOT}"
 : "${PERF_REGISTRY_IMAGE:=registry:2}"
 : "${PERF_CACHE_JAR:=$PERF_SRC/target/registry-cache-0.1.0-SNAPSHOT.jar}"
-: "${PERF_CACHE_JAVA_OPTS:=-XX:+UseSerialGC -Xms16m -Xmx192m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:MaxMetaspaceSize=128m -XX:ReservedCodeCacheSize=48m -XX:MaxDirectMemorySize=32m -Xss512k -XX:CICompilerCount=2 -XX:-UsePerfData -XX:+ExitOnOutOfMemoryError -XX:TrimNativeHeapInterval=1000 -Dio.netty.allocator.numDirectArenas=2 -Dio.netty.allocator.numHeapArenas=2}"
+: "${PERF_CACHE_JAVA_OPTS:=-XX:+UseSerialGC -Xms16m -Xmx192m -XX:MinHeapFreeRatio=10 -XX:MaxHeapFreeRatio=30 -XX:MaxMetaspaceSize=128m -XX:ReservedCodeCacheSize=48m -XX:MaxDirectMemorySize=32m -Xss512k -XX:CICompilerCount=2 -XX:-UsePerfData -XX:+ExitOnOutOfMemoryError -XX:TrimNativeHeapInterval=1000 -Dio.netty.allocator.numDirectArenas=2 -Dio.netty.allocator.numHeapArenas=2 -Dio.netty.jfr.enabled=false}"
 : "${PERF_READY_TIMEOUT:=120}"
 : "${PERF_ACCESS_LOG:=true}"
 case "$PERF_STACK" in auto|docker|process) ;; *) bad "PERF_STACK must be auto, docker or process" ;; esac

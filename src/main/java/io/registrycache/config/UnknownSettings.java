@@ -27,8 +27,8 @@ import org.springframework.stereotype.Component;
  * silently, and the service would run without the setting the operator meant. A key counts as known
  * when binding the service's {@code @ConfigurationProperties} records with the prefix {@code
  * registry-cache} uses it; the sources looked at are all of the environment's (arguments,
- * environment variables in their canonical form, application.yml, ...). Runs after the singletons
- * are created, before anything starts (warm-up, ports).
+ * environment variables in their canonical form, application.properties, ...). Runs after the
+ * singletons are created, before anything starts (warm-up, ports).
  */
 @Component
 public class UnknownSettings implements SmartInitializingSingleton {

@@ -14,10 +14,10 @@ import org.springframework.stereotype.Component;
  *   <li>{@code management.server.port} equals {@code server.port} (or is unset): the actuator would
  *       be served on the registry port, where no access rule guards it
  *   <li>the main context holds a Spring Security web filter chain ({@link WebFilterChainProxy}):
- *       Spring Boot's security auto-configuration for it is excluded in {@code application.yml}
- *       ({@code spring.autoconfigure.exclude}); a configuration that replaces that list must keep
- *       those entries, or every {@code /v2} request WebFlux serves would pass Spring Security's
- *       firewall and a login with a generated password
+ *       Spring Boot's security auto-configuration for it is excluded in {@code
+ *       application.properties} ({@code spring.autoconfigure.exclude}); a configuration that
+ *       replaces that list must keep those entries, or every {@code /v2} request WebFlux serves
+ *       would pass Spring Security's firewall and a login with a generated password
  * </ul>
  *
  * A negative {@code management.server.port} (no management server) is fine.
@@ -44,7 +44,7 @@ class ManagementPortCheck implements SmartInitializingSingleton {
           "Spring Security's web filter chain "
               + String.join(", ", chains)
               + " is in the registry port's context; keep the security auto-configurations listed in "
-              + "spring.autoconfigure.exclude (application.yml) when setting that property");
+              + "spring.autoconfigure.exclude (application.properties) when setting that property");
     }
   }
 }

@@ -11,7 +11,7 @@ import reactor.core.publisher.Mono;
 /**
  * Counts every answer to a {@code /v2} request by status code ({@code
  * registry_cache_responses_total{status}}, {@link CacheMetrics#response}). It replaces Spring's
- * {@code http.server.requests} observation, switched off in {@code application.yml} ({@code
+ * {@code http.server.requests} observation, switched off in {@code application.properties} ({@code
  * management.observations.enable.http.server.requests: false}): that observation built a context,
  * looked up a timer by five tags and ran a long-task timer for every request, about 10 % of the CPU
  * of a warm pull (docs/performance.md). This is one array read and one counter increment. A

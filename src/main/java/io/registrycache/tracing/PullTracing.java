@@ -15,11 +15,11 @@ import org.springframework.stereotype.Component;
  * traceparent} header ({@link #continueFrom}). Built on Micrometer Tracing's {@link Tracer} (Spring
  * Boot's OpenTelemetry bridge, exported with OTLP).
  *
- * <p>Off by default ({@code management.tracing.export.enabled=false} in {@code application.yml}):
- * {@link #enabled()} is then a constant {@code false}, the route starts nothing and puts nothing in
- * a request's context, so the warm path does not pay for it. On, each request's root span is
- * sampled with {@code management.tracing.sampling.probability}; a peer request follows the sampling
- * decision of the replica that asked.
+ * <p>Off by default ({@code management.tracing.export.enabled=false} in {@code
+ * application.properties}): {@link #enabled()} is then a constant {@code false}, the route starts
+ * nothing and puts nothing in a request's context, so the warm path does not pay for it. On, each
+ * request's root span is sampled with {@code management.tracing.sampling.probability}; a peer
+ * request follows the sampling decision of the replica that asked.
  */
 @Component
 public class PullTracing {

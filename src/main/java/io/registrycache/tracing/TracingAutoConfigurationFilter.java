@@ -10,8 +10,8 @@ import org.springframework.core.env.Environment;
 /**
  * Leaves Spring Boot's OpenTelemetry and Micrometer Tracing auto-configurations out of the context
  * while {@code management.tracing.export.enabled} is {@code false} (this service's default, in
- * {@code application.yml}): with tracing off, no OpenTelemetry SDK, tracer, propagator or span
- * exporter is made, and none of their classes (about 250) is loaded.
+ * {@code application.properties}): with tracing off, no OpenTelemetry SDK, tracer, propagator or
+ * span exporter is made, and none of their classes (about 250) is loaded.
  *
  * <p>An {@link AutoConfigurationImportFilter} (registered in {@code META-INF/spring.factories}) is
  * Spring Boot's own hook for dropping auto-configurations before their classes are read; unlike

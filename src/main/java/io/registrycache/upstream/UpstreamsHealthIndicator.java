@@ -13,7 +13,7 @@ import org.springframework.stereotype.Component;
  * failure rate over its window and the last failure it counted.
  *
  * <p>Never {@code DOWN}: with an upstream down the cache still serves what it holds, so this
- * indicator is kept out of the {@code readiness} group ({@code application.yml}) and reports
+ * indicator is kept out of the {@code readiness} group ({@code application.properties}) and reports
  * {@value #DEGRADED_CODE} (HTTP 200, ordered between {@code OUT_OF_SERVICE} and {@code UP}) while
  * any breaker is open or half-open, {@code UP} otherwise. It only reads in-memory state: no request
  * to any upstream.

@@ -12,8 +12,8 @@ import org.springframework.boot.builder.SpringApplicationBuilder;
 /**
  * The start-up checks that keep Spring Security off the registry port: the actuator on the registry
  * port (where nothing would guard it), and a {@code spring.autoconfigure.exclude} that drops the
- * security entries of {@code application.yml} (Spring Security's chain, firewall and a generated
- * password in front of {@code /v2}), each stop the start.
+ * security entries of {@code application.properties} (Spring Security's chain, firewall and a
+ * generated password in front of {@code /v2}), each stop the start.
  */
 class ManagementPortCheckTest {
 

@@ -15,8 +15,8 @@ import org.springframework.core.env.StandardEnvironment;
 import org.springframework.core.env.SystemEnvironmentPropertySource;
 
 /**
- * The embedded defaults ({@code application.yml}) add the built-in {@code local} upstream only
- * while the operator configures none (issue 7, point 12).
+ * The embedded defaults ({@code application.properties}) add the built-in {@code local} upstream
+ * only while the operator configures none (issue 7, point 12).
  */
 class UpstreamDefaultsTest {
 
@@ -24,7 +24,7 @@ class UpstreamDefaultsTest {
   @Import({PropertiesConfiguration.class, Upstreams.class})
   static class Defaults {}
 
-  /** Reads application.yml like the application does. */
+  /** Reads application.properties like the application does. */
   private final ApplicationContextRunner runner =
       new ApplicationContextRunner()
           .withInitializer(new ConfigDataApplicationContextInitializer())
