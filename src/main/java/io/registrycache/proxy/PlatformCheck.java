@@ -8,10 +8,11 @@ import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.policy.PlatformPolicy;
 import io.registrycache.storage.StoredManifest;
-import io.registrycache.upstream.DataBuffers;
 import io.registrycache.upstream.Upstream;
 import java.util.Optional;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.core.ResolvableType;
+import org.springframework.core.codec.ByteArrayDecoder;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.core.io.buffer.DefaultDataBufferFactory;
@@ -29,6 +30,10 @@ import reactor.core.publisher.Mono;
  */
 @Component
 public class PlatformCheck {
+
+  // A joined body's bytes: Spring's decoder copies them out and releases the buffer.
+  private static final ByteArrayDecoder BODY = new ByteArrayDecoder();
+  private static final ResolvableType BYTE_ARRAY = ResolvableType.forClass(byte[].class);
 
   /** An image config larger than this is not read: its platform is unknown, so it is refused. */
   static final int MAX_CONFIG_BYTES = 4 * 1024 * 1024;
@@ -111,7 +116,7 @@ public class PlatformCheck {
             source ->
                 DataBufferUtils.join(
                     source.read(0, -1, DefaultDataBufferFactory.sharedInstance), MAX_CONFIG_BYTES))
-        .map(DataBuffers::bytes)
+        .map(body -> BODY.decode(body, BYTE_ARRAY, null, null))
         .onErrorResume(DataBufferLimitException.class, e -> Mono.just(new byte[0]))
         // a manifest request answers with a manifest's error code, saying why
         .onErrorMap(

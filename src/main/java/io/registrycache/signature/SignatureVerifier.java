@@ -9,7 +9,6 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.signature.SignatureVerdict.Reason;
 import io.registrycache.signature.SignatureVerdict.Refused;
 import io.registrycache.signature.SignatureVerdict.Verified;
-import io.registrycache.upstream.DataBuffers;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
 import io.registrycache.upstream.UpstreamException;
@@ -24,6 +23,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.springframework.core.ResolvableType;
+import org.springframework.core.codec.ByteArrayDecoder;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import reactor.core.publisher.Flux;
@@ -71,6 +72,10 @@ import tools.jackson.databind.JsonNode;
  * and the check stops at the first that verifies.
  */
 public final class SignatureVerifier {
+
+  // A joined body's bytes: Spring's decoder copies them out and releases the buffer.
+  private static final ByteArrayDecoder BODY = new ByteArrayDecoder();
+  private static final ResolvableType BYTE_ARRAY = ResolvableType.forClass(byte[].class);
 
   /** {@code artifactType} of cosign's signature manifests among the referrers. */
   public static final String SIGNATURE_ARTIFACT = "application/vnd.dev.cosign.artifact.sig.v1+json";
@@ -291,7 +296,7 @@ public final class SignatureVerifier {
     return upstreams
         .getBlob(upstream, name, blobDigest)
         .flatMap(blob -> DataBufferUtils.join(blob.body(), MAX_PAYLOAD_BYTES))
-        .map(DataBuffers::bytes)
+        .map(body -> BODY.decode(body, BYTE_ARRAY, null, null))
         .defaultIfEmpty(new byte[0])
         .map(
             bytes -> {

@@ -7,6 +7,8 @@ import io.registrycache.oci.RepositoryName;
 import io.registrycache.upstream.UpstreamCaller.Request;
 import java.net.URI;
 import java.util.List;
+import org.springframework.core.ResolvableType;
+import org.springframework.core.codec.ByteArrayDecoder;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
 import org.springframework.http.HttpStatus;
@@ -17,6 +19,10 @@ import reactor.core.publisher.Mono;
  * manifests"), through the {@link UpstreamCaller}.
  */
 final class ManifestPuller {
+
+  // A joined body's bytes: Spring's decoder copies them out and releases the buffer.
+  private static final ByteArrayDecoder BODY = new ByteArrayDecoder();
+  private static final ResolvableType BYTE_ARRAY = ResolvableType.forClass(byte[].class);
 
   private final UpstreamCaller caller;
 
@@ -61,7 +67,7 @@ final class ManifestPuller {
           String mediaType = UpstreamCaller.mediaType(reply.headers());
           // join(…, max) stops reading and cancels as soon as the limit is passed.
           return DataBufferUtils.join(reply.body(), maxBytes)
-              .map(DataBuffers::bytes)
+              .map(body -> BODY.decode(body, BYTE_ARRAY, null, null))
               .defaultIfEmpty(new byte[0])
               .onErrorMap(
                   DataBufferLimitException.class,

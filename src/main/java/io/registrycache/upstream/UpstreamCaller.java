@@ -24,6 +24,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.springframework.core.ResolvableType;
+import org.springframework.core.codec.ByteArrayDecoder;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
@@ -58,6 +60,10 @@ import reactor.netty.resources.LoopResources;
  * the {@link Reply} is built as Spring's {@code ReactorClientHttpConnector} builds its response.
  */
 final class UpstreamCaller {
+
+  // A joined body's bytes: Spring's decoder copies them out and releases the buffer.
+  private static final ByteArrayDecoder BODY = new ByteArrayDecoder();
+  private static final ResolvableType BYTE_ARRAY = ResolvableType.forClass(byte[].class);
 
   /** Largest tags or referrers list page read, in bytes. */
   static final int MAX_LIST_BYTES = 16 * 1024 * 1024;
@@ -515,7 +521,7 @@ final class UpstreamCaller {
    */
   static Mono<byte[]> listBody(Upstream upstream, String what, Reply reply) {
     return DataBufferUtils.join(reply.body(), MAX_LIST_BYTES)
-        .map(DataBuffers::bytes)
+        .map(body -> BODY.decode(body, BYTE_ARRAY, null, null))
         .defaultIfEmpty(new byte[0])
         .onErrorMap(
             DataBufferLimitException.class,
@@ -536,7 +542,9 @@ final class UpstreamCaller {
   /** The start of an error body (for the message); the rest is not read. */
   private static Mono<String> errorText(Reply reply) {
     return DataBufferUtils.join(DataBufferUtils.takeUntilByteCount(reply.body(), ERROR_BODY_BYTES))
-        .map(buffer -> new String(DataBuffers.bytes(buffer), StandardCharsets.UTF_8))
+        .map(
+            buffer ->
+                new String(BODY.decode(buffer, BYTE_ARRAY, null, null), StandardCharsets.UTF_8))
         .onErrorReturn("")
         .defaultIfEmpty("");
   }
