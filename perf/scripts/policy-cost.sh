@@ -12,7 +12,7 @@
 #   --keys DIR       the folder of sign.sh's key pair; its cosign.pub is the policy's key (default perf/.keys)
 #   --rounds N       rounds, each one policy off then one policy on (default 3)
 #   -c PULLERS       concurrent pullers of the driver (default 10)
-#   --warm-loops L   the warm pass pulls every image L times (default 5)
+#   --warm-loops L   the warm pass pulls every image L times (default 10)
 #   --port PORT      the service's port; PORT+1 is its management port (default 15214)
 #
 # Example, the signed set of 220 (200 images, 20 indexes) on the pack's upstream:
@@ -22,8 +22,8 @@
 # Per run: the packaged jar (JAR, default target/registry-cache-0.1.0-SNAPSHOT.jar) with the shipped
 # JVM options (pom.xml registry-cache.jvm-options) and an empty cache folder; policy on is one rule
 # `repositories: [perf/**], require: signed, keys: [<keys>/cosign.pub]`. One cold pass (every image
-# pulled once: manifest, platform manifest, config and layers, each verified), then one warm pass (every
-# image L times), with the shared bench's driver (DRIVER, default /tmp/bench/bin/driver; built by
+# pulled once: manifest, platform manifest, config and layers, each verified), one unmeasured loop
+# over the set, then one warm pass (every image L times), with the shared bench's driver (DRIVER, default /tmp/bench/bin/driver; built by
 # ../shared/bench). The service's CPU is utime+stime of /proc/<pid>/stat before and after each pass.
 # Checks, else exit 1: no pull failed; policy on, every manifest judged allowed
 # (registry_cache_policy_verdicts_total{policy="signature"}, at least one per image) and none denied;
@@ -34,7 +34,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-registry="" set_name=cached keys="$PERF_DIR/.keys" rounds=3 pullers=10 warm_loops=5 port=15214
+registry="" set_name=cached keys="$PERF_DIR/.keys" rounds=3 pullers=10 warm_loops=10 port=15214
 parse_options "--registry:registry --set:set_name --keys:keys --rounds:rounds -c:pullers \
   --warm-loops:warm_loops --port:port" "$@"
 [[ $rounds =~ ^[0-9]+$ ]] && ((10#$rounds >= 1 && 10#$rounds <= 20)) || bad "--rounds must be a whole number 1-20, not '$rounds'"
@@ -78,12 +78,14 @@ images=$(wc -l <"$work/images.txt")
 # one image of the upstream that is not signed: seeded once (its own set), never given to sign.sh
 unsigned_csv="$PERF_DIR/data/policy-cost-unsigned.csv"
 accept="application/vnd.oci.image.manifest.v1+json,application/vnd.docker.distribution.manifest.v2+json"
-unsigned=$(tail -n +2 "$unsigned_csv" 2>/dev/null | head -1 | awk -F, '{ print $1 ":" $2 }')
+unsigned=""
+[[ ! -s $unsigned_csv ]] || unsigned=$(sed -n '2s/^\([^,]*\),\([^,]*\).*/\1:\2/p' "$unsigned_csv")
 if [[ -z $unsigned ]] || ! curl -sf -o /dev/null -H "Accept: $accept" "$registry/v2/${unsigned%:*}/manifests/${unsigned#*:}"; then
   log "seeding one unsigned image (set policy-cost-unsigned)"
   timeout 300 "$PERF_SCRIPTS/seed.sh" --registry "$registry" --set policy-cost-unsigned --images 1 --indexes 0 \
     --quiet >"$work/seed-unsigned.log" 2>&1 || die "seeding the unsigned image failed (see $work/seed-unsigned.log)"
-  unsigned=$(tail -n +2 "$unsigned_csv" | head -1 | awk -F, '{ print $1 ":" $2 }')
+  unsigned=$(sed -n '2s/^\([^,]*\),\([^,]*\).*/\1:\2/p' "$unsigned_csv")
+  [[ -n $unsigned ]] || die "seed.sh wrote no image to $unsigned_csv"
 fi
 
 start() { # POLICY(on|off) ROUND -> pid
@@ -140,12 +142,15 @@ for r in $(seq 1 "$rounds"); do
     start "$policy" "$r"
     cold=$(pass "cold-$r-$policy" -mode once)
     allowed_cold=$(verdicts allowed)
+    # one unmeasured loop first, so the warm pass measures compiled code, not the JIT compiling it
+    timeout 300 "$driver" -base "http://127.0.0.1:$port" -images "$work/images.txt" -path plain -c "$pullers" \
+      -mode loop -iterations "$images" >/dev/null 2>&1 || die "round $r, policy $policy: the warm-up loop failed"
     warm=$(pass "warm-$r-$policy" -mode loop -iterations $((images * warm_loops)))
     allowed=$(verdicts allowed) denied=$(verdicts denied)
     status=$(unsigned_status)
     if [[ $policy == on ]]; then
       ((allowed_cold >= images)) || die "round $r, policy on: $allowed_cold signature verdicts 'allowed' after the cold pass, fewer than the $images images: not every image was verified"
-      ((allowed >= allowed_cold + images * warm_loops)) || die "round $r, policy on: the warm pass was not judged on every manifest request ($((allowed - allowed_cold)) verdicts)"
+      ((allowed >= allowed_cold + images * (warm_loops + 1))) || die "round $r, policy on: the warm pass was not judged on every manifest request ($((allowed - allowed_cold)) verdicts)"
       ((denied == 0)) || die "round $r, policy on: $denied images of the signed set were denied"
       [[ $status == 403 ]] || die "round $r, policy on: the unsigned $unsigned got $status, not 403"
       (($(verdicts denied) == 1)) || die "round $r, policy on: the refusal of $unsigned was not counted as denied"
