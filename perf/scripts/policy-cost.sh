@@ -23,8 +23,9 @@
 # JVM options (pom.xml registry-cache.jvm-options) and an empty cache folder; policy on is one rule
 # `repositories: [perf/**], require: signed, keys: [<keys>/cosign.pub]`. One cold pass (every image
 # pulled once: manifest, platform manifest, config and layers, each verified), one unmeasured loop
-# over the set, then one warm pass (every image L times), with the shared bench's driver (DRIVER, default /tmp/bench/bin/driver; built by
-# ../shared/bench). The service's CPU is utime+stime of /proc/<pid>/stat before and after each pass.
+# over the set, then one warm pass (every image L times), with the shared bench's driver (DRIVER,
+# default /tmp/bench/bin/driver; built by ../shared/bench). The service's CPU is utime+stime of
+# /proc/<pid>/stat before and after each pass.
 # Checks, else exit 1: no pull failed; policy on, every manifest judged allowed
 # (registry_cache_policy_verdicts_total{policy="signature"}, at least one per image) and none denied;
 # one image of the upstream that is not signed (seeded once as set policy-cost-unsigned) refused
