@@ -194,6 +194,19 @@ expect 2 "^token-proxy.py: argument --max-seconds"    python3 "$S/token-proxy.py
 expect 2 "^summarize.py: unrecognized arguments"      python3 "$S/summarize.py" "$tmp" --bogus
 expect 2 "^scenario.py mix: argument --draws"         python3 "$S/scenario.py" mix --known a --new b --out c --draws 0
 
+# ---- policy-cost.sh: refused before a service starts or anything is seeded
+expect 2 "^policy-cost.sh: --rounds must be a whole number 1-20, not '0'" "$S/policy-cost.sh" --rounds 0
+expect 2 "^policy-cost.sh: --rounds must be a whole number 1-20, not 'x'" "$S/policy-cost.sh" --rounds x
+expect 2 "^policy-cost.sh: -c must be a whole number 1-200"     "$S/policy-cost.sh" -c 0
+expect 2 "^policy-cost.sh: --warm-loops must be a whole number" "$S/policy-cost.sh" --warm-loops many
+expect 2 "^policy-cost.sh: --port must be 1024-65534"           "$S/policy-cost.sh" --port 80
+expect 2 "^policy-cost.sh: --set must be a name"                "$S/policy-cost.sh" --set ../x
+expect 2 "^policy-cost.sh: --registry must be a loopback"       "$S/policy-cost.sh" --registry http://10.0.0.5:5000
+expect 2 "^policy-cost.sh: --registry must be a loopback"       "$S/policy-cost.sh" --registry https://127.0.0.1:5000
+expect 2 "^policy-cost.sh: no .*/no-such-set.csv: seed and sign" "$S/policy-cost.sh" --registry http://127.0.0.1:5000 --set no-such-set
+expect 2 "^policy-cost.sh: option --rounds needs a value"       "$S/policy-cost.sh" --rounds
+expect 2 "^policy-cost.sh: unknown option --bogus"              "$S/policy-cost.sh" --bogus
+
 # ---- chaos-soak.sh: refused before s3proxy, Toxiproxy or a replica starts
 expect 2 "^chaos-soak.sh: unknown option --bogus"         "$S/chaos-soak.sh" --bogus
 expect 2 "^chaos-soak.sh: --duration, --pullers"          "$S/chaos-soak.sh" --pullers many
