@@ -2,6 +2,8 @@ package io.registrycache.storage.s3;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
 import io.registrycache.cluster.ClusterMembership;
 import io.registrycache.cluster.PeerMetrics;
 import io.registrycache.oci.Digest;
@@ -179,7 +181,10 @@ class S3ClusterPullIT {
    * owner's link for the repository (the owner links before its object becomes visible), so no pull
    * asks the upstream to confirm a blob: 30 cold pulls over the three replicas within about a
    * second, each verified, cost one upstream GET per blob and not one HEAD. Before, such runs made
-   * 0–4 HEADs.
+   * 0–4 HEADs. A GET more is allowed only for each owner fallback or upstream resume the replicas
+   * counted meanwhile: on a loaded machine an owner may stay silent past {@code
+   * cluster.first-byte-timeout} and its ping too, and availability beats deduplication then ({@link
+   * io.registrycache.proxy.PeerSource}).
    */
   @Test
   void concurrentColdPullsOverTheReplicasMakeNoUpstreamHead() throws Exception {
@@ -194,6 +199,7 @@ class S3ClusterPullIT {
             .push(
                 TestImages.withLayers(
                     TestImages.uniqueRepository("s3-cold-together"), "v1", layers));
+    long retriesBefore = ownerFallbacksAndResumes();
     ExecutorService pool = Executors.newFixedThreadPool(REPLICAS * pullsPerReplica);
     try {
       CountDownLatch go = new CountDownLatch(1);
@@ -225,21 +231,73 @@ class S3ClusterPullIT {
     }
     replicas.forEach(ManualCache::awaitDownloadsCommitted);
     upstream.syncLogs();
+    long retries = ownerFallbacksAndResumes() - retriesBefore;
     long heads = 0;
+    long extraGets = 0;
     for (Blob blob : image.blobs()) {
-      assertThat(
-              upstream.countRequests(
-                  "GET", "/v2/" + image.repository() + "/blobs/" + blob.digest()))
-          .as("upstream GETs of blob %s", blob.digest())
-          .isEqualTo(1);
+      long gets =
+          upstream.countRequests("GET", "/v2/" + image.repository() + "/blobs/" + blob.digest());
+      assertThat(gets).as("upstream GETs of blob %s", blob.digest()).isPositive();
+      extraGets += gets - 1;
       heads +=
           upstream.countRequests("HEAD", "/v2/" + image.repository() + "/blobs/" + blob.digest());
     }
+    System.out.printf(
+        "S3ClusterPullIT: %d upstream GETs beyond one per blob; %d owner fallbacks and upstream"
+            + " resumes (%s)%n",
+        extraGets, retries, peerDiagnosis());
+    assertThat(extraGets)
+        .as(
+            "upstream GETs beyond one per blob, over %d owner fallbacks and upstream resumes (%s)",
+            retries, peerDiagnosis())
+        .isLessThanOrEqualTo(retries);
     assertThat(heads)
         .as(
             "upstream HEADs of the image's blobs over %d concurrent cold pulls",
             REPLICAS * pullsPerReplica)
         .isZero();
+  }
+
+  /**
+   * Owner fallbacks (every reason) and upstream resumes over the replicas: each may cost an
+   * upstream GET more.
+   */
+  static long ownerFallbacksAndResumes() {
+    long total = 0;
+    for (ManualCache replica : replicas) {
+      PeerMetrics peer = replica.context().getBean(PeerMetrics.class);
+      for (PeerMetrics.FallbackReason reason : PeerMetrics.FallbackReason.values()) {
+        total += peer.fallbacks(reason);
+      }
+      total +=
+          (long)
+              replica
+                  .context()
+                  .getBean(MeterRegistry.class)
+                  .find("registry.cache.upstream.resumes")
+                  .counters()
+                  .stream()
+                  .mapToDouble(Counter::count)
+                  .sum();
+    }
+    return total;
+  }
+
+  /** Each replica's owner fallbacks and suspicions by reason, for a failure's message. */
+  static String peerDiagnosis() {
+    List<String> out = new ArrayList<>();
+    for (ManualCache replica : replicas) {
+      PeerMetrics peer = replica.context().getBean(PeerMetrics.class);
+      List<String> counts = new ArrayList<>();
+      for (PeerMetrics.FallbackReason reason : PeerMetrics.FallbackReason.values()) {
+        counts.add("fallback " + reason + "=" + peer.fallbacks(reason));
+      }
+      for (PeerMetrics.SuspicionReason reason : PeerMetrics.SuspicionReason.values()) {
+        counts.add("suspicion " + reason + "=" + peer.suspicions(reason));
+      }
+      out.add(String.join(" ", counts));
+    }
+    return String.join("; ", out);
   }
 
   static long peerRequestsOut() {
