@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.jayway.jsonpath.JsonPath;
 import io.registrycache.it.AbstractCacheIT;
 import io.registrycache.testsupport.Command;
+import io.registrycache.testsupport.Containerd;
 import io.registrycache.testsupport.GoTools;
 import io.registrycache.testsupport.NeedsGoTool;
 import io.registrycache.testsupport.NeedsTool;
@@ -27,10 +28,10 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /**
- * The platform policy with real clients and a real multi-platform index in registry:2: repositories
- * {@code it/platform/**} allow {@code linux/amd64} only. The allowed platform pulls, digests
- * checked; the other is refused with 403 {@code DENIED} and its manifest is never asked of the
- * upstream (registry:2's own request log).
+ * The platform policy with real clients (skopeo, crane, containerd's ctr) and a real multi-platform
+ * index in registry:2: repositories {@code it/platform/**} allow {@code linux/amd64} only. The
+ * allowed platform pulls, digests checked; the other is refused with 403 {@code DENIED} and its
+ * manifest is never asked of the upstream (registry:2's own request log).
  */
 class PlatformPolicyIT extends AbstractCacheIT {
 
@@ -130,6 +131,45 @@ class PlatformPolicyIT extends AbstractCacheIT {
         .as("requests for the refused manifest that reached registry:2")
         .isZero();
     assertThat(upstreamManifestRequests(repo, amd64)).isEqualTo(1);
+  }
+
+  @Test
+  void ctrPullsTheAllowedPlatformAndIsDeniedTheOther() throws IOException {
+    Containerd.require();
+    Containerd containerd = new Containerd();
+    try {
+      ImageIndex index =
+          upstream
+              .pusher()
+              .push(TestImages.index(TestImages.uniqueRepository("platform/ctr"), "multi"));
+      String repo = index.repository();
+      Image amd64 = index.platform("amd64").image();
+      Image arm64 = index.platform("arm64").image();
+      Path hosts = work.resolve("hosts");
+      Containerd.writeHostsToml(hosts, UPSTREAM_HOST, port);
+      String ref = UPSTREAM_HOST + "/" + repo + ":multi";
+
+      Command.Result pull = containerd.pull(hosts, ref, "linux/amd64");
+      assertThat(pull.exitCode()).as(pull.output()).isZero();
+      Command.Result manifest = containerd.ctr("content", "get", amd64.manifest().digest());
+      assertThat(manifest.output())
+          .as("the amd64 manifest containerd stored (it checks the digest)")
+          .isEqualTo(amd64.manifest().text());
+      for (Blob blob : amd64.blobs()) {
+        assertThat(containerd.ctr("content", "get", blob.digest()).exitCode())
+            .as("blob %s in containerd's content store", blob.digest())
+            .isZero();
+      }
+
+      Command.Result refused = containerd.pull(hosts, ref, "linux/arm64");
+      assertThat(refused.exitCode()).as(refused.output()).isNotZero();
+      assertThat(refused.output()).as(refused.output()).contains("403");
+      assertThat(upstreamManifestRequests(repo, arm64))
+          .as("requests for the refused manifest that reached registry:2")
+          .isZero();
+    } finally {
+      containerd.removePulled();
+    }
   }
 
   @Test

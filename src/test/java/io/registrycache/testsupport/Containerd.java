@@ -87,6 +87,24 @@ public final class Containerd {
   }
 
   /**
+   * {@link #pull(Path, String)} of one platform of an image index ({@code --platform}, e.g. {@code
+   * linux/arm64}): containerd fetches the index, then that platform's manifest and its blobs.
+   */
+  public Command.Result pull(Path hostsDir, String ref, String platform) {
+    pulled.add(ref);
+    return ctr(
+        "--debug",
+        "images",
+        "pull",
+        "--plain-http",
+        "--platform",
+        platform,
+        "--hosts-dir",
+        hostsDir.toString(),
+        ref);
+  }
+
+  /**
    * Whether {@code ctr images check} lists {@code ref} as complete: every blob present, which
    * containerd only keeps after checking its digest.
    */
