@@ -9,6 +9,7 @@ import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
+import io.registrycache.signature.SignaturePolicy;
 import io.registrycache.storage.ReferrersStore;
 import io.registrycache.upstream.Upstream;
 import io.registrycache.upstream.UpstreamClient;
@@ -22,6 +23,7 @@ import java.util.Locale;
 import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.http.HttpStatus;
 import org.springframework.stereotype.Service;
 import reactor.core.publisher.Mono;
@@ -48,7 +50,9 @@ import tools.jackson.databind.node.ObjectNode;
  * </ul>
  *
  * Filtering ({@code artifactType}) and paging are done by the caller on the whole list, so they
- * work the same for both sources.
+ * work the same for both sources. A list from the API that differs from the stored one at its
+ * refresh makes the signature policy judge the subject again at its next request ({@link
+ * SignaturePolicy#referrersChanged}).
  */
 @Service
 public class ProxyReferrersService {
@@ -70,12 +74,29 @@ public class ProxyReferrersService {
   private final Clock clock;
   private final SingleFlight<String, Mono<Referrers>> fetches = new SingleFlight<>();
 
+  /** The signature policy, or {@code null} when no rule requires signatures. */
+  private final SignaturePolicy signatures;
+
   /**
    * @param manifests where the referrers tag schema's index is pulled through, when the upstream
    *     has no referrers API
    */
   public ProxyReferrersService(
       PullThroughContext context, ProxyManifestService manifests, ReferrersStore store) {
+    this(context, manifests, store, SignaturePolicy.none());
+  }
+
+  /**
+   * As the other constructor, and {@code signatures} is told when a refreshed list differs from the
+   * stored one, so a signature added or removed upstream is judged at the next request.
+   */
+  @Autowired
+  public ProxyReferrersService(
+      PullThroughContext context,
+      ProxyManifestService manifests,
+      ReferrersStore store,
+      SignaturePolicy signatures) {
+    this.signatures = signatures.enabled() ? signatures : null;
     RegistryCacheProperties properties = context.properties();
     this.upstreams = context.upstreams();
     this.manifests = manifests;
@@ -143,6 +164,12 @@ public class ProxyReferrersService {
             pages -> {
               ArrayNode all = JSON.createArrayNode();
               pages.forEach(all::addAll);
+              if (signatures != null
+                  && cached.isPresent()
+                  && cached.get().fromApi()
+                  && !cached.get().manifests().equals(all)) {
+                signatures.referrersChanged(upstream.key(), name.value(), subject);
+              }
               store.put(
                   upstream.key(),
                   name.value(),

@@ -42,10 +42,12 @@ import tools.jackson.databind.JsonNode;
  * stored one is served.
  *
  * <p>Verdicts are remembered per upstream, repository and manifest digest for {@code
- * registry-cache.policy.signatures.verdict-ttl}, then verified again. A verified image whose
- * signatures cannot be fetched again ({@link Reason#FETCH_FAILED}: upstream down or failing) is
- * still allowed up to {@code max-stale} past that TTL; a fetch failure is never remembered, so an
- * image never verified is refused until its signatures can be read.
+ * registry-cache.policy.signatures.verdict-ttl}, then verified again; sooner when the image's
+ * referrers list, refreshed after {@code referrers.ttl}, differs from the stored one ({@link
+ * #referrersChanged}). A verified image whose signatures cannot be fetched again ({@link
+ * Reason#FETCH_FAILED}: upstream down or failing) is still allowed up to {@code max-stale} past
+ * that TTL; a fetch failure is never remembered, so an image never verified is refused until its
+ * signatures can be read.
  *
  * <p>Judged: image manifests (an image config, OCI or Docker) and image indexes. Not judged, always
  * allowed: artifacts (another config media type, or an {@code artifactType}), manifests whose every
@@ -259,6 +261,20 @@ public final class SignaturePolicy {
               }
               return Outcome.of(verdict);
             });
+  }
+
+  /**
+   * Makes the next request for manifest {@code digest} of {@code repository} at the upstream keyed
+   * {@code upstream} verify its signatures again, its verdict's TTL notwithstanding: its referrers
+   * changed (a signature added or removed). A verified image stays servable up to {@code max-stale}
+   * from now while its signatures cannot be fetched; nothing happens for an image not judged yet.
+   */
+  public void referrersChanged(String upstream, String repository, Digest digest) {
+    Key key = new Key(upstream, repository, digest);
+    Judged last = verdicts.getIfPresent(key);
+    if (last != null) {
+      verdicts.put(key, new Judged(last.verdict(), clock.instant().minus(ttl)));
+    }
   }
 
   /** One verification per image at a time; requests meanwhile share its verdict. */

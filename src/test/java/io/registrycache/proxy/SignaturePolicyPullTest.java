@@ -467,6 +467,70 @@ class SignaturePolicyPullTest {
     assertDenied(cache.getManifest("/v2/" + repo + "/manifests/v1"), "no signature");
   }
 
+  /**
+   * The upstream's referrers API lists {@code signatures} (cosign's artifact type) for the path.
+   */
+  static void referrers(String path, Manifest... signatures) {
+    StringBuilder manifests = new StringBuilder();
+    for (Manifest m : signatures) {
+      manifests
+          .append(manifests.isEmpty() ? "" : ",")
+          .append("{\"mediaType\":\"")
+          .append(m.mediaType())
+          .append("\",\"size\":")
+          .append(m.bytes().length)
+          .append(",\"digest\":\"")
+          .append(m.digest())
+          .append("\",\"artifactType\":\"application/vnd.dev.cosign.artifact.sig.v1+json\"}");
+    }
+    byte[] index =
+        ("{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.index.v1+json\","
+                + "\"manifests\":["
+                + manifests
+                + "]}")
+            .getBytes(StandardCharsets.UTF_8);
+    upstream.route(
+        path,
+        ex ->
+            ScriptedHttp.send(
+                ex, 200, "application/vnd.oci.image.index.v1+json", index, Sha256.digest(index)));
+  }
+
+  @Test
+  void aSignatureAddedToTheReferrersIsJudgedAtTheListsRefreshWithinTheVerdictsTtl() {
+    String repo = TestImages.uniqueRepository("signed/referrers");
+    Image image = TestImages.smallOci(repo, "v1");
+    serve(repo, image);
+    String listPath = "/v2/" + repo + "/referrers/" + image.manifest().digest();
+    referrers(listPath);
+    assertDenied(cache.getManifest("/v2/" + repo + "/manifests/v1"), "no signature");
+    HttpResponse<byte[]> empty = cache.get(listPath);
+    assertThat(empty.statusCode()).as(describe(empty)).isEqualTo(200);
+    assertThat(
+            JsonPath.<java.util.List<?>>read(
+                new String(empty.body(), StandardCharsets.UTF_8), "$.manifests"))
+        .isEmpty();
+
+    CosignSignature signature = sign(repo, image.manifest().digest(), trusted, false);
+    route("/v2/" + repo + "/manifests/" + signature.manifest().digest(), signature.manifest());
+    blob(repo, signature.payload());
+    referrers(listPath, signature.manifest());
+    assertDenied(
+        cache.getManifest("/v2/" + repo + "/manifests/v1"),
+        "no signature"); // the verdict stands: nothing told the cache yet
+
+    clock.advance(Duration.ofMinutes(2)); // past referrers.ttl (60s), within verdict-ttl (10m)
+    HttpResponse<byte[]> listed = cache.get(listPath);
+    assertThat(listed.statusCode()).as(describe(listed)).isEqualTo(200);
+    assertThat(
+            JsonPath.<String>read(
+                new String(listed.body(), StandardCharsets.UTF_8), "$.manifests[0].digest"))
+        .isEqualTo(signature.manifest().digest());
+    HttpResponse<byte[]> got = cache.getManifest("/v2/" + repo + "/manifests/v1");
+    assertThat(got.statusCode()).as(describe(got)).isEqualTo(200);
+    assertThat(got.body()).isEqualTo(image.manifest().bytes());
+  }
+
   @Test
   void aRepositoryNoRuleMatchesServesUnsignedImages() {
     String repo = TestImages.uniqueRepository("open");
