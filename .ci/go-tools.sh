@@ -12,7 +12,7 @@ command -v go >/dev/null || { echo "go-tools: Go not found (neither /usr/local/g
 
 CRANE_VERSION=v0.20.6
 ORAS_VERSION=v1.2.3
-COSIGN_VERSION=v2.4.3
+COSIGN_VERSION=v3.1.3
 HELM_VERSION=v3.22.0
 # Jaeger (v2 all-in-one, an OpenTelemetry Collector) for TracingIT: OTLP receiver, query API, UI.
 JAEGER_VERSION=v1.76.0
@@ -86,7 +86,7 @@ for tool in "${tools[@]}"; do
              "-X github.com/google/go-containerregistry/cmd/crane/cmd.Version=$CRANE_VERSION" ;;
     oras) install oras oras.land/oras/cmd/oras "$ORAS_VERSION" \
              "-X oras.land/oras/internal/version.Version=${ORAS_VERSION#v} -X oras.land/oras/internal/version.BuildMetadata=" ;;
-    cosign) install cosign github.com/sigstore/cosign/v2/cmd/cosign "$COSIGN_VERSION" \
+    cosign) install cosign github.com/sigstore/cosign/v3/cmd/cosign "$COSIGN_VERSION" \
              "-X sigs.k8s.io/release-utils/version.gitVersion=$COSIGN_VERSION" ;;
     helm) install helm helm.sh/helm/v3/cmd/helm "$HELM_VERSION" \
              "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION $HELM_KUBE_VERSION_FLAGS" ;;

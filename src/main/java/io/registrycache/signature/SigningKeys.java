@@ -103,7 +103,7 @@ public final class SigningKeys {
     } else if (algorithm.equals(PKCSObjectIdentifiers.rsaEncryption)) {
       scheme = "SHA256withRSA";
     } else if (algorithm.equals(EdECObjectIdentifiers.id_Ed25519)) {
-      scheme = "Ed25519";
+      scheme = SigningKey.ED25519;
     } else {
       throw new IllegalArgumentException(
           "signing key "

@@ -51,7 +51,8 @@ import tools.jackson.databind.node.ObjectNode;
 
 /**
  * The signature policy with the real cosign signing images in a {@code registry:2} of this class
- * ({@code cosign sign --key}, no transparency log) and real clients pulling through the cache:
+ * ({@code cosign sign --key}, no transparency log; in the cosign tag scheme, and as Sigstore
+ * bundles among the referrers, cosign 3's default) and real clients pulling through the cache:
  * skopeo, crane, and containerd's ctr where its socket is there. Repositories {@code it/signed/**}
  * require a signature by {@code trusted.pub}. Right key: pulled, digests checked; unsigned, another
  * key, a signature altered in registry:2: refused with 403 {@code DENIED} and the reason; and an
@@ -134,15 +135,31 @@ class SignaturePolicyIT {
 
   /** {@code cosign sign --key <key>.key} of the image's digest in registry:2. */
   static void sign(Image image, String key) {
-    cosign(
-        List.of(
-            "sign",
-            "--key",
-            key + ".key",
-            "--tlog-upload=false",
-            "--allow-insecure-registry",
-            "-y",
-            registry.hostAndPort() + "/" + image.repository() + "@" + image.manifest().digest()));
+    sign(image, key, false);
+  }
+
+  /**
+   * {@code cosign sign --key <key>.key}, no transparency log: in the cosign tag scheme, or with
+   * {@code bundle} as a Sigstore bundle among the image's referrers (cosign 3's default; the
+   * referrers tag schema on registry:2).
+   */
+  static void sign(Image image, String key, boolean bundle) {
+    List<String> arguments =
+        new ArrayList<>(
+            List.of(
+                "sign",
+                "--key",
+                key + ".key",
+                "--tlog-upload=false",
+                "--use-signing-config=false",
+                "--allow-insecure-registry",
+                "-y"));
+    if (!bundle) {
+      arguments.add("--new-bundle-format=false");
+    }
+    arguments.add(
+        registry.hostAndPort() + "/" + image.repository() + "@" + image.manifest().digest());
+    cosign(arguments);
   }
 
   /** The image through the cache, as clients name it: {@code localhost:<port>/<host>/<repo>}. */
@@ -237,6 +254,22 @@ class SignaturePolicyIT {
     assertRefused(skopeoCopy(unsigned, work.resolve("unsigned")), "no signature");
     assertRefused(skopeoCopy(otherKey, work.resolve("other")), "wrong key");
     assertDenied(unsigned, "no signature");
+    assertDenied(otherKey, "wrong key");
+  }
+
+  @Test
+  @NeedsTool("skopeo")
+  void skopeoPullsTheImageWithABundleByTheKeyAndIsRefusedOneByAnotherKey() throws IOException {
+    Image good = push("signed/bundle-good");
+    sign(good, "trusted", true);
+    Image otherKey = push("signed/bundle-other");
+    sign(otherKey, "other", true);
+
+    Path layout = work.resolve("bundle-good");
+    skopeoCopy(good, layout).assertSuccess();
+    assertCopied(layout, good);
+
+    assertRefused(skopeoCopy(otherKey, work.resolve("bundle-other")), "wrong key");
     assertDenied(otherKey, "wrong key");
   }
 

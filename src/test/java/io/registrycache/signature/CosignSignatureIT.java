@@ -45,7 +45,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * pairs it made or imported: ECDSA P-256 ({@code cosign generate-key-pair}), RSA 2048 and Ed25519
  * ({@code cosign import-key-pair}). Signatures in the cosign tag scheme (cosign's default) and,
  * with {@code --registry-referrers-mode=oci-1-1}, in the referrers tag schema (registry:2 has no
- * referrers API).
+ * referrers API); and Sigstore bundles, cosign 3's default, in the referrers tag schema too.
  */
 @NeedsGoTool("cosign")
 class CosignSignatureIT {
@@ -117,21 +117,41 @@ class CosignSignatureIT {
     return registry.hostAndPort() + "/" + image.repository() + "@" + image.manifest().digest();
   }
 
-  /** {@code cosign sign} with the key pair {@code key}, no transparency log. */
+  /**
+   * {@code cosign sign} with the key pair {@code key}, no transparency log, in the cosign tag
+   * scheme ({@code --new-bundle-format=false}; cosign 3's default is a Sigstore bundle: {@link
+   * #signBundle}).
+   */
   static void sign(Image image, String key, String... flags) {
-    List<String> arguments =
-        new ArrayList<>(
-            List.of(
-                "sign",
-                "--key",
-                key + ".key",
-                "--tlog-upload=false",
-                "--allow-insecure-registry",
-                "-y"));
+    List<String> arguments = new ArrayList<>(SIGN_WITHOUT_LOG);
+    arguments.addAll(List.of("--key", key + ".key", "--new-bundle-format=false"));
     arguments.addAll(List.of(flags));
     arguments.add(reference(image));
     System.out.println(cosign(arguments).output());
   }
+
+  /**
+   * {@code cosign sign --key <key>.key} as cosign 3 signs by default: a Sigstore bundle (a DSSE
+   * envelope over an in-toto statement naming the digest) as a referrer of the image, in the
+   * referrers tag schema on registry:2.
+   */
+  static void signBundle(Image image, String key) {
+    List<String> arguments = new ArrayList<>(SIGN_WITHOUT_LOG);
+    arguments.addAll(List.of("--key", key + ".key", reference(image)));
+    System.out.println(cosign(arguments).output());
+  }
+
+  /**
+   * {@code cosign sign} without a transparency log: cosign 3 takes {@code --tlog-upload=false} only
+   * without its TUF-provided signing config.
+   */
+  static final List<String> SIGN_WITHOUT_LOG =
+      List.of(
+          "sign",
+          "--tlog-upload=false",
+          "--use-signing-config=false",
+          "--allow-insecure-registry",
+          "-y");
 
   static SignatureVerdict verify(Image image, String... keyNames) {
     List<Path> files = new ArrayList<>();
@@ -200,6 +220,22 @@ class CosignSignatureIT {
     assertThat(reason(verify(image, "other"))).isEqualTo(Reason.WRONG_KEY);
   }
 
+  @Test
+  void aSigstoreBundleInTheReferrersVerifies() throws IOException {
+    Image image = push("signed-bundle");
+    signBundle(image, "ecdsa");
+
+    Digest digest = Digest.parse(image.manifest().digest());
+    String manifests = registry.baseUrl() + "/v2/" + image.repository() + "/manifests/";
+    assertThat(status(manifests + digest.algorithm() + "-" + digest.hex() + ".sig")).isEqualTo(404);
+    assertThat(status(manifests + digest.algorithm() + "-" + digest.hex())).isEqualTo(200);
+    assertThat(verify(image, "other", "ecdsa"))
+        .isInstanceOf(Verified.class)
+        .extracting(v -> ((Verified) v).key())
+        .isEqualTo("ecdsa.pub");
+    assertThat(reason(verify(image, "other"))).isEqualTo(Reason.WRONG_KEY);
+  }
+
   static int status(String url) throws IOException {
     try (HttpClient http = HttpClient.newHttpClient()) {
       return http.send(
@@ -227,6 +263,8 @@ class CosignSignatureIT {
                 "--key",
                 "ecdsa.key",
                 "--tlog-upload=false",
+                "--use-signing-config=false",
+                "--new-bundle-format=false",
                 "--allow-insecure-registry",
                 "-y",
                 "--registry-referrers-mode=oci-1-1",

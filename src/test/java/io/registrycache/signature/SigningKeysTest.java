@@ -14,6 +14,7 @@ import java.security.KeyPair;
 import java.security.KeyPairGenerator;
 import java.security.Signature;
 import java.security.spec.ECGenParameterSpec;
+import java.security.spec.EdDSAParameterSpec;
 import java.util.List;
 import org.bouncycastle.openssl.jcajce.JcaPEMWriter;
 import org.junit.jupiter.api.Test;
@@ -61,6 +62,24 @@ class SigningKeysTest {
     assertThat(key.verifies(payload, signature)).isTrue();
     assertThat(key.verifies("payloaD".getBytes(StandardCharsets.UTF_8), signature)).isFalse();
     assertThat(key.verifies(payload, new byte[] {1, 2, 3})).isFalse();
+  }
+
+  @Test
+  void anEd25519KeyVerifiesItsPrehashedSignaturesAsCosign3MakesThem() throws Exception {
+    KeyPair pair = generate("Ed25519", null);
+    SigningKey key = SigningKeys.read(write("ph.pub", pem(pair.getPublic())));
+    byte[] payload = "payload".getBytes(StandardCharsets.UTF_8);
+    Signature signer = Signature.getInstance("Ed25519");
+    signer.setParameter(new EdDSAParameterSpec(true));
+    signer.initSign(pair.getPrivate());
+    signer.update(payload);
+    byte[] prehashed = signer.sign();
+
+    assertThat(key.verifies(payload, prehashed)).isTrue();
+    assertThat(key.verifies("payloaD".getBytes(StandardCharsets.UTF_8), prehashed)).isFalse();
+    SigningKey other =
+        SigningKeys.read(write("other.pub", pem(generate("Ed25519", null).getPublic())));
+    assertThat(other.verifies(payload, prehashed)).isFalse();
   }
 
   @Test
