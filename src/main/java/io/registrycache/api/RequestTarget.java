@@ -169,8 +169,8 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
 
     /**
      * {@code registry-cache.auth.enabled}, read once. Off, a request to an upstream that is not
-     * pass-through is decided here by the upstream's pull-through list alone, as {@link
-     * PullAccess} would decide it, without entering the auth classes.
+     * pass-through is decided here by the upstream's pull-through list alone, as {@link PullAccess}
+     * would decide it, without entering the auth classes.
      */
     private final boolean accessRules;
 
@@ -182,8 +182,8 @@ public record RequestTarget(Upstream upstream, RepositoryName name, String names
 
     /**
      * Resolves the request's target ({@link RequestTarget#resolve}), has {@link PullAccess#decide}
-     * decide whether {@code identity} may pull it and with which credentials the upstream is
-     * asked, and serves it.
+     * decide whether {@code identity} may pull it and with which credentials the upstream is asked,
+     * and serves it.
      *
      * @param ns the {@code ns} query parameter, or {@code null}
      * @param clientAuthorization the request's {@code Authorization} values (empty when none), read

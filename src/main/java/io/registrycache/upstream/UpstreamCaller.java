@@ -255,10 +255,11 @@ final class UpstreamCaller {
       int hops,
       Attempt attempt) {
     Upstream upstream = connection.upstream();
-    boolean sameOrigin = UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
+    // The first request goes to the upstream's own origin (every endpoint builds it on the
+    // upstream's URL; a referrers page elsewhere is refused before); every redirect is checked.
+    boolean sameOrigin = hops == 0 || UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
     UpstreamAuthorization sent = sameOrigin ? auth : null;
-    int maxHops = Math.max(0, upstream.settings().redirect().maxHops());
-    // The first request goes to the upstream's own origin; every redirect target is checked.
+    int maxHops = connection.maxRedirectHops();
     Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
     return allowed
         .then(Mono.defer(() -> send(connection, method, uri, request, sent, sameOrigin, attempt)))
@@ -344,11 +345,7 @@ final class UpstreamCaller {
               attempt.add(body);
               return Mono.just(
                   new Reply(
-                      status,
-                      headers,
-                      minTransferRate(connection.upstream(), body.flux()),
-                      sent,
-                      sameOrigin));
+                      status, headers, minTransferRate(connection, body.flux()), sent, sameOrigin));
             })
         .next();
   }
@@ -456,15 +453,13 @@ final class UpstreamCaller {
    * read-timeout} but not this. After {@code n} bytes the next {@code n} are due by {@code grace +
    * n / rate} from the start. Checked once a second ({@link #RATE_CHECKS}), not per buffer.
    */
-  static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
-    long rate =
-        upstream.settings().minTransferRate() == null
-            ? 0
-            : upstream.settings().minTransferRate().toBytes();
+  static Flux<DataBuffer> minTransferRate(UpstreamConnection connection, Flux<DataBuffer> body) {
+    long rate = connection.minTransferRate();
     if (rate <= 0) {
       return body;
     }
-    Duration grace = upstream.settings().minTransferRateGrace();
+    Duration grace = connection.minTransferRateGrace();
+    String key = connection.upstream().key();
     return Flux.defer(
         () -> {
           long start = System.nanoTime();
@@ -488,7 +483,7 @@ final class UpstreamCaller {
                                       + Duration.ofNanos(System.nanoTime() - start).toMillis()
                                       + " ms"
                                       + " (registry-cache.upstreams."
-                                      + upstream.key()
+                                      + key
                                       + ".min-transfer-rate)")));
           return body.doOnNext(buffer -> received.addAndGet(buffer.readableByteCount()))
               .takeUntilOther(tooSlow)

@@ -47,6 +47,9 @@ final class UpstreamConnection implements AutoCloseable {
   private final UpstreamTls tls;
   private final ConnectionProvider pool;
   private final HttpClient http;
+  private final int maxRedirectHops;
+  private final long minTransferRate;
+  private final Duration minTransferRateGrace;
   private volatile WebClient webClient;
 
   /** With Reactor Netty's JVM-wide event loops; for tests that build one connection alone. */
@@ -63,6 +66,11 @@ final class UpstreamConnection implements AutoCloseable {
     this.upstream = upstream;
     UpstreamProperties settings = upstream.settings();
     UpstreamCredentials.validate(upstream.key(), settings);
+    // Read once here, not from the settings on every request.
+    this.maxRedirectHops = Math.max(0, settings.redirect().maxHops());
+    this.minTransferRate =
+        settings.minTransferRate() == null ? 0 : settings.minTransferRate().toBytes();
+    this.minTransferRateGrace = settings.minTransferRateGrace();
     this.tls = UpstreamTls.from(upstream.key(), settings.tls());
     if (tls.insecureSkipVerify()) {
       log.warn(
@@ -129,6 +137,21 @@ final class UpstreamConnection implements AutoCloseable {
 
   UpstreamTls tls() {
     return tls;
+  }
+
+  /** {@code redirect.max-hops}: redirects followed per request, at least 0. */
+  int maxRedirectHops() {
+    return maxRedirectHops;
+  }
+
+  /** {@code min-transfer-rate} in bytes per second; 0 when a body may be as slow as it likes. */
+  long minTransferRate() {
+    return minTransferRate;
+  }
+
+  /** {@code min-transfer-rate-grace}: how long a body may be slow from its start. */
+  Duration minTransferRateGrace() {
+    return minTransferRateGrace;
   }
 
   /**
