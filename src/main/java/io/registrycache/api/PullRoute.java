@@ -54,10 +54,10 @@ import reactor.netty.http.server.HttpServerRoutes;
  * through one operator chain of its own instead of WebFlux's exchange, filter chain, handler
  * mapping and response writers (docs/performance.md, "The pull route"). What the web filters do for
  * the other {@code /v2} requests is done here as plain calls: the {@link PullGate} (authentication,
- * rate limits), {@link RequestTargets} (rules, pull-through lists, pass-through credentials), the
- * {@code Docker-Distribution-API-Version} header, {@code registry_cache_responses_total}, pull
- * activity, the {@link AccessLog} and, with tracing on, the request's span ({@link PullTracing},
- * docs/tracing.md).
+ * rate limits), {@link RequestTarget.Resolver} (rules, pull-through lists, pass-through
+ * credentials), the {@code Docker-Distribution-API-Version} header, {@code
+ * registry_cache_responses_total}, pull activity, the {@link AccessLog} and, with tracing on, the
+ * request's span ({@link PullTracing}, docs/tracing.md).
  *
  * <p>Every request on the pull port passes {@link HttpTarget} here first, whatever its path or
  * method: a {@code /v2} target it refuses is answered 400 {@code NAME_INVALID} by this route, so
@@ -79,7 +79,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
   private final CacheMetrics metrics;
   private final PullActivity activity;
   private final PullGate gate;
-  private final RequestTargets targets;
+  private final RequestTarget.Resolver targets;
   private final AccessLog accessLog; // null when off (registry-cache.access-log.enabled)
   private final PullTracing tracing; // null when off: then no request enters its classes
 
@@ -102,7 +102,7 @@ public class PullRoute implements WebServerFactoryCustomizer<NettyReactiveWebSer
       CacheMetrics metrics,
       PullActivity activity,
       PullGate gate,
-      RequestTargets targets,
+      RequestTarget.Resolver targets,
       AccessLog accessLog,
       @Value("${server.forward-headers-strategy:none}") String forwardHeadersStrategy,
       PullTracing tracing) {

@@ -40,7 +40,7 @@ public class RegistryHandler {
   private final CacheMetrics metrics;
   private final ReferrersResponder referrers;
   private final PullAuthentication authentication;
-  private final RequestTargets targets;
+  private final RequestTarget.Resolver targets;
 
   private final ApplicationAvailability availability;
 
@@ -52,7 +52,7 @@ public class RegistryHandler {
       CacheMetrics metrics,
       ReferrersResponder referrers,
       PullAuthentication authentication,
-      RequestTargets targets,
+      RequestTarget.Resolver targets,
       ApplicationAvailability availability) {
     this.availability = availability;
     this.tags = tags;

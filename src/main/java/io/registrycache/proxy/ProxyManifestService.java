@@ -79,6 +79,10 @@ public class ProxyManifestService {
 
   private final PeerSource peers; // null for a single replica: no request enters peer code
   private final Prefetcher prefetcher;
+
+  /** {@code blobs.prefetch.enabled}, read once: off, a fetch never enters the prefetcher. */
+  private final boolean prefetching;
+
   private final PlatformCheck platforms;
   private final SignaturePolicy signatures;
 
@@ -132,6 +136,7 @@ public class ProxyManifestService {
     Clock clock = context.clock();
     this.peers = context.peers().clustered() ? context.peers() : null;
     this.prefetcher = prefetcher;
+    this.prefetching = prefetcher.enabled();
     this.upstreams = context.upstreams();
     this.store = store;
     this.storage = context.storage();
@@ -538,7 +543,8 @@ public class ProxyManifestService {
                           // A peer's request is not prefetched for: the replica its client asked
                           // does it, through the blobs' owners, so the cluster still fetches each
                           // blob once.
-                          boolean prefetch = !forPeer && !context.hasKey(NO_PREFETCH);
+                          boolean prefetch =
+                              prefetching && !forPeer && !context.hasKey(NO_PREFETCH);
                           long started = System.nanoTime();
                           return (owner.isEmpty()
                                   ? fromUpstream.get()

@@ -94,7 +94,7 @@ final class BlobPuller {
       return UpstreamCaller.drain(reply)
           .then(
               Mono.error(
-                  UpstreamCaller.unavailable(
+                  UpstreamErrors.unavailable(
                       upstream,
                       what
                           + ": answered "

@@ -1,7 +1,9 @@
 package io.registrycache.upstream;
 
 import io.registrycache.oci.Digest;
+import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
+import io.registrycache.oci.OciException;
 import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.upstream.UpstreamCaller.Request;
@@ -11,6 +13,7 @@ import org.springframework.core.ResolvableType;
 import org.springframework.core.codec.ByteArrayDecoder;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
+import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpStatus;
 import reactor.core.publisher.Mono;
 
@@ -42,7 +45,7 @@ final class ManifestPuller {
       Reference reference,
       List<String> accept,
       int maxBytes) {
-    String what = "manifest " + UpstreamCaller.describe(name, reference);
+    String what = "manifest " + describe(name, reference);
     URI uri = UpstreamCaller.uri(upstream, name, "manifests", reference.toString());
     return caller.call(
         upstream,
@@ -60,11 +63,11 @@ final class ManifestPuller {
           }
           Digest digest;
           try {
-            digest = UpstreamCaller.upstreamDigest(upstream, what, reply.headers());
+            digest = upstreamDigest(upstream, what, reply.headers());
           } catch (UpstreamException e) {
             return UpstreamCaller.drain(reply).then(Mono.error(e));
           }
-          String mediaType = UpstreamCaller.mediaType(reply.headers());
+          String mediaType = mediaType(reply.headers());
           // join(…, max) stops reading and cancels as soon as the limit is passed.
           return DataBufferUtils.join(reply.body(), maxBytes)
               .map(body -> BODY.decode(body, BYTE_ARRAY, null, null))
@@ -79,7 +82,7 @@ final class ManifestPuller {
   /** The manifest's digest, media type and size without its body; errors as {@link #get}. */
   Mono<UpstreamManifestHead> head(
       Upstream upstream, RepositoryName name, Reference reference, List<String> accept) {
-    String what = "manifest " + UpstreamCaller.describe(name, reference);
+    String what = "manifest " + describe(name, reference);
     URI uri = UpstreamCaller.uri(upstream, name, "manifests", reference.toString());
     return caller.call(
         upstream,
@@ -95,8 +98,8 @@ final class ManifestPuller {
                   Mono.fromCallable(
                       () ->
                           new UpstreamManifestHead(
-                              UpstreamCaller.upstreamDigest(upstream, what, reply.headers()),
-                              UpstreamCaller.mediaType(reply.headers()),
+                              upstreamDigest(upstream, what, reply.headers()),
+                              mediaType(reply.headers()),
                               reply.headers().getContentLength())));
         });
   }
@@ -117,5 +120,33 @@ final class ManifestPuller {
             + " bytes (registry-cache.manifests.max-size-bytes)",
         null,
         null);
+  }
+
+  /**
+   * The upstream's {@code Docker-Content-Digest}, or {@code null} when absent.
+   *
+   * @throws UpstreamException {@code UPSTREAM_UNAVAILABLE} (502) when it is malformed
+   */
+  private static Digest upstreamDigest(Upstream upstream, String what, HttpHeaders headers) {
+    String value = headers.getFirst("Docker-Content-Digest");
+    if (value == null || value.isBlank()) {
+      return null;
+    }
+    try {
+      return Digest.parse(value.trim());
+    } catch (OciException e) {
+      throw UpstreamErrors.unavailable(
+          upstream, "upstream sent an invalid digest for " + what + " (" + e.getMessage() + ")", e);
+    }
+  }
+
+  /** The media type of {@code Content-Type} without parameters. */
+  private static String mediaType(HttpHeaders headers) {
+    return MediaTypes.essence(headers.getFirst(HttpHeaders.CONTENT_TYPE));
+  }
+
+  /** {@code name:tag} or {@code name@digest}, for messages. */
+  private static String describe(RepositoryName name, Reference reference) {
+    return name + (reference instanceof Reference.ByDigest ? "@" : ":") + reference;
   }
 }

@@ -34,7 +34,7 @@ final class ReferrersLister {
         page != null ? page : UpstreamCaller.uri(upstream, name, "referrers", subject.toString());
     if (!UpstreamAddressPolicy.sameOrigin(uri, upstream.url())) {
       return Mono.error(
-          UpstreamCaller.unavailable(upstream, what + ": next page is on another host", null));
+          UpstreamErrors.unavailable(upstream, what + ": next page is on another host", null));
     }
     Request request = Request.get(uri, name, List.of("application/vnd.oci.image.index.v1+json"));
     return caller.call(

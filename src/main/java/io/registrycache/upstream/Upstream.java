@@ -19,6 +19,11 @@ import java.util.Set;
  * @param client for a pass-through upstream ({@code credentials: passthrough}), the credentials of
  *     the client this upstream is fetched for ({@link #forClient}); {@code null} otherwise, and on
  *     the configured upstream itself (then the upstream is asked anonymously)
+ * @param passthrough whether this upstream is fetched with each client's own credentials ({@code
+ *     credentials: passthrough}), read from {@code settings} once
+ * @param pullThrough the pull-through lists of {@code settings} ({@code
+ *     registry-cache.upstreams.<key>.pull-through}), or {@code null} when they let every repository
+ *     through (the default), so a pull checks nothing
  */
 public record Upstream(
     String key,
@@ -27,7 +32,9 @@ public record Upstream(
     Set<String> aliases,
     boolean dockerHubNaming,
     UpstreamProperties settings,
-    ClientCredential client) {
+    ClientCredential client,
+    boolean passthrough,
+    UpstreamProperties.PullThrough pullThrough) {
 
   /**
    * @throws IllegalArgumentException when {@code key} is not a valid {@link UpstreamKey}
@@ -47,15 +54,27 @@ public record Upstream(
       Set<String> aliases,
       boolean dockerHubNaming,
       UpstreamProperties settings) {
-    this(key, host, url, aliases, dockerHubNaming, settings, null);
+    this(
+        key,
+        host,
+        url,
+        aliases,
+        dockerHubNaming,
+        settings,
+        null,
+        settings != null && settings.passthrough(),
+        restricting(settings));
   }
 
   /**
-   * Whether this upstream is fetched with each client's own credentials ({@code credentials:
-   * passthrough}).
+   * The pull-through lists of {@code settings}, or {@code null} when they let every name through.
    */
-  public boolean passthrough() {
-    return settings != null && settings.passthrough();
+  private static UpstreamProperties.PullThrough restricting(UpstreamProperties settings) {
+    if (settings == null) {
+      return null;
+    }
+    UpstreamProperties.PullThrough lists = settings.pullThrough();
+    return lists.allow().isEmpty() && lists.deny().isEmpty() ? null : lists;
   }
 
   /**
@@ -74,7 +93,9 @@ public record Upstream(
         aliases,
         dockerHubNaming,
         settings,
-        credential == null ? ClientCredential.ANONYMOUS : credential);
+        credential == null ? ClientCredential.ANONYMOUS : credential,
+        passthrough,
+        pullThrough);
   }
 
   /**
@@ -84,7 +105,8 @@ public record Upstream(
   public Upstream withoutClient() {
     return client == null
         ? this
-        : new Upstream(key, host, url, aliases, dockerHubNaming, settings, null);
+        : new Upstream(
+            key, host, url, aliases, dockerHubNaming, settings, null, passthrough, pullThrough);
   }
 
   /**
@@ -116,7 +138,7 @@ public record Upstream(
    *     "Error Codes"); nothing is looked up or requested from the upstream
    */
   public void requirePullThrough(RepositoryName name) {
-    if (settings != null && !settings.pullThrough().permits(name.value())) {
+    if (pullThrough != null && !pullThrough.permits(name.value())) {
       throw new OciException(
           OciErrorCode.NAME_UNKNOWN,
           "repository '"

@@ -2,26 +2,19 @@ package io.registrycache.upstream;
 
 import com.github.benmanes.caffeine.cache.Ticker;
 import io.micrometer.core.instrument.MeterRegistry;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.registrycache.oci.Digest;
-import io.registrycache.oci.MediaTypes;
 import io.registrycache.oci.OciErrorCode;
 import io.registrycache.oci.OciException;
-import io.registrycache.oci.Reference;
 import io.registrycache.oci.RepositoryName;
 import io.registrycache.tracing.PullSpan;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.Supplier;
 import org.springframework.core.ResolvableType;
@@ -29,19 +22,13 @@ import org.springframework.core.codec.ByteArrayDecoder;
 import org.springframework.core.io.buffer.DataBuffer;
 import org.springframework.core.io.buffer.DataBufferLimitException;
 import org.springframework.core.io.buffer.DataBufferUtils;
-import org.springframework.core.io.buffer.NettyDataBufferFactory;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
-import org.springframework.http.HttpStatus;
-import org.springframework.http.support.Netty4HeadersAdapter;
 import org.springframework.web.util.UriComponentsBuilder;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.netty.Connection;
-import reactor.netty.NettyInbound;
-import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.LoopResources;
 
 /**
@@ -56,8 +43,8 @@ import reactor.netty.resources.LoopResources;
  * ReferrersLister}) say only what to ask and how to read the answer.
  *
  * <p>Requests go out on the connection's Reactor Netty {@code HttpClient} directly, not through
- * Spring's {@code WebClient} (fewer layers and classes on every cold pull, docs/performance.md);
- * the {@link Reply} is built as Spring's {@code ReactorClientHttpConnector} builds its response.
+ * Spring's {@code WebClient} (fewer layers and classes on every cold pull, docs/performance.md):
+ * one {@link UpstreamConnection#exchange} per request, redirect or challenge answered.
  */
 final class UpstreamCaller {
 
@@ -175,7 +162,7 @@ final class UpstreamCaller {
             kind,
             Mono.defer(
                     () -> {
-                      Attempt replies = new Attempt();
+                      UpstreamConnection.Attempt replies = new UpstreamConnection.Attempt();
                       return execute(upstream, request, replies)
                           .flatMap(read)
                           .doOnNext(result -> replies.handedOn())
@@ -198,7 +185,8 @@ final class UpstreamCaller {
    * Sends the request with the cached authorization; on a 401 challenge from the upstream, gets a
    * new authorization (single-flight) and sends once more.
    */
-  private Mono<Reply> execute(Upstream upstream, Request request, Attempt attempt) {
+  private Mono<Reply> execute(
+      Upstream upstream, Request request, UpstreamConnection.Attempt attempt) {
     UpstreamConnection connection = connection(upstream);
     return authenticator
         .current(upstream, request.name())
@@ -253,15 +241,20 @@ final class UpstreamCaller {
       Request request,
       UpstreamAuthorization auth,
       int hops,
-      Attempt attempt) {
+      UpstreamConnection.Attempt attempt) {
     Upstream upstream = connection.upstream();
-    boolean sameOrigin = UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
+    // The first request goes to the upstream's own origin (every endpoint builds it on the
+    // upstream's URL; a referrers page elsewhere is refused before); every redirect is checked.
+    boolean sameOrigin = hops == 0 || UpstreamAddressPolicy.sameOrigin(uri, upstream.url());
     UpstreamAuthorization sent = sameOrigin ? auth : null;
-    int maxHops = Math.max(0, upstream.settings().redirect().maxHops());
-    // The first request goes to the upstream's own origin; every redirect target is checked.
+    int maxHops = connection.maxRedirectHops();
     Mono<Void> allowed = hops == 0 ? Mono.empty() : policy.check(upstream, uri, "redirect");
     return allowed
-        .then(Mono.defer(() -> send(connection, method, uri, request, sent, sameOrigin, attempt)))
+        .then(
+            Mono.defer(
+                () ->
+                    connection.exchange(
+                        method, uri, request, userAgent, sent, sameOrigin, attempt)))
         .flatMap(
             reply -> {
               String location = reply.headers().getFirst(HttpHeaders.LOCATION);
@@ -272,7 +265,7 @@ final class UpstreamCaller {
                 return drain(reply)
                     .then(
                         Mono.error(
-                            unavailable(
+                            UpstreamErrors.unavailable(
                                 upstream,
                                 "more than "
                                     + maxHops
@@ -290,7 +283,7 @@ final class UpstreamCaller {
                 return drain(reply)
                     .then(
                         Mono.error(
-                            unavailable(
+                            UpstreamErrors.unavailable(
                                 upstream,
                                 "redirect to an invalid Location for " + uri.getPath(),
                                 e)));
@@ -299,201 +292,6 @@ final class UpstreamCaller {
               return drain(reply)
                   .then(follow(connection, nextMethod, next, request, auth, hops + 1, attempt));
             });
-  }
-
-  /**
-   * One HTTP exchange on Reactor Netty's {@link HttpClient}, as Spring's {@code
-   * ReactorClientHttpConnector} and {@code ReactorClientHttpResponse} make it: the reply comes with
-   * the response headers (Netty's, adapted without a copy); its body is the connection's inbound
-   * buffers, each retained and wrapped, and may be subscribed once. A reply cancelled before its
-   * body was subscribed has the body read and dropped, so the connection goes back to the pool.
-   * Transport failures come out as Reactor Netty raises them (see {@link TransportFailure}).
-   */
-  private Mono<Reply> send(
-      UpstreamConnection connection,
-      HttpMethod method,
-      URI uri,
-      Request request,
-      UpstreamAuthorization sent,
-      boolean sameOrigin,
-      Attempt attempt) {
-    return connection
-        .httpClient()
-        .headers(
-            h -> {
-              h.set(HttpHeaderNames.USER_AGENT, userAgent);
-              if (request.accept() != null && !request.accept().isEmpty()) {
-                h.set(HttpHeaderNames.ACCEPT, String.join(", ", request.accept()));
-              }
-              if (sent != null) {
-                h.set(HttpHeaderNames.AUTHORIZATION, sent.header());
-              }
-              if (request.range() != null) {
-                h.set(HttpHeaderNames.RANGE, request.range());
-              }
-            })
-        .request(io.netty.handler.codec.http.HttpMethod.valueOf(method.name()))
-        .uri(uri)
-        .responseConnection(
-            (response, exchange) -> {
-              int status = response.status().code();
-              HttpHeaders headers =
-                  HttpHeaders.readOnlyHttpHeaders(
-                      new Netty4HeadersAdapter(response.responseHeaders()));
-              NettyBody body = new NettyBody(exchange, mayHaveBody(method, status, headers));
-              attempt.add(body);
-              return Mono.just(
-                  new Reply(
-                      status,
-                      headers,
-                      minTransferRate(connection.upstream(), body.flux()),
-                      sent,
-                      sameOrigin));
-            })
-        .next();
-  }
-
-  /** Whether a response may carry a body (RFC 9110 sections 6.4.1, 15.3.5 and 15.3.6). */
-  private static boolean mayHaveBody(HttpMethod method, int status, HttpHeaders headers) {
-    return !(status / 100 == 1
-        || status == 204
-        || status == 205
-        || HttpMethod.HEAD.equals(method)
-        || headers.getContentLength() == 0);
-  }
-
-  /**
-   * The reply bodies of one attempt (the first request, a redirect's, a challenge's), so that those
-   * nobody subscribed to are released when the attempt ends without handing a result on.
-   */
-  private static final class Attempt {
-    private final List<NettyBody> bodies = new ArrayList<>(2);
-    private boolean handedOn;
-
-    synchronized void add(NettyBody body) {
-      bodies.add(body);
-    }
-
-    /** A result (which may carry a body still to be read) went on to the caller. */
-    synchronized void handedOn() {
-      handedOn = true;
-    }
-
-    void releaseUnlessHandedOn() {
-      List<NettyBody> unread;
-      synchronized (this) {
-        if (handedOn) {
-          return;
-        }
-        unread = List.copyOf(bodies);
-      }
-      unread.forEach(NettyBody::releaseUnsubscribed);
-    }
-  }
-
-  /**
-   * The body of one reply: the connection's inbound buffers, subscribed at most once, or released
-   * when nobody did (the states of Spring's {@code ReactorClientHttpResponse}).
-   */
-  private static final class NettyBody {
-    private static final int UNSUBSCRIBED = 0;
-    private static final int SUBSCRIBED = 1;
-    private static final int RELEASED = 2;
-
-    private final NettyInbound inbound;
-    private final NettyDataBufferFactory buffers;
-    private final boolean mayHaveBody;
-    private final AtomicInteger state = new AtomicInteger(UNSUBSCRIBED);
-
-    NettyBody(Connection connection, boolean mayHaveBody) {
-      this.inbound = connection.inbound();
-      this.buffers = new NettyDataBufferFactory(connection.outbound().alloc());
-      this.mayHaveBody = mayHaveBody;
-    }
-
-    Flux<DataBuffer> flux() {
-      return inbound
-          .receive()
-          .doOnSubscribe(
-              s -> {
-                if (!state.compareAndSet(UNSUBSCRIBED, SUBSCRIBED) && state.get() == RELEASED) {
-                  throw new IllegalStateException(
-                      "the upstream reply's body was released already, unread");
-                }
-              })
-          .map(buf -> buffers.wrap(buf.retain()));
-    }
-
-    /**
-     * Reads and drops the body when nobody subscribed to it, once: up to {@value
-     * UpstreamCaller#DRAIN_BYTES} bytes, so a small body leaves the connection in the pool; a
-     * larger one is cut off (Reactor Netty closes that connection) rather than read to its end, as
-     * {@link UpstreamCaller#drain} does.
-     */
-    void releaseUnsubscribed() {
-      if (mayHaveBody && state.compareAndSet(UNSUBSCRIBED, RELEASED)) {
-        AtomicLong read = new AtomicLong();
-        inbound
-            .receive()
-            .takeWhile(buf -> read.addAndGet(buf.readableBytes()) <= DRAIN_BYTES)
-            .subscribe(buf -> {}, e -> {});
-      }
-    }
-  }
-
-  /**
-   * One tick a second for every body's rate check, from one timer shared by all the bodies being
-   * received (a timer per body costs a scheduled task and a thread hop per blob); it stops while no
-   * body is received.
-   */
-  private static final Flux<Long> RATE_CHECKS =
-      Flux.interval(Duration.ofSeconds(1), Duration.ofSeconds(1)).share();
-
-  /**
-   * {@code body}, failing with {@link TransportFailure.SlowTransferException} once its average rate
-   * since the response headers falls below {@code min-transfer-rate} after {@code
-   * min-transfer-rate-grace}: a body dripping a byte now and then passes the idle {@code
-   * read-timeout} but not this. After {@code n} bytes the next {@code n} are due by {@code grace +
-   * n / rate} from the start. Checked once a second ({@link #RATE_CHECKS}), not per buffer.
-   */
-  static Flux<DataBuffer> minTransferRate(Upstream upstream, Flux<DataBuffer> body) {
-    long rate =
-        upstream.settings().minTransferRate() == null
-            ? 0
-            : upstream.settings().minTransferRate().toBytes();
-    if (rate <= 0) {
-      return body;
-    }
-    Duration grace = upstream.settings().minTransferRateGrace();
-    return Flux.defer(
-        () -> {
-          long start = System.nanoTime();
-          AtomicLong received = new AtomicLong();
-          Mono<Void> tooSlow =
-              RATE_CHECKS
-                  .filter(
-                      tick ->
-                          System.nanoTime() - start
-                              > grace.toNanos() + received.get() * 1_000_000_000L / rate)
-                  .next()
-                  .flatMap(
-                      tick ->
-                          Mono.<Void>error(
-                              new TransportFailure.SlowTransferException(
-                                  "body slower than min-transfer-rate "
-                                      + rate
-                                      + " bytes/s: "
-                                      + received.get()
-                                      + " bytes in "
-                                      + Duration.ofNanos(System.nanoTime() - start).toMillis()
-                                      + " ms"
-                                      + " (registry-cache.upstreams."
-                                      + upstream.key()
-                                      + ".min-transfer-rate)")));
-          return body.doOnNext(buffer -> received.addAndGet(buffer.readableByteCount()))
-              .takeUntilOther(tooSlow)
-              .doOnDiscard(DataBuffer.class, DataBufferUtils::release);
-        });
   }
 
   /**
@@ -525,18 +323,9 @@ final class UpstreamCaller {
         .defaultIfEmpty(new byte[0])
         .onErrorMap(
             DataBufferLimitException.class,
-            e -> unavailable(upstream, what + " is larger than " + MAX_LIST_BYTES + " bytes", e));
-  }
-
-  /** {@code UPSTREAM_UNAVAILABLE} (502) with {@code message} after the upstream's name. */
-  static UpstreamException unavailable(Upstream upstream, String message, Throwable cause) {
-    return new UpstreamException(
-        upstream.key(),
-        OciErrorCode.UPSTREAM_UNAVAILABLE,
-        HttpStatus.BAD_GATEWAY,
-        UpstreamErrors.name(upstream) + ": " + message,
-        null,
-        cause);
+            e ->
+                UpstreamErrors.unavailable(
+                    upstream, what + " is larger than " + MAX_LIST_BYTES + " bytes", e));
   }
 
   /** The start of an error body (for the message); the rest is not read. */
@@ -557,29 +346,6 @@ final class UpstreamCaller {
         .onErrorResume(e -> Mono.empty());
   }
 
-  /**
-   * The upstream's {@code Docker-Content-Digest}, or {@code null} when absent.
-   *
-   * @throws UpstreamException {@code UPSTREAM_UNAVAILABLE} (502) when it is malformed
-   */
-  static Digest upstreamDigest(Upstream upstream, String what, HttpHeaders headers) {
-    String value = headers.getFirst("Docker-Content-Digest");
-    if (value == null || value.isBlank()) {
-      return null;
-    }
-    try {
-      return Digest.parse(value.trim());
-    } catch (OciException e) {
-      throw unavailable(
-          upstream, "upstream sent an invalid digest for " + what + " (" + e.getMessage() + ")", e);
-    }
-  }
-
-  /** The media type of {@code Content-Type} without parameters. */
-  static String mediaType(HttpHeaders headers) {
-    return MediaTypes.essence(headers.getFirst(HttpHeaders.CONTENT_TYPE));
-  }
-
   private static boolean isRedirect(int status) {
     return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
   }
@@ -591,11 +357,6 @@ final class UpstreamCaller {
         .encode()
         .build()
         .toUri();
-  }
-
-  /** {@code name:tag} or {@code name@digest}, for messages. */
-  static String describe(RepositoryName name, Reference reference) {
-    return name + (reference instanceof Reference.ByDigest ? "@" : ":") + reference;
   }
 
   /**

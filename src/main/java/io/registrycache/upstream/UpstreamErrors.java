@@ -34,6 +34,17 @@ final class UpstreamErrors {
 
   private UpstreamErrors() {}
 
+  /** {@code UPSTREAM_UNAVAILABLE} (502) with {@code message} after the upstream's name. */
+  static UpstreamException unavailable(Upstream upstream, String message, Throwable cause) {
+    return new UpstreamException(
+        upstream.key(),
+        OciErrorCode.UPSTREAM_UNAVAILABLE,
+        HttpStatus.BAD_GATEWAY,
+        UpstreamErrors.name(upstream) + ": " + message,
+        null,
+        cause);
+  }
+
   /** {@code upstream 'key' (url)}: the prefix of every message. */
   static String name(Upstream upstream) {
     return "upstream '" + upstream.key() + "' (" + upstream.url() + ")";
