@@ -10,7 +10,8 @@
 #   NMT=off perf/scripts/footprint.sh           # without native memory tracking (it costs ~2 MiB)
 #
 # Per round: seconds from launching `java` until `/v2/` answers; the classes loaded then (jcmd
-# VM.classes); RSS then; a cold pull of every seeded image (skopeo copy --all) and two warm ones; then
+# VM.classes); RSS then; a cold pull of every seeded image (skopeo copy --all) and two warm ones, with
+# the service's CPU time (user+system, /proc/<pid>/stat) for the cold pass and per warm pass; then
 # the peak RSS (VmHWM), the threads and their names, the native memory tracking summary (jcmd
 # VM.native_memory summary, committed KiB per category) and /proc/<pid>/smaps_rollup. Everything a
 # round measured is kept under OUT (default a new /tmp/footprint.XXXX): round-N.{log,nmt,heap,smaps,smaps-full,threads,classes}.
@@ -58,23 +59,29 @@ if [ "${AOT:-}" != none ]; then
   MALLOC_ARENA_MAX=2 timeout 600 java $opts ${EXTRA:-} -XX:AOTCacheOutput="$work/app/registry-cache.aot" \
     -Dregistry-cache.aot-training=true -jar "$app" >"$out/train.log" 2>&1 || true
   [ -f "$work/app/registry-cache.aot" ] || die "no AOT cache was made (see $out/train.log)"
+  echo "AOT cache: $(($(stat -c %s "$work/app/registry-cache.aot") / 1048576)) MiB, $(grep -o 'AOT cache training: .*' "$out/train.log" | head -1)"
   aot=-XX:AOTCache=$work/app/registry-cache.aot
 fi
 
-pull() { # cold once, then warm twice: every seeded image, every platform
-  local round=$1 i
+tick=$(getconf CLK_TCK)
+cpu_ms() { awk -v t="$tick" '{print int(($14 + $15) * 1000 / t)}' "/proc/$pid/stat"; } # the service's user+system CPU
+pull() { # cold once, then warm twice: every seeded image, every platform; sets cold_ms and warm_ms
+  local round=$1 i c0
+  c0=$(cpu_ms)
   for i in 1 2 3; do
+    [ "$i" = 2 ] && cold_ms=$(($(cpu_ms) - c0)) && c0=$(cpu_ms)
     for image in "${images[@]}"; do
       rm -rf "$work/pulled"
       timeout 60 skopeo copy -q --all --src-tls-verify=false "docker://127.0.0.1:$port/$image" "dir:$work/pulled" \
         >>"$out/round-$round.pulls" 2>&1 || die "pulling $image failed (see $out/round-$round.pulls, $out/round-$round.log)"
     done
   done
+  warm_ms=$((($(cpu_ms) - c0) / 2))
 }
 kib() { awk -v k="$1" '$1 == k":" {print int($2 / 1024)}' "/proc/$pid/status"; }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-declare -a r_ready r_classes r_rss r_hwm r_threads
+declare -a r_ready r_classes r_rss r_hwm r_threads r_cold r_warm
 for r in $(seq 1 "$rounds"); do
   rm -rf "$work/cache"
   t0=$(date +%s%N)
@@ -104,12 +111,12 @@ for r in $(seq 1 "$rounds"); do
   jcmd "$pid" GC.heap_info >"$out/round-$r.heap"
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=
   grep -q '\[aot\].*\(error\|disabled\|mismatch\)' "$out/round-$r.log" && log "round $r: the AOT cache was not used (see $out/round-$r.log)"
-  echo "round $r: ready ${ready} s, ${classes} classes, RSS ${rss} MiB at ready; after $((${#images[@]} * 3)) pulls: peak RSS (VmHWM) ${hwm} MiB, ${threads} threads"
-  r_ready+=("$ready") r_classes+=("$classes") r_rss+=("$rss") r_hwm+=("$hwm") r_threads+=("$threads")
+  echo "round $r: ready ${ready} s, ${classes} classes, RSS ${rss} MiB at ready; CPU ${cold_ms} ms for the cold pass, ${warm_ms} ms per warm pass; after $((${#images[@]} * 3)) pulls: peak RSS (VmHWM) ${hwm} MiB, ${threads} threads"
+  r_ready+=("$ready") r_classes+=("$classes") r_rss+=("$rss") r_hwm+=("$hwm") r_threads+=("$threads") r_cold+=("$cold_ms") r_warm+=("$warm_ms")
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END{print a[int((NR+1)/2)]}'; }
-echo "median of $rounds: ready $(median "${r_ready[@]}") s, classes $(median "${r_classes[@]}"), RSS at ready $(median "${r_rss[@]}") MiB, peak RSS $(median "${r_hwm[@]}") MiB, threads $(median "${r_threads[@]}")"
+echo "median of $rounds: ready $(median "${r_ready[@]}") s, classes $(median "${r_classes[@]}"), RSS at ready $(median "${r_rss[@]}") MiB, peak RSS $(median "${r_hwm[@]}") MiB, threads $(median "${r_threads[@]}"), CPU cold pass $(median "${r_cold[@]}") ms, warm pass $(median "${r_warm[@]}") ms"
 last=$out/round-$rounds
 if [ -f "$last.nmt" ]; then
   echo "native memory tracking, round $rounds, committed MiB per category:"

@@ -5,17 +5,20 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
-import org.springframework.util.FileSystemUtils;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.netty.Connection;
 import reactor.netty.http.client.HttpClient;
+import reactor.netty.http.client.HttpClientResponse;
 import reactor.netty.resources.ConnectionProvider;
 
 /**
@@ -106,7 +109,8 @@ public final class AotTraining {
             context.getEnvironment().getProperty("local.management.port", Integer.toString(port));
         status = pull(port, Integer.parseInt(management), small, large);
       } finally {
-        SpringApplication.exit(context);
+        // as a served process stops (its shutdown hook closes the context)
+        context.close();
       }
       log.info(
           "AOT cache training: {} in {} ms; the JVM writes the cache as it exits",
@@ -114,7 +118,18 @@ public final class AotTraining {
           Duration.ofNanos(System.nanoTime() - started).toMillis());
       return status;
     } finally {
-      FileSystemUtils.deleteRecursively(work);
+      delete(work);
+    }
+  }
+
+  /**
+   * Deletes {@code folder} and what it holds, as the store's janitor walks it ({@link Files#walk}).
+   */
+  private static void delete(Path folder) throws IOException {
+    try (Stream<Path> paths = Files.walk(folder)) {
+      for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
+        Files.deleteIfExists(path);
+      }
     }
   }
 
@@ -228,7 +243,11 @@ public final class AotTraining {
       requests.add(
           head(
               client,
-              "/v2/" + TrainingUpstream.REPOSITORY + "/blobs/sha256:" + String.format("%064x", i),
+              "/v2/"
+                  + TrainingUpstream.REPOSITORY
+                  + "/blobs/sha256:"
+                  + "0".repeat(63)
+                  + (char) ('a' + i % 6),
               null,
               404,
               failures));
@@ -269,11 +288,8 @@ public final class AotTraining {
             })
         .get()
         .uri(uri)
-        .responseSingle(
-            (response, body) ->
-                body.asByteArray()
-                    .defaultIfEmpty(new byte[0])
-                    .doOnNext(bytes -> check(uri, response.status().code(), expected, failures)))
+        .responseConnection(
+            (response, connection) -> drain(uri, response, connection, expected, failures))
         .then();
   }
 
@@ -288,9 +304,26 @@ public final class AotTraining {
             })
         .head()
         .uri(uri)
-        .response()
-        .doOnNext(response -> check(uri, response.status().code(), expected, failures))
+        .responseConnection(
+            (response, connection) -> drain(uri, response, connection, expected, failures))
         .then();
+  }
+
+  /**
+   * Reads and drops the body and checks the status, the way the service's upstream client reads an
+   * upstream's answer ({@code responseConnection}, {@code receive()}): the training loads and
+   * profiles that code, not another reader's.
+   */
+  private static Mono<Void> drain(
+      String uri,
+      HttpClientResponse response,
+      Connection connection,
+      int expected,
+      AtomicInteger failures) {
+    return connection
+        .inbound()
+        .receive()
+        .then(Mono.fromRunnable(() -> check(uri, response.status().code(), expected, failures)));
   }
 
   private static void check(String uri, int status, int expected, AtomicInteger failures) {
