@@ -55,9 +55,9 @@ import tools.jackson.databind.node.ObjectNode;
  * bundles among the referrers, cosign 3's default) and real clients pulling through the cache:
  * skopeo, crane, and containerd's ctr where its socket is there. Repositories {@code it/signed/**}
  * require a signature by {@code trusted.pub}. Right key: pulled, digests checked; unsigned, another
- * key, a signature altered in registry:2: refused with 403 {@code DENIED} and the reason; and an
- * image verified before is still pulled with registry:2 stopped, past its verdict's TTL (the
- * service's clock is moved, not waited on).
+ * key, a signature altered in registry:2: refused with 403 {@code DENIED} and the reason, by each
+ * client; and an image verified before is still pulled with registry:2 stopped, past its verdict's
+ * TTL (the service's clock is moved, not waited on).
  */
 @SpringBootTest(
     classes = {RegistryCacheApplication.class, SignaturePolicyIT.TestClock.class},
@@ -240,12 +240,15 @@ class SignaturePolicyIT {
 
   @Test
   @NeedsTool("skopeo")
-  void skopeoPullsTheImageSignedWithTheKeyAndIsRefusedTheOthers() throws IOException {
+  void skopeoPullsTheImageSignedWithTheKeyAndIsRefusedTheOthers() throws Exception {
     Image good = push("signed/skopeo-good");
     sign(good, "trusted");
     Image unsigned = push("signed/skopeo-unsigned");
     Image otherKey = push("signed/skopeo-other");
     sign(otherKey, "other");
+    Image tampered = push("signed/skopeo-tampered");
+    sign(tampered, "trusted");
+    tamper(tampered);
 
     Path layout = work.resolve("good");
     skopeoCopy(good, layout).assertSuccess();
@@ -253,8 +256,10 @@ class SignaturePolicyIT {
 
     assertRefused(skopeoCopy(unsigned, work.resolve("unsigned")), "no signature");
     assertRefused(skopeoCopy(otherKey, work.resolve("other")), "wrong key");
+    assertRefused(skopeoCopy(tampered, work.resolve("tampered")), "wrong key");
     assertDenied(unsigned, "no signature");
     assertDenied(otherKey, "wrong key");
+    assertDenied(tampered, "wrong key");
   }
 
   @Test
@@ -275,12 +280,15 @@ class SignaturePolicyIT {
 
   @Test
   @NeedsGoTool("crane")
-  void craneGetsTheSignedImageByTagAndDigestAndIsRefusedATamperedSignature() throws Exception {
+  void craneGetsTheSignedImageByTagAndDigestAndIsRefusedTheOthers() throws Exception {
     Image good = push("signed/crane-good");
     sign(good, "trusted");
     Image tampered = push("signed/crane-tampered");
     sign(tampered, "trusted");
     tamper(tampered);
+    Image unsigned = push("signed/crane-unsigned");
+    Image otherKey = push("signed/crane-other");
+    sign(otherKey, "other");
 
     assertThat(crane("digest", reference(good, false)).assertSuccess().output().strip())
         .isEqualTo(good.manifest().digest());
@@ -295,16 +303,25 @@ class SignaturePolicyIT {
     assertRefused(crane("manifest", reference(tampered, false)), "wrong key");
     assertRefused(crane("manifest", reference(tampered, true)), "wrong key");
     assertDenied(tampered, "wrong key");
+    assertRefused(crane("manifest", reference(unsigned, false)), "no signature");
+    assertRefused(crane("manifest", reference(otherKey, true)), "wrong key");
+    assertDenied(unsigned, "no signature");
+    assertDenied(otherKey, "wrong key");
   }
 
   @Test
-  void ctrPullsTheSignedImageAndIsRefusedTheUnsignedOne() throws IOException {
+  void ctrPullsTheSignedImageAndIsRefusedTheOthers() throws Exception {
     Containerd.require();
     Containerd containerd = new Containerd();
     try {
       Image good = push("signed/ctr-good");
       sign(good, "trusted");
       Image unsigned = push("signed/ctr-unsigned");
+      Image otherKey = push("signed/ctr-other");
+      sign(otherKey, "other");
+      Image tampered = push("signed/ctr-tampered");
+      sign(tampered, "trusted");
+      tamper(tampered);
       Path hosts = work.resolve("hosts");
       Containerd.writeHostsToml(hosts, HOST, port);
 
@@ -319,6 +336,13 @@ class SignaturePolicyIT {
       assertThat(refused.exitCode()).as(refused.output()).isNotZero();
       assertThat(refused.output()).as(refused.output()).contains("403");
       assertDenied(unsigned, "no signature");
+      for (Image refusedImage : new Image[] {otherKey, tampered}) {
+        Command.Result other =
+            containerd.pull(hosts, HOST + "/" + refusedImage.repository() + ":v1");
+        assertThat(other.exitCode()).as(other.output()).isNotZero();
+        assertThat(other.output()).as(other.output()).contains("403");
+        assertDenied(refusedImage, "wrong key");
+      }
     } finally {
       containerd.removePulled();
     }
